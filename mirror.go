@@ -1,0 +1,253 @@
+package ordersync
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Upstream is the payment link service as ordersync uses it. Errors are
+// *UpstreamError.
+type Upstream interface {
+	CreatePaymentLink(ctx context.Context, params PaymentLinkParams) (*PaymentLinkResult, error)
+	GetOrder(ctx context.Context, orderCode string) (*Order, error)
+}
+
+// SyncInfo is ordersync's own bookkeeping about a mirrored order.
+type SyncInfo struct {
+	FirstSeenAt   time.Time  `json:"firstSeenAt"`
+	LastSyncedAt  *time.Time `json:"lastSyncedAt"` // nil until the first fetch
+	LastEventAt   *time.Time `json:"lastEventAt"`  // receipt of the last webhook
+	LastEventType EventType  `json:"lastEventType,omitempty"`
+	FetchCount    int64      `json:"fetchCount"`
+	// FetchSeq is the sequence of the fetch the mirror holds; a fetch with a
+	// lower sequence never overwrites it.
+	FetchSeq int64 `json:"fetchSeq"`
+}
+
+// MirroredOrder is an order as the mirror holds it.
+type MirroredOrder struct {
+	Account string
+	Order   Order
+	Sync    SyncInfo
+}
+
+// MarshalJSON writes the order detail in the interface's own field names and
+// shape (the raw fetched document when there is one, so fields added upstream
+// survive) plus "account" and a "sync" object.
+func (m MirroredOrder) MarshalJSON() ([]byte, error) {
+	doc := m.Order.Raw
+	if len(doc) == 0 {
+		var err error
+		if doc, err = json.Marshal(m.Order); err != nil {
+			return nil, err
+		}
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &fields); err != nil {
+		return nil, err
+	}
+	var err error
+	if fields["sync"], err = json.Marshal(m.Sync); err != nil {
+		return nil, err
+	}
+	if fields["account"], err = json.Marshal(m.Account); err != nil {
+		return nil, err
+	}
+	return json.Marshal(fields)
+}
+
+// Cause says why an order was fetched.
+type Cause string
+
+// Causes of a fetch.
+const (
+	CauseWebhook   Cause = "webhook"
+	CauseReconcile Cause = "reconcile"
+	CauseTrack     Cause = "track"
+	CauseCreate    Cause = "create"
+	CauseReplay    Cause = "replay"
+)
+
+// ApplyParams is one fetched order detail to write into the mirror.
+type ApplyParams struct {
+	Account string
+	// Order is the fetched detail, with Raw set.
+	Order *Order
+	// Seq was taken from AllocateFetchSeq before the fetch was sent. The
+	// apply takes effect only if Seq is greater than the mirror's FetchSeq.
+	Seq       int64
+	FetchedAt time.Time
+	Cause     Cause
+	// Events are the webhook events this fetch answers. They are written to
+	// the event log (outcome synced) in the same transaction, and the last
+	// one's receipt becomes SyncInfo.LastEventAt.
+	Events []EventRecord
+}
+
+// ApplyResult is what one ApplyParams did.
+type ApplyResult struct {
+	// Applied is false when a fetch that started later was already applied.
+	Applied bool
+	// Created is true when the mirror did not know the order before.
+	Created bool
+	// Changed is true when the document differs from the mirrored one (a
+	// changed document replaces items, metadata and payment; an unchanged
+	// one only touches SyncInfo).
+	Changed        bool
+	PreviousStatus Status // "" when created
+	Status         Status
+	// Paid is true when this apply queued the PAID trigger: the first time
+	// the mirror saw the order PAID or FINALIZED.
+	Paid bool
+}
+
+// Subjects ordersync publishes order events on, through the outbox.
+const (
+	// SubjectPaid carries the PAID trigger, exactly once per order.
+	SubjectPaid = "ordersync.orders.paid"
+	// SubjectStatusPrefix + STATUS carries every status change.
+	SubjectStatusPrefix = "ordersync.orders.status."
+)
+
+// OutboxMessage is an order event committed with the mirror change that
+// caused it, waiting to be published.
+type OutboxMessage struct {
+	ID        int64
+	Account   string
+	OrderCode string
+	Subject   string
+	// MsgID is the Nats-Msg-Id: account, order, status and transition number,
+	// so a re-publish after a crash is dropped by JetStream's deduplication.
+	MsgID     string
+	Payload   []byte // the MirroredOrder JSON
+	CreatedAt time.Time
+}
+
+// DeadLetterReason says why an event could not be processed.
+type DeadLetterReason string
+
+// Reasons of dead letters: each is a permanent failure.
+const (
+	ReasonUnknownOrder     DeadLetterReason = "unknown_order"     // upstream 404
+	ReasonUnresolved       DeadLetterReason = "unresolved"        // no order code for the event's keys
+	ReasonMalformed        DeadLetterReason = "malformed"         // the body is not a usable event
+	ReasonRetriesExhausted DeadLetterReason = "retries_exhausted" // transient failures outlasted the budget
+	ReasonRejected         DeadLetterReason = "rejected"          // upstream refused the request (400, protocol)
+)
+
+// DeadLetter is an event that ended in a permanent failure, kept whole so it
+// can be replayed.
+type DeadLetter struct {
+	ID             int64
+	MsgID          string
+	Account        string
+	Reason         DeadLetterReason
+	Attempts       int
+	LastError      string
+	OrderID        ID
+	OrderReference string
+	OrderCode      string
+	// Body and Headers are the queued message as received.
+	Body        []byte
+	Headers     map[string]string
+	CreatedAt   time.Time
+	ReplayedAt  *time.Time
+	ReplayCount int
+}
+
+// DeadLetterFilter selects dead letters; zero fields select all.
+type DeadLetterFilter struct {
+	Account         string
+	Reason          DeadLetterReason
+	IncludeReplayed bool
+	// OrderID or OrderReference select the letters of one order's keys, as
+	// when an unresolved event's order becomes known.
+	OrderID        ID
+	OrderReference string
+	Limit          int
+}
+
+// OrderFilter selects mirrored orders, newest first; zero fields select all.
+type OrderFilter struct {
+	Account string
+	Status  Status
+	// Since selects orders created upstream at or after it.
+	Since time.Time
+	Limit int
+	// Offset skips that many orders.
+	Offset int
+}
+
+// ReconcileFilter selects orders the reconciler should re-fetch.
+type ReconcileFilter struct {
+	Account string
+	// All selects every order, not only those that can still change.
+	All bool
+	// Since selects orders created at or after it.
+	Since time.Time
+	// SyncedBefore selects orders last synced before it (zero: any).
+	SyncedBefore time.Time
+	Limit        int
+}
+
+// EventFilter selects event log rows, newest first.
+type EventFilter struct {
+	Account   string
+	OrderCode string
+	OrderID   ID
+	Limit     int
+}
+
+// Mirror is the SQL mirror as the pipeline writes it. One method, one
+// transaction.
+type Mirror interface {
+	// ResolveOrderCode maps an order's id (then its reference) to its code.
+	// It returns ErrNotFound when the mirror knows neither.
+	ResolveOrderCode(ctx context.Context, ref OrderRef) (string, error)
+	// RecordOrderRef makes the mirror know an order's keys before its first
+	// fetch, as when ordersync creates the link. It never overwrites a
+	// fetched document.
+	RecordOrderRef(ctx context.Context, ref OrderRef) error
+	// AllocateFetchSeq reserves n consecutive fetch sequence numbers and
+	// returns the first. Every number is greater than any handed out
+	// before, by any process sharing the database.
+	AllocateFetchSeq(ctx context.Context, n int) (int64, error)
+	// ApplyOrders writes fetched orders, their status history, outbox
+	// messages and event log rows in one transaction.
+	ApplyOrders(ctx context.Context, params []ApplyParams) ([]ApplyResult, error)
+	// RecordEvents adds event log rows; a MsgID already logged is updated
+	// with the new outcome.
+	RecordEvents(ctx context.Context, events []EventRecord) error
+	// AddDeadLetter records a permanent failure and logs its event with
+	// outcome dead_lettered, in one transaction.
+	AddDeadLetter(ctx context.Context, dl DeadLetter) (int64, error)
+}
+
+// MirrorReader is the mirror as the back office reads it.
+type MirrorReader interface {
+	FindOrderByCode(ctx context.Context, account, orderCode string) (*MirroredOrder, error)
+	ListOrders(ctx context.Context, filter OrderFilter) ([]*MirroredOrder, error)
+	CountOrdersByStatus(ctx context.Context) (map[Status]int, error)
+	ListEvents(ctx context.Context, filter EventFilter) ([]EventRecord, error)
+}
+
+// DeadLetters is the dead-letter store.
+type DeadLetters interface {
+	ListDeadLetters(ctx context.Context, filter DeadLetterFilter) ([]*DeadLetter, error)
+	FindDeadLetter(ctx context.Context, id int64) (*DeadLetter, error)
+	MarkDeadLetterReplayed(ctx context.Context, id int64, at time.Time) error
+}
+
+// Outbox is the outbox as the relay drains it.
+type Outbox interface {
+	// PendingOutbox returns up to limit unsent messages, oldest first.
+	PendingOutbox(ctx context.Context, limit int) ([]OutboxMessage, error)
+	MarkOutboxSent(ctx context.Context, ids []int64, at time.Time) error
+}
+
+// ReconcileSource lists orders for the reconciler, most deserving first:
+// recently active ones and those whose link is near or past expiry.
+type ReconcileSource interface {
+	ListReconcileCandidates(ctx context.Context, filter ReconcileFilter) ([]OrderRef, error)
+}

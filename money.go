@@ -1,0 +1,159 @@
+package ordersync
+
+import (
+	"bytes"
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/cockroachdb/apd/v3"
+)
+
+// Amount is an exact decimal amount of money. It keeps the digits it was
+// given ("6.50" stays "6.50"), decodes from a JSON number or string, and is
+// encoded as a JSON number. The zero value is 0.
+//
+// Floating point never touches an Amount: upstream documents, SQL columns and
+// arithmetic all go through decimal text and apd.
+type Amount struct{ d apd.Decimal }
+
+// moneyContext is wide enough that sums and products of real prices are exact.
+var moneyContext = apd.BaseContext.WithPrecision(40)
+
+// ParseAmount parses a plain decimal such as "12", "6.50" or "-0.01".
+func ParseAmount(s string) (Amount, error) {
+	var a Amount
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return a, fmt.Errorf("parse amount: empty")
+	}
+	d, _, err := apd.NewFromString(s)
+	if err != nil {
+		return a, fmt.Errorf("parse amount %q: not a decimal number", s)
+	}
+	if d.Form != apd.Finite {
+		return a, fmt.Errorf("parse amount %q: not a finite number", s)
+	}
+	a.d.Set(d)
+	return a, nil
+}
+
+// MustAmount is ParseAmount for constants in code and tests.
+func MustAmount(s string) Amount {
+	a, err := ParseAmount(s)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// AmountFromInt returns n units.
+func AmountFromInt(n int64) Amount {
+	var a Amount
+	a.d.SetInt64(n)
+	return a
+}
+
+// String returns the amount in plain notation with the digits it was given.
+func (a Amount) String() string { return a.d.Text('f') }
+
+// Sign returns -1, 0 or +1.
+func (a Amount) Sign() int { return a.d.Sign() }
+
+// IsZero reports whether the amount is zero (0, 0.00, …).
+func (a Amount) IsZero() bool { return a.d.IsZero() }
+
+// Cmp compares numerically: 6.5 and 6.50 are equal.
+func (a Amount) Cmp(b Amount) int { return a.d.Cmp(&b.d) }
+
+// Equal reports numeric equality.
+func (a Amount) Equal(b Amount) bool { return a.Cmp(b) == 0 }
+
+// Identical reports equality of value and written digits: 6.5 and 6.50 are
+// equal but not identical.
+func (a Amount) Identical(b Amount) bool { return a.String() == b.String() }
+
+// Add returns a+b exactly.
+func (a Amount) Add(b Amount) Amount {
+	var r Amount
+	if _, err := moneyContext.Add(&r.d, &a.d, &b.d); err != nil {
+		panic(fmt.Sprintf("amount %s + %s: %v", a, b, err))
+	}
+	return r
+}
+
+// Sub returns a-b exactly.
+func (a Amount) Sub(b Amount) Amount {
+	var r Amount
+	if _, err := moneyContext.Sub(&r.d, &a.d, &b.d); err != nil {
+		panic(fmt.Sprintf("amount %s - %s: %v", a, b, err))
+	}
+	return r
+}
+
+// MulInt returns a*n exactly, as for price times quantity.
+func (a Amount) MulInt(n int64) Amount {
+	var r, m Amount
+	m.d.SetInt64(n)
+	if _, err := moneyContext.Mul(&r.d, &a.d, &m.d); err != nil {
+		panic(fmt.Sprintf("amount %s * %d: %v", a, n, err))
+	}
+	return r
+}
+
+// MarshalJSON encodes the amount as a JSON number with its own digits.
+func (a Amount) MarshalJSON() ([]byte, error) { return []byte(a.String()), nil }
+
+// UnmarshalJSON accepts a JSON number, a string holding a number, or null
+// (which leaves zero).
+func (a *Amount) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if bytes.Equal(b, []byte("null")) {
+		*a = Amount{}
+		return nil
+	}
+	s := string(b)
+	if len(b) > 0 && b[0] == '"' {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("amount: %w", err)
+		}
+	}
+	v, err := ParseAmount(s)
+	if err != nil {
+		return err
+	}
+	*a = v
+	return nil
+}
+
+// Value stores the amount as decimal text: TEXT in SQLite, NUMERIC in
+// PostgreSQL.
+func (a Amount) Value() (driver.Value, error) { return a.String(), nil }
+
+// Scan reads decimal text (or an integer) from a SQL column.
+func (a *Amount) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*a = Amount{}
+		return nil
+	case string:
+		return a.scanString(v)
+	case []byte:
+		return a.scanString(string(v))
+	case int64:
+		*a = AmountFromInt(v)
+		return nil
+	default:
+		return fmt.Errorf("scan amount: unsupported type %T", src)
+	}
+}
+
+func (a *Amount) scanString(s string) error {
+	v, err := ParseAmount(s)
+	if err != nil {
+		return fmt.Errorf("scan amount: %w", err)
+	}
+	*a = v
+	return nil
+}

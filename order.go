@@ -1,0 +1,250 @@
+package ordersync
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Status is an order's status as the payment link service reports it.
+type Status string
+
+// The statuses of interface version 2.0.
+const (
+	StatusPending   Status = "PENDING"
+	StatusPaid      Status = "PAID"
+	StatusCancelled Status = "CANCELLED"
+	StatusFinalized Status = "FINALIZED"
+)
+
+// Statuses lists every known status, in life-cycle order.
+var Statuses = []Status{StatusPending, StatusPaid, StatusCancelled, StatusFinalized}
+
+// Valid reports whether s is one of the known statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusPending, StatusPaid, StatusCancelled, StatusFinalized:
+		return true
+	}
+	return false
+}
+
+// CanChange reports whether an order in this status may still change
+// upstream, so the reconciler keeps re-fetching it. An unknown status is
+// treated as changeable: better one fetch too many than a stale mirror.
+func (s Status) CanChange() bool {
+	return s != StatusCancelled && s != StatusFinalized
+}
+
+// IsPaidState reports whether an order in this status has been paid: the
+// statuses that fire the PAID trigger the first time the mirror sees them.
+func (s Status) IsPaidState() bool { return s == StatusPaid || s == StatusFinalized }
+
+// ParseStatus accepts a status in any letter case.
+func ParseStatus(s string) (Status, error) {
+	st := Status(strings.ToUpper(strings.TrimSpace(s)))
+	if !st.Valid() {
+		return "", fmt.Errorf("unknown order status %q (want PENDING, PAID, CANCELLED or FINALIZED)", s)
+	}
+	return st, nil
+}
+
+// ID is a numeric identifier (orderId, productId) that arrives as a JSON
+// number from the API but as a string in webhooks. It is kept as its decimal
+// text; the empty ID means absent.
+type ID string
+
+// UnmarshalJSON accepts a number, a string or null.
+func (id *ID) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case bytes.Equal(b, []byte("null")):
+		*id = ""
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("id: %w", err)
+		}
+		*id = ID(strings.TrimSpace(s))
+	default:
+		var n json.Number
+		if err := json.Unmarshal(b, &n); err != nil {
+			return fmt.Errorf("id: want a number or a string, got %.20s", b)
+		}
+		*id = ID(n.String())
+	}
+	return nil
+}
+
+// MarshalJSON writes an all-digit ID as a number, as the API does, anything
+// else as a string, and the empty ID as null.
+func (id ID) MarshalJSON() ([]byte, error) {
+	if id == "" {
+		return []byte("null"), nil
+	}
+	if _, err := strconv.ParseUint(string(id), 10, 64); err == nil {
+		return []byte(id), nil
+	}
+	return json.Marshal(string(id))
+}
+
+// Timestamp is an instant in the service's format: ISO 8601 in UTC with
+// milliseconds and Z. It decodes tolerantly (with or without fraction, with
+// or without a zone, which then means UTC).
+type Timestamp struct{ time.Time }
+
+// TimestampLayout is the format the service writes.
+const TimestampLayout = "2006-01-02T15:04:05.000Z"
+
+var timestampLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999"}
+
+// ParseTimestamp parses any of the accepted forms.
+func ParseTimestamp(s string) (Timestamp, error) {
+	s = strings.TrimSpace(s)
+	for _, layout := range timestampLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return Timestamp{t.UTC()}, nil
+		}
+	}
+	return Timestamp{}, fmt.Errorf("parse timestamp %q: not ISO 8601", s)
+}
+
+// String formats like the service.
+func (t Timestamp) String() string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(TimestampLayout)
+}
+
+// MarshalJSON writes the service's format, or null for the zero time.
+func (t Timestamp) MarshalJSON() ([]byte, error) {
+	if t.IsZero() {
+		return []byte("null"), nil
+	}
+	return []byte(`"` + t.String() + `"`), nil
+}
+
+// UnmarshalJSON accepts a string in any accepted form, or null.
+func (t *Timestamp) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		*t = Timestamp{}
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("timestamp: want a string, got %.30s", b)
+	}
+	if s == "" {
+		*t = Timestamp{}
+		return nil
+	}
+	v, err := ParseTimestamp(s)
+	if err != nil {
+		return err
+	}
+	*t = v
+	return nil
+}
+
+// MetadataEntry is one name/value pair of an order's metadata as the API
+// writes it.
+type MetadataEntry struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Order is the order detail of GET /paymentlink/order/{orderCode}: the truth
+// the mirror holds.
+type Order struct {
+	OrderID        ID              `json:"orderId"`
+	OrderCode      string          `json:"orderCode"`
+	OrderReference string          `json:"orderReference"`
+	Name           string          `json:"name"`
+	Description    string          `json:"description"`
+	LineItems      []LineItem      `json:"lineItems"`
+	OrderStatus    Status          `json:"orderStatus"`
+	Subtotal       Amount          `json:"subtotal"`
+	TotalDetails   Totals          `json:"totalDetails"`
+	Total          Amount          `json:"total"`
+	Metadata       []MetadataEntry `json:"metadata"`
+	PaymentLinkURL string          `json:"paymentLinkUrl"`
+	SuccessURL     string          `json:"successUrl"`
+	CancelURL      string          `json:"cancelUrl"`
+	Store          StoreInfo       `json:"store"`
+	// Payment is nil until the order is paid; the service sends null, {} or
+	// nothing at all for that, and all three decode to nil.
+	Payment *Payment  `json:"payment"`
+	Created Timestamp `json:"created"`
+
+	// Raw is the document exactly as fetched, so fields the service adds
+	// later are kept in the mirror. It is empty for an order built in code.
+	Raw json.RawMessage `json:"-"`
+}
+
+// LineItem is one line of an order detail.
+type LineItem struct {
+	ProductID  ID      `json:"productId"`
+	SKU        string  `json:"sku"`
+	Name       string  `json:"name"`
+	Price      Amount  `json:"price"`
+	PromoPrice *Amount `json:"promoPrice"`
+	Quantity   int     `json:"quantity"`
+	ImageURL   string  `json:"imageUrl"`
+	SubTotal   Amount  `json:"subTotal"`
+}
+
+// Totals is the breakdown between an order's subtotal and total.
+type Totals struct {
+	ShippingAmount  Amount `json:"shippingAmount"`
+	DiscountAmount  Amount `json:"discountAmount"`
+	SurchargeAmount Amount `json:"surchargeAmount"`
+}
+
+// StoreInfo is the merchant store an order belongs to.
+type StoreInfo struct {
+	Name           string `json:"name"`
+	CountryCode    string `json:"countryCode"`
+	CurrencyCode   string `json:"currencyCode"`
+	CurrencySymbol string `json:"currencySymbol"`
+	Locale         string `json:"locale"`
+	Timezone       string `json:"timezone"`
+}
+
+// Payment is what the service records once an order is paid.
+type Payment struct {
+	AuthorizationCode string `json:"authorizationCode"`
+	VoucherURL        string `json:"voucherUrl"`
+	Buyer             *Buyer `json:"buyer"`
+}
+
+// Buyer is who paid. Its fields are personal data: never log them.
+type Buyer struct {
+	Name  string `json:"name"`
+	Phone string `json:"phone"`
+	Email string `json:"email"`
+}
+
+// IsEmpty reports whether the payment carries nothing, as the {} that some
+// deployments send before an order is paid.
+func (p *Payment) IsEmpty() bool {
+	return p == nil || (p.AuthorizationCode == "" && p.VoucherURL == "" && (p.Buyer == nil || *p.Buyer == Buyer{}))
+}
+
+// DecodeOrder decodes an order detail document tolerantly and keeps the raw
+// bytes in Order.Raw. Unknown fields are ignored.
+func DecodeOrder(doc []byte) (*Order, error) {
+	var o Order
+	if err := json.Unmarshal(doc, &o); err != nil {
+		return nil, fmt.Errorf("decode order detail: %w", err)
+	}
+	if o.Payment.IsEmpty() {
+		o.Payment = nil
+	}
+	o.OrderStatus = Status(strings.ToUpper(string(o.OrderStatus)))
+	o.Raw = append(json.RawMessage(nil), doc...)
+	return &o, nil
+}

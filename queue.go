@@ -1,0 +1,64 @@
+package ordersync
+
+import (
+	"context"
+	"time"
+)
+
+// InboundEvent is a webhook as received and queued: the raw body exactly as
+// the provider sent it, plus what the receiver knew when it answered.
+type InboundEvent struct {
+	// MsgID is the deduplication key (Nats-Msg-Id): a hash of the account
+	// and the raw body, so a redelivered webhook is stored once.
+	MsgID      string
+	Account    string
+	Body       []byte
+	ReceivedAt time.Time
+	Signature  SignatureVerdict
+	// Ignored is set when the event is not about a payment-link order; such
+	// events are queued only to be logged, never fetched.
+	Ignored IgnoreReason
+	// Replay is set when the event is a replay of dead letter ReplayOf.
+	ReplayOf int64
+	// Cause is why the event was queued: a webhook, a replay, a reconcile
+	// request or a track request.
+	Cause Cause
+}
+
+// EventPublisher makes an event durable. It returns only after the queue
+// has acknowledged the event; duplicate reports that an event with the same
+// MsgID was already stored.
+type EventPublisher interface {
+	PublishEvent(ctx context.Context, ev *InboundEvent) (duplicate bool, err error)
+}
+
+// Delivery is one queued event handed to a worker. A worker settles every
+// delivery exactly once: Ack after the mirror committed, Retry for a
+// transient failure, Term after recording a dead letter.
+type Delivery interface {
+	Event() *InboundEvent
+	// Attempt is 1 on the first delivery, 2 on the first redelivery, ….
+	Attempt() int
+	Ack(ctx context.Context) error
+	// Retry asks for redelivery after delay.
+	Retry(delay time.Duration) error
+	// Extend tells the queue the event is still being worked on.
+	Extend() error
+	// Term drops the event for good.
+	Term() error
+}
+
+// EventSource hands queued events to workers.
+type EventSource interface {
+	// Next waits up to wait for at least one event and returns at most max.
+	// It returns an empty slice, not an error, when none arrived in time.
+	Next(ctx context.Context, max int, wait time.Duration) ([]Delivery, error)
+	// Pending is the number of events not yet delivered to any worker.
+	Pending(ctx context.Context) (uint64, error)
+}
+
+// MessagePublisher publishes an outgoing message durably, deduplicated by
+// msgID, and returns after the server acknowledged it.
+type MessagePublisher interface {
+	Publish(ctx context.Context, subject, msgID string, data []byte) (duplicate bool, err error)
+}
