@@ -1,0 +1,468 @@
+// Package admin is ordersync's back-office HTTP API: read the mirror, create
+// payment links and track orders so the mirror knows every order, act on dead
+// letters, and the operational endpoints (/metrics, /healthz, /readyz).
+//
+// It listens on its own address, loopback by default, apart from the public
+// webhook receiver.
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// Config configures the API. Orders is required; an endpoint whose
+// dependency is nil answers 501.
+type Config struct {
+	// Account is the account served when a request names none.
+	Account     string
+	Orders      ordersync.MirrorReader
+	DeadLetters ordersync.DeadLetters
+	Follower    ordersync.Follower
+	Replayer    ordersync.Replayer
+	// Metrics serves /metrics.
+	Metrics http.Handler
+	// Ready reports whether the service can take work (database and queue
+	// reachable); /readyz answers 503 with its error otherwise.
+	Ready  func(ctx context.Context) error
+	Logger *slog.Logger
+}
+
+func (c *Config) withDefaults() Config {
+	cfg := *c
+	if cfg.Account == "" {
+		cfg.Account = ordersync.DefaultAccount
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg
+}
+
+func (c *Config) validate() error {
+	if c.Orders == nil {
+		return errors.New("admin: Config.Orders is required")
+	}
+	return nil
+}
+
+// Server is the admin API handler.
+type Server struct {
+	cfg Config
+	mux *http.ServeMux
+}
+
+// New returns the API handler.
+func New(cfg Config) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	if cfg.Metrics != nil {
+		s.mux.Handle("GET /metrics", cfg.Metrics)
+	}
+	s.mux.HandleFunc("GET /v1/orders", s.listOrders)
+	s.mux.HandleFunc("GET /v1/orders/{orderCode}", s.showOrder)
+	s.mux.HandleFunc("GET /v1/orders/{orderCode}/events", s.orderEvents)
+	s.mux.HandleFunc("POST /v1/orders/track", s.trackOrder)
+	s.mux.HandleFunc("POST /v1/payment-links", s.createPaymentLink)
+	s.mux.HandleFunc("GET /v1/dead-letters", s.listDeadLetters)
+	s.mux.HandleFunc("GET /v1/dead-letters/{id}", s.showDeadLetter)
+	s.mux.HandleFunc("POST /v1/dead-letters/{id}/replay", s.replayDeadLetter)
+	s.mux.HandleFunc("POST /v1/dead-letters/replay", s.replayDeadLetters)
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+func (s *Server) account(r *http.Request) string {
+	if a := r.URL.Query().Get("account"); a != "" {
+		return a
+	}
+	return s.cfg.Account
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		defer cancel()
+		if err := s.cfg.Ready(ctx); err != nil {
+			writeProblem(w, http.StatusServiceUnavailable, "not ready: "+err.Error(), nil)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// OrderList is the body of GET /v1/orders.
+type OrderList struct {
+	Orders []*ordersync.MirroredOrder `json:"orders"`
+	Count  int                        `json:"count"`
+}
+
+func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	filter := ordersync.OrderFilter{Account: s.account(r)}
+	var err error
+	if v := q.Get("status"); v != "" {
+		if filter.Status, err = ordersync.ParseStatus(v); err != nil {
+			writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{"status": {err.Error()}})
+			return
+		}
+	}
+	if v := q.Get("since"); v != "" {
+		if filter.Since, err = ParseSince(v, time.Now()); err != nil {
+			writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{"since": {err.Error()}})
+			return
+		}
+	}
+	for name, dst := range map[string]*int{"limit": &filter.Limit, "offset": &filter.Offset} {
+		if v := q.Get(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{name: {"must be a whole number ≥ 0"}})
+				return
+			}
+			*dst = n
+		}
+	}
+	orders, err := s.cfg.Orders.ListOrders(r.Context(), filter)
+	if err != nil {
+		s.internal(w, "list orders", err)
+		return
+	}
+	if orders == nil {
+		orders = []*ordersync.MirroredOrder{}
+	}
+	writeJSON(w, http.StatusOK, OrderList{Orders: orders, Count: len(orders)})
+}
+
+func (s *Server) showOrder(w http.ResponseWriter, r *http.Request) {
+	code := r.PathValue("orderCode")
+	o, err := s.cfg.Orders.FindOrderByCode(r.Context(), s.account(r), code)
+	if errors.Is(err, ordersync.ErrNotFound) {
+		writeProblem(w, http.StatusNotFound, fmt.Sprintf("order %s is not in the mirror", code), nil)
+		return
+	}
+	if err != nil {
+		s.internal(w, "find order", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, o)
+}
+
+// EventJSON is one event log row as the API writes it.
+type EventJSON struct {
+	MsgID          string    `json:"msgId"`
+	ReceivedAt     time.Time `json:"receivedAt"`
+	Type           string    `json:"type"`
+	OrderType      string    `json:"orderType,omitempty"`
+	OrderID        string    `json:"orderId,omitempty"`
+	OrderReference string    `json:"orderReference,omitempty"`
+	OrderCode      string    `json:"orderCode,omitempty"`
+	Signature      string    `json:"signature"`
+	Outcome        string    `json:"outcome"`
+	Detail         string    `json:"detail,omitempty"`
+}
+
+// EventJSONOf converts an event log row.
+func EventJSONOf(e ordersync.EventRecord) EventJSON {
+	return EventJSON{MsgID: e.MsgID, ReceivedAt: e.ReceivedAt, Type: string(e.Type), OrderType: e.OrderType,
+		OrderID: string(e.OrderID), OrderReference: e.OrderReference, OrderCode: e.OrderCode,
+		Signature: string(e.Signature), Outcome: string(e.Outcome), Detail: e.Detail}
+}
+
+func (s *Server) orderEvents(w http.ResponseWriter, r *http.Request) {
+	account, code := s.account(r), r.PathValue("orderCode")
+	o, err := s.cfg.Orders.FindOrderByCode(r.Context(), account, code)
+	if errors.Is(err, ordersync.ErrNotFound) {
+		writeProblem(w, http.StatusNotFound, fmt.Sprintf("order %s is not in the mirror", code), nil)
+		return
+	}
+	if err != nil {
+		s.internal(w, "find order", err)
+		return
+	}
+	events, err := s.cfg.Orders.ListEvents(r.Context(), ordersync.EventFilter{Account: account, OrderCode: code, OrderID: o.Order.OrderID, Limit: 1000})
+	if err != nil {
+		s.internal(w, "list events", err)
+		return
+	}
+	out := make([]EventJSON, 0, len(events))
+	for _, e := range events {
+		out = append(out, EventJSONOf(e))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": out})
+}
+
+// TrackRequest is the body of POST /v1/orders/track.
+type TrackRequest struct {
+	OrderCode string `json:"orderCode"`
+}
+
+func (s *Server) trackOrder(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Follower == nil {
+		writeProblem(w, http.StatusNotImplemented, "tracking is not enabled in this process", nil)
+		return
+	}
+	var req TrackRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	req.OrderCode = strings.TrimSpace(req.OrderCode)
+	if req.OrderCode == "" {
+		writeProblem(w, http.StatusBadRequest, "invalid request", map[string][]string{"orderCode": {"The field is required."}})
+		return
+	}
+	o, err := s.cfg.Follower.TrackOrder(r.Context(), s.account(r), req.OrderCode)
+	if err != nil {
+		s.upstreamFailure(w, "track order", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, o)
+}
+
+func (s *Server) createPaymentLink(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Follower == nil {
+		writeProblem(w, http.StatusNotImplemented, "link creation is not enabled in this process", nil)
+		return
+	}
+	var params ordersync.PaymentLinkParams
+	if !decodeBody(w, r, &params) {
+		return
+	}
+	res, err := s.cfg.Follower.CreatePaymentLink(r.Context(), s.account(r), params)
+	if err != nil {
+		s.upstreamFailure(w, "create payment link", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// upstreamFailure answers for a failed call that went to the payment link
+// service: its validation errors are the caller's, its outages are 502/503.
+func (s *Server) upstreamFailure(w http.ResponseWriter, op string, err error) {
+	var ve *ordersync.ValidationError
+	var ue *ordersync.UpstreamError
+	switch {
+	case errors.As(err, &ve):
+		writeProblem(w, http.StatusBadRequest, ve.Title, ve.Fields)
+	case errors.Is(err, ordersync.ErrNotFound):
+		writeProblem(w, http.StatusNotFound, err.Error(), nil)
+	case errors.As(err, &ue) && ue.Retryable():
+		if ue.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int((ue.RetryAfter+time.Second-1)/time.Second)))
+		}
+		writeProblem(w, http.StatusServiceUnavailable, err.Error(), nil)
+	case errors.As(err, &ue):
+		writeProblem(w, http.StatusBadGateway, err.Error(), nil)
+	default:
+		s.internal(w, op, err)
+	}
+}
+
+// DeadLetterJSON is a dead letter as the API writes it.
+type DeadLetterJSON struct {
+	ID             int64             `json:"id"`
+	MsgID          string            `json:"msgId"`
+	Account        string            `json:"account"`
+	Reason         string            `json:"reason"`
+	Attempts       int               `json:"attempts"`
+	LastError      string            `json:"lastError"`
+	OrderID        string            `json:"orderId,omitempty"`
+	OrderReference string            `json:"orderReference,omitempty"`
+	OrderCode      string            `json:"orderCode,omitempty"`
+	Body           json.RawMessage   `json:"body,omitempty"`
+	BodyText       string            `json:"bodyText,omitempty"`
+	Headers        map[string]string `json:"headers,omitempty"`
+	CreatedAt      time.Time         `json:"createdAt"`
+	ReplayedAt     *time.Time        `json:"replayedAt,omitempty"`
+	ReplayCount    int               `json:"replayCount"`
+}
+
+// DeadLetterJSONOf converts a dead letter; a body that is not JSON is given
+// as text.
+func DeadLetterJSONOf(dl *ordersync.DeadLetter) DeadLetterJSON {
+	out := DeadLetterJSON{ID: dl.ID, MsgID: dl.MsgID, Account: dl.Account, Reason: string(dl.Reason),
+		Attempts: dl.Attempts, LastError: dl.LastError, OrderID: string(dl.OrderID), OrderReference: dl.OrderReference,
+		OrderCode: dl.OrderCode, Headers: dl.Headers, CreatedAt: dl.CreatedAt, ReplayedAt: dl.ReplayedAt,
+		ReplayCount: dl.ReplayCount}
+	if json.Valid(dl.Body) {
+		out.Body = dl.Body
+	} else {
+		out.BodyText = string(dl.Body)
+	}
+	return out
+}
+
+func (s *Server) deadLetterFilter(w http.ResponseWriter, r *http.Request) (ordersync.DeadLetterFilter, bool) {
+	q := r.URL.Query()
+	f := ordersync.DeadLetterFilter{Account: q.Get("account"), Reason: ordersync.DeadLetterReason(q.Get("reason"))}
+	f.IncludeReplayed = q.Get("replayed") == "true"
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{"limit": {"must be a whole number ≥ 0"}})
+			return f, false
+		}
+		f.Limit = n
+	}
+	return f, true
+}
+
+func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.DeadLetters == nil {
+		writeProblem(w, http.StatusNotImplemented, "dead letters are not available in this process", nil)
+		return
+	}
+	f, ok := s.deadLetterFilter(w, r)
+	if !ok {
+		return
+	}
+	dls, err := s.cfg.DeadLetters.ListDeadLetters(r.Context(), f)
+	if err != nil {
+		s.internal(w, "list dead letters", err)
+		return
+	}
+	out := make([]DeadLetterJSON, 0, len(dls))
+	for _, dl := range dls {
+		out = append(out, DeadLetterJSONOf(dl))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"deadLetters": out, "count": len(out)})
+}
+
+func (s *Server) deadLetterID(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		writeProblem(w, http.StatusBadRequest, "invalid dead letter id", map[string][]string{"id": {"must be a positive whole number"}})
+		return 0, false
+	}
+	return id, true
+}
+
+func (s *Server) showDeadLetter(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.DeadLetters == nil {
+		writeProblem(w, http.StatusNotImplemented, "dead letters are not available in this process", nil)
+		return
+	}
+	id, ok := s.deadLetterID(w, r)
+	if !ok {
+		return
+	}
+	dl, err := s.cfg.DeadLetters.FindDeadLetter(r.Context(), id)
+	if errors.Is(err, ordersync.ErrNotFound) {
+		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no dead letter %d", id), nil)
+		return
+	}
+	if err != nil {
+		s.internal(w, "find dead letter", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, DeadLetterJSONOf(dl))
+}
+
+func (s *Server) replayDeadLetter(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Replayer == nil {
+		writeProblem(w, http.StatusNotImplemented, "replay is not enabled in this process", nil)
+		return
+	}
+	id, ok := s.deadLetterID(w, r)
+	if !ok {
+		return
+	}
+	err := s.cfg.Replayer.ReplayDeadLetter(r.Context(), id)
+	if errors.Is(err, ordersync.ErrNotFound) {
+		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no dead letter %d", id), nil)
+		return
+	}
+	if err != nil {
+		s.internal(w, "replay dead letter", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"replayed": 1})
+}
+
+func (s *Server) replayDeadLetters(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Replayer == nil {
+		writeProblem(w, http.StatusNotImplemented, "replay is not enabled in this process", nil)
+		return
+	}
+	f, ok := s.deadLetterFilter(w, r)
+	if !ok {
+		return
+	}
+	n, err := s.cfg.Replayer.ReplayDeadLetters(r.Context(), f)
+	if err != nil {
+		s.internal(w, "replay dead letters", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"replayed": n})
+}
+
+func (s *Server) internal(w http.ResponseWriter, op string, err error) {
+	s.cfg.Logger.Error("admin API", "op", op, "err", err)
+	writeProblem(w, http.StatusInternalServerError, op+" failed", nil)
+}
+
+// maxRequestBody bounds what the API reads from a client.
+const maxRequestBody = 1 << 20
+
+func decodeBody(w http.ResponseWriter, r *http.Request, dst any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	if err := dec.Decode(dst); err != nil {
+		writeProblem(w, http.StatusBadRequest, "the body is not valid JSON for this request: "+err.Error(), nil)
+		return false
+	}
+	return true
+}
+
+// Problem is an RFC 7807 problem body, the same shape the payment link
+// service answers with.
+type Problem struct {
+	Type   string              `json:"type"`
+	Title  string              `json:"title"`
+	Status int                 `json:"status"`
+	Errors map[string][]string `json:"errors,omitempty"`
+}
+
+func writeProblem(w http.ResponseWriter, status int, title string, fields map[string][]string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(Problem{Type: "about:blank", Title: title, Status: status, Errors: fields})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// ParseSince reads a --since/?since value: an RFC 3339 time, a date
+// (YYYY-MM-DD, UTC) or a duration back from now ("24h", "90m").
+func ParseSince(v string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(v); err == nil {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse("2006-01-02", v); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%q is neither a time (RFC 3339), a date (YYYY-MM-DD) nor a duration (24h)", v)
+}
