@@ -1,0 +1,97 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// orderSyncer is the one way to fetch an order and mirror it (Syncer).
+type orderSyncer interface {
+	SyncOrder(ctx context.Context, account, code string, cause ordersync.Cause) (ordersync.ApplyResult, error)
+}
+
+// FollowerConfig configures a Follower.
+type FollowerConfig struct {
+	Upstream ordersync.Upstream
+	Mirror   ordersync.Mirror
+	Reader   ordersync.MirrorReader
+	Syncer   orderSyncer
+	// OnOrderKnown is called once an order's keys are recorded, so events
+	// that arrived before could not be resolved are replayed.
+	OnOrderKnown func(ctx context.Context, ref ordersync.OrderRef)
+	Logger       *slog.Logger
+	Clock        func() time.Time
+}
+
+// Follower implements ordersync.Follower over the upstream and the mirror.
+type Follower struct {
+	cfg FollowerConfig
+}
+
+var _ ordersync.Follower = (*Follower)(nil)
+
+// NewFollower returns a Follower.
+func NewFollower(cfg FollowerConfig) (*Follower, error) {
+	if cfg.Upstream == nil || cfg.Mirror == nil || cfg.Reader == nil || cfg.Syncer == nil {
+		return nil, errors.New("worker: FollowerConfig.Upstream, Mirror, Reader and Syncer are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	return &Follower{cfg: cfg}, nil
+}
+
+// CreatePaymentLink creates the link upstream and records the order at once.
+// The first fetch follows right away; if it fails, the order stays recorded
+// and the reconciler or its first webhook fills it in.
+func (f *Follower) CreatePaymentLink(ctx context.Context, account string, params ordersync.PaymentLinkParams) (*ordersync.PaymentLinkResult, error) {
+	res, err := f.cfg.Upstream.CreatePaymentLink(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	minutes := ordersync.DefaultExpirationMinutes
+	if params.ExpirationMinutes != nil {
+		minutes = *params.ExpirationMinutes
+	}
+	ref := ordersync.OrderRef{
+		Account: account, Code: res.OrderCode, ID: res.OrderID, Reference: params.OrderReference,
+		ExpiresAt: f.cfg.Clock().Add(time.Duration(minutes) * time.Minute),
+	}
+	// The link exists upstream now: recording it must not be cut short by
+	// a client that hangs up.
+	bg := context.WithoutCancel(ctx)
+	if err := f.cfg.Mirror.RecordOrderRef(bg, ref); err != nil {
+		return res, fmt.Errorf("record created order %s: %w", res.OrderCode, err)
+	}
+	if f.cfg.OnOrderKnown != nil {
+		f.cfg.OnOrderKnown(bg, ref)
+	}
+	if _, err := f.cfg.Syncer.SyncOrder(bg, account, res.OrderCode, ordersync.CauseCreate); err != nil {
+		f.cfg.Logger.Warn("first fetch of a created order failed; the reconciler will retry", "order_code", res.OrderCode, "err", err)
+	}
+	return res, nil
+}
+
+// TrackOrder fetches an order created elsewhere, mirrors it and returns it.
+func (f *Follower) TrackOrder(ctx context.Context, account, code string) (*ordersync.MirroredOrder, error) {
+	res, err := f.cfg.Syncer.SyncOrder(ctx, account, code, ordersync.CauseTrack)
+	if err != nil {
+		return nil, fmt.Errorf("track order %s: %w", code, err)
+	}
+	o, err := f.cfg.Reader.FindOrderByCode(ctx, account, code)
+	if err != nil {
+		return nil, fmt.Errorf("track order %s: %w", code, err)
+	}
+	if res.Created && f.cfg.OnOrderKnown != nil {
+		f.cfg.OnOrderKnown(ctx, ordersync.OrderRef{Account: account, Code: code, ID: o.Order.OrderID, Reference: o.Order.OrderReference})
+	}
+	return o, nil
+}

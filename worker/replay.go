@@ -1,0 +1,113 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// ReplayerConfig configures dead-letter replay.
+type ReplayerConfig struct {
+	DeadLetters ordersync.DeadLetters
+	Publisher   ordersync.EventPublisher
+	Logger      *slog.Logger
+	Clock       func() time.Time
+}
+
+// Replayer sends dead-lettered events through the normal path again: back
+// into the queue, where a worker resolves, fetches and mirrors them as if
+// they had just arrived.
+type Replayer struct {
+	cfg ReplayerConfig
+}
+
+var _ ordersync.Replayer = (*Replayer)(nil)
+
+// NewReplayer returns a Replayer.
+func NewReplayer(cfg ReplayerConfig) (*Replayer, error) {
+	if cfg.DeadLetters == nil || cfg.Publisher == nil {
+		return nil, errors.New("worker: ReplayerConfig.DeadLetters and Publisher are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	return &Replayer{cfg: cfg}, nil
+}
+
+// ReplayDeadLetter re-queues one dead letter and marks it replayed.
+func (r *Replayer) ReplayDeadLetter(ctx context.Context, id int64) error {
+	dl, err := r.cfg.DeadLetters.FindDeadLetter(ctx, id)
+	if err != nil {
+		return fmt.Errorf("replay dead letter %d: %w", id, err)
+	}
+	return r.replay(ctx, dl)
+}
+
+func (r *Replayer) replay(ctx context.Context, dl *ordersync.DeadLetter) error {
+	now := r.cfg.Clock()
+	ev := &ordersync.InboundEvent{
+		// A fresh MsgID per replay: the original one may still be inside
+		// the queue's deduplication window.
+		MsgID:      fmt.Sprintf("replay:%d:%d", dl.ID, dl.ReplayCount+1),
+		Account:    dl.Account,
+		Body:       dl.Body,
+		ReceivedAt: now,
+		// Only events that passed the receiver's checks are ever queued,
+		// and so ever dead-lettered.
+		Signature: ordersync.SignatureValid,
+		ReplayOf:  dl.ID,
+		Cause:     ordersync.CauseReplay,
+	}
+	if _, err := r.cfg.Publisher.PublishEvent(ctx, ev); err != nil {
+		return fmt.Errorf("replay dead letter %d: publish: %w", dl.ID, err)
+	}
+	if err := r.cfg.DeadLetters.MarkDeadLetterReplayed(ctx, dl.ID, now); err != nil {
+		return fmt.Errorf("replay dead letter %d: mark replayed: %w", dl.ID, err)
+	}
+	r.cfg.Logger.Info("dead letter replayed", "id", dl.ID, "reason", dl.Reason, "order_id", dl.OrderID)
+	return nil
+}
+
+// ReplayDeadLetters replays every unreplayed letter the filter selects.
+func (r *Replayer) ReplayDeadLetters(ctx context.Context, filter ordersync.DeadLetterFilter) (int, error) {
+	filter.IncludeReplayed = false
+	dls, err := r.cfg.DeadLetters.ListDeadLetters(ctx, filter)
+	if err != nil {
+		return 0, fmt.Errorf("replay dead letters: %w", err)
+	}
+	n := 0
+	for _, dl := range dls {
+		if err := r.replay(ctx, dl); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// ReplayUnresolved replays the events dead-lettered as unresolved whose keys
+// match ref, now that the mirror knows the order.
+func (r *Replayer) ReplayUnresolved(ctx context.Context, ref ordersync.OrderRef) (int, error) {
+	n := 0
+	for _, f := range []ordersync.DeadLetterFilter{
+		{Account: ref.Account, Reason: ordersync.ReasonUnresolved, OrderID: ref.ID},
+		{Account: ref.Account, Reason: ordersync.ReasonUnresolved, OrderReference: ref.Reference},
+	} {
+		if f.OrderID == "" && f.OrderReference == "" {
+			continue
+		}
+		m, err := r.ReplayDeadLetters(ctx, f)
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
