@@ -1,0 +1,178 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ordersync/ordersync"
+)
+
+// Events returns the source workers pull events from: the durable consumer
+// shared by every worker goroutine and process.
+func (q *Queue) Events() ordersync.EventSource {
+	return &eventSource{q: q}
+}
+
+type eventSource struct{ q *Queue }
+
+// Next pulls events with Fetch requests. A plain Fetch of max events waits
+// until max arrived or the wait ended, so an idle worker would see a lone
+// event only at the end of its wait. Next therefore asks first for what is
+// there now (FetchNoWait: under load this is the only request per batch),
+// and when nothing is, waits for one event and then takes whatever else
+// arrived meanwhile, up to max.
+//
+// When ctx ends it returns what already arrived (which the caller must
+// settle), or ctx's error when nothing did; an event that was on its way is
+// redelivered after AckWait.
+func (s *eventSource) Next(ctx context.Context, max int, wait time.Duration) ([]ordersync.Delivery, error) {
+	if max < 1 {
+		return nil, fmt.Errorf("next events: max %d must be at least 1", max)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("next events: %w", err)
+	}
+	out, err := s.collect(nil, func() (jetstream.MessageBatch, error) { return s.q.consumer.FetchNoWait(max) })
+	if len(out) > 0 || wait <= 0 {
+		return out, s.fetchError(ctx, out, err)
+	}
+	fctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	out, err = s.collect(out, func() (jetstream.MessageBatch, error) {
+		return s.q.consumer.Fetch(1, jetstream.FetchContext(fctx))
+	})
+	if len(out) == 0 {
+		return nil, s.fetchError(ctx, out, err)
+	}
+	if max > 1 {
+		// Best effort: an error here leaves the rest for the next call.
+		out, _ = s.collect(out, func() (jetstream.MessageBatch, error) { return s.q.consumer.FetchNoWait(max - 1) })
+	}
+	return out, nil
+}
+
+// collect runs one fetch, appends its messages to out and returns its error.
+func (s *eventSource) collect(out []ordersync.Delivery, fetch func() (jetstream.MessageBatch, error)) ([]ordersync.Delivery, error) {
+	batch, err := fetch()
+	if err != nil {
+		return out, err
+	}
+	n := len(out)
+	for msg := range batch.Messages() {
+		out = append(out, &delivery{msg: msg, q: s.q})
+	}
+	s.q.metrics.delivered.Add(float64(len(out) - n))
+	return out, batch.Error()
+}
+
+// fetchError decides what a failed or empty fetch means to the caller:
+// nothing in time is not an error, and events in hand are returned first.
+func (s *eventSource) fetchError(ctx context.Context, out []ordersync.Delivery, err error) error {
+	switch {
+	case err == nil, len(out) > 0:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("next events: %w", ctx.Err())
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, jetstream.ErrNoMessages), errors.Is(err, nats.ErrTimeout):
+		return nil
+	}
+	s.q.metrics.fetchErrors.Inc()
+	return fmt.Errorf("next events: fetch: %w", err)
+}
+
+// Pending is the number of events the consumer has not delivered yet.
+func (s *eventSource) Pending(ctx context.Context) (uint64, error) {
+	info, err := s.q.consumer.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("pending events: consumer info: %w", err)
+	}
+	return info.NumPending, nil
+}
+
+// delivery is one fetched event.
+type delivery struct {
+	msg  jetstream.Msg
+	q    *Queue
+	once sync.Once
+	ev   *ordersync.InboundEvent
+}
+
+// Event decodes the headers the receiver wrote. A header that does not
+// parse is left zero rather than failing the event: the body is what
+// matters and it is always there.
+func (d *delivery) Event() *ordersync.InboundEvent {
+	d.once.Do(func() {
+		h := d.msg.Headers()
+		ev := &ordersync.InboundEvent{
+			MsgID:     h.Get(jetstream.MsgIDHeader),
+			Account:   h.Get(HeaderAccount),
+			Body:      d.msg.Data(),
+			Signature: ordersync.SignatureVerdict(h.Get(HeaderSignature)),
+			Ignored:   ordersync.IgnoreReason(h.Get(HeaderIgnored)),
+			Cause:     ordersync.Cause(h.Get(HeaderCause)),
+		}
+		if ev.Account == "" {
+			ev.Account = strings.TrimPrefix(d.msg.Subject(), d.q.eventsPrefix)
+		}
+		if t, err := time.Parse(time.RFC3339Nano, h.Get(HeaderReceivedAt)); err == nil {
+			ev.ReceivedAt = t
+		}
+		if n, err := strconv.ParseInt(h.Get(HeaderReplayOf), 10, 64); err == nil {
+			ev.ReplayOf = n
+		}
+		d.ev = ev
+	})
+	return d.ev
+}
+
+func (d *delivery) Attempt() int {
+	md, err := d.msg.Metadata()
+	if err != nil {
+		return 1
+	}
+	return int(md.NumDelivered)
+}
+
+// Ack is fire-and-forget: if the ack is lost the event is redelivered after
+// AckWait, and processing it again is idempotent.
+func (d *delivery) Ack(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("ack event: %w", err)
+	}
+	if err := d.msg.Ack(); err != nil {
+		return fmt.Errorf("ack event: %w", err)
+	}
+	d.q.metrics.settled.ack.Inc()
+	return nil
+}
+
+func (d *delivery) Retry(delay time.Duration) error {
+	if err := d.msg.NakWithDelay(delay); err != nil {
+		return fmt.Errorf("retry event: %w", err)
+	}
+	d.q.metrics.settled.retry.Inc()
+	return nil
+}
+
+func (d *delivery) Extend() error {
+	if err := d.msg.InProgress(); err != nil {
+		return fmt.Errorf("extend event: %w", err)
+	}
+	return nil
+}
+
+func (d *delivery) Term() error {
+	if err := d.msg.Term(); err != nil {
+		return fmt.Errorf("terminate event: %w", err)
+	}
+	d.q.metrics.settled.term.Inc()
+	return nil
+}

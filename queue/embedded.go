@@ -1,0 +1,203 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// SyncPolicy says when the embedded JetStream fsyncs its files: SyncDefault,
+// SyncAlways, or an interval written as a Go duration ("1s", see SyncEvery).
+// The package documentation says what each survives.
+type SyncPolicy string
+
+// The named sync policies.
+const (
+	// SyncDefault: writes reach the OS at once, fsync every two minutes.
+	SyncDefault SyncPolicy = "default"
+	// SyncAlways: fsync every write before acknowledging it.
+	SyncAlways SyncPolicy = "always"
+)
+
+// SyncEvery is the policy that fsyncs every d.
+func SyncEvery(d time.Duration) SyncPolicy { return SyncPolicy(d.String()) }
+
+// serverOptions returns the nats-server settings of the policy: a zero
+// interval leaves JetStream's default in place.
+func (p SyncPolicy) serverOptions() (interval time.Duration, always bool, err error) {
+	switch p {
+	case "", SyncDefault:
+		return 0, false, nil
+	case SyncAlways:
+		return 0, true, nil
+	}
+	d, err := time.ParseDuration(string(p))
+	if err != nil || d <= 0 {
+		return 0, false, fmt.Errorf("sync policy %q: want %q, %q or a positive duration such as \"1s\"", string(p), SyncDefault, SyncAlways)
+	}
+	return d, false, nil
+}
+
+// EmbeddedConfig configures an in-process NATS server with JetStream.
+type EmbeddedConfig struct {
+	// StoreDir is where JetStream keeps its files. Required.
+	StoreDir string
+	// Port is the TCP client port. 0 (the default) opens no listener at
+	// all: only in-process connections reach the server, and the standard
+	// port stays free for another server. -1 picks a free port.
+	Port int
+	// Host is the listen address when Port is set; default 127.0.0.1.
+	Host string
+	// Sync is the fsync policy; default SyncDefault.
+	Sync SyncPolicy
+	// MaxPayload is the largest message the server accepts; default 8 MiB,
+	// room for a webhook body of the receiver's largest size plus headers.
+	MaxPayload int32
+	// StartTimeout bounds the wait for the server to be ready; default 10s.
+	StartTimeout time.Duration
+	Logger       *slog.Logger
+}
+
+func (c *EmbeddedConfig) withDefaults() {
+	if c.Host == "" {
+		c.Host = "127.0.0.1"
+	}
+	if c.Sync == "" {
+		c.Sync = SyncDefault
+	}
+	if c.MaxPayload == 0 {
+		c.MaxPayload = 8 << 20
+	}
+	if c.StartTimeout == 0 {
+		c.StartTimeout = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+func (c *EmbeddedConfig) validate() error {
+	if c.StoreDir == "" {
+		return errors.New("embedded NATS: StoreDir is required")
+	}
+	if c.Port < -1 || c.Port > 65535 {
+		return fmt.Errorf("embedded NATS: Port %d out of range (0 for none, -1 for any free port)", c.Port)
+	}
+	if c.MaxPayload < 0 {
+		return fmt.Errorf("embedded NATS: MaxPayload %d must not be negative", c.MaxPayload)
+	}
+	if _, _, err := c.Sync.serverOptions(); err != nil {
+		return fmt.Errorf("embedded NATS: Sync: %w", err)
+	}
+	return nil
+}
+
+// Embedded is a NATS server with JetStream running inside this process.
+type Embedded struct {
+	srv    *server.Server
+	logger *slog.Logger
+	listen bool
+}
+
+// StartEmbedded starts the server and waits until it accepts connections.
+func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
+	cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.StoreDir, 0o750); err != nil {
+		return nil, fmt.Errorf("embedded NATS: create store dir: %w", err)
+	}
+	interval, always, _ := cfg.Sync.serverOptions()
+	opts := &server.Options{
+		ServerName:   "ordersync-embedded",
+		JetStream:    true,
+		StoreDir:     cfg.StoreDir,
+		SyncInterval: interval,
+		SyncAlways:   always,
+		MaxPayload:   cfg.MaxPayload,
+		NoSigs:       true,
+		NoLog:        false,
+	}
+	if cfg.Port == 0 {
+		opts.DontListen = true
+	} else {
+		opts.Host = cfg.Host
+		opts.Port = cfg.Port
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded NATS: configure: %w", err)
+	}
+	srv.SetLoggerV2(&serverLogger{l: cfg.Logger.With("component", "nats-server")}, false, false, false)
+	srv.Start()
+	if !srv.ReadyForConnections(cfg.StartTimeout) {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		return nil, fmt.Errorf("embedded NATS: not ready within %s", cfg.StartTimeout)
+	}
+	if !srv.JetStreamEnabled() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		return nil, errors.New("embedded NATS: JetStream did not start (see the server log)")
+	}
+	e := &Embedded{srv: srv, logger: cfg.Logger, listen: cfg.Port != 0}
+	e.logger.Info("embedded NATS started", "store_dir", cfg.StoreDir, "sync", string(cfg.Sync), "client_url", e.ClientURL())
+	return e, nil
+}
+
+// Connect opens an in-process connection to the server: no socket, no TCP
+// port needed. The connection does not reconnect: it lives as long as the
+// server.
+func (e *Embedded) Connect(name string) (*nats.Conn, error) {
+	logger := e.logger.With("conn", name)
+	nc, err := nats.Connect("",
+		nats.InProcessServer(e.srv),
+		nats.Name(name),
+		nats.NoReconnect(),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				logger.Warn("NATS in-process connection lost", "err", err)
+			}
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			logger.Warn("NATS asynchronous error", "err", err)
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("connect to embedded NATS: %w", err)
+	}
+	return nc, nil
+}
+
+// ClientURL is the URL other processes connect to, or "" when the server
+// has no TCP listener.
+func (e *Embedded) ClientURL() string {
+	if !e.listen {
+		return ""
+	}
+	return e.srv.ClientURL()
+}
+
+// Shutdown stops the server and waits until it has stopped and flushed its
+// files. Connections to it are closed.
+func (e *Embedded) Shutdown() {
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+	e.logger.Info("embedded NATS stopped")
+}
+
+// serverLogger hands the server's log lines to slog.
+type serverLogger struct{ l *slog.Logger }
+
+func (s *serverLogger) Noticef(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
+func (s *serverLogger) Warnf(format string, v ...any)   { s.l.Warn(fmt.Sprintf(format, v...)) }
+func (s *serverLogger) Fatalf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
+func (s *serverLogger) Errorf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
+func (s *serverLogger) Debugf(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
+func (s *serverLogger) Tracef(format string, v ...any)  {}

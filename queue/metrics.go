@@ -1,0 +1,89 @@
+package queue
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type streamMetrics struct {
+	stored, duplicate, failed prometheus.Counter
+	duration                  prometheus.Observer
+}
+
+type metrics struct {
+	events, orders *streamMetrics
+	delivered      prometheus.Counter
+	fetchErrors    prometheus.Counter
+	settled        struct{ ack, retry, term prometheus.Counter }
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	published := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ordersync_queue_published_total",
+		Help: "Messages published to JetStream, by stream (events, orders) and result (stored, duplicate, error).",
+	}, []string{"stream", "result"})
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "ordersync_queue_publish_duration_seconds",
+		Help:    "Time from publish to JetStream acknowledgement, by stream.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5},
+	}, []string{"stream"})
+	delivered := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ordersync_queue_deliveries_total",
+		Help: "Events handed to workers, redeliveries included.",
+	})
+	fetchErrors := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ordersync_queue_fetch_errors_total",
+		Help: "Fetch requests that failed.",
+	})
+	settled := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ordersync_queue_settlements_total",
+		Help: "Deliveries settled by workers, by action (ack, retry, term).",
+	}, []string{"action"})
+	if reg != nil {
+		var err error
+		if published, err = register(reg, published); err != nil {
+			return nil, err
+		}
+		if duration, err = register(reg, duration); err != nil {
+			return nil, err
+		}
+		if delivered, err = register(reg, delivered); err != nil {
+			return nil, err
+		}
+		if fetchErrors, err = register(reg, fetchErrors); err != nil {
+			return nil, err
+		}
+		if settled, err = register(reg, settled); err != nil {
+			return nil, err
+		}
+	}
+	stream := func(name string) *streamMetrics {
+		return &streamMetrics{
+			stored:    published.WithLabelValues(name, "stored"),
+			duplicate: published.WithLabelValues(name, "duplicate"),
+			failed:    published.WithLabelValues(name, "error"),
+			duration:  duration.WithLabelValues(name),
+		}
+	}
+	m := &metrics{events: stream("events"), orders: stream("orders"), delivered: delivered, fetchErrors: fetchErrors}
+	m.settled.ack = settled.WithLabelValues("ack")
+	m.settled.retry = settled.WithLabelValues("retry")
+	m.settled.term = settled.WithLabelValues("term")
+	return m, nil
+}
+
+// register registers c, or returns the collector already registered under
+// the same description, so several queues may share one registerer.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}

@@ -1,0 +1,359 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ordersync/ordersync"
+)
+
+// Headers of a queued event besides Nats-Msg-Id, so a worker knows what the
+// receiver knew without parsing anything but headers.
+const (
+	HeaderAccount    = "Ordersync-Account"
+	HeaderReceivedAt = "Ordersync-Received-At" // RFC 3339 with nanoseconds
+	HeaderSignature  = "Ordersync-Signature"
+	HeaderIgnored    = "Ordersync-Ignored"
+	HeaderReplayOf   = "Ordersync-Replay-Of"
+	HeaderCause      = "Ordersync-Cause"
+)
+
+// Config configures the streams and the durable consumer.
+type Config struct {
+	// SubjectPrefix is the first subject token; default "ordersync".
+	SubjectPrefix string
+	// EventsStream and OrdersStream name the streams; defaults
+	// "ORDERSYNC_EVENTS" and "ORDERSYNC_ORDERS".
+	EventsStream string
+	OrdersStream string
+	// Replicas of both streams; default 1. Use 3 on a cluster.
+	Replicas int
+	// DuplicateWindow is how long the events stream remembers a MsgID;
+	// default 2m.
+	DuplicateWindow time.Duration
+	// OrdersDuplicateWindow is the same for order events; default 1h, long
+	// enough to cover a relay that crashed between publish and bookkeeping.
+	OrdersDuplicateWindow time.Duration
+	// OrdersMaxAge is how long order events are kept for subscribers;
+	// default 7 days.
+	OrdersMaxAge time.Duration
+	// Consumer is the durable consumer workers share; default
+	// "ordersync-worker".
+	Consumer string
+	// AckWait is how long a delivered event may go unsettled before it is
+	// redelivered; default 30s.
+	AckWait time.Duration
+	// MaxAckPending bounds delivered-but-unsettled events; default 20000.
+	MaxAckPending int
+	Registerer    prometheus.Registerer
+	Logger        *slog.Logger
+}
+
+func (c *Config) withDefaults() {
+	if c.SubjectPrefix == "" {
+		c.SubjectPrefix = "ordersync"
+	}
+	if c.EventsStream == "" {
+		c.EventsStream = "ORDERSYNC_EVENTS"
+	}
+	if c.OrdersStream == "" {
+		c.OrdersStream = "ORDERSYNC_ORDERS"
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.DuplicateWindow == 0 {
+		c.DuplicateWindow = 2 * time.Minute
+	}
+	if c.OrdersDuplicateWindow == 0 {
+		c.OrdersDuplicateWindow = time.Hour
+	}
+	if c.OrdersMaxAge == 0 {
+		c.OrdersMaxAge = 7 * 24 * time.Hour
+	}
+	if c.Consumer == "" {
+		c.Consumer = "ordersync-worker"
+	}
+	if c.AckWait == 0 {
+		c.AckWait = 30 * time.Second
+	}
+	if c.MaxAckPending == 0 {
+		c.MaxAckPending = 20000
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+func (c *Config) validate() error {
+	for _, p := range strings.Split(c.SubjectPrefix, ".") {
+		if !validToken(p) {
+			return fmt.Errorf("queue: SubjectPrefix %q is not a valid subject prefix", c.SubjectPrefix)
+		}
+	}
+	for field, name := range map[string]string{"EventsStream": c.EventsStream, "OrdersStream": c.OrdersStream, "Consumer": c.Consumer} {
+		if !validToken(name) {
+			return fmt.Errorf("queue: %s %q is not a valid name", field, name)
+		}
+	}
+	if c.EventsStream == c.OrdersStream {
+		return fmt.Errorf("queue: EventsStream and OrdersStream are both %q", c.EventsStream)
+	}
+	switch {
+	case c.Replicas < 1 || c.Replicas > 5:
+		return fmt.Errorf("queue: Replicas %d out of range 1..5", c.Replicas)
+	case c.DuplicateWindow < 0:
+		return fmt.Errorf("queue: DuplicateWindow %s must be positive", c.DuplicateWindow)
+	case c.OrdersDuplicateWindow < 0:
+		return fmt.Errorf("queue: OrdersDuplicateWindow %s must be positive", c.OrdersDuplicateWindow)
+	case c.OrdersMaxAge < 0:
+		return fmt.Errorf("queue: OrdersMaxAge %s must be positive", c.OrdersMaxAge)
+	case c.OrdersDuplicateWindow > c.OrdersMaxAge:
+		return fmt.Errorf("queue: OrdersDuplicateWindow %s exceeds OrdersMaxAge %s", c.OrdersDuplicateWindow, c.OrdersMaxAge)
+	case c.AckWait <= 0:
+		return fmt.Errorf("queue: AckWait %s must be positive", c.AckWait)
+	case c.MaxAckPending < 1:
+		return fmt.Errorf("queue: MaxAckPending %d must be at least 1", c.MaxAckPending)
+	}
+	return nil
+}
+
+// validToken reports whether s can be one token of a NATS subject or a
+// stream or consumer name.
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	return !strings.ContainsAny(s, ".*> \t\r\n\x00/\\")
+}
+
+// Queue is ordersync's JetStream queue: it publishes received webhooks and
+// outgoing order events, and hands events to workers. It implements
+// ordersync.EventPublisher and ordersync.MessagePublisher. It does not own
+// the connection: close that after the last use.
+type Queue struct {
+	cfg      Config
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	consumer jetstream.Consumer
+	metrics  *metrics
+	logger   *slog.Logger
+
+	eventsPrefix string // "<prefix>.events."
+	ordersPrefix string // "<prefix>.orders."
+}
+
+var (
+	_ ordersync.EventPublisher   = (*Queue)(nil)
+	_ ordersync.MessagePublisher = (*Queue)(nil)
+)
+
+// New creates or updates the streams and the durable consumer. It is
+// idempotent and safe when several processes start at once.
+func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Queue, error) {
+	cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if nc == nil {
+		return nil, errors.New("queue: no NATS connection")
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("queue: open JetStream: %w", err)
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("queue: register metrics: %w", err)
+	}
+	q := &Queue{
+		cfg: cfg, nc: nc, js: js, metrics: m,
+		logger:       cfg.Logger,
+		eventsPrefix: cfg.SubjectPrefix + ".events.",
+		ordersPrefix: cfg.SubjectPrefix + ".orders.",
+	}
+	streams := []jetstream.StreamConfig{{
+		Name:        cfg.EventsStream,
+		Description: "ordersync: received webhooks waiting for a worker",
+		Subjects:    []string{q.eventsPrefix + ">"},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    cfg.Replicas,
+		Duplicates:  cfg.DuplicateWindow,
+		Discard:     jetstream.DiscardOld,
+	}, {
+		Name:        cfg.OrdersStream,
+		Description: "ordersync: order events (PAID trigger, status changes) for fulfilment",
+		Subjects:    []string{q.ordersPrefix + ">"},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    cfg.Replicas,
+		Duplicates:  cfg.OrdersDuplicateWindow,
+		MaxAge:      cfg.OrdersMaxAge,
+		Discard:     jetstream.DiscardOld,
+	}}
+	for _, sc := range streams {
+		if err := retryRace(ctx, func() error {
+			_, err := js.CreateOrUpdateStream(ctx, sc)
+			return err
+		}); err != nil {
+			return nil, fmt.Errorf("queue: create or update stream %s: %w", sc.Name, err)
+		}
+	}
+	cc := jetstream.ConsumerConfig{
+		Durable:       cfg.Consumer,
+		Description:   "ordersync workers",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxAckPending: cfg.MaxAckPending,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		FilterSubject: q.eventsPrefix + ">",
+		MaxDeliver:    -1,
+	}
+	if err := retryRace(ctx, func() error {
+		c, err := js.CreateOrUpdateConsumer(ctx, cfg.EventsStream, cc)
+		q.consumer = c
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("queue: create or update consumer %s: %w", cfg.Consumer, err)
+	}
+	return q, nil
+}
+
+// retryRace runs op again when it lost a creation race to another process
+// (the stream or consumer appeared between its lookup and its create).
+func retryRace(ctx context.Context, op func() error) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		err = op()
+		if err == nil || !(errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) ||
+			errors.Is(err, jetstream.ErrConsumerExists) ||
+			errors.Is(err, jetstream.ErrConsumerNameAlreadyInUse)) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(time.Duration(attempt+1) * 10 * time.Millisecond):
+		}
+	}
+	return err
+}
+
+// EventSubject is the subject an account's events are published on.
+func (q *Queue) EventSubject(account string) string { return q.eventsPrefix + account }
+
+// PublishEvent stores a received event in the events stream and returns
+// after JetStream acknowledged it (or ctx ended). duplicate reports that an
+// event with the same MsgID was stored within the duplicate window.
+func (q *Queue) PublishEvent(ctx context.Context, ev *ordersync.InboundEvent) (bool, error) {
+	if !validToken(ev.Account) {
+		return false, fmt.Errorf("publish event: account %q is not a valid subject token", ev.Account)
+	}
+	if ev.MsgID == "" {
+		return false, errors.New("publish event: no MsgID")
+	}
+	h := make(nats.Header, 8)
+	h[jetstream.MsgIDHeader] = []string{ev.MsgID}
+	h[jetstream.ExpectedStreamHeader] = []string{q.cfg.EventsStream}
+	h[HeaderAccount] = []string{ev.Account}
+	if !ev.ReceivedAt.IsZero() {
+		h[HeaderReceivedAt] = []string{ev.ReceivedAt.UTC().Format(time.RFC3339Nano)}
+	}
+	if ev.Signature != "" {
+		h[HeaderSignature] = []string{string(ev.Signature)}
+	}
+	if ev.Ignored != "" {
+		h[HeaderIgnored] = []string{string(ev.Ignored)}
+	}
+	if ev.ReplayOf != 0 {
+		h[HeaderReplayOf] = []string{strconv.FormatInt(ev.ReplayOf, 10)}
+	}
+	if ev.Cause != "" {
+		h[HeaderCause] = []string{string(ev.Cause)}
+	}
+	msg := &nats.Msg{Subject: q.eventsPrefix + ev.Account, Header: h, Data: ev.Body}
+	dup, err := q.publish(ctx, q.metrics.events, msg)
+	if err != nil {
+		return false, fmt.Errorf("publish event %s: %w", ev.MsgID, err)
+	}
+	return dup, nil
+}
+
+// Publish stores an outgoing order event in the orders stream, deduplicated
+// by msgID, and returns after JetStream acknowledged it. Subjects written
+// with ordersync's default prefix ("ordersync.orders.paid", as the domain
+// constants are) are moved onto the configured prefix.
+func (q *Queue) Publish(ctx context.Context, subject, msgID string, data []byte) (bool, error) {
+	subj, err := q.orderSubject(subject)
+	if err != nil {
+		return false, err
+	}
+	if msgID == "" {
+		return false, fmt.Errorf("publish %s: no msgID", subject)
+	}
+	h := nats.Header{
+		jetstream.MsgIDHeader:          []string{msgID},
+		jetstream.ExpectedStreamHeader: []string{q.cfg.OrdersStream},
+	}
+	dup, err := q.publish(ctx, q.metrics.orders, &nats.Msg{Subject: subj, Header: h, Data: data})
+	if err != nil {
+		return false, fmt.Errorf("publish %s %s: %w", subj, msgID, err)
+	}
+	return dup, nil
+}
+
+// OrderSubject maps an order subject onto the configured prefix.
+func (q *Queue) orderSubject(subject string) (string, error) {
+	const domainPrefix = "ordersync.orders."
+	rest, ok := strings.CutPrefix(subject, q.ordersPrefix)
+	if !ok {
+		rest, ok = strings.CutPrefix(subject, domainPrefix)
+	}
+	if !ok || rest == "" {
+		return "", fmt.Errorf("publish %s: not an order subject (want %s…)", subject, domainPrefix)
+	}
+	for _, tok := range strings.Split(rest, ".") {
+		if !validToken(tok) {
+			return "", fmt.Errorf("publish %s: invalid subject", subject)
+		}
+	}
+	return q.ordersPrefix + rest, nil
+}
+
+func (q *Queue) publish(ctx context.Context, m *streamMetrics, msg *nats.Msg) (bool, error) {
+	start := time.Now()
+	ack, err := q.js.PublishMsg(ctx, msg)
+	m.duration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		m.failed.Inc()
+		return false, err
+	}
+	if ack.Duplicate {
+		m.duplicate.Inc()
+	} else {
+		m.stored.Inc()
+	}
+	return ack.Duplicate, nil
+}
+
+// Ready reports whether the connection is up and the events stream
+// answers, for /readyz.
+func (q *Queue) Ready(ctx context.Context) error {
+	if st := q.nc.Status(); st != nats.CONNECTED {
+		return fmt.Errorf("queue not ready: NATS connection %s", st)
+	}
+	if _, err := q.js.Stream(ctx, q.cfg.EventsStream); err != nil {
+		return fmt.Errorf("queue not ready: stream %s: %w", q.cfg.EventsStream, err)
+	}
+	return nil
+}

@@ -1,0 +1,854 @@
+package queue
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/ordersync/ordersync"
+)
+
+func startEmbedded(t testing.TB, dir string, port int) *Embedded {
+	t.Helper()
+	e, err := StartEmbedded(EmbeddedConfig{StoreDir: dir, Port: port})
+	if err != nil {
+		t.Fatalf("StartEmbedded: %v", err)
+	}
+	t.Cleanup(e.Shutdown)
+	return e
+}
+
+func connect(t testing.TB, e *Embedded) *nats.Conn {
+	t.Helper()
+	nc, err := e.Connect(t.Name())
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// uniqueConfig names streams, consumer and prefix after a random token, so
+// tests can share one external server.
+func uniqueConfig() Config {
+	b := make([]byte, 5)
+	rand.Read(b)
+	id := hex.EncodeToString(b)
+	return Config{
+		SubjectPrefix: "t" + id,
+		EventsStream:  "T" + id + "_EVENTS",
+		OrdersStream:  "T" + id + "_ORDERS",
+		Consumer:      "worker",
+	}
+}
+
+func newQueue(t testing.TB, nc *nats.Conn, cfg Config) *Queue {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	q, err := New(ctx, nc, cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return q
+}
+
+// embeddedQueue is a fresh embedded server, connection and queue.
+func embeddedQueue(t testing.TB, cfg Config) (*Embedded, *Queue) {
+	t.Helper()
+	e := startEmbedded(t, t.TempDir(), 0)
+	return e, newQueue(t, connect(t, e), cfg)
+}
+
+func testEvent(i int) *ordersync.InboundEvent {
+	return &ordersync.InboundEvent{
+		MsgID:      fmt.Sprintf("msg-%06d", i),
+		Account:    ordersync.DefaultAccount,
+		Body:       []byte(fmt.Sprintf(`{"orderId":"%d","orderType":"FASTLINK_CHARGE","type":"Created"}`, i)),
+		ReceivedAt: time.Date(2026, 10, 10, 18, 2, 41, 553120700, time.UTC),
+		Signature:  ordersync.SignatureValid,
+		Cause:      ordersync.CauseWebhook,
+	}
+}
+
+func publish(t testing.TB, q *Queue, ev *ordersync.InboundEvent) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	dup, err := q.PublishEvent(ctx, ev)
+	if err != nil {
+		t.Fatalf("PublishEvent %s: %v", ev.MsgID, err)
+	}
+	return dup
+}
+
+// next fetches one batch, failing the test on error.
+func next(t testing.TB, src ordersync.EventSource, max int, wait time.Duration) []ordersync.Delivery {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait+5*time.Second)
+	defer cancel()
+	ds, err := src.Next(ctx, max, wait)
+	if err != nil {
+		t.Fatalf("Next: %v", err)
+	}
+	return ds
+}
+
+// drain consumes and acknowledges until want distinct MsgIDs arrived or ctx
+// ends, and returns how often each MsgID was seen.
+func drain(t testing.TB, ctx context.Context, src ordersync.EventSource, want int) map[string]int {
+	t.Helper()
+	seen := map[string]int{}
+	for len(seen) < want {
+		ds, err := src.Next(ctx, 100, 200*time.Millisecond)
+		if err != nil {
+			t.Fatalf("Next after %d of %d events: %v", len(seen), want, err)
+		}
+		for _, d := range ds {
+			seen[d.Event().MsgID]++
+			if err := d.Ack(ctx); err != nil {
+				t.Fatalf("Ack: %v", err)
+			}
+		}
+	}
+	return seen
+}
+
+// waitPending waits until the consumer reports want undelivered events: the
+// consumer learns of stored messages asynchronously, a moment after the ack.
+func waitPending(t testing.TB, src ordersync.EventSource, want uint64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n, err := src.Pending(context.Background())
+		if err != nil {
+			t.Fatalf("Pending: %v", err)
+		}
+		if n == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Pending = %d, want %d", n, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestStartEmbeddedListener(t *testing.T) {
+	tests := []struct {
+		name       string
+		port       int
+		wantListen bool
+	}{
+		{"no port: in-process only", 0, false},
+		{"any free port", -1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := startEmbedded(t, t.TempDir(), tt.port)
+			q := newQueue(t, connect(t, e), uniqueConfig())
+			if publish(t, q, testEvent(1)) {
+				t.Fatal("first publish reported duplicate")
+			}
+			u := e.ClientURL()
+			if !tt.wantListen {
+				if u != "" {
+					t.Fatalf("ClientURL = %q, want none without a port", u)
+				}
+				return
+			}
+			parsed, err := url.Parse(u)
+			if err != nil || parsed.Port() == "" || parsed.Port() == "0" {
+				t.Fatalf("ClientURL = %q, want a URL with the chosen port", u)
+			}
+			conn, err := net.DialTimeout("tcp", parsed.Host, time.Second)
+			if err != nil {
+				t.Fatalf("dial %s: %v", parsed.Host, err)
+			}
+			conn.Close()
+			nc, err := Connect(context.Background(), ConnConfig{URL: u, Name: "tcp-client"})
+			if err != nil {
+				t.Fatalf("Connect over TCP: %v", err)
+			}
+			defer nc.Close()
+			qTCP := newQueue(t, nc, q.cfg)
+			if !publish(t, qTCP, testEvent(1)) {
+				t.Fatal("same MsgID over TCP not reported duplicate")
+			}
+		})
+	}
+}
+
+func TestStartEmbeddedConfigErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		cfg       EmbeddedConfig
+		wantField string
+	}{
+		{"no store dir", EmbeddedConfig{}, "StoreDir"},
+		{"bad sync policy", EmbeddedConfig{StoreDir: t.TempDir(), Sync: "sometimes"}, "Sync"},
+		{"negative sync interval", EmbeddedConfig{StoreDir: t.TempDir(), Sync: "-1s"}, "Sync"},
+		{"port out of range", EmbeddedConfig{StoreDir: t.TempDir(), Port: 70000}, "Port"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := StartEmbedded(tt.cfg)
+			if err == nil {
+				e.Shutdown()
+				t.Fatal("StartEmbedded succeeded")
+			}
+			if !strings.Contains(err.Error(), tt.wantField) {
+				t.Fatalf("error %q does not name %s", err, tt.wantField)
+			}
+		})
+	}
+}
+
+func TestSyncPolicyServerOptions(t *testing.T) {
+	tests := []struct {
+		policy       SyncPolicy
+		wantInterval time.Duration
+		wantAlways   bool
+		wantErr      bool
+	}{
+		{"", 0, false, false},
+		{SyncDefault, 0, false, false},
+		{SyncAlways, 0, true, false},
+		{SyncEvery(time.Second), time.Second, false, false},
+		{"250ms", 250 * time.Millisecond, false, false},
+		{"0s", 0, false, true},
+		{"often", 0, false, true},
+	}
+	for _, tt := range tests {
+		interval, always, err := tt.policy.serverOptions()
+		if (err != nil) != tt.wantErr || interval != tt.wantInterval || always != tt.wantAlways {
+			t.Errorf("%q: got (%s, %v, %v), want (%s, %v, err=%v)", tt.policy, interval, always, err, tt.wantInterval, tt.wantAlways, tt.wantErr)
+		}
+	}
+}
+
+// Every sync policy must give a working server that keeps what it
+// acknowledged across a restart.
+func TestSyncPoliciesRestart(t *testing.T) {
+	for _, policy := range []SyncPolicy{SyncDefault, SyncAlways, SyncEvery(50 * time.Millisecond)} {
+		t.Run(string(policy), func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := uniqueConfig()
+			e, err := StartEmbedded(EmbeddedConfig{StoreDir: dir, Sync: policy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			nc, err := e.Connect("sync")
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := newQueue(t, nc, cfg)
+			for i := range 20 {
+				publish(t, q, testEvent(i))
+			}
+			nc.Close()
+			e.Shutdown()
+
+			e2 := startEmbedded(t, dir, 0)
+			q2 := newQueue(t, connect(t, e2), cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if seen := drain(t, ctx, q2.Events(), 20); len(seen) != 20 {
+				t.Fatalf("got %d events after restart, want 20", len(seen))
+			}
+		})
+	}
+}
+
+func TestNewConfigErrors(t *testing.T) {
+	_, q := embeddedQueue(t, uniqueConfig())
+	tests := []struct {
+		name      string
+		cfg       Config
+		wantField string
+	}{
+		{"prefix with wildcard", Config{SubjectPrefix: "orders.*"}, "SubjectPrefix"},
+		{"stream name with dot", Config{EventsStream: "A.B"}, "EventsStream"},
+		{"same stream twice", Config{EventsStream: "X", OrdersStream: "X"}, "OrdersStream"},
+		{"replicas", Config{Replicas: 7}, "Replicas"},
+		{"dedupe longer than max age", Config{OrdersMaxAge: time.Minute}, "OrdersDuplicateWindow"},
+		{"negative ack wait", Config{AckWait: -time.Second}, "AckWait"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(context.Background(), q.nc, tt.cfg)
+			if err == nil || !strings.Contains(err.Error(), tt.wantField) {
+				t.Fatalf("New error = %v, want one naming %s", err, tt.wantField)
+			}
+		})
+	}
+}
+
+func TestPublishConsumeAck(t *testing.T) {
+	_, q := embeddedQueue(t, uniqueConfig())
+	src := q.Events()
+	want := testEvent(7)
+	want.Ignored = ordersync.IgnoreOtherProduct
+	want.ReplayOf = 42
+	want.Cause = ordersync.CauseReplay
+	if dup := publish(t, q, want); dup {
+		t.Fatal("first publish reported duplicate")
+	}
+	ctx := context.Background()
+	waitPending(t, src, 1)
+	ds := next(t, src, 10, time.Second)
+	if len(ds) != 1 {
+		t.Fatalf("got %d deliveries, want 1", len(ds))
+	}
+	d := ds[0]
+	got := d.Event()
+	if got.MsgID != want.MsgID || got.Account != want.Account || string(got.Body) != string(want.Body) ||
+		!got.ReceivedAt.Equal(want.ReceivedAt) || got.Signature != want.Signature || got.Ignored != want.Ignored ||
+		got.ReplayOf != want.ReplayOf || got.Cause != want.Cause {
+		t.Fatalf("event round trip:\n got %+v\nwant %+v", got, want)
+	}
+	if d.Attempt() != 1 {
+		t.Fatalf("Attempt = %d, want 1", d.Attempt())
+	}
+	waitPending(t, src, 0)
+	if err := d.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ds := next(t, src, 10, 300*time.Millisecond); len(ds) != 0 {
+		t.Fatalf("got %d deliveries after ack, want none", len(ds))
+	}
+}
+
+func TestPublishDuplicateMsgID(t *testing.T) {
+	_, q := embeddedQueue(t, uniqueConfig())
+	ev := testEvent(1)
+	if publish(t, q, ev) {
+		t.Fatal("first publish reported duplicate")
+	}
+	if !publish(t, q, ev) {
+		t.Fatal("second publish of the same MsgID not reported duplicate")
+	}
+	other := testEvent(2)
+	if publish(t, q, other) {
+		t.Fatal("different MsgID reported duplicate")
+	}
+	waitPending(t, q.Events(), 2) // the duplicate stored once
+	time.Sleep(50 * time.Millisecond)
+	waitPending(t, q.Events(), 2)
+	m := q.metrics.events
+	if s, d := testutil.ToFloat64(m.stored), testutil.ToFloat64(m.duplicate); s != 2 || d != 1 {
+		t.Fatalf("metrics stored=%v duplicate=%v, want 2 and 1", s, d)
+	}
+}
+
+func TestPublishEventInvalid(t *testing.T) {
+	_, q := embeddedQueue(t, uniqueConfig())
+	tests := []struct {
+		name string
+		ev   ordersync.InboundEvent
+	}{
+		{"account with dot", ordersync.InboundEvent{MsgID: "a", Account: "a.b"}},
+		{"account with wildcard", ordersync.InboundEvent{MsgID: "a", Account: ">"}},
+		{"no account", ordersync.InboundEvent{MsgID: "a"}},
+		{"no MsgID", ordersync.InboundEvent{Account: "default"}},
+	}
+	for _, tt := range tests {
+		if _, err := q.PublishEvent(context.Background(), &tt.ev); err == nil {
+			t.Errorf("%s: PublishEvent succeeded", tt.name)
+		}
+	}
+}
+
+func TestRedelivery(t *testing.T) {
+	tests := []struct {
+		name   string
+		settle func(ordersync.Delivery) error
+	}{
+		{"retry with delay", func(d ordersync.Delivery) error { return d.Retry(50 * time.Millisecond) }},
+		{"not settled within AckWait", func(ordersync.Delivery) error { return nil }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := uniqueConfig()
+			cfg.AckWait = 300 * time.Millisecond
+			_, q := embeddedQueue(t, cfg)
+			src := q.Events()
+			publish(t, q, testEvent(1))
+			ds := next(t, src, 1, time.Second)
+			if len(ds) != 1 || ds[0].Attempt() != 1 {
+				t.Fatalf("first delivery: %d deliveries", len(ds))
+			}
+			if err := tt.settle(ds[0]); err != nil {
+				t.Fatal(err)
+			}
+			ds = next(t, src, 1, 3*time.Second)
+			if len(ds) != 1 {
+				t.Fatal("event not redelivered")
+			}
+			if ds[0].Attempt() != 2 || ds[0].Event().MsgID != "msg-000001" {
+				t.Fatalf("redelivery: attempt %d, MsgID %s", ds[0].Attempt(), ds[0].Event().MsgID)
+			}
+			if err := ds[0].Ack(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestExtendAndTerm(t *testing.T) {
+	cfg := uniqueConfig()
+	cfg.AckWait = 400 * time.Millisecond
+	_, q := embeddedQueue(t, cfg)
+	src := q.Events()
+	publish(t, q, testEvent(1))
+	publish(t, q, testEvent(2))
+	waitPending(t, src, 2)
+	ds := next(t, src, 2, time.Second)
+	if len(ds) != 2 {
+		t.Fatalf("got %d deliveries, want 2", len(ds))
+	}
+	if err := ds[0].Term(); err != nil {
+		t.Fatal(err)
+	}
+	// Keep the second in progress past its AckWait: it must not come back.
+	for range 4 {
+		time.Sleep(150 * time.Millisecond)
+		if err := ds[1].Extend(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if again := next(t, src, 2, 200*time.Millisecond); len(again) != 0 {
+		t.Fatalf("terminated or extended event redelivered: %s", again[0].Event().MsgID)
+	}
+	if err := ds[1].Ack(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if again := next(t, src, 2, 600*time.Millisecond); len(again) != 0 {
+		t.Fatalf("event redelivered after term/ack: %s", again[0].Event().MsgID)
+	}
+}
+
+func TestNextWaitsAndRespectsContext(t *testing.T) {
+	_, q := embeddedQueue(t, uniqueConfig())
+	src := q.Events()
+
+	start := time.Now()
+	ds, err := src.Next(context.Background(), 10, 200*time.Millisecond)
+	if err != nil || len(ds) != 0 {
+		t.Fatalf("empty queue: %d deliveries, err %v; want none, nil", len(ds), err)
+	}
+	if took := time.Since(start); took < 100*time.Millisecond || took > 2*time.Second {
+		t.Fatalf("empty Next took %s, want about the 200ms wait", took)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start = time.Now()
+	_, err = src.Next(ctx, 10, 10*time.Second)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Next error = %v, want context.Canceled", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("cancelled Next returned after %s", took)
+	}
+
+	// An event published while Next waits is returned before the wait ends.
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		q.PublishEvent(context.Background(), testEvent(3))
+	}()
+	start = time.Now()
+	ds = next(t, src, 10, 5*time.Second)
+	if len(ds) != 1 || time.Since(start) > 3*time.Second {
+		t.Fatalf("got %d deliveries after %s, want 1 soon after publish", len(ds), time.Since(start))
+	}
+	ds[0].Ack(context.Background())
+}
+
+// Nothing acknowledged is lost: publish with acks, stop the server, start a
+// new one on the same directory, and every event is there.
+func TestNothingAcknowledgedIsLost(t *testing.T) {
+	const n = 2000
+	dir := t.TempDir()
+	cfg := uniqueConfig()
+	e, err := StartEmbedded(EmbeddedConfig{StoreDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := e.Connect("before")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := newQueue(t, nc, cfg)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for w := range 16 {
+		wg.Go(func() {
+			for i := w; i < n; i += 16 {
+				if _, err := q.PublishEvent(context.Background(), testEvent(i)); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("publish: %v", err)
+	}
+	// Half are consumed and acknowledged before the restart.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	before := drain(t, ctx, q.Events(), n/2)
+	nc.Drain()
+	e.Shutdown()
+
+	e2 := startEmbedded(t, dir, 0)
+	q2 := newQueue(t, connect(t, e2), cfg)
+	pending, err := q2.Events().Pending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := drain(t, ctx, q2.Events(), int(pending))
+	for id := range before {
+		after[id]++
+	}
+	for i := range n {
+		if after[fmt.Sprintf("msg-%06d", i)] == 0 {
+			t.Fatalf("event %d lost across the restart (%d before, %d after)", i, len(before), pending)
+		}
+	}
+}
+
+func TestOrdersPublish(t *testing.T) {
+	_, q := embeddedQueue(t, uniqueConfig())
+	ctx := context.Background()
+	tests := []struct {
+		subject, want string
+		wantErr       bool
+	}{
+		{ordersync.SubjectPaid, q.cfg.SubjectPrefix + ".orders.paid", false},
+		{ordersync.SubjectStatusPrefix + "CANCELLED", q.cfg.SubjectPrefix + ".orders.status.CANCELLED", false},
+		{q.cfg.SubjectPrefix + ".orders.paid", q.cfg.SubjectPrefix + ".orders.paid", false},
+		{"ordersync.events.default", "", true},
+		{"ordersync.orders.", "", true},
+		{"ordersync.orders.a..b", "", true},
+	}
+	for i, tt := range tests {
+		msgID := fmt.Sprintf("order-%d", i)
+		dup, err := q.Publish(ctx, tt.subject, msgID, []byte(`{"orderCode":"yY7Mcnd"}`))
+		if (err != nil) != tt.wantErr {
+			t.Fatalf("Publish(%q) error = %v, wantErr %v", tt.subject, err, tt.wantErr)
+		}
+		if err != nil {
+			continue
+		}
+		if dup {
+			t.Fatalf("Publish(%q): first publish reported duplicate", tt.subject)
+		}
+		if dup, err := q.Publish(ctx, tt.subject, msgID, []byte(`{}`)); err != nil || !dup {
+			t.Fatalf("Publish(%q) again: dup=%v err=%v, want duplicate", tt.subject, dup, err)
+		}
+		stream, err := q.js.Stream(ctx, q.cfg.OrdersStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := stream.GetLastMsgForSubject(ctx, tt.want)
+		if err != nil {
+			t.Fatalf("no message on %s: %v", tt.want, err)
+		}
+		if msg.Header.Get(jetstream.MsgIDHeader) != msgID {
+			t.Fatalf("message on %s has Nats-Msg-Id %q, want %q", tt.want, msg.Header.Get(jetstream.MsgIDHeader), msgID)
+		}
+	}
+}
+
+func TestReady(t *testing.T) {
+	e := startEmbedded(t, t.TempDir(), 0)
+	nc, err := e.Connect("ready")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	q := newQueue(t, nc, uniqueConfig())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := q.Ready(ctx); err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
+	e.Shutdown()
+	if err := q.Ready(ctx); err == nil {
+		t.Fatal("Ready succeeded with the server shut down")
+	}
+	if _, err := q.PublishEvent(ctx, testEvent(1)); err == nil {
+		t.Fatal("PublishEvent succeeded with the server shut down")
+	}
+}
+
+// Several processes starting at once all create or update the same streams
+// and consumer without failing.
+func TestConcurrentNew(t *testing.T) {
+	e := startEmbedded(t, t.TempDir(), 0)
+	cfg := uniqueConfig()
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	queues := make(chan *Queue, 8)
+	for i := range 8 {
+		nc := connect(t, e)
+		wg.Go(func() {
+			c := cfg
+			if i%2 == 1 {
+				c.AckWait = 10 * time.Second // an update racing the creates
+			}
+			q, err := New(context.Background(), nc, c)
+			if err != nil {
+				errs <- err
+				return
+			}
+			queues <- q
+		})
+	}
+	wg.Wait()
+	close(errs)
+	close(queues)
+	for err := range errs {
+		t.Fatalf("concurrent New: %v", err)
+	}
+	var qs []*Queue
+	for q := range queues {
+		qs = append(qs, q)
+	}
+	for i, q := range qs {
+		publish(t, q, testEvent(i))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if seen := drain(t, ctx, qs[0].Events(), len(qs)); len(seen) != 8 {
+		t.Fatalf("consumed %d, want 8", len(seen))
+	}
+	if got := testutil.ToFloat64(qs[0].metrics.events.stored); got != 8 {
+		t.Fatalf("shared registerer: stored = %v, want 8 across queues", got)
+	}
+}
+
+// Under saturation (publishers and several consumers sharing the durable
+// consumer flat out) the Fetch loop never stalls and nothing is lost.
+func TestFetchUnderSaturation(t *testing.T) {
+	const (
+		n          = 20000
+		publishers = 16
+		consumers  = 4
+	)
+	cfg := uniqueConfig()
+	cfg.MaxAckPending = 1000
+	e, q := embeddedQueue(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+
+	var pubs sync.WaitGroup
+	for p := range publishers {
+		pubs.Go(func() {
+			for i := p; i < n; i += publishers {
+				if _, err := q.PublishEvent(ctx, testEvent(i)); err != nil {
+					t.Errorf("publish %d: %v", i, err)
+					return
+				}
+			}
+		})
+	}
+	var (
+		mu   sync.Mutex
+		seen = map[string]int{}
+		cons sync.WaitGroup
+	)
+	for c := range consumers {
+		nc := connect(t, e)
+		qc := newQueue(t, nc, cfg)
+		src := qc.Events()
+		cons.Go(func() {
+			for {
+				mu.Lock()
+				done := len(seen) >= n
+				mu.Unlock()
+				if done || ctx.Err() != nil {
+					return
+				}
+				ds, err := src.Next(ctx, 100, 500*time.Millisecond)
+				if err != nil {
+					if ctx.Err() == nil {
+						t.Errorf("consumer %d: %v", c, err)
+					}
+					return
+				}
+				for _, d := range ds {
+					if err := d.Ack(ctx); err != nil {
+						t.Errorf("ack: %v", err)
+						return
+					}
+				}
+				mu.Lock()
+				for _, d := range ds {
+					seen[d.Event().MsgID]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	pubs.Wait()
+	cons.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("stalled: consumed %d of %d before the deadline", len(seen), n)
+	}
+	if len(seen) != n {
+		t.Fatalf("consumed %d distinct events, want %d", len(seen), n)
+	}
+}
+
+func TestExternalNATS(t *testing.T) {
+	natsURL := os.Getenv("ORDERSYNC_TEST_NATS_URL")
+	if natsURL == "" {
+		t.Skip("ORDERSYNC_TEST_NATS_URL not set (e.g. nats://127.0.0.1:4222): skipping the external NATS test")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	nc, err := Connect(ctx, ConnConfig{URL: natsURL, Name: "ordersync-queue-test"})
+	if err != nil {
+		t.Fatalf("Connect %s: %v", natsURL, err)
+	}
+	defer nc.Close()
+	cfg := uniqueConfig()
+	cfg.AckWait = 500 * time.Millisecond
+	var qs []*Queue
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			q, err := New(ctx, nc, cfg)
+			if err != nil {
+				t.Errorf("concurrent New on external NATS: %v", err)
+				return
+			}
+			mu.Lock()
+			qs = append(qs, q)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	q := qs[0]
+	t.Cleanup(func() {
+		js, _ := jetstream.New(nc)
+		js.DeleteStream(context.Background(), cfg.EventsStream)
+		js.DeleteStream(context.Background(), cfg.OrdersStream)
+	})
+	if err := q.Ready(ctx); err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
+	for i := range 50 {
+		if publish(t, q, testEvent(i)) {
+			t.Fatalf("event %d reported duplicate", i)
+		}
+	}
+	if !publish(t, q, testEvent(0)) {
+		t.Fatal("duplicate MsgID not reported on external NATS")
+	}
+	src := q.Events()
+	ds := next(t, src, 1, time.Second)
+	if len(ds) != 1 {
+		t.Fatal("no delivery")
+	}
+	if err := ds[0].Retry(10 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	seen := drain(t, ctx, src, 50)
+	if len(seen) != 50 {
+		t.Fatalf("consumed %d, want 50", len(seen))
+	}
+	if _, err := q.Publish(ctx, ordersync.SubjectPaid, "paid-1", []byte(`{}`)); err != nil {
+		t.Fatalf("Publish order event: %v", err)
+	}
+}
+
+func TestConnectConfigErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		cfg       ConnConfig
+		wantField string
+	}{
+		{"no URL", ConnConfig{}, "URL"},
+		{"two auth methods", ConnConfig{URL: "nats://127.0.0.1:1", Token: "x", CredsFile: "y"}, "CredsFile"},
+		{"cert without key", ConnConfig{URL: "nats://127.0.0.1:1", TLSCert: "c"}, "TLSKey"},
+	}
+	for _, tt := range tests {
+		_, err := Connect(context.Background(), tt.cfg)
+		if err == nil || !strings.Contains(err.Error(), tt.wantField) {
+			t.Errorf("%s: error %v, want one naming %s", tt.name, err, tt.wantField)
+		}
+	}
+	// Nothing listens there: the first connection fails within ctx.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := Connect(ctx, ConnConfig{URL: "nats://" + addr}); err == nil {
+		t.Fatal("Connect to a closed port succeeded")
+	}
+}
+
+// BenchmarkPublishEvent publishes from 64 goroutines over the embedded
+// in-process connection, each waiting for its ack.
+func BenchmarkPublishEvent(b *testing.B) {
+	_, q := embeddedQueue(b, uniqueConfig())
+	body := make([]byte, 400)
+	for i := range body {
+		body[i] = 'x'
+	}
+	var (
+		mu  sync.Mutex
+		seq int
+	)
+	b.SetParallelism(64 / max(1, runtimeProcs()))
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			mu.Lock()
+			seq++
+			i := seq
+			mu.Unlock()
+			ev := &ordersync.InboundEvent{MsgID: fmt.Sprintf("bench-%d", i), Account: "default", Body: body,
+				ReceivedAt: time.Now(), Signature: ordersync.SignatureValid, Cause: ordersync.CauseWebhook}
+			if _, err := q.PublishEvent(ctx, ev); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+}
+
+func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
