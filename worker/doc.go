@@ -1,0 +1,16 @@
+// Package worker turns queued webhook events into mirrored orders: it
+// resolves each event to an order code, fetches the authoritative order
+// detail from the payment link service, and writes it to the mirror.
+//
+// The Syncer is the one way to fetch and apply an order. It owns everything
+// that protects the upstream: the fetch sequence that keeps the mirror from
+// moving backwards, retries with jittered exponential backoff, the shared
+// Retry-After gate, the rate limit, the circuit breaker and the pause on
+// rejected credentials.
+//
+// The Pool consumes the queue. It coalesces events for the same order into
+// at most one fetch in flight plus one follow-up, commits fetched orders in
+// groups, and settles every delivery exactly once: Ack only after the mirror
+// committed, Retry for transient failures and outages, Term after a dead
+// letter for permanent ones.
+package worker

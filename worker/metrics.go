@@ -1,0 +1,196 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ordersync/ordersync"
+)
+
+// Fetch outcomes, the label values of ordersync_fetch_requests_total.
+const (
+	outcomeOK          = "ok"
+	outcomeBreakerOpen = "breaker_open"
+)
+
+// Drift kinds, the label values of ordersync_drift_total.
+const (
+	driftStatusMismatch = "status_mismatch"
+	driftMissedWebhook  = "missed_webhook"
+)
+
+// syncerMetrics are the collectors of fetching and applying, owned by the
+// Syncer. A Pool records its commits through them, so a process that runs
+// both registers each collector once.
+type syncerMetrics struct {
+	fetchRequests        *prometheus.CounterVec
+	fetchDuration        prometheus.Histogram
+	fetchRetries         prometheus.Counter
+	breakerOpen          prometheus.Gauge
+	credentialsRejected  prometheus.Gauge
+	mirrorUpserts        *prometheus.CounterVec
+	mirrorStatusChanges  *prometheus.CounterVec
+	mirrorCommitDuration prometheus.Histogram
+	drift                *prometheus.CounterVec
+}
+
+func newSyncerMetrics(reg prometheus.Registerer) (*syncerMetrics, error) {
+	m := &syncerMetrics{
+		fetchRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersync_fetch_requests_total",
+			Help: "Order detail requests to the payment link service, by outcome.",
+		}, []string{"outcome"}),
+		fetchDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ordersync_fetch_duration_seconds",
+			Help:    "Duration of one order detail request to the payment link service.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		fetchRetries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ordersync_fetch_retries_total",
+			Help: "Order detail requests retried after a transient failure.",
+		}),
+		breakerOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ordersync_upstream_breaker_open",
+			Help: "1 while the circuit breaker in front of the payment link service is open or half-open.",
+		}),
+		credentialsRejected: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ordersync_upstream_credentials_rejected",
+			Help: "1 while the payment link service rejects the secret key and fetching is paused.",
+		}),
+		mirrorUpserts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersync_mirror_upserts_total",
+			Help: "Fetched orders written to the mirror, by result (created, changed, unchanged, stale).",
+		}, []string{"result"}),
+		mirrorStatusChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersync_mirror_status_changes_total",
+			Help: "Orders the mirror saw enter a status, by the new status.",
+		}, []string{"status"}),
+		mirrorCommitDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ordersync_mirror_commit_duration_seconds",
+			Help:    "Duration of one mirror transaction applying a batch of fetched orders.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}),
+		drift: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersync_drift_total",
+			Help: "Disagreements between what events said and what the service answered, by kind.",
+		}, []string{"kind"}),
+	}
+	var err error
+	if m.fetchRequests, err = register(reg, m.fetchRequests); err != nil {
+		return nil, err
+	}
+	if m.fetchDuration, err = register(reg, m.fetchDuration); err != nil {
+		return nil, err
+	}
+	if m.fetchRetries, err = register(reg, m.fetchRetries); err != nil {
+		return nil, err
+	}
+	if m.breakerOpen, err = register(reg, m.breakerOpen); err != nil {
+		return nil, err
+	}
+	if m.credentialsRejected, err = register(reg, m.credentialsRejected); err != nil {
+		return nil, err
+	}
+	if m.mirrorUpserts, err = register(reg, m.mirrorUpserts); err != nil {
+		return nil, err
+	}
+	if m.mirrorStatusChanges, err = register(reg, m.mirrorStatusChanges); err != nil {
+		return nil, err
+	}
+	if m.mirrorCommitDuration, err = register(reg, m.mirrorCommitDuration); err != nil {
+		return nil, err
+	}
+	if m.drift, err = register(reg, m.drift); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// observeApplied counts what a mirror transaction did to each order.
+func (m *syncerMetrics) observeApplied(results []ordersync.ApplyResult) {
+	for _, r := range results {
+		switch {
+		case !r.Applied:
+			m.mirrorUpserts.WithLabelValues("stale").Inc()
+			continue
+		case r.Created:
+			m.mirrorUpserts.WithLabelValues("created").Inc()
+		case r.Changed:
+			m.mirrorUpserts.WithLabelValues("changed").Inc()
+		default:
+			m.mirrorUpserts.WithLabelValues("unchanged").Inc()
+		}
+		if statusChanged(r) {
+			m.mirrorStatusChanges.WithLabelValues(string(r.Status)).Inc()
+		}
+	}
+}
+
+// statusChanged reports whether an apply moved the order into a new status,
+// counting a newly mirrored order as entering its first status.
+func statusChanged(r ordersync.ApplyResult) bool {
+	return r.Applied && (r.Created || r.PreviousStatus != r.Status)
+}
+
+// poolMetrics are the collectors only a Pool has.
+type poolMetrics struct {
+	deadLetters     *prometheus.CounterVec
+	syncLag         prometheus.Histogram
+	pendingMessages prometheus.Gauge
+	coalesced       prometheus.Counter
+}
+
+func newPoolMetrics(reg prometheus.Registerer) (*poolMetrics, error) {
+	m := &poolMetrics{
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersync_deadletters_total",
+			Help: "Events that ended in a dead letter, by reason.",
+		}, []string{"reason"}),
+		syncLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ordersync_sync_lag_seconds",
+			Help:    "Time from a webhook's receipt to the commit of the order it announced.",
+			Buckets: prometheus.ExponentialBucketsRange(0.001, 60, 17),
+		}),
+		pendingMessages: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ordersync_consumer_pending_messages",
+			Help: "Queued events not yet delivered to any worker.",
+		}),
+		coalesced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ordersync_worker_events_coalesced_total",
+			Help: "Events that joined a fetch already planned or running for their order instead of causing one.",
+		}),
+	}
+	var err error
+	if m.deadLetters, err = register(reg, m.deadLetters); err != nil {
+		return nil, err
+	}
+	if m.syncLag, err = register(reg, m.syncLag); err != nil {
+		return nil, err
+	}
+	if m.pendingMessages, err = register(reg, m.pendingMessages); err != nil {
+		return nil, err
+	}
+	if m.coalesced, err = register(reg, m.coalesced); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers c, or returns the identical collector already
+// registered, so two Syncers (say the pool's and the reconciler's) can share
+// one registry.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return c, fmt.Errorf("register metrics: %w", err)
+}
