@@ -18,10 +18,21 @@ import (
 // arithmetic all go through decimal text and apd.
 type Amount struct{ d apd.Decimal }
 
-// moneyContext is wide enough that sums and products of real prices are exact.
-var moneyContext = apd.BaseContext.WithPrecision(40)
+// moneyContext is wide enough that sums and products of amounts within the
+// limits below, and quantities that fit an int64, are exact.
+var moneyContext = apd.BaseContext.WithPrecision(80)
 
-// ParseAmount parses a plain decimal such as "12", "6.50" or "-0.01".
+// The largest amounts ParseAmount accepts. No price needs more, and the
+// bound keeps a hostile document from turning "1e99999" into a hundred
+// kilobytes of digits or an arithmetic overflow.
+const (
+	MaxAmountIntegerDigits  = 24
+	MaxAmountFractionDigits = 18
+)
+
+// ParseAmount parses a plain decimal such as "12", "6.50" or "-0.01". It
+// rejects NaN, infinities and amounts beyond MaxAmountIntegerDigits digits
+// before the point or MaxAmountFractionDigits after it.
 func ParseAmount(s string) (Amount, error) {
 	var a Amount
 	s = strings.TrimSpace(s)
@@ -30,10 +41,16 @@ func ParseAmount(s string) (Amount, error) {
 	}
 	d, _, err := apd.NewFromString(s)
 	if err != nil {
-		return a, fmt.Errorf("parse amount %q: not a decimal number", s)
+		return a, fmt.Errorf("parse amount %.40q: not a decimal number", s)
 	}
 	if d.Form != apd.Finite {
-		return a, fmt.Errorf("parse amount %q: not a finite number", s)
+		return a, fmt.Errorf("parse amount %.40q: not a finite number", s)
+	}
+	if -int64(d.Exponent) > MaxAmountFractionDigits {
+		return a, fmt.Errorf("parse amount %.40q: more than %d decimal places", s, MaxAmountFractionDigits)
+	}
+	if int64(d.Exponent) > MaxAmountIntegerDigits || (!d.IsZero() && d.NumDigits()+int64(d.Exponent) > MaxAmountIntegerDigits) {
+		return a, fmt.Errorf("parse amount %.40q: more than %d digits before the point", s, MaxAmountIntegerDigits)
 	}
 	a.d.Set(d)
 	return a, nil

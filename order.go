@@ -85,7 +85,8 @@ func (id ID) MarshalJSON() ([]byte, error) {
 	if id == "" {
 		return []byte("null"), nil
 	}
-	if _, err := strconv.ParseUint(string(id), 10, 64); err == nil {
+	// Only the canonical form is a JSON number: "007" is not one.
+	if n, err := strconv.ParseUint(string(id), 10, 64); err == nil && strconv.FormatUint(n, 10) == string(id) {
 		return []byte(id), nil
 	}
 	return json.Marshal(string(id))
@@ -237,6 +238,10 @@ func (p *Payment) IsEmpty() bool {
 // DecodeOrder decodes an order detail document tolerantly and keeps the raw
 // bytes in Order.Raw. Unknown fields are ignored.
 func DecodeOrder(doc []byte) (*Order, error) {
+	// null would decode to an empty order without complaint.
+	if trimmed := bytes.TrimSpace(doc); len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, fmt.Errorf("decode order detail: not a JSON object")
+	}
 	var o Order
 	if err := json.Unmarshal(doc, &o); err != nil {
 		return nil, fmt.Errorf("decode order detail: %w", err)

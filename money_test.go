@@ -1,0 +1,303 @@
+package ordersync
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "github.com/mattn/go-sqlite3"
+)
+
+func TestParseAmount(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"12", "12"},
+		{"6.50", "6.50"},
+		{"6.5", "6.5"},
+		{"-0.01", "-0.01"},
+		{"  7.25\n", "7.25"},
+		{"0", "0"},
+		{"0.00", "0.00"},
+		{"+3.10", "3.10"},
+		{"1e2", "100"},
+		{"1.5E+1", "15"},
+		{"123456789012345678901234.123456789012345678", "123456789012345678901234.123456789012345678"},
+		{"0.000000000000000001", "0.000000000000000001"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			a, err := ParseAmount(tt.in)
+			if err != nil {
+				t.Fatalf("ParseAmount: %v", err)
+			}
+			if got := a.String(); got != tt.want {
+				t.Errorf("String() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseAmountRejects(t *testing.T) {
+	for _, in := range []string{
+		"", "   ", "abc", "NaN", "nan", "sNaN", "Inf", "-Inf", "Infinity", "-infinity",
+		"1.2.3", "0x10", "1,50", "$5", "5 USD", "--1", "1e", "1e99999", "1e-99999",
+		"1234567890123456789012345", // 25 digits before the point
+		"0.0000000000000000001",     // 19 decimal places
+		"0e30",
+	} {
+		t.Run(in, func(t *testing.T) {
+			if a, err := ParseAmount(in); err == nil {
+				t.Errorf("ParseAmount(%q) = %s, want an error", in, a)
+			}
+		})
+	}
+}
+
+func TestMustAmountPanicsOnGarbage(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("MustAmount(\"garbage\") did not panic")
+		}
+	}()
+	MustAmount("garbage")
+}
+
+func TestAmountJSONKeepsDigits(t *testing.T) {
+	for _, s := range []string{"6.50", "0.10", "100", "-0.01", "0.00", "13.000", "99999999999999999999.99"} {
+		t.Run(s, func(t *testing.T) {
+			for _, doc := range []string{s, `"` + s + `"`, ` "` + s + `" `} {
+				var a Amount
+				if err := json.Unmarshal([]byte(doc), &a); err != nil {
+					t.Fatalf("unmarshal %s: %v", doc, err)
+				}
+				if a.String() != s {
+					t.Errorf("unmarshal %s = %s", doc, a)
+				}
+				out, err := json.Marshal(struct {
+					Price Amount `json:"price"`
+				}{a})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := `{"price":` + s + `}`; string(out) != want {
+					t.Errorf("marshal = %s, want %s", out, want)
+				}
+			}
+		})
+	}
+}
+
+func TestAmountUnmarshalJSON(t *testing.T) {
+	tests := []struct {
+		doc     string
+		want    string // "" when it must fail
+		wantNil bool   // into a *Amount
+	}{
+		{doc: `6.50`, want: "6.50"},
+		{doc: `"6.50"`, want: "6.50"},
+		{doc: `" 6.50 "`, want: "6.50"},
+		{doc: `1.5e1`, want: "15"},
+		{doc: `null`, want: "0", wantNil: true},
+		{doc: `"NaN"`},
+		{doc: `"Infinity"`},
+		{doc: `"-Inf"`},
+		{doc: `""`},
+		{doc: `"seis"`},
+		{doc: `true`},
+		{doc: `{}`},
+		{doc: `[6.5]`},
+		{doc: `"6.50`},
+		{doc: `1e400`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.doc, func(t *testing.T) {
+			var a Amount
+			err := json.Unmarshal([]byte(tt.doc), &a)
+			if tt.want == "" {
+				if err == nil {
+					t.Fatalf("accepted %s as %s", tt.doc, a)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("unmarshal: %v", err)
+			}
+			if a.String() != tt.want {
+				t.Errorf("= %s, want %s", a, tt.want)
+			}
+			var p struct {
+				Promo *Amount `json:"promo"`
+			}
+			if err := json.Unmarshal([]byte(`{"promo":`+tt.doc+`}`), &p); err != nil {
+				t.Fatal(err)
+			}
+			if (p.Promo == nil) != tt.wantNil {
+				t.Errorf("*Amount nil = %v, want %v", p.Promo == nil, tt.wantNil)
+			}
+		})
+	}
+}
+
+func TestAmountArithmeticIsExact(t *testing.T) {
+	a := MustAmount
+	tests := []struct {
+		name string
+		got  Amount
+		want string // the digits
+	}{
+		{"0.1+0.2", a("0.1").Add(a("0.2")), "0.3"},
+		{"6.50+6.50", a("6.50").Add(a("6.50")), "13.00"},
+		{"6.50×2", a("6.50").MulInt(2), "13.00"},
+		{"0.01×3", a("0.01").MulInt(3), "0.03"},
+		{"1.10-1.00", a("1.10").Sub(a("1.00")), "0.10"},
+		{"0.3-0.1-0.2", a("0.3").Sub(a("0.1")).Sub(a("0.2")), "0.0"},
+		{"big", a("123456789012345678901234.99").MulInt(9223372036854775807), "1138687895536349070000742523276505651873886.93"},
+		{"tiny", a("0.000000000000000001").Add(a("1000000000000000000000")), "1000000000000000000000.000000000000000001"},
+		{"zero value", Amount{}.Add(a("2.5")), "2.5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got.String() != tt.want {
+				t.Errorf("= %s, want %s", tt.got, tt.want)
+			}
+		})
+	}
+
+	var sum Amount
+	for range 1000 {
+		sum = sum.Add(a("0.01"))
+	}
+	if !sum.Equal(a("10")) || sum.String() != "10.00" {
+		t.Errorf("1000 × 0.01 = %s", sum)
+	}
+}
+
+func TestAmountCompare(t *testing.T) {
+	a := MustAmount
+	if !a("6.5").Equal(a("6.50")) || a("6.5").Identical(a("6.50")) {
+		t.Error("6.5 and 6.50 must be equal but not identical")
+	}
+	if a("6.49").Cmp(a("6.5")) != -1 || a("6.5").Cmp(a("6.49")) != 1 || a("6.5").Cmp(a("6.500")) != 0 {
+		t.Error("Cmp")
+	}
+	if a("-0.01").Sign() != -1 || a("0.00").Sign() != 0 || a("0.01").Sign() != 1 {
+		t.Error("Sign")
+	}
+	if !a("0.000").IsZero() || !(Amount{}).IsZero() || a("0.001").IsZero() {
+		t.Error("IsZero")
+	}
+	if AmountFromInt(42).String() != "42" || (Amount{}).String() != "0" {
+		t.Error("AmountFromInt / zero value")
+	}
+}
+
+func TestAmountValueScan(t *testing.T) {
+	v, err := MustAmount("6.50").Value()
+	if err != nil || v != "6.50" {
+		t.Fatalf("Value() = %#v, %v", v, err)
+	}
+	tests := []struct {
+		src  any
+		want string // "" when Scan must fail
+	}{
+		{"6.50", "6.50"},
+		{[]byte("0.10"), "0.10"},
+		{int64(7), "7"},
+		{nil, "0"},
+		{6.5, ""}, // a float column would already have lost the digits
+		{"abc", ""},
+		{"NaN", ""},
+		{time.Now(), ""},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%T %v", tt.src, tt.src), func(t *testing.T) {
+			a := MustAmount("1")
+			err := a.Scan(tt.src)
+			if tt.want == "" {
+				if err == nil {
+					t.Fatalf("Scan accepted %#v as %s", tt.src, a)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Scan: %v", err)
+			}
+			if a.String() != tt.want {
+				t.Errorf("= %s, want %s", a, tt.want)
+			}
+		})
+	}
+}
+
+// TestAmountSQLRoundTrip stores amounts in real databases and reads them
+// back with their digits: a TEXT column in SQLite, NUMERIC in PostgreSQL.
+func TestAmountSQLRoundTrip(t *testing.T) {
+	values := []string{"6.50", "0.10", "100", "-0.01", "0.00", "123456789012345678901234.123456789012345678"}
+	dbs := []struct {
+		name, driver, column string
+		dsn                  func(t *testing.T) string
+	}{
+		{"sqlite", "sqlite3", "TEXT", func(t *testing.T) string {
+			return "file:" + filepath.Join(t.TempDir(), "money.db")
+		}},
+		{"postgres", "pgx", "NUMERIC", func(t *testing.T) string {
+			dsn := os.Getenv("ORDERSYNC_TEST_POSTGRES_URL")
+			if dsn == "" {
+				t.Skip("ORDERSYNC_TEST_POSTGRES_URL is not set (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+			}
+			return dsn
+		}},
+	}
+	for _, d := range dbs {
+		t.Run(d.name, func(t *testing.T) {
+			ctx := context.Background()
+			db, err := sql.Open(d.driver, d.dsn(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			conn, err := db.Conn(ctx) // one connection: the temporary table lives on it
+			if err != nil {
+				t.Fatalf("connect: %v", err)
+			}
+			defer conn.Close()
+			if _, err := conn.ExecContext(ctx, "CREATE TEMPORARY TABLE money_round_trip (id INTEGER PRIMARY KEY, amount "+d.column+" NOT NULL)"); err != nil {
+				t.Fatalf("create table: %v", err)
+			}
+			insert := "INSERT INTO money_round_trip (id, amount) VALUES (?, ?)"
+			query := "SELECT amount FROM money_round_trip WHERE id = ?"
+			if d.driver == "pgx" {
+				insert, query = strings.ReplaceAll(insert, "?, ?", "$1, $2"), strings.ReplaceAll(query, "?", "$1")
+			}
+			for i, s := range values {
+				if _, err := conn.ExecContext(ctx, insert, i, MustAmount(s)); err != nil {
+					t.Fatalf("insert %s: %v", s, err)
+				}
+				var got Amount
+				if err := conn.QueryRowContext(ctx, query, i).Scan(&got); err != nil {
+					t.Fatalf("select %s: %v", s, err)
+				}
+				if got.String() != s {
+					t.Errorf("stored %s, read back %s", s, got)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkAmountUnmarshalJSON(b *testing.B) {
+	doc := []byte(`"123.45"`)
+	b.ReportAllocs()
+	for b.Loop() {
+		var a Amount
+		if err := a.UnmarshalJSON(doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
