@@ -142,8 +142,8 @@ func TestCheckoutValidation(t *testing.T) {
 		file       string
 		wantFields []string
 		// wantMessage is one field's message in Spanish and English.
-		field      string
-		es, en     string
+		field  string
+		es, en string
 	}{
 		{"both-methods.json", []string{"amount", "lineItems"}, "lineItems",
 			"Indique lineItems o amount, no ambos ni ninguno.", "Provide either lineItems or amount, not both and not neither."},
