@@ -1,0 +1,222 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/ordersync/ordersync"
+)
+
+// maxDetail bounds the error text copied into the event log.
+const maxDetail = 500
+
+// AddDeadLetter records a permanent failure and logs its event with outcome
+// dead_lettered, in one transaction. A letter for the same MsgID that was
+// not replayed yet is updated (a redelivery failing again), not duplicated;
+// its id is returned.
+func (db *DB) AddDeadLetter(ctx context.Context, dl ordersync.DeadLetter) (int64, error) {
+	op := fmt.Sprintf("add dead letter %s", dl.MsgID)
+	switch {
+	case dl.MsgID == "":
+		return 0, fmt.Errorf("%s: MsgID is required", op)
+	case dl.Account == "":
+		return 0, fmt.Errorf("%s: Account is required", op)
+	case dl.Reason == "":
+		return 0, fmt.Errorf("%s: Reason is required", op)
+	}
+	headers := dl.Headers
+	if headers == nil {
+		headers = map[string]string{}
+	}
+	hdr, err := json.Marshal(headers)
+	if err != nil {
+		return 0, fmt.Errorf("%s: encode headers: %w", op, err)
+	}
+	body := dl.Body
+	if body == nil {
+		body = []byte{}
+	}
+	created := dl.CreatedAt
+	if created.IsZero() {
+		created = time.Now()
+	}
+	// The event log row takes whatever the body says about the event; a
+	// malformed body leaves those columns empty.
+	ev := ordersync.EventRecord{
+		MsgID: dl.MsgID, Account: dl.Account, ReceivedAt: created, OrderID: dl.OrderID,
+		OrderReference: dl.OrderReference, OrderCode: dl.OrderCode, Outcome: ordersync.OutcomeDeadLettered,
+		Detail: deadLetterDetail(dl),
+	}
+	if parsed, err := ordersync.ParseEvent(dl.Body); err == nil {
+		ev.Type, ev.OrderType = parsed.Type, parsed.OrderType
+		if ev.OrderID == "" {
+			ev.OrderID = parsed.OrderID
+		}
+		if ev.OrderReference == "" {
+			ev.OrderReference = parsed.OrderReference
+		}
+	}
+
+	var id int64
+	err = db.inTx(ctx, op, func(tx *sqlx.Tx) error {
+		err := tx.QueryRowxContext(ctx, db.rebind(`
+INSERT INTO dead_letters (msg_id, account, reason, attempts, last_error, order_id, order_reference, order_code, body, headers, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (msg_id) WHERE replayed_at IS NULL DO UPDATE SET
+    reason = excluded.reason,
+    attempts = excluded.attempts,
+    last_error = excluded.last_error,
+    order_id = excluded.order_id,
+    order_reference = excluded.order_reference,
+    order_code = excluded.order_code,
+    body = excluded.body,
+    headers = excluded.headers
+RETURNING id`),
+			dl.MsgID, dl.Account, string(dl.Reason), dl.Attempts, dl.LastError, string(dl.OrderID), dl.OrderReference,
+			dl.OrderCode, body, string(hdr), dbTime(created)).Scan(&id)
+		if err != nil {
+			return fmt.Errorf("insert dead letter: %w", err)
+		}
+		stmt, err := tx.PreparexContext(ctx, db.rebind(upsertEventSQL))
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		return execEvent(ctx, stmt, ev, created)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+func deadLetterDetail(dl ordersync.DeadLetter) string {
+	d := string(dl.Reason)
+	if dl.LastError != "" {
+		d += ": " + dl.LastError
+	}
+	if len(d) > maxDetail {
+		d = strings.ToValidUTF8(d[:maxDetail], "") + "…"
+	}
+	return d
+}
+
+type deadLetterRow struct {
+	ID             int64      `db:"id"`
+	MsgID          string     `db:"msg_id"`
+	Account        string     `db:"account"`
+	Reason         string     `db:"reason"`
+	Attempts       int        `db:"attempts"`
+	LastError      string     `db:"last_error"`
+	OrderID        string     `db:"order_id"`
+	OrderReference string     `db:"order_reference"`
+	OrderCode      string     `db:"order_code"`
+	Body           []byte     `db:"body"`
+	Headers        string     `db:"headers"`
+	CreatedAt      time.Time  `db:"created_at"`
+	ReplayedAt     *time.Time `db:"replayed_at"`
+	ReplayCount    int        `db:"replay_count"`
+}
+
+const deadLetterColumns = `id, msg_id, account, reason, attempts, last_error, order_id, order_reference, order_code, body, headers, created_at, replayed_at, replay_count`
+
+func (r *deadLetterRow) deadLetter() (*ordersync.DeadLetter, error) {
+	dl := &ordersync.DeadLetter{
+		ID: r.ID, MsgID: r.MsgID, Account: r.Account, Reason: ordersync.DeadLetterReason(r.Reason),
+		Attempts: r.Attempts, LastError: r.LastError, OrderID: ordersync.ID(r.OrderID),
+		OrderReference: r.OrderReference, OrderCode: r.OrderCode, Body: r.Body,
+		CreatedAt: r.CreatedAt.UTC(), ReplayedAt: utcPtr(r.ReplayedAt), ReplayCount: r.ReplayCount,
+	}
+	if err := json.Unmarshal([]byte(r.Headers), &dl.Headers); err != nil {
+		return nil, fmt.Errorf("decode headers of dead letter %d: %w", r.ID, err)
+	}
+	return dl, nil
+}
+
+// ListDeadLetters returns dead letters, newest first. Replayed ones are
+// left out unless IncludeReplayed; OrderID and OrderReference, when both
+// given, select letters matching either. Limit defaults to 100 and is
+// capped at 1000.
+func (db *DB) ListDeadLetters(ctx context.Context, filter ordersync.DeadLetterFilter) ([]*ordersync.DeadLetter, error) {
+	where := []string{"1 = 1"}
+	var args []any
+	if filter.Account != "" {
+		where, args = append(where, "account = ?"), append(args, filter.Account)
+	}
+	if filter.Reason != "" {
+		where, args = append(where, "reason = ?"), append(args, string(filter.Reason))
+	}
+	if !filter.IncludeReplayed {
+		where = append(where, "replayed_at IS NULL")
+	}
+	switch {
+	case filter.OrderID != "" && filter.OrderReference != "":
+		where, args = append(where, "(order_id = ? OR order_reference = ?)"), append(args, string(filter.OrderID), filter.OrderReference)
+	case filter.OrderID != "":
+		where, args = append(where, "order_id = ?"), append(args, string(filter.OrderID))
+	case filter.OrderReference != "":
+		where, args = append(where, "order_reference = ?"), append(args, filter.OrderReference)
+	}
+	args = append(args, clampLimit(filter.Limit, defaultListLimit, maxListLimit))
+	query := `SELECT ` + deadLetterColumns + ` FROM dead_letters WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id DESC LIMIT ?`
+
+	var letters []*ordersync.DeadLetter
+	err := db.inReadTx(ctx, "list dead letters", func(tx *sqlx.Tx) error {
+		var rows []deadLetterRow
+		if err := tx.SelectContext(ctx, &rows, db.rebind(query), args...); err != nil {
+			return err
+		}
+		letters = make([]*ordersync.DeadLetter, 0, len(rows))
+		for i := range rows {
+			dl, err := rows[i].deadLetter()
+			if err != nil {
+				return err
+			}
+			letters = append(letters, dl)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return letters, nil
+}
+
+// FindDeadLetter returns one dead letter, replayed or not.
+func (db *DB) FindDeadLetter(ctx context.Context, id int64) (*ordersync.DeadLetter, error) {
+	var dl *ordersync.DeadLetter
+	err := db.inReadTx(ctx, fmt.Sprintf("find dead letter %d", id), func(tx *sqlx.Tx) error {
+		var r deadLetterRow
+		if err := tx.GetContext(ctx, &r, db.rebind(`SELECT `+deadLetterColumns+` FROM dead_letters WHERE id = ?`), id); err != nil {
+			return err
+		}
+		var err error
+		dl, err = r.deadLetter()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return dl, nil
+}
+
+// MarkDeadLetterReplayed records that a dead letter was queued again.
+func (db *DB) MarkDeadLetterReplayed(ctx context.Context, id int64, at time.Time) error {
+	return db.inTx(ctx, fmt.Sprintf("mark dead letter %d replayed", id), func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, db.rebind(`UPDATE dead_letters SET replayed_at = ?, replay_count = replay_count + 1 WHERE id = ?`), dbTime(at), id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return ordersync.ErrNotFound
+		}
+		return nil
+	})
+}

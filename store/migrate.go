@@ -1,0 +1,77 @@
+package store
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+//go:embed migrations/sqlite/*.sql migrations/postgres/*.sql
+var migrations embed.FS
+
+// Migrate brings the schema up to date; it does nothing when it already is.
+// Processes migrating the same database at once take turns: PostgreSQL
+// through goose's session-level advisory lock, SQLite through a lock file
+// next to the database.
+func (db *DB) Migrate(ctx context.Context) error {
+	var (
+		dir     = "migrations/" + db.dialect
+		dialect goose.Dialect
+		opts    = []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
+	)
+	switch db.dialect {
+	case DialectSQLite:
+		dialect = goose.DialectSQLite3
+		unlock, err := lockFile(ctx, db.migrateLock)
+		if err != nil {
+			return fmt.Errorf("migrate sqlite store: %w", err)
+		}
+		defer unlock()
+	case DialectPostgres:
+		dialect = goose.DialectPostgres
+		id, err := db.postgresLockID(ctx)
+		if err != nil {
+			return fmt.Errorf("migrate postgres store: %w", err)
+		}
+		// Retry every second (goose's minimum) for up to five minutes.
+		locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(id), lock.WithLockTimeout(1, 300))
+		if err != nil {
+			return fmt.Errorf("migrate postgres store: %w", err)
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	fsys, err := fs.Sub(migrations, dir)
+	if err != nil {
+		return fmt.Errorf("migrate %s store: %w", db.dialect, err)
+	}
+	provider, err := goose.NewProvider(dialect, db.write.DB, fsys, opts...)
+	if err != nil {
+		return fmt.Errorf("migrate %s store: %w", db.dialect, err)
+	}
+	results, err := provider.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate %s store: %w", db.dialect, err)
+	}
+	for _, r := range results {
+		db.logger.InfoContext(ctx, "applied migration", "version", r.Source.Version, "duration", r.Duration)
+	}
+	return nil
+}
+
+// postgresLockID derives the migration lock from the schema migrations go
+// into, so databases (or schemas) that share a server do not wait for each
+// other, while processes sharing one schema do.
+func (db *DB) postgresLockID(ctx context.Context) (int64, error) {
+	var schema string
+	if err := db.write.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		return 0, fmt.Errorf("read current schema: %w", err)
+	}
+	h := fnv.New64a()
+	h.Write([]byte("ordersync migrations " + schema))
+	return int64(h.Sum64() >> 1), nil
+}

@@ -1,0 +1,324 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/ordersync/ordersync"
+)
+
+// Limits of the list queries.
+const (
+	defaultListLimit = 100
+	maxListLimit     = 1000
+)
+
+// orderRow is one row of orders as the readers select it.
+type orderRow struct {
+	Account             string           `db:"account"`
+	OrderCode           string           `db:"order_code"`
+	OrderID             string           `db:"order_id"`
+	OrderReference      string           `db:"order_reference"`
+	Name                string           `db:"name"`
+	Description         string           `db:"description"`
+	Status              string           `db:"status"`
+	Subtotal            ordersync.Amount `db:"subtotal"`
+	ShippingAmount      ordersync.Amount `db:"shipping_amount"`
+	DiscountAmount      ordersync.Amount `db:"discount_amount"`
+	SurchargeAmount     ordersync.Amount `db:"surcharge_amount"`
+	Total               ordersync.Amount `db:"total"`
+	PaymentLinkURL      string           `db:"payment_link_url"`
+	SuccessURL          string           `db:"success_url"`
+	CancelURL           string           `db:"cancel_url"`
+	CreatedAt           *time.Time       `db:"created_at"`
+	StoreName           string           `db:"store_name"`
+	StoreCountryCode    string           `db:"store_country_code"`
+	StoreCurrencyCode   string           `db:"store_currency_code"`
+	StoreCurrencySymbol string           `db:"store_currency_symbol"`
+	StoreLocale         string           `db:"store_locale"`
+	StoreTimezone       string           `db:"store_timezone"`
+	HasPayment          bool             `db:"has_payment"`
+	AuthorizationCode   string           `db:"payment_authorization_code"`
+	VoucherURL          string           `db:"payment_voucher_url"`
+	BuyerName           string           `db:"buyer_name"`
+	BuyerPhone          string           `db:"buyer_phone"`
+	BuyerEmail          string           `db:"buyer_email"`
+	Raw                 *string          `db:"raw_document"`
+	FirstSeenAt         time.Time        `db:"first_seen_at"`
+	LastSyncedAt        *time.Time       `db:"last_synced_at"`
+	LastEventAt         *time.Time       `db:"last_event_at"`
+	LastEventType       string           `db:"last_event_type"`
+	FetchCount          int64            `db:"fetch_count"`
+	FetchSeq            int64            `db:"fetch_seq"`
+}
+
+const orderRowColumns = `account, order_code, order_id, order_reference, name, description, status,
+subtotal, shipping_amount, discount_amount, surcharge_amount, total, payment_link_url, success_url, cancel_url, created_at,
+store_name, store_country_code, store_currency_code, store_currency_symbol, store_locale, store_timezone,
+has_payment, payment_authorization_code, payment_voucher_url, buyer_name, buyer_phone, buyer_email,
+first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count, fetch_seq`
+
+type itemRow struct {
+	Account    string            `db:"account"`
+	OrderCode  string            `db:"order_code"`
+	ProductID  string            `db:"product_id"`
+	SKU        string            `db:"sku"`
+	Name       string            `db:"name"`
+	Price      ordersync.Amount  `db:"price"`
+	PromoPrice *ordersync.Amount `db:"promo_price"`
+	Quantity   int               `db:"quantity"`
+	ImageURL   string            `db:"image_url"`
+	SubTotal   ordersync.Amount  `db:"sub_total"`
+}
+
+type metadataRow struct {
+	Account   string `db:"account"`
+	OrderCode string `db:"order_code"`
+	Name      string `db:"name"`
+	Value     string `db:"value"`
+}
+
+func (r *orderRow) mirrored() *ordersync.MirroredOrder {
+	o := ordersync.Order{
+		OrderID:        ordersync.ID(r.OrderID),
+		OrderCode:      r.OrderCode,
+		OrderReference: r.OrderReference,
+		Name:           r.Name,
+		Description:    r.Description,
+		OrderStatus:    ordersync.Status(r.Status),
+		Subtotal:       r.Subtotal,
+		TotalDetails: ordersync.Totals{
+			ShippingAmount:  r.ShippingAmount,
+			DiscountAmount:  r.DiscountAmount,
+			SurchargeAmount: r.SurchargeAmount,
+		},
+		Total:          r.Total,
+		PaymentLinkURL: r.PaymentLinkURL,
+		SuccessURL:     r.SuccessURL,
+		CancelURL:      r.CancelURL,
+		Store: ordersync.StoreInfo{
+			Name:           r.StoreName,
+			CountryCode:    r.StoreCountryCode,
+			CurrencyCode:   r.StoreCurrencyCode,
+			CurrencySymbol: r.StoreCurrencySymbol,
+			Locale:         r.StoreLocale,
+			Timezone:       r.StoreTimezone,
+		},
+	}
+	if r.CreatedAt != nil {
+		o.Created = ordersync.Timestamp{Time: r.CreatedAt.UTC()}
+	}
+	if r.HasPayment {
+		o.Payment = &ordersync.Payment{AuthorizationCode: r.AuthorizationCode, VoucherURL: r.VoucherURL}
+		if b := (ordersync.Buyer{Name: r.BuyerName, Phone: r.BuyerPhone, Email: r.BuyerEmail}); b != (ordersync.Buyer{}) {
+			o.Payment.Buyer = &b
+		}
+	}
+	if r.Raw != nil {
+		o.Raw = []byte(*r.Raw)
+	}
+	return &ordersync.MirroredOrder{
+		Account: r.Account,
+		Order:   o,
+		Sync: ordersync.SyncInfo{
+			FirstSeenAt:   r.FirstSeenAt.UTC(),
+			LastSyncedAt:  utcPtr(r.LastSyncedAt),
+			LastEventAt:   utcPtr(r.LastEventAt),
+			LastEventType: ordersync.EventType(r.LastEventType),
+			FetchCount:    r.FetchCount,
+			FetchSeq:      r.FetchSeq,
+		},
+	}
+}
+
+// FindOrderByCode returns a fetched order with its raw document, line
+// items, metadata and sync information. An order known only by a
+// RecordOrderRef placeholder is not found: nothing was fetched yet.
+func (db *DB) FindOrderByCode(ctx context.Context, account, orderCode string) (*ordersync.MirroredOrder, error) {
+	var m *ordersync.MirroredOrder
+	err := db.inReadTx(ctx, fmt.Sprintf("find order %s/%s", account, orderCode), func(tx *sqlx.Tx) error {
+		var r orderRow
+		if err := tx.GetContext(ctx, &r, db.rebind(`SELECT `+orderRowColumns+`, raw_document FROM orders
+WHERE account = ? AND order_code = ? AND raw_document IS NOT NULL`), account, orderCode); err != nil {
+			return err
+		}
+		m = r.mirrored()
+		return db.loadDetails(ctx, tx, []*ordersync.MirroredOrder{m})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// loadDetails fills the line items and metadata of orders, with two queries
+// per account (and per maxInParams orders).
+func (db *DB) loadDetails(ctx context.Context, tx *sqlx.Tx, orders []*ordersync.MirroredOrder) error {
+	byKey := make(map[orderKey]*ordersync.MirroredOrder, len(orders))
+	byAccount := map[string][]any{}
+	var accounts []string
+	for _, m := range orders {
+		byKey[orderKey{m.Account, m.Order.OrderCode}] = m
+		if _, ok := byAccount[m.Account]; !ok {
+			accounts = append(accounts, m.Account)
+		}
+		byAccount[m.Account] = append(byAccount[m.Account], m.Order.OrderCode)
+	}
+	for _, account := range accounts {
+		codes := byAccount[account]
+		for len(codes) > 0 {
+			chunk := codes[:min(len(codes), maxInParams)]
+			codes = codes[len(chunk):]
+			where := ` WHERE account = ? AND order_code IN (` + placeholders(len(chunk)) + `) ORDER BY account, order_code, position`
+			args := append([]any{account}, chunk...)
+			var items []itemRow
+			if err := tx.SelectContext(ctx, &items, db.rebind(`SELECT account, order_code, product_id, sku, name, price, promo_price, quantity, image_url, sub_total FROM order_line_items`+where), args...); err != nil {
+				return fmt.Errorf("load line items: %w", err)
+			}
+			for _, it := range items {
+				m := byKey[orderKey{it.Account, it.OrderCode}]
+				m.Order.LineItems = append(m.Order.LineItems, ordersync.LineItem{
+					ProductID: ordersync.ID(it.ProductID), SKU: it.SKU, Name: it.Name, Price: it.Price,
+					PromoPrice: it.PromoPrice, Quantity: it.Quantity, ImageURL: it.ImageURL, SubTotal: it.SubTotal,
+				})
+			}
+			var metadata []metadataRow
+			if err := tx.SelectContext(ctx, &metadata, db.rebind(`SELECT account, order_code, name, value FROM order_metadata`+where), args...); err != nil {
+				return fmt.Errorf("load metadata: %w", err)
+			}
+			for _, md := range metadata {
+				m := byKey[orderKey{md.Account, md.OrderCode}]
+				m.Order.Metadata = append(m.Order.Metadata, ordersync.MetadataEntry{Name: md.Name, Value: md.Value})
+			}
+		}
+	}
+	return nil
+}
+
+// ListOrders returns fetched orders, newest first (by upstream creation),
+// with line items and metadata but without the raw document. Limit defaults
+// to 100 and is capped at 1000.
+func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) ([]*ordersync.MirroredOrder, error) {
+	where := []string{"raw_document IS NOT NULL"}
+	var args []any
+	if filter.Account != "" {
+		where, args = append(where, "account = ?"), append(args, filter.Account)
+	}
+	if filter.Status != "" {
+		where, args = append(where, "status = ?"), append(args, string(filter.Status))
+	}
+	if !filter.Since.IsZero() {
+		where, args = append(where, "created_at >= ?"), append(args, dbTime(filter.Since))
+	}
+	args = append(args, clampLimit(filter.Limit, defaultListLimit, maxListLimit), max(filter.Offset, 0))
+	query := `SELECT ` + orderRowColumns + ` FROM orders WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY created_at DESC, account, order_code LIMIT ? OFFSET ?`
+
+	var orders []*ordersync.MirroredOrder
+	err := db.inReadTx(ctx, "list orders", func(tx *sqlx.Tx) error {
+		var rows []orderRow
+		if err := tx.SelectContext(ctx, &rows, db.rebind(query), args...); err != nil {
+			return err
+		}
+		orders = make([]*ordersync.MirroredOrder, len(rows))
+		for i := range rows {
+			orders[i] = rows[i].mirrored()
+		}
+		return db.loadDetails(ctx, tx, orders)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return orders, nil
+}
+
+// CountOrdersByStatus counts fetched orders per status. Every known status
+// is present, with 0 when no order has it, so a gauge built on it drops to
+// zero instead of keeping its last value.
+func (db *DB) CountOrdersByStatus(ctx context.Context) (map[ordersync.Status]int, error) {
+	counts := make(map[ordersync.Status]int, len(ordersync.Statuses))
+	for _, s := range ordersync.Statuses {
+		counts[s] = 0
+	}
+	err := db.inReadTx(ctx, "count orders by status", func(tx *sqlx.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT status, COUNT(*) FROM orders WHERE raw_document IS NOT NULL GROUP BY status`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				s string
+				n int
+			)
+			if err := rows.Scan(&s, &n); err != nil {
+				return err
+			}
+			counts[ordersync.Status(s)] = n
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return counts, nil
+}
+
+type eventRow struct {
+	MsgID          string    `db:"msg_id"`
+	Account        string    `db:"account"`
+	ReceivedAt     time.Time `db:"received_at"`
+	Type           string    `db:"type"`
+	OrderType      string    `db:"order_type"`
+	OrderID        string    `db:"order_id"`
+	OrderReference string    `db:"order_reference"`
+	OrderCode      string    `db:"order_code"`
+	Signature      string    `db:"signature"`
+	Outcome        string    `db:"outcome"`
+	Detail         string    `db:"detail"`
+}
+
+// ListEvents returns event log rows, newest first. Limit defaults to 100
+// and is capped at 1000.
+func (db *DB) ListEvents(ctx context.Context, filter ordersync.EventFilter) ([]ordersync.EventRecord, error) {
+	where := []string{"1 = 1"}
+	var args []any
+	if filter.Account != "" {
+		where, args = append(where, "account = ?"), append(args, filter.Account)
+	}
+	if filter.OrderCode != "" {
+		where, args = append(where, "order_code = ?"), append(args, filter.OrderCode)
+	}
+	if filter.OrderID != "" {
+		where, args = append(where, "order_id = ?"), append(args, string(filter.OrderID))
+	}
+	args = append(args, clampLimit(filter.Limit, defaultListLimit, maxListLimit))
+	query := `SELECT msg_id, account, received_at, type, order_type, order_id, order_reference, order_code, signature, outcome, detail
+FROM event_log WHERE ` + strings.Join(where, " AND ") + ` ORDER BY received_at DESC, msg_id DESC LIMIT ?`
+
+	var events []ordersync.EventRecord
+	err := db.inReadTx(ctx, "list events", func(tx *sqlx.Tx) error {
+		var rows []eventRow
+		if err := tx.SelectContext(ctx, &rows, db.rebind(query), args...); err != nil {
+			return err
+		}
+		events = make([]ordersync.EventRecord, len(rows))
+		for i, r := range rows {
+			events[i] = ordersync.EventRecord{
+				MsgID: r.MsgID, Account: r.Account, ReceivedAt: r.ReceivedAt.UTC(), Type: ordersync.EventType(r.Type),
+				OrderType: r.OrderType, OrderID: ordersync.ID(r.OrderID), OrderReference: r.OrderReference,
+				OrderCode: r.OrderCode, Signature: ordersync.SignatureVerdict(r.Signature),
+				Outcome: ordersync.EventOutcome(r.Outcome), Detail: r.Detail,
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return events, nil
+}

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/ordersync/ordersync"
+)
+
+// Reconcile tuning.
+const (
+	// expirySoon is how close to its expiry a link must be to go first:
+	// its order is about to stop changing, and a payment made in the last
+	// minutes is the one most worth not missing.
+	expirySoon            = 15 * time.Minute
+	defaultReconcileLimit = 100
+	maxReconcileLimit     = 10000
+)
+
+// ListReconcileCandidates lists orders to re-fetch: unless All, those whose
+// status can still change (PENDING, PAID, unknown ones, and placeholders
+// never fetched). Links at or near expiry come first, then the most
+// recently active orders, then the least recently synced. Since applies to
+// the upstream creation time, or to when ordersync first saw a placeholder.
+// Limit defaults to 100 and is capped at 10000.
+func (db *DB) ListReconcileCandidates(ctx context.Context, filter ordersync.ReconcileFilter) ([]ordersync.OrderRef, error) {
+	now := time.Now()
+	where := []string{"1 = 1"}
+	var args []any
+	if filter.Account != "" {
+		where, args = append(where, "account = ?"), append(args, filter.Account)
+	}
+	if !filter.All {
+		var final []any
+		var ph []string
+		for _, s := range ordersync.Statuses {
+			if !s.CanChange() {
+				final, ph = append(final, string(s)), append(ph, "?")
+			}
+		}
+		where, args = append(where, "status NOT IN ("+strings.Join(ph, ", ")+")"), append(args, final...)
+	}
+	if !filter.Since.IsZero() {
+		where, args = append(where, "COALESCE(created_at, first_seen_at) >= ?"), append(args, dbTime(filter.Since))
+	}
+	if !filter.SyncedBefore.IsZero() {
+		where, args = append(where, "(last_synced_at IS NULL OR last_synced_at < ?)"), append(args, dbTime(filter.SyncedBefore))
+	}
+	args = append(args, dbTime(now.Add(expirySoon)), clampLimit(filter.Limit, defaultReconcileLimit, maxReconcileLimit))
+	query := `SELECT account, order_code, order_id, order_reference, expires_at FROM orders
+WHERE ` + strings.Join(where, " AND ") + `
+ORDER BY CASE WHEN expires_at IS NOT NULL AND expires_at <= ? THEN 0 ELSE 1 END,
+         COALESCE(last_event_at, first_seen_at) DESC,
+         last_synced_at ASC NULLS FIRST,
+         account, order_code
+LIMIT ?`
+
+	var refs []ordersync.OrderRef
+	err := db.inReadTx(ctx, "list reconcile candidates", func(tx *sqlx.Tx) error {
+		var rows []struct {
+			Account   string     `db:"account"`
+			Code      string     `db:"order_code"`
+			ID        string     `db:"order_id"`
+			Reference string     `db:"order_reference"`
+			ExpiresAt *time.Time `db:"expires_at"`
+		}
+		if err := tx.SelectContext(ctx, &rows, db.rebind(query), args...); err != nil {
+			return err
+		}
+		refs = make([]ordersync.OrderRef, len(rows))
+		for i, r := range rows {
+			refs[i] = ordersync.OrderRef{Account: r.Account, Code: r.Code, ID: ordersync.ID(r.ID), Reference: r.Reference}
+			if r.ExpiresAt != nil {
+				refs[i].ExpiresAt = r.ExpiresAt.UTC()
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return refs, nil
+}

@@ -1,0 +1,398 @@
+// Package store is the SQL mirror: ordersync's own copy of the payment link
+// service's orders, with their status history, the webhook event log, dead
+// letters, the outbox of order events and the fetch sequence that keeps the
+// mirror from moving backwards.
+//
+// One implementation serves two dialects. SQLite (the embedded default) runs
+// in WAL mode with every write going through a single connection, so writers
+// queue in Go instead of failing with "database is locked", while reads use a
+// separate pool. PostgreSQL (scale-out) is shared by many processes; row locks
+// and conditional upserts keep them from stepping on each other.
+//
+// Every exported method runs in one transaction. Driver errors are translated
+// at this boundary: a missing row is ordersync.ErrNotFound, a unique
+// violation is ordersync.ErrConflict.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"github.com/jmoiron/sqlx"
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/ordersync/ordersync"
+)
+
+// Dialects a DB speaks.
+const (
+	DialectSQLite   = "sqlite"
+	DialectPostgres = "postgres"
+)
+
+// sqliteBusyTimeout is how long a SQLite connection waits for a lock held by
+// another process before giving up. Within one process writers never get
+// there: they queue for the single write connection.
+const sqliteBusyTimeout = 10 * time.Second
+
+// Config configures Open.
+type Config struct {
+	// URL selects the database: a file path, "sqlite:PATH" or
+	// "file:PATH?..." for SQLite; "postgres://..." or "postgresql://..." for
+	// PostgreSQL. It may hold a password: it is never logged.
+	URL string
+	// MaxOpenConns and MaxIdleConns size the pool: the read pool for SQLite
+	// (writes always use one connection), the whole pool for PostgreSQL.
+	MaxOpenConns int
+	MaxIdleConns int
+	// ConnMaxLifetime recycles connections (0: never; PostgreSQL defaults to
+	// 30 minutes).
+	ConnMaxLifetime time.Duration
+	// Migrate runs the migrations at Open (default true).
+	Migrate *bool
+	Logger  *slog.Logger
+}
+
+// withDefaults fills every unset field; dialect-dependent defaults depend on
+// the URL, so it returns the parsed target too.
+func (c Config) withDefaults() (Config, target, error) {
+	t, err := parseURL(c.URL)
+	if err != nil {
+		return c, t, err
+	}
+	if c.MaxOpenConns == 0 {
+		if t.dialect == DialectSQLite {
+			c.MaxOpenConns = max(4, runtime.NumCPU())
+		} else {
+			c.MaxOpenConns = 10
+		}
+	}
+	if c.MaxIdleConns == 0 {
+		c.MaxIdleConns = c.MaxOpenConns
+	}
+	if c.ConnMaxLifetime == 0 && t.dialect == DialectPostgres {
+		c.ConnMaxLifetime = 30 * time.Minute
+	}
+	if c.Migrate == nil {
+		migrate := true
+		c.Migrate = &migrate
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, t, nil
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.MaxOpenConns < 0:
+		return fmt.Errorf("store: MaxOpenConns must not be negative, got %d", c.MaxOpenConns)
+	case c.MaxIdleConns < 0:
+		return fmt.Errorf("store: MaxIdleConns must not be negative, got %d", c.MaxIdleConns)
+	case c.MaxIdleConns > c.MaxOpenConns:
+		return fmt.Errorf("store: MaxIdleConns (%d) must not exceed MaxOpenConns (%d)", c.MaxIdleConns, c.MaxOpenConns)
+	case c.ConnMaxLifetime < 0:
+		return fmt.Errorf("store: ConnMaxLifetime must not be negative, got %s", c.ConnMaxLifetime)
+	}
+	return nil
+}
+
+// target is where a URL points.
+type target struct {
+	dialect string
+	// postgres: the URL as given. sqlite: the file path and the URL's own
+	// query parameters.
+	dsn    string
+	path   string
+	params url.Values
+	// uri keeps a file: URL a URI, so SQLite reads its own parameters
+	// (mode, cache, …); a plain path is never parsed as one.
+	uri bool
+}
+
+func parseURL(raw string) (target, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return target{}, errors.New("store: URL is required")
+	}
+	lower := strings.ToLower(raw)
+	if strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://") {
+		return target{dialect: DialectPostgres, dsn: raw}, nil
+	}
+	t := target{dialect: DialectSQLite, params: url.Values{}}
+	rest := raw
+	switch {
+	case strings.HasPrefix(lower, "sqlite:"):
+		rest = strings.TrimPrefix(raw[len("sqlite:"):], "//")
+	case strings.HasPrefix(lower, "file:"):
+		rest = strings.TrimPrefix(raw[len("file:"):], "//")
+		if i := strings.IndexByte(rest, '?'); i >= 0 {
+			q, err := url.ParseQuery(rest[i+1:])
+			if err != nil {
+				return target{}, fmt.Errorf("store: URL: bad query: %w", err)
+			}
+			t.params, rest = q, rest[:i]
+		}
+		t.uri = true
+	case strings.Contains(lower, "://"):
+		return target{}, errors.New("store: URL: unsupported scheme (want a SQLite path, sqlite:, file:, postgres:// or postgresql://)")
+	}
+	t.path = rest
+	switch {
+	case t.path == "":
+		return target{}, errors.New("store: URL: empty SQLite path")
+	case t.path == ":memory:" || t.params.Get("mode") == "memory":
+		return target{}, errors.New("store: URL: in-memory SQLite is not supported (reads and writes use separate connections)")
+	}
+	return t, nil
+}
+
+// sqliteDSN builds a mattn/go-sqlite3 DSN. Parameters given in the URL win,
+// except those that make the write handle the write handle.
+func (t target) sqliteDSN(write bool) string {
+	q := url.Values{}
+	for k, v := range t.params {
+		q[k] = v
+	}
+	setDefault := func(k, v string) {
+		if q.Get(k) == "" {
+			q.Set(k, v)
+		}
+	}
+	setDefault("_busy_timeout", fmt.Sprint(sqliteBusyTimeout.Milliseconds()))
+	setDefault("_synchronous", "NORMAL")
+	setDefault("_foreign_keys", "on")
+	setDefault("_loc", "UTC")
+	if write {
+		q.Set("_journal_mode", "WAL")
+		// BEGIN IMMEDIATE: a write transaction takes the write lock before
+		// it reads, so its reads cannot go stale behind another process.
+		q.Set("_txlock", "immediate")
+		q.Del("_query_only")
+	} else {
+		q.Del("_journal_mode")
+		q.Set("_query_only", "on")
+	}
+	if t.uri {
+		return "file:" + t.path + "?" + q.Encode()
+	}
+	return t.path + "?" + q.Encode()
+}
+
+// DB is the SQL mirror. It implements ordersync.Mirror, MirrorReader,
+// DeadLetters, Outbox and ReconcileSource.
+type DB struct {
+	dialect string
+	// write takes every write transaction; for SQLite it holds a single
+	// connection. read serves read-only transactions; for PostgreSQL it is
+	// the same pool as write.
+	write  *sqlx.DB
+	read   *sqlx.DB
+	logger *slog.Logger
+	// migrateLock is the file SQLite migrations lock; "" for PostgreSQL.
+	migrateLock string
+}
+
+var (
+	_ ordersync.Mirror          = (*DB)(nil)
+	_ ordersync.MirrorReader    = (*DB)(nil)
+	_ ordersync.DeadLetters     = (*DB)(nil)
+	_ ordersync.Outbox          = (*DB)(nil)
+	_ ordersync.ReconcileSource = (*DB)(nil)
+)
+
+// Open connects to the database, checks it answers and, unless
+// Config.Migrate is false, brings its schema up to date. Several processes
+// may open the same database at once.
+func Open(ctx context.Context, cfg Config) (*DB, error) {
+	cfg, t, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	db := &DB{dialect: t.dialect, logger: cfg.Logger.With("component", "store", "dialect", t.dialect)}
+	switch t.dialect {
+	case DialectSQLite:
+		db.migrateLock = t.path + "-migrate"
+		if db.write, err = sqlx.Open("sqlite3", t.sqliteDSN(true)); err != nil {
+			return nil, fmt.Errorf("open sqlite %s: %w", t.path, err)
+		}
+		db.write.SetMaxOpenConns(1)
+		db.write.SetMaxIdleConns(1)
+		db.write.SetConnMaxLifetime(0)
+		// The write connection sets WAL mode, which the read pool relies on,
+		// so it connects first.
+		if err := db.write.PingContext(ctx); err != nil {
+			db.write.Close()
+			return nil, fmt.Errorf("open sqlite %s: %w", t.path, err)
+		}
+		if db.read, err = sqlx.Open("sqlite3", t.sqliteDSN(false)); err != nil {
+			db.write.Close()
+			return nil, fmt.Errorf("open sqlite %s: %w", t.path, err)
+		}
+	case DialectPostgres:
+		if db.write, err = sqlx.Open("pgx", t.dsn); err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		db.read = db.write
+	}
+	db.read.SetMaxOpenConns(cfg.MaxOpenConns)
+	db.read.SetMaxIdleConns(cfg.MaxIdleConns)
+	db.read.SetConnMaxLifetime(cfg.ConnMaxLifetime)
+	if err := db.Ping(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if *cfg.Migrate {
+		if err := db.Migrate(ctx); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	return db, nil
+}
+
+// Close closes every connection.
+func (db *DB) Close() error {
+	err := db.write.Close()
+	if db.read != db.write {
+		err = errors.Join(err, db.read.Close())
+	}
+	if err != nil {
+		return fmt.Errorf("close %s store: %w", db.dialect, err)
+	}
+	return nil
+}
+
+// Ping checks that the database answers, on every handle.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.write.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping %s store: %w", db.dialect, err)
+	}
+	if db.read != db.write {
+		if err := db.read.PingContext(ctx); err != nil {
+			return fmt.Errorf("ping %s store (read pool): %w", db.dialect, err)
+		}
+	}
+	return nil
+}
+
+// Dialect returns DialectSQLite or DialectPostgres.
+func (db *DB) Dialect() string { return db.dialect }
+
+// rebind turns the ? placeholders every query is written with into the
+// dialect's own.
+func (db *DB) rebind(query string) string {
+	if db.dialect == DialectPostgres {
+		return sqlx.Rebind(sqlx.DOLLAR, query)
+	}
+	return query
+}
+
+// inTx runs fn in a write transaction, committed when fn returns nil.
+func (db *DB) inTx(ctx context.Context, op string, fn func(tx *sqlx.Tx) error) error {
+	tx, err := db.write.BeginTxx(ctx, nil)
+	if err != nil {
+		return translate(op, err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return translate(op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return translate(op, fmt.Errorf("commit: %w", err))
+	}
+	return nil
+}
+
+// inReadTx runs fn in a read-only transaction: one consistent snapshot.
+func (db *DB) inReadTx(ctx context.Context, op string, fn func(tx *sqlx.Tx) error) error {
+	opts := &sql.TxOptions{ReadOnly: true}
+	if db.dialect == DialectPostgres {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	tx, err := db.read.BeginTxx(ctx, opts)
+	if err != nil {
+		return translate(op, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only: nothing to keep
+	return translate(op, fn(tx))
+}
+
+// translate turns a driver error into the domain's, wrapped with op.
+func translate(op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ordersync.ErrNotFound), errors.Is(err, ordersync.ErrConflict):
+		return fmt.Errorf("%s: %w", op, err)
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("%s: %w", op, ordersync.ErrNotFound)
+	case isUniqueViolation(err):
+		return fmt.Errorf("%s: %w: %w", op, ordersync.ErrConflict, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+func isUniqueViolation(err error) bool {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		return se.ExtendedCode == sqlite3.ErrConstraintUnique || se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "23505" // unique_violation
+	}
+	return false
+}
+
+// placeholders returns "?, ?, …" for n arguments.
+func placeholders(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Repeat("?, ", n-1) + "?"
+}
+
+// dbTime is how a time goes into a column: UTC, microseconds (what
+// PostgreSQL keeps), so both dialects hand back what they were given.
+func dbTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// nullTime maps the zero time to NULL.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return dbTime(t)
+}
+
+// utcPtr normalises a scanned nullable time.
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// clampLimit applies a default and a maximum to a caller's limit.
+func clampLimit(limit, def, maxLimit int) int {
+	switch {
+	case limit <= 0:
+		return def
+	case limit > maxLimit:
+		return maxLimit
+	}
+	return limit
+}
