@@ -1,0 +1,334 @@
+package worker_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/paymentlink"
+	"github.com/ordersync/ordersync/queue"
+	"github.com/ordersync/ordersync/sim"
+	"github.com/ordersync/ordersync/store"
+	"github.com/ordersync/ordersync/worker"
+)
+
+const simKey = "sk_test_worker"
+
+// env is the real pipeline around a pool: the simulator behind a real HTTP
+// listener and client, a SQLite mirror in a temp dir, and an embedded
+// JetStream queue.
+type env struct {
+	sim      *sim.Server
+	simURL   string
+	client   *paymentlink.Client
+	db       *store.DB
+	nc       *nats.Conn
+	q        *queue.Queue
+	queueCfg queue.Config
+	reg      *prometheus.Registry
+	msgSeq   atomic.Int64
+}
+
+func newEnv(t testing.TB, faults sim.Faults) *env {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	e := &env{reg: prometheus.NewRegistry()}
+
+	var err error
+	if e.sim, err = sim.New(sim.Config{SecretKey: simKey, Faults: faults, Seed: 42}); err != nil {
+		t.Fatalf("sim.New: %v", err)
+	}
+	t.Cleanup(func() { e.sim.Close() })
+	if e.simURL, err = e.sim.Listen("127.0.0.1:0"); err != nil {
+		t.Fatalf("sim Listen: %v", err)
+	}
+	e.client = newClient(t, e.simURL, simKey)
+
+	if e.db, err = store.Open(ctx, store.Config{URL: filepath.Join(t.TempDir(), "mirror.db")}); err != nil {
+		t.Fatalf("store.Open: %v", err)
+	}
+	t.Cleanup(func() { e.db.Close() })
+
+	emb, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("StartEmbedded: %v", err)
+	}
+	t.Cleanup(emb.Shutdown)
+	if e.nc, err = emb.Connect(t.Name()); err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(e.nc.Close)
+	e.queueCfg = uniqueQueueConfig()
+	if e.q, err = queue.New(ctx, e.nc, e.queueCfg); err != nil {
+		t.Fatalf("queue.New: %v", err)
+	}
+	return e
+}
+
+func newClient(t testing.TB, baseURL, key string) *paymentlink.Client {
+	t.Helper()
+	c, err := paymentlink.New(paymentlink.Config{BaseURL: baseURL, SecretKey: key, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("paymentlink.New: %v", err)
+	}
+	t.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
+// uniqueQueueConfig names streams and consumer after a random token, with a
+// short ack wait so a lost settle shows up within a test.
+func uniqueQueueConfig() queue.Config {
+	b := make([]byte, 5)
+	rand.Read(b)
+	id := hex.EncodeToString(b)
+	return queue.Config{
+		SubjectPrefix: "t" + id,
+		EventsStream:  "T" + id + "_EVENTS",
+		OrdersStream:  "T" + id + "_ORDERS",
+		Consumer:      "worker",
+		AckWait:       10 * time.Second,
+	}
+}
+
+// fastSyncer is a Syncer with test-sized waits.
+func (e *env) newSyncer(t testing.TB, up ordersync.Upstream, edit func(*worker.SyncerConfig)) *worker.Syncer {
+	t.Helper()
+	if up == nil {
+		up = e.client
+	}
+	cfg := worker.SyncerConfig{
+		Upstream: up, Mirror: e.db, Registerer: e.reg,
+		Retry:   worker.RetryConfig{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond, MaxElapsed: 200 * time.Millisecond},
+		Breaker: worker.BreakerConfig{ConsecutiveFailures: 5, OpenFor: 200 * time.Millisecond},
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	s, err := worker.NewSyncer(cfg)
+	if err != nil {
+		t.Fatalf("NewSyncer: %v", err)
+	}
+	return s
+}
+
+// startPool runs a pool until the test ends or stop is called; stop
+// returns Run's error after the drain.
+func (e *env) startPool(t testing.TB, s *worker.Syncer, edit func(*worker.PoolConfig)) (stop func() error) {
+	t.Helper()
+	cfg := worker.PoolConfig{
+		Source: e.q.Events(), Syncer: s, Mirror: e.db, Registerer: e.reg,
+		FetchConcurrency: 16, PullWait: 5 * time.Millisecond, RetryDelay: 20 * time.Millisecond,
+		UnresolvedRetryDelays: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond},
+		PendingInterval:       50 * time.Millisecond, ExtendInterval: 500 * time.Millisecond,
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	p, err := worker.NewPool(cfg)
+	if err != nil {
+		t.Fatalf("NewPool: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(30 * time.Second):
+				runErr = fmt.Errorf("Run did not return 30s after cancel")
+			}
+		})
+		return runErr
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("pool Run: %v", err)
+		}
+	})
+	return stop
+}
+
+// createOrders creates n orders in the simulator and records their keys in
+// the mirror, as ordersync does for links it creates, so webhooks carrying
+// only orderId resolve.
+func (e *env) createOrders(t testing.TB, n int) []ordersync.PaymentLinkResult {
+	t.Helper()
+	ctx := context.Background()
+	out := make([]ordersync.PaymentLinkResult, n)
+	for i := range n {
+		amount := ordersync.MustAmount(fmt.Sprintf("%d.50", 1+i%40))
+		res, err := e.sim.CreatePaymentLink(ordersync.PaymentLinkParams{
+			Amount: &amount, OrderReference: fmt.Sprintf("ref-%s-%d", t.Name(), i),
+		})
+		if err != nil {
+			t.Fatalf("sim CreatePaymentLink: %v", err)
+		}
+		if err := e.db.RecordOrderRef(ctx, ordersync.OrderRef{
+			Account: ordersync.DefaultAccount, Code: res.OrderCode, ID: res.OrderID,
+			Reference: fmt.Sprintf("ref-%s-%d", t.Name(), i),
+		}); err != nil {
+			t.Fatalf("RecordOrderRef: %v", err)
+		}
+		out[i] = res
+	}
+	return out
+}
+
+// webhook is a queued webhook in the shape real deployments send: orderId as
+// a string, no orderCode.
+func (e *env) webhook(id ordersync.ID, typ ordersync.EventType) *ordersync.InboundEvent {
+	body := fmt.Sprintf(`{"orderId":%q,"orderReference":null,"orderType":"FASTLINK_CHARGE","description":"x","metadata":null,"level":"Info","type":%q}`, id, typ)
+	return e.event([]byte(body))
+}
+
+func (e *env) event(body []byte) *ordersync.InboundEvent {
+	return &ordersync.InboundEvent{
+		MsgID:      fmt.Sprintf("msg-%d", e.msgSeq.Add(1)),
+		Account:    ordersync.DefaultAccount,
+		Body:       body,
+		ReceivedAt: time.Now(),
+		Signature:  ordersync.SignatureValid,
+		Cause:      ordersync.CauseWebhook,
+	}
+}
+
+func (e *env) publish(t testing.TB, evs ...*ordersync.InboundEvent) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, ev := range evs {
+		if _, err := e.q.PublishEvent(ctx, ev); err != nil {
+			t.Fatalf("PublishEvent: %v", err)
+		}
+	}
+}
+
+// consumerState is what the durable consumer still holds: events never
+// delivered, and delivered but not settled.
+func (e *env) consumerState(t testing.TB) (pending, ackPending int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	js, err := jetstream.New(e.nc)
+	if err != nil {
+		t.Fatalf("jetstream.New: %v", err)
+	}
+	c, err := js.Consumer(ctx, e.queueCfg.EventsStream, e.queueCfg.Consumer)
+	if err != nil {
+		t.Fatalf("consumer: %v", err)
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		t.Fatalf("consumer info: %v", err)
+	}
+	return int(info.NumPending), info.NumAckPending
+}
+
+// waitDrained waits until the consumer holds nothing: every event delivered
+// and settled.
+func (e *env) waitDrained(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	waitFor(t, timeout, "queue drained", func() bool {
+		p, a := e.consumerState(t)
+		return p == 0 && a == 0
+	})
+}
+
+// assertMirrorMatchesSim compares every mirrored order with the simulator's
+// truth.
+func (e *env) assertMirrorMatchesSim(t testing.TB, codes []string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, code := range codes {
+		want, ok := e.sim.Order(code)
+		if !ok {
+			t.Fatalf("sim has no order %s", code)
+		}
+		got, err := e.db.FindOrderByCode(ctx, ordersync.DefaultAccount, code)
+		if err != nil {
+			t.Errorf("mirror order %s: %v", code, err)
+			continue
+		}
+		if diffs := ordersync.DiffOrders(&want, &got.Order); len(diffs) > 0 {
+			t.Errorf("mirror order %s differs from the simulator:\n%v", code, diffs)
+		}
+	}
+}
+
+func (e *env) deadLetters(t testing.TB, reason ordersync.DeadLetterReason) []*ordersync.DeadLetter {
+	t.Helper()
+	dls, err := e.db.ListDeadLetters(context.Background(), ordersync.DeadLetterFilter{Reason: reason, IncludeReplayed: true, Limit: 1000})
+	if err != nil {
+		t.Fatalf("ListDeadLetters: %v", err)
+	}
+	return dls
+}
+
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func counterValue(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("Gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		var sum float64
+	metrics:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
+					continue metrics
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				sum += m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				sum += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+		return sum
+	}
+	return 0
+}
+
+func readFixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "webhooks", name))
+	if err != nil {
+		t.Fatalf("read fixture: %v", err)
+	}
+	return b
+}
