@@ -228,3 +228,7 @@ func waitIdle(t testing.TB, s *testSim) {
 		t.Fatalf("WaitIdle: %v (stats %+v)", err, s.Stats().Webhooks)
 	}
 }
+
+func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}

@@ -190,11 +190,16 @@ func (s *Server) Serve(l net.Listener) error {
 	if s.closed {
 		return errors.New("serve simulator: closed")
 	}
+	fresh := &freshConns{conns: map[net.Conn]struct{}{}}
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnState:         fresh.track,
 	}
+	// Shutdown waits up to 5s for connections that never sent a request
+	// (a client's spare dial); close them once the listener is closed.
+	srv.RegisterOnShutdown(fresh.closeAll)
 	s.servers = append(s.servers, srv)
 	s.wg.Add(1)
 	go func() {
@@ -272,6 +277,30 @@ func (s *Server) WaitIdle(ctx context.Context) error {
 		return nil
 	}
 	return s.hooks.waitIdle(ctx)
+}
+
+// freshConns tracks the connections that have not sent a request yet.
+type freshConns struct {
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+}
+
+func (f *freshConns) track(c net.Conn, state http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if state == http.StateNew {
+		f.conns[c] = struct{}{}
+	} else {
+		delete(f.conns, c)
+	}
+}
+
+func (f *freshConns) closeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c := range f.conns {
+		c.Close()
+	}
 }
 
 func (s *Server) sweep(ctx context.Context) {

@@ -1,0 +1,164 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// TestConcurrentUse drives the API, the control API, fault switching and
+// webhook delivery from many goroutines at once; run it with -race.
+func TestConcurrentUse(t *testing.T) {
+	rcv := newReceiver(t, func(n int) int {
+		if n%7 == 0 {
+			return 503 // some retries in the mix
+		}
+		return 200
+	})
+	ts := startSim(t, Config{WebhookURL: rcv.url, WebhookSecret: testWebhookSecret, WebhookConcurrency: 4, WebhookBackoff: time.Millisecond})
+	ts.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}, Timeout: 10 * time.Second}
+
+	const workers, perWorker = 16, 15
+	var paid, cancelled atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range perWorker {
+				res := ts.checkout(t, ordersync.PaymentLinkParams{
+					LineItems: []ordersync.LineItemParams{{SKU: "COMBO-CLASICO", Quantity: i + 1}},
+					Metadata:  []ordersync.MetadataEntry{{Name: "worker", Value: strconv.Itoa(w)}},
+				})
+				o, _ := ts.getOrder(t, res.OrderCode)
+				if want := ordersync.MustAmount("6.50").MulInt(int64(i + 1)); !o.Total.Equal(want) {
+					errs <- fmt.Errorf("order %s total %s, want %s", o.OrderCode, o.Total, want)
+					return
+				}
+				action := "pay"
+				if i%3 == 0 {
+					action = "cancel"
+				}
+				if resp, b := ts.call(t, http.MethodPost, "/_sim/orders/"+res.OrderCode+"/"+action, "", nil); resp.StatusCode != http.StatusOK {
+					errs <- fmt.Errorf("%s %s: HTTP %d %s", action, res.OrderCode, resp.StatusCode, b)
+					return
+				}
+				if action == "pay" {
+					paid.Add(1)
+				} else {
+					cancelled.Add(1)
+				}
+				ts.getOrder(t, res.OrderCode)
+				if i%5 == 0 {
+					ts.Stats()
+					ts.Orders()
+				}
+			}
+		})
+	}
+	wg.Go(func() { // switch harmless faults on and off meanwhile
+		for i := range 20 {
+			if err := ts.SetFaults(Faults{DuplicateRate: float64(i%2) * 0.5}); err != nil {
+				errs <- err
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	waitIdle(t, ts)
+
+	st := ts.Stats()
+	const total = workers * perWorker
+	if st.Orders != total || st.Checkouts != total || st.Gets != 2*total ||
+		st.OrdersByStatus[ordersync.StatusPaid] != int(paid.Load()) || st.OrdersByStatus[ordersync.StatusCancelled] != int(cancelled.Load()) {
+		t.Errorf("stats: %d orders, %d checkouts, %d gets, by status %v", st.Orders, st.Checkouts, st.Gets, st.OrdersByStatus)
+	}
+	var sum int64
+	for _, n := range st.GetsByOrder {
+		sum += n
+	}
+	w := st.Webhooks
+	if sum != st.Gets || w.Events != 2*total || w.Queued != w.Events+w.Duplicated || w.Delivered != w.Queued || w.Pending != 0 || int64(len(rcv.hooks())) != w.Delivered {
+		t.Errorf("gets by order sum %d; webhooks %+v, receiver accepted %d", sum, w, len(rcv.hooks()))
+	}
+	seen := map[string]bool{}
+	for _, o := range ts.Orders() {
+		if seen[o.OrderCode] {
+			t.Errorf("code %s repeated", o.OrderCode)
+		}
+		seen[o.OrderCode] = true
+	}
+}
+
+// TestHoldsManyOrders creates 100k orders, each with a queued webhook, and
+// checks that they are all held, distinct, and served.
+func TestHoldsManyOrders(t *testing.T) {
+	n := 100_000
+	if testing.Short() || raceEnabled {
+		n = 10_000
+	}
+	// Delivery is not started: every Created webhook stays queued.
+	s, err := New(Config{SecretKey: testKey, Seed: 9, WebhookURL: "http://127.0.0.1:1/hooks", WebhookSecret: testWebhookSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	params := ordersync.PaymentLinkParams{
+		LineItems: []ordersync.LineItemParams{{SKU: "COMBO-CLASICO", Quantity: 2}, {SKU: "CAFE-ORGANICO-1LB", Quantity: 1}},
+		Metadata:  []ordersync.MetadataEntry{{Name: "numero_orden", Value: "A-1"}},
+	}
+	for i := range n {
+		params.OrderReference = "ped_" + strconv.Itoa(i)
+		if _, err := s.CreatePaymentLink(params); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perOrder := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / int64(n)
+	t.Logf("%d orders: %d bytes of heap per order (detail, cached JSON, queued webhook)", n, perOrder)
+
+	orders := s.Orders()
+	if len(orders) != n {
+		t.Fatalf("%d orders held, want %d", len(orders), n)
+	}
+	codes := make(map[string]bool, n)
+	for i, o := range orders {
+		if codes[o.OrderCode] || o.OrderID != ordersync.ID(strconv.Itoa(FirstOrderID+i)) || o.Total.String() != "25.99" {
+			t.Fatalf("order %d: code %s (repeated %v), id %s, total %s", i, o.OrderCode, codes[o.OrderCode], o.OrderID, o.Total)
+		}
+		codes[o.OrderCode] = true
+	}
+	st := s.Stats()
+	if st.Orders != n || st.Webhooks.Pending != int64(n) || st.OrdersByStatus[ordersync.StatusPending] != n {
+		t.Errorf("stats: %d orders, %d webhooks pending, by status %v", st.Orders, st.Webhooks.Pending, st.OrdersByStatus)
+	}
+	u, err := s.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testSim{Server: s, url: u, client: &http.Client{Timeout: 10 * time.Second}}
+	for _, i := range []int{0, n / 2, n - 1} {
+		o, raw := ts.getOrder(t, orders[i].OrderCode)
+		want, _ := json.Marshal(orders[i])
+		if string(raw) != string(want) || o.OrderReference != "ped_"+strconv.Itoa(i) {
+			t.Errorf("GET order %d:\n%s\nwant\n%s", i, raw, want)
+		}
+	}
+}
