@@ -1,0 +1,180 @@
+package webhook
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/ordersync/ordersync"
+)
+
+func TestRejectedRequestsAreRecorded(t *testing.T) {
+	tq := startQueue(t, t.TempDir(), queueConfig())
+	rec := &memRecorder{}
+	rc, err := New(Config{Secrets: []string{oldSecret}, Publisher: tq.q, Recorder: rec, MaxBodyBytes: 1024,
+		Clock: func() time.Time { return time.Date(2026, 10, 10, 18, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newHTTPServer(t, rc)
+	bad := []byte(`[1,2]`)
+	posts := []struct {
+		body      []byte
+		signature string
+		status    int
+	}{
+		{[]byte(`{"orderId":"1"}`), "", 401},
+		{[]byte(`{"orderId":"2"}`), Sign("wrong", []byte(`{"orderId":"2"}`)), 401},
+		{bad, Sign(oldSecret, bad), 400},
+		{bytes.Repeat([]byte("x"), 2000), "", 413},
+		{[]byte(`{"orderId":"3","type":"Created"}`), Sign(oldSecret, []byte(`{"orderId":"3","type":"Created"}`)), 200},
+	}
+	for _, p := range posts {
+		if r := post(t, "POST", srv+Path, p.body, p.signature); r.status != p.status {
+			t.Fatalf("got %d, want %d", r.status, p.status)
+		}
+	}
+	rc.Close() // flushes
+	got := rec.all()
+	want := []struct {
+		verdict ordersync.SignatureVerdict
+		detail  string
+	}{
+		{ordersync.SignatureMissing, "signature missing"},
+		{ordersync.SignatureInvalid, "signature invalid"},
+		{ordersync.SignatureValid, "malformed"},
+		{"", "body over 1024 bytes"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("recorded %d rejected requests, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		r := got[i]
+		if r.Outcome != ordersync.OutcomeRejected || r.Signature != w.verdict || !strings.Contains(r.Detail, w.detail) ||
+			r.Account != ordersync.DefaultAccount || !strings.HasPrefix(r.MsgID, "rejected-") || r.ReceivedAt.Hour() != 18 {
+			t.Errorf("record %d: %+v, want verdict %q detail %q", i, r, w.verdict, w.detail)
+		}
+	}
+	if got := testutil.ToFloat64(rc.metrics.recordDropped); got != 0 {
+		t.Errorf("dropped %v, want 0", got)
+	}
+}
+
+// A recorder that hangs never holds up an answer: rejections beyond the
+// buffer are dropped and counted.
+func TestRecorderNeverBlocksHandler(t *testing.T) {
+	tq := startQueue(t, t.TempDir(), queueConfig())
+	rec := &memRecorder{release: make(chan struct{})}
+	rc, err := New(Config{Secrets: []string{oldSecret}, Publisher: tq.q, Recorder: rec, RecordBuffer: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newHTTPServer(t, rc)
+	const n = 30
+	start := time.Now()
+	for i := range n {
+		if r := post(t, "POST", srv+Path, []byte(fmt.Sprintf(`{"orderId":"%d"}`, i)), ""); r.status != 401 {
+			t.Fatalf("got %d, want 401", r.status)
+		}
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("%d rejections took %s with a hung recorder", n, took)
+	}
+	dropped := testutil.ToFloat64(rc.metrics.recordDropped)
+	if dropped < n-recordBatch-2 || dropped == 0 {
+		t.Fatalf("dropped %v of %d with a buffer of 2", dropped, n)
+	}
+	close(rec.release)
+	rc.Close()
+	if recorded := len(rec.all()); recorded+int(dropped) != n {
+		t.Fatalf("recorded %d + dropped %v != %d posted", recorded, dropped, n)
+	}
+	// After Close, rejections are still answered and counted as dropped.
+	if r := post(t, "POST", srv+Path, []byte(`{}`), ""); r.status != 401 {
+		t.Fatalf("after Close: %d", r.status)
+	}
+}
+
+func TestUnavailableWhenQueueDown(t *testing.T) {
+	tq := startQueue(t, t.TempDir(), queueConfig())
+	rc, err := New(Config{Secrets: []string{oldSecret}, Publisher: tq.q, RetryAfter: 1500 * time.Millisecond, PublishTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newHTTPServer(t, rc)
+	body := fixture(t, "webhook-created-captured-shape.json")
+	if r := post(t, "POST", srv+Path, body, Sign(oldSecret, body)); r.status != 200 {
+		t.Fatalf("before shutdown: %+v", r)
+	}
+	tq.e.Shutdown()
+	start := time.Now()
+	other := fixture(t, "webhook-cancelled.json")
+	r := post(t, "POST", srv+Path, other, Sign(oldSecret, other))
+	if r.status != http.StatusServiceUnavailable || r.body != "unavailable" || r.retryAfter != "2" {
+		t.Fatalf("with JetStream down: %+v, want 503 unavailable with Retry-After 2", r)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("503 took %s, want within the publish timeout", took)
+	}
+	if got := testutil.ToFloat64(rc.metrics.requests[outcomeUnavailable]); got != 1 {
+		t.Fatalf("requests_total{outcome=unavailable} = %v", got)
+	}
+}
+
+// Nothing answered 200 is lost when the process restarts: post over real
+// HTTP, stop the embedded server, start it again on the same directory, and
+// every accepted webhook is there to consume.
+func TestNothingAnsweredOKIsLost(t *testing.T) {
+	const n = 400
+	dir := t.TempDir()
+	cfg := queueConfig()
+	tq := startQueue(t, dir, cfg)
+	rc, err := New(Config{Secrets: []string{oldSecret}, Publisher: tq.q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newHTTPServer(t, rc)
+	var (
+		mu       sync.Mutex
+		accepted = map[string]bool{}
+		wg       sync.WaitGroup
+	)
+	for w := range 16 {
+		wg.Go(func() {
+			for i := w; i < n; i += 16 {
+				body := []byte(fmt.Sprintf(`{"orderId":"%d","orderReference":"ped_%d","orderType":"FASTLINK_CHARGE","type":"SuccessPayment"}`, 30000+i, i))
+				if r := post(t, "POST", srv+Path, body, Sign(oldSecret, body)); r.status == 200 {
+					mu.Lock()
+					accepted[string(body)] = true
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(accepted) != n {
+		t.Fatalf("%d of %d accepted with the queue up", len(accepted), n)
+	}
+	tq.e.Shutdown()
+
+	restarted := startQueue(t, dir, cfg)
+	for _, ev := range restarted.consume(t, n) {
+		delete(accepted, string(ev.Body))
+	}
+	if len(accepted) != 0 {
+		t.Fatalf("%d webhooks answered 200 were lost across the restart", len(accepted))
+	}
+}
+
+func newHTTPServer(t testing.TB, h http.Handler) string {
+	t.Helper()
+	srv := httptestServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}

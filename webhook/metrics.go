@@ -1,0 +1,122 @@
+package webhook
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ordersync/ordersync"
+)
+
+// outcome is the label of ordersync_webhook_requests_total.
+type outcome int
+
+const (
+	outcomeAccepted outcome = iota
+	outcomeDuplicate
+	outcomeIgnored
+	outcomeUnauthorized
+	outcomeBadRequest
+	outcomeTooLarge
+	outcomeMethodNotAllowed
+	outcomeUnknownAccount
+	outcomeUnavailable
+	numOutcomes
+)
+
+var outcomeNames = [numOutcomes]string{
+	"accepted", "duplicate", "ignored", "unauthorized", "bad_request",
+	"too_large", "method_not_allowed", "unknown_account", "unavailable",
+}
+
+var ignoreReasons = []ordersync.IgnoreReason{ordersync.IgnoreOtherProduct, ordersync.IgnoreSubscription, ordersync.IgnoreNoIdentity}
+
+type metrics struct {
+	requests                           [numOutcomes]prometheus.Counter
+	signatureMissing, signatureInvalid prometheus.Counter
+	publishDuration                    prometheus.Observer
+	ignoredVec                         *prometheus.CounterVec
+	ignoredBy                          map[ordersync.IgnoreReason]prometheus.Counter
+	recordDropped                      prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ordersync_webhook_requests_total",
+		Help: "Webhook requests by outcome.",
+	}, []string{"outcome"})
+	sigFailures := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ordersync_webhook_signature_failures_total",
+		Help: "Webhooks refused for their signature, by reason (missing, invalid).",
+	}, []string{"reason"})
+	duration := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "ordersync_webhook_publish_duration_seconds",
+		Help:    "Time to make a webhook durable in the queue (publish until ack).",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	})
+	ignored := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ordersync_webhook_ignored_total",
+		Help: "Webhooks acknowledged and queued as ignored, by reason.",
+	}, []string{"reason"})
+	dropped := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ordersync_webhook_rejected_log_dropped_total",
+		Help: "Rejected webhooks not written to the event log (buffer full or write failed).",
+	})
+	if reg != nil {
+		var err error
+		if requests, err = register(reg, requests); err != nil {
+			return nil, err
+		}
+		if sigFailures, err = register(reg, sigFailures); err != nil {
+			return nil, err
+		}
+		if duration, err = register(reg, duration); err != nil {
+			return nil, err
+		}
+		if ignored, err = register(reg, ignored); err != nil {
+			return nil, err
+		}
+		if dropped, err = register(reg, dropped); err != nil {
+			return nil, err
+		}
+	}
+	m := &metrics{
+		signatureMissing: sigFailures.WithLabelValues("missing"),
+		signatureInvalid: sigFailures.WithLabelValues("invalid"),
+		publishDuration:  duration,
+		ignoredVec:       ignored,
+		ignoredBy:        map[ordersync.IgnoreReason]prometheus.Counter{},
+		recordDropped:    dropped,
+	}
+	for o, name := range outcomeNames {
+		m.requests[o] = requests.WithLabelValues(name)
+	}
+	for _, r := range ignoreReasons {
+		m.ignoredBy[r] = ignored.WithLabelValues(string(r))
+	}
+	return m, nil
+}
+
+// ignored returns the counter of reason; a reason the domain adds later
+// gets its own label value.
+func (m *metrics) ignored(reason ordersync.IgnoreReason) prometheus.Counter {
+	if c, ok := m.ignoredBy[reason]; ok {
+		return c
+	}
+	return m.ignoredVec.WithLabelValues(string(reason))
+}
+
+// register registers c, or returns the collector already registered under
+// the same description, so several receivers may share one registerer.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}

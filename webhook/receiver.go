@@ -1,0 +1,392 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ordersync/ordersync"
+)
+
+// Path is where the default account's webhooks arrive; an extra account's
+// arrive at Path + "/" + its name.
+const Path = "/webhooks/paymentlink"
+
+// EventRecorder writes event log rows; the store implements it.
+type EventRecorder interface {
+	RecordEvents(ctx context.Context, events []ordersync.EventRecord) error
+}
+
+// AccountConfig configures one extra merchant account.
+type AccountConfig struct {
+	// Secrets are its webhook secrets; several during a rotation.
+	Secrets []string
+}
+
+// Config configures a Receiver.
+type Config struct {
+	// Secrets are the default account's webhook secrets (the portal's
+	// 44-character secret); several are accepted during a rotation.
+	Secrets []string
+	// Insecure lets an account without secrets accept unsigned webhooks.
+	// Accounts with secrets are verified regardless.
+	Insecure bool
+	// Accounts are extra accounts, served at Path/{name}. Names are letters,
+	// digits, '-' and '_'.
+	Accounts map[string]AccountConfig
+	// Publisher makes accepted events durable. Required.
+	Publisher ordersync.EventPublisher
+	// Recorder logs rejected requests; nil: they are only counted.
+	Recorder EventRecorder
+	// MaxBodyBytes is the largest body accepted; default 1 MiB.
+	MaxBodyBytes int64
+	// PublishTimeout bounds the wait for the queue's ack; default 5s.
+	PublishTimeout time.Duration
+	// RetryAfter is the Retry-After of a 503; default 5s.
+	RetryAfter time.Duration
+	// RecordBuffer is how many rejected requests wait for the recorder
+	// before further ones are dropped (and counted); default 4096.
+	RecordBuffer int
+	// RecordTimeout bounds one RecordEvents call; default 5s.
+	RecordTimeout time.Duration
+	Registerer    prometheus.Registerer
+	Logger        *slog.Logger
+	// Clock stamps ReceivedAt; default time.Now.
+	Clock func() time.Time
+}
+
+func (c *Config) withDefaults() {
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = 5 * time.Second
+	}
+	if c.RetryAfter == 0 {
+		c.RetryAfter = 5 * time.Second
+	}
+	if c.RecordBuffer == 0 {
+		c.RecordBuffer = 4096
+	}
+	if c.RecordTimeout == 0 {
+		c.RecordTimeout = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+}
+
+var accountName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+func (c *Config) validate() error {
+	if c.Publisher == nil {
+		return errors.New("webhook receiver: Publisher is required")
+	}
+	if err := checkSecrets("webhook secret (Secrets)", c.Secrets, c.Insecure); err != nil {
+		return err
+	}
+	for name, a := range c.Accounts {
+		if name == ordersync.DefaultAccount {
+			return fmt.Errorf("webhook receiver: Accounts[%q]: the default account's secrets go in Secrets", name)
+		}
+		if !accountName.MatchString(name) {
+			return fmt.Errorf("webhook receiver: Accounts[%q]: name must be 1-64 letters, digits, '-' or '_'", name)
+		}
+		if err := checkSecrets(fmt.Sprintf("webhook secret of account %q (Accounts[%q].Secrets)", name, name), a.Secrets, c.Insecure); err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.MaxBodyBytes < 0:
+		return fmt.Errorf("webhook receiver: MaxBodyBytes %d must be positive", c.MaxBodyBytes)
+	case c.PublishTimeout < 0:
+		return fmt.Errorf("webhook receiver: PublishTimeout %s must be positive", c.PublishTimeout)
+	case c.RetryAfter < 0:
+		return fmt.Errorf("webhook receiver: RetryAfter %s must be positive", c.RetryAfter)
+	case c.RecordBuffer < 0:
+		return fmt.Errorf("webhook receiver: RecordBuffer %d must be positive", c.RecordBuffer)
+	case c.RecordTimeout < 0:
+		return fmt.Errorf("webhook receiver: RecordTimeout %s must be positive", c.RecordTimeout)
+	}
+	return nil
+}
+
+func checkSecrets(setting string, secrets []string, insecure bool) error {
+	for i, s := range secrets {
+		if strings.TrimSpace(s) == "" {
+			return fmt.Errorf("webhook receiver: %s[%d] is empty", setting, i)
+		}
+	}
+	if len(secrets) == 0 && !insecure {
+		return fmt.Errorf("webhook receiver: no %s configured (set one, or enable insecure mode to accept unsigned webhooks)", setting)
+	}
+	return nil
+}
+
+// account is one merchant account as the receiver serves it.
+type account struct {
+	name    string
+	secrets []string // empty: unsigned webhooks accepted (insecure mode)
+}
+
+// Receiver is the webhook endpoint. It is an http.Handler for Path and
+// Path/{account}; Close it after the HTTP server stopped.
+type Receiver struct {
+	cfg        Config
+	accounts   map[string]*account
+	metrics    *metrics
+	recorder   *asyncRecorder // nil without a Recorder
+	retryAfter string
+	logger     *slog.Logger
+}
+
+// New builds a Receiver. With a Recorder it starts the goroutine that
+// writes rejected requests; Close stops it.
+func New(cfg Config) (*Receiver, error) {
+	cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("webhook receiver: register metrics: %w", err)
+	}
+	rc := &Receiver{
+		cfg:        cfg,
+		accounts:   map[string]*account{ordersync.DefaultAccount: {name: ordersync.DefaultAccount, secrets: cfg.Secrets}},
+		metrics:    m,
+		retryAfter: strconv.Itoa(int(math.Ceil(cfg.RetryAfter.Seconds()))),
+		logger:     cfg.Logger.With("component", "webhook"),
+	}
+	for name, a := range cfg.Accounts {
+		rc.accounts[name] = &account{name: name, secrets: a.Secrets}
+	}
+	var unsigned []string
+	for name, a := range rc.accounts {
+		if len(a.secrets) == 0 {
+			unsigned = append(unsigned, name)
+		}
+	}
+	if len(unsigned) > 0 {
+		sort.Strings(unsigned)
+		rc.logger.Warn("INSECURE: webhook signatures are NOT verified for these accounts; anyone who can reach the receiver can inject events",
+			"accounts", unsigned)
+	}
+	if cfg.Recorder != nil {
+		rc.recorder = startRecorder(cfg.Recorder, cfg.RecordBuffer, cfg.RecordTimeout, m.recordDropped, rc.logger)
+	}
+	return rc, nil
+}
+
+// Close writes the rejected requests still buffered and stops the recorder.
+// Call it after the HTTP server stopped serving.
+func (rc *Receiver) Close() {
+	if rc.recorder != nil {
+		rc.recorder.close()
+	}
+}
+
+// Prebuilt answers.
+var (
+	bodyAccepted         = []byte(`{"status":"accepted"}`)
+	bodyDuplicate        = []byte(`{"status":"duplicate"}`)
+	bodyIgnored          = []byte(`{"status":"ignored"}`)
+	bodyMissingSignature = []byte(`{"status":"unauthorized","error":"missing signature"}`)
+	bodyInvalidSignature = []byte(`{"status":"unauthorized","error":"invalid signature"}`)
+	bodyBadRequest       = []byte(`{"status":"bad_request","error":"not a webhook event: want a JSON object in UTF-8"}`)
+	bodyUnreadable       = []byte(`{"status":"bad_request","error":"the body could not be read"}`)
+	bodyTooLarge         = []byte(`{"status":"too_large"}`)
+	bodyNotAllowed       = []byte(`{"status":"method_not_allowed"}`)
+	bodyUnknownAccount   = []byte(`{"status":"unknown_account"}`)
+	bodyUnavailable      = []byte(`{"status":"unavailable","error":"the queue did not acknowledge; retry later"}`)
+)
+
+func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	acct, ok := rc.route(r.URL.Path)
+	if !ok {
+		rc.answer(w, http.StatusNotFound, outcomeUnknownAccount, bodyUnknownAccount)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		rc.answer(w, http.StatusMethodNotAllowed, outcomeMethodNotAllowed, bodyNotAllowed)
+		return
+	}
+	receivedAt := rc.cfg.Clock()
+	body, err := rc.readBody(w, r)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			rc.reject(acct, body, receivedAt, "", fmt.Sprintf("body over %d bytes", rc.cfg.MaxBodyBytes))
+			rc.answer(w, http.StatusRequestEntityTooLarge, outcomeTooLarge, bodyTooLarge)
+			return
+		}
+		rc.logger.Debug("webhook body unreadable", "account", acct.name, "err", err)
+		rc.answer(w, http.StatusBadRequest, outcomeBadRequest, bodyUnreadable)
+		return
+	}
+
+	verdict := ordersync.SignatureInsecure
+	if len(acct.secrets) > 0 {
+		verdict = Verify(acct.secrets, r.Header.Get(SignatureHeader), body)
+	}
+	switch verdict {
+	case ordersync.SignatureMissing:
+		rc.metrics.signatureMissing.Inc()
+		rc.reject(acct, body, receivedAt, verdict, "signature missing")
+		rc.answer(w, http.StatusUnauthorized, outcomeUnauthorized, bodyMissingSignature)
+		return
+	case ordersync.SignatureInvalid:
+		rc.metrics.signatureInvalid.Inc()
+		rc.reject(acct, body, receivedAt, verdict, "signature invalid")
+		rc.answer(w, http.StatusUnauthorized, outcomeUnauthorized, bodyInvalidSignature)
+		return
+	}
+
+	// encoding/json replaces invalid UTF-8 rather than failing, so check it
+	// here: a body that is not text is not an event.
+	if !utf8.Valid(body) {
+		rc.reject(acct, body, receivedAt, verdict, "malformed: not UTF-8")
+		rc.answer(w, http.StatusBadRequest, outcomeBadRequest, bodyBadRequest)
+		return
+	}
+	ev, err := ordersync.ParseEvent(body)
+	if err != nil {
+		rc.reject(acct, body, receivedAt, verdict, truncate(err.Error(), 200))
+		rc.answer(w, http.StatusBadRequest, outcomeBadRequest, bodyBadRequest)
+		return
+	}
+
+	reason, ignored := ev.Ignored()
+	in := &ordersync.InboundEvent{
+		MsgID:      MsgID(acct.name, body),
+		Account:    acct.name,
+		Body:       body,
+		ReceivedAt: receivedAt,
+		Signature:  verdict,
+		Ignored:    reason,
+		Cause:      ordersync.CauseWebhook,
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), rc.cfg.PublishTimeout)
+	start := time.Now()
+	dup, err := rc.cfg.Publisher.PublishEvent(ctx, in)
+	rc.metrics.publishDuration.Observe(time.Since(start).Seconds())
+	cancel()
+	if err != nil {
+		rc.logger.Warn("webhook not queued; answering 503 so the provider retries",
+			"account", acct.name, "msg_id", in.MsgID, "type", string(ev.Type), "err", err)
+		w.Header().Set("Retry-After", rc.retryAfter)
+		rc.answer(w, http.StatusServiceUnavailable, outcomeUnavailable, bodyUnavailable)
+		return
+	}
+	switch {
+	case ignored:
+		rc.metrics.ignored(reason).Inc()
+		rc.answer(w, http.StatusOK, outcomeIgnored, bodyIgnored)
+	case dup:
+		rc.answer(w, http.StatusOK, outcomeDuplicate, bodyDuplicate)
+	default:
+		rc.answer(w, http.StatusOK, outcomeAccepted, bodyAccepted)
+	}
+}
+
+// route maps a request path to its account.
+func (rc *Receiver) route(path string) (*account, bool) {
+	rest, ok := strings.CutPrefix(path, Path)
+	if !ok {
+		return nil, false
+	}
+	name := strings.Trim(rest, "/")
+	switch {
+	case rest != "" && rest[0] != '/':
+		return nil, false // "/webhooks/paymentlinkX"
+	case name == "":
+		name = ordersync.DefaultAccount
+	case strings.Contains(name, "/"):
+		return nil, false
+	}
+	a, ok := rc.accounts[name]
+	return a, ok
+}
+
+// readBody reads at most MaxBodyBytes. On *http.MaxBytesError the bytes
+// read so far are returned with it.
+func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.ContentLength > rc.cfg.MaxBodyBytes {
+		return nil, &http.MaxBytesError{Limit: rc.cfg.MaxBodyBytes}
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + 1)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, rc.cfg.MaxBodyBytes))
+	if err != nil && !errors.Is(err, io.EOF) {
+		return buf.Bytes(), fmt.Errorf("read webhook body: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func (rc *Receiver) answer(w http.ResponseWriter, status int, o outcome, body []byte) {
+	rc.metrics.requests[o].Inc()
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// reject hands a rejected request to the event log, never waiting.
+func (rc *Receiver) reject(acct *account, body []byte, receivedAt time.Time, verdict ordersync.SignatureVerdict, detail string) {
+	rc.logger.Debug("webhook rejected", "account", acct.name, "reason", detail)
+	if rc.recorder == nil {
+		return
+	}
+	rc.recorder.add(ordersync.EventRecord{
+		MsgID:      "rejected-" + MsgID(acct.name, body),
+		Account:    acct.name,
+		ReceivedAt: receivedAt,
+		Signature:  verdict,
+		Outcome:    ordersync.OutcomeRejected,
+		Detail:     detail,
+	})
+}
+
+// MsgID is the queue's deduplication key of a webhook: the first 32 hex
+// digits of SHA-256 over the account, a newline and the raw body. The
+// provider resending the same body yields the same key.
+func MsgID(account string, body []byte) string {
+	h := sha256.New()
+	h.Write([]byte(account))
+	h.Write([]byte{'\n'})
+	h.Write(body)
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0])[:16])
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
