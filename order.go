@@ -107,7 +107,12 @@ func ParseTimestamp(s string) (Timestamp, error) {
 	s = strings.TrimSpace(s)
 	for _, layout := range timestampLayouts {
 		if t, err := time.Parse(layout, s); err == nil {
-			return Timestamp{t.UTC()}, nil
+			// 9999-12-31T23:59:59-01:00 is in year 10000 in UTC, which
+			// the service's format cannot write.
+			if t = t.UTC(); t.Year() > 9999 {
+				return Timestamp{}, fmt.Errorf("parse timestamp %q: after year 9999 in UTC", s)
+			}
+			return Timestamp{t}, nil
 		}
 	}
 	return Timestamp{}, fmt.Errorf("parse timestamp %q: not ISO 8601", s)
