@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -566,3 +567,36 @@ func TestConfigValidation(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestListenAndServe(t *testing.T) {
+	s, err := New(Config{SecretKey: testKey, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- s.ListenAndServe(ctx, "127.0.0.1:0", func(u string) { ready <- u }) }()
+	var u string
+	select {
+	case u = <-ready:
+	case err := <-done:
+		t.Fatalf("ListenAndServe: %v", err)
+	}
+	ts := &testSim{Server: s, url: u, client: &http.Client{Timeout: 5 * time.Second}}
+	code := ts.checkout(t, amountParams("2")).OrderCode
+	ts.getOrder(t, code)
+	if err := s.Start(ctx); err == nil {
+		t.Errorf("a second Start succeeded")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("ListenAndServe after cancel: %v", err)
+	}
+	if _, err := http.Get(u + "/_sim/stats"); err == nil {
+		t.Errorf("still serving after ListenAndServe returned")
+	}
+	if _, err := s.Listen("127.0.0.1:0"); err == nil {
+		t.Errorf("Listen after Close succeeded")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -56,9 +57,18 @@ func startSim(t testing.TB, cfg Config) *testSim {
 // call sends one request; a key of "" sends no Authorization header.
 func (ts *testSim) call(t testing.TB, method, path, key string, body []byte) (*http.Response, []byte) {
 	t.Helper()
+	resp, b, err := ts.do(method, path, key, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+// do is call for goroutines other than the test's, which must not FailNow.
+func (ts *testSim) do(method, path, key string, body []byte) (*http.Response, []byte, error) {
 	req, err := http.NewRequest(method, ts.url+path, bytes.NewReader(body))
 	if err != nil {
-		t.Fatalf("new request: %v", err)
+		return nil, nil, fmt.Errorf("new request: %w", err)
 	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -68,14 +78,29 @@ func (ts *testSim) call(t testing.TB, method, path, key string, body []byte) (*h
 	}
 	resp, err := ts.client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		return nil, nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("read %s %s: %v", method, path, err)
+		return nil, nil, fmt.Errorf("read %s %s: %w", method, path, err)
 	}
-	return resp, b
+	return resp, b, nil
+}
+
+// doJSON sends a request and decodes a 200 answer into v.
+func (ts *testSim) doJSON(method, path, key string, body []byte, v any) error {
+	resp, b, err := ts.do(method, path, key, body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s: HTTP %d %s", method, path, resp.StatusCode, b)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s %s: decode %s: %w", method, path, b, err)
+	}
+	return nil
 }
 
 // checkout creates an order over HTTP and fails the test unless it is 200.

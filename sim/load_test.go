@@ -32,34 +32,8 @@ func TestConcurrentUse(t *testing.T) {
 	errs := make(chan error, workers)
 	for w := range workers {
 		wg.Go(func() {
-			for i := range perWorker {
-				res := ts.checkout(t, ordersync.PaymentLinkParams{
-					LineItems: []ordersync.LineItemParams{{SKU: "COMBO-CLASICO", Quantity: i + 1}},
-					Metadata:  []ordersync.MetadataEntry{{Name: "worker", Value: strconv.Itoa(w)}},
-				})
-				o, _ := ts.getOrder(t, res.OrderCode)
-				if want := ordersync.MustAmount("6.50").MulInt(int64(i + 1)); !o.Total.Equal(want) {
-					errs <- fmt.Errorf("order %s total %s, want %s", o.OrderCode, o.Total, want)
-					return
-				}
-				action := "pay"
-				if i%3 == 0 {
-					action = "cancel"
-				}
-				if resp, b := ts.call(t, http.MethodPost, "/_sim/orders/"+res.OrderCode+"/"+action, "", nil); resp.StatusCode != http.StatusOK {
-					errs <- fmt.Errorf("%s %s: HTTP %d %s", action, res.OrderCode, resp.StatusCode, b)
-					return
-				}
-				if action == "pay" {
-					paid.Add(1)
-				} else {
-					cancelled.Add(1)
-				}
-				ts.getOrder(t, res.OrderCode)
-				if i%5 == 0 {
-					ts.Stats()
-					ts.Orders()
-				}
+			if err := clientSession(ts, w, perWorker, &paid, &cancelled); err != nil {
+				errs <- err
 			}
 		})
 	}
@@ -100,6 +74,44 @@ func TestConcurrentUse(t *testing.T) {
 		}
 		seen[o.OrderCode] = true
 	}
+}
+
+// clientSession creates n orders, fetches, pays or cancels, and fetches
+// each again.
+func clientSession(ts *testSim, w, n int, paid, cancelled *atomic.Int64) error {
+	for i := range n {
+		params, _ := json.Marshal(ordersync.PaymentLinkParams{
+			LineItems: []ordersync.LineItemParams{{SKU: "COMBO-CLASICO", Quantity: i + 1}},
+			Metadata:  []ordersync.MetadataEntry{{Name: "worker", Value: strconv.Itoa(w)}},
+		})
+		var res ordersync.PaymentLinkResult
+		if err := ts.doJSON(http.MethodPost, "/paymentlink/checkout", testKey, params, &res); err != nil {
+			return err
+		}
+		var o ordersync.Order
+		if err := ts.doJSON(http.MethodGet, "/paymentlink/order/"+res.OrderCode, testKey, nil, &o); err != nil {
+			return err
+		}
+		if want := ordersync.MustAmount("6.50").MulInt(int64(i + 1)); !o.Total.Equal(want) {
+			return fmt.Errorf("order %s total %s, want %s", o.OrderCode, o.Total, want)
+		}
+		action, counter := "pay", paid
+		if i%3 == 0 {
+			action, counter = "cancel", cancelled
+		}
+		if err := ts.doJSON(http.MethodPost, "/_sim/orders/"+res.OrderCode+"/"+action, "", nil, &o); err != nil {
+			return err
+		}
+		counter.Add(1)
+		if err := ts.doJSON(http.MethodGet, "/paymentlink/order/"+res.OrderCode, testKey, nil, &o); err != nil {
+			return err
+		}
+		if i%5 == 0 {
+			ts.Stats()
+			ts.Orders()
+		}
+	}
+	return nil
 }
 
 // TestHoldsManyOrders creates 100k orders, each with a queued webhook, and

@@ -3,8 +3,23 @@
 // detail endpoints with their validation and problem bodies, the order life
 // cycle, signed webhooks delivered like the real deployment delivers them
 // (retried, and on demand duplicated, reordered, delayed or dropped), and
-// injectable API faults. A control API under /_sim/ drives the life cycle and
-// exposes the truth tests compare the mirror against.
+// injectable API faults, all reproducible under a seed.
+//
+// The payment link API requires "Authorization: Bearer <SecretKey>". The
+// control API does not: it is the test's side door, never the merchant's,
+// and a simulator holds nothing worth protecting.
+//
+//	POST /_sim/orders/{code}/pay       PENDING → PAID (body: optional buyer)
+//	POST /_sim/orders/{code}/cancel    PENDING → CANCELLED
+//	POST /_sim/orders/{code}/finalize  PAID → FINALIZED
+//	POST /_sim/orders/{code}/reverse   PAID → CANCELLED
+//	POST /_sim/expire                  cancel PENDING orders past expiry
+//	GET  /_sim/orders[/{code}]         the truth, not counted as a fetch
+//	GET  /_sim/stats                   Stats
+//	GET|PUT /_sim/faults               Faults, durations as text ("1.5s")
+//
+// An illegal transition answers 409, an unknown order 404, both with a
+// problem body.
 package sim
 
 import (
