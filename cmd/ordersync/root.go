@@ -11,6 +11,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newSimCommand())
+	root.AddCommand(newServeCommand(), newDemoCommand(), newSimCommand(), newLinksCommand(),
+		newOrdersCommand(), newDLQCommand(), newReconcileCommand(), newMigrateCommand())
 	return root
 }

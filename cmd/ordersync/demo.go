@@ -1,0 +1,415 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/spf13/cobra"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/sim"
+)
+
+type demoOptions struct {
+	Orders  int
+	Seed    uint64
+	Timeout time.Duration
+	Keep    bool
+	Verbose bool
+}
+
+func newDemoCommand() *cobra.Command {
+	var opts demoOptions
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the whole pipeline against the built-in simulator and check the mirror",
+		Long: `demo needs nothing installed. In a temporary directory it starts the
+simulator of the payment link service and the whole pipeline (embedded NATS
+JetStream, SQLite), creates orders through ordersync with both methods, has
+simulated buyers pay, cancel, finalize and reverse them while the simulator
+delivers webhooks with duplicates and reordering, then compares every
+mirrored order field by field with the simulator. It exits non-zero if the
+mirror does not match.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rep, err := runDemo(cmd.Context(), cmd.OutOrStdout(), opts)
+			if err != nil {
+				return err
+			}
+			if !rep.OK() {
+				return errors.New("the mirror does not match the simulator")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&opts.Orders, "orders", 300, "how many orders to create")
+	cmd.Flags().Uint64Var(&opts.Seed, "seed", 1, "seed of the buyers' choices and the simulator's faults")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 45*time.Second, "give up waiting for the mirror after this long")
+	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "keep the temporary data directory and print where it is")
+	cmd.Flags().BoolVar(&opts.Verbose, "verbose", false, "log the pipeline's warnings and errors to stderr")
+	return cmd
+}
+
+// demoReport is what the demo measured.
+type demoReport struct {
+	Orders, Mirrored, Matching int
+	PaidOrders                 int // orders PAID or FINALIZED in the simulator
+	PaidTriggers               int // messages on ordersync.orders.paid
+	PaidMissing                int // paid orders without a trigger
+	PaidDuplicates             int // orders with more than one trigger
+	PaidThenReversed           int // reversed orders the mirror saw paid first
+	Fetches                    int64
+	LagP50, LagP99             time.Duration
+	Webhooks                   sim.WebhookStats
+	Deduplicated               float64
+	Mismatches                 []string
+	Took                       time.Duration
+}
+
+// OK reports whether the mirror matches the simulator and every paid order
+// fired its trigger exactly once.
+func (r demoReport) OK() bool {
+	return r.Matching == r.Orders && r.PaidMissing == 0 && r.PaidDuplicates == 0
+}
+
+func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoReport, err error) {
+	start := time.Now()
+	dir, err := os.MkdirTemp("", "ordersync-demo-")
+	if err != nil {
+		return rep, err
+	}
+	if opts.Keep {
+		fmt.Fprintf(out, "data directory: %s\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	if opts.Verbose {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	st, err := startStack(ctx, stackOptions{
+		DataDir: dir, Logger: logger, Seed: int64(opts.Seed), Reconcile: 5 * time.Second,
+		Faults: sim.Faults{DuplicateRate: 0.15, ReorderRate: 0.15, ReorderDelay: 300 * time.Millisecond},
+	})
+	if err != nil {
+		return rep, err
+	}
+	defer func() { err = errors.Join(err, st.Close()) }()
+	fmt.Fprintf(out, "ordersync demo: simulator at %s, webhooks at %s, admin API at %s\n", st.SimURL, st.Program.WebhookURL(), st.Program.AdminURL())
+
+	rng := rand.New(rand.NewPCG(opts.Seed, 0x0a5d))
+	codes, err := createDemoOrders(ctx, st.Program.AdminURL(), opts.Orders, rng)
+	if err != nil {
+		return rep, err
+	}
+	fmt.Fprintf(out, "created %d payment links through ordersync (line items and amounts)\n", len(codes))
+	acts := actAsBuyers(st.Sim, codes, rng)
+	fmt.Fprintf(out, "buyers: %d paid (%d then finalized, %d reversed), %d cancelled, %d left pending\n",
+		acts.paid, acts.finalized, acts.reversed, acts.cancelled, len(codes)-acts.paid-acts.cancelled)
+
+	deadline := time.Now().Add(opts.Timeout)
+	for {
+		rep.Mismatches = nil
+		rep.Orders, rep.Mirrored, rep.Matching = 0, 0, 0
+		for _, want := range st.Sim.Orders() {
+			rep.Orders++
+			got, err := st.Program.DB().FindOrderByCode(ctx, ordersync.DefaultAccount, want.OrderCode)
+			if err != nil {
+				continue
+			}
+			rep.Mirrored++
+			if diffs := ordersync.DiffOrders(&want, &got.Order); len(diffs) == 0 {
+				rep.Matching++
+			} else if len(rep.Mismatches) < 5 {
+				rep.Mismatches = append(rep.Mismatches, want.OrderCode+": "+diffs[0])
+			}
+		}
+		fmt.Fprintf(out, "  %5.1fs  mirrored %d/%d, %d match the simulator\n", time.Since(start).Seconds(), rep.Mirrored, rep.Orders, rep.Matching)
+		if rep.Matching == rep.Orders || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	// Let the relay publish what the last commits queued.
+	time.Sleep(500 * time.Millisecond)
+
+	stats := st.Sim.Stats()
+	triggers, err := countPaidTriggers(ctx, st.Program)
+	if err != nil {
+		return rep, err
+	}
+	for _, o := range st.Sim.Orders() {
+		n := triggers[o.OrderCode]
+		rep.PaidTriggers += n
+		switch {
+		case n > 1:
+			rep.PaidDuplicates++
+		case o.OrderStatus.IsPaidState():
+			rep.PaidOrders++
+			if n == 0 {
+				rep.PaidMissing++
+			}
+		case n == 1:
+			rep.PaidThenReversed++
+		}
+	}
+	rep.Fetches = stats.Gets
+	rep.Webhooks = stats.Webhooks
+	reg := st.Program.Registry()
+	rep.Deduplicated = counterValue(reg, "ordersync_webhook_requests_total", "outcome", "duplicate")
+	rep.LagP50 = histogramQuantile(reg, "ordersync_sync_lag_seconds", 0.50)
+	rep.LagP99 = histogramQuantile(reg, "ordersync_sync_lag_seconds", 0.99)
+	rep.Took = time.Since(start)
+	printDemoReport(out, rep)
+	return rep, nil
+}
+
+type buyerActs struct{ paid, finalized, reversed, cancelled int }
+
+// actAsBuyers drives the simulated buyers: about 60% pay (a third of those
+// are then finalized, a tenth reversed), 20% cancel, the rest stay pending.
+func actAsBuyers(s *sim.Server, codes []string, rng *rand.Rand) buyerActs {
+	var a buyerActs
+	for i, code := range codes {
+		switch r := rng.Float64(); {
+		case r < 0.6:
+			buyer := ordersync.Buyer{Name: fmt.Sprintf("Buyer %d", i), Email: fmt.Sprintf("buyer%d@example.com", i), Phone: "+50370000000"}
+			if _, err := s.Pay(code, buyer); err != nil {
+				continue
+			}
+			a.paid++
+			switch r2 := rng.Float64(); {
+			case r2 < 0.33:
+				if _, err := s.Finalize(code); err == nil {
+					a.finalized++
+				}
+			case r2 < 0.43:
+				if _, err := s.Reverse(code); err == nil {
+					a.reversed++
+				}
+			}
+		case r < 0.8:
+			if _, err := s.Cancel(code); err == nil {
+				a.cancelled++
+			}
+		}
+	}
+	return a
+}
+
+// createDemoOrders creates n links through the admin API, as a back office
+// would: 60% with line items (one-time products and catalogue SKUs), 40%
+// with one amount.
+func createDemoOrders(ctx context.Context, adminURL string, n int, rng *rand.Rand) ([]string, error) {
+	params := make([]ordersync.PaymentLinkParams, n)
+	products := sim.DefaultProducts()
+	for i := range params {
+		p := ordersync.PaymentLinkParams{OrderReference: fmt.Sprintf("demo-%04d", i), OrderName: fmt.Sprintf("Demo order %d", i)}
+		if rng.Float64() < 0.6 {
+			for j := 0; j < 1+rng.IntN(3); j++ {
+				if rng.Float64() < 0.5 {
+					p.LineItems = append(p.LineItems, ordersync.LineItemParams{SKU: products[rng.IntN(len(products))].SKU, Quantity: 1 + rng.IntN(3)})
+				} else {
+					price := ordersync.MustAmount(fmt.Sprintf("%d.%02d", 1+rng.IntN(40), rng.IntN(100)))
+					p.LineItems = append(p.LineItems, ordersync.LineItemParams{
+						Product: &ordersync.ProductParams{Name: fmt.Sprintf("Producto %d", j+1), Price: &price}, Quantity: 1 + rng.IntN(4)})
+				}
+			}
+		} else {
+			amount := ordersync.MustAmount(fmt.Sprintf("%d.%02d", 5+rng.IntN(200), rng.IntN(100)))
+			p.Amount = &amount
+			p.Metadata = []ordersync.MetadataEntry{{Name: "channel", Value: "demo"}}
+		}
+		params[i] = p
+	}
+	codes := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range params {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer func() { <-sem; wg.Done() }()
+			codes[i], errs[i] = postPaymentLink(ctx, adminURL, params[i])
+		}(i)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("create payment links: %w", err)
+	}
+	return codes, nil
+}
+
+func postPaymentLink(ctx context.Context, adminURL string, p ordersync.PaymentLinkParams) (string, error) {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, adminURL+"/v1/payment-links", bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("POST /v1/payment-links: HTTP %d: %s", resp.StatusCode, b)
+	}
+	var res ordersync.PaymentLinkResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		return "", err
+	}
+	return res.OrderCode, nil
+}
+
+// countPaidTriggers reads every message on the PAID subject, as a
+// fulfilment service would, and counts them per order.
+func countPaidTriggers(ctx context.Context, p *Program) (perOrder map[string]int, err error) {
+	js, err := jetstream.New(p.nc)
+	if err != nil {
+		return nil, err
+	}
+	stream, err := js.Stream(ctx, ordersStream)
+	if err != nil {
+		return nil, fmt.Errorf("orders stream: %w", err)
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{ordersync.SubjectPaid}})
+	if err != nil {
+		return nil, err
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	perOrder = map[string]int{}
+	for remaining := int(info.NumPending); remaining > 0; {
+		batch, err := cons.Fetch(min(remaining, 500), jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return nil, err
+		}
+		got := 0
+		for msg := range batch.Messages() {
+			var o struct {
+				OrderCode string `json:"orderCode"`
+			}
+			if err := json.Unmarshal(msg.Data(), &o); err != nil {
+				return nil, fmt.Errorf("PAID message: %w", err)
+			}
+			perOrder[o.OrderCode]++
+			got++
+		}
+		if batch.Error() != nil && got == 0 {
+			return nil, batch.Error()
+		}
+		remaining -= got
+	}
+	return perOrder, nil
+}
+
+func printDemoReport(w io.Writer, r demoReport) {
+	verdict := "OK"
+	if !r.OK() {
+		verdict = "MISMATCH"
+	}
+	perOrder := 0.0
+	if r.Orders > 0 {
+		perOrder = float64(r.Fetches) / float64(r.Orders)
+	}
+	fmt.Fprintf(w, "\nordersync demo: %s\n", verdict)
+	fmt.Fprintf(w, "  orders mirrored             %d of %d, %d identical to the simulator field by field\n", r.Mirrored, r.Orders, r.Matching)
+	fmt.Fprintf(w, "  PAID triggers published     %d: one for each of the %d orders now PAID or FINALIZED (%d missing, %d fired twice), %d for reversed orders seen paid first\n",
+		r.PaidTriggers, r.PaidOrders, r.PaidMissing, r.PaidDuplicates, r.PaidThenReversed)
+	fmt.Fprintf(w, "  upstream fetches per order  %.2f (%d fetches)\n", perOrder, r.Fetches)
+	fmt.Fprintf(w, "  sync lag p50 / p99          %s / %s (webhook received → mirror committed)\n", r.LagP50, r.LagP99)
+	fmt.Fprintf(w, "  webhooks                    %d delivered by the simulator, %d sent twice on purpose, %d reordered; %.0f deduplicated by JetStream\n",
+		r.Webhooks.Delivered, r.Webhooks.Duplicated, r.Webhooks.Reordered, r.Deduplicated)
+	fmt.Fprintf(w, "  took                        %.1fs\n", r.Took.Seconds())
+	for _, m := range r.Mismatches {
+		fmt.Fprintf(w, "  mismatch: %s\n", m)
+	}
+}
+
+// counterValue sums a counter family's series whose label has value.
+func counterValue(g prometheus.Gatherer, name, label, value string) float64 {
+	sum := 0.0
+	for _, m := range family(g, name) {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == label && lp.GetValue() == value {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// histogramQuantile estimates a quantile from a histogram's buckets the way
+// Prometheus' histogram_quantile does: linear within the bucket.
+func histogramQuantile(g prometheus.Gatherer, name string, q float64) time.Duration {
+	type bucket struct{ upper, count float64 }
+	merged := map[float64]float64{}
+	total := 0.0
+	for _, m := range family(g, name) {
+		h := m.GetHistogram()
+		total += float64(h.GetSampleCount())
+		for _, b := range h.GetBucket() {
+			merged[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	buckets := make([]bucket, 0, len(merged))
+	for u, c := range merged {
+		buckets = append(buckets, bucket{u, c})
+	}
+	sort.Slice(buckets, func(i, j int) bool { return buckets[i].upper < buckets[j].upper })
+	rank := q * total
+	lower, below := 0.0, 0.0
+	for _, b := range buckets {
+		if b.count >= rank {
+			frac := 0.0
+			if b.count > below {
+				frac = (rank - below) / (b.count - below)
+			}
+			return time.Duration((lower + (b.upper-lower)*frac) * float64(time.Second)).Round(100 * time.Microsecond)
+		}
+		lower, below = b.upper, b.count
+	}
+	return time.Duration(math.Min(lower, 3600) * float64(time.Second))
+}
+
+func family(g prometheus.Gatherer, name string) []*dto.Metric {
+	mfs, err := g.Gather()
+	if err != nil {
+		return nil
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()
+		}
+	}
+	return nil
+}

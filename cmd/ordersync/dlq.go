@@ -1,0 +1,152 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin"
+)
+
+func newDLQCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dlq",
+		Short: "Inspect and replay dead letters: events that ended in a permanent failure",
+	}
+	cmd.AddCommand(newDLQListCommand(), newDLQShowCommand(), newDLQReplayCommand())
+	return cmd
+}
+
+func newDLQListCommand() *cobra.Command {
+	var reason string
+	var all, asJSON bool
+	cmd := &cobra.Command{Use: "list", Short: "List dead letters not yet replayed", Args: cobra.NoArgs}
+	flags := addConfigFlags(cmd.Flags())
+	cmd.Flags().StringVar(&reason, "reason", "", "only this reason: unknown_order, unresolved, malformed, retries_exhausted, rejected")
+	cmd.Flags().BoolVar(&all, "all", false, "include letters already replayed")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		l, err := openMirror(cmd.Context(), flags)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		dls, err := l.db.ListDeadLetters(cmd.Context(), ordersync.DeadLetterFilter{Reason: ordersync.DeadLetterReason(reason), IncludeReplayed: all})
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			out := make([]admin.DeadLetterJSON, 0, len(dls))
+			for _, dl := range dls {
+				out = append(out, admin.DeadLetterJSONOf(dl))
+			}
+			return writeIndented(cmd.OutOrStdout(), map[string]any{"deadLetters": out, "count": len(out)})
+		}
+		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tCREATED\tREASON\tATTEMPTS\tORDER ID\tREFERENCE\tCODE\tREPLAYED\tLAST ERROR")
+		for _, dl := range dls {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\n", dl.ID, dl.CreatedAt.UTC().Format(time.RFC3339), dl.Reason, dl.Attempts,
+				dash(string(dl.OrderID)), dash(dl.OrderReference), dash(dl.OrderCode), dl.ReplayCount, truncate(dl.LastError, 80))
+		}
+		_ = tw.Flush()
+		fmt.Fprintf(cmd.OutOrStdout(), "%d dead letters\n", len(dls))
+		return nil
+	}
+	return cmd
+}
+
+func newDLQShowCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "show ID", Short: "Show one dead letter with its original event", Args: cobra.ExactArgs(1)}
+	flags := addConfigFlags(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		id, err := strconv.ParseInt(args[0], 10, 64)
+		if err != nil {
+			return fmt.Errorf("dead letter id %q is not a number", args[0])
+		}
+		l, err := openMirror(cmd.Context(), flags)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		dl, err := l.db.FindDeadLetter(cmd.Context(), id)
+		if err != nil {
+			return fmt.Errorf("dead letter %d: %w", id, err)
+		}
+		return writeIndented(cmd.OutOrStdout(), admin.DeadLetterJSONOf(dl))
+	}
+	return cmd
+}
+
+func newDLQReplayCommand() *cobra.Command {
+	var all bool
+	var reason, adminURL string
+	cmd := &cobra.Command{
+		Use:   "replay ID | --all [--reason R]",
+		Short: "Send dead letters through the pipeline again (asks the running service)",
+		Long: `replay asks the running ordersync (its admin API) to put the events back
+on the queue, where workers resolve, fetch and mirror them as if they had
+just arrived. The service must be running.`,
+		Args: cobra.MaximumNArgs(1),
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "replay every letter not yet replayed")
+	cmd.Flags().StringVar(&reason, "reason", "", "with --all: only this reason")
+	cmd.Flags().StringVar(&adminURL, "admin-url", "http://127.0.0.1:9090", "the running service's admin API")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var target string
+		switch {
+		case all && len(args) == 0:
+			q := url.Values{}
+			if reason != "" {
+				q.Set("reason", reason)
+			}
+			target = strings.TrimRight(adminURL, "/") + "/v1/dead-letters/replay?" + q.Encode()
+		case !all && len(args) == 1:
+			if _, err := strconv.ParseInt(args[0], 10, 64); err != nil {
+				return fmt.Errorf("dead letter id %q is not a number", args[0])
+			}
+			target = strings.TrimRight(adminURL, "/") + "/v1/dead-letters/" + args[0] + "/replay"
+		default:
+			return fmt.Errorf("give either one dead letter ID or --all")
+		}
+		req, err := http.NewRequestWithContext(cmd.Context(), http.MethodPost, target, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("ask the service at %s: %w (is `ordersync serve` running?)", adminURL, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if resp.StatusCode != http.StatusOK {
+			var p admin.Problem
+			if json.Unmarshal(body, &p) == nil && p.Title != "" {
+				return fmt.Errorf("replay: %s", p.Title)
+			}
+			return fmt.Errorf("replay: HTTP %d", resp.StatusCode)
+		}
+		var out struct{ Replayed int }
+		if err := json.Unmarshal(body, &out); err != nil {
+			return fmt.Errorf("replay: unexpected answer: %w", err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%d dead letters replayed\n", out.Replayed)
+		return nil
+	}
+	return cmd
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ordersync/ordersync"
+)
+
+func newLinksCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "links", Short: "Create payment links through ordersync, so it follows every order"}
+	cmd.AddCommand(newLinksCreateCommand())
+	return cmd
+}
+
+func newLinksCreateCommand() *cobra.Command {
+	var (
+		items           []string
+		amount, account string
+		metadata        []string
+		expiration      int
+		asJSON          bool
+		params          ordersync.PaymentLinkParams
+	)
+	cmd := &cobra.Command{
+		Use:   "create (--item ... | --amount N) [flags]",
+		Short: "Create a payment link upstream and record its order in the mirror",
+		Long: `Method 1, line items: one --item per line, either a portal product
+  --item sku=SKU,qty=2
+or a one-time product
+  --item name=Combo,price=6.50,qty=2[,image=https://…][,shipping=true]
+Method 2, one amount: --amount 25.00
+
+The order is recorded in the mirror at once and fetched, so later webhooks
+that carry only its orderId resolve.`,
+		Args: cobra.NoArgs,
+	}
+	flags := addConfigFlags(cmd.Flags())
+	f := cmd.Flags()
+	f.StringArrayVar(&items, "item", nil, "a line item (repeat): sku=…,qty=… or name=…,price=…,qty=…[,image=…][,shipping=true]")
+	f.StringVar(&amount, "amount", "", "Method 2: the amount to charge")
+	f.StringVar(&params.OrderReference, "reference", "", "your order reference (≤255)")
+	f.StringVar(&params.OrderName, "name", "", "order name (≤255, default PaymentLink Order)")
+	f.StringVar(&params.OrderDescription, "description", "", "order description (≤2048)")
+	f.StringVar(&params.SuccessURL, "success-url", "", "where the buyer goes after paying")
+	f.StringVar(&params.CancelURL, "cancel-url", "", "where the buyer goes after cancelling")
+	f.StringVar(&params.LocationCode, "location", "", "location code")
+	f.StringArrayVar(&metadata, "metadata", nil, "metadata entry name=value (repeat)")
+	f.IntVar(&expiration, "expiration-minutes", 0, "minutes until the link expires (default 1440)")
+	f.StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
+	f.BoolVar(&asJSON, "json", false, "print the creation result as JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		for _, s := range items {
+			it, err := parseItem(s)
+			if err != nil {
+				return fmt.Errorf("--item %q: %w", s, err)
+			}
+			params.LineItems = append(params.LineItems, it)
+		}
+		if amount != "" {
+			a, err := ordersync.ParseAmount(amount)
+			if err != nil {
+				return fmt.Errorf("--amount: %w", err)
+			}
+			params.Amount = &a
+		}
+		for _, m := range metadata {
+			name, value, ok := strings.Cut(m, "=")
+			if !ok {
+				return fmt.Errorf("--metadata %q: want name=value", m)
+			}
+			params.Metadata = append(params.Metadata, ordersync.MetadataEntry{Name: name, Value: value})
+		}
+		if cmd.Flags().Changed("expiration-minutes") {
+			params.ExpirationMinutes = &expiration
+		}
+		if err := params.Validate(ordersync.English); err != nil {
+			return err
+		}
+		l, err := openUpstream(cmd.Context(), flags)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		res, err := l.follower.CreatePaymentLink(cmd.Context(), account, params)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return writeIndented(cmd.OutOrStdout(), res)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "order %s (id %s) created and recorded\n%s\n", res.OrderCode, res.OrderID, res.PaymentLinkURL)
+		return nil
+	}
+	return cmd
+}
+
+// parseItem reads sku=…,qty=… or name=…,price=…,qty=…[,image=…][,shipping=…].
+func parseItem(s string) (ordersync.LineItemParams, error) {
+	it := ordersync.LineItemParams{Quantity: 1}
+	var p ordersync.ProductParams
+	hasProduct := false
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return it, fmt.Errorf("%q is not key=value", kv)
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		switch k {
+		case "sku":
+			it.SKU = v
+		case "qty", "quantity":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return it, fmt.Errorf("qty %q is not a whole number", v)
+			}
+			it.Quantity = n
+		case "name":
+			p.Name, hasProduct = v, true
+		case "price":
+			a, err := ordersync.ParseAmount(v)
+			if err != nil {
+				return it, err
+			}
+			p.Price, hasProduct = &a, true
+		case "image":
+			p.ImageURL, hasProduct = v, true
+		case "shipping":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return it, fmt.Errorf("shipping %q is not true or false", v)
+			}
+			p.RequiresShipping, hasProduct = &b, true
+		default:
+			return it, fmt.Errorf("unknown key %q (want sku, qty, name, price, image, shipping)", k)
+		}
+	}
+	if hasProduct {
+		it.Product = &p
+	}
+	return it, nil
+}

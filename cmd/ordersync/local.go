@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ordersync/ordersync/paymentlink"
+	"github.com/ordersync/ordersync/store"
+	"github.com/ordersync/ordersync/worker"
+)
+
+// local is what the one-shot commands need: the mirror, and for those that
+// talk upstream, the client and the one fetch-and-apply path. It runs no
+// queue: the commands work beside a running `serve` (SQLite in WAL mode and
+// PostgreSQL both take a second process).
+type local struct {
+	cfg      Config
+	db       *store.DB
+	client   *paymentlink.Client
+	syncer   *worker.Syncer
+	follower *worker.Follower
+}
+
+func openMirror(ctx context.Context, flags *configFlags) (*local, error) {
+	cfg, err := flags.load(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	db, err := store.Open(ctx, store.Config{URL: cfg.DatabaseURL})
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", redactURL(cfg.DatabaseURL), err)
+	}
+	return &local{cfg: cfg, db: db}, nil
+}
+
+func openUpstream(ctx context.Context, flags *configFlags) (*local, error) {
+	l, err := openMirror(ctx, flags)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case l.cfg.APIBaseURL == "":
+		err = fmt.Errorf("missing setting: api_base_url (ORDERSYNC_API_BASE_URL or --api-base-url)")
+	case l.cfg.SecretKey == "":
+		err = fmt.Errorf("missing setting: secret_key (ORDERSYNC_SECRET_KEY or --secret-key)")
+	}
+	if err == nil {
+		l.client, err = paymentlink.New(paymentlink.Config{BaseURL: l.cfg.APIBaseURL, SecretKey: l.cfg.SecretKey, Timeout: l.cfg.UpstreamTimeout})
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err == nil {
+		l.syncer, err = worker.NewSyncer(worker.SyncerConfig{Upstream: l.client, Mirror: l.db, Registerer: prometheus.NewRegistry(), Logger: logger})
+	}
+	if err == nil {
+		l.follower, err = worker.NewFollower(worker.FollowerConfig{Upstream: l.client, Mirror: l.db, Reader: l.db, Syncer: l.syncer, Logger: logger})
+	}
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *local) Close() {
+	if l.db != nil {
+		_ = l.db.Close()
+	}
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/sim"
+)
+
+func testLogger(t *testing.T) *slog.Logger {
+	t.Helper()
+	if os.Getenv("ORDERSYNC_TEST_VERBOSE") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func startTestStack(t *testing.T, opts stackOptions) *stack {
+	t.Helper()
+	opts.DataDir = t.TempDir()
+	if opts.Logger == nil {
+		opts.Logger = testLogger(t)
+	}
+	st, err := startStack(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("start stack: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Errorf("close stack: %v", err)
+		}
+	})
+	return st
+}
+
+// waitMirrorMatches waits until every simulator order is in the mirror and
+// identical field by field, and fails with the differences otherwise.
+func waitMirrorMatches(t *testing.T, st *stack, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var problems []string
+		for _, want := range st.Sim.Orders() {
+			got, err := st.Program.DB().FindOrderByCode(context.Background(), ordersync.DefaultAccount, want.OrderCode)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %v", want.OrderCode, err))
+				continue
+			}
+			for _, d := range ordersync.DiffOrders(&want, &got.Order) {
+				problems = append(problems, want.OrderCode+": "+d)
+			}
+		}
+		if len(problems) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mirror does not match the simulator after %s (%d problems), first: %s", timeout, len(problems), strings.Join(problems[:min(5, len(problems))], "\n"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestEndToEnd drives real webhooks from the simulator through the receiver,
+// JetStream and the workers into SQLite, with events for other products and
+// subscriptions mixed in, and holds every mirrored order against the
+// simulator's truth. The simulator's webhooks carry only orderId, as a
+// string: resolving them depends on ordersync having recorded the orders it
+// created.
+func TestEndToEnd(t *testing.T) {
+	st := startTestStack(t, stackOptions{
+		Seed: 7, Reconcile: 0,
+		Faults: sim.Faults{DuplicateRate: 0.2, ReorderRate: 0.2, ReorderDelay: 100 * time.Millisecond, OtherProductRate: 0.2, SubscriptionRate: 0.1},
+	})
+	rng := rand.New(rand.NewPCG(7, 7))
+	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), 60, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts := actAsBuyers(st.Sim, codes, rng)
+	if acts.paid == 0 || acts.cancelled == 0 || acts.finalized == 0 {
+		t.Fatalf("buyers did too little to test anything: %+v", acts)
+	}
+	waitMirrorMatches(t, st, 20*time.Second)
+	if err := st.Sim.WaitIdle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	stats := st.Sim.Stats()
+	if stats.Faults[sim.FaultOtherProduct] == 0 || stats.Faults[sim.FaultSubscription] == 0 {
+		t.Fatalf("the simulator sent no other-product or subscription events: %+v", stats.Faults)
+	}
+	reg := st.Program.Registry()
+	if got := counterValue(reg, "ordersync_webhook_requests_total", "outcome", "ignored"); got == 0 {
+		t.Errorf("no webhook was answered as ignored")
+	}
+	if got := counterValue(reg, "ordersync_deadletters_total", "reason", "unresolved"); got != 0 {
+		t.Errorf("%v events dead-lettered as unresolved: other-product events must be ignored, not followed", got)
+	}
+
+	// Every PAID or FINALIZED order fired the PAID trigger exactly once.
+	time.Sleep(300 * time.Millisecond)
+	triggers, err := countPaidTriggers(context.Background(), st.Program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range st.Sim.Orders() {
+		n := triggers[o.OrderCode]
+		if n > 1 || (o.OrderStatus.IsPaidState() && n != 1) {
+			t.Errorf("order %s (%s): %d PAID triggers", o.OrderCode, o.OrderStatus, n)
+		}
+	}
+
+	// The back office reads the same through the admin API.
+	code := codes[0]
+	resp, err := http.Get(st.Program.AdminURL() + "/v1/orders/" + code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET order: %d %s", resp.StatusCode, body)
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range []string{"orderId", "orderCode", "lineItems", "orderStatus", "totalDetails", "store", "payment", "created", "sync"} {
+		if _, ok := doc[field]; !ok {
+			t.Errorf("order JSON lacks %q: %s", field, body)
+		}
+	}
+}
+
+// TestCreatePaymentLinkValidation: the admin API refuses a bad request with
+// the offending fields named, before anything reaches the service.
+func TestCreatePaymentLinkValidation(t *testing.T) {
+	st := startTestStack(t, stackOptions{})
+	body := `{"amount": 10, "lineItems": [{"quantity": 0, "product": {"name": ""}}], "orderReference": "` + strings.Repeat("x", 256) + `"}`
+	resp, err := http.Post(st.Program.AdminURL()+"/v1/payment-links", "application/json", bytes.NewBufferString(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var p struct {
+		Status int                 `json:"status"`
+		Errors map[string][]string `json:"errors"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusBadRequest || p.Status != 400 {
+		t.Fatalf("want 400, got %d", resp.StatusCode)
+	}
+	for _, f := range []string{"lineItems", "amount", "lineItems[0].quantity", "lineItems[0].product.name", "lineItems[0].product.price", "orderReference"} {
+		if _, ok := p.Errors[f]; !ok {
+			t.Errorf("field %s not named in %v", f, p.Errors)
+		}
+	}
+	if n := st.Sim.Stats().Checkouts; n != 0 {
+		t.Errorf("an invalid request reached the service: %d checkouts", n)
+	}
+}

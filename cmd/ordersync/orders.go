@@ -1,0 +1,208 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin"
+)
+
+func newOrdersCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "orders", Short: "Read the mirror and track orders created elsewhere"}
+	cmd.AddCommand(newOrdersListCommand(), newOrdersShowCommand(), newOrdersTrackCommand())
+	return cmd
+}
+
+func newOrdersListCommand() *cobra.Command {
+	var status, since, account string
+	var asJSON bool
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List mirrored orders, newest first",
+		Args:  cobra.NoArgs,
+	}
+	flags := addConfigFlags(cmd.Flags())
+	cmd.Flags().StringVar(&status, "status", "", "only this status: PENDING, PAID, CANCELLED or FINALIZED")
+	cmd.Flags().StringVar(&since, "since", "", "only orders created since: RFC 3339 time, YYYY-MM-DD, or a duration back from now (24h)")
+	cmd.Flags().StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
+	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many orders (max 1000)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the admin API's shape) instead of a table")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		filter := ordersync.OrderFilter{Account: account, Limit: limit}
+		var err error
+		if status != "" {
+			if filter.Status, err = ordersync.ParseStatus(status); err != nil {
+				return err
+			}
+		}
+		if since != "" {
+			if filter.Since, err = admin.ParseSince(since, time.Now()); err != nil {
+				return fmt.Errorf("--since: %w", err)
+			}
+		}
+		l, err := openMirror(cmd.Context(), flags)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		orders, err := l.db.ListOrders(cmd.Context(), filter)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			if orders == nil {
+				orders = []*ordersync.MirroredOrder{}
+			}
+			return writeIndented(cmd.OutOrStdout(), admin.OrderList{Orders: orders, Count: len(orders)})
+		}
+		printOrderTable(cmd.OutOrStdout(), orders)
+		return nil
+	}
+	return cmd
+}
+
+func printOrderTable(w io.Writer, orders []*ordersync.MirroredOrder) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CODE\tID\tREFERENCE\tSTATUS\tTOTAL\tCREATED\tLAST SYNCED")
+	for _, m := range orders {
+		o := m.Order
+		status := string(o.OrderStatus)
+		if status == "" {
+			status = "(not fetched)"
+		}
+		total := ""
+		if status != "(not fetched)" {
+			total = strings.TrimSpace(o.Store.CurrencySymbol + o.Total.String() + " " + o.Store.CurrencyCode)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.OrderCode, o.OrderID, dash(o.OrderReference), status, dash(total),
+			dash(o.Created.String()), dash(timeString(m.Sync.LastSyncedAt)))
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "%d orders\n", len(orders))
+}
+
+func newOrdersShowCommand() *cobra.Command {
+	var asJSON bool
+	var account string
+	cmd := &cobra.Command{
+		Use:   "show CODE",
+		Short: "Show one mirrored order",
+		Args:  cobra.ExactArgs(1),
+	}
+	flags := addConfigFlags(cmd.Flags())
+	cmd.Flags().StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the order detail JSON with its sync object")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		l, err := openMirror(cmd.Context(), flags)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		m, err := l.db.FindOrderByCode(cmd.Context(), account, args[0])
+		if err != nil {
+			return fmt.Errorf("order %s: %w", args[0], err)
+		}
+		if asJSON {
+			return writeIndented(cmd.OutOrStdout(), m)
+		}
+		printOrder(cmd.OutOrStdout(), m)
+		return nil
+	}
+	return cmd
+}
+
+func printOrder(w io.Writer, m *ordersync.MirroredOrder) {
+	o := m.Order
+	cur := o.Store.CurrencySymbol
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, dash(v)) }
+	row("Order", o.OrderCode+"  (id "+string(o.OrderID)+")")
+	row("Reference", o.OrderReference)
+	row("Name", o.Name)
+	row("Status", string(o.OrderStatus))
+	row("Created", o.Created.String())
+	row("Store", strings.TrimSpace(o.Store.Name+" "+o.Store.CurrencyCode))
+	row("Subtotal", cur+o.Subtotal.String())
+	row("Shipping / discount / surcharge", fmt.Sprintf("%s%s / %s%s / %s%s", cur, o.TotalDetails.ShippingAmount, cur, o.TotalDetails.DiscountAmount, cur, o.TotalDetails.SurchargeAmount))
+	row("Total", cur+o.Total.String())
+	row("Link", o.PaymentLinkURL)
+	if o.Payment != nil {
+		row("Authorization", o.Payment.AuthorizationCode)
+		row("Voucher", o.Payment.VoucherURL)
+	}
+	row("First seen", m.Sync.FirstSeenAt.UTC().Format(time.RFC3339))
+	row("Last synced", timeString(m.Sync.LastSyncedAt))
+	row("Last event", strings.TrimSpace(string(m.Sync.LastEventType)+" "+timeString(m.Sync.LastEventAt)))
+	row("Fetches", fmt.Sprint(m.Sync.FetchCount))
+	_ = tw.Flush()
+	if len(o.LineItems) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "QTY\tITEM\tSKU\tPRICE\tSUBTOTAL")
+		for _, it := range o.LineItems {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s%s\t%s%s\n", it.Quantity, it.Name, dash(it.SKU), cur, it.Price, cur, it.SubTotal)
+		}
+		_ = tw.Flush()
+	}
+}
+
+func newOrdersTrackCommand() *cobra.Command {
+	var account string
+	cmd := &cobra.Command{
+		Use:   "track CODE...",
+		Short: "Fetch orders created elsewhere now and follow their webhooks from then on",
+		Args:  cobra.MinimumNArgs(1),
+	}
+	flags := addConfigFlags(cmd.Flags())
+	cmd.Flags().StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		l, err := openUpstream(cmd.Context(), flags)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		failed := 0
+		for _, code := range args {
+			m, err := l.follower.TrackOrder(cmd.Context(), account, code)
+			if err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", code, err)
+				failed++
+				continue
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s\ttracked\t%s\t%s%s\n", code, m.Order.OrderStatus, m.Order.Store.CurrencySymbol, m.Order.Total)
+		}
+		if failed > 0 {
+			return fmt.Errorf("%d of %d orders could not be tracked", failed, len(args))
+		}
+		return nil
+	}
+	return cmd
+}
+
+func writeIndented(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func timeString(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}

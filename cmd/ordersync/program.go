@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/metrics"
+	"github.com/ordersync/ordersync/paymentlink"
+	"github.com/ordersync/ordersync/queue"
+	"github.com/ordersync/ordersync/store"
+	"github.com/ordersync/ordersync/webhook"
+	"github.com/ordersync/ordersync/worker"
+)
+
+// ordersStream holds the order events fulfilment subscribes to
+// (ordersync.SubjectPaid and the status subjects).
+const ordersStream = "ORDERSYNC_ORDERS"
+
+// Program is the whole service in one process: webhook receiver, worker
+// pool, outbox relay, reconciler and admin API over one queue and one
+// database. Tests and the demo start it on port 0.
+type Program struct {
+	cfg    Config
+	logger *slog.Logger
+	reg    *prometheus.Registry
+
+	embedded *queue.Embedded
+	nc       *nats.Conn
+	queue    *queue.Queue
+	db       *store.DB
+	client   *paymentlink.Client
+
+	syncer     *worker.Syncer
+	pool       *worker.Pool
+	relay      *worker.Relay
+	reconciler *worker.Reconciler
+	replayer   *worker.Replayer
+	follower   *worker.Follower
+	receiver   *webhook.Receiver
+
+	webhookLn, adminLn   net.Listener
+	webhookSrv, adminSrv *http.Server
+
+	closeOnce sync.Once
+}
+
+// NewProgram opens the database and the queue, builds every stage and binds
+// both listeners. Nothing runs until Run.
+func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Program, err error) {
+	if err := cfg.validateServe(); err != nil {
+		return nil, err
+	}
+	p := &Program{cfg: cfg, logger: logger, reg: metrics.NewRegistry()}
+	defer func() {
+		if err != nil {
+			p.Close()
+		}
+	}()
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	if p.db, err = store.Open(ctx, store.Config{URL: cfg.DatabaseURL, Logger: logger}); err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if err := p.openQueue(ctx); err != nil {
+		return nil, err
+	}
+	if p.client, err = paymentlink.New(paymentlink.Config{BaseURL: cfg.APIBaseURL, SecretKey: cfg.SecretKey, Timeout: cfg.UpstreamTimeout}); err != nil {
+		return nil, err
+	}
+	if err := p.buildStages(); err != nil {
+		return nil, err
+	}
+	if p.webhookLn, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return nil, fmt.Errorf("webhook listener: %w", err)
+	}
+	if p.adminLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
+		return nil, fmt.Errorf("admin listener: %w", err)
+	}
+	return p, nil
+}
+
+func (p *Program) openQueue(ctx context.Context) (err error) {
+	if p.cfg.NATSURL == "" {
+		p.embedded, err = queue.StartEmbedded(queue.EmbeddedConfig{
+			StoreDir: filepath.Join(p.cfg.DataDir, "jetstream"),
+			Port:     p.cfg.NATSPort,
+			Sync:     queue.SyncPolicy(p.cfg.JetStreamSync),
+			Logger:   p.logger.With("component", "nats"),
+		})
+		if err != nil {
+			return fmt.Errorf("start embedded NATS: %w", err)
+		}
+		if p.nc, err = p.embedded.Connect("ordersync"); err != nil {
+			return fmt.Errorf("connect to embedded NATS: %w", err)
+		}
+	} else {
+		if p.nc, err = queue.Connect(ctx, queue.ConnConfig{URL: p.cfg.NATSURL, Name: "ordersync", Logger: p.logger}); err != nil {
+			return fmt.Errorf("connect to NATS: %w", err)
+		}
+	}
+	if p.queue, err = queue.New(ctx, p.nc, queue.Config{OrdersStream: ordersStream, Registerer: p.reg, Logger: p.logger}); err != nil {
+		return fmt.Errorf("set up JetStream: %w", err)
+	}
+	return nil
+}
+
+func (p *Program) buildStages() (err error) {
+	log := func(c string) *slog.Logger { return p.logger.With("component", c) }
+	p.syncer, err = worker.NewSyncer(worker.SyncerConfig{
+		Upstream: p.client, Mirror: p.db, RequestsPerSecond: p.cfg.UpstreamRPS,
+		Registerer: p.reg, Logger: log("upstream"),
+	})
+	if err != nil {
+		return err
+	}
+	if p.relay, err = worker.NewRelay(worker.RelayConfig{Outbox: p.db, Publisher: p.queue, Registerer: p.reg, Logger: log("relay")}); err != nil {
+		return err
+	}
+	if p.replayer, err = worker.NewReplayer(worker.ReplayerConfig{DeadLetters: p.db, Publisher: p.queue, Logger: log("replay")}); err != nil {
+		return err
+	}
+	onKnown := func(ctx context.Context, ref ordersync.OrderRef) {
+		if n, err := p.replayer.ReplayUnresolved(ctx, ref); err != nil {
+			p.logger.Error("replay unresolved events", "order_code", ref.Code, "err", err)
+		} else if n > 0 {
+			p.logger.Info("replayed unresolved events for a newly known order", "order_code", ref.Code, "events", n)
+		}
+	}
+	p.pool, err = worker.NewPool(worker.PoolConfig{
+		Source: p.queue.Events(), Syncer: p.syncer, Mirror: p.db,
+		FetchConcurrency: p.cfg.Workers,
+		OnApplied:        func([]ordersync.ApplyResult) { p.relay.Notify() },
+		OnOrderKnown:     onKnown,
+		Registerer:       p.reg, Logger: log("worker"),
+	})
+	if err != nil {
+		return err
+	}
+	p.follower, err = worker.NewFollower(worker.FollowerConfig{
+		Upstream: p.client, Mirror: p.db, Reader: p.db, Syncer: p.syncer, OnOrderKnown: onKnown, Logger: log("follow"),
+	})
+	if err != nil {
+		return err
+	}
+	p.reconciler, err = worker.NewReconciler(worker.ReconcilerConfig{
+		Source: p.db, Syncer: p.syncer, Interval: p.cfg.ReconcileInterval, Budget: p.cfg.ReconcileBudget,
+		OnDrift: p.pool.RecordDrift, Registerer: p.reg, Logger: log("reconcile"),
+	})
+	if err != nil {
+		return err
+	}
+	p.receiver, err = webhook.New(webhook.Config{
+		Secrets: p.cfg.WebhookSecrets, Insecure: p.cfg.InsecureNoWebhookSignature,
+		Publisher: p.queue, Recorder: p.db, Registerer: p.reg, Logger: log("webhook"),
+	})
+	if err != nil {
+		return err
+	}
+	p.reg.MustRegister(metrics.NewOrdersCollector(p.db, 5*time.Second, p.logger))
+	api, err := admin.New(admin.Config{
+		Orders: p.db, DeadLetters: p.db, Follower: p.follower, Replayer: p.replayer,
+		Metrics: metrics.Handler(p.reg), Ready: p.ready, Logger: log("admin"),
+	})
+	if err != nil {
+		return err
+	}
+	p.webhookSrv = &http.Server{Handler: p.receiver, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
+	p.adminSrv = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	return nil
+}
+
+func (p *Program) ready(ctx context.Context) error {
+	if err := p.db.Ping(ctx); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	if err := p.queue.Ready(ctx); err != nil {
+		return fmt.Errorf("queue: %w", err)
+	}
+	return nil
+}
+
+// WebhookURL is where the provider must post webhooks.
+func (p *Program) WebhookURL() string {
+	return "http://" + p.webhookLn.Addr().String() + "/webhooks/paymentlink"
+}
+
+// AdminURL is the base of the admin API.
+func (p *Program) AdminURL() string { return "http://" + p.adminLn.Addr().String() }
+
+// Registry is the program's metrics registry.
+func (p *Program) Registry() *prometheus.Registry { return p.reg }
+
+// DB is the program's mirror.
+func (p *Program) DB() *store.DB { return p.db }
+
+// Run serves until ctx is cancelled, then shuts down in order: stop taking
+// webhooks, let the workers finish and ack what they hold, publish what the
+// outbox has, stop the admin API. It returns the first stage failure.
+func (p *Program) Run(ctx context.Context) error {
+	p.logger.Info("ordersync serving", "webhooks", p.WebhookURL(), "admin", p.AdminURL(),
+		"database", redactURL(p.cfg.DatabaseURL), "nats", p.natsDescription())
+
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	errc := make(chan error, 5)
+	var serving, working sync.WaitGroup
+	run := func(wg *sync.WaitGroup, name string, f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, context.Canceled) {
+				errc <- fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+	}
+	run(&serving, "webhook server", func() error { return p.webhookSrv.Serve(p.webhookLn) })
+	run(&serving, "admin server", func() error { return p.adminSrv.Serve(p.adminLn) })
+	run(&working, "workers", func() error { return p.pool.Run(workCtx) })
+	run(&working, "relay", func() error { return p.relay.Run(workCtx) })
+	if p.cfg.ReconcileInterval > 0 {
+		run(&working, "reconciler", func() error { return p.reconciler.Run(workCtx) })
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+		p.logger.Error("stage failed; shutting down", "err", runErr)
+	}
+	p.logger.Info("shutting down: no new webhooks, draining workers")
+	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.webhookSrv.Shutdown(shutdown); err != nil {
+		p.logger.Warn("webhook server shutdown", "err", err)
+	}
+	stopWork()
+	working.Wait() // workers settle what they hold; the relay flushes
+	if err := p.adminSrv.Shutdown(shutdown); err != nil {
+		p.logger.Warn("admin server shutdown", "err", err)
+	}
+	serving.Wait()
+	p.logger.Info("ordersync stopped")
+	return runErr
+}
+
+func (p *Program) natsDescription() string {
+	if p.embedded != nil {
+		if u := p.embedded.ClientURL(); u != "" {
+			return "embedded, " + u
+		}
+		return "embedded, in-process"
+	}
+	return redactURL(p.cfg.NATSURL)
+}
+
+// Close releases everything NewProgram opened. Run must have returned.
+func (p *Program) Close() {
+	p.closeOnce.Do(func() {
+		for _, ln := range []net.Listener{p.webhookLn, p.adminLn} {
+			if ln != nil {
+				_ = ln.Close()
+			}
+		}
+		if p.receiver != nil {
+			p.receiver.Close()
+		}
+		if p.nc != nil {
+			_ = p.nc.Drain()
+			p.nc.Close()
+		}
+		if p.embedded != nil {
+			p.embedded.Shutdown()
+		}
+		if p.db != nil {
+			_ = p.db.Close()
+		}
+	})
+}
+
+// redactURL hides a password in a database or NATS URL.
+func redactURL(s string) string {
+	if i := strings.Index(s, "://"); i >= 0 {
+		rest := s[i+3:]
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			user := rest[:at]
+			if c := strings.Index(user, ":"); c >= 0 {
+				user = user[:c] + ":xxxxx"
+			}
+			return s[:i+3] + user + rest[at:]
+		}
+	}
+	return s
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/ordersync/ordersync/sim"
+)
+
+// stack is the simulator and the whole pipeline in one process, on
+// loopback ports chosen by the OS, over a data directory of its own: what
+// the demo runs, and what the end-to-end tests and benchmarks drive.
+type stack struct {
+	Sim     *sim.Server
+	Program *Program
+	SimURL  string
+
+	simLn  net.Listener
+	cancel context.CancelFunc
+	done   chan error
+}
+
+type stackOptions struct {
+	DataDir     string
+	Workers     int
+	Faults      sim.Faults
+	Seed        int64
+	Logger      *slog.Logger
+	Reconcile   time.Duration
+	SimSettings func(*sim.Config)
+	Configure   func(*Config)
+}
+
+func randomSecret() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// startStack starts the simulator, then the pipeline pointed at it, then
+// tells the simulator where to post webhooks.
+func startStack(ctx context.Context, opts stackOptions) (_ *stack, err error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Workers == 0 {
+		opts.Workers = defaultConfig().Workers
+	}
+	s := &stack{done: make(chan error, 1)}
+	if s.simLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		return nil, fmt.Errorf("simulator listener: %w", err)
+	}
+	s.SimURL = "http://" + s.simLn.Addr().String()
+	secretKey, webhookSecret := randomSecret(), randomSecret()
+
+	cfg := defaultConfig()
+	cfg.APIBaseURL, cfg.SecretKey, cfg.WebhookSecrets = s.SimURL, secretKey, []string{webhookSecret}
+	cfg.DataDir = opts.DataDir
+	cfg.DatabaseURL = opts.DataDir + "/ordersync.db"
+	cfg.Listen, cfg.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Workers = opts.Workers
+	cfg.ReconcileInterval = opts.Reconcile
+	if opts.Configure != nil {
+		opts.Configure(&cfg)
+	}
+	if s.Program, err = NewProgram(ctx, cfg, opts.Logger); err != nil {
+		_ = s.simLn.Close()
+		return nil, err
+	}
+	simCfg := sim.Config{
+		SecretKey: secretKey, WebhookURL: s.Program.WebhookURL(), WebhookSecret: webhookSecret,
+		Faults: opts.Faults, Seed: opts.Seed, Logger: opts.Logger.With("component", "sim"),
+	}
+	if opts.SimSettings != nil {
+		opts.SimSettings(&simCfg)
+	}
+	if s.Sim, err = sim.New(simCfg); err != nil {
+		s.Program.Close()
+		_ = s.simLn.Close()
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	s.cancel = cancel
+	if err := s.Sim.Start(runCtx); err != nil {
+		cancel()
+		s.Program.Close()
+		_ = s.simLn.Close()
+		return nil, err
+	}
+	if err := s.Sim.Serve(s.simLn); err != nil {
+		cancel()
+		s.Program.Close()
+		_ = s.Sim.Close()
+		return nil, err
+	}
+	go func() { s.done <- s.Program.Run(runCtx) }()
+	return s, nil
+}
+
+// Close stops the pipeline (draining it), then the simulator.
+func (s *stack) Close() error {
+	s.cancel()
+	err := <-s.done
+	s.Program.Close()
+	return errors.Join(err, s.Sim.Close())
+}
