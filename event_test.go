@@ -1,0 +1,212 @@
+package ordersync
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestParseEventFixtures(t *testing.T) {
+	tests := []struct {
+		file         string
+		typ          EventType
+		orderID      ID
+		reference    string
+		orderType    string
+		ignored      IgnoreReason // "" when followed
+		metadataKeys []string     // that must be present; nil: metadata is nil
+	}{
+		{"webhook-cancelled.json", EventCancelled, "31551", "ped_a1e73c08", OrderTypePaymentLink, "", nil},
+		{"webhook-created-captured-shape.json", EventCreated, "31547", "ped_7f3c2a91", OrderTypePaymentLink, "", nil},
+		{"webhook-other-product-coupon-app.json", EventSuccessPayment, "31560", "", "COUPON_APP", IgnoreOtherProduct, nil},
+		{"webhook-successpayment-rich-metadata.json", EventSuccessPayment, "31548", "ped_91b0e4d2", OrderTypePaymentLink, "",
+			[]string{"PaymentId", "ChargeId", "TransactionDate", "AuthorizationCode", "BuyerEmail", "orderDetail", "numero_orden"}},
+	}
+	entries, err := os.ReadDir(filepath.Join("testdata", "webhooks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(tests) {
+		t.Errorf("%d fixtures in testdata/webhooks, %d expected: every fixture needs a case", len(entries), len(tests))
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			ev, err := ParseEvent(readTestdata(t, filepath.Join("webhooks", tt.file)))
+			if err != nil {
+				t.Fatalf("ParseEvent: %v", err)
+			}
+			if ev.Type != tt.typ || ev.OrderID != tt.orderID || ev.OrderReference != tt.reference || ev.OrderType != tt.orderType {
+				t.Errorf("event = %+v", ev)
+			}
+			if ev.OrderCode != "" {
+				t.Errorf("orderCode %q: none is sent by real deployments", ev.OrderCode)
+			}
+			reason, ignored := ev.Ignored()
+			if reason != tt.ignored || ignored != (tt.ignored != "") {
+				t.Errorf("Ignored() = %q, %v, want %q", reason, ignored, tt.ignored)
+			}
+			if tt.metadataKeys == nil && ev.Metadata != nil {
+				t.Errorf("metadata = %v, want nil", ev.Metadata)
+			}
+			for _, k := range tt.metadataKeys {
+				if _, ok := ev.Metadata[k]; !ok {
+					t.Errorf("metadata lacks %s", k)
+				}
+			}
+			ref := ev.Ref(DefaultAccount)
+			if ref.Account != DefaultAccount || ref.ID != tt.orderID || ref.Reference != tt.reference {
+				t.Errorf("Ref = %+v", ref)
+			}
+		})
+	}
+}
+
+func TestParseEventVariants(t *testing.T) {
+	tests := []struct {
+		name      string
+		body      string
+		malformed bool
+		check     func(t *testing.T, ev *Event)
+	}{
+		{name: "orderId as number", body: `{"orderId":22805,"type":"Created","orderType":"FASTLINK_CHARGE"}`, check: func(t *testing.T, ev *Event) {
+			if ev.OrderID != "22805" {
+				t.Errorf("orderId = %q", ev.OrderID)
+			}
+		}},
+		{name: "orderCode when present", body: `{"orderCode":" yY7Mcnd ","type":"Updated"}`, check: func(t *testing.T, ev *Event) {
+			if ev.OrderCode != "yY7Mcnd" {
+				t.Errorf("orderCode = %q", ev.OrderCode)
+			}
+			if _, ignored := ev.Ignored(); ignored {
+				t.Error("an event with a code but no orderType must be followed")
+			}
+		}},
+		{name: "metadata a string is dropped", body: `{"orderId":"1","metadata":"PaymentId=1","type":"SuccessPayment"}`, check: metadataNil},
+		{name: "metadata a list is dropped", body: `{"orderId":"1","metadata":[{"name":"a","value":"b"}],"type":"SuccessPayment"}`, check: metadataNil},
+		{name: "metadata null", body: `{"orderId":"1","metadata":null}`, check: metadataNil},
+		{name: "unknown fields ignored", body: `{"orderId":"1","type":"Requires3ds","newField":{"x":[1]},"level":"Warning"}`, check: func(t *testing.T, ev *Event) {
+			if ev.Type != EventRequires3ds || ev.Level != "Warning" {
+				t.Errorf("event = %+v", ev)
+			}
+		}},
+		{name: "leading white space", body: "\n\t {\"orderId\":\"1\"}", check: func(t *testing.T, ev *Event) {
+			if ev.OrderID != "1" {
+				t.Errorf("orderId = %q", ev.OrderID)
+			}
+		}},
+		{name: "empty", body: ``, malformed: true},
+		{name: "null", body: `null`, malformed: true},
+		{name: "array", body: `[{"orderId":"1"}]`, malformed: true},
+		{name: "string", body: `"Created"`, malformed: true},
+		{name: "form encoded", body: `orderId=1&type=Created`, malformed: true},
+		{name: "truncated", body: `{"orderId":"1",`, malformed: true},
+		{name: "orderId an object", body: `{"orderId":{"id":1}}`, malformed: true},
+		{name: "type a number", body: `{"orderId":"1","type":3}`, malformed: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev, err := ParseEvent([]byte(tt.body))
+			if tt.malformed {
+				if !errors.Is(err, ErrMalformedEvent) {
+					t.Fatalf("err = %v, want ErrMalformedEvent", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseEvent: %v", err)
+			}
+			tt.check(t, ev)
+		})
+	}
+}
+
+func metadataNil(t *testing.T, ev *Event) {
+	t.Helper()
+	if ev.Metadata != nil {
+		t.Errorf("metadata = %v, want nil", ev.Metadata)
+	}
+}
+
+func TestEventIgnored(t *testing.T) {
+	tests := []struct {
+		name string
+		ev   Event
+		want IgnoreReason
+	}{
+		{"payment link", Event{OrderID: "1", OrderType: OrderTypePaymentLink, Type: EventCreated}, ""},
+		{"payment link, other case", Event{OrderID: "1", OrderType: "fastlink_charge", Type: EventCreated}, ""},
+		{"no orderType", Event{OrderID: "1", Type: EventCreated}, ""},
+		{"reference only", Event{OrderReference: "ped_1", Type: EventCreated}, ""},
+		{"other product", Event{OrderID: "1", OrderType: "COUPON_APP", Type: EventSuccessPayment}, IgnoreOtherProduct},
+		{"subscription payment", Event{SubscriptionID: "77", Type: EventSubscriptionPayment}, IgnoreSubscription},
+		{"subscription confirmation", Event{SubscriptionID: "77", Type: EventSubscriptionConfirmation}, IgnoreSubscription},
+		{"subscription cancelled", Event{SubscriptionID: "77", Type: EventSubscriptionCancelled}, IgnoreSubscription},
+		{"no identity", Event{OrderType: OrderTypePaymentLink, Type: EventCreated}, IgnoreNoIdentity},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reason, ignored := tt.ev.Ignored()
+			if reason != tt.want || ignored != (tt.want != "") {
+				t.Errorf("Ignored() = %q, %v, want %q", reason, ignored, tt.want)
+			}
+		})
+	}
+}
+
+func TestEventTypeImpliedStatus(t *testing.T) {
+	implied := map[EventType]Status{
+		EventSuccessPayment: StatusPaid,
+		EventCancelled:      StatusCancelled,
+		EventSuccessReverse: StatusCancelled,
+		EventFinalized:      StatusFinalized,
+	}
+	all := []EventType{
+		EventCreated, EventUpdated, EventSuccessPayment, EventPaymentError, EventCancelled, EventFinalized,
+		EventSuccessReverse, EventReverseError, EventRequires3ds, EventThreeDSecureAuthSucceeded,
+		EventThreeDSecureAuthFailed, EventThreeDSecureAuthError, EventThreeDSecureAuthExpired,
+		EventSubscriptionConfirmation, EventSubscriptionPayment, EventSubscriptionCancelled,
+	}
+	for _, typ := range all {
+		st, ok := typ.ImpliedStatus()
+		want, wantOK := implied[typ]
+		if st != want || ok != wantOK {
+			t.Errorf("%s.ImpliedStatus() = %q, %v, want %q, %v", typ, st, ok, want, wantOK)
+		}
+		if sub := typ == EventSubscriptionConfirmation || typ == EventSubscriptionPayment || typ == EventSubscriptionCancelled; typ.IsSubscription() != sub {
+			t.Errorf("%s.IsSubscription() = %v", typ, !sub)
+		}
+	}
+}
+
+// FuzzParseEvent: any body either fails with ErrMalformedEvent or gives an
+// event whose Ignored and Ref answer without panicking.
+func FuzzParseEvent(f *testing.F) {
+	entries, err := os.ReadDir(filepath.Join("testdata", "webhooks"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, e := range entries {
+		f.Add(readTestdata(f, filepath.Join("webhooks", e.Name())))
+	}
+	for _, s := range []string{``, `null`, `{"orderId":22805}`, `{"metadata":[1]}`, `{"type":"SubscriptionPayment","subscriptionId":9}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		ev, err := ParseEvent(body)
+		if err != nil {
+			if !errors.Is(err, ErrMalformedEvent) {
+				t.Fatalf("error %v is not ErrMalformedEvent", err)
+			}
+			return
+		}
+		reason, ignored := ev.Ignored()
+		if ignored == (reason == "") {
+			t.Fatalf("Ignored() = %q, %v", reason, ignored)
+		}
+		if !ignored && ev.OrderID == "" && ev.OrderCode == "" && ev.OrderReference == "" {
+			t.Fatal("an event without keys is followed")
+		}
+		_ = ev.Ref(DefaultAccount)
+	})
+}
