@@ -1,0 +1,98 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func loadTestConfig(t *testing.T, file string, env map[string]string, args ...string) (Config, error) {
+	t.Helper()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	flags := addConfigFlags(fs)
+	if file != "" {
+		path := filepath.Join(t.TempDir(), "ordersync.yaml")
+		if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--config", path)
+	}
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return flags.load(func(k string) string { return env[k] })
+}
+
+// TestConfigPrecedence: file, then environment, then flags.
+func TestConfigPrecedence(t *testing.T) {
+	file := "api_base_url: https://file.example\nsecret_key: from-file\nworkers: 8\nreconcile_interval: 30s\nwebhook_secrets: [a, b]\n"
+	env := map[string]string{"ORDERSYNC_SECRET_KEY": "from-env", "ORDERSYNC_WORKERS": "16", "ORDERSYNC_DATA_DIR": "/var/lib/os"}
+	cfg, err := loadTestConfig(t, file, env, "--workers", "32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.APIBaseURL != "https://file.example" || cfg.SecretKey != "from-env" || cfg.Workers != 32 {
+		t.Fatalf("precedence broken: %+v", cfg)
+	}
+	if cfg.ReconcileInterval != 30*time.Second || strings.Join(cfg.WebhookSecrets, ",") != "a,b" {
+		t.Fatalf("file settings lost: %+v", cfg)
+	}
+	if cfg.DatabaseURL != filepath.Join("/var/lib/os", "ordersync.db") {
+		t.Fatalf("database URL should default into the data dir, got %q", cfg.DatabaseURL)
+	}
+	if cfg.Listen != ":8080" || cfg.AdminListen != "127.0.0.1:9090" {
+		t.Fatalf("defaults lost: %+v", cfg)
+	}
+}
+
+// TestConfigErrors: each missing or bad setting is named.
+func TestConfigErrors(t *testing.T) {
+	full := map[string]string{"ORDERSYNC_API_BASE_URL": "http://x", "ORDERSYNC_SECRET_KEY": "k", "ORDERSYNC_WEBHOOK_SECRET": "s"}
+	without := func(k string) map[string]string {
+		m := map[string]string{}
+		for kk, v := range full {
+			if kk != k {
+				m[kk] = v
+			}
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		file string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"no base url", "", without("ORDERSYNC_API_BASE_URL"), nil, "api_base_url"},
+		{"no secret key", "", without("ORDERSYNC_SECRET_KEY"), nil, "secret_key"},
+		{"no webhook secret", "", without("ORDERSYNC_WEBHOOK_SECRET"), nil, "webhook_secrets"},
+		{"admin beyond loopback", "", full, []string{"--admin-listen", "0.0.0.0:9090"}, "admin_listen"},
+		{"workers", "", full, []string{"--workers", "-1"}, "workers"},
+		{"bad env number", "", map[string]string{"ORDERSYNC_WORKERS": "many"}, nil, "ORDERSYNC_WORKERS"},
+		{"unknown file key", "api_base_urll: x\n", nil, nil, "api_base_urll"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := loadTestConfig(t, tc.file, tc.env, tc.args...)
+			if err == nil {
+				err = cfg.validateServe()
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want an error naming %q, got %v", tc.want, err)
+			}
+		})
+	}
+	// Insecure mode stands in for the webhook secret, on purpose only.
+	cfg, err := loadTestConfig(t, "", without("ORDERSYNC_WEBHOOK_SECRET"), "--insecure-no-webhook-signature")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.validateServe(); err != nil {
+		t.Fatalf("insecure mode should start: %v", err)
+	}
+}
