@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -177,4 +178,43 @@ func newHTTPServer(t testing.TB, h http.Handler) string {
 	srv := httptestServer(h)
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// A body without Content-Length (chunked) is read up to the limit too.
+func TestChunkedBody(t *testing.T) {
+	tq := startQueue(t, t.TempDir(), queueConfig())
+	rc, err := New(Config{Secrets: []string{oldSecret}, Publisher: tq.q, MaxBodyBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newHTTPServer(t, rc)
+	tests := []struct {
+		name       string
+		body       []byte
+		wantStatus int
+	}{
+		{"small", fixture(t, "webhook-successpayment-rich-metadata.json"), 200},
+		{"over the limit", append([]byte(`{"orderId":"1","description":"`), bytes.Repeat([]byte("x"), 5000)...), 413},
+	}
+	for _, tt := range tests {
+		req, err := http.NewRequest(http.MethodPost, srv+Path, io.MultiReader(bytes.NewReader(tt.body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set(SignatureHeader, Sign(oldSecret, tt.body))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != tt.wantStatus {
+			t.Errorf("%s: %d, want %d", tt.name, res.StatusCode, tt.wantStatus)
+		}
+		if req.ContentLength != 0 { // 0 with a body: length unknown, sent chunked
+			t.Fatalf("%s: request has Content-Length %d, want it sent chunked", tt.name, req.ContentLength)
+		}
+	}
+	if got := tq.consume(t, 1); string(got[0].Body) != string(tests[0].body) {
+		t.Fatalf("queued body differs from the chunked one")
+	}
 }

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -333,15 +332,21 @@ func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request) ([]byte, er
 	if r.ContentLength > rc.cfg.MaxBodyBytes {
 		return nil, &http.MaxBytesError{Limit: rc.cfg.MaxBodyBytes}
 	}
-	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength) + 1)
+	body := http.MaxBytesReader(w, r.Body, rc.cfg.MaxBodyBytes)
+	if r.ContentLength >= 0 {
+		// The server stops the body at Content-Length: one exact read.
+		b := make([]byte, r.ContentLength)
+		n, err := io.ReadFull(body, b)
+		if err != nil {
+			return b[:n], fmt.Errorf("read webhook body: %w", err)
+		}
+		return b, nil
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, rc.cfg.MaxBodyBytes))
-	if err != nil && !errors.Is(err, io.EOF) {
-		return buf.Bytes(), fmt.Errorf("read webhook body: %w", err)
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return b, fmt.Errorf("read webhook body: %w", err)
 	}
-	return buf.Bytes(), nil
+	return b, nil
 }
 
 func (rc *Receiver) answer(w http.ResponseWriter, status int, o outcome, body []byte) {
