@@ -82,12 +82,10 @@ RETURNING id`),
 		if err != nil {
 			return fmt.Errorf("insert dead letter: %w", err)
 		}
-		stmt, err := tx.PreparexContext(ctx, db.rebind(upsertEventSQL))
-		if err != nil {
-			return err
+		if err := db.execRows(ctx, tx, upsertEvents, [][]any{eventValues(ev)}); err != nil {
+			return fmt.Errorf("log event: %w", err)
 		}
-		defer stmt.Close()
-		return execEvent(ctx, stmt, ev, created)
+		return nil
 	})
 	if err != nil {
 		return 0, err

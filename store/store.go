@@ -23,6 +23,8 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -200,6 +202,10 @@ type DB struct {
 	logger *slog.Logger
 	// migrateLock is the file SQLite migrations lock; "" for PostgreSQL.
 	migrateLock string
+	// prepared holds the SQLite write statements by query (see
+	// prepareWrites); nil until the first ApplyOrders.
+	prepared  atomic.Pointer[map[string]*sql.Stmt]
+	prepareMu sync.Mutex
 }
 
 var (
@@ -265,7 +271,13 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 
 // Close closes every connection.
 func (db *DB) Close() error {
-	err := db.write.Close()
+	var err error
+	if stmts := db.prepared.Load(); stmts != nil {
+		for _, s := range *stmts {
+			err = errors.Join(err, s.Close())
+		}
+	}
+	err = errors.Join(err, db.write.Close())
 	if db.read != db.write {
 		err = errors.Join(err, db.read.Close())
 	}

@@ -1,0 +1,484 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/ordersync/ordersync"
+)
+
+// orderColumns are the columns of a fully written order, in the order
+// orderValues produces them.
+var orderColumns = []string{
+	"account", "order_code", "order_id", "order_reference", "name", "description", "status",
+	"subtotal", "shipping_amount", "discount_amount", "surcharge_amount", "total",
+	"payment_link_url", "success_url", "cancel_url", "created_at",
+	"store_name", "store_country_code", "store_currency_code", "store_currency_symbol", "store_locale", "store_timezone",
+	"has_payment", "payment_authorization_code", "payment_voucher_url", "buyer_name", "buyer_phone", "buyer_email",
+	"raw_document", "document_hash",
+	"first_seen_at", "last_synced_at", "last_event_at", "last_event_type",
+	"fetch_count", "fetch_seq", "paid_fired", "status_transitions",
+}
+
+// The multi-row statements of ApplyOrders.
+var (
+	// upsertOrders writes every column of fetched orders. On conflict it
+	// keeps the row's first_seen_at and expires_at, which belong to
+	// ordersync, not to the document.
+	upsertOrders = func() rowsSQL {
+		var set []string
+		for _, c := range orderColumns {
+			if c != "account" && c != "order_code" && c != "first_seen_at" {
+				set = append(set, c+" = excluded."+c)
+			}
+		}
+		return rowsSQL{
+			prefix: "INSERT INTO orders (" + strings.Join(orderColumns, ", ") + ") VALUES ",
+			cols:   len(orderColumns),
+			suffix: " ON CONFLICT (account, order_code) DO UPDATE SET " + strings.Join(set, ", "),
+		}
+	}()
+	// touchOrders updates only the sync bookkeeping of orders whose
+	// document did not change (the rows exist: the insert never happens).
+	touchOrders = rowsSQL{
+		prefix: `INSERT INTO orders (account, order_code, first_seen_at, fetch_seq, fetch_count, last_synced_at, last_event_at, last_event_type) VALUES `,
+		cols:   8,
+		suffix: ` ON CONFLICT (account, order_code) DO UPDATE SET fetch_seq = excluded.fetch_seq, fetch_count = excluded.fetch_count,
+    last_synced_at = excluded.last_synced_at, last_event_at = excluded.last_event_at, last_event_type = excluded.last_event_type`,
+	}
+	deleteItems    = rowsSQL{prefix: `DELETE FROM order_line_items WHERE (account, order_code) IN (VALUES `, cols: 2, suffix: `)`}
+	deleteMetadata = rowsSQL{prefix: `DELETE FROM order_metadata WHERE (account, order_code) IN (VALUES `, cols: 2, suffix: `)`}
+	insertItems    = rowsSQL{prefix: `INSERT INTO order_line_items (account, order_code, position, product_id, sku, name, price, promo_price, quantity, image_url, sub_total) VALUES `, cols: 11}
+	insertMetadata = rowsSQL{prefix: `INSERT INTO order_metadata (account, order_code, position, name, value) VALUES `, cols: 5}
+	insertHistory  = rowsSQL{prefix: `INSERT INTO status_history (account, order_code, from_status, to_status, fetch_seq, at, cause) VALUES `, cols: 7}
+	insertOutbox   = rowsSQL{prefix: `INSERT INTO outbox (account, order_code, subject, msg_id, payload, created_at) VALUES `, cols: 6}
+	upsertEvents   = rowsSQL{
+		prefix: `INSERT INTO event_log (msg_id, account, received_at, type, order_type, order_id, order_reference, order_code, signature, outcome, detail) VALUES `,
+		cols:   11,
+		suffix: ` ON CONFLICT (msg_id) DO UPDATE SET
+    outcome = excluded.outcome,
+    detail = excluded.detail,
+    type = CASE WHEN excluded.type <> '' THEN excluded.type ELSE event_log.type END,
+    order_type = CASE WHEN excluded.order_type <> '' THEN excluded.order_type ELSE event_log.order_type END,
+    order_id = CASE WHEN excluded.order_id <> '' THEN excluded.order_id ELSE event_log.order_id END,
+    order_reference = CASE WHEN excluded.order_reference <> '' THEN excluded.order_reference ELSE event_log.order_reference END,
+    order_code = CASE WHEN excluded.order_code <> '' THEN excluded.order_code ELSE event_log.order_code END,
+    signature = CASE WHEN excluded.signature <> '' THEN excluded.signature ELSE event_log.signature END`,
+	}
+	applyStatements = []rowsSQL{upsertOrders, touchOrders, deleteItems, deleteMetadata, insertItems, insertMetadata, insertHistory, insertOutbox, upsertEvents}
+)
+
+// orderState is what ApplyOrders knows about a mirrored order: read once per
+// batch, then kept current in memory as the batch's params apply.
+type orderState struct {
+	Account       string     `db:"account"`
+	Code          string     `db:"order_code"`
+	Status        string     `db:"status"`
+	FetchSeq      int64      `db:"fetch_seq"`
+	Hash          string     `db:"document_hash"`
+	Fetched       bool       `db:"fetched"`
+	PaidFired     bool       `db:"paid_fired"`
+	Transitions   int64      `db:"status_transitions"`
+	FirstSeenAt   time.Time  `db:"first_seen_at"`
+	LastSyncedAt  *time.Time `db:"last_synced_at"`
+	LastEventAt   *time.Time `db:"last_event_at"`
+	LastEventType string     `db:"last_event_type"`
+	FetchCount    int64      `db:"fetch_count"`
+}
+
+func (st *orderState) syncInfo() ordersync.SyncInfo {
+	return ordersync.SyncInfo{
+		FirstSeenAt:   st.FirstSeenAt.UTC(),
+		LastSyncedAt:  utcPtr(st.LastSyncedAt),
+		LastEventAt:   utcPtr(st.LastEventAt),
+		LastEventType: ordersync.EventType(st.LastEventType),
+		FetchCount:    st.FetchCount,
+		FetchSeq:      st.FetchSeq,
+	}
+}
+
+type orderKey struct{ account, code string }
+
+// batchOrder is one order of a batch: its state and, when a newer document
+// came, the last one, to be written in full.
+type batchOrder struct {
+	st *orderState
+	// hadDetails: the order was fetched before this batch, so a new
+	// document replaces its line items and metadata.
+	hadDetails bool
+	// synced: a newer fetch applied, so at least the bookkeeping changes.
+	synced  bool
+	changed bool
+	order   *ordersync.Order
+	doc     []byte
+	hash    string
+}
+
+// outboxEntry is a message to queue; payload is an index into batch.payloads.
+type outboxEntry struct {
+	account, code, subject, msgID string
+	payload                       int
+}
+
+// batch is everything one ApplyOrders call writes, gathered in memory first
+// so that it can be written with a few multi-row statements.
+type batch struct {
+	now      time.Time
+	orders   map[orderKey]*batchOrder
+	keys     []orderKey // first-seen order, for deterministic writes
+	history  [][]any
+	outbox   []outboxEntry
+	payloads []ordersync.MirroredOrder
+	events   []ordersync.EventRecord
+	eventAt  map[string]int // msg id → index in events
+}
+
+// ApplyOrders writes a batch of fetched orders, their status history,
+// outbox messages and event log rows in one transaction. Params apply in
+// order; one whose Seq is not above the mirror's is stale and only logs its
+// events. The batch is worked out in memory against one read of the orders'
+// states, then written with multi-row statements.
+func (db *DB) ApplyOrders(ctx context.Context, params []ordersync.ApplyParams) ([]ordersync.ApplyResult, error) {
+	if len(params) == 0 {
+		return nil, nil
+	}
+	op := fmt.Sprintf("apply %d orders", len(params))
+	for i, p := range params {
+		switch {
+		case p.Account == "":
+			return nil, fmt.Errorf("%s: params[%d]: Account is required", op, i)
+		case p.Order == nil || p.Order.OrderCode == "":
+			return nil, fmt.Errorf("%s: params[%d]: Order with an OrderCode is required", op, i)
+		case p.Seq < 1:
+			return nil, fmt.Errorf("%s: params[%d] (%s): Seq must be positive, got %d", op, i, p.Order.OrderCode, p.Seq)
+		}
+		for j, ev := range p.Events {
+			if ev.MsgID == "" {
+				return nil, fmt.Errorf("%s: params[%d] (%s): event %d has no MsgID", op, i, p.Order.OrderCode, j)
+			}
+		}
+	}
+	if err := db.prepareWrites(ctx); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	var results []ordersync.ApplyResult
+	err := db.inTx(ctx, op, func(tx *sqlx.Tx) error {
+		states, err := db.lockOrderStates(ctx, tx, params)
+		if err != nil {
+			return err
+		}
+		b := &batch{now: time.Now(), orders: make(map[orderKey]*batchOrder, len(params)), eventAt: map[string]int{}}
+		results = make([]ordersync.ApplyResult, len(params))
+		for i := range params {
+			if results[i], err = b.apply(&params[i], states); err != nil {
+				return fmt.Errorf("order %s/%s: %w", params[i].Account, params[i].Order.OrderCode, err)
+			}
+		}
+		return db.writeBatch(ctx, tx, b)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// lockOrderStates reads the state of every order of the batch with one
+// query per account (and per maxInParams codes). On PostgreSQL it first
+// makes sure each order has a row and then locks the rows, in key order so
+// that concurrent batches cannot deadlock: a second process applying the
+// same order waits, then sees the first one's fetch_seq. SQLite needs
+// neither: the write transaction began IMMEDIATE and holds the database.
+func (db *DB) lockOrderStates(ctx context.Context, tx *sqlx.Tx, params []ordersync.ApplyParams) (map[orderKey]*orderState, error) {
+	byAccount := map[string][]string{}
+	seen := map[orderKey]bool{}
+	for _, p := range params {
+		k := orderKey{p.Account, p.Order.OrderCode}
+		if !seen[k] {
+			seen[k] = true
+			byAccount[k.account] = append(byAccount[k.account], k.code)
+		}
+	}
+	accounts := make([]string, 0, len(byAccount))
+	for a := range byAccount {
+		accounts = append(accounts, a)
+		slices.Sort(byAccount[a])
+	}
+	slices.Sort(accounts)
+
+	lockClause := ""
+	if db.dialect == DialectPostgres {
+		lockClause = " ORDER BY order_code FOR UPDATE"
+		now := dbTime(time.Now())
+		var rows [][]any
+		for _, a := range accounts {
+			for _, c := range byAccount[a] {
+				rows = append(rows, []any{a, c, now})
+			}
+		}
+		placeholder := rowsSQL{prefix: `INSERT INTO orders (account, order_code, first_seen_at) VALUES `, cols: 3, suffix: ` ON CONFLICT (account, order_code) DO NOTHING`}
+		if err := db.execRows(ctx, tx, placeholder, rows); err != nil {
+			return nil, fmt.Errorf("insert placeholders: %w", err)
+		}
+	}
+
+	states := make(map[orderKey]*orderState, len(seen))
+	for _, a := range accounts {
+		codes := byAccount[a]
+		for len(codes) > 0 {
+			chunk := codes[:min(len(codes), maxInParams)]
+			codes = codes[len(chunk):]
+			args := make([]any, 0, len(chunk)+1)
+			args = append(args, a)
+			for _, c := range chunk {
+				args = append(args, c)
+			}
+			var rows []orderState
+			err := tx.SelectContext(ctx, &rows, db.rebind(`
+SELECT account, order_code, status, fetch_seq, document_hash, raw_document IS NOT NULL AS fetched, paid_fired,
+       status_transitions, first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count
+FROM orders WHERE account = ? AND order_code IN (`+placeholders(len(chunk))+`)`+lockClause), args...)
+			if err != nil {
+				return nil, fmt.Errorf("read order states: %w", err)
+			}
+			for i := range rows {
+				states[orderKey{rows[i].Account, rows[i].Code}] = &rows[i]
+			}
+		}
+	}
+	return states, nil
+}
+
+// apply works out what one params does, against the batch so far.
+func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState) (ordersync.ApplyResult, error) {
+	o := p.Order
+	key := orderKey{p.Account, o.OrderCode}
+	bo := b.orders[key]
+	if bo == nil {
+		st := states[key]
+		if st == nil {
+			st = &orderState{Account: p.Account, Code: o.OrderCode, FirstSeenAt: dbTime(b.now)}
+		}
+		bo = &batchOrder{st: st, hadDetails: st.Fetched}
+		b.orders[key] = bo
+		b.keys = append(b.keys, key)
+	}
+	st := bo.st
+
+	for _, ev := range p.Events {
+		if ev.Account == "" {
+			ev.Account = p.Account
+		}
+		if ev.ReceivedAt.IsZero() {
+			ev.ReceivedAt = b.now
+		}
+		ev.ReceivedAt = dbTime(ev.ReceivedAt)
+		ev.OrderCode = o.OrderCode
+		if ev.OrderID == "" {
+			ev.OrderID = o.OrderID
+		}
+		if ev.OrderReference == "" {
+			ev.OrderReference = o.OrderReference
+		}
+		ev.Outcome = ordersync.OutcomeSynced
+		b.addEvent(ev)
+	}
+
+	prev := ordersync.Status(st.Status)
+	if st.FetchSeq >= p.Seq {
+		return ordersync.ApplyResult{PreviousStatus: prev, Status: prev}, nil
+	}
+
+	doc := []byte(o.Raw)
+	if len(doc) == 0 {
+		var err error
+		if doc, err = json.Marshal(o); err != nil {
+			return ordersync.ApplyResult{}, fmt.Errorf("encode order detail: %w", err)
+		}
+	}
+	sum := sha256.Sum256(doc)
+	hash := hex.EncodeToString(sum[:])
+	res := ordersync.ApplyResult{Applied: true, Created: !st.Fetched, Changed: !st.Fetched || st.Hash != hash, Status: o.OrderStatus}
+	if st.Fetched {
+		res.PreviousStatus = prev
+	}
+
+	fetchedAt := p.FetchedAt
+	if fetchedAt.IsZero() {
+		fetchedAt = b.now
+	}
+	fetchedAt = dbTime(fetchedAt)
+	bo.synced = true
+	st.FetchSeq = p.Seq
+	st.FetchCount++
+	st.LastSyncedAt = &fetchedAt
+	for _, ev := range p.Events {
+		if at := dbTime(ev.ReceivedAt); !at.IsZero() && (st.LastEventAt == nil || at.After(*st.LastEventAt)) {
+			st.LastEventAt, st.LastEventType = &at, string(ev.Type)
+		}
+	}
+	if !res.Changed {
+		res.Status = prev
+		return res, nil
+	}
+
+	statusChanged := !st.Fetched || prev != o.OrderStatus
+	if statusChanged {
+		st.Transitions++
+	}
+	firePaid := !st.PaidFired && o.OrderStatus.IsPaidState()
+	if firePaid {
+		st.PaidFired = true
+		res.Paid = true
+	}
+	st.Status, st.Hash, st.Fetched = string(o.OrderStatus), hash, true
+	bo.changed, bo.order, bo.doc, bo.hash = true, o, doc, hash
+
+	if !statusChanged && !firePaid {
+		return res, nil
+	}
+	payload := len(b.payloads)
+	withDoc := *o
+	withDoc.Raw = doc
+	b.payloads = append(b.payloads, ordersync.MirroredOrder{Account: p.Account, Order: withDoc, Sync: st.syncInfo()})
+	if statusChanged {
+		b.history = append(b.history, []any{p.Account, o.OrderCode, string(res.PreviousStatus), string(o.OrderStatus), p.Seq, fetchedAt, string(p.Cause)})
+		msgID := p.Account + ":" + o.OrderCode + ":status:" + string(o.OrderStatus) + ":" + strconv.FormatInt(st.Transitions, 10)
+		b.outbox = append(b.outbox, outboxEntry{p.Account, o.OrderCode, ordersync.SubjectStatusPrefix + string(o.OrderStatus), msgID, payload})
+	}
+	if firePaid {
+		b.outbox = append(b.outbox, outboxEntry{p.Account, o.OrderCode, ordersync.SubjectPaid, p.Account + ":" + o.OrderCode + ":paid", payload})
+	}
+	return res, nil
+}
+
+// addEvent logs an event; a MsgID logged earlier in the batch is replaced,
+// as one statement must not upsert the same row twice.
+func (b *batch) addEvent(ev ordersync.EventRecord) {
+	if i, ok := b.eventAt[ev.MsgID]; ok {
+		b.events[i] = ev
+		return
+	}
+	b.eventAt[ev.MsgID] = len(b.events)
+	b.events = append(b.events, ev)
+}
+
+// writeBatch writes what the batch worked out: event log, orders (in full
+// or only their bookkeeping), line items and metadata, history, outbox.
+func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
+	events := make([][]any, len(b.events))
+	for i, ev := range b.events {
+		events[i] = eventValues(ev)
+	}
+	if err := db.execRows(ctx, tx, upsertEvents, events); err != nil {
+		return fmt.Errorf("log events: %w", err)
+	}
+
+	var full, touched, replaced, items, metadata [][]any
+	for _, k := range b.keys {
+		bo := b.orders[k]
+		st := bo.st
+		if !bo.changed {
+			if bo.synced {
+				touched = append(touched, []any{k.account, k.code, st.FirstSeenAt, st.FetchSeq, st.FetchCount,
+					nullTimePtr(st.LastSyncedAt), nullTimePtr(st.LastEventAt), st.LastEventType})
+			}
+			continue
+		}
+		full = append(full, orderValues(k.account, bo, st))
+		if bo.hadDetails {
+			replaced = append(replaced, []any{k.account, k.code})
+		}
+		for i, li := range bo.order.LineItems {
+			var promo any
+			if li.PromoPrice != nil {
+				promo = *li.PromoPrice
+			}
+			items = append(items, []any{k.account, k.code, i, string(li.ProductID), li.SKU, li.Name, li.Price, promo, li.Quantity, li.ImageURL, li.SubTotal})
+		}
+		for i, m := range bo.order.Metadata {
+			metadata = append(metadata, []any{k.account, k.code, i, m.Name, m.Value})
+		}
+	}
+	steps := []struct {
+		what string
+		sql  rowsSQL
+		rows [][]any
+	}{
+		{"delete replaced line items", deleteItems, replaced},
+		{"delete replaced metadata", deleteMetadata, replaced},
+		{"write orders", upsertOrders, full},
+		{"update sync bookkeeping", touchOrders, touched},
+		{"insert line items", insertItems, items},
+		{"insert metadata", insertMetadata, metadata},
+		{"insert status history", insertHistory, b.history},
+	}
+	for _, s := range steps {
+		if err := db.execRows(ctx, tx, s.sql, s.rows); err != nil {
+			return fmt.Errorf("%s: %w", s.what, err)
+		}
+	}
+
+	if len(b.outbox) == 0 {
+		return nil
+	}
+	payloads := make([][]byte, len(b.payloads))
+	for i := range b.payloads {
+		var err error
+		if payloads[i], err = encodePayload(&b.payloads[i]); err != nil {
+			return fmt.Errorf("encode outbox payload of %s: %w", b.payloads[i].Order.OrderCode, err)
+		}
+	}
+	created := dbTime(b.now)
+	outbox := make([][]any, len(b.outbox))
+	for i, e := range b.outbox {
+		outbox[i] = []any{e.account, e.code, e.subject, e.msgID, payloads[e.payload], created}
+	}
+	if err := db.execRows(ctx, tx, insertOutbox, outbox); err != nil {
+		return fmt.Errorf("queue outbox messages: %w", err)
+	}
+	return nil
+}
+
+func eventValues(ev ordersync.EventRecord) []any {
+	return []any{ev.MsgID, ev.Account, dbTime(ev.ReceivedAt), string(ev.Type), ev.OrderType, string(ev.OrderID),
+		ev.OrderReference, ev.OrderCode, string(ev.Signature), string(ev.Outcome), ev.Detail}
+}
+
+// orderValues are the orderColumns of a changed order.
+func orderValues(account string, bo *batchOrder, st *orderState) []any {
+	o := bo.order
+	var pay ordersync.Payment
+	if o.Payment != nil {
+		pay = *o.Payment
+	}
+	var buyer ordersync.Buyer
+	if pay.Buyer != nil {
+		buyer = *pay.Buyer
+	}
+	return []any{
+		account, o.OrderCode, string(o.OrderID), o.OrderReference, o.Name, o.Description, string(o.OrderStatus),
+		o.Subtotal, o.TotalDetails.ShippingAmount, o.TotalDetails.DiscountAmount, o.TotalDetails.SurchargeAmount, o.Total,
+		o.PaymentLinkURL, o.SuccessURL, o.CancelURL, nullTime(o.Created.Time),
+		o.Store.Name, o.Store.CountryCode, o.Store.CurrencyCode, o.Store.CurrencySymbol, o.Store.Locale, o.Store.Timezone,
+		o.Payment != nil, pay.AuthorizationCode, pay.VoucherURL, buyer.Name, buyer.Phone, buyer.Email,
+		string(bo.doc), bo.hash,
+		dbTime(st.FirstSeenAt), nullTimePtr(st.LastSyncedAt), nullTimePtr(st.LastEventAt), st.LastEventType,
+		st.FetchCount, st.FetchSeq, st.PaidFired, st.Transitions,
+	}
+}
+
+func nullTimePtr(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return dbTime(*t)
+}

@@ -1,0 +1,93 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// benchDoc is an order detail with three line items, as the service sends it.
+const benchDoc = `{"orderId":%d,"orderCode":"%s","orderReference":"ref-%s","name":"Pedido %s","description":"%s",` +
+	`"lineItems":[{"productId":884213,"sku":"COMBO-CLASICO","name":"Combo Clásico","price":6.50,"promoPrice":null,"quantity":2,"imageUrl":"https://cdn.example.com/p/1.png","subTotal":13.00},` +
+	`{"productId":884220,"sku":"SODA-600","name":"Refresco 600 ml","price":1.25,"promoPrice":0.99,"quantity":1,"imageUrl":null,"subTotal":0.99},` +
+	`{"productId":884230,"sku":"POSTRE","name":"Flan","price":2.10,"promoPrice":null,"quantity":1,"imageUrl":null,"subTotal":2.10}],` +
+	`"orderStatus":"%s","subtotal":16.09,"totalDetails":{"shippingAmount":2.00,"discountAmount":0.10,"surchargeAmount":0},"total":17.99,` +
+	`"metadata":[{"name":"numero_orden","value":"A-%d"}],"paymentLinkUrl":"https://pay.example.com/%s","successUrl":"https://shop.example.com/ok",` +
+	`"cancelUrl":"https://shop.example.com/cancel","store":{"name":"La Esquina","countryCode":"SV","currencyCode":"USD","currencySymbol":"$",` +
+	`"locale":"es-SV","timezone":"America/El_Salvador"},"payment":null,"created":"2026-10-10T18:00:12.345Z"}`
+
+// BenchmarkApplyOrders applies batches of 100 orders with three line items
+// each to SQLite: half new orders (PENDING), half earlier ones changed (now
+// PAID, so they also write history and two outbox messages). One op is one
+// batch; orders/s is the figure to watch.
+func BenchmarkApplyOrders(b *testing.B) {
+	const batchSize, changedPerBatch = 100, 50
+	ctx := context.Background()
+	db, err := Open(ctx, Config{URL: filepath.Join(b.TempDir(), "bench.db"), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+
+	doc := func(n int, status ordersync.Status, desc string) *ordersync.Order {
+		code := fmt.Sprintf("b%07d", n)
+		o, err := ordersync.DecodeOrder(fmt.Appendf(nil, benchDoc, n, code, code, code, desc, status, n, code))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return o
+	}
+	fetchedAt := time.Now()
+	var seq int64
+	created, revisit := 0, 0
+	batch := func() []ordersync.ApplyParams {
+		params := make([]ordersync.ApplyParams, 0, batchSize)
+		for i := range batchSize {
+			seq++
+			var o *ordersync.Order
+			if i < changedPerBatch && created >= batchSize {
+				// An order created earlier changed: now paid, new description.
+				o = doc(revisit%created, ordersync.StatusPaid, fmt.Sprint("fetch ", seq))
+				revisit++
+			} else {
+				o = doc(created, ordersync.StatusPending, "new")
+				created++
+			}
+			params = append(params, ordersync.ApplyParams{Account: "default", Order: o, Seq: seq, FetchedAt: fetchedAt, Cause: ordersync.CauseWebhook,
+				Events: []ordersync.EventRecord{{MsgID: fmt.Sprint("ev-", seq), ReceivedAt: fetchedAt, Type: ordersync.EventUpdated}}})
+		}
+		return params
+	}
+	// Warm up with orders to revisit.
+	if _, err := db.ApplyOrders(ctx, batch()); err != nil {
+		b.Fatal(err)
+	}
+
+	var (
+		applied int
+		elapsed time.Duration
+	)
+	for b.Loop() {
+		b.StopTimer()
+		params := batch()
+		b.StartTimer()
+		start := time.Now()
+		res, err := db.ApplyOrders(ctx, params)
+		elapsed += time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Applied {
+				applied++
+			}
+		}
+	}
+	b.ReportMetric(float64(applied)/elapsed.Seconds(), "orders/s")
+
+}

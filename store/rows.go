@@ -1,0 +1,125 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// maxRowsPerStatement bounds a multi-row statement: 64 orders of 38 columns
+// stay far below both dialects' parameter limits. Smaller statements come in
+// powers of two, so a handful of prepared statements covers every batch.
+const maxRowsPerStatement = 64
+
+// rowsSQL is a statement that takes a variable number of rows: prefix,
+// then n copies of the row's placeholders separated by commas, then suffix.
+type rowsSQL struct {
+	prefix string
+	cols   int
+	suffix string
+}
+
+func (r rowsSQL) sql(n int) string {
+	row := "(" + placeholders(r.cols) + ")"
+	var b strings.Builder
+	b.Grow(len(r.prefix) + n*(len(row)+2) + len(r.suffix))
+	b.WriteString(r.prefix)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(row)
+	}
+	b.WriteString(r.suffix)
+	return b.String()
+}
+
+// chunkSizes splits n rows into statements of maxRowsPerStatement rows and
+// then powers of two: 100 is 64 + 32 + 4.
+func chunkSizes(n int) []int {
+	var sizes []int
+	for n > 0 {
+		size := maxRowsPerStatement
+		for size > n {
+			size /= 2
+		}
+		sizes = append(sizes, size)
+		n -= size
+	}
+	return sizes
+}
+
+// execRows runs r over rows (each holding r.cols arguments), in as few
+// statements as chunkSizes allows.
+func (db *DB) execRows(ctx context.Context, tx *sqlx.Tx, r rowsSQL, rows [][]any) error {
+	args := make([]any, 0, min(len(rows), maxRowsPerStatement)*r.cols)
+	for _, size := range chunkSizes(len(rows)) {
+		args = args[:0]
+		for _, row := range rows[:size] {
+			if len(row) != r.cols {
+				return fmt.Errorf("statement row has %d values, want %d", len(row), r.cols)
+			}
+			args = append(args, row...)
+		}
+		rows = rows[size:]
+		if err := db.execTx(ctx, tx, db.rebind(r.sql(size)), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// execTx runs query in tx. On SQLite a query prepared at the first
+// ApplyOrders runs as that statement: the single write connection parses it
+// once, not once per batch. It runs through Query, not Exec: mattn/go-sqlite3
+// binds a query's arguments and takes its first step in one cgo call, where
+// Exec makes one call per argument, which dominates multi-row statements.
+// PostgreSQL's driver keeps its own cache of prepared statements per
+// connection.
+func (db *DB) execTx(ctx context.Context, tx *sqlx.Tx, query string, args ...any) error {
+	if stmts := db.prepared.Load(); stmts != nil && (*stmts)[query] != nil {
+		rows, err := tx.StmtContext(ctx, (*stmts)[query]).QueryContext(ctx, args...)
+		if err != nil {
+			return err
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		return rows.Err()
+	}
+	_, err := tx.ExecContext(ctx, query, args...)
+	return err
+}
+
+// prepareWrites prepares, once, the SQLite statements ApplyOrders uses: every
+// multi-row statement in every chunk size. It runs outside any transaction,
+// as the write pool's single connection must be free to prepare on.
+func (db *DB) prepareWrites(ctx context.Context) error {
+	if db.dialect != DialectSQLite {
+		return nil
+	}
+	db.prepareMu.Lock()
+	defer db.prepareMu.Unlock()
+	if db.prepared.Load() != nil {
+		return nil
+	}
+	prepared := map[string]*sql.Stmt{}
+	for _, r := range applyStatements {
+		for size := 1; size <= maxRowsPerStatement; size *= 2 {
+			query := r.sql(size)
+			stmt, err := db.write.PrepareContext(ctx, query)
+			if err != nil {
+				for _, s := range prepared {
+					s.Close()
+				}
+				return fmt.Errorf("prepare %.60s…: %w", query, err)
+			}
+			prepared[query] = stmt
+		}
+	}
+	db.prepared.Store(&prepared)
+	return nil
+}
