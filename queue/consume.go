@@ -40,13 +40,13 @@ func (s *eventSource) Next(ctx context.Context, max int, wait time.Duration) ([]
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("next events: %w", err)
 	}
-	out, err := s.collect(nil, func() (jetstream.MessageBatch, error) { return s.q.consumer.FetchNoWait(max) })
+	out, err := s.collect(ctx, nil, func() (jetstream.MessageBatch, error) { return s.q.consumer.FetchNoWait(max) })
 	if len(out) > 0 || wait <= 0 {
 		return out, s.fetchError(ctx, out, err)
 	}
 	fctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	out, err = s.collect(out, func() (jetstream.MessageBatch, error) {
+	out, err = s.collect(ctx, out, func() (jetstream.MessageBatch, error) {
 		return s.q.consumer.Fetch(1, jetstream.FetchContext(fctx))
 	})
 	if len(out) == 0 {
@@ -54,23 +54,32 @@ func (s *eventSource) Next(ctx context.Context, max int, wait time.Duration) ([]
 	}
 	if max > 1 {
 		// Best effort: an error here leaves the rest for the next call.
-		out, _ = s.collect(out, func() (jetstream.MessageBatch, error) { return s.q.consumer.FetchNoWait(max - 1) })
+		out, _ = s.collect(ctx, out, func() (jetstream.MessageBatch, error) { return s.q.consumer.FetchNoWait(max - 1) })
 	}
 	return out, nil
 }
 
-// collect runs one fetch, appends its messages to out and returns its error.
-func (s *eventSource) collect(out []ordersync.Delivery, fetch func() (jetstream.MessageBatch, error)) ([]ordersync.Delivery, error) {
+// collect runs one fetch, appends its messages to out and returns its
+// error. It stops waiting when ctx ends (FetchNoWait takes no context).
+func (s *eventSource) collect(ctx context.Context, out []ordersync.Delivery, fetch func() (jetstream.MessageBatch, error)) ([]ordersync.Delivery, error) {
 	batch, err := fetch()
 	if err != nil {
 		return out, err
 	}
 	n := len(out)
-	for msg := range batch.Messages() {
-		out = append(out, &delivery{msg: msg, q: s.q})
+	defer func() { s.q.metrics.delivered.Add(float64(len(out) - n)) }()
+	msgs := batch.Messages()
+	for {
+		select {
+		case msg, ok := <-msgs:
+			if !ok {
+				return out, batch.Error()
+			}
+			out = append(out, &delivery{msg: msg, q: s.q})
+		case <-ctx.Done():
+			return out, ctx.Err()
+		}
 	}
-	s.q.metrics.delivered.Add(float64(len(out) - n))
-	return out, batch.Error()
 }
 
 // fetchError decides what a failed or empty fetch means to the caller:
