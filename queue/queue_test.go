@@ -852,3 +852,38 @@ func BenchmarkPublishEvent(b *testing.B) {
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
+
+// BenchmarkConsume drains published events in batches of 100 with one
+// acknowledgement each.
+func BenchmarkConsume(b *testing.B) {
+	_, q := embeddedQueue(b, uniqueConfig())
+	var wg sync.WaitGroup
+	for w := range 64 {
+		wg.Go(func() {
+			for i := w; i < b.N; i += 64 {
+				if _, err := q.PublishEvent(context.Background(), testEvent(i)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	src := q.Events()
+	ctx := context.Background()
+	b.ResetTimer()
+	start := time.Now()
+	for got := 0; got < b.N; {
+		ds, err := src.Next(ctx, 100, time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, d := range ds {
+			if err := d.Ack(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		got += len(ds)
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+}
