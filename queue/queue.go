@@ -268,24 +268,31 @@ func (q *Queue) PublishEvent(ctx context.Context, ev *ordersync.InboundEvent) (b
 	if ev.MsgID == "" {
 		return false, errors.New("publish event: no MsgID")
 	}
+	// One backing array for the header values: a publish per webhook, so
+	// allocations count.
+	vals := make([]string, 0, 8)
 	h := make(nats.Header, 8)
-	h[jetstream.MsgIDHeader] = []string{ev.MsgID}
-	h[jetstream.ExpectedStreamHeader] = []string{q.cfg.EventsStream}
-	h[HeaderAccount] = []string{ev.Account}
+	set := func(key, value string) {
+		vals = append(vals, value)
+		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	set(jetstream.MsgIDHeader, ev.MsgID)
+	set(jetstream.ExpectedStreamHeader, q.cfg.EventsStream)
+	set(HeaderAccount, ev.Account)
 	if !ev.ReceivedAt.IsZero() {
-		h[HeaderReceivedAt] = []string{ev.ReceivedAt.UTC().Format(time.RFC3339Nano)}
+		set(HeaderReceivedAt, ev.ReceivedAt.UTC().Format(time.RFC3339Nano))
 	}
 	if ev.Signature != "" {
-		h[HeaderSignature] = []string{string(ev.Signature)}
+		set(HeaderSignature, string(ev.Signature))
 	}
 	if ev.Ignored != "" {
-		h[HeaderIgnored] = []string{string(ev.Ignored)}
+		set(HeaderIgnored, string(ev.Ignored))
 	}
 	if ev.ReplayOf != 0 {
-		h[HeaderReplayOf] = []string{strconv.FormatInt(ev.ReplayOf, 10)}
+		set(HeaderReplayOf, strconv.FormatInt(ev.ReplayOf, 10))
 	}
 	if ev.Cause != "" {
-		h[HeaderCause] = []string{string(ev.Cause)}
+		set(HeaderCause, string(ev.Cause))
 	}
 	msg := &nats.Msg{Subject: q.eventsPrefix + ev.Account, Header: h, Data: ev.Body}
 	dup, err := q.publish(ctx, q.metrics.events, msg)

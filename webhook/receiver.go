@@ -144,6 +144,11 @@ func checkSecrets(setting string, secrets []string, insecure bool) error {
 type account struct {
 	name    string
 	secrets []string // empty: unsigned webhooks accepted (insecure mode)
+	verify  *verifier
+}
+
+func newAccount(name string, secrets []string) *account {
+	return &account{name: name, secrets: secrets, verify: newVerifier(secrets)}
 }
 
 // Receiver is the webhook endpoint. It is an http.Handler for Path and
@@ -170,13 +175,13 @@ func New(cfg Config) (*Receiver, error) {
 	}
 	rc := &Receiver{
 		cfg:        cfg,
-		accounts:   map[string]*account{ordersync.DefaultAccount: {name: ordersync.DefaultAccount, secrets: cfg.Secrets}},
+		accounts:   map[string]*account{ordersync.DefaultAccount: newAccount(ordersync.DefaultAccount, cfg.Secrets)},
 		metrics:    m,
 		retryAfter: strconv.Itoa(int(math.Ceil(cfg.RetryAfter.Seconds()))),
 		logger:     cfg.Logger.With("component", "webhook"),
 	}
 	for name, a := range cfg.Accounts {
-		rc.accounts[name] = &account{name: name, secrets: a.Secrets}
+		rc.accounts[name] = newAccount(name, a.Secrets)
 	}
 	var unsigned []string
 	for name, a := range rc.accounts {
@@ -203,19 +208,32 @@ func (rc *Receiver) Close() {
 	}
 }
 
-// Prebuilt answers.
+// reply is a prebuilt answer body with its header values, built once:
+// net/http only reads the header slices, so every response can share them.
+type reply struct {
+	body          []byte
+	contentLength []string
+}
+
+func newReply(body string) reply {
+	return reply{body: []byte(body), contentLength: []string{strconv.Itoa(len(body))}}
+}
+
 var (
-	bodyAccepted         = []byte(`{"status":"accepted"}`)
-	bodyDuplicate        = []byte(`{"status":"duplicate"}`)
-	bodyIgnored          = []byte(`{"status":"ignored"}`)
-	bodyMissingSignature = []byte(`{"status":"unauthorized","error":"missing signature"}`)
-	bodyInvalidSignature = []byte(`{"status":"unauthorized","error":"invalid signature"}`)
-	bodyBadRequest       = []byte(`{"status":"bad_request","error":"not a webhook event: want a JSON object in UTF-8"}`)
-	bodyUnreadable       = []byte(`{"status":"bad_request","error":"the body could not be read"}`)
-	bodyTooLarge         = []byte(`{"status":"too_large"}`)
-	bodyNotAllowed       = []byte(`{"status":"method_not_allowed"}`)
-	bodyUnknownAccount   = []byte(`{"status":"unknown_account"}`)
-	bodyUnavailable      = []byte(`{"status":"unavailable","error":"the queue did not acknowledge; retry later"}`)
+	contentTypeJSON = []string{"application/json"}
+	allowPost       = []string{http.MethodPost}
+
+	bodyAccepted         = newReply(`{"status":"accepted"}`)
+	bodyDuplicate        = newReply(`{"status":"duplicate"}`)
+	bodyIgnored          = newReply(`{"status":"ignored"}`)
+	bodyMissingSignature = newReply(`{"status":"unauthorized","error":"missing signature"}`)
+	bodyInvalidSignature = newReply(`{"status":"unauthorized","error":"invalid signature"}`)
+	bodyBadRequest       = newReply(`{"status":"bad_request","error":"not a webhook event: want a JSON object in UTF-8"}`)
+	bodyUnreadable       = newReply(`{"status":"bad_request","error":"the body could not be read"}`)
+	bodyTooLarge         = newReply(`{"status":"too_large"}`)
+	bodyNotAllowed       = newReply(`{"status":"method_not_allowed"}`)
+	bodyUnknownAccount   = newReply(`{"status":"unknown_account"}`)
+	bodyUnavailable      = newReply(`{"status":"unavailable","error":"the queue did not acknowledge; retry later"}`)
 )
 
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -225,7 +243,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
+		w.Header()["Allow"] = allowPost
 		rc.answer(w, http.StatusMethodNotAllowed, outcomeMethodNotAllowed, bodyNotAllowed)
 		return
 	}
@@ -245,7 +263,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	verdict := ordersync.SignatureInsecure
 	if len(acct.secrets) > 0 {
-		verdict = Verify(acct.secrets, r.Header.Get(SignatureHeader), body)
+		verdict = acct.verify.verify(r.Header.Get(SignatureHeader), body)
 	}
 	switch verdict {
 	case ordersync.SignatureMissing:
@@ -349,13 +367,13 @@ func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request) ([]byte, er
 	return b, nil
 }
 
-func (rc *Receiver) answer(w http.ResponseWriter, status int, o outcome, body []byte) {
+func (rc *Receiver) answer(w http.ResponseWriter, status int, o outcome, r reply) {
 	rc.metrics.requests[o].Inc()
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h["Content-Type"] = contentTypeJSON
+	h["Content-Length"] = r.contentLength
 	w.WriteHeader(status)
-	w.Write(body)
+	w.Write(r.body)
 }
 
 // reject hands a rejected request to the event log, never waiting.

@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"hash"
 	"strings"
+	"sync"
 
 	"github.com/ordersync/ordersync"
 )
@@ -29,6 +31,26 @@ func mac(secret string, body []byte) []byte {
 // The signature may be base64 (standard or URL-safe, padded or not) or hex;
 // the comparison is constant-time.
 func Verify(secrets []string, header string, body []byte) ordersync.SignatureVerdict {
+	return newVerifier(secrets).verify(header, body)
+}
+
+// verifier holds a pool of keyed HMACs per secret: a receiver verifies
+// every request, and keying an HMAC allocates.
+type verifier struct{ macs []*sync.Pool }
+
+func newVerifier(secrets []string) *verifier {
+	v := &verifier{}
+	for _, s := range secrets {
+		if s == "" {
+			continue
+		}
+		key := []byte(s)
+		v.macs = append(v.macs, &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }})
+	}
+	return v
+}
+
+func (v *verifier) verify(header string, body []byte) ordersync.SignatureVerdict {
 	header = strings.TrimSpace(header)
 	if header == "" {
 		return ordersync.SignatureMissing
@@ -38,10 +60,15 @@ func Verify(secrets []string, header string, body []byte) ordersync.SignatureVer
 		return ordersync.SignatureInvalid
 	}
 	valid := false
-	for _, s := range secrets {
-		if s != "" && hmac.Equal(got, mac(s, body)) {
+	var sum [sha256.Size]byte
+	for _, pool := range v.macs {
+		h := pool.Get().(hash.Hash)
+		h.Reset()
+		h.Write(body)
+		if hmac.Equal(got, h.Sum(sum[:0])) {
 			valid = true
 		}
+		pool.Put(h)
 	}
 	if !valid {
 		return ordersync.SignatureInvalid
