@@ -28,7 +28,8 @@ type eventSource struct{ q *Queue }
 // event only at the end of its wait. Next therefore asks first for what is
 // there now (FetchNoWait: under load this is the only request per batch),
 // and when nothing is, waits for one event and then takes whatever else
-// arrived meanwhile, up to max.
+// arrived meanwhile, up to max. A wait of zero or less takes only what is
+// there now.
 //
 // When ctx ends it returns what already arrived (which the caller must
 // settle), or ctx's error when nothing did; an event that was on its way is
