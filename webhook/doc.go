@@ -9,7 +9,10 @@
 // object; 413 for a body over the limit; 405 for anything but POST; 404 for
 // an unknown account; 503 when the queue does not acknowledge in time.
 // Events about other products and subscriptions are queued too, marked
-// ignored, so the worker logs them durably without fetching anything.
+// ignored, so the worker logs them durably without fetching anything; they
+// are answered "ignored" even when the queue already held them. The queue
+// deduplicates on MsgID, a hash of the account and the raw body, so a
+// resent webhook is answered "duplicate" and stored once.
 //
 // Rejected requests (401, 400, 413) are never queued; they are written to
 // the event log through an EventRecorder in the background, in batches,
