@@ -71,9 +71,12 @@ type PoolConfig struct {
 }
 
 // DefaultUnresolvedRetryDelays is the schedule on which an event whose order
-// is not known yet is tried again.
+// is not known yet is tried again. It starts short because the usual case
+// is a race, not a stranger: the service posts Created while ordersync is
+// still recording the link it just created. About 50s in all.
 var DefaultUnresolvedRetryDelays = []time.Duration{
-	250 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second,
+	50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond,
+	time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second,
 }
 
 // codeCacheSize bounds the order id → code cache (per generation).
@@ -386,10 +389,15 @@ func (p *Pool) attach(it *item) *round {
 		p.flights[key] = &flight{cur: r}
 		return r
 	}
-	p.metrics.coalesced.Inc()
+	// Counted as coalesced: every event that does not cost a fetch of its
+	// own. The first event of a follow-up round does.
 	if !f.cur.started {
 		f.cur.items = append(f.cur.items, it)
+		p.metrics.coalesced.Inc()
 	} else {
+		if len(f.next) > 0 {
+			p.metrics.coalesced.Inc()
+		}
 		f.next = append(f.next, it)
 	}
 	return nil
