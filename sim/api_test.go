@@ -358,6 +358,9 @@ func TestLifeCycle(t *testing.T) {
 func TestPayWithoutBuyerUsesDefault(t *testing.T) {
 	ts := startSim(t, Config{})
 	code := ts.checkout(t, amountParams("1")).OrderCode
+	if resp, b := ts.call(t, http.MethodPost, "/_sim/orders/"+code+"/pay", "", []byte(`{"name":`)); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("pay with a broken buyer: HTTP %d %s, want 400", resp.StatusCode, b)
+	}
 	if resp, b := ts.call(t, http.MethodPost, "/_sim/orders/"+code+"/pay", "", nil); resp.StatusCode != http.StatusOK {
 		t.Fatalf("pay: HTTP %d %s", resp.StatusCode, b)
 	}

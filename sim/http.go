@@ -262,12 +262,12 @@ func (s *Server) handleAction(w http.ResponseWriter, r *http.Request) {
 	var buyer *ordersync.Buyer
 	if action == ActionPay {
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxCheckoutBody))
-		if err != nil {
-			return
-		}
-		if strings.TrimSpace(string(body)) != "" {
+		if strings.TrimSpace(string(body)) != "" || err != nil {
 			buyer = new(ordersync.Buyer)
-			if err := json.Unmarshal(body, buyer); err != nil {
+			if err == nil {
+				err = json.Unmarshal(body, buyer)
+			}
+			if err != nil {
 				s.writeProblemOf(w, Problem{
 					Type: ProblemBadRequest, Title: validationTitles[s.cfg.Language], Status: http.StatusBadRequest,
 					Errors: map[string][]string{"$": {invalidJSONMessages[s.cfg.Language]}},
