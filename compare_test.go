@@ -13,10 +13,10 @@ func TestDiffOrders(t *testing.T) {
 			OrderID: "31547", OrderCode: "yY7Mcnd", OrderStatus: StatusPaid,
 			LineItems: []LineItem{{ProductID: "9", Name: "Combo", Price: MustAmount("6.50"), PromoPrice: &promo, Quantity: 2, SubTotal: MustAmount("13.00")}},
 			Subtotal:  MustAmount("13.00"), Total: MustAmount("13.00"),
-			Metadata:  []MetadataEntry{{Name: "a", Value: "b"}},
-			Payment:   &Payment{AuthorizationCode: "204981", Buyer: &Buyer{Name: "José"}},
-			Created:   Timestamp{time.Date(2026, 10, 10, 18, 2, 41, 553e6, time.UTC)},
-			Raw:       []byte(`{"ignored":true}`),
+			Metadata: []MetadataEntry{{Name: "a", Value: "b"}},
+			Payment:  &Payment{AuthorizationCode: "204981", Buyer: &Buyer{Name: "José"}},
+			Created:  Timestamp{time.Date(2026, 10, 10, 18, 2, 41, 553e6, time.UTC)},
+			Raw:      []byte(`{"ignored":true}`),
 		}
 	}
 	tests := []struct {

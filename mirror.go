@@ -44,8 +44,16 @@ func (m MirroredOrder) MarshalJSON() ([]byte, error) {
 		}
 	}
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(doc, &fields); err != nil {
-		return nil, err
+	if err := json.Unmarshal(doc, &fields); err != nil || fields == nil {
+		// Not an object (a stored "null", say): fall back to the typed order.
+		b, merr := json.Marshal(m.Order)
+		if merr != nil {
+			return nil, merr
+		}
+		fields = nil
+		if err := json.Unmarshal(b, &fields); err != nil {
+			return nil, err
+		}
 	}
 	var err error
 	if fields["sync"], err = json.Marshal(m.Sync); err != nil {

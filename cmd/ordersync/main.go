@@ -8,14 +8,29 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
 func main() {
+	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCommand().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "ordersync:", err)
 		os.Exit(1)
+	}
+}
+
+// tuneGC trades memory the service can spare for fewer collections: at the
+// default GOGC=100 a collection every ~90ms under full webhook load put the
+// ack p99 over 10ms. GOGC=400 with a 200 MiB soft limit keeps the heap
+// bounded. Either environment variable, when set, wins.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(200 << 20)
 	}
 }

@@ -103,10 +103,14 @@ func startStack(ctx context.Context, opts stackOptions) (_ *stack, err error) {
 	return s, nil
 }
 
-// Close stops the pipeline (draining it), then the simulator.
+// Close stops the simulator, then the pipeline (draining it). The simulator
+// goes first so its webhook connections are gone before the receiver shuts
+// down: http.Server.Shutdown waits up to 5s for a connection that opened
+// but has not sent a request yet.
 func (s *stack) Close() error {
+	simErr := s.Sim.Close()
 	s.cancel()
 	err := <-s.done
 	s.Program.Close()
-	return errors.Join(err, s.Sim.Close())
+	return errors.Join(err, simErr)
 }
