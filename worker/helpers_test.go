@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -38,7 +40,17 @@ type env struct {
 	q        *queue.Queue
 	queueCfg queue.Config
 	reg      *prometheus.Registry
+	logger   *slog.Logger
 	msgSeq   atomic.Int64
+}
+
+// testWriter sends log lines to the test's log.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }
 
 func newEnv(t testing.TB, faults sim.Faults) *env {
@@ -46,6 +58,7 @@ func newEnv(t testing.TB, faults sim.Faults) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	e := &env{reg: prometheus.NewRegistry()}
+	e.logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 	var err error
 	if e.sim, err = sim.New(sim.Config{SecretKey: simKey, Faults: faults, Seed: 42}); err != nil {
@@ -110,7 +123,7 @@ func (e *env) newSyncer(t testing.TB, up ordersync.Upstream, edit func(*worker.S
 		up = e.client
 	}
 	cfg := worker.SyncerConfig{
-		Upstream: up, Mirror: e.db, Registerer: e.reg,
+		Upstream: up, Mirror: e.db, Registerer: e.reg, Logger: e.logger,
 		Retry:   worker.RetryConfig{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond, MaxElapsed: 200 * time.Millisecond},
 		Breaker: worker.BreakerConfig{ConsecutiveFailures: 5, OpenFor: 200 * time.Millisecond},
 	}
@@ -129,7 +142,7 @@ func (e *env) newSyncer(t testing.TB, up ordersync.Upstream, edit func(*worker.S
 func (e *env) startPool(t testing.TB, s *worker.Syncer, edit func(*worker.PoolConfig)) (stop func() error) {
 	t.Helper()
 	cfg := worker.PoolConfig{
-		Source: e.q.Events(), Syncer: s, Mirror: e.db, Registerer: e.reg,
+		Source: e.q.Events(), Syncer: s, Mirror: e.db, Registerer: e.reg, Logger: e.logger,
 		FetchConcurrency: 16, PullWait: 5 * time.Millisecond, RetryDelay: 20 * time.Millisecond,
 		UnresolvedRetryDelays: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond},
 		PendingInterval:       50 * time.Millisecond, ExtendInterval: 500 * time.Millisecond,
@@ -221,8 +234,10 @@ func (e *env) publish(t testing.TB, evs ...*ordersync.InboundEvent) {
 }
 
 // consumerState is what the durable consumer still holds: events never
-// delivered, and delivered but not settled.
-func (e *env) consumerState(t testing.TB) (pending, ackPending int) {
+// delivered, and delivered but not settled. settled reports that every
+// event in the stream was acknowledged or terminated (the consumer's pending
+// count alone lags a publish for a moment).
+func (e *env) consumerState(t testing.TB) (pending, ackPending int, settled bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -230,7 +245,15 @@ func (e *env) consumerState(t testing.TB) (pending, ackPending int) {
 	if err != nil {
 		t.Fatalf("jetstream.New: %v", err)
 	}
-	c, err := js.Consumer(ctx, e.queueCfg.EventsStream, e.queueCfg.Consumer)
+	st, err := js.Stream(ctx, e.queueCfg.EventsStream)
+	if err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	sinfo, err := st.Info(ctx)
+	if err != nil {
+		t.Fatalf("stream info: %v", err)
+	}
+	c, err := st.Consumer(ctx, e.queueCfg.Consumer)
 	if err != nil {
 		t.Fatalf("consumer: %v", err)
 	}
@@ -238,7 +261,8 @@ func (e *env) consumerState(t testing.TB) (pending, ackPending int) {
 	if err != nil {
 		t.Fatalf("consumer info: %v", err)
 	}
-	return int(info.NumPending), info.NumAckPending
+	settled = info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream >= sinfo.State.LastSeq
+	return int(info.NumPending), info.NumAckPending, settled
 }
 
 // waitDrained waits until the consumer holds nothing: every event delivered
@@ -246,8 +270,8 @@ func (e *env) consumerState(t testing.TB) (pending, ackPending int) {
 func (e *env) waitDrained(t testing.TB, timeout time.Duration) {
 	t.Helper()
 	waitFor(t, timeout, "queue drained", func() bool {
-		p, a := e.consumerState(t)
-		return p == 0 && a == 0
+		_, _, settled := e.consumerState(t)
+		return settled
 	})
 }
 

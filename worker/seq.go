@@ -31,10 +31,13 @@ type seqAllocator struct {
 }
 
 type seqGroup struct {
-	n     int
-	done  chan struct{}
-	first int64
-	err   error
+	n int
+	// previous is the round trip that was running when the group formed;
+	// the group's own starts after it.
+	previous <-chan struct{}
+	done     chan struct{}
+	first    int64
+	err      error
 }
 
 func newSeqAllocator(m ordersync.Mirror) *seqAllocator {
@@ -46,52 +49,47 @@ func newSeqAllocator(m ordersync.Mirror) *seqAllocator {
 func (a *seqAllocator) next(ctx context.Context) (int64, error) {
 	a.mu.Lock()
 	g := a.forming
-	leader := g == nil
-	if leader {
-		g = &seqGroup{done: make(chan struct{})}
+	if g == nil {
+		g = &seqGroup{previous: a.running, done: make(chan struct{})}
 		a.forming = g
 	}
 	idx := g.n
 	g.n++
-	previous := a.running
 	a.mu.Unlock()
 
-	if !leader {
+	// The group keeps filling while the previous round trip runs.
+	if g.previous != nil {
+		select {
+		case <-g.previous:
+		case <-g.done:
+		case <-ctx.Done():
+			return 0, ctx.Err() // idx stays unused: a gap, which is harmless
+		}
+	}
+	a.mu.Lock()
+	if a.forming == g {
+		// Nobody has sent the group's round trip yet: this caller does.
+		a.forming = nil
+		a.running = g.done
+		n := g.n
+		a.mu.Unlock()
+		rtCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), seqAllocTimeout)
+		g.first, g.err = a.mirror.AllocateFetchSeq(rtCtx, n)
+		cancel()
+		if g.err != nil {
+			g.err = fmt.Errorf("allocate %d fetch sequences: %w", n, g.err)
+		}
+		close(g.done)
+	} else {
+		a.mu.Unlock()
 		select {
 		case <-g.done:
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
-		if g.err != nil {
-			return 0, g.err
-		}
-		return g.first + int64(idx), nil
 	}
-
-	// The leader waits for the round trip in flight (bounded by
-	// seqAllocTimeout), so that its group keeps filling meanwhile.
-	if previous != nil {
-		<-previous
+	if g.err != nil {
+		return 0, g.err
 	}
-	a.mu.Lock()
-	a.forming = nil
-	a.running = g.done
-	n := g.n
-	a.mu.Unlock()
-
-	rtCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), seqAllocTimeout)
-	first, err := a.mirror.AllocateFetchSeq(rtCtx, n)
-	cancel()
-	if err != nil {
-		err = fmt.Errorf("allocate %d fetch sequences: %w", n, err)
-	}
-	g.first, g.err = first, err
-	close(g.done)
-	if err != nil {
-		return 0, err
-	}
-	if ctx.Err() != nil {
-		return 0, ctx.Err()
-	}
-	return first + int64(idx), nil
+	return g.first + int64(idx), nil
 }

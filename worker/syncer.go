@@ -342,6 +342,9 @@ func (s *Syncer) attempt(ctx context.Context, code string) (fetched, error) {
 		s.endProbe(probe, false)
 		return fetched{}, backoff.Permanent(err)
 	}
+	if ue.RetryAfter > 0 {
+		s.holdUntil(time.Now().Add(ue.RetryAfter))
+	}
 	s.metrics.fetchRequests.WithLabelValues(string(ue.Kind)).Inc()
 	if ue.Kind == ordersync.UpstreamUnauthorized {
 		wait := s.rejectCredentials(ue)
@@ -350,9 +353,6 @@ func (s *Syncer) attempt(ctx context.Context, code string) (fetched, error) {
 	// An answer about the order (404, 400) proves the key is accepted; a
 	// transient failure proves nothing, and the next probe comes later.
 	s.endProbe(probe, !ue.Retryable())
-	if ue.RetryAfter > 0 {
-		s.holdUntil(time.Now().Add(ue.RetryAfter))
-	}
 	if !ue.Retryable() {
 		return fetched{}, backoff.Permanent(ue)
 	}
