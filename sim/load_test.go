@@ -174,3 +174,25 @@ func TestHoldsManyOrders(t *testing.T) {
 		}
 	}
 }
+
+// TestDeliveryNeverBlocksTheAPI stalls the webhook receiver and checks that
+// checkouts and changes still answer at once while their events queue up.
+func TestDeliveryNeverBlocksTheAPI(t *testing.T) {
+	release := make(chan struct{})
+	rcv := newReceiver(t, func(int) int {
+		<-release
+		return 200
+	})
+	t.Cleanup(func() { close(release) })
+	ts := startSim(t, Config{WebhookURL: rcv.url, WebhookConcurrency: 1})
+	const n = 300
+	for range n {
+		code := ts.checkout(t, amountParams("1")).OrderCode
+		if _, err := ts.Pay(code, DefaultBuyer); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := ts.Stats(); st.Checkouts != n || st.Webhooks.Pending != 2*n || st.Webhooks.Delivered != 0 {
+		t.Errorf("stats: %d checkouts, webhooks %+v", st.Checkouts, st.Webhooks)
+	}
+}
