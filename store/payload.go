@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strings"
 
@@ -24,7 +23,7 @@ import (
 // and FuzzEncodePayload hold the two to the same bytes.
 func encodePayload(m *ordersync.MirroredOrder) ([]byte, error) {
 	if trimmed := bytes.TrimSpace(m.Order.Raw); len(trimmed) > 0 && trimmed[0] != '{' {
-		return nil, errors.New("encode payload: the raw document is not a JSON object")
+		return json.Marshal(m) // MarshalJSON falls back to the typed order
 	}
 	fields, ok := topLevelFields(m.Order.Raw)
 	if !ok {
