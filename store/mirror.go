@@ -62,17 +62,19 @@ func (db *DB) ResolveOrderCode(ctx context.Context, ref ordersync.OrderRef) (str
 		return "", fmt.Errorf("%s: %w", op, ordersync.ErrNotFound)
 	}
 	var code string
+	// "<> ''" repeats the partial indexes' condition: without it SQLite
+	// cannot use them for a bound parameter and scans the whole table.
 	err := db.inReadTx(ctx, op, func(tx *sqlx.Tx) error {
 		if ref.ID != "" {
 			err := tx.GetContext(ctx, &code, db.rebind(`
-SELECT order_code FROM orders WHERE account = ? AND order_id = ?
+SELECT order_code FROM orders WHERE account = ? AND order_id = ? AND order_id <> ''
 ORDER BY COALESCE(created_at, first_seen_at) DESC LIMIT 1`), ref.Account, string(ref.ID))
 			if err == nil || ref.Reference == "" {
 				return err
 			}
 		}
 		return tx.GetContext(ctx, &code, db.rebind(`
-SELECT order_code FROM orders WHERE account = ? AND order_reference = ?
+SELECT order_code FROM orders WHERE account = ? AND order_reference = ? AND order_reference <> ''
 ORDER BY COALESCE(created_at, first_seen_at) DESC LIMIT 1`), ref.Account, ref.Reference)
 	})
 	return code, err

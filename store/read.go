@@ -294,7 +294,7 @@ func (db *DB) ListEvents(ctx context.Context, filter ordersync.EventFilter) ([]o
 		where, args = append(where, "order_code = ?"), append(args, filter.OrderCode)
 	}
 	if filter.OrderID != "" {
-		where, args = append(where, "order_id = ?"), append(args, string(filter.OrderID))
+		where, args = append(where, "order_id = ? AND order_id <> ''"), append(args, string(filter.OrderID))
 	}
 	args = append(args, clampLimit(filter.Limit, defaultListLimit, maxListLimit))
 	query := `SELECT msg_id, account, received_at, type, order_type, order_id, order_reference, order_code, signature, outcome, detail

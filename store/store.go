@@ -239,7 +239,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		db.write.SetConnMaxLifetime(0)
 		// The write connection sets WAL mode, which the read pool relies on,
 		// so it connects first.
-		if err := db.write.PingContext(ctx); err != nil {
+		if err := pingSQLiteWrite(ctx, db.write); err != nil {
 			db.write.Close()
 			return nil, fmt.Errorf("open sqlite %s: %w", t.path, err)
 		}
@@ -407,4 +407,24 @@ func clampLimit(limit, def, maxLimit int) int {
 		return maxLimit
 	}
 	return limit
+}
+
+// pingSQLiteWrite opens the write connection. Switching a new file to WAL
+// needs a lock that SQLite does not wait for with busy_timeout, so when
+// several processes open a fresh database at once some see SQLITE_BUSY at
+// once: those try again for a while.
+func pingSQLiteWrite(ctx context.Context, db *sqlx.DB) error {
+	deadline := time.Now().Add(sqliteBusyTimeout)
+	for {
+		err := db.PingContext(ctx)
+		var se sqlite3.Error
+		if err == nil || !errors.As(err, &se) || (se.Code != sqlite3.ErrBusy && se.Code != sqlite3.ErrLocked) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
