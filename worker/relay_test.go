@@ -1,0 +1,248 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/sim"
+	"github.com/ordersync/ordersync/worker"
+)
+
+// crashingOutbox is the real outbox, except that MarkOutboxSent fails while
+// crash is set: the relay published and then "died" before it could mark
+// the messages sent.
+type crashingOutbox struct {
+	ordersync.Outbox
+	crash atomic.Bool
+}
+
+var errCrash = errors.New("process died before marking the outbox")
+
+func (o *crashingOutbox) MarkOutboxSent(ctx context.Context, ids []int64, at time.Time) error {
+	if o.crash.Load() {
+		return errCrash
+	}
+	return o.Outbox.MarkOutboxSent(ctx, ids, at)
+}
+
+// paidMessages reads every message on the PAID subject of the test's orders
+// stream, as a fulfilment consumer would, and counts them per order.
+func (e *env) paidMessages(t *testing.T) map[string]int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	js, err := jetstream.New(e.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, e.queueCfg.OrdersStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{e.queueCfg.SubjectPrefix + ".orders.paid"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for remaining := int(info.NumPending); remaining > 0; {
+		batch, err := cons.Fetch(remaining, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for msg := range batch.Messages() {
+			var o struct {
+				OrderCode   string `json:"orderCode"`
+				OrderStatus string `json:"orderStatus"`
+			}
+			if err := json.Unmarshal(msg.Data(), &o); err != nil {
+				t.Fatalf("PAID payload is not the order JSON: %v", err)
+			}
+			out[o.OrderCode]++
+			got++
+		}
+		if got == 0 {
+			t.Fatalf("PAID messages: %d pending but none delivered (%v)", remaining, batch.Error())
+		}
+		remaining -= got
+	}
+	return out
+}
+
+// TestRelayExactlyOnceAcrossCrash: orders are paid and finalized; the relay
+// publishes their outbox messages and dies before marking them sent; a new
+// relay publishes them all again. JetStream drops the re-publish as a
+// duplicate, so a consumer of ordersync.orders.paid sees each paid order
+// once, and the outbox ends empty.
+func TestRelayExactlyOnceAcrossCrash(t *testing.T) {
+	e := newEnv(t, sim.Faults{})
+	s := e.newSyncer(t, nil, nil)
+	ctx := context.Background()
+	orders := e.createOrders(t, 6)
+	for i, o := range orders {
+		if _, err := s.SyncOrder(ctx, ordersync.DefaultAccount, o.OrderCode, ordersync.CauseTrack); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 2 {
+			continue // stays PENDING: no PAID trigger
+		}
+		if _, err := e.sim.Pay(o.OrderCode, sim.DefaultBuyer); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.SyncOrder(ctx, ordersync.DefaultAccount, o.OrderCode, ordersync.CauseWebhook); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 1 {
+			// FINALIZED after PAID was seen: no second trigger.
+			if _, err := e.sim.Finalize(o.OrderCode); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.SyncOrder(ctx, ordersync.DefaultAccount, o.OrderCode, ordersync.CauseWebhook); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	outbox := &crashingOutbox{Outbox: e.db}
+	outbox.crash.Store(true)
+	first, err := worker.NewRelay(worker.RelayConfig{Outbox: outbox, Publisher: e.q, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Flush(ctx); !errors.Is(err, errCrash) {
+		t.Fatalf("first relay: want the crash, got %v", err)
+	}
+	pending, err := e.db.PendingOutbox(ctx, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 6 created (PENDING) + 4 PAID status + 4 paid triggers + 2 FINALIZED.
+	if len(pending) != 16 {
+		t.Fatalf("after the crash %d outbox messages are pending, want all 16", len(pending))
+	}
+
+	outbox.crash.Store(false)
+	reg := prometheus.NewRegistry()
+	second, err := worker.NewRelay(worker.RelayConfig{Outbox: outbox, Publisher: e.q, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := second.Flush(ctx)
+	if err != nil || n != 16 {
+		t.Fatalf("second relay sent %d, err %v; want 16", n, err)
+	}
+	if dup := outboxPublished(t, reg, "paid", "true"); dup != 4 {
+		t.Errorf("JetStream reported %v duplicate PAID publishes, want 4", dup)
+	}
+	if pending, _ := e.db.PendingOutbox(ctx, 1000); len(pending) != 0 {
+		t.Fatalf("%d outbox messages still pending", len(pending))
+	}
+
+	got := e.paidMessages(t)
+	for i, o := range orders {
+		want := 1
+		if i%3 == 2 {
+			want = 0
+		}
+		if got[o.OrderCode] != want {
+			t.Errorf("order %s: %d PAID messages, want %d", o.OrderCode, got[o.OrderCode], want)
+		}
+	}
+}
+
+// TestRelayRetriesWhenQueueIsDown: a failed publish leaves the message
+// pending and Run keeps trying until it goes through.
+func TestRelayRetriesWhenQueueIsDown(t *testing.T) {
+	e := newEnv(t, sim.Faults{})
+	s := e.newSyncer(t, nil, nil)
+	ctx := context.Background()
+	o := e.createOrders(t, 1)[0]
+	if _, err := e.sim.Pay(o.OrderCode, sim.DefaultBuyer); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SyncOrder(ctx, ordersync.DefaultAccount, o.OrderCode, ordersync.CauseTrack); err != nil {
+		t.Fatal(err)
+	}
+	down := &flakyPublisher{MessagePublisher: e.q}
+	down.failures.Store(3)
+	relay, err := worker.NewRelay(worker.RelayConfig{Outbox: e.db, Publisher: down, Interval: 10 * time.Millisecond, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- relay.Run(runCtx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pending, err := e.db.PendingOutbox(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d messages still pending after the queue came back", len(pending))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if down.failures.Load() > 0 {
+		t.Fatal("the relay never hit the failing publisher")
+	}
+	if got := e.paidMessages(t)[o.OrderCode]; got != 1 {
+		t.Fatalf("%d PAID messages, want 1", got)
+	}
+}
+
+// flakyPublisher fails its first failures calls, like a queue that is down.
+type flakyPublisher struct {
+	ordersync.MessagePublisher
+	failures atomic.Int64
+}
+
+func (p *flakyPublisher) Publish(ctx context.Context, subject, msgID string, data []byte) (bool, error) {
+	if p.failures.Add(-1) >= 0 {
+		return false, errors.New("nats: no responders available")
+	}
+	return p.MessagePublisher.Publish(ctx, subject, msgID, data)
+}
+
+// outboxPublished reads ordersync_outbox_published_total{kind,duplicate}.
+func outboxPublished(t *testing.T, g prometheus.Gatherer, kind, duplicate string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "ordersync_outbox_published_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				labels[lp.GetName()] = lp.GetValue()
+			}
+			if labels["kind"] == kind && labels["duplicate"] == duplicate {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
