@@ -1,0 +1,296 @@
+package admin_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/metrics"
+	"github.com/ordersync/ordersync/paymentlink"
+	"github.com/ordersync/ordersync/queue"
+	"github.com/ordersync/ordersync/sim"
+	"github.com/ordersync/ordersync/store"
+	"github.com/ordersync/ordersync/worker"
+)
+
+// apiEnv is the admin API over real pieces: a SQLite mirror, the simulator
+// behind the real client, the one fetch-and-apply path, and an embedded
+// queue for replays.
+type apiEnv struct {
+	url   string
+	sim   *sim.Server
+	db    *store.DB
+	queue *queue.Queue
+	ready error
+}
+
+func newAPIEnv(t *testing.T) *apiEnv {
+	t.Helper()
+	ctx := context.Background()
+	e := &apiEnv{}
+	var err error
+	if e.sim, err = sim.New(sim.Config{SecretKey: "sk", Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.sim.Close() })
+	simURL, err := e.sim.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := paymentlink.New(paymentlink.Config{BaseURL: simURL, SecretKey: "sk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.db, err = store.Open(ctx, store.Config{URL: filepath.Join(t.TempDir(), "m.db")}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.db.Close() })
+	emb, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(emb.Shutdown)
+	nc, err := emb.Connect("admin-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	if e.queue, err = queue.New(ctx, nc, queue.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	reg := metrics.NewRegistry()
+	syncer, err := worker.NewSyncer(worker.SyncerConfig{Upstream: client, Mirror: e.db, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower, err := worker.NewFollower(worker.FollowerConfig{Upstream: client, Mirror: e.db, Reader: e.db, Syncer: syncer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayer, err := worker.NewReplayer(worker.ReplayerConfig{DeadLetters: e.db, Publisher: e.queue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.MustRegister(metrics.NewOrdersCollector(e.db, 0, nil))
+	api, err := admin.New(admin.Config{
+		Orders: e.db, DeadLetters: e.db, Follower: follower, Replayer: replayer,
+		Metrics: metrics.Handler(reg), Ready: func(context.Context) error { return e.ready },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	e.url = srv.URL
+	return e
+}
+
+func (e *apiEnv) do(t *testing.T, method, path, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func TestOrdersEndpoints(t *testing.T) {
+	e := newAPIEnv(t)
+	// Create two links through the API (Method 1 and Method 2).
+	var codes []string
+	for _, body := range []string{
+		`{"lineItems":[{"product":{"name":"Combo","price":"6.50"},"quantity":2}],"orderReference":"A-1"}`,
+		`{"amount":25.00,"orderReference":"A-2","metadata":[{"name":"channel","value":"web"}]}`,
+	} {
+		status, b := e.do(t, "POST", "/v1/payment-links", body)
+		if status != http.StatusOK {
+			t.Fatalf("create: %d %s", status, b)
+		}
+		var res ordersync.PaymentLinkResult
+		if err := json.Unmarshal(b, &res); err != nil || res.OrderCode == "" || res.OrderID == "" {
+			t.Fatalf("create answer %s: %v", b, err)
+		}
+		codes = append(codes, res.OrderCode)
+	}
+	if _, err := e.sim.Pay(codes[0], sim.DefaultBuyer); err != nil {
+		t.Fatal(err)
+	}
+	// Track picks up the payment at once.
+	if status, b := e.do(t, "POST", "/v1/orders/track", `{"orderCode":"`+codes[0]+`"}`); status != http.StatusOK || !bytes.Contains(b, []byte(`"orderStatus":"PAID"`)) {
+		t.Fatalf("track: %d %s", status, b)
+	}
+
+	// One order: the service's own shape, exact money, plus sync.
+	status, b := e.do(t, "GET", "/v1/orders/"+codes[0], "")
+	if status != http.StatusOK {
+		t.Fatalf("show: %d %s", status, b)
+	}
+	for _, want := range []string{`"subtotal":13.00`, `"price":6.50`, `"orderStatus":"PAID"`, `"sync":{`, `"fetchCount":2`, `"buyer":{`} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("order JSON lacks %s: %s", want, b)
+		}
+	}
+	truth, _ := e.sim.Order(codes[0])
+	var got ordersync.Order
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if diffs := ordersync.DiffOrders(&truth, &got); len(diffs) > 0 {
+		t.Errorf("API order differs from the simulator: %v", diffs)
+	}
+
+	tests := []struct {
+		path   string
+		status int
+		count  int // orders listed, when status is 200
+	}{
+		{"/v1/orders", 200, 2},
+		{"/v1/orders?status=paid", 200, 1},
+		{"/v1/orders?status=PENDING", 200, 1},
+		{"/v1/orders?status=FINALIZED", 200, 0},
+		{"/v1/orders?since=24h", 200, 2},
+		{"/v1/orders?since=2999-01-01", 200, 0},
+		{"/v1/orders?limit=1", 200, 1},
+		{"/v1/orders?status=SHIPPED", 400, 0},
+		{"/v1/orders?since=yesterday", 400, 0},
+		{"/v1/orders?limit=-1", 400, 0},
+		{"/v1/orders/NOPE123", 404, 0},
+	}
+	for _, tc := range tests {
+		status, b := e.do(t, "GET", tc.path, "")
+		if status != tc.status {
+			t.Errorf("GET %s: %d, want %d: %s", tc.path, status, tc.status, b)
+			continue
+		}
+		if status != 200 {
+			if !bytes.Contains(b, []byte(`"status":`)) {
+				t.Errorf("GET %s: not a problem body: %s", tc.path, b)
+			}
+			continue
+		}
+		if tc.path == "/v1/orders/NOPE123" {
+			continue
+		}
+		var list struct {
+			Orders []json.RawMessage `json:"orders"`
+			Count  int               `json:"count"`
+		}
+		if err := json.Unmarshal(b, &list); err != nil {
+			t.Fatal(err)
+		}
+		if list.Count != tc.count || len(list.Orders) != tc.count {
+			t.Errorf("GET %s: %d orders, want %d", tc.path, list.Count, tc.count)
+		}
+	}
+
+	// Validation failures name the fields and reach nothing upstream.
+	before := e.sim.Stats().Checkouts
+	status, b = e.do(t, "POST", "/v1/payment-links", `{"amount":0,"successUrl":"not a url"}`)
+	if status != http.StatusBadRequest || !bytes.Contains(b, []byte(`"amount"`)) || !bytes.Contains(b, []byte(`"successUrl"`)) {
+		t.Errorf("invalid link: %d %s", status, b)
+	}
+	if e.sim.Stats().Checkouts != before {
+		t.Error("an invalid request reached the service")
+	}
+	if status, _ := e.do(t, "POST", "/v1/payment-links", `{not json`); status != http.StatusBadRequest {
+		t.Errorf("malformed body: %d", status)
+	}
+	if status, b := e.do(t, "POST", "/v1/orders/track", `{"orderCode":"ZZZZZZZ"}`); status != http.StatusNotFound {
+		t.Errorf("track unknown order: %d %s", status, b)
+	}
+	if status, _ := e.do(t, "POST", "/v1/orders/track", `{}`); status != http.StatusBadRequest {
+		t.Errorf("track without code: %d", status)
+	}
+
+	// Operational endpoints.
+	if status, _ := e.do(t, "GET", "/healthz", ""); status != 200 {
+		t.Errorf("healthz %d", status)
+	}
+	if status, _ := e.do(t, "GET", "/readyz", ""); status != 200 {
+		t.Errorf("readyz %d", status)
+	}
+	e.ready = context.DeadlineExceeded
+	if status, _ := e.do(t, "GET", "/readyz", ""); status != http.StatusServiceUnavailable {
+		t.Errorf("readyz when not ready: %d", status)
+	}
+	if status, b := e.do(t, "GET", "/metrics", ""); status != 200 || !bytes.Contains(b, []byte(`ordersync_mirror_orders{status="PAID"} 1`)) {
+		t.Errorf("metrics: %d, want the PAID gauge at 1", status)
+	}
+}
+
+func TestDeadLetterEndpoints(t *testing.T) {
+	e := newAPIEnv(t)
+	ctx := context.Background()
+	body := []byte(`{"orderId":"424242","orderReference":null,"orderType":"FASTLINK_CHARGE","type":"Created"}`)
+	id, err := e.db.AddDeadLetter(ctx, ordersync.DeadLetter{
+		MsgID: "m-1", Account: ordersync.DefaultAccount, Reason: ordersync.ReasonUnresolved, Attempts: 6,
+		LastError: "no order with id 424242", OrderID: "424242", Body: body, CreatedAt: time.Now(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, b := e.do(t, "GET", "/v1/dead-letters", "")
+	if status != 200 || !bytes.Contains(b, []byte(`"reason":"unresolved"`)) || !bytes.Contains(b, []byte(`"orderId":"424242"`)) {
+		t.Fatalf("list: %d %s", status, b)
+	}
+	if status, b := e.do(t, "GET", "/v1/dead-letters?reason=malformed", ""); status != 200 || !bytes.Contains(b, []byte(`"count":0`)) {
+		t.Errorf("filter by reason: %d %s", status, b)
+	}
+	idPath := "/v1/dead-letters/" + jsonInt(id)
+	if status, b := e.do(t, "GET", idPath, ""); status != 200 || !bytes.Contains(b, []byte(`"body":{"orderId":"424242"`)) {
+		t.Errorf("show: %d %s", status, b)
+	}
+	for path, want := range map[string]int{"/v1/dead-letters/999": 404, "/v1/dead-letters/x": 400} {
+		if status, _ := e.do(t, "GET", path, ""); status != want {
+			t.Errorf("GET %s: %d, want %d", path, status, want)
+		}
+	}
+
+	// Replay puts the original body back on the queue, under a new MsgID.
+	if status, b := e.do(t, "POST", idPath+"/replay", ""); status != 200 {
+		t.Fatalf("replay: %d %s", status, b)
+	}
+	ds, err := e.queue.Events().Next(ctx, 10, 2*time.Second)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("queued after replay: %d, %v", len(ds), err)
+	}
+	ev := ds[0].Event()
+	if !bytes.Equal(ev.Body, body) || ev.ReplayOf != id || ev.Cause != ordersync.CauseReplay || ev.MsgID == "m-1" {
+		t.Errorf("replayed event %+v", ev)
+	}
+	_ = ds[0].Ack(ctx)
+	// Replayed letters leave the default list; --all style shows them.
+	if _, b := e.do(t, "GET", "/v1/dead-letters", ""); !bytes.Contains(b, []byte(`"count":0`)) {
+		t.Errorf("a replayed letter is still listed: %s", b)
+	}
+	if _, b := e.do(t, "GET", "/v1/dead-letters?replayed=true", ""); !bytes.Contains(b, []byte(`"replayCount":1`)) {
+		t.Errorf("replayed letter not shown with replayed=true: %s", b)
+	}
+	if status, b := e.do(t, "POST", "/v1/dead-letters/replay", ""); status != 200 || !bytes.Contains(b, []byte(`"replayed":0`)) {
+		t.Errorf("replay all with nothing left: %d %s", status, b)
+	}
+	if status, _ := e.do(t, "POST", "/v1/dead-letters/999/replay", ""); status != 404 {
+		t.Errorf("replay unknown: %d", status)
+	}
+}
+
+func jsonInt(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
