@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/metrics"
