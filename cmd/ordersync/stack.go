@@ -20,6 +20,8 @@ type stack struct {
 	Sim     *sim.Server
 	Program *Program
 	SimURL  string
+	// SecretKey is the simulator's API key, which the pipeline uses.
+	SecretKey string
 
 	simLn  net.Listener
 	cancel context.CancelFunc
@@ -58,6 +60,7 @@ func startStack(ctx context.Context, opts stackOptions) (_ *stack, err error) {
 	}
 	s.SimURL = "http://" + s.simLn.Addr().String()
 	secretKey, webhookSecret := randomSecret(), randomSecret()
+	s.SecretKey = secretKey
 
 	cfg := defaultConfig()
 	cfg.APIBaseURL, cfg.SecretKey, cfg.WebhookSecrets = s.SimURL, secretKey, []string{webhookSecret}

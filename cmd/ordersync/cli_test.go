@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// runCLI runs one ordersync command line in-process and returns its output.
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newRootCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := cmd.ExecuteContext(ctx)
+	return out.String(), err
+}
+
+// TestCLI runs the back-office commands beside a running service, on its
+// database, as an operator would.
+func TestCLI(t *testing.T) {
+	st := startTestStack(t, stackOptions{Seed: 5})
+	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), 5, rand.New(rand.NewPCG(5, 5)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range codes[:2] {
+		if _, err := st.Sim.Pay(c, ordersync.Buyer{Name: "Ana"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitMirrorMatches(t, st, 10*time.Second)
+	db := "--database-url=" + st.Program.cfg.DatabaseURL
+	up := []string{db, "--api-base-url=" + st.SimURL, "--secret-key=" + st.SecretKey}
+
+	out, err := runCLI(t, "orders", "list", db)
+	if err != nil || !strings.Contains(out, "5 orders") || !strings.Contains(out, "CODE") {
+		t.Fatalf("orders list: %v\n%s", err, out)
+	}
+	for _, c := range codes {
+		if !strings.Contains(out, c) {
+			t.Errorf("orders list lacks %s", c)
+		}
+	}
+	if out, err = runCLI(t, "orders", "list", db, "--status", "paid", "--json"); err != nil || !strings.Contains(out, `"count": 2`) {
+		t.Errorf("orders list --status paid --json: %v\n%s", err, out)
+	}
+	if _, err = runCLI(t, "orders", "list", db, "--status", "SHIPPED"); err == nil {
+		t.Error("an unknown status was accepted")
+	}
+	if out, err = runCLI(t, "orders", "show", codes[0], db); err != nil || !strings.Contains(out, "PAID") || !strings.Contains(out, "Fetches") {
+		t.Errorf("orders show: %v\n%s", err, out)
+	}
+	if out, err = runCLI(t, "orders", "show", codes[0], db, "--json"); err != nil || !strings.Contains(out, `"sync"`) {
+		t.Errorf("orders show --json: %v\n%s", err, out)
+	}
+	if _, err = runCLI(t, "orders", "show", "NOPE", db); err == nil {
+		t.Error("showing an unknown order succeeded")
+	}
+
+	// links create records and fetches the order at once.
+	out, err = runCLI(t, append([]string{"links", "create", "--item", "name=Combo,price=6.50,qty=2", "--item", "sku=PUPUSA-REVUELTA,qty=4", "--reference", "cli-1"}, up...)...)
+	if err != nil || !strings.Contains(out, "created and recorded") {
+		t.Fatalf("links create: %v\n%s", err, out)
+	}
+	code := strings.Fields(out)[1]
+	if out, err = runCLI(t, "orders", "show", code, db); err != nil || !strings.Contains(out, "PENDING") || !strings.Contains(out, "Combo") {
+		t.Errorf("created link not mirrored: %v\n%s", err, out)
+	}
+	for _, bad := range [][]string{
+		{"--item", "name=Combo,qty=2"},             // no price
+		{"--item", "colour=red"},                   // unknown key
+		{"--amount", "10", "--item", "sku=X"},      // both methods
+		{"--amount", "ten"},                        // not a number
+		{"--amount", "5", "--metadata", "novalue"}, // metadata without =
+	} {
+		if _, err := runCLI(t, append(append([]string{"links", "create"}, bad...), up...)...); err == nil {
+			t.Errorf("links create %v succeeded", bad)
+		}
+	}
+
+	// An order created elsewhere is tracked by its code.
+	amount := ordersync.MustAmount("9.99")
+	res, err := st.Sim.CreatePaymentLink(ordersync.PaymentLinkParams{Amount: &amount})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err = runCLI(t, append([]string{"orders", "track", res.OrderCode}, up...)...); err != nil || !strings.Contains(out, "tracked") {
+		t.Errorf("orders track: %v\n%s", err, out)
+	}
+	if _, err = runCLI(t, append([]string{"orders", "track", "ZZZZZZZ"}, up...)...); err == nil {
+		t.Error("tracking an unknown code succeeded")
+	}
+
+	// A reconcile pass finds the payment the mirror missed.
+	if _, err := st.Sim.Pay(res.OrderCode, ordersync.Buyer{Name: "Luis"}); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runCLI(t, append([]string{"reconcile"}, up...)...)
+	if err != nil || !strings.Contains(out, res.OrderCode+"\tPENDING → PAID") || !strings.Contains(out, "1 changed") {
+		t.Errorf("reconcile: %v\n%s", err, out)
+	}
+
+	if out, err = runCLI(t, "dlq", "list", db); err != nil || !strings.Contains(out, "0 dead letters") {
+		t.Errorf("dlq list: %v\n%s", err, out)
+	}
+	if _, err = runCLI(t, "dlq", "replay", "1", "--admin-url", st.Program.AdminURL()); err == nil || !strings.Contains(err.Error(), "no dead letter 1") {
+		t.Errorf("dlq replay of an unknown letter: %v", err)
+	}
+	if out, err = runCLI(t, "migrate", db); err != nil || !strings.Contains(out, "up to date") {
+		t.Errorf("migrate: %v\n%s", err, out)
+	}
+	if _, err = runCLI(t, "serve", "--data-dir", t.TempDir()); err == nil || !strings.Contains(err.Error(), "api_base_url") {
+		t.Errorf("serve without settings: %v", err)
+	}
+}
