@@ -1,0 +1,354 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// runMainEnv makes a test binary run main() instead of its tests, so a test
+// can start `ordersync serve` as a separate process without `go build`
+// (see TestMain).
+const runMainEnv = "ORDERSYNC_TEST_RUN_MAIN"
+
+// childConfig describes an `ordersync serve` run as a child process: the
+// chaos test and the load generator measure the real binary, with its own
+// GC settings, and kill it with SIGKILL.
+type childConfig struct {
+	// Exe is the ordersync binary: os.Executable() in a command, the test
+	// binary (with Env holding runMainEnv=1) in a test.
+	Exe string
+	// Env is added to the environment. Inherited ORDERSYNC_* variables are
+	// dropped so a developer's settings never leak into the child.
+	Env []string
+	// DataDir holds the child's JetStream store and SQLite file; a restart
+	// reuses it.
+	DataDir string
+	// APIBaseURL, SecretKey and WebhookSecret are passed in the environment,
+	// which keeps the secrets out of the process list.
+	APIBaseURL    string
+	SecretKey     string
+	WebhookSecret string
+	// Args are extra `serve` flags (--reconcile-interval 2s, --workers…).
+	Args []string
+	// LogPath receives the child's stderr, appended across restarts.
+	LogPath string
+	// ReadyTimeout bounds the wait for /readyz. Default 30s.
+	ReadyTimeout time.Duration
+	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL.
+	// Default 30s.
+	StopTimeout time.Duration
+}
+
+func (c *childConfig) withDefaults() {
+	if c.ReadyTimeout == 0 {
+		c.ReadyTimeout = 30 * time.Second
+	}
+	if c.StopTimeout == 0 {
+		c.StopTimeout = 30 * time.Second
+	}
+}
+
+func (c *childConfig) validate() error {
+	switch {
+	case c.Exe == "":
+		return errors.New("child: Exe is required")
+	case c.DataDir == "":
+		return errors.New("child: DataDir is required")
+	case c.APIBaseURL == "":
+		return errors.New("child: APIBaseURL is required")
+	case c.SecretKey == "":
+		return errors.New("child: SecretKey is required")
+	case c.WebhookSecret == "":
+		return errors.New("child: WebhookSecret is required")
+	case c.LogPath == "":
+		return errors.New("child: LogPath is required")
+	}
+	return nil
+}
+
+// childPorts are the loopback ports of one child.
+type childPorts struct{ webhook, admin, nats int }
+
+// child is one `ordersync serve` process at a time over one data directory.
+// Its ports stay the same across restarts when they are still free, so a
+// NATS connection to it reconnects by itself.
+type child struct {
+	cfg childConfig
+
+	mu     sync.Mutex
+	ports  childPorts
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd.Wait returned
+}
+
+// startChild starts the child and waits until it answers /readyz.
+func startChild(ctx context.Context, cfg childConfig) (*child, error) {
+	cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &child{cfg: cfg}
+	if err := c.start(ctx, false); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Restart starts the child again on the same data directory after Kill or
+// Stop, on the same ports when they are free.
+func (c *child) Restart(ctx context.Context) error {
+	c.mu.Lock()
+	running := c.cmd != nil
+	c.mu.Unlock()
+	if running {
+		return errors.New("restart child: it is still running")
+	}
+	return c.start(ctx, true)
+}
+
+// start launches the process and waits for readiness. A port taken between
+// picking and binding makes the child exit early: it is retried on fresh
+// ports a few times.
+func (c *child) start(ctx context.Context, samePorts bool) error {
+	var lastErr error
+	for attempt := 0; attempt < 4; attempt++ {
+		if !samePorts || attempt > 0 {
+			ports, err := pickPorts(3)
+			if err != nil {
+				return err
+			}
+			c.ports = childPorts{webhook: ports[0], admin: ports[1], nats: ports[2]}
+		}
+		exitedEarly, err := c.launch(ctx)
+		if err == nil {
+			return nil
+		}
+		lastErr = err
+		if !exitedEarly || ctx.Err() != nil {
+			return err
+		}
+	}
+	return lastErr
+}
+
+// launch runs one process and waits for /readyz. exitedEarly reports that
+// the process ended by itself before it was ready (a bind failure, say).
+func (c *child) launch(ctx context.Context) (exitedEarly bool, err error) {
+	logf, err := os.OpenFile(c.cfg.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return false, fmt.Errorf("open child log: %w", err)
+	}
+	args := append([]string{"serve",
+		"--data-dir", c.cfg.DataDir,
+		"--listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(c.ports.webhook)),
+		"--admin-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(c.ports.admin)),
+		"--nats-port", strconv.Itoa(c.ports.nats),
+	}, c.cfg.Args...)
+	cmd := exec.Command(c.cfg.Exe, args...)
+	cmd.Env = append(childEnviron(), c.cfg.Env...)
+	cmd.Env = append(cmd.Env,
+		"ORDERSYNC_API_BASE_URL="+c.cfg.APIBaseURL,
+		"ORDERSYNC_SECRET_KEY="+c.cfg.SecretKey,
+		"ORDERSYNC_WEBHOOK_SECRET="+c.cfg.WebhookSecret,
+	)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = childSysProcAttr()
+	fmt.Fprintf(logf, "---- %s: starting %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(args, " "))
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return false, fmt.Errorf("start child: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(exited)
+	}()
+	c.mu.Lock()
+	c.cmd, c.exited = cmd, exited
+	c.mu.Unlock()
+
+	if err := c.waitReady(ctx, exited); err != nil {
+		select {
+		case <-exited:
+			c.reap()
+			return true, fmt.Errorf("child exited before it was ready (%s): %w; log tail:\n%s", cmd.ProcessState, err, c.LogTail(2000))
+		default:
+			c.Kill()
+			return false, fmt.Errorf("child not ready: %w; log tail:\n%s", err, c.LogTail(2000))
+		}
+	}
+	return false, nil
+}
+
+// childEnviron is the parent's environment without ORDERSYNC_* settings.
+func childEnviron() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ORDERSYNC_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func (c *child) waitReady(ctx context.Context, exited <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.ReadyTimeout)
+	defer cancel()
+	client := &http.Client{Timeout: 2 * time.Second}
+	url := c.AdminURL() + "/readyz"
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := client.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-exited:
+			return errors.New("process exited")
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s: %w", url, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// reap forgets the exited process.
+func (c *child) reap() {
+	c.mu.Lock()
+	c.cmd, c.exited = nil, nil
+	c.mu.Unlock()
+}
+
+// Kill sends SIGKILL and waits until the process is reaped. It does
+// nothing when no process runs.
+func (c *child) Kill() {
+	c.mu.Lock()
+	cmd, exited := c.cmd, c.exited
+	c.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-exited
+	c.reap()
+}
+
+// Stop sends SIGTERM so the child drains, waits up to StopTimeout, then
+// kills it. It returns an error when the child did not exit cleanly.
+func (c *child) Stop() error {
+	c.mu.Lock()
+	cmd, exited := c.cmd, c.exited
+	c.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(c.cfg.StopTimeout):
+		c.Kill()
+		return fmt.Errorf("stop child: no exit %s after SIGTERM; killed", c.cfg.StopTimeout)
+	}
+	c.reap()
+	if !cmd.ProcessState.Success() {
+		return fmt.Errorf("stop child: %s; log tail:\n%s", cmd.ProcessState, c.LogTail(2000))
+	}
+	return nil
+}
+
+// PID is the running process's id, 0 when none runs.
+func (c *child) PID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cmd == nil {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}
+
+// PeakRSS is the running process's peak resident set size (VmHWM) in bytes.
+func (c *child) PeakRSS() (int64, error) {
+	pid := c.PID()
+	if pid == 0 {
+		return 0, errors.New("peak RSS: the child is not running")
+	}
+	return peakRSS(pid)
+}
+
+// WebhookURL is where webhooks for the child go.
+func (c *child) WebhookURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d/webhooks/paymentlink", c.ports.webhook)
+}
+
+// AdminURL is the base of the child's admin API.
+func (c *child) AdminURL() string { return fmt.Sprintf("http://127.0.0.1:%d", c.ports.admin) }
+
+// NATSURL reaches the child's embedded NATS server over TCP.
+func (c *child) NATSURL() string { return fmt.Sprintf("nats://127.0.0.1:%d", c.ports.nats) }
+
+// DatabasePath is the child's SQLite file.
+func (c *child) DatabasePath() string { return c.cfg.DataDir + "/ordersync.db" }
+
+// LogTail returns the last n bytes of the child's log.
+func (c *child) LogTail(n int) string {
+	b, err := os.ReadFile(c.cfg.LogPath)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	if len(b) > n {
+		b = b[len(b)-n:]
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:]
+		}
+	}
+	return string(b)
+}
+
+// pickPorts returns n distinct free loopback ports. They are free when
+// picked, not reserved: the child's start retries when one is taken.
+func pickPorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	for len(ports) < n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("pick a free port: %w", err)
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// ordersyncExecutable is the binary a command starts as a child: itself.
+func ordersyncExecutable() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the ordersync binary: %w", err)
+	}
+	return exe, nil
+}

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package main
+
+import (
+	"errors"
+	"syscall"
+)
+
+// childSysProcAttr: only Linux can tie the child's life to the parent's.
+func childSysProcAttr() *syscall.SysProcAttr { return nil }
+
+// peakRSS is read from /proc, which only Linux has.
+func peakRSS(int) (int64, error) { return 0, errors.New("peak RSS: only measured on Linux") }

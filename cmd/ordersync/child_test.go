@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestMain lets a test start `ordersync serve` as a real separate process:
+// the test binary re-executes itself with runMainEnv set and runs main().
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// testChildConfig runs this test binary as the ordersync binary.
+func testChildConfig(t *testing.T, apiBaseURL, secretKey, webhookSecret string, args ...string) childConfig {
+	t.Helper()
+	dir := t.TempDir()
+	return childConfig{
+		Exe: os.Args[0], Env: []string{runMainEnv + "=1"},
+		DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "ordersync.log"),
+		APIBaseURL: apiBaseURL, SecretKey: secretKey, WebhookSecret: webhookSecret,
+		Args: append([]string{"--log-level", "warn"}, args...),
+	}
+}
+
+// TestChildKillRestart: the harness starts serve as a child, reads its peak
+// RSS, kills it with SIGKILL (the process is gone and reaped), restarts it on
+// the same data directory and ports, and stops it cleanly with SIGTERM.
+func TestChildKillRestart(t *testing.T) {
+	cfg := testChildConfig(t, "http://127.0.0.1:1", randomSecret(), randomSecret())
+	c, err := startChild(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Kill)
+
+	rss, err := c.PeakRSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rss < 1<<20 || rss > 1<<30 {
+		t.Errorf("peak RSS %d bytes is not plausible for a Go service", rss)
+	}
+	pid, admin := c.PID(), c.AdminURL()
+	c.Kill()
+	if c.PID() != 0 {
+		t.Fatal("a killed child still has a pid")
+	}
+	if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); err == nil {
+		t.Errorf("process %d still exists after Kill (not reaped)", pid)
+	}
+	if resp, err := (&http.Client{Timeout: time.Second}).Get(admin + "/healthz"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the admin API still answers after SIGKILL")
+	}
+
+	if err := c.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c.PID() == pid || c.PID() == 0 {
+		t.Fatalf("restart did not start a new process: pid %d → %d", pid, c.PID())
+	}
+	if c.AdminURL() != admin {
+		t.Logf("ports changed across the restart (%s → %s): the old ones were taken", admin, c.AdminURL())
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatalf("SIGTERM did not stop the child cleanly: %v", err)
+	}
+}
