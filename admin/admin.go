@@ -8,6 +8,7 @@ package admin
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,7 +34,10 @@ type Config struct {
 	Metrics http.Handler
 	// Ready reports whether the service can take work (database and queue
 	// reachable); /readyz answers 503 with its error otherwise.
-	Ready  func(ctx context.Context) error
+	Ready func(ctx context.Context) error
+	// Tokens, when any, are the bearer tokens every request but /healthz
+	// and /readyz must carry. Several allow rotation.
+	Tokens []string
 	Logger *slog.Logger
 }
 
@@ -88,7 +92,28 @@ func New(cfg Config) (*Server, error) {
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if len(s.cfg.Tokens) > 0 && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !s.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ordersync"`)
+		writeProblem(w, http.StatusUnauthorized, "a valid bearer token is required", nil)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// authorized compares the bearer token with every configured one in
+// constant time.
+func (s *Server) authorized(r *http.Request) bool {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || token == "" {
+		return false
+	}
+	match := 0
+	for _, t := range s.cfg.Tokens {
+		match |= subtle.ConstantTimeCompare([]byte(token), []byte(t))
+	}
+	return match == 1
+}
 
 func (s *Server) account(r *http.Request) string {
 	if a := r.URL.Query().Get("account"); a != "" {

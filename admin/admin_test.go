@@ -293,3 +293,47 @@ func jsonInt(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// TestTokens: with tokens set, everything but the probes needs one of them.
+func TestTokens(t *testing.T) {
+	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	api, err := admin.New(admin.Config{Orders: db, Tokens: []string{"old-token", "new-token"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	tests := []struct {
+		path, auth string
+		want       int
+	}{
+		{"/v1/orders", "", 401},
+		{"/v1/orders", "Bearer wrong", 401},
+		{"/v1/orders", "Basic b2xkLXRva2Vu", 401},
+		{"/v1/orders", "Bearer old-token", 200},
+		{"/v1/orders", "Bearer new-token", 200},
+		{"/healthz", "", 200},
+		{"/readyz", "", 200},
+	}
+	for _, tc := range tests {
+		req, _ := http.NewRequest("GET", srv.URL+tc.path, nil)
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("GET %s with %q: %d, want %d", tc.path, tc.auth, resp.StatusCode, tc.want)
+		}
+		if tc.want == 401 && resp.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("401 without WWW-Authenticate")
+		}
+	}
+}

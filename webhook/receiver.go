@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"sort"
 	"strconv"
@@ -67,6 +68,10 @@ type Config struct {
 	Logger        *slog.Logger
 	// Clock stamps ReceivedAt; default time.Now.
 	Clock func() time.Time
+	// TrustedProxies are the peers (load balancers, TLS terminators) whose
+	// X-Forwarded-For is believed when naming the client of a rejected
+	// request; anyone else is named by the connection's address.
+	TrustedProxies []netip.Prefix
 }
 
 func (c *Config) withDefaults() {
@@ -252,7 +257,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			rc.reject(acct, body, receivedAt, "", fmt.Sprintf("body over %d bytes", rc.cfg.MaxBodyBytes))
+			rc.reject(acct, r, body, receivedAt, "", fmt.Sprintf("body over %d bytes", rc.cfg.MaxBodyBytes))
 			rc.answer(w, http.StatusRequestEntityTooLarge, outcomeTooLarge, bodyTooLarge)
 			return
 		}
@@ -268,12 +273,12 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch verdict {
 	case ordersync.SignatureMissing:
 		rc.metrics.signatureMissing.Inc()
-		rc.reject(acct, body, receivedAt, verdict, "signature missing")
+		rc.reject(acct, r, body, receivedAt, verdict, "signature missing")
 		rc.answer(w, http.StatusUnauthorized, outcomeUnauthorized, bodyMissingSignature)
 		return
 	case ordersync.SignatureInvalid:
 		rc.metrics.signatureInvalid.Inc()
-		rc.reject(acct, body, receivedAt, verdict, "signature invalid")
+		rc.reject(acct, r, body, receivedAt, verdict, "signature invalid")
 		rc.answer(w, http.StatusUnauthorized, outcomeUnauthorized, bodyInvalidSignature)
 		return
 	}
@@ -281,13 +286,13 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// encoding/json replaces invalid UTF-8 rather than failing, so check it
 	// here: a body that is not text is not an event.
 	if !utf8.Valid(body) {
-		rc.reject(acct, body, receivedAt, verdict, "malformed: not UTF-8")
+		rc.reject(acct, r, body, receivedAt, verdict, "malformed: not UTF-8")
 		rc.answer(w, http.StatusBadRequest, outcomeBadRequest, bodyBadRequest)
 		return
 	}
 	ev, err := ordersync.ParseEvent(body)
 	if err != nil {
-		rc.reject(acct, body, receivedAt, verdict, truncate(err.Error(), 200))
+		rc.reject(acct, r, body, receivedAt, verdict, truncate(err.Error(), 200))
 		rc.answer(w, http.StatusBadRequest, outcomeBadRequest, bodyBadRequest)
 		return
 	}
@@ -377,8 +382,10 @@ func (rc *Receiver) answer(w http.ResponseWriter, status int, o outcome, r reply
 }
 
 // reject hands a rejected request to the event log, never waiting.
-func (rc *Receiver) reject(acct *account, body []byte, receivedAt time.Time, verdict ordersync.SignatureVerdict, detail string) {
-	rc.logger.Debug("webhook rejected", "account", acct.name, "reason", detail)
+func (rc *Receiver) reject(acct *account, r *http.Request, body []byte, receivedAt time.Time, verdict ordersync.SignatureVerdict, detail string) {
+	client := rc.clientIP(r)
+	detail += " (from " + client + ")"
+	rc.logger.Debug("webhook rejected", "account", acct.name, "reason", detail, "client", client)
 	if rc.recorder == nil {
 		return
 	}
@@ -390,6 +397,41 @@ func (rc *Receiver) reject(acct *account, body []byte, receivedAt time.Time, ver
 		Outcome:    ordersync.OutcomeRejected,
 		Detail:     detail,
 	})
+}
+
+// clientIP names who sent a request: the connection's peer, or, when that
+// peer is a trusted proxy, the right-most address in X-Forwarded-For that is
+// not itself a trusted proxy.
+func (rc *Receiver) clientIP(r *http.Request) string {
+	peer, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	addr := peer.Addr().Unmap()
+	if !rc.trusted(addr) {
+		return addr.String()
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break
+		}
+		if hop = hop.Unmap(); !rc.trusted(hop) {
+			return hop.String()
+		}
+		addr = hop
+	}
+	return addr.String()
+}
+
+func (rc *Receiver) trusted(a netip.Addr) bool {
+	for _, p := range rc.cfg.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // MsgID is the queue's deduplication key of a webhook: the first 32 hex

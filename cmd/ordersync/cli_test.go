@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/sim"
 )
 
 // runCLI runs one ordersync command line in-process and returns its output.
@@ -101,7 +102,11 @@ func TestCLI(t *testing.T) {
 		t.Error("tracking an unknown code succeeded")
 	}
 
-	// A reconcile pass finds the payment the mirror missed.
+	// A reconcile pass finds the payment the mirror missed: its webhook is
+	// dropped.
+	if err := st.Sim.SetFaults(sim.Faults{DropRate: 1}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := st.Sim.Pay(res.OrderCode, ordersync.Buyer{Name: "Luis"}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,14 +29,33 @@ type Config struct {
 	WebhookSecrets []string `yaml:"webhook_secrets"`
 	// InsecureNoWebhookSignature accepts unsigned webhooks. Never in production.
 	InsecureNoWebhookSignature bool `yaml:"insecure_no_webhook_signature"`
+	// Role is what this process runs: "all", or a comma-separated list of
+	// receiver, worker, relay and reconciler, so each part scales on its own.
+	Role string `yaml:"role"`
 
 	// DataDir holds the embedded JetStream store and the default SQLite file.
 	DataDir string `yaml:"data_dir"`
 	// DatabaseURL is a SQLite path (default DataDir/ordersync.db) or a
 	// postgres:// URL.
 	DatabaseURL string `yaml:"database_url"`
+	// MigrateOnStart creates or upgrades the schema at start-up; safe when
+	// several processes start together.
+	MigrateOnStart bool `yaml:"migrate_on_start"`
+	// Connection pool of the database.
+	DBMaxOpenConns    int           `yaml:"db_max_open_conns"`
+	DBMaxIdleConns    int           `yaml:"db_max_idle_conns"`
+	DBConnMaxLifetime time.Duration `yaml:"db_conn_max_lifetime"`
 	// NATSURL is an external NATS server or cluster; empty runs NATS embedded.
 	NATSURL string `yaml:"nats_url"`
+	// Credentials and TLS for an external NATS.
+	NATSCredsFile string `yaml:"nats_creds_file"`
+	NATSToken     string `yaml:"nats_token"`
+	NATSNKeyFile  string `yaml:"nats_nkey_file"`
+	NATSTLSCA     string `yaml:"nats_tls_ca"`
+	NATSTLSCert   string `yaml:"nats_tls_cert"`
+	NATSTLSKey    string `yaml:"nats_tls_key"`
+	// NATSReplicas is the JetStream replica count of ordersync's streams.
+	NATSReplicas int `yaml:"nats_replicas"`
 	// NATSPort opens a TCP port on the embedded server (0: none, in-process only).
 	NATSPort int `yaml:"nats_port"`
 	// JetStreamSync is the embedded server's fsync policy: "default" (writes
@@ -44,8 +64,16 @@ type Config struct {
 
 	// Listen is the webhook receiver's address.
 	Listen string `yaml:"listen"`
+	// TLSCertFile and TLSKeyFile serve webhooks over TLS.
+	TLSCertFile string `yaml:"tls_cert_file"`
+	TLSKeyFile  string `yaml:"tls_key_file"`
+	// TrustedProxies are the CIDRs whose X-Forwarded-For names the client.
+	TrustedProxies []string `yaml:"trusted_proxies"`
 	// AdminListen is the back-office API's address.
 	AdminListen string `yaml:"admin_listen"`
+	// AdminTokens are the admin API's bearer tokens; without one it listens
+	// on loopback only.
+	AdminTokens []string `yaml:"admin_tokens"`
 
 	// Workers is how many upstream fetches run at once.
 	Workers int `yaml:"workers"`
@@ -67,8 +95,13 @@ type Config struct {
 // defaultConfig holds every default, in one place.
 func defaultConfig() Config {
 	return Config{
+		Role:              "all",
 		DataDir:           "data",
+		MigrateOnStart:    true,
+		DBMaxOpenConns:    16,
+		DBMaxIdleConns:    16,
 		JetStreamSync:     "default",
+		NATSReplicas:      1,
 		Listen:            ":8080",
 		AdminListen:       "127.0.0.1:9090",
 		Workers:           64,
@@ -80,44 +113,74 @@ func defaultConfig() Config {
 	}
 }
 
-// envSettings maps each environment variable to the setting it overrides.
-var envSettings = []struct {
-	name string
-	set  func(c *Config, v string) error
-}{
-	{"ORDERSYNC_API_BASE_URL", func(c *Config, v string) error { c.APIBaseURL = v; return nil }},
-	{"ORDERSYNC_SECRET_KEY", func(c *Config, v string) error { c.SecretKey = v; return nil }},
-	{"ORDERSYNC_WEBHOOK_SECRET", func(c *Config, v string) error { c.WebhookSecrets = splitList(v); return nil }},
-	{"ORDERSYNC_INSECURE_NO_WEBHOOK_SIGNATURE", func(c *Config, v string) (err error) {
-		c.InsecureNoWebhookSignature, err = strconv.ParseBool(v)
-		return err
-	}},
-	{"ORDERSYNC_DATA_DIR", func(c *Config, v string) error { c.DataDir = v; return nil }},
-	{"ORDERSYNC_DATABASE_URL", func(c *Config, v string) error { c.DatabaseURL = v; return nil }},
-	{"ORDERSYNC_NATS_URL", func(c *Config, v string) error { c.NATSURL = v; return nil }},
-	{"ORDERSYNC_NATS_PORT", func(c *Config, v string) (err error) { c.NATSPort, err = strconv.Atoi(v); return err }},
-	{"ORDERSYNC_JETSTREAM_SYNC", func(c *Config, v string) error { c.JetStreamSync = v; return nil }},
-	{"ORDERSYNC_LISTEN", func(c *Config, v string) error { c.Listen = v; return nil }},
-	{"ORDERSYNC_ADMIN_LISTEN", func(c *Config, v string) error { c.AdminListen = v; return nil }},
-	{"ORDERSYNC_WORKERS", func(c *Config, v string) (err error) { c.Workers, err = strconv.Atoi(v); return err }},
-	{"ORDERSYNC_UPSTREAM_RPS", func(c *Config, v string) (err error) {
+// setting is one configuration knob: its YAML key (the flag is the same
+// with dashes), its environment variable, and how a text value sets it.
+// Environment variables and flags go through the same setter.
+type setting struct {
+	key, env, usage string
+	flag            string // when the flag is not the key with dashes
+	isBool          bool
+	set             func(c *Config, v string) error
+}
+
+func str(dst func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error { *dst(c) = v; return nil }
+}
+
+func list(dst func(*Config) *[]string) func(*Config, string) error {
+	return func(c *Config, v string) error { *dst(c) = splitList(v); return nil }
+}
+
+func integer(dst func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) (err error) { *dst(c), err = strconv.Atoi(v); return err }
+}
+
+func boolean(dst func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) (err error) { *dst(c), err = strconv.ParseBool(v); return err }
+}
+
+func duration(dst func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) (err error) { *dst(c), err = time.ParseDuration(v); return err }
+}
+
+var settings = []setting{
+	{key: "api_base_url", env: "ORDERSYNC_API_BASE_URL", usage: "payment link service base URL", set: str(func(c *Config) *string { return &c.APIBaseURL })},
+	{key: "secret_key", env: "ORDERSYNC_SECRET_KEY", usage: "payment link service secret key", set: str(func(c *Config) *string { return &c.SecretKey })},
+	{key: "webhook_secrets", flag: "webhook-secret", env: "ORDERSYNC_WEBHOOK_SECRET", usage: "webhook signing secrets, comma-separated (several during rotation)", set: list(func(c *Config) *[]string { return &c.WebhookSecrets })},
+	{key: "insecure_no_webhook_signature", env: "ORDERSYNC_INSECURE_NO_WEBHOOK_SIGNATURE", usage: "accept unsigned webhooks (never in production)", isBool: true, set: boolean(func(c *Config) *bool { return &c.InsecureNoWebhookSignature })},
+	{key: "role", env: "ORDERSYNC_ROLE", usage: "what this process runs: all, or a comma-separated list of receiver, worker, relay, reconciler", set: str(func(c *Config) *string { return &c.Role })},
+	{key: "data_dir", env: "ORDERSYNC_DATA_DIR", usage: "directory for the embedded JetStream store and the default SQLite file", set: str(func(c *Config) *string { return &c.DataDir })},
+	{key: "database_url", env: "ORDERSYNC_DATABASE_URL", usage: "SQLite path or postgres:// URL (default DATA_DIR/ordersync.db)", set: str(func(c *Config) *string { return &c.DatabaseURL })},
+	{key: "migrate_on_start", env: "ORDERSYNC_MIGRATE_ON_START", usage: "create or upgrade the schema at start-up", isBool: true, set: boolean(func(c *Config) *bool { return &c.MigrateOnStart })},
+	{key: "db_max_open_conns", env: "ORDERSYNC_DB_MAX_OPEN_CONNS", usage: "database connections at most (PostgreSQL; SQLite reads)", set: integer(func(c *Config) *int { return &c.DBMaxOpenConns })},
+	{key: "db_max_idle_conns", env: "ORDERSYNC_DB_MAX_IDLE_CONNS", usage: "idle database connections kept", set: integer(func(c *Config) *int { return &c.DBMaxIdleConns })},
+	{key: "db_conn_max_lifetime", env: "ORDERSYNC_DB_CONN_MAX_LIFETIME", usage: "close database connections older than this (0: never)", set: duration(func(c *Config) *time.Duration { return &c.DBConnMaxLifetime })},
+	{key: "nats_url", env: "ORDERSYNC_NATS_URL", usage: "external NATS server or cluster URL(s); empty runs NATS embedded", set: str(func(c *Config) *string { return &c.NATSURL })},
+	{key: "nats_creds_file", env: "ORDERSYNC_NATS_CREDS_FILE", usage: "NATS credentials file", set: str(func(c *Config) *string { return &c.NATSCredsFile })},
+	{key: "nats_token", env: "ORDERSYNC_NATS_TOKEN", usage: "NATS token", set: str(func(c *Config) *string { return &c.NATSToken })},
+	{key: "nats_nkey_file", env: "ORDERSYNC_NATS_NKEY_FILE", usage: "NATS NKey seed file", set: str(func(c *Config) *string { return &c.NATSNKeyFile })},
+	{key: "nats_tls_ca", env: "ORDERSYNC_NATS_TLS_CA", usage: "CA certificate to verify the NATS servers", set: str(func(c *Config) *string { return &c.NATSTLSCA })},
+	{key: "nats_tls_cert", env: "ORDERSYNC_NATS_TLS_CERT", usage: "client certificate for NATS", set: str(func(c *Config) *string { return &c.NATSTLSCert })},
+	{key: "nats_tls_key", env: "ORDERSYNC_NATS_TLS_KEY", usage: "client key for NATS", set: str(func(c *Config) *string { return &c.NATSTLSKey })},
+	{key: "nats_replicas", env: "ORDERSYNC_NATS_REPLICAS", usage: "JetStream stream replicas (3 on a cluster)", set: integer(func(c *Config) *int { return &c.NATSReplicas })},
+	{key: "nats_port", env: "ORDERSYNC_NATS_PORT", usage: "TCP port for the embedded NATS server; 0 = in-process only", set: integer(func(c *Config) *int { return &c.NATSPort })},
+	{key: "jetstream_sync", env: "ORDERSYNC_JETSTREAM_SYNC", usage: "embedded JetStream fsync policy: default, always or an interval like 1s", set: str(func(c *Config) *string { return &c.JetStreamSync })},
+	{key: "listen", env: "ORDERSYNC_LISTEN", usage: "webhook receiver address", set: str(func(c *Config) *string { return &c.Listen })},
+	{key: "tls_cert_file", env: "ORDERSYNC_TLS_CERT_FILE", usage: "serve webhooks over TLS with this certificate", set: str(func(c *Config) *string { return &c.TLSCertFile })},
+	{key: "tls_key_file", env: "ORDERSYNC_TLS_KEY_FILE", usage: "the key of tls_cert_file", set: str(func(c *Config) *string { return &c.TLSKeyFile })},
+	{key: "trusted_proxies", env: "ORDERSYNC_TRUSTED_PROXIES", usage: "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated", set: list(func(c *Config) *[]string { return &c.TrustedProxies })},
+	{key: "admin_listen", env: "ORDERSYNC_ADMIN_LISTEN", usage: "admin API address (beyond loopback only with admin tokens)", set: str(func(c *Config) *string { return &c.AdminListen })},
+	{key: "admin_tokens", flag: "admin-token", env: "ORDERSYNC_ADMIN_TOKEN", usage: "bearer tokens of the admin API, comma-separated", set: list(func(c *Config) *[]string { return &c.AdminTokens })},
+	{key: "workers", env: "ORDERSYNC_WORKERS", usage: "concurrent upstream fetches", set: integer(func(c *Config) *int { return &c.Workers })},
+	{key: "upstream_rps", env: "ORDERSYNC_UPSTREAM_RPS", usage: "cap on upstream requests per second, 0 = none", set: func(c *Config, v string) (err error) {
 		c.UpstreamRPS, err = strconv.ParseFloat(v, 64)
 		return err
 	}},
-	{"ORDERSYNC_UPSTREAM_TIMEOUT", func(c *Config, v string) (err error) {
-		c.UpstreamTimeout, err = time.ParseDuration(v)
-		return err
-	}},
-	{"ORDERSYNC_RECONCILE_INTERVAL", func(c *Config, v string) (err error) {
-		c.ReconcileInterval, err = time.ParseDuration(v)
-		return err
-	}},
-	{"ORDERSYNC_RECONCILE_BUDGET", func(c *Config, v string) (err error) {
-		c.ReconcileBudget, err = strconv.Atoi(v)
-		return err
-	}},
-	{"ORDERSYNC_LOG_LEVEL", func(c *Config, v string) error { c.LogLevel = v; return nil }},
-	{"ORDERSYNC_LOG_FORMAT", func(c *Config, v string) error { c.LogFormat = v; return nil }},
+	{key: "upstream_timeout", env: "ORDERSYNC_UPSTREAM_TIMEOUT", usage: "timeout of one upstream request", set: duration(func(c *Config) *time.Duration { return &c.UpstreamTimeout })},
+	{key: "reconcile_interval", env: "ORDERSYNC_RECONCILE_INTERVAL", usage: "how often the reconciler runs, 0 disables it", set: duration(func(c *Config) *time.Duration { return &c.ReconcileInterval })},
+	{key: "reconcile_budget", env: "ORDERSYNC_RECONCILE_BUDGET", usage: "orders one reconciler pass may re-fetch", set: integer(func(c *Config) *int { return &c.ReconcileBudget })},
+	{key: "log_level", env: "ORDERSYNC_LOG_LEVEL", usage: "debug, info, warn or error", set: str(func(c *Config) *string { return &c.LogLevel })},
+	{key: "log_format", env: "ORDERSYNC_LOG_FORMAT", usage: "text or json", set: str(func(c *Config) *string { return &c.LogFormat })},
 }
 
 func splitList(v string) []string {
@@ -130,37 +193,29 @@ func splitList(v string) []string {
 	return out
 }
 
-// configFlags are the flags every pipeline command takes. They are bound to
-// a scratch Config and copied over only when given, so a flag's zero value
-// never hides a file or environment setting.
+func (st setting) flagName() string {
+	if st.flag != "" {
+		return st.flag
+	}
+	return strings.ReplaceAll(st.key, "_", "-")
+}
+
+// configFlags are the flags every pipeline command takes, one per setting.
+// Only the flags given override the file and the environment.
 type configFlags struct {
 	path string
-	set  Config
 	fs   *pflag.FlagSet
 }
 
 func addConfigFlags(fs *pflag.FlagSet) *configFlags {
 	f := &configFlags{fs: fs}
-	d := defaultConfig()
 	fs.StringVar(&f.path, "config", "", "YAML config file (env ORDERSYNC_CONFIG; see configs/ordersync.example.yaml)")
-	fs.StringVar(&f.set.APIBaseURL, "api-base-url", "", "payment link service base URL (ORDERSYNC_API_BASE_URL)")
-	fs.StringVar(&f.set.SecretKey, "secret-key", "", "payment link service secret key (ORDERSYNC_SECRET_KEY)")
-	fs.StringSliceVar(&f.set.WebhookSecrets, "webhook-secret", nil, "webhook signing secret; repeat or comma-separate for rotation (ORDERSYNC_WEBHOOK_SECRET)")
-	fs.BoolVar(&f.set.InsecureNoWebhookSignature, "insecure-no-webhook-signature", false, "accept unsigned webhooks (never in production)")
-	fs.StringVar(&f.set.DataDir, "data-dir", "", "directory for the embedded JetStream store and default SQLite file (ORDERSYNC_DATA_DIR, default "+d.DataDir+")")
-	fs.StringVar(&f.set.DatabaseURL, "database-url", "", "SQLite path or postgres:// URL (ORDERSYNC_DATABASE_URL, default DATA_DIR/ordersync.db)")
-	fs.StringVar(&f.set.NATSURL, "nats-url", "", "external NATS URL; empty runs NATS embedded (ORDERSYNC_NATS_URL)")
-	fs.IntVar(&f.set.NATSPort, "nats-port", 0, "TCP port for the embedded NATS server; 0 = in-process only (ORDERSYNC_NATS_PORT)")
-	fs.StringVar(&f.set.JetStreamSync, "jetstream-sync", "", "embedded JetStream fsync policy: default, always or an interval like 1s (ORDERSYNC_JETSTREAM_SYNC)")
-	fs.StringVar(&f.set.Listen, "listen", "", "webhook receiver address (ORDERSYNC_LISTEN, default "+d.Listen+")")
-	fs.StringVar(&f.set.AdminListen, "admin-listen", "", "admin API address (ORDERSYNC_ADMIN_LISTEN, default "+d.AdminListen+")")
-	fs.IntVar(&f.set.Workers, "workers", 0, fmt.Sprintf("concurrent upstream fetches (ORDERSYNC_WORKERS, default %d)", d.Workers))
-	fs.Float64Var(&f.set.UpstreamRPS, "upstream-rps", 0, "cap on upstream requests per second, 0 = none (ORDERSYNC_UPSTREAM_RPS)")
-	fs.DurationVar(&f.set.UpstreamTimeout, "upstream-timeout", 0, "timeout of one upstream request (ORDERSYNC_UPSTREAM_TIMEOUT, default 10s)")
-	fs.DurationVar(&f.set.ReconcileInterval, "reconcile-interval", 0, "how often the reconciler runs, 0 disables it (ORDERSYNC_RECONCILE_INTERVAL, default 1m)")
-	fs.IntVar(&f.set.ReconcileBudget, "reconcile-budget", 0, "orders one reconciler pass may re-fetch (ORDERSYNC_RECONCILE_BUDGET, default 200)")
-	fs.StringVar(&f.set.LogLevel, "log-level", "", "debug, info, warn or error (ORDERSYNC_LOG_LEVEL)")
-	fs.StringVar(&f.set.LogFormat, "log-format", "", "text or json (ORDERSYNC_LOG_FORMAT)")
+	for _, st := range settings {
+		fs.String(st.flagName(), "", st.usage+" ("+st.env+")")
+		if st.isBool {
+			fs.Lookup(st.flagName()).NoOptDefVal = "true"
+		}
+	}
 	return f
 }
 
@@ -183,65 +238,24 @@ func (f *configFlags) load(getenv func(string) string) (Config, error) {
 			return cfg, fmt.Errorf("config file %s: %w", path, err)
 		}
 	}
-	for _, e := range envSettings {
-		if v, ok := lookup(getenv, e.name); ok {
-			if err := e.set(&cfg, v); err != nil {
-				return cfg, fmt.Errorf("environment variable %s=%q: %w", e.name, v, err)
+	for _, st := range settings {
+		if v := getenv(st.env); v != "" {
+			if err := st.set(&cfg, v); err != nil {
+				return cfg, fmt.Errorf("environment variable %s=%q: %w", st.env, v, err)
 			}
 		}
 	}
-	f.fs.Visit(func(fl *pflag.Flag) { f.apply(&cfg, fl.Name) })
+	for _, st := range settings {
+		if fl := f.fs.Lookup(st.flagName()); fl != nil && fl.Changed {
+			if err := st.set(&cfg, fl.Value.String()); err != nil {
+				return cfg, fmt.Errorf("--%s=%q: %w", fl.Name, fl.Value.String(), err)
+			}
+		}
+	}
 	if cfg.DatabaseURL == "" {
 		cfg.DatabaseURL = filepath.Join(cfg.DataDir, "ordersync.db")
 	}
 	return cfg, nil
-}
-
-func lookup(getenv func(string) string, name string) (string, bool) {
-	v := getenv(name)
-	return v, v != ""
-}
-
-func (f *configFlags) apply(cfg *Config, name string) {
-	s := &f.set
-	switch name {
-	case "api-base-url":
-		cfg.APIBaseURL = s.APIBaseURL
-	case "secret-key":
-		cfg.SecretKey = s.SecretKey
-	case "webhook-secret":
-		cfg.WebhookSecrets = s.WebhookSecrets
-	case "insecure-no-webhook-signature":
-		cfg.InsecureNoWebhookSignature = s.InsecureNoWebhookSignature
-	case "data-dir":
-		cfg.DataDir = s.DataDir
-	case "database-url":
-		cfg.DatabaseURL = s.DatabaseURL
-	case "nats-url":
-		cfg.NATSURL = s.NATSURL
-	case "nats-port":
-		cfg.NATSPort = s.NATSPort
-	case "jetstream-sync":
-		cfg.JetStreamSync = s.JetStreamSync
-	case "listen":
-		cfg.Listen = s.Listen
-	case "admin-listen":
-		cfg.AdminListen = s.AdminListen
-	case "workers":
-		cfg.Workers = s.Workers
-	case "upstream-rps":
-		cfg.UpstreamRPS = s.UpstreamRPS
-	case "upstream-timeout":
-		cfg.UpstreamTimeout = s.UpstreamTimeout
-	case "reconcile-interval":
-		cfg.ReconcileInterval = s.ReconcileInterval
-	case "reconcile-budget":
-		cfg.ReconcileBudget = s.ReconcileBudget
-	case "log-level":
-		cfg.LogLevel = s.LogLevel
-	case "log-format":
-		cfg.LogFormat = s.LogFormat
-	}
 }
 
 // validateServe names the first missing or wrong setting `serve` needs.
@@ -259,24 +273,74 @@ func (c *Config) validateServe() error {
 	case c.DataDir == "":
 		return errors.New("missing setting: data_dir (ORDERSYNC_DATA_DIR or --data-dir)")
 	}
-	if err := c.checkAdminListen(); err != nil {
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return errors.New("bad setting: tls_cert_file and tls_key_file go together")
+	}
+	if _, err := parseRoles(c.Role); err != nil {
 		return err
 	}
-	return nil
+	if _, err := parseCIDRs(c.TrustedProxies); err != nil {
+		return err
+	}
+	return c.checkAdminListen()
 }
 
-// checkAdminListen refuses an admin address beyond loopback: the admin API
-// has no authentication yet.
+// roles is what one process runs.
+type roles struct{ receiver, worker, relay, reconciler bool }
+
+func parseRoles(s string) (roles, error) {
+	var r roles
+	for _, name := range splitList(s) {
+		switch strings.ToLower(name) {
+		case "all":
+			r = roles{true, true, true, true}
+		case "receiver":
+			r.receiver = true
+		case "worker":
+			r.worker = true
+		case "relay":
+			r.relay = true
+		case "reconciler":
+			r.reconciler = true
+		default:
+			return r, fmt.Errorf("bad setting: role %q (want all, or a list of receiver, worker, relay, reconciler)", name)
+		}
+	}
+	if r == (roles{}) {
+		return r, errors.New("missing setting: role (all, or a list of receiver, worker, relay, reconciler)")
+	}
+	return r, nil
+}
+
+func parseCIDRs(list []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(list))
+	for _, s := range list {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			if a, aerr := netip.ParseAddr(s); aerr == nil {
+				p = netip.PrefixFrom(a, a.BitLen())
+			} else {
+				return nil, fmt.Errorf("bad setting: trusted_proxies entry %q is not a CIDR or an address", s)
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// checkAdminListen refuses an admin address beyond loopback unless the API
+// requires a token.
 func (c *Config) checkAdminListen() error {
 	host, _, err := net.SplitHostPort(c.AdminListen)
 	if err != nil {
 		return fmt.Errorf("bad setting: admin_listen %q: %w", c.AdminListen, err)
 	}
-	if host == "localhost" {
+	if host == "localhost" || len(c.AdminTokens) > 0 {
 		return nil
 	}
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("bad setting: admin_listen %q is not a loopback address; the admin API has no authentication, so it only listens on 127.0.0.1, ::1 or localhost", c.AdminListen)
+		return fmt.Errorf("bad setting: admin_listen %q is beyond loopback and no admin_tokens are set; "+
+			"set ORDERSYNC_ADMIN_TOKEN (or admin_tokens) to expose the admin API", c.AdminListen)
 	}
 	return nil
 }

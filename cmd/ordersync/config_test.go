@@ -75,6 +75,9 @@ func TestConfigErrors(t *testing.T) {
 		{"workers", "", full, []string{"--workers", "-1"}, "workers"},
 		{"bad env number", "", map[string]string{"ORDERSYNC_WORKERS": "many"}, nil, "ORDERSYNC_WORKERS"},
 		{"unknown file key", "api_base_urll: x\n", nil, nil, "api_base_urll"},
+		{"bad role", "", full, []string{"--role", "worker,janitor"}, "janitor"},
+		{"half a TLS pair", "", full, []string{"--tls-cert-file", "/x.pem"}, "tls_key_file"},
+		{"bad proxy", "", full, []string{"--trusted-proxies", "10.0.0.0/99"}, "trusted_proxies"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,8 +90,13 @@ func TestConfigErrors(t *testing.T) {
 			}
 		})
 	}
+	// An admin token allows listening beyond loopback.
+	cfg, err := loadTestConfig(t, "", full, "--admin-listen", "0.0.0.0:9090", "--admin-token", "t1,t2")
+	if err != nil || cfg.validateServe() != nil || len(cfg.AdminTokens) != 2 {
+		t.Fatalf("admin with tokens: %v %v", err, cfg.AdminTokens)
+	}
 	// Insecure mode stands in for the webhook secret, on purpose only.
-	cfg, err := loadTestConfig(t, "", without("ORDERSYNC_WEBHOOK_SECRET"), "--insecure-no-webhook-signature")
+	cfg, err = loadTestConfig(t, "", without("ORDERSYNC_WEBHOOK_SECRET"), "--insecure-no-webhook-signature")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,7 @@ const ordersStream = "ORDERSYNC_ORDERS"
 // database. Tests and the demo start it on port 0.
 type Program struct {
 	cfg    Config
+	roles  roles
 	logger *slog.Logger
 	reg    *prometheus.Registry
 
@@ -65,6 +66,7 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 		return nil, err
 	}
 	p := &Program{cfg: cfg, logger: logger, reg: metrics.NewRegistry()}
+	p.roles, _ = parseRoles(cfg.Role) // validateServe checked it
 	defer func() {
 		if err != nil {
 			p.Close()
@@ -73,7 +75,11 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	if p.db, err = store.Open(ctx, store.Config{URL: cfg.DatabaseURL, Logger: logger}); err != nil {
+	p.db, err = store.Open(ctx, store.Config{
+		URL: cfg.DatabaseURL, Migrate: &cfg.MigrateOnStart, Logger: logger,
+		MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns, ConnMaxLifetime: cfg.DBConnMaxLifetime,
+	})
+	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	if err := p.openQueue(ctx); err != nil {
@@ -85,8 +91,10 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 	if err := p.buildStages(); err != nil {
 		return nil, err
 	}
-	if p.webhookLn, err = net.Listen("tcp", cfg.Listen); err != nil {
-		return nil, fmt.Errorf("webhook listener: %w", err)
+	if p.roles.receiver {
+		if p.webhookLn, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return nil, fmt.Errorf("webhook listener: %w", err)
+		}
 	}
 	if p.adminLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
 		return nil, fmt.Errorf("admin listener: %w", err)
@@ -109,11 +117,16 @@ func (p *Program) openQueue(ctx context.Context) (err error) {
 			return fmt.Errorf("connect to embedded NATS: %w", err)
 		}
 	} else {
-		if p.nc, err = queue.Connect(ctx, queue.ConnConfig{URL: p.cfg.NATSURL, Name: "ordersync", Logger: p.logger}); err != nil {
+		p.nc, err = queue.Connect(ctx, queue.ConnConfig{
+			URL: p.cfg.NATSURL, Name: "ordersync " + p.cfg.Role, Logger: p.logger,
+			CredsFile: p.cfg.NATSCredsFile, Token: p.cfg.NATSToken, NKeyFile: p.cfg.NATSNKeyFile,
+			TLSCA: p.cfg.NATSTLSCA, TLSCert: p.cfg.NATSTLSCert, TLSKey: p.cfg.NATSTLSKey,
+		})
+		if err != nil {
 			return fmt.Errorf("connect to NATS: %w", err)
 		}
 	}
-	if p.queue, err = queue.New(ctx, p.nc, queue.Config{OrdersStream: ordersStream, Registerer: p.reg, Logger: p.logger}); err != nil {
+	if p.queue, err = queue.New(ctx, p.nc, queue.Config{OrdersStream: ordersStream, Replicas: p.cfg.NATSReplicas, Registerer: p.reg, Logger: p.logger}); err != nil {
 		return fmt.Errorf("set up JetStream: %w", err)
 	}
 	return nil
@@ -164,22 +177,28 @@ func (p *Program) buildStages() (err error) {
 	if err != nil {
 		return err
 	}
-	p.receiver, err = webhook.New(webhook.Config{
-		Secrets: p.cfg.WebhookSecrets, Insecure: p.cfg.InsecureNoWebhookSignature,
-		Publisher: p.queue, Recorder: p.db, Registerer: p.reg, Logger: log("webhook"),
-	})
-	if err != nil {
-		return err
+	if p.roles.receiver {
+		proxies, err := parseCIDRs(p.cfg.TrustedProxies)
+		if err != nil {
+			return err
+		}
+		p.receiver, err = webhook.New(webhook.Config{
+			Secrets: p.cfg.WebhookSecrets, Insecure: p.cfg.InsecureNoWebhookSignature, TrustedProxies: proxies,
+			Publisher: p.queue, Recorder: p.db, Registerer: p.reg, Logger: log("webhook"),
+		})
+		if err != nil {
+			return err
+		}
+		p.webhookSrv = &http.Server{Handler: p.receiver, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
 	}
 	p.reg.MustRegister(metrics.NewOrdersCollector(p.db, 5*time.Second, p.logger))
 	api, err := admin.New(admin.Config{
 		Orders: p.db, DeadLetters: p.db, Follower: p.follower, Replayer: p.replayer,
-		Metrics: metrics.Handler(p.reg), Ready: p.ready, Logger: log("admin"),
+		Metrics: metrics.Handler(p.reg), Ready: p.ready, Tokens: p.cfg.AdminTokens, Logger: log("admin"),
 	})
 	if err != nil {
 		return err
 	}
-	p.webhookSrv = &http.Server{Handler: p.receiver, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
 	p.adminSrv = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	return nil
 }
@@ -194,9 +213,17 @@ func (p *Program) ready(ctx context.Context) error {
 	return nil
 }
 
-// WebhookURL is where the provider must post webhooks.
+// WebhookURL is where the provider must post webhooks; "" when this process
+// runs no receiver.
 func (p *Program) WebhookURL() string {
-	return "http://" + p.webhookLn.Addr().String() + "/webhooks/paymentlink"
+	if p.webhookLn == nil {
+		return ""
+	}
+	scheme := "http"
+	if p.cfg.TLSCertFile != "" {
+		scheme = "https"
+	}
+	return scheme + "://" + p.webhookLn.Addr().String() + webhook.Path
 }
 
 // AdminURL is the base of the admin API.
@@ -212,7 +239,7 @@ func (p *Program) DB() *store.DB { return p.db }
 // webhooks, let the workers finish and ack what they hold, publish what the
 // outbox has, stop the admin API. It returns the first stage failure.
 func (p *Program) Run(ctx context.Context) error {
-	p.logger.Info("ordersync serving", "webhooks", p.WebhookURL(), "admin", p.AdminURL(),
+	p.logger.Info("ordersync serving", "role", p.cfg.Role, "webhooks", p.WebhookURL(), "admin", p.AdminURL(),
 		"database", redactURL(p.cfg.DatabaseURL), "nats", p.natsDescription())
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
@@ -228,12 +255,23 @@ func (p *Program) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	run(&serving, "webhook server", func() error { return p.webhookSrv.Serve(p.webhookLn) })
+	if p.roles.receiver {
+		run(&serving, "webhook server", func() error {
+			if p.cfg.TLSCertFile != "" {
+				return p.webhookSrv.ServeTLS(p.webhookLn, p.cfg.TLSCertFile, p.cfg.TLSKeyFile)
+			}
+			return p.webhookSrv.Serve(p.webhookLn)
+		})
+	}
 	run(&serving, "admin server", func() error { return p.adminSrv.Serve(p.adminLn) })
-	run(&working, "workers", func() error { return p.pool.Run(workCtx) })
-	run(&working, "relay", func() error { return p.relay.Run(workCtx) })
-	if p.cfg.ReconcileInterval > 0 {
-		run(&working, "reconciler", func() error { return p.reconciler.Run(workCtx) })
+	if p.roles.worker {
+		run(&working, "workers", func() error { return p.pool.Run(workCtx) })
+	}
+	if p.roles.relay {
+		run(&working, "relay", func() error { return p.lead(workCtx, "relay", p.relay.Run) })
+	}
+	if p.roles.reconciler && p.cfg.ReconcileInterval > 0 {
+		run(&working, "reconciler", func() error { return p.lead(workCtx, "reconciler", p.reconciler.Run) })
 	}
 
 	var runErr error
@@ -245,8 +283,10 @@ func (p *Program) Run(ctx context.Context) error {
 	p.logger.Info("shutting down: no new webhooks, draining workers")
 	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := p.webhookSrv.Shutdown(shutdown); err != nil {
-		p.logger.Warn("webhook server shutdown", "err", err)
+	if p.webhookSrv != nil {
+		if err := p.webhookSrv.Shutdown(shutdown); err != nil {
+			p.logger.Warn("webhook server shutdown", "err", err)
+		}
 	}
 	stopWork()
 	working.Wait() // workers settle what they hold; the relay flushes
@@ -256,6 +296,13 @@ func (p *Program) Run(ctx context.Context) error {
 	serving.Wait()
 	p.logger.Info("ordersync stopped")
 	return runErr
+}
+
+// lead runs a stage of which only one may act at a time across processes
+// (the outbox relay, the reconciler). With embedded NATS there is one
+// process, so it just runs.
+func (p *Program) lead(ctx context.Context, role string, run func(context.Context) error) error {
+	return run(ctx)
 }
 
 func (p *Program) natsDescription() string {
