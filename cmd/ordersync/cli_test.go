@@ -128,3 +128,20 @@ func TestCLI(t *testing.T) {
 		t.Errorf("serve without settings: %v", err)
 	}
 }
+
+// TestDLQReplayToken: replay asks the running service, with its admin token.
+func TestDLQReplayToken(t *testing.T) {
+	st := startTestStack(t, stackOptions{Configure: func(c *Config) { c.AdminTokens = []string{"s3cret"} }})
+	admin := "--admin-url=" + st.Program.AdminURL()
+	if _, err := runCLI(t, "dlq", "replay", "--all", admin); err == nil || !strings.Contains(err.Error(), "bearer token") {
+		t.Fatalf("replay without the token: %v", err)
+	}
+	out, err := runCLI(t, "dlq", "replay", "--all", admin, "--admin-token", "s3cret")
+	if err != nil || !strings.Contains(out, "0 dead letters replayed") {
+		t.Fatalf("replay with the token: %v\n%s", err, out)
+	}
+	t.Setenv("ORDERSYNC_ADMIN_TOKEN", "s3cret,next")
+	if _, err := runCLI(t, "dlq", "replay", "--all", admin); err != nil {
+		t.Fatalf("replay with the token from the environment: %v", err)
+	}
+}

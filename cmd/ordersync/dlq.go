@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -88,7 +89,7 @@ func newDLQShowCommand() *cobra.Command {
 
 func newDLQReplayCommand() *cobra.Command {
 	var all bool
-	var reason, adminURL string
+	var reason, adminURL, token string
 	cmd := &cobra.Command{
 		Use:   "replay ID | --all [--reason R]",
 		Short: "Send dead letters through the pipeline again (asks the running service)",
@@ -100,6 +101,7 @@ just arrived. The service must be running.`,
 	cmd.Flags().BoolVar(&all, "all", false, "replay every letter not yet replayed")
 	cmd.Flags().StringVar(&reason, "reason", "", "with --all: only this reason")
 	cmd.Flags().StringVar(&adminURL, "admin-url", "http://127.0.0.1:9090", "the running service's admin API")
+	cmd.Flags().StringVar(&token, "admin-token", "", "bearer token of the admin API (default: the first of ORDERSYNC_ADMIN_TOKEN)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		var target string
 		switch {
@@ -120,6 +122,14 @@ just arrived. The service must be running.`,
 		req, err := http.NewRequestWithContext(cmd.Context(), http.MethodPost, target, nil)
 		if err != nil {
 			return err
+		}
+		if token == "" {
+			if tokens := splitList(os.Getenv("ORDERSYNC_ADMIN_TOKEN")); len(tokens) > 0 {
+				token = tokens[0]
+			}
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
