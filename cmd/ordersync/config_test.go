@@ -104,3 +104,30 @@ func TestConfigErrors(t *testing.T) {
 		t.Fatalf("insecure mode should start: %v", err)
 	}
 }
+
+// TestExampleConfig: the example file loads and documents every setting
+// with its environment variable, and so does the README.
+func TestExampleConfig(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "configs", "ordersync.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadTestConfig(t, string(b), nil); err != nil {
+		t.Fatalf("the example config does not load: %v", err)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range settings {
+		if !strings.Contains(string(readme), st.env) {
+			t.Errorf("the README's configuration table lacks %s", st.env)
+		}
+		if !strings.Contains(string(b), "\n"+st.key+":") {
+			t.Errorf("the example config lacks %s", st.key)
+		}
+		if !strings.Contains(string(b), st.env) {
+			t.Errorf("the example config does not name %s", st.env)
+		}
+	}
+}
