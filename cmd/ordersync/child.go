@@ -129,7 +129,9 @@ func (c *child) start(ctx context.Context, samePorts bool) error {
 			if err != nil {
 				return err
 			}
+			c.mu.Lock()
 			c.ports = childPorts{webhook: ports[0], admin: ports[1], nats: ports[2]}
+			c.mu.Unlock()
 		}
 		exitedEarly, err := c.launch(ctx)
 		if err == nil {
@@ -150,11 +152,12 @@ func (c *child) launch(ctx context.Context) (exitedEarly bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("open child log: %w", err)
 	}
+	ports := c.currentPorts()
 	args := append([]string{"serve",
 		"--data-dir", c.cfg.DataDir,
-		"--listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(c.ports.webhook)),
-		"--admin-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(c.ports.admin)),
-		"--nats-port", strconv.Itoa(c.ports.nats),
+		"--listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.webhook)),
+		"--admin-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.admin)),
+		"--nats-port", strconv.Itoa(ports.nats),
 	}, c.cfg.Args...)
 	cmd := exec.Command(c.cfg.Exe, args...)
 	cmd.Env = append(childEnviron(), c.cfg.Env...)
@@ -294,16 +297,22 @@ func (c *child) PeakRSS() (int64, error) {
 	return peakRSS(pid)
 }
 
+func (c *child) currentPorts() childPorts {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ports
+}
+
 // WebhookURL is where webhooks for the child go.
 func (c *child) WebhookURL() string {
-	return fmt.Sprintf("http://127.0.0.1:%d/webhooks/paymentlink", c.ports.webhook)
+	return fmt.Sprintf("http://127.0.0.1:%d/webhooks/paymentlink", c.currentPorts().webhook)
 }
 
 // AdminURL is the base of the child's admin API.
-func (c *child) AdminURL() string { return fmt.Sprintf("http://127.0.0.1:%d", c.ports.admin) }
+func (c *child) AdminURL() string { return fmt.Sprintf("http://127.0.0.1:%d", c.currentPorts().admin) }
 
 // NATSURL reaches the child's embedded NATS server over TCP.
-func (c *child) NATSURL() string { return fmt.Sprintf("nats://127.0.0.1:%d", c.ports.nats) }
+func (c *child) NATSURL() string { return fmt.Sprintf("nats://127.0.0.1:%d", c.currentPorts().nats) }
 
 // DatabasePath is the child's SQLite file.
 func (c *child) DatabasePath() string { return c.cfg.DataDir + "/ordersync.db" }

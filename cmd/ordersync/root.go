@@ -13,5 +13,6 @@ func newRootCommand() *cobra.Command {
 	}
 	root.AddCommand(newServeCommand(), newDemoCommand(), newSimCommand(), newLinksCommand(),
 		newOrdersCommand(), newDLQCommand(), newReconcileCommand(), newMigrateCommand())
+	root.AddCommand(newChaosCommand())
 	return root
 }

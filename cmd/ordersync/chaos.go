@@ -1,0 +1,972 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/sim"
+	"github.com/ordersync/ordersync/store"
+	"github.com/ordersync/ordersync/webhook"
+)
+
+// chaosOptions size a chaos run.
+type chaosOptions struct {
+	Orders int
+	Kills  int
+	Seed   uint64
+	// Down is how long the pipeline stays dead after each kill.
+	Down time.Duration
+	// ConvergeWithin is the promise: after the faults stop, the mirror
+	// matches the simulator within it, or the run fails.
+	ConvergeWithin time.Duration
+	Keep           bool
+	Verbose        bool
+
+	// exe and env run the pipeline (tests pass the test binary).
+	exe string
+	env []string
+}
+
+func newChaosCommand() *cobra.Command {
+	opts := defaultChaosOptions()
+	cmd := &cobra.Command{
+		Use:   "chaos",
+		Short: "Kill the pipeline mid-run under upstream faults and prove nothing is wrong or lost",
+		Long: `chaos runs the simulator in this process with duplicated, reordered and
+dropped webhooks, 5xx and 429 answers and hanging requests, and the whole
+pipeline (ordersync serve) as a separate process on a data directory of its
+own. It creates orders through the pipeline's admin API, has simulated
+buyers pay, cancel, finalize and reverse them, kills the pipeline with
+SIGKILL several times mid-run and restarts it, then stops the faults and
+waits. It passes only if every simulator order is in the mirror with
+identical fields, every PAID transition reached a JetStream consumer exactly
+once, every webhook answered 2xx is in the event log, dead letters hold only
+genuinely permanent failures, and the mirror converged within
+--converge-within after the faults stopped.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			exe, err := ordersyncExecutable()
+			if err != nil {
+				return err
+			}
+			opts.exe = exe
+			rep, err := runChaos(cmd.Context(), cmd.OutOrStdout(), opts)
+			if err != nil {
+				return err
+			}
+			if !rep.OK() {
+				return errors.New("chaos test failed")
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&opts.Orders, "orders", opts.Orders, "orders to create through the pipeline")
+	f.IntVar(&opts.Kills, "kills", opts.Kills, "times to kill -9 and restart the pipeline mid-run")
+	f.Uint64Var(&opts.Seed, "seed", opts.Seed, "seed of the buyers' choices and the simulator's faults")
+	f.DurationVar(&opts.Down, "down", opts.Down, "how long the pipeline stays dead after each kill")
+	f.DurationVar(&opts.ConvergeWithin, "converge-within", opts.ConvergeWithin, "fail unless the mirror matches this long after the faults stop")
+	f.BoolVar(&opts.Keep, "keep", false, "keep the data directory and the pipeline's log, and print where they are")
+	f.BoolVar(&opts.Verbose, "verbose", false, "log the simulator's warnings to stderr")
+	return cmd
+}
+
+func defaultChaosOptions() chaosOptions {
+	return chaosOptions{Orders: 2000, Kills: 2, Seed: 1, Down: time.Second, ConvergeWithin: 60 * time.Second}
+}
+
+func (o chaosOptions) validate() error {
+	switch {
+	case o.Orders < 1:
+		return fmt.Errorf("chaos: orders must be ≥ 1, got %d", o.Orders)
+	case o.Kills < 0:
+		return fmt.Errorf("chaos: kills must be ≥ 0, got %d", o.Kills)
+	case o.Down < 0:
+		return fmt.Errorf("chaos: down must not be negative, got %s", o.Down)
+	case o.ConvergeWithin <= 0:
+		return fmt.Errorf("chaos: converge-within must be positive, got %s", o.ConvergeWithin)
+	case o.exe == "":
+		return errors.New("chaos: no ordersync binary to run")
+	}
+	return nil
+}
+
+// chaosFaults are the simulator's faults during the run: every kind of
+// upstream trouble at once. Hangs (2s) stay below the pipeline's upstream
+// timeout (5s), so they are slow answers, not timeouts.
+func chaosFaults() sim.Faults {
+	return sim.Faults{
+		DuplicateRate: 0.10, ReorderRate: 0.10, ReorderDelay: 500 * time.Millisecond,
+		DropRate:        0.05,
+		ServerErrorRate: 0.10,
+		RateLimitRate:   0.05, RetryAfter: time.Second,
+		HangRate: 0.02, HangDuration: 2 * time.Second,
+		OtherProductRate: 0.05, SubscriptionRate: 0.02,
+	}
+}
+
+// chaosReport is what a chaos run measured.
+type chaosReport struct {
+	Orders, Mirrored, Matching int
+	// Unconfirmed are orders the simulator created whose answer never
+	// reached the client (the pipeline was killed mid-request); Orphans are
+	// those the pipeline never recorded either, followed afterwards with
+	// POST /v1/orders/track as an operator would.
+	Unconfirmed, Orphans int
+	Kills                []time.Duration // when each kill happened, from the start
+	CreateRetries        int64
+
+	PaidOrders, PaidTriggers, PaidMissing, PaidDuplicates int
+
+	Acked2xx, AckedMissing int // distinct webhooks answered 2xx; of those, not in the event log
+	ProxyAttempts          int64
+	ProxyFailures          int64 // attempts answered non-2xx (pipeline down, 503)
+
+	DeadLetters          int
+	DeadLettersJustified int
+	DeadLetterNotes      []string
+
+	Converged      bool
+	ConvergedAfter time.Duration // from SetFaults(Faults{}) to a matching mirror and no webhook pending
+
+	Sim          sim.Stats
+	PeakRSS      int64 // of the last pipeline process
+	Took         time.Duration
+	Mismatches   []string
+	Problems     []string
+	LogPath      string
+	DataDir      string
+	ConvergeWant time.Duration
+}
+
+// OK reports whether every guarantee held.
+func (r *chaosReport) OK() bool { return len(r.Problems) == 0 }
+
+func (r *chaosReport) fail(format string, args ...any) {
+	r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+}
+
+// chaosRun is the state of one run.
+type chaosRun struct {
+	opts  chaosOptions
+	out   io.Writer
+	start time.Time
+
+	sim     *sim.Server
+	simURL  string
+	child   *child
+	proxy   *recordingProxy
+	db      *store.DB
+	rep     chaosReport
+	created atomic.Int64 // orders confirmed to the client
+
+	mu        sync.Mutex
+	confirmed map[string]bool // order codes the admin API answered
+}
+
+func runChaos(ctx context.Context, out io.Writer, opts chaosOptions) (rep *chaosReport, err error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	r := &chaosRun{opts: opts, out: out, start: time.Now(), confirmed: map[string]bool{}}
+	r.rep.ConvergeWant = opts.ConvergeWithin
+	dir, err := os.MkdirTemp("", "ordersync-chaos-")
+	if err != nil {
+		return nil, err
+	}
+	r.rep.DataDir, r.rep.LogPath = filepath.Join(dir, "data"), filepath.Join(dir, "ordersync.log")
+	defer func() {
+		if opts.Keep || (rep != nil && !rep.OK()) || err != nil {
+			fmt.Fprintf(out, "kept: data %s, pipeline log %s\n", r.rep.DataDir, r.rep.LogPath)
+			return
+		}
+		os.RemoveAll(dir)
+	}()
+	if err := r.setUp(ctx); err != nil {
+		return nil, err
+	}
+	defer r.tearDown()
+	fmt.Fprintf(out, "ordersync chaos: %d orders, %d kills; simulator %s, pipeline pid %d (webhooks via a recording proxy at %s, admin %s, NATS %s)\n",
+		opts.Orders, opts.Kills, r.simURL, r.child.PID(), r.proxy.URL(), r.child.AdminURL(), r.child.NATSURL())
+	fmt.Fprintf(out, "faults: %s\n", describeFaults(chaosFaults()))
+
+	if err := r.drive(ctx); err != nil {
+		return &r.rep, err
+	}
+	if err := r.converge(ctx); err != nil {
+		return &r.rep, err
+	}
+	if err := r.check(ctx); err != nil {
+		return &r.rep, err
+	}
+	r.rep.Took = time.Since(r.start)
+	printChaosReport(out, &r.rep)
+	return &r.rep, nil
+}
+
+func (r *chaosRun) setUp(ctx context.Context) (err error) {
+	secretKey, webhookSecret := randomSecret(), randomSecret()
+	if r.proxy, err = startRecordingProxy(); err != nil {
+		return err
+	}
+	logger := slog.New(slog.DiscardHandler)
+	if r.opts.Verbose {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	r.sim, err = sim.New(sim.Config{
+		SecretKey: secretKey, WebhookSecret: webhookSecret, WebhookURL: r.proxy.URL(),
+		// Webhooks keep being retried (at most 5s apart) while the
+		// pipeline is dead: none may be given up during a restart.
+		WebhookMaxAttempts: 200,
+		Faults:             chaosFaults(), Seed: int64(r.opts.Seed), Logger: logger,
+	})
+	if err != nil {
+		r.proxy.Close()
+		return err
+	}
+	if err := r.sim.Start(ctx); err != nil {
+		r.proxy.Close()
+		return err
+	}
+	if r.simURL, err = r.sim.Listen("127.0.0.1:0"); err != nil {
+		r.sim.Close()
+		r.proxy.Close()
+		return err
+	}
+	r.child, err = startChild(ctx, childConfig{
+		Exe: r.opts.exe, Env: r.opts.env, DataDir: r.rep.DataDir, LogPath: r.rep.LogPath,
+		APIBaseURL: r.simURL, SecretKey: secretKey, WebhookSecret: webhookSecret,
+		Args: []string{"--reconcile-interval", "2s", "--upstream-timeout", "5s", "--log-level", "warn"},
+	})
+	if err != nil {
+		r.sim.Close()
+		r.proxy.Close()
+		return err
+	}
+	r.proxy.SetTarget(r.child.WebhookURL())
+	migrate := false
+	if r.db, err = store.Open(ctx, store.Config{URL: r.child.DatabasePath(), Migrate: &migrate, MaxOpenConns: 2}); err != nil {
+		r.tearDown()
+		return fmt.Errorf("open the pipeline's mirror: %w", err)
+	}
+	return nil
+}
+
+func (r *chaosRun) tearDown() {
+	if r.child != nil && r.child.PID() != 0 {
+		if err := r.child.Stop(); err != nil {
+			r.rep.fail("the pipeline did not stop cleanly on SIGTERM: %v", err)
+		}
+	}
+	if r.db != nil {
+		r.db.Close()
+	}
+	if r.sim != nil {
+		r.sim.Close()
+	}
+	if r.proxy != nil {
+		r.proxy.Close()
+	}
+}
+
+// drive creates the orders through the admin API while buyers act on
+// them, and kills the pipeline at evenly spaced points of the creation.
+func (r *chaosRun) drive(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	killErr := make(chan error, 1)
+	go func() { killErr <- r.killAndRestart(ctx) }()
+
+	rng := rand.New(rand.NewPCG(r.opts.Seed, 0xc4a05))
+	var acts buyerActs
+	const batch = 50
+	for from := 0; from < r.opts.Orders; from += batch {
+		params := make([]ordersync.PaymentLinkParams, min(batch, r.opts.Orders-from))
+		for i := range params {
+			params[i] = chaosOrderParams(from+i, rng)
+		}
+		codes, err := r.createOrders(ctx, params)
+		if err != nil {
+			cancel()
+			<-killErr
+			return err
+		}
+		a := actAsBuyers(r.sim, codes, rng)
+		acts.paid, acts.finalized, acts.reversed, acts.cancelled = acts.paid+a.paid, acts.finalized+a.finalized, acts.reversed+a.reversed, acts.cancelled+a.cancelled
+	}
+	if err := <-killErr; err != nil {
+		return err
+	}
+	fmt.Fprintf(r.out, "%5.1fs  created %d orders (%d retried requests); buyers: %d paid (%d then finalized, %d reversed), %d cancelled, the rest pending\n",
+		time.Since(r.start).Seconds(), r.created.Load(), r.rep.CreateRetries, acts.paid, acts.finalized, acts.reversed, acts.cancelled)
+	return nil
+}
+
+// killAndRestart kills the pipeline each time creation passes the next of
+// Kills evenly spaced points, keeps it dead for Down, and restarts it.
+func (r *chaosRun) killAndRestart(ctx context.Context) error {
+	for k := 1; k <= r.opts.Kills; k++ {
+		threshold := int64(r.opts.Orders * k / (r.opts.Kills + 1))
+		for r.created.Load() < threshold {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		pid := r.child.PID()
+		r.child.Kill()
+		at := time.Since(r.start)
+		r.rep.Kills = append(r.rep.Kills, at)
+		fmt.Fprintf(r.out, "%5.1fs  kill -9 pid %d after %d orders; restarting in %s\n", at.Seconds(), pid, r.created.Load(), r.opts.Down)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(r.opts.Down):
+		}
+		if err := r.child.Restart(ctx); err != nil {
+			return fmt.Errorf("restart after kill %d: %w", k, err)
+		}
+		r.proxy.SetTarget(r.child.WebhookURL())
+		fmt.Fprintf(r.out, "%5.1fs  restarted: pid %d, ready\n", time.Since(r.start).Seconds(), r.child.PID())
+	}
+	return nil
+}
+
+// chaosOrderParams is a back office's order: line items (catalogue SKUs or
+// one-time products) or one amount.
+func chaosOrderParams(i int, rng *rand.Rand) ordersync.PaymentLinkParams {
+	p := ordersync.PaymentLinkParams{OrderReference: fmt.Sprintf("chaos-%05d", i), OrderName: fmt.Sprintf("Chaos order %d", i)}
+	products := sim.DefaultProducts()
+	if rng.Float64() < 0.6 {
+		for j := 0; j < 1+rng.IntN(3); j++ {
+			if rng.Float64() < 0.5 {
+				p.LineItems = append(p.LineItems, ordersync.LineItemParams{SKU: products[rng.IntN(len(products))].SKU, Quantity: 1 + rng.IntN(3)})
+				continue
+			}
+			price := ordersync.MustAmount(fmt.Sprintf("%d.%02d", 1+rng.IntN(40), rng.IntN(100)))
+			p.LineItems = append(p.LineItems, ordersync.LineItemParams{
+				Product: &ordersync.ProductParams{Name: fmt.Sprintf("Producto %d", j+1), Price: &price}, Quantity: 1 + rng.IntN(4)})
+		}
+		return p
+	}
+	amount := ordersync.MustAmount(fmt.Sprintf("%d.%02d", 5+rng.IntN(200), rng.IntN(100)))
+	p.Amount = &amount
+	p.Metadata = []ordersync.MetadataEntry{{Name: "channel", Value: "chaos"}}
+	return p
+}
+
+// createOrders posts each order to the admin API, 16 at a time, retrying
+// while the pipeline is down or the service answers 5xx/429.
+func (r *chaosRun) createOrders(ctx context.Context, params []ordersync.PaymentLinkParams) ([]string, error) {
+	codes := make([]string, len(params))
+	errs := make([]error, len(params))
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for i := range params {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			codes[i], errs[i] = r.createOrder(ctx, params[i])
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("create payment links: %w", err)
+	}
+	return codes, nil
+}
+
+var chaosHTTP = &http.Client{Timeout: 30 * time.Second}
+
+func (r *chaosRun) createOrder(ctx context.Context, p ordersync.PaymentLinkParams) (string, error) {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return "", err
+	}
+	var res ordersync.PaymentLinkResult
+	err = retryAdmin(ctx, &r.rep.CreateRetries, func() (int, error) {
+		return postJSON(ctx, r.child.AdminURL()+"/v1/payment-links", body, &res)
+	})
+	if err != nil {
+		return "", fmt.Errorf("create %s: %w", p.OrderReference, err)
+	}
+	r.mu.Lock()
+	r.confirmed[res.OrderCode] = true
+	r.mu.Unlock()
+	r.created.Add(1)
+	return res.OrderCode, nil
+}
+
+// retryAdmin calls do until it succeeds, retrying transport errors and 5xx
+// (the pipeline is down, or the service failed) with capped backoff; any
+// other answer is final.
+func retryAdmin(ctx context.Context, retries *int64, do func() (status int, err error)) error {
+	wait := 50 * time.Millisecond
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		status, err := do()
+		if err == nil {
+			return nil
+		}
+		if (status != 0 && status < 500) || time.Now().After(deadline) {
+			return err
+		}
+		atomic.AddInt64(retries, 1)
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(wait/2 + rand.N(wait/2)):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// adminStatusError is an admin API answer other than 200.
+type adminStatusError struct {
+	URL    string
+	Status int
+	Body   string
+}
+
+func (e *adminStatusError) Error() string {
+	return fmt.Sprintf("POST %s: HTTP %d: %s", e.URL, e.Status, e.Body)
+}
+
+// postJSON posts body and decodes a 200 answer into out. status is 0 when
+// no answer came.
+func postJSON(ctx context.Context, url string, body []byte, out any) (status int, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := chaosHTTP.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, &adminStatusError{URL: url, Status: resp.StatusCode, Body: strings.TrimSpace(string(b))}
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return resp.StatusCode, fmt.Errorf("decode answer of %s: %w", url, err)
+	}
+	return resp.StatusCode, nil
+}
+
+// converge stops the faults, follows the orders the simulator created
+// while the pipeline was dead mid-request, and waits until the mirror
+// matches the simulator and no webhook is pending.
+func (r *chaosRun) converge(ctx context.Context) error {
+	if err := r.sim.SetFaults(sim.Faults{}); err != nil {
+		return err
+	}
+	stopped := time.Now()
+	fmt.Fprintf(r.out, "%5.1fs  faults stopped; waiting for the mirror\n", time.Since(r.start).Seconds())
+	if err := r.followOrphans(ctx); err != nil {
+		return err
+	}
+	deadline := stopped.Add(r.opts.ConvergeWithin)
+	lastPrint := time.Now()
+	for {
+		r.compareMirror(ctx)
+		pending := r.sim.Stats().Webhooks.Pending
+		if r.rep.Matching == r.rep.Orders && pending == 0 {
+			r.rep.Converged, r.rep.ConvergedAfter = true, time.Since(stopped)
+			break
+		}
+		if time.Now().After(deadline) {
+			r.rep.fail("the mirror did not converge within %s after the faults stopped: %d of %d orders match, %d webhooks pending",
+				r.opts.ConvergeWithin, r.rep.Matching, r.rep.Orders, pending)
+			break
+		}
+		if time.Since(lastPrint) >= 2*time.Second {
+			fmt.Fprintf(r.out, "%5.1fs  mirrored %d/%d, %d match; %d webhooks pending\n",
+				time.Since(r.start).Seconds(), r.rep.Mirrored, r.rep.Orders, r.rep.Matching, pending)
+			lastPrint = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	fmt.Fprintf(r.out, "%5.1fs  mirrored %d/%d, %d match the simulator\n", time.Since(r.start).Seconds(), r.rep.Mirrored, r.rep.Orders, r.rep.Matching)
+	return nil
+}
+
+// followOrphans finds the orders the simulator created whose answer the
+// client never got, and tracks those the pipeline never recorded either
+// (it was killed between the upstream answer and its own commit), the
+// way an operator follows orders created elsewhere.
+func (r *chaosRun) followOrphans(ctx context.Context) error {
+	for _, o := range r.sim.Orders() {
+		r.mu.Lock()
+		ok := r.confirmed[o.OrderCode]
+		r.mu.Unlock()
+		if ok {
+			continue
+		}
+		r.rep.Unconfirmed++
+		code, err := r.db.ResolveOrderCode(ctx, ordersync.OrderRef{Account: ordersync.DefaultAccount, ID: o.OrderID})
+		if err == nil && code == o.OrderCode {
+			continue // recorded before the kill: the pipeline follows it itself
+		}
+		if err != nil && !errors.Is(err, ordersync.ErrNotFound) {
+			return fmt.Errorf("resolve order id %s: %w", o.OrderID, err)
+		}
+		r.rep.Orphans++
+		body, _ := json.Marshal(map[string]string{"orderCode": o.OrderCode})
+		var tracked json.RawMessage
+		var retries int64
+		if err := retryAdmin(ctx, &retries, func() (int, error) {
+			return postJSON(ctx, r.child.AdminURL()+"/v1/orders/track", body, &tracked)
+		}); err != nil {
+			return fmt.Errorf("track orphan order %s: %w", o.OrderCode, err)
+		}
+	}
+	if r.rep.Unconfirmed > 0 {
+		fmt.Fprintf(r.out, "%5.1fs  %d orders created upstream without an answer to the client; %d of them unknown to the pipeline, tracked\n",
+			time.Since(r.start).Seconds(), r.rep.Unconfirmed, r.rep.Orphans)
+	}
+	return nil
+}
+
+// compareMirror holds every simulator order against the mirror.
+func (r *chaosRun) compareMirror(ctx context.Context) {
+	rep := &r.rep
+	rep.Orders, rep.Mirrored, rep.Matching, rep.Mismatches = 0, 0, 0, nil
+	for _, want := range r.sim.Orders() {
+		rep.Orders++
+		got, err := r.db.FindOrderByCode(ctx, ordersync.DefaultAccount, want.OrderCode)
+		if err != nil {
+			if len(rep.Mismatches) < 5 {
+				rep.Mismatches = append(rep.Mismatches, want.OrderCode+": "+err.Error())
+			}
+			continue
+		}
+		rep.Mirrored++
+		if diffs := ordersync.DiffOrders(&want, &got.Order); len(diffs) == 0 {
+			rep.Matching++
+		} else if len(rep.Mismatches) < 5 {
+			rep.Mismatches = append(rep.Mismatches, want.OrderCode+": "+diffs[0])
+		}
+	}
+}
+
+// check verifies the PAID triggers, the event log and the dead letters.
+func (r *chaosRun) check(ctx context.Context) error {
+	rep := &r.rep
+	if !rep.Converged {
+		for _, m := range rep.Mismatches {
+			rep.fail("mismatch: %s", m)
+		}
+	}
+	rep.Sim = r.sim.Stats()
+	if rss, err := r.child.PeakRSS(); err == nil {
+		rep.PeakRSS = rss
+	}
+	if rep.Sim.Webhooks.GivenUp > 0 {
+		rep.fail("the simulator gave up %d webhooks", rep.Sim.Webhooks.GivenUp)
+	}
+	if err := r.checkPaid(ctx); err != nil {
+		return err
+	}
+	if err := r.checkEventLog(ctx); err != nil {
+		return err
+	}
+	return r.checkDeadLetters(ctx)
+}
+
+// checkPaid reads ordersync.orders.paid from the pipeline's JetStream over
+// its NATS port, as a fulfilment service would. The relay publishes right
+// after each commit, so the count is retried for a few seconds until every
+// paid order has its trigger.
+func (r *chaosRun) checkPaid(ctx context.Context) error {
+	nc, err := nats.Connect(r.child.NATSURL(), nats.Name("ordersync-chaos"))
+	if err != nil {
+		return fmt.Errorf("connect to the pipeline's NATS: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	rep := &r.rep
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		triggers, err := countPaidMessages(ctx, js)
+		if err != nil {
+			return err
+		}
+		rep.PaidOrders, rep.PaidTriggers, rep.PaidMissing, rep.PaidDuplicates = 0, 0, 0, 0
+		var examples []string
+		for _, o := range r.sim.Orders() {
+			n := triggers[o.OrderCode]
+			rep.PaidTriggers += n
+			if o.OrderStatus.IsPaidState() {
+				rep.PaidOrders++
+			}
+			switch {
+			case n > 1:
+				rep.PaidDuplicates++
+				examples = append(examples, fmt.Sprintf("%s (%s): %d triggers", o.OrderCode, o.OrderStatus, n))
+			case n == 0 && o.OrderStatus.IsPaidState():
+				rep.PaidMissing++
+				examples = append(examples, fmt.Sprintf("%s (%s): no trigger", o.OrderCode, o.OrderStatus))
+			}
+		}
+		if rep.PaidMissing == 0 && rep.PaidDuplicates == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || rep.PaidDuplicates > 0 {
+			rep.fail("PAID triggers: %d missing, %d orders with more than one, e.g. %s",
+				rep.PaidMissing, rep.PaidDuplicates, strings.Join(examples[:min(5, len(examples))], "; "))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// countPaidMessages counts the messages on the PAID subject per order.
+func countPaidMessages(ctx context.Context, js jetstream.JetStream) (map[string]int, error) {
+	stream, err := js.Stream(ctx, ordersStream)
+	if err != nil {
+		return nil, fmt.Errorf("orders stream: %w", err)
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{ordersync.SubjectPaid}})
+	if err != nil {
+		return nil, fmt.Errorf("consume %s: %w", ordersync.SubjectPaid, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("consume %s: %w", ordersync.SubjectPaid, err)
+	}
+	perOrder := map[string]int{}
+	for remaining := int(info.NumPending); remaining > 0; {
+		batch, err := cons.Fetch(min(remaining, 500), jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return nil, fmt.Errorf("fetch %s: %w", ordersync.SubjectPaid, err)
+		}
+		got := 0
+		for msg := range batch.Messages() {
+			var o struct {
+				OrderCode string `json:"orderCode"`
+			}
+			if err := json.Unmarshal(msg.Data(), &o); err != nil {
+				return nil, fmt.Errorf("PAID message: %w", err)
+			}
+			perOrder[o.OrderCode]++
+			got++
+		}
+		if got == 0 {
+			if err := batch.Error(); err != nil {
+				return nil, fmt.Errorf("fetch %s: %w", ordersync.SubjectPaid, err)
+			}
+			return nil, fmt.Errorf("fetch %s: %d messages announced, none delivered", ordersync.SubjectPaid, remaining)
+		}
+		remaining -= got
+	}
+	return perOrder, nil
+}
+
+// checkEventLog requires every webhook the pipeline answered 2xx to be in
+// its event log, read straight from the SQLite file, read-only.
+func (r *chaosRun) checkEventLog(ctx context.Context) error {
+	ro, err := sql.Open("sqlite3", "file:"+r.child.DatabasePath()+"?mode=ro&_busy_timeout=10000")
+	if err != nil {
+		return fmt.Errorf("open the event log read-only: %w", err)
+	}
+	defer ro.Close()
+	acked := r.proxy.Acked()
+	rep := &r.rep
+	rep.Acked2xx = len(acked)
+	rep.ProxyAttempts, rep.ProxyFailures = r.proxy.attempts.Load(), r.proxy.failures.Load()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		logged, err := eventLogMsgIDs(ctx, ro)
+		if err != nil {
+			return err
+		}
+		var missing []string
+		for id := range acked {
+			if !logged[id] {
+				missing = append(missing, id)
+			}
+		}
+		rep.AckedMissing = len(missing)
+		if len(missing) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			sort.Strings(missing)
+			rep.fail("%d webhooks answered 2xx are not in the event log, e.g. %s", len(missing), strings.Join(missing[:min(5, len(missing))], ", "))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func eventLogMsgIDs(ctx context.Context, db *sql.DB) (map[string]bool, error) {
+	rows, err := db.QueryContext(ctx, `SELECT msg_id FROM event_log`)
+	if err != nil {
+		return nil, fmt.Errorf("read the event log: %w", err)
+	}
+	defer rows.Close()
+	ids := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("read the event log: %w", err)
+		}
+		ids[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the event log: %w", err)
+	}
+	return ids, nil
+}
+
+// checkDeadLetters lists every dead letter, replayed ones included. The
+// only permanent failure this run can produce is an event of an orphan
+// order (created upstream while the pipeline was being killed, so never
+// recorded): it could not be resolved until the order was tracked.
+// Anything else is a transient failure that was wrongly given up.
+func (r *chaosRun) checkDeadLetters(ctx context.Context) error {
+	letters, err := r.db.ListDeadLetters(ctx, ordersync.DeadLetterFilter{IncludeReplayed: true, Limit: 1000})
+	if err != nil {
+		return fmt.Errorf("list dead letters: %w", err)
+	}
+	orphanIDs := map[ordersync.ID]bool{}
+	for _, o := range r.sim.Orders() {
+		r.mu.Lock()
+		ok := r.confirmed[o.OrderCode]
+		r.mu.Unlock()
+		if !ok {
+			orphanIDs[o.OrderID] = true
+		}
+	}
+	rep := &r.rep
+	rep.DeadLetters = len(letters)
+	for _, dl := range letters {
+		note := fmt.Sprintf("#%d %s (order id %s, %d attempts): %s", dl.ID, dl.Reason, dl.OrderID, dl.Attempts, dl.LastError)
+		if dl.Reason == ordersync.ReasonUnresolved && orphanIDs[dl.OrderID] {
+			rep.DeadLettersJustified++
+			rep.DeadLetterNotes = append(rep.DeadLetterNotes, note+" — justified: the order was never created through ordersync's record")
+			continue
+		}
+		rep.DeadLetterNotes = append(rep.DeadLetterNotes, note+" — NOT a permanent failure")
+		rep.fail("dead letter %s", note)
+	}
+	return nil
+}
+
+func printChaosReport(w io.Writer, r *chaosReport) {
+	verdict := "PASS"
+	if !r.OK() {
+		verdict = "FAIL"
+	}
+	kills := make([]string, len(r.Kills))
+	for i, k := range r.Kills {
+		kills[i] = fmt.Sprintf("%.1fs", k.Seconds())
+	}
+	wh := r.Sim.Webhooks
+	fmt.Fprintf(w, "\nordersync chaos: %s\n", verdict)
+	fmt.Fprintf(w, "  pipeline killed with SIGKILL  %d times (at %s), restarted on the same data directory\n", len(r.Kills), strings.Join(kills, ", "))
+	fmt.Fprintf(w, "  orders mirrored               %d of %d, %d identical to the simulator field by field\n", r.Mirrored, r.Orders, r.Matching)
+	fmt.Fprintf(w, "  converged                     %s after the faults stopped (promise: %s)\n", r.ConvergedAfter.Round(10*time.Millisecond), r.ConvergeWant)
+	fmt.Fprintf(w, "  orders created mid-kill       %d created upstream without an answer; %d unknown to ordersync, tracked afterwards; %d create requests retried\n", r.Unconfirmed, r.Orphans, r.CreateRetries)
+	fmt.Fprintf(w, "  PAID triggers on JetStream    %d for %d orders now PAID or FINALIZED: %d missing, %d orders with more than one\n", r.PaidTriggers, r.PaidOrders, r.PaidMissing, r.PaidDuplicates)
+	fmt.Fprintf(w, "  webhooks answered 2xx         %d distinct, %d missing from the event log (%d delivery attempts through the proxy, %d answered non-2xx)\n", r.Acked2xx, r.AckedMissing, r.ProxyAttempts, r.ProxyFailures)
+	fmt.Fprintf(w, "  dead letters                  %d, %d of them justified\n", r.DeadLetters, r.DeadLettersJustified)
+	for _, n := range r.DeadLetterNotes[:min(10, len(r.DeadLetterNotes))] {
+		fmt.Fprintf(w, "    %s\n", n)
+	}
+	perOrder := 0.0
+	if r.Orders > 0 {
+		perOrder = float64(r.Sim.Gets) / float64(r.Orders)
+	}
+	fmt.Fprintf(w, "  simulator webhooks            %d events: %d dropped, %d duplicated, %d reordered, %d failed attempts retried, %d given up\n",
+		wh.Events, wh.Dropped, wh.Duplicated, wh.Reordered, wh.FailedAttempts, wh.GivenUp)
+	fmt.Fprintf(w, "  simulator API faults          %s\n", describeFaultCounts(r.Sim.Faults))
+	fmt.Fprintf(w, "  upstream fetches per order    %.2f (%d)\n", perOrder, r.Sim.Gets)
+	if r.PeakRSS > 0 {
+		fmt.Fprintf(w, "  pipeline peak RSS             %.0f MB (last process)\n", float64(r.PeakRSS)/(1<<20))
+	}
+	fmt.Fprintf(w, "  took                          %.1fs\n", r.Took.Seconds())
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "  problem: %s\n", p)
+	}
+}
+
+func describeFaults(f sim.Faults) string {
+	return fmt.Sprintf("%.0f%% duplicated, %.0f%% reordered (%s), %.0f%% dropped webhooks; %.0f%% 5xx, %.0f%% 429 (Retry-After %s), %.0f%% hanging %s API calls; %.0f%% other-product and %.0f%% subscription events",
+		100*f.DuplicateRate, 100*f.ReorderRate, f.ReorderDelay, 100*f.DropRate, 100*f.ServerErrorRate, 100*f.RateLimitRate, f.RetryAfter,
+		100*f.HangRate, f.HangDuration, 100*f.OtherProductRate, 100*f.SubscriptionRate)
+}
+
+func describeFaultCounts(m map[sim.FaultKind]int64) string {
+	kinds := make([]string, 0, len(m))
+	for k, n := range m {
+		if n > 0 {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	sort.Strings(kinds)
+	return strings.Join(kinds, ", ")
+}
+
+// recordingProxy stands in front of the pipeline's webhook receiver and
+// remembers the MsgID of every body the receiver answered 2xx: what the
+// provider was promised is durable.
+type recordingProxy struct {
+	ln     net.Listener
+	srv    *http.Server
+	proxy  *httputil.ReverseProxy
+	target atomic.Pointer[url.URL]
+	done   chan struct{}
+
+	attempts, failures atomic.Int64
+	mu                 sync.Mutex
+	acked              map[string]bool
+}
+
+func startRecordingProxy() (*recordingProxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("recording proxy: %w", err)
+	}
+	p := &recordingProxy{ln: ln, acked: map[string]bool{}, done: make(chan struct{})}
+	p.proxy = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			t := p.target.Load()
+			pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.URL.Path = t.Scheme, t.Host, t.Path
+			pr.Out.Host = ""
+		},
+		Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) {
+			w.WriteHeader(http.StatusBadGateway) // the pipeline is down
+		},
+	}
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(p.done)
+		_ = p.srv.Serve(ln)
+	}()
+	return p, nil
+}
+
+// URL is where the simulator posts webhooks.
+func (p *recordingProxy) URL() string {
+	return "http://" + p.ln.Addr().String() + "/webhooks/paymentlink"
+}
+
+// SetTarget points the proxy at the receiver's URL.
+func (p *recordingProxy) SetTarget(webhookURL string) {
+	u, err := url.Parse(webhookURL)
+	if err != nil {
+		panic(err) // built by child.WebhookURL
+	}
+	p.target.Store(u)
+}
+
+func (p *recordingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.attempts.Add(1)
+	body, err := io.ReadAll(io.LimitReader(r.Body, 2<<20))
+	if err != nil {
+		p.failures.Add(1)
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	sw := &statusWriter{ResponseWriter: w}
+	p.proxy.ServeHTTP(sw, r)
+	if sw.status >= 200 && sw.status < 300 {
+		id := webhook.MsgID(ordersync.DefaultAccount, body)
+		p.mu.Lock()
+		p.acked[id] = true
+		p.mu.Unlock()
+		return
+	}
+	p.failures.Add(1)
+}
+
+// Acked returns the MsgIDs answered 2xx so far.
+func (p *recordingProxy) Acked() map[string]bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]bool, len(p.acked))
+	for id := range p.acked {
+		out[id] = true
+	}
+	return out
+}
+
+// Close stops the proxy and waits for it.
+func (p *recordingProxy) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.srv.Shutdown(ctx); err != nil {
+		p.srv.Close()
+	}
+	<-p.done
+	p.proxy.Transport.(*http.Transport).CloseIdleConnections()
+}
+
+// statusWriter remembers the status a handler answered.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/ordersync/ordersync/sim"
+)
+
+// TestChaos is the chaos test in its CI size: the pipeline runs as a
+// separate process (this test binary re-executed) against the simulator
+// with every fault on, is killed with SIGKILL once mid-run and restarted,
+// and must end with a mirror identical to the simulator, exactly one PAID
+// trigger per paid order on JetStream, every webhook answered 2xx in the
+// event log and no unjustified dead letter. `ordersync chaos` is the full
+// size.
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the chaos test takes about 40s; skipped with -short")
+	}
+	opts := defaultChaosOptions()
+	opts.Orders, opts.Kills, opts.Seed = 300, 1, 7
+	opts.ConvergeWithin = 30 * time.Second
+	opts.exe, opts.env = os.Args[0], []string{runMainEnv + "=1"}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	rep, err := runChaos(ctx, &out, opts)
+	t.Log("\n" + out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("chaos test failed: %v", rep.Problems)
+	}
+	// The run must really have been chaotic, or it proves nothing.
+	switch {
+	case len(rep.Kills) != 1:
+		t.Errorf("the pipeline was killed %d times, want 1", len(rep.Kills))
+	case rep.ProxyFailures == 0:
+		t.Errorf("no webhook delivery failed: the kill did not interrupt delivery")
+	case rep.Sim.Webhooks.Dropped == 0 || rep.Sim.Webhooks.Duplicated == 0 || rep.Sim.Webhooks.Reordered == 0:
+		t.Errorf("webhook faults missing: %+v", rep.Sim.Webhooks)
+	case rep.PaidOrders == 0 || rep.Matching != opts.Orders+rep.Unconfirmed:
+		t.Errorf("%d paid orders, %d matching of %d created (+%d unconfirmed)", rep.PaidOrders, rep.Matching, opts.Orders, rep.Unconfirmed)
+	}
+	for _, kind := range []sim.FaultKind{sim.FaultServerError, sim.FaultRateLimit, sim.FaultHang, sim.FaultOtherProduct} {
+		if rep.Sim.Faults[kind] == 0 {
+			t.Errorf("the simulator injected no %s fault: %v", kind, rep.Sim.Faults)
+		}
+	}
+}
