@@ -33,6 +33,23 @@
 // cluster) acknowledges only after a majority stored the write, so it
 // survives the loss of a node without fsync on every write.
 //
+// # Supported servers
+//
+// An external server must be nats-server 2.9.10 or newer
+// (OldestServerVersion, Debian 12's package; CheckServerVersion tells).
+// CI runs the external-server tests against that release and against the
+// current one the embedded server is built from (the nats-server/v2
+// version in go.mod, see .ci/nats-current.sh). Nothing here relies on
+// later features: leases expire through the bucket's MaxAge, not the
+// per-message TTLs of 2.11.
+//
+// # Leader election
+//
+// Leader makes one process among several act for a role (the outbox relay,
+// the reconciler): a lease in a JetStream key-value bucket, renewed every
+// TTL/3 and released on stop, that another process takes over when it is
+// released or, if the holder died, after the TTL.
+//
 // Consumers pull with Fetch batches rather than the Messages iterator, which
 // stalled under saturation in probes.
 package queue
