@@ -75,6 +75,9 @@ func IsPermanent(err error) bool {
 	if IsOutage(err) {
 		return false
 	}
+	if errors.Is(err, ErrUnknownAccount) {
+		return true
+	}
 	switch ordersync.UpstreamErrorKindOf(err) {
 	case ordersync.UpstreamNotFound, ordersync.UpstreamValidation, ordersync.UpstreamProtocol:
 		return true

@@ -18,9 +18,12 @@ type orderSyncer interface {
 // FollowerConfig configures a Follower.
 type FollowerConfig struct {
 	Upstream ordersync.Upstream
-	Mirror   ordersync.Mirror
-	Reader   ordersync.MirrorReader
-	Syncer   orderSyncer
+	// Upstreams, when set, are the upstreams of the other accounts; Upstream
+	// serves the default account.
+	Upstreams map[string]ordersync.Upstream
+	Mirror    ordersync.Mirror
+	Reader    ordersync.MirrorReader
+	Syncer    orderSyncer
 	// OnOrderKnown is called once an order's keys are recorded, so events
 	// that arrived before could not be resolved are replayed.
 	OnOrderKnown func(ctx context.Context, ref ordersync.OrderRef)
@@ -53,7 +56,11 @@ func NewFollower(cfg FollowerConfig) (*Follower, error) {
 // The first fetch follows right away; if it fails, the order stays recorded
 // and the reconciler or its first webhook fills it in.
 func (f *Follower) CreatePaymentLink(ctx context.Context, account string, params ordersync.PaymentLinkParams) (*ordersync.PaymentLinkResult, error) {
-	res, err := f.cfg.Upstream.CreatePaymentLink(ctx, params)
+	up, err := f.upstream(account)
+	if err != nil {
+		return nil, err
+	}
+	res, err := up.CreatePaymentLink(ctx, params)
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +85,16 @@ func (f *Follower) CreatePaymentLink(ctx context.Context, account string, params
 		f.cfg.Logger.Warn("first fetch of a created order failed; the reconciler will retry", "order_code", res.OrderCode, "err", err)
 	}
 	return res, nil
+}
+
+func (f *Follower) upstream(account string) (ordersync.Upstream, error) {
+	if up, ok := f.cfg.Upstreams[account]; ok {
+		return up, nil
+	}
+	if account == ordersync.DefaultAccount || f.cfg.Upstreams == nil {
+		return f.cfg.Upstream, nil
+	}
+	return nil, fmt.Errorf("create payment link: account %q: %w", account, ErrUnknownAccount)
 }
 
 // TrackOrder fetches an order created elsewhere, mirrors it and returns it.

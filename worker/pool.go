@@ -20,7 +20,11 @@ import (
 type PoolConfig struct {
 	Source ordersync.EventSource
 	Syncer *Syncer
-	Mirror ordersync.Mirror
+	// Accounts, when set, routes each event to its account's Syncer; an
+	// event of an account not listed is dead-lettered (rejected). When nil,
+	// Syncer serves every account.
+	Accounts Accounts
+	Mirror   ordersync.Mirror
 	// FetchConcurrency is how many fetches (and resolutions) run at once.
 	// Default 64.
 	FetchConcurrency int
@@ -472,7 +476,7 @@ func (p *Pool) resolve(ctx context.Context, it *item) *round {
 // the follow-up round as long as events keep arriving during the fetch.
 func (p *Pool) runRounds(ctx context.Context, r *round) {
 	for r != nil {
-		order, seq, err := p.syncer.Fetch(ctx, r.key.account, r.key.code)
+		order, seq, err := p.fetch(ctx, r.key.account, r.key.code)
 		if err != nil {
 			p.fetchFailed(ctx, r.items, err)
 		} else {
@@ -488,6 +492,27 @@ func (p *Pool) runRounds(ctx context.Context, r *round) {
 		}
 		r = p.finishRound(r)
 	}
+}
+
+// fetch fetches through the account's Syncer.
+func (p *Pool) fetch(ctx context.Context, account, code string) (*ordersync.Order, int64, error) {
+	if p.cfg.Accounts == nil {
+		return p.syncer.Fetch(ctx, account, code)
+	}
+	s, err := p.cfg.Accounts.Syncer(account)
+	if err != nil {
+		return nil, 0, err
+	}
+	return s.Fetch(ctx, account, code)
+}
+
+// syncerFor is the account's Syncer, or the pool's own for an account it
+// does not know (whose events never reach the upstream).
+func (p *Pool) syncerFor(account string) *Syncer {
+	if s, err := p.cfg.Accounts.Syncer(account); err == nil {
+		return s
+	}
+	return p.syncer
 }
 
 // observeDrift counts events that announced a status the order does not
@@ -516,7 +541,8 @@ func (p *Pool) fetchFailed(ctx context.Context, items []*item, err error) {
 		if delay <= 0 {
 			delay = p.cfg.RetryDelay
 		}
-		upstreamUsable := p.syncer.BreakerClosed() && !p.syncer.CredentialsPaused()
+		s := p.syncerFor(items[0].account)
+		upstreamUsable := s.BreakerClosed() && !s.CredentialsPaused()
 		for _, it := range items {
 			if upstreamUsable && it.d.Attempt() >= p.cfg.MaxAttempts {
 				p.deadLetter(ctx, it, ordersync.ReasonRetriesExhausted, err)
