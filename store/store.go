@@ -61,7 +61,15 @@ type Config struct {
 	ConnMaxLifetime time.Duration
 	// Migrate runs the migrations at Open (default true).
 	Migrate *bool
-	Logger  *slog.Logger
+	// CheckpointInterval is how often SQLite's WAL is checkpointed by a
+	// goroutine of the DB, off the write path (default 1s). Negative leaves
+	// it to SQLite, inside the commit that crosses 1000 pages.
+	CheckpointInterval time.Duration
+	// MaxWALPages bounds the WAL: past it, after a checkpoint that readers
+	// kept from finishing, a TRUNCATE checkpoint waits for them (default
+	// 65536 pages, 256 MiB at 4 KiB pages).
+	MaxWALPages int
+	Logger      *slog.Logger
 }
 
 // withDefaults fills every unset field; dialect-dependent defaults depend on
@@ -88,6 +96,12 @@ func (c Config) withDefaults() (Config, target, error) {
 		migrate := true
 		c.Migrate = &migrate
 	}
+	if c.CheckpointInterval == 0 {
+		c.CheckpointInterval = time.Second
+	}
+	if c.MaxWALPages == 0 {
+		c.MaxWALPages = 65536
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -104,6 +118,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("store: MaxIdleConns (%d) must not exceed MaxOpenConns (%d)", c.MaxIdleConns, c.MaxOpenConns)
 	case c.ConnMaxLifetime < 0:
 		return fmt.Errorf("store: ConnMaxLifetime must not be negative, got %s", c.ConnMaxLifetime)
+	case c.MaxWALPages < 0:
+		return fmt.Errorf("store: MaxWALPages must not be negative, got %d", c.MaxWALPages)
 	}
 	return nil
 }
@@ -206,6 +222,12 @@ type DB struct {
 	// prepareWrites); nil until the first ApplyOrders.
 	prepared  atomic.Pointer[map[string]*sql.Stmt]
 	prepareMu sync.Mutex
+	// checkpoints is SQLite's checkpoint connection, nil when SQLite
+	// checkpoints by itself; stopCheckpoints ends checkpointLoop and
+	// checkpointing waits for it.
+	checkpoints     *sql.DB
+	stopCheckpoints context.CancelFunc
+	checkpointing   sync.WaitGroup
 }
 
 var (
@@ -231,9 +253,8 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	switch t.dialect {
 	case DialectSQLite:
 		db.migrateLock = t.path + "-migrate"
-		if db.write, err = sqlx.Open("sqlite3", t.sqliteDSN(true)); err != nil {
-			return nil, fmt.Errorf("open sqlite %s: %w", t.path, err)
-		}
+		autoCheckpoint := cfg.CheckpointInterval < 0
+		db.write = sqlx.NewDb(sql.OpenDB(newSQLiteConnector(t.sqliteDSN(true), writePragmas(autoCheckpoint)...)), "sqlite3")
 		db.write.SetMaxOpenConns(1)
 		db.write.SetMaxIdleConns(1)
 		db.write.SetConnMaxLifetime(0)
@@ -266,12 +287,26 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 			return nil, err
 		}
 	}
+	if t.dialect == DialectSQLite && cfg.CheckpointInterval > 0 {
+		db.checkpoints = sql.OpenDB(newSQLiteConnector(t.sqliteDSN(true)))
+		db.checkpoints.SetMaxOpenConns(1)
+		db.checkpoints.SetConnMaxLifetime(0)
+		var loopCtx context.Context
+		loopCtx, db.stopCheckpoints = context.WithCancel(context.WithoutCancel(ctx))
+		db.checkpointing.Go(func() { db.checkpointLoop(loopCtx, db.checkpoints, cfg.CheckpointInterval, cfg.MaxWALPages) })
+	}
 	return db, nil
 }
 
-// Close closes every connection.
+// Close stops the checkpoints and closes every connection. The last
+// connection to close checkpoints what remains of the WAL.
 func (db *DB) Close() error {
 	var err error
+	if db.checkpoints != nil {
+		db.stopCheckpoints()
+		db.checkpointing.Wait()
+		err = db.checkpoints.Close()
+	}
 	if stmts := db.prepared.Load(); stmts != nil {
 		for _, s := range *stmts {
 			err = errors.Join(err, s.Close())
