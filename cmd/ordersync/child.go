@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,6 +149,9 @@ func (c *child) start(ctx context.Context, samePorts bool) error {
 // launch runs one process and waits for /readyz. exitedEarly reports that
 // the process ended by itself before it was ready (a bind failure, say).
 func (c *child) launch(ctx context.Context) (exitedEarly bool, err error) {
+	if err := os.MkdirAll(filepath.Dir(c.cfg.LogPath), 0o750); err != nil {
+		return false, fmt.Errorf("create child log directory: %w", err)
+	}
 	logf, err := os.OpenFile(c.cfg.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return false, fmt.Errorf("open child log: %w", err)

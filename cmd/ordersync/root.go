@@ -13,6 +13,6 @@ func newRootCommand() *cobra.Command {
 	}
 	root.AddCommand(newServeCommand(), newDemoCommand(), newSimCommand(), newLinksCommand(),
 		newOrdersCommand(), newDLQCommand(), newReconcileCommand(), newMigrateCommand())
-	root.AddCommand(newChaosCommand())
+	root.AddCommand(newChaosCommand(), newLoadtestCommand())
 	return root
 }

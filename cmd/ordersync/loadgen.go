@@ -1,0 +1,444 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/sim"
+	"github.com/ordersync/ordersync/store"
+)
+
+// Targets of issue 3 on the 2-core machine, embedded default.
+const (
+	targetIngestRate = 20000
+	targetAckP99     = 10 * time.Millisecond
+	targetE2ERate    = 10000
+	targetPeakRSS    = 150 << 20
+)
+
+// loadOptions size a load test.
+type loadOptions struct {
+	// Duration of the ingest phase, at full speed.
+	Duration time.Duration
+	// Connections post webhooks concurrently, one HTTP connection each.
+	Connections int
+	// IngestOrders are the orders the ingest webhooks are about.
+	IngestOrders int
+	// Orders is K of the end-to-end phase.
+	Orders int
+	// E2ETimeout bounds the wait for the mirror to hold all K.
+	E2ETimeout time.Duration
+	// Workers is the pipeline's --workers (0: its default).
+	Workers int
+	Keep    bool
+
+	exe string
+	env []string
+}
+
+func defaultLoadOptions() loadOptions {
+	return loadOptions{Duration: 10 * time.Second, Connections: 64, IngestOrders: 20000, Orders: 20000, E2ETimeout: 2 * time.Minute}
+}
+
+func (o loadOptions) validate() error {
+	switch {
+	case o.Duration <= 0:
+		return fmt.Errorf("loadtest: duration must be positive, got %s", o.Duration)
+	case o.Connections < 1:
+		return fmt.Errorf("loadtest: connections must be ≥ 1, got %d", o.Connections)
+	case o.IngestOrders < 1:
+		return fmt.Errorf("loadtest: ingest-orders must be ≥ 1, got %d", o.IngestOrders)
+	case o.Orders < 1:
+		return fmt.Errorf("loadtest: orders must be ≥ 1, got %d", o.Orders)
+	case o.E2ETimeout <= 0:
+		return fmt.Errorf("loadtest: e2e-timeout must be positive, got %s", o.E2ETimeout)
+	case o.Workers < 0:
+		return fmt.Errorf("loadtest: workers must not be negative, got %d", o.Workers)
+	case o.exe == "":
+		return errors.New("loadtest: no ordersync binary to run")
+	}
+	return nil
+}
+
+func newLoadtestCommand() *cobra.Command {
+	opts := defaultLoadOptions()
+	cmd := &cobra.Command{
+		Use:   "loadtest",
+		Short: "Measure the real binary: webhook ingest rate and ack latency, end-to-end orders/s, peak RSS",
+		Long: `loadtest starts ordersync serve as a child process (so its own GC settings
+apply) against a zero-latency simulator in this process, on loopback only,
+and measures two things, each on a fresh pipeline:
+
+  ingest      signed webhooks at full speed from --connections connections
+              for --duration: webhooks/s answered 200 and ack latency p50/p99.
+              The webhooks are about --ingest-orders orders the simulator
+              holds, and carry their orderCode, so the pipeline's workers
+              fetch and mirror them while the receiver is loaded.
+  end to end  --orders orders created in the simulator, one signed Created
+              webhook each (with its orderCode) posted to the pipeline:
+              orders/s from the first post until the mirror holds all of
+              them, upstream fetches per order, and the pipeline's peak RSS.
+
+It reports the figures against the targets and exits 0 either way.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			exe, err := ordersyncExecutable()
+			if err != nil {
+				return err
+			}
+			opts.exe = exe
+			rep, err := runLoadtest(cmd.Context(), cmd.OutOrStdout(), opts)
+			if err != nil {
+				return err
+			}
+			printLoadReport(cmd.OutOrStdout(), rep)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVar(&opts.Duration, "duration", opts.Duration, "length of the ingest phase")
+	f.IntVar(&opts.Connections, "connections", opts.Connections, "concurrent webhook connections")
+	f.IntVar(&opts.IngestOrders, "ingest-orders", opts.IngestOrders, "orders the ingest webhooks are about")
+	f.IntVar(&opts.Orders, "orders", opts.Orders, "orders of the end-to-end phase")
+	f.DurationVar(&opts.E2ETimeout, "e2e-timeout", opts.E2ETimeout, "give up waiting for the mirror after this long")
+	f.IntVar(&opts.Workers, "workers", 0, "the pipeline's --workers (default: its own default)")
+	f.BoolVar(&opts.Keep, "keep", false, "keep the data directories and logs, and print where they are")
+	return cmd
+}
+
+// ingestReport is what the ingest phase measured.
+type ingestReport struct {
+	Webhooks, Failed int64 // answered 200; answered otherwise or not at all
+	Took             time.Duration
+	Rate             float64 // 200 answers per second
+	P50, P99, Max    time.Duration
+	PeakRSS          int64
+}
+
+// e2eReport is what the end-to-end phase measured.
+type e2eReport struct {
+	Orders          int
+	Took            time.Duration // first post → mirror holds all
+	Rate            float64       // orders per second over Took
+	PostTook        time.Duration // first post → last 200
+	Mirrored        int
+	FetchesPerOrder float64
+	PeakRSS         int64
+}
+
+type loadReport struct {
+	Ingest ingestReport
+	E2E    e2eReport
+}
+
+// loadPipeline is the simulator and one child pipeline pointed at it.
+type loadPipeline struct {
+	sim           *sim.Server
+	child         *child
+	db            *store.DB
+	webhookSecret string
+}
+
+func startLoadPipeline(ctx context.Context, dir string, opts loadOptions) (_ *loadPipeline, err error) {
+	secretKey := randomSecret()
+	p := &loadPipeline{webhookSecret: randomSecret()}
+	if p.sim, err = sim.New(sim.Config{SecretKey: secretKey, Seed: 1}); err != nil {
+		return nil, err
+	}
+	if err := p.sim.Start(ctx); err != nil {
+		return nil, err
+	}
+	simURL, err := p.sim.Listen("127.0.0.1:0")
+	if err != nil {
+		p.sim.Close()
+		return nil, err
+	}
+	args := []string{"--reconcile-interval", "0", "--log-level", "warn"}
+	if opts.Workers > 0 {
+		args = append(args, "--workers", strconv.Itoa(opts.Workers))
+	}
+	p.child, err = startChild(ctx, childConfig{
+		Exe: opts.exe, Env: opts.env, DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "ordersync.log"),
+		APIBaseURL: simURL, SecretKey: secretKey, WebhookSecret: p.webhookSecret, Args: args,
+	})
+	if err != nil {
+		p.sim.Close()
+		return nil, err
+	}
+	migrate := false
+	if p.db, err = store.Open(ctx, store.Config{URL: p.child.DatabasePath(), Migrate: &migrate, MaxOpenConns: 1}); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("open the pipeline's mirror: %w", err)
+	}
+	return p, nil
+}
+
+// Close stops the child with SIGTERM, then the simulator.
+func (p *loadPipeline) Close() error {
+	var errs []error
+	if p.db != nil {
+		errs = append(errs, p.db.Close())
+	}
+	if p.child != nil {
+		errs = append(errs, p.child.Stop())
+	}
+	errs = append(errs, p.sim.Close())
+	return errors.Join(errs...)
+}
+
+// createOrders puts n orders straight into the simulator.
+func (p *loadPipeline) createOrders(n int) ([]ordersync.PaymentLinkResult, error) {
+	out := make([]ordersync.PaymentLinkResult, n)
+	for i := range out {
+		amount := ordersync.MustAmount(fmt.Sprintf("%d.%02d", 5+i%200, i%100))
+		res, err := p.sim.CreatePaymentLink(ordersync.PaymentLinkParams{
+			OrderReference: fmt.Sprintf("load-%06d", i), Amount: &amount,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("create order %d in the simulator: %w", i, err)
+		}
+		out[i] = res
+	}
+	return out, nil
+}
+
+// webhookBody is a payment-link event as deployments send it, plus the
+// orderCode so the pipeline needs no mapping for orders it did not create.
+func webhookBody(o ordersync.PaymentLinkResult, t ordersync.EventType, n int) []byte {
+	return fmt.Appendf(nil, `{"orderId":"%s","orderCode":"%s","orderReference":null,"orderType":"FASTLINK_CHARGE","description":"load %d","metadata":null,"level":"Info","type":"%s"}`,
+		o.OrderID, o.OrderCode, n, t)
+}
+
+func runLoadtest(ctx context.Context, out io.Writer, opts loadOptions) (*loadReport, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "ordersync-loadtest-")
+	if err != nil {
+		return nil, err
+	}
+	if opts.Keep {
+		fmt.Fprintf(out, "data directories and logs under %s\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	rep := &loadReport{}
+	if err := runIngest(ctx, out, filepath.Join(dir, "ingest"), opts, &rep.Ingest); err != nil {
+		return nil, err
+	}
+	if err := runEndToEnd(ctx, out, filepath.Join(dir, "e2e"), opts, &rep.E2E); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// webhookPoster posts signed webhooks over a fixed number of connections.
+type webhookPoster struct {
+	url, secret string
+	client      *http.Client
+}
+
+func newWebhookPoster(url, secret string, conns int) *webhookPoster {
+	tr := &http.Transport{MaxConnsPerHost: conns, MaxIdleConnsPerHost: conns, IdleConnTimeout: 30 * time.Second}
+	return &webhookPoster{url: url, secret: secret, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+}
+
+// post sends one body and reports whether it was answered 200.
+func (p *webhookPoster) post(ctx context.Context, body []byte) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
+	if err != nil {
+		return false
+	}
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	req.Header.Set(sim.SignatureHeader, sim.Sign(p.secret, body))
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func (p *webhookPoster) close() { p.client.Transport.(*http.Transport).CloseIdleConnections() }
+
+func runIngest(ctx context.Context, out io.Writer, dir string, opts loadOptions, rep *ingestReport) error {
+	lp, err := startLoadPipeline(ctx, dir, opts)
+	if err != nil {
+		return err
+	}
+	defer lp.Close()
+	orders, err := lp.createOrders(opts.IngestOrders)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "ingest: %d connections for %s to pipeline pid %d, webhooks about %d orders\n", opts.Connections, opts.Duration, lp.child.PID(), len(orders))
+	poster := newWebhookPoster(lp.child.WebhookURL(), lp.webhookSecret, opts.Connections)
+	defer poster.close()
+	types := []ordersync.EventType{ordersync.EventCreated, ordersync.EventUpdated, ordersync.EventRequires3ds, ordersync.EventPaymentError}
+
+	var next, ok, failed atomic.Int64
+	latencies := make([][]time.Duration, opts.Connections)
+	start := time.Now()
+	deadline := start.Add(opts.Duration)
+	var wg sync.WaitGroup
+	for c := range opts.Connections {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lat := make([]time.Duration, 0, 1<<14)
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				if t0.After(deadline) {
+					break
+				}
+				n := int(next.Add(1))
+				body := webhookBody(orders[n%len(orders)], types[n%len(types)], n)
+				if poster.post(ctx, body) {
+					ok.Add(1)
+				} else {
+					failed.Add(1)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			latencies[c] = lat
+		}()
+	}
+	wg.Wait()
+	rep.Took = time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	all := slices.Concat(latencies...)
+	slices.Sort(all)
+	rep.Webhooks, rep.Failed = ok.Load(), failed.Load()
+	rep.Rate = float64(rep.Webhooks) / rep.Took.Seconds()
+	rep.P50, rep.P99, rep.Max = quantile(all, 0.50), quantile(all, 0.99), quantile(all, 1)
+	if rep.PeakRSS, err = lp.child.PeakRSS(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "ingest: %d answered 200 (%d failed) in %.1fs\n", rep.Webhooks, rep.Failed, rep.Took.Seconds())
+	return nil
+}
+
+// quantile of sorted durations (nearest rank).
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func runEndToEnd(ctx context.Context, out io.Writer, dir string, opts loadOptions, rep *e2eReport) error {
+	lp, err := startLoadPipeline(ctx, dir, opts)
+	if err != nil {
+		return err
+	}
+	defer lp.Close()
+	orders, err := lp.createOrders(opts.Orders)
+	if err != nil {
+		return err
+	}
+	bodies := make([][]byte, len(orders))
+	for i, o := range orders {
+		bodies[i] = webhookBody(o, ordersync.EventCreated, i)
+	}
+	fmt.Fprintf(out, "end to end: %d orders, one Created webhook each, %d connections, pipeline pid %d\n", len(orders), opts.Connections, lp.child.PID())
+	poster := newWebhookPoster(lp.child.WebhookURL(), lp.webhookSecret, opts.Connections)
+	defer poster.close()
+
+	ctx, cancel := context.WithTimeout(ctx, opts.E2ETimeout)
+	defer cancel()
+	var next, failed atomic.Int64
+	postDone := make(chan time.Duration, 1)
+	start := time.Now()
+	go func() {
+		var wg sync.WaitGroup
+		for range opts.Connections {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					i := int(next.Add(1)) - 1
+					if i >= len(bodies) {
+						return
+					}
+					// A webhook the pipeline refused is sent again, as the
+					// provider would.
+					for !poster.post(ctx, bodies[i]) && ctx.Err() == nil {
+						failed.Add(1)
+						time.Sleep(10 * time.Millisecond)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		postDone <- time.Since(start)
+	}()
+
+	for {
+		counts, err := lp.db.CountOrdersByStatus(ctx)
+		if err != nil && ctx.Err() == nil {
+			return fmt.Errorf("count mirrored orders: %w", err)
+		}
+		rep.Mirrored = 0
+		for _, n := range counts {
+			rep.Mirrored += n
+		}
+		if rep.Mirrored >= len(orders) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	rep.Took = time.Since(start)
+	rep.PostTook = <-postDone
+	if rep.Mirrored < len(orders) {
+		return fmt.Errorf("end to end: the mirror holds %d of %d orders after %s", rep.Mirrored, len(orders), opts.E2ETimeout)
+	}
+	rep.Orders = len(orders)
+	rep.Rate = float64(rep.Orders) / rep.Took.Seconds()
+	rep.FetchesPerOrder = float64(lp.sim.Stats().Gets) / float64(rep.Orders)
+	if rep.PeakRSS, err = lp.child.PeakRSS(); err != nil {
+		return err
+	}
+	if n := failed.Load(); n > 0 {
+		fmt.Fprintf(out, "end to end: %d posts were refused and sent again\n", n)
+	}
+	return nil
+}
+
+func printLoadReport(w io.Writer, r *loadReport) {
+	mark := func(ok bool) string {
+		if ok {
+			return "meets"
+		}
+		return "MISSES"
+	}
+	mb := func(b int64) float64 { return float64(b) / (1 << 20) }
+	in, e := r.Ingest, r.E2E
+	fmt.Fprintf(w, "\nordersync loadtest (the real binary as a child process, loopback)\n")
+	fmt.Fprintf(w, "  ingest                %8.0f webhooks/s   %s the target of ≥ %d/s (%d answered 200, %d failed)\n",
+		in.Rate, mark(in.Rate >= targetIngestRate), targetIngestRate, in.Webhooks, in.Failed)
+	fmt.Fprintf(w, "  ack latency           p50 %s, p99 %s, max %s   p99 %s the target of ≤ %s\n",
+		in.P50.Round(10*time.Microsecond), in.P99.Round(10*time.Microsecond), in.Max.Round(100*time.Microsecond), mark(in.P99 <= targetAckP99), targetAckP99)
+	fmt.Fprintf(w, "  end to end            %8.0f orders/s     %s the target of ≥ %d/s (%d orders mirrored in %.2fs; posts done in %.2fs)\n",
+		e.Rate, mark(e.Rate >= targetE2ERate), targetE2ERate, e.Orders, e.Took.Seconds(), e.PostTook.Seconds())
+	fmt.Fprintf(w, "  upstream fetches      %.2f per order\n", e.FetchesPerOrder)
+	fmt.Fprintf(w, "  peak RSS              %.0f MB end to end, %.0f MB ingest   %s the target of ≤ %d MB\n",
+		mb(e.PeakRSS), mb(in.PeakRSS), mark(max(e.PeakRSS, in.PeakRSS) <= targetPeakRSS), targetPeakRSS>>20)
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"testing"
+	"time"
+)
+
+// TestLoadtest runs the load generator in a small size against the real
+// binary (this test binary re-executed): every ingest webhook is answered
+// 200 with latencies measured, and the end-to-end phase ends only when the
+// mirror holds every order, each fetched upstream at least once.
+func TestLoadtest(t *testing.T) {
+	opts := defaultLoadOptions()
+	opts.Duration, opts.Connections, opts.IngestOrders, opts.Orders = time.Second, 16, 200, 500
+	opts.E2ETimeout = 30 * time.Second
+	opts.exe, opts.env = os.Args[0], []string{runMainEnv + "=1"}
+
+	var out bytes.Buffer
+	rep, err := runLoadtest(context.Background(), &out, opts)
+	if err != nil {
+		t.Log("\n" + out.String())
+		t.Fatal(err)
+	}
+	printLoadReport(&out, rep)
+	t.Log("\n" + out.String())
+
+	in, e := rep.Ingest, rep.E2E
+	switch {
+	case in.Webhooks == 0 || in.Failed != 0:
+		t.Errorf("ingest: %d answered 200, %d failed", in.Webhooks, in.Failed)
+	case in.P50 <= 0 || in.P50 > in.P99 || in.P99 > in.Max:
+		t.Errorf("ingest latencies out of order: p50 %s, p99 %s, max %s", in.P50, in.P99, in.Max)
+	case in.PeakRSS <= 0 || e.PeakRSS <= 0:
+		t.Errorf("peak RSS not measured: ingest %d, end to end %d", in.PeakRSS, e.PeakRSS)
+	}
+	if e.Orders != opts.Orders || e.Mirrored < opts.Orders {
+		t.Errorf("end to end: %d of %d orders mirrored", e.Mirrored, opts.Orders)
+	}
+	if e.FetchesPerOrder < 1 {
+		t.Errorf("end to end: %.2f upstream fetches per order: some order was mirrored without a fetch", e.FetchesPerOrder)
+	}
+}
+
+// TestQuantile pins the nearest-rank quantile the load report uses.
+func TestQuantile(t *testing.T) {
+	ms := func(n ...int) []time.Duration {
+		out := make([]time.Duration, len(n))
+		for i, v := range n {
+			out[i] = time.Duration(v) * time.Millisecond
+		}
+		return out
+	}
+	tests := []struct {
+		sorted []time.Duration
+		q      float64
+		want   time.Duration
+	}{
+		{nil, 0.5, 0},
+		{ms(7), 0.99, 7 * time.Millisecond},
+		{ms(1, 2, 3, 4), 0.5, 2 * time.Millisecond},
+		{ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 0.99, 10 * time.Millisecond},
+		{ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 0.5, 5 * time.Millisecond},
+		{ms(1, 2, 3), 1, 3 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		if got := quantile(tt.sorted, tt.q); got != tt.want {
+			t.Errorf("quantile(%v, %v) = %s, want %s", tt.sorted, tt.q, got, tt.want)
+		}
+	}
+}
