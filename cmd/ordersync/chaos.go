@@ -10,10 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -29,7 +26,6 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/store"
-	"github.com/ordersync/ordersync/webhook"
 )
 
 // chaosOptions size a chaos run.
@@ -851,122 +847,4 @@ func describeFaultCounts(m map[sim.FaultKind]int64) string {
 	}
 	sort.Strings(kinds)
 	return strings.Join(kinds, ", ")
-}
-
-// recordingProxy stands in front of the pipeline's webhook receiver and
-// remembers the MsgID of every body the receiver answered 2xx: what the
-// provider was promised is durable.
-type recordingProxy struct {
-	ln     net.Listener
-	srv    *http.Server
-	proxy  *httputil.ReverseProxy
-	target atomic.Pointer[url.URL]
-	done   chan struct{}
-
-	attempts, failures atomic.Int64
-	mu                 sync.Mutex
-	acked              map[string]bool
-}
-
-func startRecordingProxy() (*recordingProxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("recording proxy: %w", err)
-	}
-	p := &recordingProxy{ln: ln, acked: map[string]bool{}, done: make(chan struct{})}
-	p.proxy = &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			t := p.target.Load()
-			pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.URL.Path = t.Scheme, t.Host, t.Path
-			pr.Out.Host = ""
-		},
-		Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) {
-			w.WriteHeader(http.StatusBadGateway) // the pipeline is down
-		},
-	}
-	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		defer close(p.done)
-		_ = p.srv.Serve(ln)
-	}()
-	return p, nil
-}
-
-// URL is where the simulator posts webhooks.
-func (p *recordingProxy) URL() string {
-	return "http://" + p.ln.Addr().String() + "/webhooks/paymentlink"
-}
-
-// SetTarget points the proxy at the receiver's URL.
-func (p *recordingProxy) SetTarget(webhookURL string) {
-	u, err := url.Parse(webhookURL)
-	if err != nil {
-		panic(err) // built by child.WebhookURL
-	}
-	p.target.Store(u)
-}
-
-func (p *recordingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.attempts.Add(1)
-	body, err := io.ReadAll(io.LimitReader(r.Body, 2<<20))
-	if err != nil {
-		p.failures.Add(1)
-		w.WriteHeader(http.StatusBadRequest)
-		return
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.ContentLength = int64(len(body))
-	sw := &statusWriter{ResponseWriter: w}
-	p.proxy.ServeHTTP(sw, r)
-	if sw.status >= 200 && sw.status < 300 {
-		id := webhook.MsgID(ordersync.DefaultAccount, body)
-		p.mu.Lock()
-		p.acked[id] = true
-		p.mu.Unlock()
-		return
-	}
-	p.failures.Add(1)
-}
-
-// Acked returns the MsgIDs answered 2xx so far.
-func (p *recordingProxy) Acked() map[string]bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make(map[string]bool, len(p.acked))
-	for id := range p.acked {
-		out[id] = true
-	}
-	return out
-}
-
-// Close stops the proxy and waits for it.
-func (p *recordingProxy) Close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := p.srv.Shutdown(ctx); err != nil {
-		p.srv.Close()
-	}
-	<-p.done
-	p.proxy.Transport.(*http.Transport).CloseIdleConnections()
-}
-
-// statusWriter remembers the status a handler answered.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
 }
