@@ -181,13 +181,16 @@ type chaosRun struct {
 
 	mu        sync.Mutex
 	confirmed map[string]bool // order codes the admin API answered
+	// orphans are the ids of orders created upstream that ordersync never
+	// recorded (see followOrphans).
+	orphans map[ordersync.ID]bool
 }
 
 func runChaos(ctx context.Context, out io.Writer, opts chaosOptions) (rep *chaosReport, err error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	r := &chaosRun{opts: opts, out: out, start: time.Now(), confirmed: map[string]bool{}}
+	r := &chaosRun{opts: opts, out: out, start: time.Now(), confirmed: map[string]bool{}, orphans: map[ordersync.ID]bool{}}
 	r.rep.ConvergeWant = opts.ConvergeWithin
 	dir, err := os.MkdirTemp("", "ordersync-chaos-")
 	if err != nil {
@@ -294,7 +297,13 @@ func (r *chaosRun) drive(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	killErr := make(chan error, 1)
-	go func() { killErr <- r.killAndRestart(ctx) }()
+	go func() {
+		err := r.killAndRestart(ctx)
+		if err != nil {
+			cancel() // stop creating: the pipeline is not coming back
+		}
+		killErr <- err
+	}()
 
 	rng := rand.New(rand.NewPCG(r.opts.Seed, 0xc4a05))
 	var acts buyerActs
@@ -307,8 +316,7 @@ func (r *chaosRun) drive(ctx context.Context) error {
 		codes, err := r.createOrders(ctx, params)
 		if err != nil {
 			cancel()
-			<-killErr
-			return err
+			return errors.Join(<-killErr, err)
 		}
 		a := actAsBuyers(r.sim, codes, rng)
 		acts.paid, acts.finalized, acts.reversed, acts.cancelled = acts.paid+a.paid, acts.finalized+a.finalized, acts.reversed+a.reversed, acts.cancelled+a.cancelled
@@ -541,6 +549,7 @@ func (r *chaosRun) followOrphans(ctx context.Context) error {
 			return fmt.Errorf("resolve order id %s: %w", o.OrderID, err)
 		}
 		r.rep.Orphans++
+		r.orphans[o.OrderID] = true
 		body, _ := json.Marshal(map[string]string{"orderCode": o.OrderCode})
 		var tracked json.RawMessage
 		var retries int64
@@ -770,22 +779,13 @@ func (r *chaosRun) checkDeadLetters(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list dead letters: %w", err)
 	}
-	orphanIDs := map[ordersync.ID]bool{}
-	for _, o := range r.sim.Orders() {
-		r.mu.Lock()
-		ok := r.confirmed[o.OrderCode]
-		r.mu.Unlock()
-		if !ok {
-			orphanIDs[o.OrderID] = true
-		}
-	}
 	rep := &r.rep
 	rep.DeadLetters = len(letters)
 	for _, dl := range letters {
 		note := fmt.Sprintf("#%d %s (order id %s, %d attempts): %s", dl.ID, dl.Reason, dl.OrderID, dl.Attempts, dl.LastError)
-		if dl.Reason == ordersync.ReasonUnresolved && orphanIDs[dl.OrderID] {
+		if dl.Reason == ordersync.ReasonUnresolved && r.orphans[dl.OrderID] {
 			rep.DeadLettersJustified++
-			rep.DeadLetterNotes = append(rep.DeadLetterNotes, note+" — justified: the order was never created through ordersync's record")
+			rep.DeadLetterNotes = append(rep.DeadLetterNotes, note+" — justified: its order was created upstream while the pipeline was killed mid-request, so ordersync never recorded it")
 			continue
 		}
 		rep.DeadLetterNotes = append(rep.DeadLetterNotes, note+" — NOT a permanent failure")
