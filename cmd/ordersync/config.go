@@ -9,12 +9,15 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
+
+	"github.com/ordersync/ordersync"
 )
 
 // Config is everything `ordersync serve` and the other commands need. It is
@@ -29,6 +32,11 @@ type Config struct {
 	WebhookSecrets []string `yaml:"webhook_secrets"`
 	// InsecureNoWebhookSignature accepts unsigned webhooks. Never in production.
 	InsecureNoWebhookSignature bool `yaml:"insecure_no_webhook_signature"`
+	// Accounts are the further merchant accounts this deployment serves,
+	// by name; the top-level api_base_url, secret_key and webhook_secrets
+	// are the default account's. Their webhooks arrive on
+	// /webhooks/paymentlink/{name}.
+	Accounts map[string]AccountConfig `yaml:"accounts"`
 	// Role is what this process runs: "all", or a comma-separated list of
 	// receiver, worker, relay and reconciler, so each part scales on its own.
 	Role string `yaml:"role"`
@@ -91,6 +99,31 @@ type Config struct {
 	// LogFormat is text or json.
 	LogFormat string `yaml:"log_format"`
 }
+
+// AccountConfig is one further merchant account: its own service, key and
+// webhook secrets. ORDERSYNC_ACCOUNT_<NAME>_API_BASE_URL, _SECRET_KEY and
+// _WEBHOOK_SECRET override the file (NAME in upper case, '-' as '_').
+type AccountConfig struct {
+	APIBaseURL     string   `yaml:"api_base_url"`
+	SecretKey      string   `yaml:"secret_key"`
+	WebhookSecrets []string `yaml:"webhook_secrets"`
+}
+
+// accountEnvPrefix is the environment prefix of an account's settings.
+func accountEnvPrefix(name string) string {
+	return "ORDERSYNC_ACCOUNT_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_"
+}
+
+// upstreams returns every account's service settings, the default's first.
+func (c *Config) upstreams() map[string]AccountConfig {
+	out := map[string]AccountConfig{ordersync.DefaultAccount: {APIBaseURL: c.APIBaseURL, SecretKey: c.SecretKey, WebhookSecrets: c.WebhookSecrets}}
+	for name, a := range c.Accounts {
+		out[name] = a
+	}
+	return out
+}
+
+var accountName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // defaultConfig holds every default, in one place.
 func defaultConfig() Config {
@@ -238,6 +271,19 @@ func (f *configFlags) load(getenv func(string) string) (Config, error) {
 			return cfg, fmt.Errorf("config file %s: %w", path, err)
 		}
 	}
+	for name, a := range cfg.Accounts {
+		prefix := accountEnvPrefix(name)
+		if v := getenv(prefix + "API_BASE_URL"); v != "" {
+			a.APIBaseURL = v
+		}
+		if v := getenv(prefix + "SECRET_KEY"); v != "" {
+			a.SecretKey = v
+		}
+		if v := getenv(prefix + "WEBHOOK_SECRET"); v != "" {
+			a.WebhookSecrets = splitList(v)
+		}
+		cfg.Accounts[name] = a
+	}
 	for _, st := range settings {
 		if v := getenv(st.env); v != "" {
 			if err := st.set(&cfg, v); err != nil {
@@ -272,6 +318,18 @@ func (c *Config) validateServe() error {
 		return fmt.Errorf("bad setting: workers must be ≥ 1, got %d", c.Workers)
 	case c.DataDir == "":
 		return errors.New("missing setting: data_dir (ORDERSYNC_DATA_DIR or --data-dir)")
+	}
+	for name, a := range c.Accounts {
+		switch {
+		case !accountName.MatchString(name) || name == ordersync.DefaultAccount:
+			return fmt.Errorf("bad setting: accounts: name %q (want 1-64 of A-Z a-z 0-9 _ -, not %q)", name, ordersync.DefaultAccount)
+		case a.APIBaseURL == "":
+			return fmt.Errorf("missing setting: accounts.%s.api_base_url (or %sAPI_BASE_URL)", name, accountEnvPrefix(name))
+		case a.SecretKey == "":
+			return fmt.Errorf("missing setting: accounts.%s.secret_key (or %sSECRET_KEY)", name, accountEnvPrefix(name))
+		case len(a.WebhookSecrets) == 0 && !c.InsecureNoWebhookSignature:
+			return fmt.Errorf("missing setting: accounts.%s.webhook_secrets (or %sWEBHOOK_SECRET)", name, accountEnvPrefix(name))
+		}
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return errors.New("bad setting: tls_cert_file and tls_key_file go together")

@@ -80,7 +80,7 @@ that carry only its orderId resolve.`,
 		if err := params.Validate(ordersync.English); err != nil {
 			return err
 		}
-		l, err := openUpstream(cmd.Context(), flags)
+		l, err := openUpstream(cmd.Context(), flags, account)
 		if err != nil {
 			return err
 		}

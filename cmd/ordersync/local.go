@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/paymentlink"
 	"github.com/ordersync/ordersync/store"
 	"github.com/ordersync/ordersync/worker"
@@ -37,19 +38,25 @@ func openMirror(ctx context.Context, flags *configFlags) (*local, error) {
 	return &local{cfg: cfg, db: db}, nil
 }
 
-func openUpstream(ctx context.Context, flags *configFlags) (*local, error) {
+// openUpstream opens the mirror and the account's service.
+func openUpstream(ctx context.Context, flags *configFlags, account string) (*local, error) {
 	l, err := openMirror(ctx, flags)
 	if err != nil {
 		return nil, err
 	}
+	a, known := l.cfg.upstreams()[account]
 	switch {
-	case l.cfg.APIBaseURL == "":
+	case !known:
+		err = fmt.Errorf("account %q is not configured (see accounts in the config file)", account)
+	case a.APIBaseURL == "" && account == ordersync.DefaultAccount:
 		err = fmt.Errorf("missing setting: api_base_url (ORDERSYNC_API_BASE_URL or --api-base-url)")
-	case l.cfg.SecretKey == "":
+	case a.SecretKey == "" && account == ordersync.DefaultAccount:
 		err = fmt.Errorf("missing setting: secret_key (ORDERSYNC_SECRET_KEY or --secret-key)")
+	case a.APIBaseURL == "" || a.SecretKey == "":
+		err = fmt.Errorf("missing setting: accounts.%s.api_base_url and secret_key", account)
 	}
 	if err == nil {
-		l.client, err = paymentlink.New(paymentlink.Config{BaseURL: l.cfg.APIBaseURL, SecretKey: l.cfg.SecretKey, Timeout: l.cfg.UpstreamTimeout})
+		l.client, err = paymentlink.New(paymentlink.Config{BaseURL: a.APIBaseURL, SecretKey: a.SecretKey, Timeout: l.cfg.UpstreamTimeout})
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if err == nil {

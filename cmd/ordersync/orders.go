@@ -164,7 +164,7 @@ func newOrdersTrackCommand() *cobra.Command {
 	flags := addConfigFlags(cmd.Flags())
 	cmd.Flags().StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		l, err := openUpstream(cmd.Context(), flags)
+		l, err := openUpstream(cmd.Context(), flags, account)
 		if err != nil {
 			return err
 		}

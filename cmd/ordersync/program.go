@@ -43,15 +43,17 @@ type Program struct {
 	nc       *nats.Conn
 	queue    *queue.Queue
 	db       *store.DB
-	client   *paymentlink.Client
+	// clients and syncers hold one entry per account, the default's
+	// under ordersync.DefaultAccount.
+	clients map[string]*paymentlink.Client
+	syncers worker.Accounts
 
-	syncer     *worker.Syncer
-	pool       *worker.Pool
-	relay      *worker.Relay
-	reconciler *worker.Reconciler
-	replayer   *worker.Replayer
-	follower   *worker.Follower
-	receiver   *webhook.Receiver
+	pool        *worker.Pool
+	relay       *worker.Relay
+	reconcilers []*worker.Reconciler
+	replayer    *worker.Replayer
+	follower    *worker.Follower
+	receiver    *webhook.Receiver
 
 	webhookLn, adminLn   net.Listener
 	webhookSrv, adminSrv *http.Server
@@ -85,8 +87,11 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 	if err := p.openQueue(ctx); err != nil {
 		return nil, err
 	}
-	if p.client, err = paymentlink.New(paymentlink.Config{BaseURL: cfg.APIBaseURL, SecretKey: cfg.SecretKey, Timeout: cfg.UpstreamTimeout}); err != nil {
-		return nil, err
+	p.clients = map[string]*paymentlink.Client{}
+	for name, a := range cfg.upstreams() {
+		if p.clients[name], err = paymentlink.New(paymentlink.Config{BaseURL: a.APIBaseURL, SecretKey: a.SecretKey, Timeout: cfg.UpstreamTimeout}); err != nil {
+			return nil, fmt.Errorf("account %s: %w", name, err)
+		}
 	}
 	if err := p.buildStages(); err != nil {
 		return nil, err
@@ -134,13 +139,19 @@ func (p *Program) openQueue(ctx context.Context) (err error) {
 
 func (p *Program) buildStages() (err error) {
 	log := func(c string) *slog.Logger { return p.logger.With("component", c) }
-	p.syncer, err = worker.NewSyncer(worker.SyncerConfig{
-		Upstream: p.client, Mirror: p.db, RequestsPerSecond: p.cfg.UpstreamRPS,
-		Registerer: p.reg, Logger: log("upstream"),
-	})
-	if err != nil {
-		return err
+	// Each account has its own Syncer (breaker, limits, credentials
+	// pause); their collectors carry the account's name.
+	p.syncers = worker.Accounts{}
+	for name, client := range p.clients {
+		p.syncers[name], err = worker.NewSyncer(worker.SyncerConfig{
+			Upstream: client, Mirror: p.db, RequestsPerSecond: p.cfg.UpstreamRPS,
+			Registerer: accountRegisterer(p.reg, name), Logger: log("upstream").With("account", name),
+		})
+		if err != nil {
+			return err
+		}
 	}
+	defaultSyncer := p.syncers[ordersync.DefaultAccount]
 	if p.relay, err = worker.NewRelay(worker.RelayConfig{Outbox: p.db, Publisher: p.queue, Registerer: p.reg, Logger: log("relay")}); err != nil {
 		return err
 	}
@@ -155,7 +166,7 @@ func (p *Program) buildStages() (err error) {
 		}
 	}
 	p.pool, err = worker.NewPool(worker.PoolConfig{
-		Source: p.queue.Events(), Syncer: p.syncer, Mirror: p.db,
+		Source: p.queue.Events(), Syncer: defaultSyncer, Accounts: p.syncers, Mirror: p.db,
 		FetchConcurrency: p.cfg.Workers,
 		OnApplied:        func([]ordersync.ApplyResult) { p.relay.Notify() },
 		OnOrderKnown:     onKnown,
@@ -164,26 +175,38 @@ func (p *Program) buildStages() (err error) {
 	if err != nil {
 		return err
 	}
+	upstreams := map[string]ordersync.Upstream{}
+	for name, c := range p.clients {
+		upstreams[name] = c
+	}
 	p.follower, err = worker.NewFollower(worker.FollowerConfig{
-		Upstream: p.client, Mirror: p.db, Reader: p.db, Syncer: p.syncer, OnOrderKnown: onKnown, Logger: log("follow"),
+		Upstream: p.clients[ordersync.DefaultAccount], Upstreams: upstreams, Mirror: p.db, Reader: p.db,
+		Syncer: p.syncers, OnOrderKnown: onKnown, Logger: log("follow"),
 	})
 	if err != nil {
 		return err
 	}
-	p.reconciler, err = worker.NewReconciler(worker.ReconcilerConfig{
-		Source: p.db, Syncer: p.syncer, Interval: p.cfg.ReconcileInterval, Budget: p.cfg.ReconcileBudget,
-		OnDrift: p.pool.RecordDrift, Registerer: p.reg, Logger: log("reconcile"),
-	})
-	if err != nil {
-		return err
+	for name, syncer := range p.syncers {
+		rec, err := worker.NewReconciler(worker.ReconcilerConfig{
+			Source: p.db, Syncer: syncer, Account: name, Interval: p.cfg.ReconcileInterval, Budget: p.cfg.ReconcileBudget,
+			OnDrift: p.pool.RecordDrift, Registerer: accountRegisterer(p.reg, name), Logger: log("reconcile").With("account", name),
+		})
+		if err != nil {
+			return err
+		}
+		p.reconcilers = append(p.reconcilers, rec)
 	}
 	if p.roles.receiver {
 		proxies, err := parseCIDRs(p.cfg.TrustedProxies)
 		if err != nil {
 			return err
 		}
+		accounts := map[string]webhook.AccountConfig{}
+		for name, a := range p.cfg.Accounts {
+			accounts[name] = webhook.AccountConfig{Secrets: a.WebhookSecrets}
+		}
 		p.receiver, err = webhook.New(webhook.Config{
-			Secrets: p.cfg.WebhookSecrets, Insecure: p.cfg.InsecureNoWebhookSignature, TrustedProxies: proxies,
+			Secrets: p.cfg.WebhookSecrets, Accounts: accounts, Insecure: p.cfg.InsecureNoWebhookSignature, TrustedProxies: proxies,
 			Publisher: p.queue, Recorder: p.db, Registerer: p.reg, Logger: log("webhook"),
 		})
 		if err != nil {
@@ -271,7 +294,7 @@ func (p *Program) Run(ctx context.Context) error {
 		run(&working, "relay", func() error { return p.lead(workCtx, "relay", p.relay.Run) })
 	}
 	if p.roles.reconciler && p.cfg.ReconcileInterval > 0 {
-		run(&working, "reconciler", func() error { return p.lead(workCtx, "reconciler", p.reconciler.Run) })
+		run(&working, "reconciler", func() error { return p.lead(workCtx, "reconciler", p.runReconcilers) })
 	}
 
 	var runErr error
@@ -296,6 +319,24 @@ func (p *Program) Run(ctx context.Context) error {
 	serving.Wait()
 	p.logger.Info("ordersync stopped")
 	return runErr
+}
+
+// runReconcilers runs every account's reconciler until ctx ends.
+func (p *Program) runReconcilers(ctx context.Context) error {
+	errs := make(chan error, len(p.reconcilers))
+	for _, r := range p.reconcilers {
+		go func() { errs <- r.Run(ctx) }()
+	}
+	var err error
+	for range p.reconcilers {
+		err = errors.Join(err, <-errs)
+	}
+	return err
+}
+
+// accountRegisterer labels an account's collectors with its name.
+func accountRegisterer(reg prometheus.Registerer, account string) prometheus.Registerer {
+	return prometheus.WrapRegistererWith(prometheus.Labels{"account": account}, reg)
 }
 
 // lead runs a stage of which only one may act at a time across processes

@@ -35,7 +35,7 @@ func newReconcileCommand() *cobra.Command {
 			}
 			filter.Since = t
 		}
-		l, err := openUpstream(cmd.Context(), flags)
+		l, err := openUpstream(cmd.Context(), flags, account)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/sim"
+)
+
+// TestAccountsEndToEnd: one deployment serves a second merchant account
+// with its own service, key and webhook secret. Its links are created
+// through the admin API with ?account=, its webhooks arrive on
+// /webhooks/paymentlink/acme, and its orders are mirrored under its name,
+// while the default account keeps working unchanged.
+func TestAccountsEndToEnd(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	acmeURL := "http://" + ln.Addr().String()
+	st := startTestStack(t, stackOptions{Configure: func(c *Config) {
+		c.Accounts = map[string]AccountConfig{"acme": {APIBaseURL: acmeURL, SecretKey: "sk_acme", WebhookSecrets: []string{"whsec_acme"}}}
+	}})
+	acme, err := sim.New(sim.Config{SecretKey: "sk_acme", WebhookURL: st.Program.WebhookURL() + "/acme", WebhookSecret: "whsec_acme", Seed: 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); acme.Close() })
+	if err := acme.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := acme.Serve(ln); err != nil {
+		t.Fatal(err)
+	}
+
+	var codes []string
+	for _, account := range []string{"acme", "acme", ""} {
+		body, _ := json.Marshal(map[string]any{"amount": "12.50", "orderReference": "r-" + account})
+		resp, err := http.Post(st.Program.AdminURL()+"/v1/payment-links?account="+account, "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res ordersync.PaymentLinkResult
+		if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("create for %q: %d %v", account, resp.StatusCode, err)
+		}
+		resp.Body.Close()
+		codes = append(codes, res.OrderCode)
+	}
+	if _, err := acme.Pay(codes[0], ordersync.Buyer{Name: "Ana"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acme.Cancel(codes[1]); err != nil {
+		t.Fatal(err)
+	}
+
+	deadline := time.Now().Add(10 * time.Second)
+	for _, want := range acme.Orders() {
+		for {
+			got, err := st.Program.DB().FindOrderByCode(ctx, "acme", want.OrderCode)
+			if err == nil && len(ordersync.DiffOrders(&want, &got.Order)) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("acme order %s not mirrored: %v", want.OrderCode, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if _, err := st.Program.DB().FindOrderByCode(ctx, ordersync.DefaultAccount, codes[2]); err != nil {
+		t.Errorf("the default account's order: %v", err)
+	}
+	if n := st.Sim.Stats().Checkouts; n != 1 {
+		t.Errorf("the default service created %d links, want 1", n)
+	}
+	// The account's metrics carry its name.
+	if got := counterValue(st.Program.Registry(), "ordersync_fetch_requests_total", "account", "acme"); got < 2 {
+		t.Errorf("ordersync_fetch_requests_total{account=\"acme\"} = %v, want ≥ 2", got)
+	}
+	if got := counterValue(st.Program.Registry(), "ordersync_webhook_requests_total", "outcome", "accepted"); got < 3 {
+		t.Errorf("%v webhooks accepted", got)
+	}
+}
