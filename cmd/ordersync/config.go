@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/queue"
 )
 
 // Config is everything `ordersync serve` and the other commands need. It is
@@ -64,6 +65,9 @@ type Config struct {
 	NATSTLSKey    string `yaml:"nats_tls_key"`
 	// NATSReplicas is the JetStream replica count of ordersync's streams.
 	NATSReplicas int `yaml:"nats_replicas"`
+	// NATSNamespace prefixes ordersync's subjects, streams, consumer and
+	// leader bucket, so several deployments can share one NATS.
+	NATSNamespace string `yaml:"nats_namespace"`
 	// NATSPort opens a TCP port on the embedded server (0: none, in-process only).
 	NATSPort int `yaml:"nats_port"`
 	// JetStreamSync is the embedded server's fsync policy: "default" (writes
@@ -114,6 +118,16 @@ func accountEnvPrefix(name string) string {
 	return "ORDERSYNC_ACCOUNT_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_"
 }
 
+// queueConfig names ordersync's streams and consumer after the namespace:
+// the default gives ORDERSYNC_EVENTS, ORDERSYNC_ORDERS, ordersync-worker.
+func (c *Config) queueConfig() queue.Config {
+	up := strings.ToUpper(c.NATSNamespace)
+	return queue.Config{
+		SubjectPrefix: c.NATSNamespace, EventsStream: up + "_EVENTS", OrdersStream: up + "_ORDERS",
+		Consumer: c.NATSNamespace + "-worker", Replicas: c.NATSReplicas,
+	}
+}
+
 // upstreams returns every account's service settings, the default's first.
 func (c *Config) upstreams() map[string]AccountConfig {
 	out := map[string]AccountConfig{ordersync.DefaultAccount: {APIBaseURL: c.APIBaseURL, SecretKey: c.SecretKey, WebhookSecrets: c.WebhookSecrets}}
@@ -135,6 +149,7 @@ func defaultConfig() Config {
 		DBMaxIdleConns:    16,
 		JetStreamSync:     "default",
 		NATSReplicas:      1,
+		NATSNamespace:     "ordersync",
 		Listen:            ":8080",
 		AdminListen:       "127.0.0.1:9090",
 		Workers:           64,
@@ -196,6 +211,7 @@ var settings = []setting{
 	{key: "nats_tls_cert", env: "ORDERSYNC_NATS_TLS_CERT", usage: "client certificate for NATS", set: str(func(c *Config) *string { return &c.NATSTLSCert })},
 	{key: "nats_tls_key", env: "ORDERSYNC_NATS_TLS_KEY", usage: "client key for NATS", set: str(func(c *Config) *string { return &c.NATSTLSKey })},
 	{key: "nats_replicas", env: "ORDERSYNC_NATS_REPLICAS", usage: "JetStream stream replicas (3 on a cluster)", set: integer(func(c *Config) *int { return &c.NATSReplicas })},
+	{key: "nats_namespace", env: "ORDERSYNC_NATS_NAMESPACE", usage: "prefix of subjects (NAMESPACE.orders.paid), streams, consumer and leader bucket on a shared NATS", set: str(func(c *Config) *string { return &c.NATSNamespace })},
 	{key: "nats_port", env: "ORDERSYNC_NATS_PORT", usage: "TCP port for the embedded NATS server; 0 = in-process only", set: integer(func(c *Config) *int { return &c.NATSPort })},
 	{key: "jetstream_sync", env: "ORDERSYNC_JETSTREAM_SYNC", usage: "embedded JetStream fsync policy: default, always or an interval like 1s", set: str(func(c *Config) *string { return &c.JetStreamSync })},
 	{key: "listen", env: "ORDERSYNC_LISTEN", usage: "webhook receiver address", set: str(func(c *Config) *string { return &c.Listen })},
@@ -330,6 +346,9 @@ func (c *Config) validateServe() error {
 		case len(a.WebhookSecrets) == 0 && !c.InsecureNoWebhookSignature:
 			return fmt.Errorf("missing setting: accounts.%s.webhook_secrets (or %sWEBHOOK_SECRET)", name, accountEnvPrefix(name))
 		}
+	}
+	if !accountName.MatchString(c.NATSNamespace) {
+		return fmt.Errorf("bad setting: nats_namespace %q (want 1-64 of A-Z a-z 0-9 _ -)", c.NATSNamespace)
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return errors.New("bad setting: tls_cert_file and tls_key_file go together")

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -292,11 +293,12 @@ func countPaidTriggers(ctx context.Context, p *Program) (perOrder map[string]int
 	if err != nil {
 		return nil, err
 	}
-	stream, err := js.Stream(ctx, ordersStream)
+	qcfg := p.cfg.queueConfig()
+	stream, err := js.Stream(ctx, qcfg.OrdersStream)
 	if err != nil {
 		return nil, fmt.Errorf("orders stream: %w", err)
 	}
-	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{ordersync.SubjectPaid}})
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{qcfg.SubjectPrefix + strings.TrimPrefix(ordersync.SubjectPaid, "ordersync")}})
 	if err != nil {
 		return nil, err
 	}

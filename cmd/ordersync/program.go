@@ -27,7 +27,7 @@ import (
 )
 
 // ordersStream holds the order events fulfilment subscribes to
-// (ordersync.SubjectPaid and the status subjects).
+// (ordersync.SubjectPaid and the status subjects) in the default namespace.
 const ordersStream = "ORDERSYNC_ORDERS"
 
 // Program is the whole service in one process: webhook receiver, worker
@@ -131,7 +131,9 @@ func (p *Program) openQueue(ctx context.Context) (err error) {
 			return fmt.Errorf("connect to NATS: %w", err)
 		}
 	}
-	if p.queue, err = queue.New(ctx, p.nc, queue.Config{OrdersStream: ordersStream, Replicas: p.cfg.NATSReplicas, Registerer: p.reg, Logger: p.logger}); err != nil {
+	qcfg := p.cfg.queueConfig()
+	qcfg.Registerer, qcfg.Logger = p.reg, p.logger
+	if p.queue, err = queue.New(ctx, p.nc, qcfg); err != nil {
 		return fmt.Errorf("set up JetStream: %w", err)
 	}
 	return nil
@@ -340,10 +342,22 @@ func accountRegisterer(reg prometheus.Registerer, account string) prometheus.Reg
 }
 
 // lead runs a stage of which only one may act at a time across processes
-// (the outbox relay, the reconciler). With embedded NATS there is one
+// (the outbox relay, the reconciler): on an external NATS it runs only while
+// this process holds the role's lease, and campaigns otherwise; a holder
+// that dies loses the lease after its TTL. With embedded NATS there is one
 // process, so it just runs.
 func (p *Program) lead(ctx context.Context, role string, run func(context.Context) error) error {
-	return run(ctx)
+	if p.embedded != nil {
+		return run(ctx)
+	}
+	l, err := queue.NewLeader(ctx, p.nc, queue.LeaderConfig{
+		Bucket: p.cfg.NATSNamespace + "_leaders", Name: role, Replicas: p.cfg.NATSReplicas,
+		Registerer: p.reg, Logger: p.logger.With("component", "leader"),
+	})
+	if err != nil {
+		return fmt.Errorf("%s leader election: %w", role, err)
+	}
+	return l.Run(ctx, run)
 }
 
 func (p *Program) natsDescription() string {

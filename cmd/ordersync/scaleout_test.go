@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ordersync/ordersync/sim"
+)
+
+// externalServices returns the PostgreSQL URL of a fresh schema and the
+// NATS URL of the servers this machine runs, or skips.
+func externalServices(t *testing.T) (databaseURL, natsURL, namespace string) {
+	t.Helper()
+	pg, nats := os.Getenv("ORDERSYNC_TEST_POSTGRES_URL"), os.Getenv("ORDERSYNC_TEST_NATS_URL")
+	if pg == "" || nats == "" {
+		t.Skip("set ORDERSYNC_TEST_POSTGRES_URL and ORDERSYNC_TEST_NATS_URL to run the scale-out tests against PostgreSQL and an external NATS")
+	}
+	b := make([]byte, 5)
+	_, _ = crand.Read(b)
+	namespace = "t" + hex.EncodeToString(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pg)
+	if err != nil {
+		t.Fatalf("connect to PostgreSQL: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+namespace); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, pg); err == nil {
+			_, _ = c.Exec(ctx, "DROP SCHEMA "+namespace+" CASCADE")
+			c.Close(ctx)
+		}
+	})
+	u, err := url.Parse(pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", namespace)
+	u.RawQuery = q.Encode()
+	return u.String(), nats, namespace
+}
+
+// TestScaleOutEndToEnd: the same pipeline on PostgreSQL and an external NATS
+// server, with leader election for the relay and the reconciler, mirrors
+// every order exactly and fires each PAID trigger once.
+func TestScaleOutEndToEnd(t *testing.T) {
+	dbURL, natsURL, ns := externalServices(t)
+	st := startTestStack(t, stackOptions{
+		Seed: 3, Reconcile: time.Second,
+		Faults: sim.Faults{DuplicateRate: 0.2, ReorderRate: 0.2, ReorderDelay: 50 * time.Millisecond},
+		Configure: func(c *Config) {
+			c.DatabaseURL, c.NATSURL, c.NATSNamespace = dbURL, natsURL, ns
+		},
+	})
+	rng := rand.New(rand.NewPCG(3, 3))
+	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), 40, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actAsBuyers(st.Sim, codes, rng)
+	waitMirrorMatches(t, st, 20*time.Second)
+	if st.Program.DB().Dialect() != "postgres" {
+		t.Fatalf("the mirror is %s, want postgres", st.Program.DB().Dialect())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		triggers, err := countPaidTriggers(context.Background(), st.Program)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := 0
+		for _, o := range st.Sim.Orders() {
+			if n := triggers[o.OrderCode]; n > 1 || (o.OrderStatus.IsPaidState() && n != 1) {
+				bad++
+			}
+		}
+		if bad == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d orders without exactly one PAID trigger", bad)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// The relay ran as the elected leader.
+	if got := gaugeValue(st.Program.Registry(), "ordersync_leader", "role", "relay"); got != 1 {
+		t.Errorf("ordersync_leader{role=relay} = %v, want 1", got)
+	}
+}
+
+// gaugeValue reads a gauge series whose label has value.
+func gaugeValue(g prometheus.Gatherer, name, label, value string) float64 {
+	for _, m := range family(g, name) {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == label && lp.GetValue() == value {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
+}
