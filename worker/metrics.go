@@ -105,6 +105,11 @@ func newSyncerMetrics(reg prometheus.Registerer) (*syncerMetrics, error) {
 	if m.drift, err = register(reg, m.drift); err != nil {
 		return nil, err
 	}
+	// Every kind exists from the start, so alerts on increase() see the
+	// first drift and dashboards show zero rather than nothing.
+	for _, kind := range []string{driftStatusMismatch, driftMissedWebhook} {
+		m.drift.WithLabelValues(kind)
+	}
 	return m, nil
 }
 
@@ -174,6 +179,10 @@ func newPoolMetrics(reg prometheus.Registerer) (*poolMetrics, error) {
 	}
 	if m.coalesced, err = register(reg, m.coalesced); err != nil {
 		return nil, err
+	}
+	for _, reason := range []ordersync.DeadLetterReason{ordersync.ReasonUnknownOrder, ordersync.ReasonUnresolved,
+		ordersync.ReasonMalformed, ordersync.ReasonRetriesExhausted, ordersync.ReasonRejected} {
+		m.deadLetters.WithLabelValues(string(reason))
 	}
 	return m, nil
 }
