@@ -20,9 +20,21 @@ func (db *DB) AllocateFetchSeq(ctx context.Context, n int) (int64, error) {
 	if n < 1 {
 		return 0, fmt.Errorf("allocate %d fetch sequence numbers: n must be at least 1", n)
 	}
+	op := fmt.Sprintf("allocate %d fetch sequence numbers", n)
+	const query = `UPDATE fetch_sequence SET value = value + ? WHERE id = 1 RETURNING value`
+	var stmt *sqlx.Stmt
+	if db.writeStmts != nil {
+		var err error
+		if stmt, err = db.writeStmts.get(ctx, query); err != nil {
+			return 0, fmt.Errorf("%s: %w", op, err)
+		}
+	}
 	var last int64
-	err := db.inTx(ctx, fmt.Sprintf("allocate %d fetch sequence numbers", n), func(tx *sqlx.Tx) error {
-		return tx.QueryRowxContext(ctx, db.rebind(`UPDATE fetch_sequence SET value = value + ? WHERE id = 1 RETURNING value`), n).Scan(&last)
+	err := db.inTx(ctx, op, func(tx *sqlx.Tx) error {
+		if stmt != nil {
+			return tx.StmtxContext(ctx, stmt).QueryRowxContext(ctx, n).Scan(&last)
+		}
+		return tx.QueryRowxContext(ctx, db.rebind(query), n).Scan(&last)
 	})
 	if err != nil {
 		return 0, err
@@ -61,24 +73,35 @@ func (db *DB) ResolveOrderCode(ctx context.Context, ref ordersync.OrderRef) (str
 	if ref.ID == "" && ref.Reference == "" {
 		return "", fmt.Errorf("%s: %w", op, ordersync.ErrNotFound)
 	}
-	var code string
-	// "<> ''" repeats the partial indexes' condition: without it SQLite
-	// cannot use them for a bound parameter and scans the whole table.
-	err := db.inReadTx(ctx, op, func(tx *sqlx.Tx) error {
-		if ref.ID != "" {
-			err := tx.GetContext(ctx, &code, db.rebind(`
-SELECT order_code FROM orders WHERE account = ? AND order_id = ? AND order_id <> ''
-ORDER BY COALESCE(created_at, first_seen_at) DESC LIMIT 1`), ref.Account, string(ref.ID))
-			if err == nil || ref.Reference == "" {
-				return err
-			}
+	var (
+		code string
+		err  error
+		args = []any{ref.Account, string(ref.ID), ref.Account, ref.Reference}
+	)
+	if db.readStmts != nil {
+		var stmt *sqlx.Stmt
+		if stmt, err = db.readStmts.get(ctx, resolveOrderCodeSQL); err == nil {
+			err = stmt.QueryRowxContext(ctx, args...).Scan(&code)
 		}
-		return tx.GetContext(ctx, &code, db.rebind(`
-SELECT order_code FROM orders WHERE account = ? AND order_reference = ? AND order_reference <> ''
-ORDER BY COALESCE(created_at, first_seen_at) DESC LIMIT 1`), ref.Account, ref.Reference)
-	})
-	return code, err
+	} else {
+		err = db.read.QueryRowxContext(ctx, db.rebind(resolveOrderCodeSQL), args...).Scan(&code)
+	}
+	return code, translate(op, err)
 }
+
+// resolveOrderCodeSQL looks an order up by id, then by reference, in one
+// statement: one snapshot without a transaction around it, and a single
+// prepared statement on the hot path of every webhook without an order
+// code. "<> ”" repeats the partial indexes' condition: without it SQLite
+// cannot use them for a bound parameter and scans the whole table.
+const resolveOrderCodeSQL = `
+SELECT order_code FROM (
+    SELECT order_code, 0 AS by_reference, COALESCE(created_at, first_seen_at) AS at
+    FROM orders WHERE account = ? AND order_id = ? AND order_id <> ''
+    UNION ALL
+    SELECT order_code, 1 AS by_reference, COALESCE(created_at, first_seen_at) AS at
+    FROM orders WHERE account = ? AND order_reference = ? AND order_reference <> ''
+) AS found ORDER BY by_reference, at DESC LIMIT 1`
 
 // RecordEvents adds event log rows; a MsgID already logged takes the new
 // outcome and detail, and any keys it lacked. Within one call the last

@@ -222,6 +222,8 @@ type DB struct {
 	// prepareWrites); nil until the first ApplyOrders.
 	prepared  atomic.Pointer[map[string]*sql.Stmt]
 	prepareMu sync.Mutex
+	// readStmts and writeStmts hold SQLite's prepared single statements.
+	readStmts, writeStmts *stmtCache
 	// checkpoints is SQLite's checkpoint connection, nil when SQLite
 	// checkpoints by itself; stopCheckpoints ends checkpointLoop and
 	// checkpointing waits for it.
@@ -268,6 +270,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 			db.write.Close()
 			return nil, fmt.Errorf("open sqlite %s: %w", t.path, err)
 		}
+		db.readStmts, db.writeStmts = &stmtCache{db: db.read}, &stmtCache{db: db.write}
 	case DialectPostgres:
 		if db.write, err = sqlx.Open("pgx", t.dsn); err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
@@ -311,6 +314,9 @@ func (db *DB) Close() error {
 		for _, s := range *stmts {
 			err = errors.Join(err, s.Close())
 		}
+	}
+	if db.readStmts != nil {
+		err = errors.Join(err, db.readStmts.close(), db.writeStmts.close())
 	}
 	err = errors.Join(err, db.write.Close())
 	if db.read != db.write {
