@@ -68,6 +68,10 @@ type Config struct {
 	// NATSNamespace prefixes ordersync's subjects, streams, consumer and
 	// leader bucket, so several deployments can share one NATS.
 	NATSNamespace string `yaml:"nats_namespace"`
+	// LeaderTTL is the lease of the relay's and the reconciler's leader on
+	// an external NATS: how long a dead holder keeps the role before a
+	// standby takes over. Every process of a deployment must use the same.
+	LeaderTTL time.Duration `yaml:"leader_ttl"`
 	// NATSPort opens a TCP port on the embedded server (0: none, in-process only).
 	NATSPort int `yaml:"nats_port"`
 	// JetStreamSync is the embedded server's fsync policy: "default" (writes
@@ -150,6 +154,7 @@ func defaultConfig() Config {
 		JetStreamSync:     "default",
 		NATSReplicas:      1,
 		NATSNamespace:     "ordersync",
+		LeaderTTL:         10 * time.Second,
 		Listen:            ":8080",
 		AdminListen:       "127.0.0.1:9090",
 		Workers:           64,
@@ -212,6 +217,7 @@ var settings = []setting{
 	{key: "nats_tls_key", env: "ORDERSYNC_NATS_TLS_KEY", usage: "client key for NATS", set: str(func(c *Config) *string { return &c.NATSTLSKey })},
 	{key: "nats_replicas", env: "ORDERSYNC_NATS_REPLICAS", usage: "JetStream stream replicas (3 on a cluster)", set: integer(func(c *Config) *int { return &c.NATSReplicas })},
 	{key: "nats_namespace", env: "ORDERSYNC_NATS_NAMESPACE", usage: "prefix of subjects (NAMESPACE.orders.paid), streams, consumer and leader bucket on a shared NATS", set: str(func(c *Config) *string { return &c.NATSNamespace })},
+	{key: "leader_ttl", env: "ORDERSYNC_LEADER_TTL", usage: "lease of the relay and reconciler leaders on an external NATS: the failover time (same in every process)", set: duration(func(c *Config) *time.Duration { return &c.LeaderTTL })},
 	{key: "nats_port", env: "ORDERSYNC_NATS_PORT", usage: "TCP port for the embedded NATS server; 0 = in-process only", set: integer(func(c *Config) *int { return &c.NATSPort })},
 	{key: "jetstream_sync", env: "ORDERSYNC_JETSTREAM_SYNC", usage: "embedded JetStream fsync policy: default, always or an interval like 1s", set: str(func(c *Config) *string { return &c.JetStreamSync })},
 	{key: "listen", env: "ORDERSYNC_LISTEN", usage: "webhook receiver address", set: str(func(c *Config) *string { return &c.Listen })},
@@ -349,6 +355,9 @@ func (c *Config) validateServe() error {
 	}
 	if !accountName.MatchString(c.NATSNamespace) {
 		return fmt.Errorf("bad setting: nats_namespace %q (want 1-64 of A-Z a-z 0-9 _ -)", c.NATSNamespace)
+	}
+	if c.LeaderTTL < 300*time.Millisecond {
+		return fmt.Errorf("bad setting: leader_ttl must be ≥ 300ms, got %s", c.LeaderTTL)
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return errors.New("bad setting: tls_cert_file and tls_key_file go together")

@@ -351,7 +351,7 @@ func (p *Program) lead(ctx context.Context, role string, run func(context.Contex
 		return run(ctx)
 	}
 	l, err := queue.NewLeader(ctx, p.nc, queue.LeaderConfig{
-		Bucket: p.cfg.NATSNamespace + "_leaders", Name: role, Replicas: p.cfg.NATSReplicas,
+		Bucket: p.cfg.NATSNamespace + "_leaders", Name: role, Replicas: p.cfg.NATSReplicas, TTL: p.cfg.LeaderTTL,
 		Registerer: p.reg, Logger: p.logger.With("component", "leader"),
 	})
 	if err != nil {
