@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,8 +39,12 @@ type chaosOptions struct {
 	// ConvergeWithin is the promise: after the faults stop, the mirror
 	// matches the simulator within it, or the run fails.
 	ConvergeWithin time.Duration
-	Keep           bool
-	Verbose        bool
+	// ReconcileInterval and ReconcileBudget are the pipeline's
+	// --reconcile-interval and --reconcile-budget (0: its default budget).
+	ReconcileInterval time.Duration
+	ReconcileBudget   int
+	Keep              bool
+	Verbose           bool
 
 	// exe and env run the pipeline (tests pass the test binary).
 	exe string
@@ -85,13 +90,15 @@ genuinely permanent failures, and the mirror converged within
 	f.Uint64Var(&opts.Seed, "seed", opts.Seed, "seed of the buyers' choices and the simulator's faults")
 	f.DurationVar(&opts.Down, "down", opts.Down, "how long the pipeline stays dead after each kill")
 	f.DurationVar(&opts.ConvergeWithin, "converge-within", opts.ConvergeWithin, "fail unless the mirror matches this long after the faults stop")
+	f.DurationVar(&opts.ReconcileInterval, "reconcile-interval", opts.ReconcileInterval, "the pipeline's reconcile interval: short, so dropped webhooks are caught")
+	f.IntVar(&opts.ReconcileBudget, "reconcile-budget", 0, "the pipeline's reconcile budget per pass (default: its own default)")
 	f.BoolVar(&opts.Keep, "keep", false, "keep the data directory and the pipeline's log, and print where they are")
 	f.BoolVar(&opts.Verbose, "verbose", false, "log the simulator's warnings to stderr")
 	return cmd
 }
 
 func defaultChaosOptions() chaosOptions {
-	return chaosOptions{Orders: 2000, Kills: 2, Seed: 1, Down: time.Second, ConvergeWithin: 60 * time.Second}
+	return chaosOptions{Orders: 2000, Kills: 2, Seed: 1, Down: time.Second, ConvergeWithin: 60 * time.Second, ReconcileInterval: 2 * time.Second}
 }
 
 func (o chaosOptions) validate() error {
@@ -102,6 +109,10 @@ func (o chaosOptions) validate() error {
 		return fmt.Errorf("chaos: kills must be ≥ 0, got %d", o.Kills)
 	case o.Down < 0:
 		return fmt.Errorf("chaos: down must not be negative, got %s", o.Down)
+	case o.ReconcileInterval <= 0:
+		return fmt.Errorf("chaos: reconcile-interval must be positive (dropped webhooks are only caught by the reconciler), got %s", o.ReconcileInterval)
+	case o.ReconcileBudget < 0:
+		return fmt.Errorf("chaos: reconcile-budget must not be negative, got %d", o.ReconcileBudget)
 	case o.ConvergeWithin <= 0:
 		return fmt.Errorf("chaos: converge-within must be positive, got %s", o.ConvergeWithin)
 	case o.exe == "":
@@ -255,10 +266,13 @@ func (r *chaosRun) setUp(ctx context.Context) (err error) {
 		r.proxy.Close()
 		return err
 	}
+	args := []string{"--reconcile-interval", r.opts.ReconcileInterval.String(), "--upstream-timeout", "5s", "--log-level", "warn"}
+	if r.opts.ReconcileBudget > 0 {
+		args = append(args, "--reconcile-budget", strconv.Itoa(r.opts.ReconcileBudget))
+	}
 	r.child, err = startChild(ctx, childConfig{
 		Exe: r.opts.exe, Env: r.opts.env, DataDir: r.rep.DataDir, LogPath: r.rep.LogPath,
-		APIBaseURL: r.simURL, SecretKey: secretKey, WebhookSecret: webhookSecret,
-		Args: []string{"--reconcile-interval", "2s", "--upstream-timeout", "5s", "--log-level", "warn"},
+		APIBaseURL: r.simURL, SecretKey: secretKey, WebhookSecret: webhookSecret, Args: args,
 	})
 	if err != nil {
 		r.sim.Close()
@@ -524,7 +538,9 @@ func (r *chaosRun) converge(ctx context.Context) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	fmt.Fprintf(r.out, "%5.1fs  mirrored %d/%d, %d match the simulator\n", time.Since(r.start).Seconds(), r.rep.Mirrored, r.rep.Orders, r.rep.Matching)
+	if r.rep.Converged {
+		fmt.Fprintf(r.out, "%5.1fs  converged: mirrored %d/%d, %d match the simulator\n", time.Since(r.start).Seconds(), r.rep.Mirrored, r.rep.Orders, r.rep.Matching)
+	}
 	return nil
 }
 
@@ -807,7 +823,11 @@ func printChaosReport(w io.Writer, r *chaosReport) {
 	fmt.Fprintf(w, "\nordersync chaos: %s\n", verdict)
 	fmt.Fprintf(w, "  pipeline killed with SIGKILL  %d times (at %s), restarted on the same data directory\n", len(r.Kills), strings.Join(kills, ", "))
 	fmt.Fprintf(w, "  orders mirrored               %d of %d, %d identical to the simulator field by field\n", r.Mirrored, r.Orders, r.Matching)
-	fmt.Fprintf(w, "  converged                     %s after the faults stopped (promise: %s)\n", r.ConvergedAfter.Round(10*time.Millisecond), r.ConvergeWant)
+	if r.Converged {
+		fmt.Fprintf(w, "  converged                     %s after the faults stopped (promise: %s)\n", r.ConvergedAfter.Round(10*time.Millisecond), r.ConvergeWant)
+	} else {
+		fmt.Fprintf(w, "  converged                     NO: not within %s after the faults stopped\n", r.ConvergeWant)
+	}
 	fmt.Fprintf(w, "  orders created mid-kill       %d created upstream without an answer; %d unknown to ordersync, tracked afterwards; %d create requests retried\n", r.Unconfirmed, r.Orphans, r.CreateRetries)
 	fmt.Fprintf(w, "  PAID triggers on JetStream    %d for %d orders now PAID or FINALIZED: %d missing, %d orders with more than one\n", r.PaidTriggers, r.PaidOrders, r.PaidMissing, r.PaidDuplicates)
 	fmt.Fprintf(w, "  webhooks answered 2xx         %d distinct, %d missing from the event log (%d delivery attempts through the proxy, %d answered non-2xx)\n", r.Acked2xx, r.AckedMissing, r.ProxyAttempts, r.ProxyFailures)
