@@ -14,5 +14,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newServeCommand(), newDemoCommand(), newSimCommand(), newLinksCommand(),
 		newOrdersCommand(), newDLQCommand(), newReconcileCommand(), newMigrateCommand())
 	root.AddCommand(newChaosCommand(), newLoadtestCommand())
+	root.AddCommand(newMultiprocCommand())
 	return root
 }
