@@ -130,3 +130,23 @@ func (db *DB) RecordEvents(ctx context.Context, events []ordersync.EventRecord) 
 		return db.execRows(ctx, tx, upsertEvents, rows)
 	})
 }
+
+// CurrentFetchSeq returns the highest fetch sequence number handed out so
+// far, by any process. It reads without writing: on SQLite it does not
+// wait for the write connection.
+func (db *DB) CurrentFetchSeq(ctx context.Context) (int64, error) {
+	const query = `SELECT value FROM fetch_sequence WHERE id = 1`
+	var (
+		cur int64
+		err error
+	)
+	if db.readStmts != nil {
+		var stmt *sqlx.Stmt
+		if stmt, err = db.readStmts.get(ctx, query); err == nil {
+			err = stmt.QueryRowxContext(ctx).Scan(&cur)
+		}
+	} else {
+		err = db.read.QueryRowxContext(ctx, query).Scan(&cur)
+	}
+	return cur, translate("read the fetch sequence", err)
+}

@@ -9,18 +9,42 @@ import (
 	"github.com/ordersync/ordersync"
 )
 
-// seqAllocTimeout bounds one shared AllocateFetchSeq round trip. The round
-// trip serves every caller waiting in its group, so it does not stop when the
+// seqAllocTimeout bounds one shared round trip to the mirror. The round trip
+// serves every caller waiting in its group, so it does not stop when the
 // caller that happens to lead it gives up; the bound keeps a stuck database
 // from holding that caller forever.
 const seqAllocTimeout = 30 * time.Second
 
+// seqReserve is how many sequence numbers a reservation takes beyond what
+// its callers need, when the mirror can say whether a reservation is still
+// the latest (fetchSeqReader).
+const seqReserve = 1024
+
+// fetchSeqReader is a mirror that reads the fetch sequence's current value
+// without writing, off its write path: store.DB does.
+type fetchSeqReader interface {
+	CurrentFetchSeq(ctx context.Context) (int64, error)
+}
+
 // seqAllocator hands out fetch sequence numbers. Callers that ask while a
 // round trip to the mirror is running wait together and are served by the
-// next single AllocateFetchSeq(n): at most one round trip is in flight, and
-// under load each one serves everybody who queued during the previous one.
+// next one: at most one round trip is in flight, and under load each one
+// serves everybody who queued during the previous one.
+//
+// A round trip is a write, AllocateFetchSeq, unless the mirror is a
+// fetchSeqReader: then a write reserves seqReserve numbers more than its
+// callers need, and later groups take the next ones from that reservation
+// after a read has shown the sequence still ends where the reservation
+// left it, so no other process took a number since. The numbers are taken
+// before that read starts, so every number handed out was still the
+// highest anybody held at some moment after its caller asked: a fetch that
+// asked later, here or in another process, gets a higher one, as with a
+// write per group. On SQLite the read does not queue behind the single
+// write connection, whose transactions would otherwise hold every fetch
+// back while they commit.
 type seqAllocator struct {
 	mirror ordersync.Mirror
+	reader fetchSeqReader // nil: every round trip writes
 
 	mu sync.Mutex
 	// forming collects the callers of the next round trip.
@@ -28,6 +52,9 @@ type seqAllocator struct {
 	// running is closed when the round trip in flight finishes; nil or
 	// closed when none is.
 	running chan struct{}
+	// from..to are reserved numbers not handed out yet; to is the value the
+	// reservation left the sequence at. Empty when from > to.
+	from, to int64
 }
 
 type seqGroup struct {
@@ -41,7 +68,9 @@ type seqGroup struct {
 }
 
 func newSeqAllocator(m ordersync.Mirror) *seqAllocator {
-	return &seqAllocator{mirror: m}
+	a := &seqAllocator{mirror: m, from: 1}
+	a.reader, _ = m.(fetchSeqReader)
+	return a
 }
 
 // next returns a fetch sequence number greater than every one handed out
@@ -74,11 +103,8 @@ func (a *seqAllocator) next(ctx context.Context) (int64, error) {
 		n := g.n
 		a.mu.Unlock()
 		rtCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), seqAllocTimeout)
-		g.first, g.err = a.mirror.AllocateFetchSeq(rtCtx, n)
+		g.first, g.err = a.roundTrip(rtCtx, n)
 		cancel()
-		if g.err != nil {
-			g.err = fmt.Errorf("allocate %d fetch sequences: %w", n, g.err)
-		}
 		close(g.done)
 	} else {
 		a.mu.Unlock()
@@ -92,4 +118,40 @@ func (a *seqAllocator) next(ctx context.Context) (int64, error) {
 		return 0, g.err
 	}
 	return g.first + int64(idx), nil
+}
+
+// roundTrip takes n consecutive numbers for a group and returns the first.
+// Only the group's leader runs it, one at a time.
+func (a *seqAllocator) roundTrip(ctx context.Context, n int) (int64, error) {
+	if a.reader != nil {
+		a.mu.Lock()
+		first, last := a.from, a.to
+		enough := first+int64(n)-1 <= last
+		if enough {
+			a.from += int64(n)
+		}
+		a.mu.Unlock()
+		if enough {
+			cur, err := a.reader.CurrentFetchSeq(ctx)
+			if err != nil {
+				return 0, fmt.Errorf("read the fetch sequence: %w", err)
+			}
+			if cur == last {
+				return first, nil
+			}
+			// Another process reserved since: what is left is stale.
+		}
+	}
+	reserve := n
+	if a.reader != nil {
+		reserve += seqReserve
+	}
+	first, err := a.mirror.AllocateFetchSeq(ctx, reserve)
+	if err != nil {
+		return 0, fmt.Errorf("allocate %d fetch sequences: %w", reserve, err)
+	}
+	a.mu.Lock()
+	a.from, a.to = first+int64(n), first+int64(reserve)-1
+	a.mu.Unlock()
+	return first, nil
 }

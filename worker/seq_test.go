@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"math/rand/v2"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -13,11 +14,18 @@ import (
 )
 
 // gatedMirror is the real store, counting AllocateFetchSeq round trips and
-// holding the first one until release is closed.
+// holding the first one until release is closed, and counting reads of the
+// sequence.
 type gatedMirror struct {
 	*store.DB
 	calls   atomic.Int32
+	reads   atomic.Int32
 	release chan struct{}
+}
+
+func (g *gatedMirror) CurrentFetchSeq(ctx context.Context) (int64, error) {
+	g.reads.Add(1)
+	return g.DB.CurrentFetchSeq(ctx)
 }
 
 func (g *gatedMirror) AllocateFetchSeq(ctx context.Context, n int) (int64, error) {
@@ -89,8 +97,10 @@ func TestSeqAllocatorGroupsWaiters(t *testing.T) {
 	if len(seen) != waiters+1 {
 		t.Errorf("%d sequences, want %d", len(seen), waiters+1)
 	}
-	if c := m.calls.Load(); c != 2 {
-		t.Errorf("%d round trips for %d callers, want 2", c, waiters+1)
+	// The first round trip reserved numbers; the second took the group's
+	// from them after one read.
+	if w, r := m.calls.Load(), m.reads.Load(); w != 1 || r != 1 {
+		t.Errorf("%d writes and %d reads for %d callers, want one of each", w, r, waiters+1)
 	}
 }
 
@@ -125,3 +135,82 @@ func TestSeqAllocatorCallerGivesUp(t *testing.T) {
 }
 
 var _ ordersync.Mirror = (*gatedMirror)(nil)
+
+// writeOnlyMirror hides the store's CurrentFetchSeq: every round trip
+// writes.
+type writeOnlyMirror struct {
+	ordersync.Mirror
+	calls atomic.Int32
+}
+
+func (w *writeOnlyMirror) AllocateFetchSeq(ctx context.Context, n int) (int64, error) {
+	w.calls.Add(1)
+	return w.Mirror.AllocateFetchSeq(ctx, n)
+}
+
+// TestSeqAllocatorAcrossProcesses: two allocators on two handles of one
+// SQLite file, as two processes would have, called one after the other in
+// a shuffled order. Every number must be higher than every number handed
+// out before the call began, by either: a fetch that starts later never
+// gets a lower number. Alone, an allocator with a reservation writes once
+// for many calls; one whose mirror cannot read the sequence writes for
+// every call.
+func TestSeqAllocatorAcrossProcesses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seq.db")
+	open := func() *store.DB {
+		db, err := store.Open(context.Background(), store.Config{URL: path})
+		if err != nil {
+			t.Fatalf("store.Open: %v", err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	tests := []struct {
+		name       string
+		mirror     func() (ordersync.Mirror, *atomic.Int32)
+		wantWrites func(calls int) bool
+	}{
+		{"reads the sequence", func() (ordersync.Mirror, *atomic.Int32) {
+			m := &gatedMirror{DB: open(), release: make(chan struct{})}
+			close(m.release)
+			return m, &m.calls
+		}, func(calls int) bool { return calls <= 2 }},
+		{"writes every time", func() (ordersync.Mirror, *atomic.Int32) {
+			m := &writeOnlyMirror{Mirror: open()}
+			return m, &m.calls
+		}, func(calls int) bool { return calls == 50 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			m1, writes := tt.mirror()
+			m2, _ := tt.mirror()
+			alone := newSeqAllocator(m1)
+			var highest int64
+			for range 50 {
+				s, err := alone.next(ctx)
+				if err != nil {
+					t.Fatalf("next: %v", err)
+				}
+				highest = max(highest, s)
+			}
+			if w := int(writes.Load()); !tt.wantWrites(w) {
+				t.Errorf("%d writes for 50 calls alone", w)
+			}
+
+			allocs := []*seqAllocator{alone, newSeqAllocator(m2)}
+			order := rand.New(rand.NewPCG(1, 2))
+			for i := range 300 {
+				who := order.IntN(2)
+				s, err := allocs[who].next(ctx)
+				if err != nil {
+					t.Fatalf("call %d: next: %v", i, err)
+				}
+				if s <= highest {
+					t.Fatalf("call %d: allocator %d handed out %d, not above %d handed out before", i, who, s, highest)
+				}
+				highest = s
+			}
+		})
+	}
+}
