@@ -477,6 +477,9 @@ type multiprocReport struct {
 	// EventLogComplete is when every webhook answered 2xx was in the event
 	// log, from the moment the faults stopped.
 	EventLogComplete time.Duration
+	// EventLogWaited is how long the check waited for it (0: complete at
+	// the first look, after the mirror and PAID checks).
+	EventLogWaited time.Duration
 }
 
 // runMultiproc runs the scenario and checks the chaos test's conditions.
@@ -920,7 +923,7 @@ func (m *multiprocRun) checkEventLog(ctx context.Context) error {
 	acked := r.proxy.Acked()
 	rep.Acked2xx = len(acked)
 	rep.ProxyAttempts, rep.ProxyFailures = r.proxy.attempts.Load(), r.proxy.failures.Load()
-	deadline := m.convergeBy
+	deadline, began := m.convergeBy, time.Now()
 	for {
 		logged, err := eventLogMsgIDs(ctx, db)
 		if err != nil {
@@ -935,6 +938,7 @@ func (m *multiprocRun) checkEventLog(ctx context.Context) error {
 		rep.AckedMissing = len(missing)
 		if len(missing) == 0 {
 			m.rep.EventLogComplete = time.Since(m.convergeBy.Add(-m.opts.Chaos.ConvergeWithin))
+			m.rep.EventLogWaited = time.Since(began)
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -962,7 +966,8 @@ func printMultiprocReport(w io.Writer, rep *multiprocReport) {
 		}
 		return strings.Join(parts, ", ")
 	}
-	fmt.Fprintf(w, "  event log complete            %s after the faults stopped\n", rep.EventLogComplete.Round(10*time.Millisecond))
+	fmt.Fprintf(w, "  event log complete            %s after the faults stopped (waited %s for it after the mirror and PAID checks)\n",
+		rep.EventLogComplete.Round(10*time.Millisecond), rep.EventLogWaited.Round(10*time.Millisecond))
 	fmt.Fprintf(w, "  processes                     %s\n", strings.Join(rep.Processes, " "))
 	fmt.Fprintf(w, "  worker killed                 %s\n", rep.KilledWorker)
 	fmt.Fprintf(w, "  relay leader killed           %s; %s took over %s later\n", rep.KilledLeader, rep.NewLeader, rep.Failover.Round(10*time.Millisecond))
