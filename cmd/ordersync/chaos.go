@@ -754,7 +754,11 @@ func (r *chaosRun) checkEventLog(ctx context.Context) error {
 		}
 		if time.Now().After(deadline) {
 			sort.Strings(missing)
-			rep.fail("%d webhooks answered 2xx are not in the event log, e.g. %s", len(missing), strings.Join(missing[:min(5, len(missing))], ", "))
+			examples := make([]string, 0, 5)
+			for _, id := range missing[:min(5, len(missing))] {
+				examples = append(examples, id+" "+describeEvent(acked[id]))
+			}
+			rep.fail("%d webhooks answered 2xx are not in the event log, e.g. %s", len(missing), strings.Join(examples, ", "))
 			return nil
 		}
 		select {
@@ -763,6 +767,16 @@ func (r *chaosRun) checkEventLog(ctx context.Context) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// describeEvent names a webhook's type and order keys, never its metadata
+// (buyer data).
+func describeEvent(body []byte) string {
+	ev, err := ordersync.ParseEvent(body)
+	if err != nil {
+		return "(unparsable body)"
+	}
+	return fmt.Sprintf("(%s %s order id %q reference %q subscription %q)", ev.Type, ev.OrderType, ev.OrderID, ev.OrderReference, ev.SubscriptionID)
 }
 
 func eventLogMsgIDs(ctx context.Context, db *sql.DB) (map[string]bool, error) {

@@ -29,7 +29,7 @@ type recordingProxy struct {
 
 	attempts, failures atomic.Int64
 	mu                 sync.Mutex
-	acked              map[string]bool
+	acked              map[string][]byte // MsgID → body
 }
 
 func startRecordingProxy() (*recordingProxy, error) {
@@ -37,7 +37,7 @@ func startRecordingProxy() (*recordingProxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recording proxy: %w", err)
 	}
-	p := &recordingProxy{ln: ln, acked: map[string]bool{}, done: make(chan struct{})}
+	p := &recordingProxy{ln: ln, acked: map[string][]byte{}, done: make(chan struct{})}
 	p.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			t := p.target.Load()
@@ -86,20 +86,20 @@ func (p *recordingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if sw.status >= 200 && sw.status < 300 {
 		id := webhook.MsgID(ordersync.DefaultAccount, body)
 		p.mu.Lock()
-		p.acked[id] = true
+		p.acked[id] = body
 		p.mu.Unlock()
 		return
 	}
 	p.failures.Add(1)
 }
 
-// Acked returns the MsgIDs answered 2xx so far.
-func (p *recordingProxy) Acked() map[string]bool {
+// Acked returns the MsgIDs answered 2xx so far, with their bodies.
+func (p *recordingProxy) Acked() map[string][]byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make(map[string]bool, len(p.acked))
-	for id := range p.acked {
-		out[id] = true
+	out := make(map[string][]byte, len(p.acked))
+	for id, body := range p.acked {
+		out[id] = body
 	}
 	return out
 }
