@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -374,6 +375,25 @@ func (b *batch) addEvent(ev ordersync.EventRecord) {
 // writeBatch writes what the batch worked out: event log, orders (in full
 // or only their bookkeeping), line items and metadata, history, outbox.
 func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
+	// The outbox payloads are encoded on another core while the statements
+	// before the outbox's run: the transaction holds the database's only
+	// writer meanwhile.
+	var (
+		payloads  = make([][]byte, len(b.payloads))
+		encodeErr error
+		encoding  sync.WaitGroup
+	)
+	encoding.Go(func() {
+		for i := range b.payloads {
+			var err error
+			if payloads[i], err = encodePayload(&b.payloads[i]); err != nil {
+				encodeErr = fmt.Errorf("encode outbox payload of %s: %w", b.payloads[i].Order.OrderCode, err)
+				return
+			}
+		}
+	})
+	defer encoding.Wait()
+
 	events := make([][]any, len(b.events))
 	for i, ev := range b.events {
 		events[i] = eventValues(ev)
@@ -430,12 +450,9 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	if len(b.outbox) == 0 {
 		return nil
 	}
-	payloads := make([][]byte, len(b.payloads))
-	for i := range b.payloads {
-		var err error
-		if payloads[i], err = encodePayload(&b.payloads[i]); err != nil {
-			return fmt.Errorf("encode outbox payload of %s: %w", b.payloads[i].Order.OrderCode, err)
-		}
+	encoding.Wait()
+	if encodeErr != nil {
+		return encodeErr
 	}
 	created := dbTime(b.now)
 	outbox := make([][]any, len(b.outbox))

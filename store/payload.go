@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
-	"strings"
 
 	"github.com/ordersync/ordersync"
 )
@@ -37,9 +36,9 @@ func encodePayload(m *ordersync.MirroredOrder) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	fields = slices.DeleteFunc(fields, func(f field) bool { return f.key == "account" || f.key == "sync" })
-	fields = append(fields, field{key: "account", value: account}, field{key: "sync", value: sync})
-	slices.SortFunc(fields, func(a, b field) int { return strings.Compare(a.key, b.key) })
+	fields = slices.DeleteFunc(fields, func(f field) bool { return string(f.key) == "account" || string(f.key) == "sync" })
+	fields = append(fields, field{key: []byte("account"), value: account}, field{key: []byte("sync"), value: sync})
+	slices.SortFunc(fields, func(a, b field) int { return bytes.Compare(a.key, b.key) })
 
 	size := 2
 	for _, f := range fields {
@@ -72,7 +71,7 @@ func encodePayload(m *ordersync.MirroredOrder) ([]byte, error) {
 // field is one top-level member of a document. rewrite is set when its
 // value holds whitespace between tokens or characters the encoder escapes.
 type field struct {
-	key     string
+	key     []byte
 	value   []byte
 	rewrite bool
 }
@@ -87,8 +86,11 @@ func topLevelFields(doc []byte) ([]field, bool) {
 	if !s.consume('{') {
 		return nil, false
 	}
-	var fields []field
-	seen := map[string]bool{}
+	fields := make([]field, 0, 24)
+	// Duplicates are looked for among the fields so far, or past
+	// linearKeys of them in a map: documents have about twenty.
+	const linearKeys = 32
+	var seen map[string]bool
 	s.skipSpace()
 	if s.consume('}') {
 		s.skipSpace()
@@ -106,10 +108,20 @@ func topLevelFields(doc []byte) ([]field, bool) {
 				return nil, false
 			}
 		}
-		if seen[string(key)] {
+		if len(fields) == linearKeys {
+			seen = make(map[string]bool, 2*linearKeys)
+			for _, f := range fields {
+				seen[string(f.key)] = true
+			}
+		}
+		if seen != nil {
+			if seen[string(key)] {
+				return nil, false
+			}
+			seen[string(key)] = true
+		} else if slices.ContainsFunc(fields, func(f field) bool { return bytes.Equal(f.key, key) }) {
 			return nil, false
 		}
-		seen[string(key)] = true
 		s.skipSpace()
 		if !s.consume(':') {
 			return nil, false
@@ -120,7 +132,7 @@ func topLevelFields(doc []byte) ([]field, bool) {
 		if !s.value() {
 			return nil, false
 		}
-		fields = append(fields, field{key: string(key), value: doc[start:s.i], rewrite: s.rewrite})
+		fields = append(fields, field{key: key, value: doc[start:s.i], rewrite: s.rewrite})
 		s.skipSpace()
 		if s.consume(',') {
 			continue

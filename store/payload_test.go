@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -64,6 +65,24 @@ func TestEncodePayloadMatchesMarshalJSON(t *testing.T) {
 	for _, d := range payloadDocs {
 		docs = append(docs, []byte(d))
 	}
+	// Past 32 keys duplicates are looked for in a map: unique keys, a key
+	// repeated within the first 32, across them and past them.
+	manyKeys := func(dup ...int) []byte {
+		var b bytes.Buffer
+		b.WriteString("{")
+		for i := range 40 {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `"k%02d":%d`, i, i)
+		}
+		for _, d := range dup {
+			fmt.Fprintf(&b, `,"k%02d":"again"`, d)
+		}
+		b.WriteString("}")
+		return b.Bytes()
+	}
+	docs = append(docs, manyKeys(), manyKeys(3), manyKeys(35))
 	for _, d := range docs {
 		checkPayload(t, d)
 	}
