@@ -501,23 +501,23 @@ func runMultiproc(ctx context.Context, out io.Writer, opts multiprocOptions) (re
 	defer func() {
 		m.rep.chaosReport = m.r.rep
 		failed := err != nil || !m.rep.OK()
-		if opts.Chaos.Keep || failed {
+		if opts.Chaos.Keep {
 			fmt.Fprintf(out, "kept: process logs under %s; schema %s and NATS namespace %s\n", dir, ext.Namespace, ext.Namespace)
-			if !opts.Chaos.Keep {
-				// the logs explain a failure; the servers' state goes
-				_ = ext.Close()
-			}
 			return
 		}
-		os.RemoveAll(dir)
 		if cerr := ext.Close(); cerr != nil {
 			fmt.Fprintf(out, "cleanup: %v\n", cerr)
 		}
+		if failed { // the logs explain a failure
+			fmt.Fprintf(out, "kept: process logs under %s\n", dir)
+			return
+		}
+		os.RemoveAll(dir)
 	}()
+	defer m.tearDown()
 	if err := m.setUp(ctx, dir); err != nil {
 		return nil, err
 	}
-	defer m.tearDown()
 	fmt.Fprintf(out, "ordersync multiproc: %d orders; %d processes (%s) on NATS %s namespace %s and PostgreSQL schema %s; simulator %s, webhooks via a recording proxy and a round-robin balancer\n",
 		opts.Chaos.Orders, len(m.procs), strings.Join(m.rep.Processes, " "), redactURL(ext.NATSURL), ext.Namespace, ext.Namespace, m.r.simURL)
 	fmt.Fprintf(out, "faults: %s\n", describeFaults(chaosFaults()))
