@@ -2,57 +2,37 @@ package main
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/hex"
 	"math/rand/v2"
-	"net/url"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync/sim"
 )
 
-// externalServices returns the PostgreSQL URL of a fresh schema and the
-// NATS URL of the servers this machine runs, or skips.
+// externalServices returns the PostgreSQL URL of a fresh schema, the NATS
+// URL and a fresh namespace on the servers this machine runs, all removed
+// when the test ends, or skips.
 func externalServices(t *testing.T) (databaseURL, natsURL, namespace string) {
 	t.Helper()
 	pg, nats := os.Getenv("ORDERSYNC_TEST_POSTGRES_URL"), os.Getenv("ORDERSYNC_TEST_NATS_URL")
 	if pg == "" || nats == "" {
 		t.Skip("set ORDERSYNC_TEST_POSTGRES_URL and ORDERSYNC_TEST_NATS_URL to run the scale-out tests against PostgreSQL and an external NATS")
 	}
-	b := make([]byte, 5)
-	_, _ = crand.Read(b)
-	namespace = "t" + hex.EncodeToString(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, pg)
+	run, err := newExternalRun(ctx, nats, pg)
 	if err != nil {
-		t.Fatalf("connect to PostgreSQL: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+namespace); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if c, err := pgx.Connect(ctx, pg); err == nil {
-			_, _ = c.Exec(ctx, "DROP SCHEMA "+namespace+" CASCADE")
-			c.Close(ctx)
+		if err := run.Close(); err != nil {
+			t.Errorf("clean up the external servers: %v", err)
 		}
 	})
-	u, err := url.Parse(pg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", namespace)
-	u.RawQuery = q.Encode()
-	return u.String(), nats, namespace
+	return run.DatabaseURL, run.NATSURL, run.Namespace
 }
 
 // TestScaleOutEndToEnd: the same pipeline on PostgreSQL and an external NATS
