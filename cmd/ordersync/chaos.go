@@ -148,7 +148,8 @@ type chaosReport struct {
 
 	PaidOrders, PaidTriggers, PaidMissing, PaidDuplicates int
 
-	Acked2xx, AckedMissing int // distinct webhooks answered 2xx; of those, not in the event log
+	Acked2xx, AckedMissing int           // distinct webhooks answered 2xx; of those, not in the event log
+	EventLogWait           time.Duration // how long the event log check waited for redeliveries
 	ProxyAttempts          int64
 	ProxyFailures          int64 // attempts answered non-2xx (pipeline down, 503)
 
@@ -192,6 +193,9 @@ type chaosRun struct {
 
 	mu        sync.Mutex
 	confirmed map[string]bool // order codes the admin API answered
+	// lastKill is when the pipeline was last killed: events it held
+	// unacknowledged come back after the queue's AckWait.
+	lastKill time.Time
 	// orphans are the ids of orders created upstream that ordersync never
 	// recorded (see followOrphans).
 	orphans map[ordersync.ID]bool
@@ -357,6 +361,7 @@ func (r *chaosRun) killAndRestart(ctx context.Context) error {
 		}
 		pid := r.child.PID()
 		r.child.Kill()
+		r.lastKill = time.Now()
 		at := time.Since(r.start)
 		r.rep.Kills = append(r.rep.Kills, at)
 		fmt.Fprintf(r.out, "%5.1fs  kill -9 pid %d after %d orders; restarting in %s\n", at.Seconds(), pid, r.created.Load(), r.opts.Down)
@@ -736,7 +741,15 @@ func (r *chaosRun) checkEventLog(ctx context.Context) error {
 	rep := &r.rep
 	rep.Acked2xx = len(acked)
 	rep.ProxyAttempts, rep.ProxyFailures = r.proxy.attempts.Load(), r.proxy.failures.Load()
-	deadline := time.Now().Add(10 * time.Second)
+	// An event the killed process held unacknowledged is redelivered only
+	// after AckWait, maybe well after the mirror converged (a later
+	// webhook or the reconciler already brought its order up to date).
+	started := time.Now()
+	deadline := started.Add(10 * time.Second)
+	if !r.lastKill.IsZero() {
+		deadline = later(deadline, r.lastKill.Add(pipelineAckWait+5*time.Second))
+	}
+	defer func() { rep.EventLogWait = time.Since(started) }()
 	for {
 		logged, err := eventLogMsgIDs(ctx, ro)
 		if err != nil {
@@ -777,6 +790,17 @@ func describeEvent(body []byte) string {
 		return "(unparsable body)"
 	}
 	return fmt.Sprintf("(%s %s order id %q reference %q subscription %q)", ev.Type, ev.OrderType, ev.OrderID, ev.OrderReference, ev.SubscriptionID)
+}
+
+// pipelineAckWait is the queue's default AckWait (queue.Config), which
+// serve does not change.
+const pipelineAckWait = 30 * time.Second
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func eventLogMsgIDs(ctx context.Context, db *sql.DB) (map[string]bool, error) {
@@ -844,7 +868,8 @@ func printChaosReport(w io.Writer, r *chaosReport) {
 	}
 	fmt.Fprintf(w, "  orders created mid-kill       %d created upstream without an answer; %d unknown to ordersync, tracked afterwards; %d create requests retried\n", r.Unconfirmed, r.Orphans, r.CreateRetries)
 	fmt.Fprintf(w, "  PAID triggers on JetStream    %d for %d orders now PAID or FINALIZED: %d missing, %d orders with more than one\n", r.PaidTriggers, r.PaidOrders, r.PaidMissing, r.PaidDuplicates)
-	fmt.Fprintf(w, "  webhooks answered 2xx         %d distinct, %d missing from the event log (%d delivery attempts through the proxy, %d answered non-2xx)\n", r.Acked2xx, r.AckedMissing, r.ProxyAttempts, r.ProxyFailures)
+	fmt.Fprintf(w, "  webhooks answered 2xx         %d distinct, %d missing from the event log after waiting %.1fs for redeliveries (%d delivery attempts through the proxy, %d answered non-2xx)\n",
+		r.Acked2xx, r.AckedMissing, r.EventLogWait.Seconds(), r.ProxyAttempts, r.ProxyFailures)
 	fmt.Fprintf(w, "  dead letters                  %d, %d of them justified\n", r.DeadLetters, r.DeadLettersJustified)
 	for _, n := range r.DeadLetterNotes[:min(10, len(r.DeadLetterNotes))] {
 		fmt.Fprintf(w, "    %s\n", n)
