@@ -196,7 +196,11 @@ type ReconcileFilter struct {
 	Since time.Time
 	// SyncedBefore selects orders last synced before it (zero: any).
 	SyncedBefore time.Time
-	Limit        int
+	// Stalest orders the candidates by when they were last synced, oldest
+	// first, instead of by priority. The reconciler spends part of every
+	// pass this way, so that busy orders cannot starve quiet ones.
+	Stalest bool
+	Limit   int
 }
 
 // EventFilter selects event log rows, newest first.

@@ -509,8 +509,11 @@ func TestListReconcileCandidatesOrdering(t *testing.T) {
 			fetched(orderDoc(t, "gone", 4, ordersync.StatusCancelled), 4, ev("e-gone", now)),
 		)
 		refs := []ordersync.OrderRef{
-			{Account: "default", Code: "expired", ExpiresAt: now.Add(-time.Hour)},
+			{Account: "default", Code: "expired", ExpiresAt: now.Add(-30 * time.Minute)},
 			{Account: "default", Code: "expiring", ExpiresAt: now.Add(10 * time.Minute)},
+			// Expired long ago: the service never closed it, and it must
+			// not hold the front of the queue forever.
+			{Account: "default", Code: "stale", ExpiresAt: now.Add(-3 * time.Hour)},
 			{Account: "default", Code: "later", ExpiresAt: now.Add(5 * time.Hour)},
 			{Account: "default", Code: "quiet", ExpiresAt: now.Add(5 * time.Minute)},
 			{Account: "elsewhere", Code: "x"},
@@ -540,11 +543,13 @@ func TestListReconcileCandidatesOrdering(t *testing.T) {
 			filter ordersync.ReconcileFilter
 			want   []string
 		}{
-			{"changeable", ordersync.ReconcileFilter{Account: "default"}, []string{"expiring", "expired", "quiet", "later", "busy"}},
+			{"changeable", ordersync.ReconcileFilter{Account: "default"}, []string{"expiring", "expired", "quiet", "later", "stale", "busy"}},
 			{"limit", ordersync.ReconcileFilter{Account: "default", Limit: 2}, []string{"expiring", "expired"}},
-			{"all", ordersync.ReconcileFilter{Account: "default", All: true}, []string{"expiring", "expired", "quiet", "later", "done", "gone", "busy"}},
-			{"synced before", ordersync.ReconcileFilter{Account: "default", SyncedBefore: fetched(nil, 2).FetchedAt}, []string{"expiring", "expired", "quiet", "later"}},
-			{"since", ordersync.ReconcileFilter{Account: "default", Since: now.Add(-time.Minute)}, []string{"expiring", "expired", "later"}},
+			{"all", ordersync.ReconcileFilter{Account: "default", All: true}, []string{"expiring", "expired", "quiet", "later", "stale", "done", "gone", "busy"}},
+			{"synced before", ordersync.ReconcileFilter{Account: "default", SyncedBefore: fetched(nil, 2).FetchedAt}, []string{"expiring", "expired", "quiet", "later", "stale"}},
+			{"since", ordersync.ReconcileFilter{Account: "default", Since: now.Add(-time.Minute)}, []string{"expiring", "expired", "later", "stale"}},
+			// Never synced first (by code), then by last sync, oldest first.
+			{"stalest", ordersync.ReconcileFilter{Account: "default", Stalest: true}, []string{"expired", "expiring", "later", "stale", "quiet", "busy"}},
 		}
 		for _, tt := range tests {
 			if got := codes(tt.filter); !slices.Equal(got, tt.want) {

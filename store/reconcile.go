@@ -14,18 +14,22 @@ import (
 const (
 	// expirySoon is how close to its expiry a link must be to go first:
 	// its order is about to stop changing, and a payment made in the last
-	// minutes is the one most worth not missing.
+	// minutes is the one most worth not missing. expiryPast bounds how long
+	// after expiry it still does, so links the service never closes do not
+	// hold the front of the queue forever.
 	expirySoon            = 15 * time.Minute
+	expiryPast            = time.Hour
 	defaultReconcileLimit = 100
 	maxReconcileLimit     = 10000
 )
 
 // ListReconcileCandidates lists orders to re-fetch: unless All, those whose
 // status can still change (PENDING, PAID, unknown ones, and placeholders
-// never fetched). Links at or near expiry come first, then the most
-// recently active orders, then the least recently synced. Since applies to
-// the upstream creation time, or to when ordersync first saw a placeholder.
-// Limit defaults to 100 and is capped at 10000.
+// never fetched). By priority, links near expiry (from an hour past to 15
+// minutes ahead) come first, then the most recently active orders, then the
+// least recently synced; with Stalest, the least recently synced come first.
+// Since applies to the upstream creation time, or to when ordersync first
+// saw a placeholder. Limit defaults to 100 and is capped at 10000.
 func (db *DB) ListReconcileCandidates(ctx context.Context, filter ordersync.ReconcileFilter) ([]ordersync.OrderRef, error) {
 	now := time.Now()
 	where := []string{"1 = 1"}
@@ -49,13 +53,19 @@ func (db *DB) ListReconcileCandidates(ctx context.Context, filter ordersync.Reco
 	if !filter.SyncedBefore.IsZero() {
 		where, args = append(where, "(last_synced_at IS NULL OR last_synced_at < ?)"), append(args, dbTime(filter.SyncedBefore))
 	}
-	args = append(args, dbTime(now.Add(expirySoon)), clampLimit(filter.Limit, defaultReconcileLimit, maxReconcileLimit))
-	query := `SELECT account, order_code, order_id, order_reference, expires_at FROM orders
-WHERE ` + strings.Join(where, " AND ") + `
-ORDER BY CASE WHEN expires_at IS NOT NULL AND expires_at <= ? THEN 0 ELSE 1 END,
+	order := `CASE WHEN expires_at IS NOT NULL AND expires_at <= ? AND expires_at >= ? THEN 0 ELSE 1 END,
          COALESCE(last_event_at, first_seen_at) DESC,
          last_synced_at ASC NULLS FIRST,
-         account, order_code
+         account, order_code`
+	if filter.Stalest {
+		order = "last_synced_at ASC NULLS FIRST, account, order_code"
+	} else {
+		args = append(args, dbTime(now.Add(expirySoon)), dbTime(now.Add(-expiryPast)))
+	}
+	args = append(args, clampLimit(filter.Limit, defaultReconcileLimit, maxReconcileLimit))
+	query := `SELECT account, order_code, order_id, order_reference, expires_at FROM orders
+WHERE ` + strings.Join(where, " AND ") + `
+ORDER BY ` + order + `
 LIMIT ?`
 
 	var refs []ordersync.OrderRef

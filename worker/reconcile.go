@@ -113,6 +113,40 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	return r, nil
 }
 
+// candidates spends half the pass's budget by priority (links near expiry,
+// recently active orders) and the rest on the orders synced longest ago, so
+// a quiet order whose webhook was lost is reached within a bounded number
+// of passes however busy the others are.
+func (r *Reconciler) candidates(ctx context.Context, filter ordersync.ReconcileFilter) ([]ordersync.OrderRef, error) {
+	limit := filter.Limit
+	byPriority := filter
+	byPriority.Stalest, byPriority.Limit = false, (limit+1)/2
+	refs, err := r.cfg.Source.ListReconcileCandidates(ctx, byPriority)
+	if err != nil {
+		return nil, err
+	}
+	stalest := filter
+	stalest.Stalest, stalest.Limit = true, limit
+	more, err := r.cfg.Source.ListReconcileCandidates(ctx, stalest)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[[2]string]bool, len(refs))
+	for _, ref := range refs {
+		seen[[2]string{ref.Account, ref.Code}] = true
+	}
+	for _, ref := range more {
+		if len(refs) >= limit {
+			break
+		}
+		if k := [2]string{ref.Account, ref.Code}; !seen[k] {
+			seen[k] = true
+			refs = append(refs, ref)
+		}
+	}
+	return refs, nil
+}
+
 // Run makes a pass every Interval until ctx is cancelled.
 func (r *Reconciler) Run(ctx context.Context) error {
 	t := time.NewTicker(r.cfg.Interval)
@@ -148,7 +182,7 @@ func (r *Reconciler) RunOnce(ctx context.Context, filter ordersync.ReconcileFilt
 	if filter.Account == "" {
 		filter.Account = r.cfg.Account
 	}
-	refs, err := r.cfg.Source.ListReconcileCandidates(ctx, filter)
+	refs, err := r.candidates(ctx, filter)
 	if err != nil {
 		return ReconcileReport{}, err
 	}
