@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -73,35 +75,36 @@ func (db *DB) ResolveOrderCode(ctx context.Context, ref ordersync.OrderRef) (str
 	if ref.ID == "" && ref.Reference == "" {
 		return "", fmt.Errorf("%s: %w", op, ordersync.ErrNotFound)
 	}
-	var (
-		code string
-		err  error
-		args = []any{ref.Account, string(ref.ID), ref.Account, ref.Reference}
-	)
-	if db.readStmts != nil {
-		var stmt *sqlx.Stmt
-		if stmt, err = db.readStmts.get(ctx, resolveOrderCodeSQL); err == nil {
-			err = stmt.QueryRowxContext(ctx, args...).Scan(&code)
-		}
-	} else {
-		err = db.read.QueryRowxContext(ctx, db.rebind(resolveOrderCodeSQL), args...).Scan(&code)
+	code, err := db.queryCode(ctx, resolveByIDSQL, ref.Account, string(ref.ID))
+	if errors.Is(err, sql.ErrNoRows) && ref.Reference != "" {
+		code, err = db.queryCode(ctx, resolveByReferenceSQL, ref.Account, ref.Reference)
 	}
 	return code, translate(op, err)
 }
 
-// resolveOrderCodeSQL looks an order up by id, then by reference, in one
-// statement: one snapshot without a transaction around it, and a single
-// prepared statement on the hot path of every webhook without an order
+// The lookups of ResolveOrderCode, each one statement (one snapshot) and,
+// on SQLite, prepared once: they run for every webhook without an order
 // code. "<> ”" repeats the partial indexes' condition: without it SQLite
 // cannot use them for a bound parameter and scans the whole table.
-const resolveOrderCodeSQL = `
-SELECT order_code FROM (
-    SELECT order_code, 0 AS by_reference, COALESCE(created_at, first_seen_at) AS at
-    FROM orders WHERE account = ? AND order_id = ? AND order_id <> ''
-    UNION ALL
-    SELECT order_code, 1 AS by_reference, COALESCE(created_at, first_seen_at) AS at
-    FROM orders WHERE account = ? AND order_reference = ? AND order_reference <> ''
-) AS found ORDER BY by_reference, at DESC LIMIT 1`
+const (
+	resolveByIDSQL = `SELECT order_code FROM orders WHERE account = ? AND order_id = ? AND order_id <> ''
+ORDER BY COALESCE(created_at, first_seen_at) DESC LIMIT 1`
+	resolveByReferenceSQL = `SELECT order_code FROM orders WHERE account = ? AND order_reference = ? AND order_reference <> ''
+ORDER BY COALESCE(created_at, first_seen_at) DESC LIMIT 1`
+)
+
+// queryCode runs a lookup that selects one order_code.
+func (db *DB) queryCode(ctx context.Context, query string, args ...any) (string, error) {
+	var code string
+	if db.readStmts == nil {
+		return code, db.read.QueryRowxContext(ctx, db.rebind(query), args...).Scan(&code)
+	}
+	stmt, err := db.readStmts.get(ctx, query)
+	if err != nil {
+		return "", err
+	}
+	return code, stmt.QueryRowxContext(ctx, args...).Scan(&code)
+}
 
 // RecordEvents adds event log rows; a MsgID already logged takes the new
 // outcome and detail, and any keys it lacked. Within one call the last
