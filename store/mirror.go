@@ -153,3 +153,57 @@ func (db *DB) CurrentFetchSeq(ctx context.Context) (int64, error) {
 	}
 	return cur, translate("read the fetch sequence", err)
 }
+
+// ResolveOrderCodes maps order ids to codes within one account, as
+// ResolveOrderCode does by id (the most recently created order carrying an
+// id wins), for many ids in one statement per 512. Ids it does not know are
+// missing from the map. It serves the worker's batches of webhooks, which
+// carry an id and no code: one read for a batch instead of one per event.
+func (db *DB) ResolveOrderCodes(ctx context.Context, account string, ids []ordersync.ID) (map[ordersync.ID]string, error) {
+	op := fmt.Sprintf("resolve the order codes of %d ids in %s", len(ids), account)
+	codes := make(map[ordersync.ID]string, len(ids))
+	for rest := ids; len(rest) > 0; {
+		chunk := rest[:min(len(rest), resolveBatchMax)]
+		rest = rest[len(chunk):]
+		// Padded to a power of two by repeating an id, so a few prepared
+		// statements serve every batch.
+		size := 1
+		for size < len(chunk) {
+			size *= 2
+		}
+		args := make([]any, 0, size+1)
+		args = append(args, account)
+		for i := range size {
+			args = append(args, string(chunk[min(i, len(chunk)-1)]))
+		}
+		// Newest first: the first row of an id is the one to keep.
+		query := `SELECT order_id, order_code FROM orders
+WHERE account = ? AND order_id IN (` + placeholders(size) + `) AND order_id <> ''
+ORDER BY COALESCE(created_at, first_seen_at) DESC`
+		var rows []struct {
+			ID   string `db:"order_id"`
+			Code string `db:"order_code"`
+		}
+		var err error
+		if db.readStmts != nil {
+			var stmt *sqlx.Stmt
+			if stmt, err = db.readStmts.get(ctx, query); err == nil {
+				err = stmt.SelectContext(ctx, &rows, args...)
+			}
+		} else {
+			err = db.read.SelectContext(ctx, &rows, db.rebind(query), args...)
+		}
+		if err != nil {
+			return nil, translate(op, err)
+		}
+		for _, r := range rows {
+			if _, seen := codes[ordersync.ID(r.ID)]; !seen {
+				codes[ordersync.ID(r.ID)] = r.Code
+			}
+		}
+	}
+	return codes, nil
+}
+
+// resolveBatchMax bounds the ids of one ResolveOrderCodes statement.
+const resolveBatchMax = 512

@@ -558,3 +558,60 @@ func TestListReconcileCandidatesOrdering(t *testing.T) {
 		}
 	})
 }
+
+// TestResolveOrderCodesMatchesOneByOne: resolving a batch of ids gives what
+// ResolveOrderCode gives for each, including the newest order of an id two
+// orders share, and leaves out ids nobody has; batches past one statement
+// and of every padding size agree too.
+func TestResolveOrderCodesMatchesOneByOne(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		ctx := context.Background()
+		for i := range 600 {
+			ref := ordersync.OrderRef{Account: "default", Code: fmt.Sprintf("r%03d", i), ID: ordersync.ID(fmt.Sprint(1000 + i))}
+			if err := db.RecordOrderRef(ctx, ref); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.RecordOrderRef(ctx, ordersync.OrderRef{Account: "other", Code: "elsewhere", ID: "1001"}); err != nil {
+			t.Fatal(err)
+		}
+		// Two fetched orders share id 7: the one created later wins.
+		older := orderDoc(t, "old7", 7, ordersync.StatusPending, func(doc map[string]any) { doc["created"] = "2026-10-09T09:00:00.000Z" })
+		newer := orderDoc(t, "new7", 7, ordersync.StatusPending, func(doc map[string]any) { doc["created"] = "2026-10-11T09:00:00.000Z" })
+		apply(t, db, fetched(newer, 1), fetched(older, 2))
+
+		for _, n := range []int{1, 3, 100, 513} {
+			ids := []ordersync.ID{"7", "404"}
+			for i := range n {
+				ids = append(ids, ordersync.ID(fmt.Sprint(1000+(i*7)%600)))
+			}
+			got, err := db.ResolveOrderCodes(ctx, "default", ids)
+			if err != nil {
+				t.Fatalf("ResolveOrderCodes(%d ids): %v", len(ids), err)
+			}
+			want := map[ordersync.ID]string{}
+			for _, id := range ids {
+				code, err := db.ResolveOrderCode(ctx, ordersync.OrderRef{Account: "default", ID: id})
+				switch {
+				case errors.Is(err, ordersync.ErrNotFound):
+				case err != nil:
+					t.Fatalf("ResolveOrderCode(%s): %v", id, err)
+				default:
+					want[id] = code
+				}
+			}
+			if want["7"] != "new7" || want["1000"] != "r000" || want["404"] != "" {
+				t.Fatalf("one by one: 7 -> %q, 1000 -> %q, 404 -> %q; want new7, r000 and nothing", want["7"], want["1000"], want["404"])
+			}
+			if len(got) != len(want) {
+				t.Errorf("%d ids: resolved %d, want %d", len(ids), len(got), len(want))
+			}
+			for id, code := range want {
+				if got[id] != code {
+					t.Errorf("%d ids: id %s resolved to %q, want %q", len(ids), id, got[id], code)
+				}
+			}
+		}
+	})
+}

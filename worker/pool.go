@@ -174,6 +174,9 @@ type Pool struct {
 	metrics *poolMetrics
 	codes   *codeCache
 
+	// codesResolver is the mirror when it resolves order ids in batches.
+	codesResolver codesResolver
+
 	mu      sync.Mutex
 	flights map[orderKey]*flight
 
@@ -246,7 +249,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new worker pool: %w", err)
 	}
-	return &Pool{
+	p := &Pool{
 		cfg:     cfg,
 		syncer:  cfg.Syncer,
 		mirror:  cfg.Mirror,
@@ -256,7 +259,9 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		codes:   newCodeCache(codeCacheSize),
 		flights: make(map[orderKey]*flight),
 		room:    semaphore.NewWeighted(int64(3*cfg.BatchSize + cfg.FetchConcurrency)),
-	}, nil
+	}
+	p.codesResolver, _ = cfg.Mirror.(codesResolver)
+	return p, nil
 }
 
 // RecordDrift counts a drift of the given kind, for stages that find drift
@@ -323,9 +328,13 @@ func (p *Pool) pull(ctx context.Context) {
 		p.room.Release(batch - int64(len(ds)))
 		p.unsettled.Add(len(ds))
 		now := p.now()
+		var unresolved []*item
 		for _, d := range ds {
-			p.dispatch(d, now)
+			if it := p.dispatch(d, now); it != nil {
+				unresolved = append(unresolved, it)
+			}
 		}
+		p.resolveBatch(ctx, unresolved)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -345,8 +354,10 @@ func (p *Pool) pull(ctx context.Context) {
 }
 
 // dispatch routes a fresh delivery. It runs on the pull goroutine and does
-// no I/O: anything that needs the mirror goes to the fetch goroutines.
-func (p *Pool) dispatch(d ordersync.Delivery, now time.Time) {
+// no I/O: anything that needs the mirror goes to the fetch goroutines, except
+// the events it returns, which carry an order id but no code the pool knows:
+// the caller resolves them with resolveBatch.
+func (p *Pool) dispatch(d ordersync.Delivery, now time.Time) *item {
 	ev := d.Event()
 	it := &item{d: d, ev: ev, account: ev.Account, pulledAt: now}
 	if it.account == "" {
@@ -355,28 +366,72 @@ func (p *Pool) dispatch(d ordersync.Delivery, now time.Time) {
 	e, err := ordersync.ParseEvent(ev.Body)
 	if err != nil {
 		p.jobs <- job{dead: it, reason: ordersync.ReasonMalformed, err: err}
-		return
+		return nil
 	}
 	it.e = e
 	if ev.Ignored != "" {
 		p.commits <- commitItem{ignored: it}
-		return
+		return nil
 	}
 	if reason, ignored := e.Ignored(); ignored {
 		ev.Ignored = reason
 		p.commits <- commitItem{ignored: it}
-		return
+		return nil
 	}
 	it.code = e.OrderCode
 	if it.code == "" {
 		it.code, _ = p.codes.get(it.account, e.OrderID)
 	}
-	if it.code == "" {
+	switch {
+	case it.code == "" && e.OrderID != "" && p.codesResolver != nil:
+		return it
+	case it.code == "":
 		p.jobs <- job{resolve: it}
-		return
+		return nil
 	}
 	if r := p.attach(it); r != nil {
 		p.jobs <- job{round: r}
+	}
+	return nil
+}
+
+// codesResolver is a mirror that resolves many order ids at once:
+// store.DB does.
+type codesResolver interface {
+	ResolveOrderCodes(ctx context.Context, account string, ids []ordersync.ID) (map[ordersync.ID]string, error)
+}
+
+// resolveBatch finds the codes of a pull's events that carry only an order
+// id with one read of the mirror per account, on the pull goroutine, instead
+// of one read per event on the fetch goroutines. What it does not find, or
+// cannot look up, takes the path of one event: resolve, with its fallback
+// to the order reference and its retry schedule.
+func (p *Pool) resolveBatch(ctx context.Context, items []*item) {
+	byAccount := map[string][]*item{}
+	for _, it := range items {
+		byAccount[it.account] = append(byAccount[it.account], it)
+	}
+	for account, its := range byAccount {
+		ids := make([]ordersync.ID, len(its))
+		for i, it := range its {
+			ids[i] = it.e.OrderID
+		}
+		codes, err := p.codesResolver.ResolveOrderCodes(ctx, account, ids)
+		if err != nil && ctx.Err() == nil {
+			p.log.Warn("resolve a batch of order ids failed; resolving them one by one", "events", len(its), "err", err)
+		}
+		for _, it := range its {
+			code := codes[it.e.OrderID] // a nil map on error: every event resolves alone
+			if code == "" {
+				p.jobs <- job{resolve: it}
+				continue
+			}
+			p.codes.put(account, it.e.OrderID, code)
+			it.code = code
+			if r := p.attach(it); r != nil {
+				p.jobs <- job{round: r}
+			}
+		}
 	}
 }
 
