@@ -18,9 +18,6 @@ import (
 // the write connection turns it off, and a goroutine of DB checkpoints on a
 // connection of its own, next to the writer instead of in its way.
 const (
-	// sqliteWriteCacheKiB sizes the write connection's page cache: the
-	// orders table's indexes stay in memory across batches.
-	sqliteWriteCacheKiB = 32 << 10
 	// sqliteJournalSizeLimit truncates the WAL back to this size when it
 	// restarts, so a burst does not leave a huge file behind.
 	sqliteJournalSizeLimit = 64 << 20
@@ -50,10 +47,10 @@ func (c sqliteConnector) Connect(context.Context) (driver.Conn, error) { return 
 func (c sqliteConnector) Driver() driver.Driver                        { return c.driver }
 
 // writePragmas are the write connection's settings; autoCheckpoint is false
-// when DB runs its own checkpoints.
+// when DB runs its own checkpoints. The page cache keeps SQLite's default
+// size: 32 MiB measured no faster and cost as much resident memory.
 func writePragmas(autoCheckpoint bool) []string {
 	p := []string{
-		fmt.Sprintf("PRAGMA cache_size = -%d", sqliteWriteCacheKiB),
 		"PRAGMA temp_store = MEMORY",
 		fmt.Sprintf("PRAGMA journal_size_limit = %d", sqliteJournalSizeLimit),
 	}
