@@ -39,20 +39,20 @@ func ParseAmount(s string) (Amount, error) {
 	if s == "" {
 		return a, fmt.Errorf("parse amount: empty")
 	}
-	d, _, err := apd.NewFromString(s)
-	if err != nil {
-		return a, fmt.Errorf("parse amount %.40q: not a decimal number", s)
+	// Parsed in place: no intermediate Decimal to allocate and copy.
+	d := &a.d
+	if _, _, err := d.SetString(s); err != nil {
+		return Amount{}, fmt.Errorf("parse amount %.40q: not a decimal number", s)
 	}
 	if d.Form != apd.Finite {
-		return a, fmt.Errorf("parse amount %.40q: not a finite number", s)
+		return Amount{}, fmt.Errorf("parse amount %.40q: not a finite number", s)
 	}
 	if -int64(d.Exponent) > MaxAmountFractionDigits {
-		return a, fmt.Errorf("parse amount %.40q: more than %d decimal places", s, MaxAmountFractionDigits)
+		return Amount{}, fmt.Errorf("parse amount %.40q: more than %d decimal places", s, MaxAmountFractionDigits)
 	}
 	if int64(d.Exponent) > MaxAmountIntegerDigits || (!d.IsZero() && d.NumDigits()+int64(d.Exponent) > MaxAmountIntegerDigits) {
-		return a, fmt.Errorf("parse amount %.40q: more than %d digits before the point", s, MaxAmountIntegerDigits)
+		return Amount{}, fmt.Errorf("parse amount %.40q: more than %d digits before the point", s, MaxAmountIntegerDigits)
 	}
-	a.d.Set(d)
 	return a, nil
 }
 
