@@ -237,16 +237,24 @@ func (db *DB) lockOrderStates(ctx context.Context, tx *sqlx.Tx, params []ordersy
 		for len(codes) > 0 {
 			chunk := codes[:min(len(codes), maxInParams)]
 			codes = codes[len(chunk):]
-			args := make([]any, 0, len(chunk)+1)
+			size := len(chunk)
+			if db.dialect == DialectSQLite {
+				// Padded to a prepared size by repeating a code.
+				size = stateQuerySize(size)
+			}
+			args := make([]any, 0, size+1)
 			args = append(args, a)
-			for _, c := range chunk {
-				args = append(args, c)
+			for i := range size {
+				args = append(args, chunk[min(i, len(chunk)-1)])
 			}
 			var rows []orderState
-			err := tx.SelectContext(ctx, &rows, db.rebind(`
-SELECT account, order_code, status, fetch_seq, document_hash, raw_document IS NOT NULL AS fetched, paid_fired,
-       status_transitions, first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count
-FROM orders WHERE account = ? AND order_code IN (`+placeholders(len(chunk))+`)`+lockClause), args...)
+			var err error
+			query := db.rebind(stateQuery(size) + lockClause)
+			if stmts := db.prepared.Load(); stmts != nil && (*stmts)[query] != nil {
+				err = tx.StmtxContext(ctx, (*stmts)[query]).SelectContext(ctx, &rows, args...)
+			} else {
+				err = tx.SelectContext(ctx, &rows, query, args...)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("read order states: %w", err)
 			}
@@ -256,6 +264,23 @@ FROM orders WHERE account = ? AND order_code IN (`+placeholders(len(chunk))+`)`+
 		}
 	}
 	return states, nil
+}
+
+// stateQuery reads the states of n orders of one account.
+func stateQuery(n int) string {
+	return `SELECT account, order_code, status, fetch_seq, document_hash, raw_document IS NOT NULL AS fetched, paid_fired,
+       status_transitions, first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count
+FROM orders WHERE account = ? AND order_code IN (` + placeholders(n) + `)`
+}
+
+// stateQuerySize is the prepared size of stateQuery that n codes use: the
+// next power of two.
+func stateQuerySize(n int) int {
+	size := 1
+	for size < n {
+		size *= 2
+	}
+	return size
 }
 
 // apply works out what one params does, against the batch so far.

@@ -95,7 +95,8 @@ func (db *DB) execTx(ctx context.Context, tx *sqlx.Tx, query string, args ...any
 }
 
 // prepareWrites prepares, once, the SQLite statements ApplyOrders uses: every
-// multi-row statement in every chunk size. It runs outside any transaction,
+// multi-row statement in every chunk size, and the read of the orders'
+// states in every padded size. It runs outside any transaction,
 // as the write pool's single connection must be free to prepare on.
 func (db *DB) prepareWrites(ctx context.Context) error {
 	if db.dialect != DialectSQLite {
@@ -119,6 +120,17 @@ func (db *DB) prepareWrites(ctx context.Context) error {
 			}
 			prepared[query] = stmt
 		}
+	}
+	for size := 1; size <= stateQuerySize(maxInParams); size *= 2 {
+		query := stateQuery(size)
+		stmt, err := db.write.PrepareContext(ctx, query)
+		if err != nil {
+			for _, s := range prepared {
+				s.Close()
+			}
+			return fmt.Errorf("prepare %.60s…: %w", query, err)
+		}
+		prepared[query] = stmt
 	}
 	db.prepared.Store(&prepared)
 	return nil
