@@ -177,7 +177,14 @@ func (db *DB) ApplyOrders(ctx context.Context, params []ordersync.ApplyParams) (
 		if err != nil {
 			return err
 		}
-		b := &batch{now: time.Now(), orders: make(map[orderKey]*batchOrder, len(params)), eventAt: map[string]int{}}
+		// Sized for the usual batch up front: payloads are whole orders,
+		// costly to move as the slices grow.
+		n := len(params)
+		b := &batch{
+			now: time.Now(), orders: make(map[orderKey]*batchOrder, n), keys: make([]orderKey, 0, n),
+			history: make([][]any, 0, n), outbox: make([]outboxEntry, 0, 2*n), payloads: make([]ordersync.MirroredOrder, 0, n),
+			events: make([]ordersync.EventRecord, 0, n), eventAt: make(map[string]int, n),
+		}
 		results = make([]ordersync.ApplyResult, len(params))
 		for i := range params {
 			if results[i], err = b.apply(&params[i], states); err != nil {
