@@ -633,30 +633,32 @@ func (r *chaosRun) check(ctx context.Context) error {
 	return r.checkDeadLetters(ctx)
 }
 
-// checkPaid reads ordersync.orders.paid from the pipeline's JetStream over
-// its NATS port, as a fulfilment service would. The relay publishes right
-// after each commit, so the count is retried for a few seconds until every
-// paid order has its trigger.
 func (r *chaosRun) checkPaid(ctx context.Context) error {
-	nc, err := nats.Connect(r.child.NATSURL(), nats.Name("ordersync-chaos"))
+	return checkPaidTriggers(ctx, r.child.NATSURL(), ordersStream, ordersync.SubjectPaid, r.sim.Orders, &r.rep)
+}
+
+// checkPaidTriggers reads the PAID subject as a fulfilment service would and
+// requires exactly one message for every order PAID or FINALIZED in the
+// simulator, and none with more than one, waiting up to 15s for the relay.
+func checkPaidTriggers(ctx context.Context, natsURL, stream, subject string, truth func() []ordersync.Order, rep *chaosReport) error {
+	nc, err := nats.Connect(natsURL, nats.Name("ordersync PAID check"))
 	if err != nil {
-		return fmt.Errorf("connect to the pipeline's NATS: %w", err)
+		return fmt.Errorf("connect to NATS: %w", err)
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
 	}
-	rep := &r.rep
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		triggers, err := countPaidMessages(ctx, js)
+		triggers, err := countPerOrder(ctx, js, stream, subject)
 		if err != nil {
 			return err
 		}
 		rep.PaidOrders, rep.PaidTriggers, rep.PaidMissing, rep.PaidDuplicates = 0, 0, 0, 0
 		var examples []string
-		for _, o := range r.sim.Orders() {
+		for _, o := range truth() {
 			n := triggers[o.OrderCode]
 			rep.PaidTriggers += n
 			if o.OrderStatus.IsPaidState() {
@@ -685,48 +687,6 @@ func (r *chaosRun) checkPaid(ctx context.Context) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-// countPaidMessages counts the messages on the PAID subject per order.
-func countPaidMessages(ctx context.Context, js jetstream.JetStream) (map[string]int, error) {
-	stream, err := js.Stream(ctx, ordersStream)
-	if err != nil {
-		return nil, fmt.Errorf("orders stream: %w", err)
-	}
-	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{ordersync.SubjectPaid}})
-	if err != nil {
-		return nil, fmt.Errorf("consume %s: %w", ordersync.SubjectPaid, err)
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("consume %s: %w", ordersync.SubjectPaid, err)
-	}
-	perOrder := map[string]int{}
-	for remaining := int(info.NumPending); remaining > 0; {
-		batch, err := cons.Fetch(min(remaining, 500), jetstream.FetchMaxWait(2*time.Second))
-		if err != nil {
-			return nil, fmt.Errorf("fetch %s: %w", ordersync.SubjectPaid, err)
-		}
-		got := 0
-		for msg := range batch.Messages() {
-			var o struct {
-				OrderCode string `json:"orderCode"`
-			}
-			if err := json.Unmarshal(msg.Data(), &o); err != nil {
-				return nil, fmt.Errorf("PAID message: %w", err)
-			}
-			perOrder[o.OrderCode]++
-			got++
-		}
-		if got == 0 {
-			if err := batch.Error(); err != nil {
-				return nil, fmt.Errorf("fetch %s: %w", ordersync.SubjectPaid, err)
-			}
-			return nil, fmt.Errorf("fetch %s: %d messages announced, none delivered", ordersync.SubjectPaid, remaining)
-		}
-		remaining -= got
-	}
-	return perOrder, nil
 }
 
 // checkEventLog requires every webhook the pipeline answered 2xx to be in

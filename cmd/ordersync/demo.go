@@ -288,47 +288,13 @@ func postPaymentLink(ctx context.Context, adminURL string, p ordersync.PaymentLi
 
 // countPaidTriggers reads every message on the PAID subject, as a
 // fulfilment service would, and counts them per order.
-func countPaidTriggers(ctx context.Context, p *Program) (perOrder map[string]int, err error) {
+func countPaidTriggers(ctx context.Context, p *Program) (map[string]int, error) {
 	js, err := jetstream.New(p.nc)
 	if err != nil {
 		return nil, err
 	}
 	qcfg := p.cfg.queueConfig()
-	stream, err := js.Stream(ctx, qcfg.OrdersStream)
-	if err != nil {
-		return nil, fmt.Errorf("orders stream: %w", err)
-	}
-	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{qcfg.SubjectPrefix + strings.TrimPrefix(ordersync.SubjectPaid, "ordersync")}})
-	if err != nil {
-		return nil, err
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return nil, err
-	}
-	perOrder = map[string]int{}
-	for remaining := int(info.NumPending); remaining > 0; {
-		batch, err := cons.Fetch(min(remaining, 500), jetstream.FetchMaxWait(2*time.Second))
-		if err != nil {
-			return nil, err
-		}
-		got := 0
-		for msg := range batch.Messages() {
-			var o struct {
-				OrderCode string `json:"orderCode"`
-			}
-			if err := json.Unmarshal(msg.Data(), &o); err != nil {
-				return nil, fmt.Errorf("PAID message: %w", err)
-			}
-			perOrder[o.OrderCode]++
-			got++
-		}
-		if batch.Error() != nil && got == 0 {
-			return nil, batch.Error()
-		}
-		remaining -= got
-	}
-	return perOrder, nil
+	return countPerOrder(ctx, js, qcfg.OrdersStream, qcfg.SubjectPrefix+strings.TrimPrefix(ordersync.SubjectPaid, "ordersync"))
 }
 
 func printDemoReport(w io.Writer, r demoReport) {

@@ -5,7 +5,6 @@ import (
 	crand "crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -818,94 +817,7 @@ func (m *multiprocRun) check(ctx context.Context) error {
 // fulfilment service subscribed to the external NATS would, retrying for a
 // few seconds while the relay catches up.
 func (m *multiprocRun) checkPaid(ctx context.Context) error {
-	nc, err := nats.Connect(m.ext.NATSURL, nats.Name("ordersync-multiproc"))
-	if err != nil {
-		return fmt.Errorf("connect to NATS: %w", err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	rep := &m.r.rep
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		triggers, err := countMessagesPerOrder(ctx, js, m.ext.ordersStream(), m.ext.paidSubject())
-		if err != nil {
-			return err
-		}
-		rep.PaidOrders, rep.PaidTriggers, rep.PaidMissing, rep.PaidDuplicates = 0, 0, 0, 0
-		var examples []string
-		for _, o := range m.r.sim.Orders() {
-			n := triggers[o.OrderCode]
-			rep.PaidTriggers += n
-			if o.OrderStatus.IsPaidState() {
-				rep.PaidOrders++
-			}
-			switch {
-			case n > 1:
-				rep.PaidDuplicates++
-				examples = append(examples, fmt.Sprintf("%s (%s): %d triggers", o.OrderCode, o.OrderStatus, n))
-			case n == 0 && o.OrderStatus.IsPaidState():
-				rep.PaidMissing++
-				examples = append(examples, fmt.Sprintf("%s (%s): no trigger", o.OrderCode, o.OrderStatus))
-			}
-		}
-		if rep.PaidMissing == 0 && rep.PaidDuplicates == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) || rep.PaidDuplicates > 0 {
-			rep.fail("PAID triggers: %d missing, %d orders with more than one, e.g. %s",
-				rep.PaidMissing, rep.PaidDuplicates, strings.Join(examples[:min(5, len(examples))], "; "))
-			return nil
-		}
-		if err := m.sleep(ctx, 500*time.Millisecond); err != nil {
-			return err
-		}
-	}
-}
-
-// countMessagesPerOrder counts a stream's messages on subject by their
-// orderCode.
-func countMessagesPerOrder(ctx context.Context, js jetstream.JetStream, streamName, subject string) (map[string]int, error) {
-	stream, err := js.Stream(ctx, streamName)
-	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", streamName, err)
-	}
-	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
-	if err != nil {
-		return nil, fmt.Errorf("consume %s: %w", subject, err)
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("consume %s: %w", subject, err)
-	}
-	perOrder := map[string]int{}
-	for remaining := int(info.NumPending); remaining > 0; {
-		batch, err := cons.Fetch(min(remaining, 500), jetstream.FetchMaxWait(2*time.Second))
-		if err != nil {
-			return nil, fmt.Errorf("fetch %s: %w", subject, err)
-		}
-		got := 0
-		for msg := range batch.Messages() {
-			var o struct {
-				OrderCode string `json:"orderCode"`
-			}
-			if err := json.Unmarshal(msg.Data(), &o); err != nil {
-				return nil, fmt.Errorf("message on %s: %w", subject, err)
-			}
-			perOrder[o.OrderCode]++
-			got++
-		}
-		if got == 0 {
-			if err := batch.Error(); err != nil {
-				return nil, fmt.Errorf("fetch %s: %w", subject, err)
-			}
-			return nil, fmt.Errorf("fetch %s: %d messages announced, none delivered", subject, remaining)
-		}
-		remaining -= got
-	}
-	return perOrder, nil
+	return checkPaidTriggers(ctx, m.ext.NATSURL, m.ext.ordersStream(), m.ext.paidSubject(), m.r.sim.Orders, &m.r.rep)
 }
 
 // checkEventLog requires every webhook a receiver answered 2xx to be in
