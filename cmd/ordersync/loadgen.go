@@ -44,14 +44,19 @@ type loadOptions struct {
 	E2ETimeout time.Duration
 	// Workers is the pipeline's --workers (0: its default).
 	Workers int
-	Keep    bool
+	// IngestRole is the pipeline's --role during the ingest phase: "all"
+	// (the embedded default, workers draining the queue at the same time)
+	// or "receiver" (the receiver's own capacity, as in a scale-out
+	// deployment where workers run elsewhere).
+	IngestRole string
+	Keep       bool
 
 	exe string
 	env []string
 }
 
 func defaultLoadOptions() loadOptions {
-	return loadOptions{Duration: 10 * time.Second, Connections: 64, IngestOrders: 20000, Orders: 20000, E2ETimeout: 2 * time.Minute}
+	return loadOptions{Duration: 10 * time.Second, Connections: 64, IngestOrders: 20000, Orders: 20000, E2ETimeout: 2 * time.Minute, IngestRole: "all"}
 }
 
 func (o loadOptions) validate() error {
@@ -68,6 +73,8 @@ func (o loadOptions) validate() error {
 		return fmt.Errorf("loadtest: e2e-timeout must be positive, got %s", o.E2ETimeout)
 	case o.Workers < 0:
 		return fmt.Errorf("loadtest: workers must not be negative, got %d", o.Workers)
+	case o.IngestRole != "all" && o.IngestRole != "receiver":
+		return fmt.Errorf("loadtest: ingest-role must be all or receiver, got %q", o.IngestRole)
 	case o.exe == "":
 		return errors.New("loadtest: no ordersync binary to run")
 	}
@@ -113,6 +120,8 @@ It reports the figures against the targets and exits 0 either way.`,
 	f.DurationVar(&opts.Duration, "duration", opts.Duration, "length of the ingest phase")
 	f.IntVar(&opts.Connections, "connections", opts.Connections, "concurrent webhook connections")
 	f.IntVar(&opts.IngestOrders, "ingest-orders", opts.IngestOrders, "orders the ingest webhooks are about")
+	f.StringArrayVar(&opts.env, "child-env", nil, "KEY=VALUE added to the pipeline's environment (repeat), e.g. GOMEMLIMIT=120MiB")
+	f.StringVar(&opts.IngestRole, "ingest-role", opts.IngestRole, "the pipeline's role while ingesting: all (workers drain at the same time) or receiver (the receiver alone)")
 	f.IntVar(&opts.Orders, "orders", opts.Orders, "orders of the end-to-end phase")
 	f.DurationVar(&opts.E2ETimeout, "e2e-timeout", opts.E2ETimeout, "give up waiting for the mirror after this long")
 	f.IntVar(&opts.Workers, "workers", 0, "the pipeline's --workers (default: its own default)")
@@ -153,7 +162,7 @@ type loadPipeline struct {
 	webhookSecret string
 }
 
-func startLoadPipeline(ctx context.Context, dir string, opts loadOptions) (_ *loadPipeline, err error) {
+func startLoadPipeline(ctx context.Context, dir string, opts loadOptions, role string) (_ *loadPipeline, err error) {
 	secretKey := randomSecret()
 	p := &loadPipeline{webhookSecret: randomSecret()}
 	if p.sim, err = sim.New(sim.Config{SecretKey: secretKey, Seed: 1}); err != nil {
@@ -167,7 +176,7 @@ func startLoadPipeline(ctx context.Context, dir string, opts loadOptions) (_ *lo
 		p.sim.Close()
 		return nil, err
 	}
-	args := []string{"--reconcile-interval", "0", "--log-level", "warn"}
+	args := []string{"--reconcile-interval", "0", "--log-level", "warn", "--role", role}
 	if opts.Workers > 0 {
 		args = append(args, "--workers", strconv.Itoa(opts.Workers))
 	}
@@ -277,7 +286,7 @@ func (p *webhookPoster) post(ctx context.Context, body []byte) bool {
 func (p *webhookPoster) close() { p.client.Transport.(*http.Transport).CloseIdleConnections() }
 
 func runIngest(ctx context.Context, out io.Writer, dir string, opts loadOptions, rep *ingestReport) error {
-	lp, err := startLoadPipeline(ctx, dir, opts)
+	lp, err := startLoadPipeline(ctx, dir, opts, opts.IngestRole)
 	if err != nil {
 		return err
 	}
@@ -345,7 +354,7 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 }
 
 func runEndToEnd(ctx context.Context, out io.Writer, dir string, opts loadOptions, rep *e2eReport) error {
-	lp, err := startLoadPipeline(ctx, dir, opts)
+	lp, err := startLoadPipeline(ctx, dir, opts, "all")
 	if err != nil {
 		return err
 	}

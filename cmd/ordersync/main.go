@@ -24,13 +24,15 @@ func main() {
 
 // tuneGC trades memory the service can spare for fewer collections: at the
 // default GOGC=100 a collection every ~90ms under full webhook load put the
-// ack p99 over 10ms. GOGC=400 with a 200 MiB soft limit keeps the heap
-// bounded. Either environment variable, when set, wins.
+// ack p99 over 10ms. GOGC=400 alone let the heap grow to ~220 MB RSS under
+// the loadtest; a 100 MiB soft limit keeps it at ~130 MB with no measurable
+// cost in throughput (see README, Benchmarks). Either environment variable,
+// when set, wins.
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(200 << 20)
+		debug.SetMemoryLimit(100 << 20)
 	}
 }
