@@ -123,7 +123,7 @@ func TestUnavailableWhenQueueDown(t *testing.T) {
 	if took := time.Since(start); took > 3*time.Second {
 		t.Fatalf("503 took %s, want within the publish timeout", took)
 	}
-	if got := testutil.ToFloat64(rc.metrics.requests[outcomeUnavailable]); got != 1 {
+	if got := outcomeCount(rc, outcomeUnavailable); got != 1 {
 		t.Fatalf("requests_total{outcome=unavailable} = %v", got)
 	}
 }

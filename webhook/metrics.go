@@ -32,7 +32,7 @@ var outcomeNames = [numOutcomes]string{
 var ignoreReasons = []ordersync.IgnoreReason{ordersync.IgnoreOtherProduct, ordersync.IgnoreSubscription, ordersync.IgnoreNoIdentity}
 
 type metrics struct {
-	requests                           [numOutcomes]prometheus.Counter
+	requests                           *prometheus.CounterVec
 	signatureMissing, signatureInvalid prometheus.Counter
 	publishDuration                    prometheus.Observer
 	ignoredVec                         *prometheus.CounterVec
@@ -43,8 +43,8 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ordersync_webhook_requests_total",
-		Help: "Webhook requests by outcome.",
-	}, []string{"outcome"})
+		Help: "Webhook requests by account and outcome.",
+	}, []string{"account", "outcome"})
 	sigFailures := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ordersync_webhook_signature_failures_total",
 		Help: "Webhooks refused for their signature, by reason (missing, invalid).",
@@ -81,6 +81,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	m := &metrics{
+		requests:         requests,
 		signatureMissing: sigFailures.WithLabelValues("missing"),
 		signatureInvalid: sigFailures.WithLabelValues("invalid"),
 		publishDuration:  duration,
@@ -88,13 +89,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		ignoredBy:        map[ordersync.IgnoreReason]prometheus.Counter{},
 		recordDropped:    dropped,
 	}
-	for o, name := range outcomeNames {
-		m.requests[o] = requests.WithLabelValues(name)
-	}
 	for _, r := range ignoreReasons {
 		m.ignoredBy[r] = ignored.WithLabelValues(string(r))
 	}
 	return m, nil
+}
+
+// requestsOf resolves an account's request counters once, so the hot path
+// only increments.
+func (m *metrics) requestsOf(account string) [numOutcomes]prometheus.Counter {
+	var cs [numOutcomes]prometheus.Counter
+	for o, name := range outcomeNames {
+		cs[o] = m.requests.WithLabelValues(account, name)
+	}
+	return cs
 }
 
 // ignored returns the counter of reason; a reason the domain adds later

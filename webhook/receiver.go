@@ -150,17 +150,23 @@ type account struct {
 	name    string
 	secrets []string // empty: unsigned webhooks accepted (insecure mode)
 	verify  *verifier
+	// requests counts the account's answers by outcome.
+	requests [numOutcomes]prometheus.Counter
 }
 
-func newAccount(name string, secrets []string) *account {
-	return &account{name: name, secrets: secrets, verify: newVerifier(secrets)}
+func newAccount(name string, secrets []string, m *metrics) *account {
+	return &account{name: name, secrets: secrets, verify: newVerifier(secrets), requests: m.requestsOf(name)}
 }
+
+// unknownAccount is the label of requests for an account not configured.
+const unknownAccount = "unknown"
 
 // Receiver is the webhook endpoint. It is an http.Handler for Path and
 // Path/{account}; Close it after the HTTP server stopped.
 type Receiver struct {
 	cfg        Config
 	accounts   map[string]*account
+	unknown    *account // counts requests for accounts not configured
 	metrics    *metrics
 	recorder   *asyncRecorder // nil without a Recorder
 	retryAfter string
@@ -180,13 +186,14 @@ func New(cfg Config) (*Receiver, error) {
 	}
 	rc := &Receiver{
 		cfg:        cfg,
-		accounts:   map[string]*account{ordersync.DefaultAccount: newAccount(ordersync.DefaultAccount, cfg.Secrets)},
+		accounts:   map[string]*account{ordersync.DefaultAccount: newAccount(ordersync.DefaultAccount, cfg.Secrets, m)},
+		unknown:    &account{name: unknownAccount, requests: m.requestsOf(unknownAccount)},
 		metrics:    m,
 		retryAfter: strconv.Itoa(int(math.Ceil(cfg.RetryAfter.Seconds()))),
 		logger:     cfg.Logger.With("component", "webhook"),
 	}
 	for name, a := range cfg.Accounts {
-		rc.accounts[name] = newAccount(name, a.Secrets)
+		rc.accounts[name] = newAccount(name, a.Secrets, m)
 	}
 	var unsigned []string
 	for name, a := range rc.accounts {
@@ -244,12 +251,12 @@ var (
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	acct, ok := rc.route(r.URL.Path)
 	if !ok {
-		rc.answer(w, http.StatusNotFound, outcomeUnknownAccount, bodyUnknownAccount)
+		rc.answer(w, rc.unknown, http.StatusNotFound, outcomeUnknownAccount, bodyUnknownAccount)
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header()["Allow"] = allowPost
-		rc.answer(w, http.StatusMethodNotAllowed, outcomeMethodNotAllowed, bodyNotAllowed)
+		rc.answer(w, acct, http.StatusMethodNotAllowed, outcomeMethodNotAllowed, bodyNotAllowed)
 		return
 	}
 	receivedAt := rc.cfg.Clock()
@@ -258,11 +265,11 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			rc.reject(acct, r, body, receivedAt, "", fmt.Sprintf("body over %d bytes", rc.cfg.MaxBodyBytes))
-			rc.answer(w, http.StatusRequestEntityTooLarge, outcomeTooLarge, bodyTooLarge)
+			rc.answer(w, acct, http.StatusRequestEntityTooLarge, outcomeTooLarge, bodyTooLarge)
 			return
 		}
 		rc.logger.Debug("webhook body unreadable", "account", acct.name, "err", err)
-		rc.answer(w, http.StatusBadRequest, outcomeBadRequest, bodyUnreadable)
+		rc.answer(w, acct, http.StatusBadRequest, outcomeBadRequest, bodyUnreadable)
 		return
 	}
 
@@ -274,12 +281,12 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case ordersync.SignatureMissing:
 		rc.metrics.signatureMissing.Inc()
 		rc.reject(acct, r, body, receivedAt, verdict, "signature missing")
-		rc.answer(w, http.StatusUnauthorized, outcomeUnauthorized, bodyMissingSignature)
+		rc.answer(w, acct, http.StatusUnauthorized, outcomeUnauthorized, bodyMissingSignature)
 		return
 	case ordersync.SignatureInvalid:
 		rc.metrics.signatureInvalid.Inc()
 		rc.reject(acct, r, body, receivedAt, verdict, "signature invalid")
-		rc.answer(w, http.StatusUnauthorized, outcomeUnauthorized, bodyInvalidSignature)
+		rc.answer(w, acct, http.StatusUnauthorized, outcomeUnauthorized, bodyInvalidSignature)
 		return
 	}
 
@@ -287,13 +294,13 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// here: a body that is not text is not an event.
 	if !utf8.Valid(body) {
 		rc.reject(acct, r, body, receivedAt, verdict, "malformed: not UTF-8")
-		rc.answer(w, http.StatusBadRequest, outcomeBadRequest, bodyBadRequest)
+		rc.answer(w, acct, http.StatusBadRequest, outcomeBadRequest, bodyBadRequest)
 		return
 	}
 	ev, err := ordersync.ParseEvent(body)
 	if err != nil {
 		rc.reject(acct, r, body, receivedAt, verdict, truncate(err.Error(), 200))
-		rc.answer(w, http.StatusBadRequest, outcomeBadRequest, bodyBadRequest)
+		rc.answer(w, acct, http.StatusBadRequest, outcomeBadRequest, bodyBadRequest)
 		return
 	}
 
@@ -316,17 +323,17 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.logger.Warn("webhook not queued; answering 503 so the provider retries",
 			"account", acct.name, "msg_id", in.MsgID, "type", string(ev.Type), "err", err)
 		w.Header().Set("Retry-After", rc.retryAfter)
-		rc.answer(w, http.StatusServiceUnavailable, outcomeUnavailable, bodyUnavailable)
+		rc.answer(w, acct, http.StatusServiceUnavailable, outcomeUnavailable, bodyUnavailable)
 		return
 	}
 	switch {
 	case ignored:
 		rc.metrics.ignored(reason).Inc()
-		rc.answer(w, http.StatusOK, outcomeIgnored, bodyIgnored)
+		rc.answer(w, acct, http.StatusOK, outcomeIgnored, bodyIgnored)
 	case dup:
-		rc.answer(w, http.StatusOK, outcomeDuplicate, bodyDuplicate)
+		rc.answer(w, acct, http.StatusOK, outcomeDuplicate, bodyDuplicate)
 	default:
-		rc.answer(w, http.StatusOK, outcomeAccepted, bodyAccepted)
+		rc.answer(w, acct, http.StatusOK, outcomeAccepted, bodyAccepted)
 	}
 }
 
@@ -372,8 +379,8 @@ func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request) ([]byte, er
 	return b, nil
 }
 
-func (rc *Receiver) answer(w http.ResponseWriter, status int, o outcome, r reply) {
-	rc.metrics.requests[o].Inc()
+func (rc *Receiver) answer(w http.ResponseWriter, acct *account, status int, o outcome, r reply) {
+	acct.requests[o].Inc()
 	h := w.Header()
 	h["Content-Type"] = contentTypeJSON
 	h["Content-Length"] = r.contentLength
