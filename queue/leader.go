@@ -172,6 +172,17 @@ func openLeaseBucket(ctx context.Context, js jetstream.JetStream, cfg LeaderConf
 				continue
 			}
 		}
+		// A server error (seen as "error creating store for stream" from a
+		// busy 2.9 server) may pass: try again a few times before failing.
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.Code >= 500 && attempt < 5 {
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("leader: open bucket %s: %w", cfg.Bucket, err)
+			case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
+			}
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("leader: open bucket %s: %w", cfg.Bucket, err)
 		}

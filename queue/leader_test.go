@@ -19,8 +19,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// testTTL is short so failovers take about a second.
-const testTTL = time.Second
+// testTTL is short so failovers take seconds, and long enough that a
+// renewal (every TTL/3) survives a machine loaded by the other test packages.
+const testTTL = 2 * time.Second
 
 // backend opens connections to one NATS server: the embedded one, or the
 // external server of ORDERSYNC_TEST_NATS_URL.
@@ -30,7 +31,8 @@ type backend struct {
 }
 
 // forEachBackend runs test in parallel against a fresh embedded server and,
-// when ORDERSYNC_TEST_NATS_URL is set, the external server.
+// when ORDERSYNC_TEST_NATS_URL and ORDERSYNC_TEST_NATS_LEADER are set, the
+// external server.
 func forEachBackend(t *testing.T, test func(t *testing.T, b backend)) {
 	t.Helper()
 	t.Parallel()
@@ -44,8 +46,11 @@ func forEachBackend(t *testing.T, test func(t *testing.T, b backend)) {
 	})
 	t.Run("external", func(t *testing.T) {
 		url := os.Getenv("ORDERSYNC_TEST_NATS_URL")
-		if url == "" {
-			t.Skip("ORDERSYNC_TEST_NATS_URL not set (e.g. nats://127.0.0.1:4222): skipping the external NATS leader test")
+		if url == "" || os.Getenv("ORDERSYNC_TEST_NATS_LEADER") == "" {
+			// Lease renewals are timed (every TTL/3): run against an external
+			// server only where the machine is not also busy with the other
+			// packages' tests. .ci/run does, after the main test run.
+			t.Skip("set ORDERSYNC_TEST_NATS_URL and ORDERSYNC_TEST_NATS_LEADER=1 to run the lease tests against an external NATS server")
 		}
 		t.Parallel()
 		var logged sync.Once
@@ -323,8 +328,10 @@ func TestLeaderKilledConnectionHandsOver(t *testing.T) {
 		if took < testTTL/2 {
 			t.Fatalf("handover after %s, before the lease could expire", took)
 		}
-		if limit := testTTL + testTTL/3 + 250*time.Millisecond; took > limit {
-			t.Fatalf("handover after %s, want at most TTL + campaign interval (%s, with 250ms slack)", took, limit)
+		// The slack absorbs a loaded machine's scheduling, not a lease
+		// that failed to expire (that would take another TTL or more).
+		if limit := testTTL + testTTL/3 + 750*time.Millisecond; took > limit {
+			t.Fatalf("handover after %s, want at most TTL + campaign interval (%s, with 750ms slack)", took, limit)
 		}
 		select {
 		case <-old.done:
@@ -337,6 +344,10 @@ func TestLeaderKilledConnectionHandsOver(t *testing.T) {
 		cause := <-old.causes
 		if !errors.Is(cause, ErrLeadershipLost) {
 			t.Fatalf("killed leader's function ended with cause %v, want ErrLeadershipLost", cause)
+		}
+		// IsLeader turns true just before the leader's function starts.
+		for deadline := time.Now().Add(2 * time.Second); next.runs.Load() == 0 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
 		}
 		if next.runs.Load() != 1 || old.l.IsLeader() {
 			t.Fatalf("new leader ran %d times, old still leading: %v", next.runs.Load(), old.l.IsLeader())
@@ -385,7 +396,7 @@ func TestLeaderLossCancelsFunction(t *testing.T) {
 					if !errors.Is(cause, ErrLeadershipLost) {
 						t.Fatalf("function's ctx cause %v, want ErrLeadershipLost", cause)
 					}
-					if limit := testTTL/3 + 250*time.Millisecond; took > limit {
+					if limit := testTTL/3 + 500*time.Millisecond; took > limit {
 						t.Fatalf("function cancelled %s after the loss, want within a renewal interval (%s)", took, limit)
 					}
 					t.Logf("%s %s: function cancelled %s after the lease was taken", b.name, tt.name, took)

@@ -732,7 +732,10 @@ func TestExternalNATS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Connect %s: %v", natsURL, err)
 	}
-	defer nc.Close()
+	// Closed after the cleanups registered below have deleted the streams
+	// (cleanups run last-in, first-out): a deferred Close ran before them
+	// and left every run's streams on the shared server.
+	t.Cleanup(nc.Close)
 	cfg := uniqueConfig()
 	cfg.AckWait = 500 * time.Millisecond
 	var qs []*Queue

@@ -350,14 +350,23 @@ func (p *Program) lead(ctx context.Context, role string, run func(context.Contex
 	if p.embedded != nil {
 		return run(ctx)
 	}
-	l, err := queue.NewLeader(ctx, p.nc, queue.LeaderConfig{
-		Bucket: p.cfg.NATSNamespace + "_leaders", Name: role, Replicas: p.cfg.NATSReplicas, TTL: p.cfg.LeaderTTL,
-		Registerer: p.reg, Logger: p.logger.With("component", "leader"),
-	})
-	if err != nil {
-		return fmt.Errorf("%s leader election: %w", role, err)
+	// The lease bucket may not be reachable yet (NATS restarting, a
+	// cluster electing): keep trying rather than take the process down.
+	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
+		l, err := queue.NewLeader(ctx, p.nc, queue.LeaderConfig{
+			Bucket: p.cfg.NATSNamespace + "_leaders", Name: role, Replicas: p.cfg.NATSReplicas, TTL: p.cfg.LeaderTTL,
+			Registerer: p.reg, Logger: p.logger.With("component", "leader"),
+		})
+		if err == nil {
+			return l.Run(ctx, run)
+		}
+		p.logger.Error("leader election unavailable; retrying", "role", role, "retry_in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
 	}
-	return l.Run(ctx, run)
 }
 
 func (p *Program) natsDescription() string {
