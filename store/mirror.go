@@ -77,7 +77,11 @@ func (db *DB) ResolveOrderCode(ctx context.Context, ref ordersync.OrderRef) (str
 	}
 	code, err := db.queryCode(ctx, resolveByIDSQL, ref.Account, string(ref.ID))
 	if errors.Is(err, sql.ErrNoRows) && ref.Reference != "" {
-		code, err = db.queryCode(ctx, resolveByReferenceSQL, ref.Account, ref.Reference)
+		// A reference is the merchant's and may repeat; an event that
+		// carries an orderId must not be taken for another order that
+		// shares its reference, so only an order whose id is the event's,
+		// or not known yet, matches.
+		code, err = db.queryCode(ctx, resolveByReferenceSQL, ref.Account, ref.Reference, string(ref.ID), string(ref.ID))
 	}
 	return code, translate(op, err)
 }
@@ -90,6 +94,7 @@ const (
 	resolveByIDSQL = `SELECT order_code FROM orders WHERE account = ? AND order_id = ? AND order_id <> ''
 ORDER BY COALESCE(created_at, first_seen_at) DESC LIMIT 1`
 	resolveByReferenceSQL = `SELECT order_code FROM orders WHERE account = ? AND order_reference = ? AND order_reference <> ''
+AND (? = '' OR order_id = '' OR order_id = ?)
 ORDER BY COALESCE(created_at, first_seen_at) DESC LIMIT 1`
 )
 

@@ -448,12 +448,25 @@ func TestResolveOrderCodeAndPlaceholders(t *testing.T) {
 		}{
 			{ordersync.OrderRef{Account: "default", ID: "501"}, "p1"},
 			{ordersync.OrderRef{Account: "default", Reference: "ref-p1"}, "p1"},
-			{ordersync.OrderRef{Account: "default", ID: "404", Reference: "ref-p1"}, "p1"},
+			// An event's orderId rules: a reference shared with another
+			// order's is no match (p1 is order 501, not 404) ...
+			{ordersync.OrderRef{Account: "default", ID: "404", Reference: "ref-p1"}, ""},
+			// ... but an order whose id is not known yet is.
+			{ordersync.OrderRef{Account: "third", ID: "404", Reference: "ref-p3"}, "p3"},
 			{ordersync.OrderRef{Account: "other", ID: "501"}, "p1x"},
 			{ordersync.OrderRef{Account: "default", Code: "given"}, "given"},
 		}
+		if err := db.RecordOrderRef(ctx, ordersync.OrderRef{Account: "third", Code: "p3", Reference: "ref-p3"}); err != nil {
+			t.Fatal(err)
+		}
 		for _, r := range resolve {
 			got, err := db.ResolveOrderCode(ctx, r.ref)
+			if r.want == "" {
+				if !errors.Is(err, ordersync.ErrNotFound) {
+					t.Errorf("ResolveOrderCode(%+v) = %q, %v; want ErrNotFound", r.ref, got, err)
+				}
+				continue
+			}
 			if err != nil || got != r.want {
 				t.Errorf("ResolveOrderCode(%+v) = %q, %v; want %q", r.ref, got, err, r.want)
 			}

@@ -65,11 +65,14 @@ func TestAccountsEndToEnd(t *testing.T) {
 	for _, want := range acme.Orders() {
 		for {
 			got, err := st.Program.DB().FindOrderByCode(ctx, "acme", want.OrderCode)
-			if err == nil && len(ordersync.DiffOrders(&want, &got.Order)) == 0 {
-				break
+			var diffs []string
+			if err == nil {
+				if diffs = ordersync.DiffOrders(&want, &got.Order); len(diffs) == 0 {
+					break
+				}
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("acme order %s not mirrored: %v", want.OrderCode, err)
+				t.Fatalf("acme order %s not mirrored: %v %v", want.OrderCode, err, diffs)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
