@@ -6,6 +6,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -103,4 +104,21 @@ func (c *OrdersCollector) Collect(ch chan<- prometheus.Metric) {
 	for label, n := range values {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), label)
 	}
+}
+
+// Register registers c with reg, or returns the collector already
+// registered under the same description, so that stages sharing one
+// registry (several syncers, queues or receivers in one process) share
+// their collectors instead of failing.
+func Register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
 }

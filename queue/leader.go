@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	collect "github.com/ordersync/ordersync/metrics"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -140,7 +141,7 @@ func NewLeader(ctx context.Context, nc *nats.Conn, cfg LeaderConfig) (*Leader, e
 		Help: "1 while this process holds the role's leadership, else 0.",
 	}, []string{"role"})
 	if cfg.Registerer != nil {
-		if gauge, err = register(cfg.Registerer, gauge); err != nil {
+		if gauge, err = collect.Register(cfg.Registerer, gauge); err != nil {
 			return nil, fmt.Errorf("leader: register metrics: %w", err)
 		}
 	}

@@ -1,7 +1,7 @@
 package queue
 
 import (
-	"errors"
+	collect "github.com/ordersync/ordersync/metrics"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -42,19 +42,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"action"})
 	if reg != nil {
 		var err error
-		if published, err = register(reg, published); err != nil {
+		if published, err = collect.Register(reg, published); err != nil {
 			return nil, err
 		}
-		if duration, err = register(reg, duration); err != nil {
+		if duration, err = collect.Register(reg, duration); err != nil {
 			return nil, err
 		}
-		if delivered, err = register(reg, delivered); err != nil {
+		if delivered, err = collect.Register(reg, delivered); err != nil {
 			return nil, err
 		}
-		if fetchErrors, err = register(reg, fetchErrors); err != nil {
+		if fetchErrors, err = collect.Register(reg, fetchErrors); err != nil {
 			return nil, err
 		}
-		if settled, err = register(reg, settled); err != nil {
+		if settled, err = collect.Register(reg, settled); err != nil {
 			return nil, err
 		}
 	}
@@ -71,19 +71,4 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.settled.retry = settled.WithLabelValues("retry")
 	m.settled.term = settled.WithLabelValues("term")
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under
-// the same description, so several queues may share one registerer.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }

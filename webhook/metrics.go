@@ -1,7 +1,7 @@
 package webhook
 
 import (
-	"errors"
+	collect "github.com/ordersync/ordersync/metrics"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -64,19 +64,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	})
 	if reg != nil {
 		var err error
-		if requests, err = register(reg, requests); err != nil {
+		if requests, err = collect.Register(reg, requests); err != nil {
 			return nil, err
 		}
-		if sigFailures, err = register(reg, sigFailures); err != nil {
+		if sigFailures, err = collect.Register(reg, sigFailures); err != nil {
 			return nil, err
 		}
-		if duration, err = register(reg, duration); err != nil {
+		if duration, err = collect.Register(reg, duration); err != nil {
 			return nil, err
 		}
-		if ignored, err = register(reg, ignored); err != nil {
+		if ignored, err = collect.Register(reg, ignored); err != nil {
 			return nil, err
 		}
-		if dropped, err = register(reg, dropped); err != nil {
+		if dropped, err = collect.Register(reg, dropped); err != nil {
 			return nil, err
 		}
 	}
@@ -112,19 +112,4 @@ func (m *metrics) ignored(reason ordersync.IgnoreReason) prometheus.Counter {
 		return c
 	}
 	return m.ignoredVec.WithLabelValues(string(reason))
-}
-
-// register registers c, or returns the collector already registered under
-// the same description, so several receivers may share one registerer.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }

@@ -1,8 +1,7 @@
 package worker
 
 import (
-	"errors"
-	"fmt"
+	collect "github.com/ordersync/ordersync/metrics"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -78,31 +77,31 @@ func newSyncerMetrics(reg prometheus.Registerer) (*syncerMetrics, error) {
 		}, []string{"kind"}),
 	}
 	var err error
-	if m.fetchRequests, err = register(reg, m.fetchRequests); err != nil {
+	if m.fetchRequests, err = collect.Register(reg, m.fetchRequests); err != nil {
 		return nil, err
 	}
-	if m.fetchDuration, err = register(reg, m.fetchDuration); err != nil {
+	if m.fetchDuration, err = collect.Register(reg, m.fetchDuration); err != nil {
 		return nil, err
 	}
-	if m.fetchRetries, err = register(reg, m.fetchRetries); err != nil {
+	if m.fetchRetries, err = collect.Register(reg, m.fetchRetries); err != nil {
 		return nil, err
 	}
-	if m.breakerOpen, err = register(reg, m.breakerOpen); err != nil {
+	if m.breakerOpen, err = collect.Register(reg, m.breakerOpen); err != nil {
 		return nil, err
 	}
-	if m.credentialsRejected, err = register(reg, m.credentialsRejected); err != nil {
+	if m.credentialsRejected, err = collect.Register(reg, m.credentialsRejected); err != nil {
 		return nil, err
 	}
-	if m.mirrorUpserts, err = register(reg, m.mirrorUpserts); err != nil {
+	if m.mirrorUpserts, err = collect.Register(reg, m.mirrorUpserts); err != nil {
 		return nil, err
 	}
-	if m.mirrorStatusChanges, err = register(reg, m.mirrorStatusChanges); err != nil {
+	if m.mirrorStatusChanges, err = collect.Register(reg, m.mirrorStatusChanges); err != nil {
 		return nil, err
 	}
-	if m.mirrorCommitDuration, err = register(reg, m.mirrorCommitDuration); err != nil {
+	if m.mirrorCommitDuration, err = collect.Register(reg, m.mirrorCommitDuration); err != nil {
 		return nil, err
 	}
-	if m.drift, err = register(reg, m.drift); err != nil {
+	if m.drift, err = collect.Register(reg, m.drift); err != nil {
 		return nil, err
 	}
 	// Every kind exists from the start, so alerts on increase() see the
@@ -168,16 +167,16 @@ func newPoolMetrics(reg prometheus.Registerer) (*poolMetrics, error) {
 		}),
 	}
 	var err error
-	if m.deadLetters, err = register(reg, m.deadLetters); err != nil {
+	if m.deadLetters, err = collect.Register(reg, m.deadLetters); err != nil {
 		return nil, err
 	}
-	if m.syncLag, err = register(reg, m.syncLag); err != nil {
+	if m.syncLag, err = collect.Register(reg, m.syncLag); err != nil {
 		return nil, err
 	}
-	if m.pendingMessages, err = register(reg, m.pendingMessages); err != nil {
+	if m.pendingMessages, err = collect.Register(reg, m.pendingMessages); err != nil {
 		return nil, err
 	}
-	if m.coalesced, err = register(reg, m.coalesced); err != nil {
+	if m.coalesced, err = collect.Register(reg, m.coalesced); err != nil {
 		return nil, err
 	}
 	for _, reason := range []ordersync.DeadLetterReason{ordersync.ReasonUnknownOrder, ordersync.ReasonUnresolved,
@@ -185,21 +184,4 @@ func newPoolMetrics(reg prometheus.Registerer) (*poolMetrics, error) {
 		m.deadLetters.WithLabelValues(string(reason))
 	}
 	return m, nil
-}
-
-// register registers c, or returns the identical collector already
-// registered, so two Syncers (say the pool's and the reconciler's) can share
-// one registry.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("register metrics: %w", err)
 }

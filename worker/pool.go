@@ -246,7 +246,7 @@ type commitItem struct {
 func NewPool(cfg PoolConfig) (*Pool, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("new worker pool: %w", err)
+		return nil, fmt.Errorf("new worker pool: register metrics: %w", err)
 	}
 	m, err := newPoolMetrics(cfg.Registerer)
 	if err != nil {

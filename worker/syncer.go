@@ -182,7 +182,7 @@ func NewSyncer(cfg SyncerConfig) (*Syncer, error) {
 	}
 	m, err := newSyncerMetrics(cfg.Registerer)
 	if err != nil {
-		return nil, fmt.Errorf("new syncer: %w", err)
+		return nil, fmt.Errorf("new syncer: register metrics: %w", err)
 	}
 	s := &Syncer{
 		upstream: cfg.Upstream,

@@ -311,12 +311,17 @@ func (r *chaosRun) tearDown() {
 
 // drive creates the orders through the admin API while buyers act on
 // them, and kills the pipeline at evenly spaced points of the creation.
-func (r *chaosRun) drive(ctx context.Context) error {
+func (r *chaosRun) drive(ctx context.Context) error { return r.driveKilling(ctx, r.killAndRestart) }
+
+// driveKilling creates the orders and plays the buyers while kill, in the
+// background, kills and restarts the pipeline's processes; the chaos and
+// multi-process runs differ only in what they kill.
+func (r *chaosRun) driveKilling(ctx context.Context, kill func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	killErr := make(chan error, 1)
 	go func() {
-		err := r.killAndRestart(ctx)
+		err := kill(ctx)
 		if err != nil {
 			cancel() // stop creating: the pipeline is not coming back
 		}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -648,39 +647,7 @@ func (m *multiprocRun) tearDown() {
 // buyers act, and kills a worker at a third of the creation and the relay
 // leader at two thirds.
 func (m *multiprocRun) drive(ctx context.Context) error {
-	r := m.r
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	killErr := make(chan error, 1)
-	go func() {
-		err := m.killAndRestart(ctx)
-		if err != nil {
-			cancel()
-		}
-		killErr <- err
-	}()
-	rng := rand.New(rand.NewPCG(r.opts.Seed, 0xc4a05))
-	var acts buyerActs
-	const batch = 50
-	for from := 0; from < r.opts.Orders; from += batch {
-		params := make([]ordersync.PaymentLinkParams, min(batch, r.opts.Orders-from))
-		for i := range params {
-			params[i] = chaosOrderParams(from+i, rng)
-		}
-		codes, err := r.createOrders(ctx, params)
-		if err != nil {
-			cancel()
-			return errors.Join(<-killErr, err)
-		}
-		a := actAsBuyers(r.sim, codes, rng)
-		acts.paid, acts.finalized, acts.reversed, acts.cancelled = acts.paid+a.paid, acts.finalized+a.finalized, acts.reversed+a.reversed, acts.cancelled+a.cancelled
-	}
-	if err := <-killErr; err != nil {
-		return err
-	}
-	fmt.Fprintf(r.out, "%5.1fs  created %d orders (%d retried requests); buyers: %d paid (%d then finalized, %d reversed), %d cancelled, the rest pending\n",
-		time.Since(r.start).Seconds(), r.created.Load(), r.rep.CreateRetries, acts.paid, acts.finalized, acts.reversed, acts.cancelled)
-	return nil
+	return m.r.driveKilling(ctx, m.killAndRestart)
 }
 
 func (m *multiprocRun) waitCreated(ctx context.Context, fraction float64) error {

@@ -29,14 +29,13 @@ type stack struct {
 }
 
 type stackOptions struct {
-	DataDir     string
-	Workers     int
-	Faults      sim.Faults
-	Seed        int64
-	Logger      *slog.Logger
-	Reconcile   time.Duration
-	SimSettings func(*sim.Config)
-	Configure   func(*Config)
+	DataDir   string
+	Workers   int
+	Faults    sim.Faults
+	Seed      int64
+	Logger    *slog.Logger
+	Reconcile time.Duration
+	Configure func(*Config)
 }
 
 func randomSecret() string {
@@ -79,9 +78,6 @@ func startStack(ctx context.Context, opts stackOptions) (_ *stack, err error) {
 	simCfg := sim.Config{
 		SecretKey: secretKey, WebhookURL: s.Program.WebhookURL(), WebhookSecret: webhookSecret,
 		Faults: opts.Faults, Seed: opts.Seed, Logger: opts.Logger.With("component", "sim"),
-	}
-	if opts.SimSettings != nil {
-		opts.SimSettings(&simCfg)
 	}
 	if s.Sim, err = sim.New(simCfg); err != nil {
 		s.Program.Close()
