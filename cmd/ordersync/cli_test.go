@@ -90,6 +90,9 @@ func TestCLI(t *testing.T) {
 	}
 
 	// An order created elsewhere is tracked by its code.
+	if err := st.Sim.SetFaults(sim.Faults{DropRate: 1}); err != nil {
+		t.Fatal(err)
+	}
 	amount := ordersync.MustAmount("9.99")
 	res, err := st.Sim.CreatePaymentLink(ordersync.PaymentLinkParams{Amount: &amount})
 	if err != nil {
@@ -102,11 +105,9 @@ func TestCLI(t *testing.T) {
 		t.Error("tracking an unknown code succeeded")
 	}
 
-	// A reconcile pass finds the payment the mirror missed: its webhook is
-	// dropped.
-	if err := st.Sim.SetFaults(sim.Faults{DropRate: 1}); err != nil {
-		t.Fatal(err)
-	}
+	// A reconcile pass finds the payment the mirror missed: every webhook
+	// of this order is dropped (set before its creation, or its Created
+	// webhook, retried while unresolved, would fetch the payment first).
 	if _, err := st.Sim.Pay(res.OrderCode, ordersync.Buyer{Name: "Luis"}); err != nil {
 		t.Fatal(err)
 	}
