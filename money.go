@@ -73,7 +73,16 @@ func AmountFromInt(n int64) Amount {
 }
 
 // String returns the amount in plain notation with the digits it was given.
-func (a Amount) String() string { return a.d.Text('f') }
+func (a Amount) String() string {
+	if a.d.Exponent > 0 && a.d.IsZero() {
+		// apd writes a zero with a positive exponent (0E+3, from "0e3" or
+		// 1E+3 - 1E+3) as "0000": not a number in JSON or anywhere else.
+		z := a.d
+		z.Exponent = 0
+		return z.Text('f')
+	}
+	return a.d.Text('f')
+}
 
 // Sign returns -1, 0 or +1.
 func (a Amount) Sign() int { return a.d.Sign() }

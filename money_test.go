@@ -301,3 +301,19 @@ func BenchmarkAmountUnmarshalJSON(b *testing.B) {
 		}
 	}
 }
+
+// TestAmountZeroWithExponent: a zero with a positive exponent, parsed or
+// computed, is written as a valid number (apd alone writes "0000"); the
+// decode fuzzer found it.
+func TestAmountZeroWithExponent(t *testing.T) {
+	for _, a := range []Amount{MustAmount("0e3"), MustAmount("-0E+2"), MustAmount("1e3").Sub(MustAmount("1e3"))} {
+		b, err := json.Marshal(a)
+		if err != nil {
+			t.Fatalf("marshal %v: %v", a, err)
+		}
+		var back Amount
+		if err := json.Unmarshal(b, &back); err != nil || !back.IsZero() {
+			t.Fatalf("%s does not round-trip as zero: %v", b, err)
+		}
+	}
+}
