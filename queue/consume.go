@@ -32,8 +32,9 @@ type eventSource struct{ q *Queue }
 // there now.
 //
 // When ctx ends it returns what already arrived (which the caller must
-// settle), or ctx's error when nothing did; an event that was on its way is
-// redelivered after AckWait.
+// settle), or ctx's error when nothing did; events the abandoned pull still
+// brings are handed back to the queue (or, if the connection closes first,
+// redelivered after AckWait).
 func (s *eventSource) Next(ctx context.Context, max int, wait time.Duration) ([]ordersync.Delivery, error) {
 	if max < 1 {
 		return nil, fmt.Errorf("next events: max %d must be at least 1", max)
@@ -45,10 +46,17 @@ func (s *eventSource) Next(ctx context.Context, max int, wait time.Duration) ([]
 	if len(out) > 0 || wait <= 0 {
 		return out, s.fetchError(ctx, out, err)
 	}
-	fctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
+	if deadline, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(deadline))
+		if wait <= 0 {
+			return nil, nil
+		}
+	}
+	// The server ends the pull when wait is over, and the fetch listens until
+	// it has: a pull the client gave up on first (as FetchContext does) may
+	// still take an event, which then comes back only after AckWait.
 	out, err = s.collect(ctx, out, func() (jetstream.MessageBatch, error) {
-		return s.q.consumer.Fetch(1, jetstream.FetchContext(fctx))
+		return s.q.consumer.Fetch(1, jetstream.FetchMaxWait(wait))
 	})
 	if len(out) == 0 {
 		return nil, s.fetchError(ctx, out, err)
@@ -61,7 +69,8 @@ func (s *eventSource) Next(ctx context.Context, max int, wait time.Duration) ([]
 }
 
 // collect runs one fetch, appends its messages to out and returns its
-// error. It stops waiting when ctx ends (FetchNoWait takes no context).
+// error. It stops waiting when ctx ends (FetchNoWait takes no context); what
+// the pull brings after that goes back to the queue.
 func (s *eventSource) collect(ctx context.Context, out []ordersync.Delivery, fetch func() (jetstream.MessageBatch, error)) ([]ordersync.Delivery, error) {
 	batch, err := fetch()
 	if err != nil {
@@ -78,6 +87,14 @@ func (s *eventSource) collect(ctx context.Context, out []ordersync.Delivery, fet
 			}
 			out = append(out, &delivery{msg: msg, q: s.q})
 		case <-ctx.Done():
+			// The server may still send events to this pull until it
+			// expires: hand them back at once rather than leave them
+			// waiting out AckWait.
+			go func() {
+				for msg := range msgs {
+					_ = msg.Nak()
+				}
+			}()
 			return out, ctx.Err()
 		}
 	}

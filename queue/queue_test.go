@@ -726,7 +726,7 @@ func TestExternalNATS(t *testing.T) {
 	if natsURL == "" {
 		t.Skip("ORDERSYNC_TEST_NATS_URL not set (e.g. nats://127.0.0.1:4222): skipping the external NATS test")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	nc, err := Connect(ctx, ConnConfig{URL: natsURL, Name: "ordersync-queue-test"})
 	if err != nil {
@@ -889,4 +889,54 @@ func BenchmarkConsume(b *testing.B) {
 		got += len(ds)
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+}
+
+// TestNextLosesNothingAtItsDeadline: events published while short pulls keep
+// expiring are all delivered at once. A pull the client gives up on while
+// the server still holds it would take an event with it, to come back only
+// after AckWait: here, any event that took longer than a second fails.
+func TestNextLosesNothingAtItsDeadline(t *testing.T) {
+	cfg := uniqueConfig()
+	cfg.AckWait = 20 * time.Second
+	_, q := embeddedQueue(t, cfg)
+	src := q.Events()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	const events = 500
+	var sentAt sync.Map // msg id → time.Time
+	var publishing sync.WaitGroup
+	defer publishing.Wait()
+	publishing.Go(func() {
+		for i := range events {
+			// Spread the publishes over the pulls' lives, deadlines included.
+			time.Sleep(time.Duration(i%7) * time.Millisecond)
+			ev := testEvent(i)
+			sentAt.Store(ev.MsgID, time.Now())
+			if _, err := q.PublishEvent(context.Background(), ev); err != nil {
+				t.Errorf("PublishEvent: %v", err)
+				return
+			}
+		}
+	})
+	var slowest time.Duration
+	for got := 0; got < events; {
+		ds, err := src.Next(ctx, 10, 2*time.Millisecond)
+		if err != nil {
+			t.Fatalf("after %d of %d events: Next: %v", got, events, err)
+		}
+		for _, d := range ds {
+			id := d.Event().MsgID
+			if at, ok := sentAt.Load(id); ok {
+				slowest = max(slowest, time.Since(at.(time.Time)))
+			}
+			if err := d.Ack(ctx); err != nil {
+				t.Fatalf("Ack: %v", err)
+			}
+		}
+		got += len(ds)
+	}
+	if slowest > time.Second {
+		t.Errorf("the slowest event took %v from publish to delivery: a pull dropped it", slowest)
+	}
 }
