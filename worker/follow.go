@@ -24,11 +24,11 @@ type FollowerConfig struct {
 	Mirror    ordersync.Mirror
 	Reader    ordersync.MirrorReader
 	Syncer    orderSyncer
-	// OnOrderKnown is called once an order's keys are recorded, so events
+	// OnOrdersKnown is called once an order's keys are recorded, so events
 	// that arrived before could not be resolved are replayed.
-	OnOrderKnown func(ctx context.Context, ref ordersync.OrderRef)
-	Logger       *slog.Logger
-	Clock        func() time.Time
+	OnOrdersKnown func(ctx context.Context, refs []ordersync.OrderRef)
+	Logger        *slog.Logger
+	Clock         func() time.Time
 }
 
 // Follower implements ordersync.Follower over the upstream and the mirror.
@@ -78,8 +78,8 @@ func (f *Follower) CreatePaymentLink(ctx context.Context, account string, params
 	if err := f.cfg.Mirror.RecordOrderRef(bg, ref); err != nil {
 		return res, fmt.Errorf("record created order %s: %w", res.OrderCode, err)
 	}
-	if f.cfg.OnOrderKnown != nil {
-		f.cfg.OnOrderKnown(bg, ref)
+	if f.cfg.OnOrdersKnown != nil {
+		f.cfg.OnOrdersKnown(bg, []ordersync.OrderRef{ref})
 	}
 	if _, err := f.cfg.Syncer.SyncOrder(bg, account, res.OrderCode, ordersync.CauseCreate); err != nil {
 		f.cfg.Logger.Warn("first fetch of a created order failed; the reconciler will retry", "order_code", res.OrderCode, "err", err)
@@ -107,8 +107,8 @@ func (f *Follower) TrackOrder(ctx context.Context, account, code string) (*order
 	if err != nil {
 		return nil, fmt.Errorf("track order %s: %w", code, err)
 	}
-	if res.Created && f.cfg.OnOrderKnown != nil {
-		f.cfg.OnOrderKnown(ctx, ordersync.OrderRef{Account: account, Code: code, ID: o.Order.OrderID, Reference: o.Order.OrderReference})
+	if res.Created && f.cfg.OnOrdersKnown != nil {
+		f.cfg.OnOrdersKnown(ctx, []ordersync.OrderRef{{Account: account, Code: code, ID: o.Order.OrderID, Reference: o.Order.OrderReference}})
 	}
 	return o, nil
 }

@@ -63,10 +63,11 @@ type PoolConfig struct {
 	// OnApplied is called after each mirror commit with what it did (say,
 	// to wake the outbox relay). It must not block.
 	OnApplied func([]ordersync.ApplyResult)
-	// OnOrderKnown is called, from one goroutine of its own, for every
-	// order the mirror saw for the first time, so events dead-lettered as
-	// unresolved for it are replayed.
-	OnOrderKnown func(ctx context.Context, ref ordersync.OrderRef)
+	// OnOrdersKnown is called, from one goroutine of its own, with the
+	// orders the mirror saw for the first time, so events dead-lettered as
+	// unresolved for them are replayed. Orders that become known while a
+	// call runs come together in the next one.
+	OnOrdersKnown func(ctx context.Context, refs []ordersync.OrderRef)
 	// Registerer receives the pool's collectors; nil keeps them
 	// unregistered. The fetch and mirror collectors belong to the Syncer.
 	Registerer prometheus.Registerer
@@ -88,6 +89,9 @@ var DefaultUnresolvedRetryDelays = []time.Duration{
 // since a pull's misses are resolved with one read (resolveBatch); at 100,000
 // the cache held ~20 MB after ten seconds at full load.
 const codeCacheSize = 20_000
+
+// knownBatch bounds the orders one OnOrdersKnown call gets.
+const knownBatch = 256
 
 func (c PoolConfig) withDefaults() PoolConfig {
 	if c.FetchConcurrency == 0 {
@@ -709,7 +713,7 @@ func (p *Pool) afterApply(ctx context.Context, applied []commitItem, results []o
 			p.log.Info("reconcile found a status change no webhook announced",
 				"order_code", ci.params.Order.OrderCode, "from", r.PreviousStatus, "to", r.Status)
 		}
-		if r.Created && p.cfg.OnOrderKnown != nil {
+		if r.Created && p.cfg.OnOrdersKnown != nil {
 			o := ci.params.Order
 			ref := ordersync.OrderRef{Account: ci.params.Account, Code: o.OrderCode, ID: o.OrderID, Reference: o.OrderReference}
 			select {
@@ -844,10 +848,25 @@ func (p *Pool) pendingLoop(ctx context.Context) {
 	}
 }
 
-// knownLoop calls OnOrderKnown off the commit path.
+// knownLoop calls OnOrdersKnown off the commit path, with every order that
+// became known since its previous call (at most knownBatch).
 func (p *Pool) knownLoop(ctx context.Context) {
+	refs := make([]ordersync.OrderRef, 0, knownBatch)
 	for ref := range p.known {
-		p.cfg.OnOrderKnown(ctx, ref)
+		refs = append(refs[:0], ref)
+	gather:
+		for len(refs) < knownBatch {
+			select {
+			case ref, ok := <-p.known:
+				if !ok {
+					break gather
+				}
+				refs = append(refs, ref)
+			default:
+				break gather
+			}
+		}
+		p.cfg.OnOrdersKnown(ctx, refs)
 	}
 }
 

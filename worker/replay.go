@@ -93,20 +93,43 @@ func (r *Replayer) ReplayDeadLetters(ctx context.Context, filter ordersync.DeadL
 }
 
 // ReplayUnresolved replays the events dead-lettered as unresolved whose keys
-// match ref, now that the mirror knows the order.
-func (r *Replayer) ReplayUnresolved(ctx context.Context, ref ordersync.OrderRef) (int, error) {
+// match one of refs, now that the mirror knows those orders. The pool calls
+// it for every order it mirrors for the first time, so the usual case, no
+// unresolved letters pending, costs one query per account per call, not one
+// per order.
+func (r *Replayer) ReplayUnresolved(ctx context.Context, refs ...ordersync.OrderRef) (int, error) {
+	pending := map[string]bool{} // account → has unresolved letters pending
 	n := 0
-	for _, f := range []ordersync.DeadLetterFilter{
-		{Account: ref.Account, Reason: ordersync.ReasonUnresolved, OrderID: ref.ID},
-		{Account: ref.Account, Reason: ordersync.ReasonUnresolved, OrderReference: ref.Reference},
-	} {
-		if f.OrderID == "" && f.OrderReference == "" {
+	for _, ref := range refs {
+		if ref.ID == "" && ref.Reference == "" {
 			continue
 		}
-		m, err := r.ReplayDeadLetters(ctx, f)
-		n += m
-		if err != nil {
-			return n, err
+		has, checked := pending[ref.Account]
+		if !checked {
+			letters, err := r.cfg.DeadLetters.ListDeadLetters(ctx, ordersync.DeadLetterFilter{
+				Account: ref.Account, Reason: ordersync.ReasonUnresolved, Limit: 1,
+			})
+			if err != nil {
+				return n, fmt.Errorf("replay unresolved events: %w", err)
+			}
+			has = len(letters) > 0
+			pending[ref.Account] = has
+		}
+		if !has {
+			continue
+		}
+		for _, f := range []ordersync.DeadLetterFilter{
+			{Account: ref.Account, Reason: ordersync.ReasonUnresolved, OrderID: ref.ID},
+			{Account: ref.Account, Reason: ordersync.ReasonUnresolved, OrderReference: ref.Reference},
+		} {
+			if f.OrderID == "" && f.OrderReference == "" {
+				continue
+			}
+			m, err := r.ReplayDeadLetters(ctx, f)
+			n += m
+			if err != nil {
+				return n, err
+			}
 		}
 	}
 	return n, nil

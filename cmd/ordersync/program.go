@@ -160,18 +160,18 @@ func (p *Program) buildStages() (err error) {
 	if p.replayer, err = worker.NewReplayer(worker.ReplayerConfig{DeadLetters: p.db, Publisher: p.queue, Logger: log("replay")}); err != nil {
 		return err
 	}
-	onKnown := func(ctx context.Context, ref ordersync.OrderRef) {
-		if n, err := p.replayer.ReplayUnresolved(ctx, ref); err != nil {
-			p.logger.Error("replay unresolved events", "order_code", ref.Code, "err", err)
+	onKnown := func(ctx context.Context, refs []ordersync.OrderRef) {
+		if n, err := p.replayer.ReplayUnresolved(ctx, refs...); err != nil {
+			p.logger.Error("replay unresolved events", "orders", len(refs), "err", err)
 		} else if n > 0 {
-			p.logger.Info("replayed unresolved events for a newly known order", "order_code", ref.Code, "events", n)
+			p.logger.Info("replayed unresolved events for newly known orders", "orders", len(refs), "events", n)
 		}
 	}
 	p.pool, err = worker.NewPool(worker.PoolConfig{
 		Source: p.queue.Events(), Syncer: defaultSyncer, Accounts: p.syncers, Mirror: p.db,
 		FetchConcurrency: p.cfg.Workers,
 		OnApplied:        func([]ordersync.ApplyResult) { p.relay.Notify() },
-		OnOrderKnown:     onKnown,
+		OnOrdersKnown:    onKnown,
 		Registerer:       p.reg, Logger: log("worker"),
 	})
 	if err != nil {
@@ -183,7 +183,7 @@ func (p *Program) buildStages() (err error) {
 	}
 	p.follower, err = worker.NewFollower(worker.FollowerConfig{
 		Upstream: p.clients[ordersync.DefaultAccount], Upstreams: upstreams, Mirror: p.db, Reader: p.db,
-		Syncer: p.syncers, OnOrderKnown: onKnown, Logger: log("follow"),
+		Syncer: p.syncers, OnOrdersKnown: onKnown, Logger: log("follow"),
 	})
 	if err != nil {
 		return err
