@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // TestMain lets a test start `ordersync serve` as a real separate process:
@@ -33,7 +35,7 @@ func testChildConfig(t *testing.T, apiBaseURL, secretKey, webhookSecret string, 
 }
 
 // TestChildKillRestart: the harness starts serve as a child, reads its peak
-// RSS, kills it with SIGKILL (the process is gone and reaped), restarts it on
+// RSS and GC settings, kills it with SIGKILL (the process is gone and reaped), restarts it on
 // the same data directory and ports, and stops it cleanly with SIGTERM.
 func TestChildKillRestart(t *testing.T) {
 	cfg := testChildConfig(t, "http://127.0.0.1:1", randomSecret(), randomSecret())
@@ -51,6 +53,15 @@ func TestChildKillRestart(t *testing.T) {
 		t.Errorf("peak RSS %d bytes is not plausible for a Go service", rss)
 	}
 	pid, admin := c.PID(), c.AdminURL()
+	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
+		// serve's own GC settings (tuneGC, limitServeMemory).
+		families := waitScrape(t, admin+"/metrics", func(map[string]*dto.MetricFamily) bool { return true }, 10*time.Second)
+		for name, want := range map[string]float64{"go_gc_gogc_percent": 400, "go_gc_gomemlimit_bytes": 100 << 20} {
+			if f := families[name]; f == nil || len(f.Metric) != 1 || f.Metric[0].GetGauge().GetValue() != want {
+				t.Errorf("%s = %v, want %v", name, f, want)
+			}
+		}
+	}
 	c.Kill()
 	if c.PID() != 0 {
 		t.Fatal("a killed child still has a pid")

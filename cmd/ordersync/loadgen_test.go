@@ -71,3 +71,25 @@ func TestQuantile(t *testing.T) {
 		}
 	}
 }
+
+// TestCountInterval pins how often the end-to-end phase counts the mirror:
+// rarely while most orders are still to come, often near the end.
+func TestCountInterval(t *testing.T) {
+	tests := []struct {
+		mirrored, total int
+		elapsed         time.Duration
+		want            time.Duration
+	}{
+		{0, 20000, 0, 10 * time.Millisecond},                    // nothing to go by
+		{1000, 20000, time.Second, 250 * time.Millisecond},      // 19 s to go: the most
+		{16000, 20000, 4 * time.Second, 125 * time.Millisecond}, // 1 s to go: an eighth
+		{19990, 20000, 5 * time.Second, 10 * time.Millisecond},  // 2.5 ms to go: the least
+		{20000, 20000, 5 * time.Second, 10 * time.Millisecond},  // done
+		{25000, 20000, 5 * time.Second, 10 * time.Millisecond},  // more than asked for
+	}
+	for _, tt := range tests {
+		if got := countInterval(tt.mirrored, tt.total, tt.elapsed); got != tt.want {
+			t.Errorf("countInterval(%d, %d, %s) = %s, want %s", tt.mirrored, tt.total, tt.elapsed, got, tt.want)
+		}
+	}
+}

@@ -25,6 +25,7 @@ work, publish the outbox, close.`,
 	}
 	flags := addConfigFlags(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		limitServeMemory()
 		cfg, err := flags.load(os.Getenv)
 		if err != nil {
 			return err
