@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func testChildConfig(t *testing.T, apiBaseURL, secretKey, webhookSecret string, 
 }
 
 // TestChildKillRestart: the harness starts serve as a child, reads its peak
-// RSS and GC settings, kills it with SIGKILL (the process is gone and reaped), restarts it on
+// RSS and runtime settings, kills it with SIGKILL (the process is gone and reaped), restarts it on
 // the same data directory and ports, and stops it cleanly with SIGTERM.
 func TestChildKillRestart(t *testing.T) {
 	cfg := testChildConfig(t, "http://127.0.0.1:1", randomSecret(), randomSecret())
@@ -54,9 +55,15 @@ func TestChildKillRestart(t *testing.T) {
 	}
 	pid, admin := c.PID(), c.AdminURL()
 	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
-		// serve's own GC settings (tuneGC, limitServeMemory).
+		// serve's own runtime settings (tuneGC, limitServeMemory,
+		// spareProcForSQLite).
 		families := waitScrape(t, admin+"/metrics", func(map[string]*dto.MetricFamily) bool { return true }, 10*time.Second)
-		for name, want := range map[string]float64{"go_gc_gogc_percent": 400, "go_gc_gomemlimit_bytes": 100 << 20} {
+		want := map[string]float64{"go_gc_gogc_percent": 400, "go_gc_gomemlimit_bytes": 100 << 20}
+		if os.Getenv("GOMAXPROCS") == "" {
+			// One P more than the default, for the SQLite writer.
+			want["go_sched_gomaxprocs_threads"] = float64(runtime.GOMAXPROCS(0) + 1)
+		}
+		for name, want := range want {
 			if f := families[name]; f == nil || len(f.Metric) != 1 || f.Metric[0].GetGauge().GetValue() != want {
 				t.Errorf("%s = %v, want %v", name, f, want)
 			}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/ordersync/ordersync/store"
 )
 
 func newServeCommand() *cobra.Command {
@@ -39,6 +41,9 @@ work, publish the outbox, close.`,
 			return err
 		}
 		defer p.Close()
+		if p.db.Dialect() == store.DialectSQLite {
+			spareProcForSQLite()
+		}
 		return p.Run(cmd.Context())
 	}
 	return cmd
