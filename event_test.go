@@ -50,7 +50,7 @@ func TestParseEventFixtures(t *testing.T) {
 				t.Errorf("metadata = %v, want nil", ev.Metadata)
 			}
 			for _, k := range tt.metadataKeys {
-				if _, ok := ev.Metadata[k]; !ok {
+				if _, ok := ev.MetadataFields()[k]; !ok {
 					t.Errorf("metadata lacks %s", k)
 				}
 			}
@@ -209,4 +209,16 @@ func FuzzParseEvent(f *testing.F) {
 		}
 		_ = ev.Ref(DefaultAccount)
 	})
+}
+
+// BenchmarkParseEvent parses the richest real-world webhook body, as the
+// receiver does for every webhook and the worker for every event.
+func BenchmarkParseEvent(b *testing.B) {
+	body := readTestdata(b, filepath.Join("webhooks", "webhook-successpayment-rich-metadata.json"))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseEvent(body); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
