@@ -351,3 +351,15 @@ func FuzzDecodeOrder(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodeOrder decodes a paid order's detail, as the worker does
+// for every fetch.
+func BenchmarkDecodeOrder(b *testing.B) {
+	doc := readTestdata(b, filepath.Join("orders", "paid.json"))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeOrder(doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
