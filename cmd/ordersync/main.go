@@ -51,7 +51,9 @@ func limitServeMemory() {
 // the receiver's handlers often had one P between them: with every role in
 // one process, ack p50 was 20 ms and ingest 3.0k webhooks/s on this machine,
 // against 12-14 ms and 4.2-4.6k/s with the spare P (3 and 4 Ps measured the
-// same; see README, Benchmarks). GOMAXPROCS, when set, wins.
+// same; see README, Benchmarks). Setting it stops Go from following later
+// changes of a container's CPU limit; the default it adds to already
+// reflects the limit at start. GOMAXPROCS, when set, wins.
 func spareProcForSQLite() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
