@@ -828,8 +828,9 @@ func eventLogMsgIDs(ctx context.Context, db *sql.DB) (map[string]bool, error) {
 // checkDeadLetters lists every dead letter, replayed ones included. The
 // only permanent failure this run can produce is an event of an orphan
 // order (created upstream while the pipeline was being killed, so never
-// recorded): it could not be resolved until the order was tracked.
-// Anything else is a transient failure that was wrongly given up.
+// recorded): it could not be resolved until the order was tracked, and
+// tracking it must have replayed it. Anything else is a transient failure
+// that was wrongly given up.
 func (r *chaosRun) checkDeadLetters(ctx context.Context) error {
 	letters, err := r.db.ListDeadLetters(ctx, ordersync.DeadLetterFilter{IncludeReplayed: true, Limit: 1000})
 	if err != nil {
@@ -840,8 +841,13 @@ func (r *chaosRun) checkDeadLetters(ctx context.Context) error {
 	for _, dl := range letters {
 		note := fmt.Sprintf("#%d %s (order id %s, %d attempts): %s", dl.ID, dl.Reason, dl.OrderID, dl.Attempts, dl.LastError)
 		if dl.Reason == ordersync.ReasonUnresolved && r.orphans[dl.OrderID] {
+			if dl.ReplayedAt == nil {
+				rep.DeadLetterNotes = append(rep.DeadLetterNotes, note+" — NOT replayed although its order was tracked")
+				rep.fail("dead letter %s: its order was tracked, so it should have been replayed", note)
+				continue
+			}
 			rep.DeadLettersJustified++
-			rep.DeadLetterNotes = append(rep.DeadLetterNotes, note+" — justified: its order was created upstream while the pipeline was killed mid-request, so ordersync never recorded it")
+			rep.DeadLetterNotes = append(rep.DeadLetterNotes, note+" — justified, and replayed once the order was tracked: it was created upstream while the pipeline was killed mid-request, so ordersync never recorded it")
 			continue
 		}
 		rep.DeadLetterNotes = append(rep.DeadLetterNotes, note+" — NOT a permanent failure")
@@ -872,7 +878,7 @@ func printChaosReport(w io.Writer, r *chaosReport) {
 	fmt.Fprintf(w, "  PAID triggers on JetStream    %d for %d orders now PAID or FINALIZED: %d missing, %d orders with more than one\n", r.PaidTriggers, r.PaidOrders, r.PaidMissing, r.PaidDuplicates)
 	fmt.Fprintf(w, "  webhooks answered 2xx         %d distinct, %d missing from the event log after waiting %.1fs for redeliveries (%d delivery attempts through the proxy, %d answered non-2xx)\n",
 		r.Acked2xx, r.AckedMissing, r.EventLogWait.Seconds(), r.ProxyAttempts, r.ProxyFailures)
-	fmt.Fprintf(w, "  dead letters                  %d, %d of them justified\n", r.DeadLetters, r.DeadLettersJustified)
+	fmt.Fprintf(w, "  dead letters                  %d, %d of them justified and replayed\n", r.DeadLetters, r.DeadLettersJustified)
 	for _, n := range r.DeadLetterNotes[:min(10, len(r.DeadLetterNotes))] {
 		fmt.Fprintf(w, "    %s\n", n)
 	}
