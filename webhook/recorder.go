@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/batch"
 )
 
 // recordBatch is the most rows one RecordEvents call writes.
@@ -54,31 +55,15 @@ func (a *asyncRecorder) add(r ordersync.EventRecord) {
 
 func (a *asyncRecorder) run() {
 	defer close(a.done)
-	batch := make([]ordersync.EventRecord, 0, recordBatch)
-	for r := range a.ch {
-		batch = append(batch[:0], r)
-	more:
-		for len(batch) < recordBatch {
-			select {
-			case r, ok := <-a.ch:
-				if !ok {
-					break more
-				}
-				batch = append(batch, r)
-			default:
-				break more
-			}
-		}
-		a.write(batch)
-	}
+	batch.Drain(a.ch, recordBatch, a.write)
 }
 
-func (a *asyncRecorder) write(batch []ordersync.EventRecord) {
+func (a *asyncRecorder) write(rows []ordersync.EventRecord) {
 	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 	defer cancel()
-	if err := a.rec.RecordEvents(ctx, batch); err != nil {
-		a.dropped.Add(float64(len(batch)))
-		a.logger.Warn("rejected webhooks not written to the event log", "count", len(batch), "err", err)
+	if err := a.rec.RecordEvents(ctx, rows); err != nil {
+		a.dropped.Add(float64(len(rows)))
+		a.logger.Warn("rejected webhooks not written to the event log", "count", len(rows), "err", err)
 	}
 }
 

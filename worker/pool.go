@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/batch"
 )
 
 // PoolConfig configures a Pool.
@@ -851,23 +852,7 @@ func (p *Pool) pendingLoop(ctx context.Context) {
 // knownLoop calls OnOrdersKnown off the commit path, with every order that
 // became known since its previous call (at most knownBatch).
 func (p *Pool) knownLoop(ctx context.Context) {
-	refs := make([]ordersync.OrderRef, 0, knownBatch)
-	for ref := range p.known {
-		refs = append(refs[:0], ref)
-	gather:
-		for len(refs) < knownBatch {
-			select {
-			case ref, ok := <-p.known:
-				if !ok {
-					break gather
-				}
-				refs = append(refs, ref)
-			default:
-				break gather
-			}
-		}
-		p.cfg.OnOrdersKnown(ctx, refs)
-	}
+	batch.Drain(p.known, knownBatch, func(refs []ordersync.OrderRef) { p.cfg.OnOrdersKnown(ctx, refs) })
 }
 
 // causeOf is why a round's fetch happened: a webhook, unless every event
