@@ -702,23 +702,41 @@ func (r *chaosRun) checkEventLog(ctx context.Context) error {
 		return fmt.Errorf("open the event log read-only: %w", err)
 	}
 	defer ro.Close()
+	// An event the killed process held unacknowledged is redelivered only
+	// after AckWait, maybe well after the mirror converged (a later
+	// webhook or the reconciler already brought its order up to date).
+	deadline := time.Now().Add(10 * time.Second)
+	if !r.lastKill.IsZero() {
+		deadline = later(deadline, r.lastKill.Add(pipelineAckWait+5*time.Second))
+	}
+	_, err = r.awaitEventLog(ctx, ro, deadline, func(ctx context.Context) (uint64, error) {
+		return eventsHeld(ctx, r.child.NATSURL(), "ORDERSYNC_EVENTS", "ordersync-worker")
+	})
+	return err
+}
+
+// awaitEventLog waits until every webhook the proxy saw answered 2xx is in
+// the event log db holds, and fails the run when some are still missing at
+// deadline. It reports whether the log was complete; rep.EventLogWait is
+// how long it waited.
+//
+// An event still held by the queue (held counts them) is not lost, only not
+// processed yet: one whose order ordersync did not know when it arrived
+// waits out the unresolved schedule (about 50s) before it is logged,
+// resolved or dead-lettered. So while the queue holds events, the deadline
+// moves on, for at most maxEventLogWait; only a drained queue makes a
+// missing event a failure.
+func (r *chaosRun) awaitEventLog(ctx context.Context, db *sql.DB, deadline time.Time, held func(context.Context) (uint64, error)) (bool, error) {
 	acked := r.proxy.Acked()
 	rep := &r.rep
 	rep.Acked2xx = len(acked)
 	rep.ProxyAttempts, rep.ProxyFailures = r.proxy.attempts.Load(), r.proxy.failures.Load()
-	// An event the killed process held unacknowledged is redelivered only
-	// after AckWait, maybe well after the mirror converged (a later
-	// webhook or the reconciler already brought its order up to date).
 	started := time.Now()
-	deadline := started.Add(10 * time.Second)
-	if !r.lastKill.IsZero() {
-		deadline = later(deadline, r.lastKill.Add(pipelineAckWait+5*time.Second))
-	}
 	defer func() { rep.EventLogWait = time.Since(started) }()
 	for {
-		logged, err := eventLogMsgIDs(ctx, ro)
+		logged, err := eventLogMsgIDs(ctx, db)
 		if err != nil {
-			return err
+			return false, err
 		}
 		var missing []string
 		for id := range acked {
@@ -728,15 +746,10 @@ func (r *chaosRun) checkEventLog(ctx context.Context) error {
 		}
 		rep.AckedMissing = len(missing)
 		if len(missing) == 0 {
-			return nil
+			return true, nil
 		}
-		// An event still held by the queue is not lost, only not processed
-		// yet: one whose order ordersync did not know when it arrived waits
-		// out the unresolved schedule (about 50s) before it is logged,
-		// resolved or dead-lettered. Only a drained queue makes a missing
-		// event a failure, within a bound.
 		if time.Now().After(deadline) && time.Since(started) < maxEventLogWait {
-			if held, err := eventsHeld(ctx, r.child.NATSURL(), "ORDERSYNC_EVENTS", "ordersync-worker"); err == nil && held > 0 {
+			if n, err := held(ctx); err == nil && n > 0 {
 				deadline = time.Now().Add(time.Second)
 			}
 		}
@@ -747,11 +760,11 @@ func (r *chaosRun) checkEventLog(ctx context.Context) error {
 				examples = append(examples, id+" "+describeEvent(acked[id]))
 			}
 			rep.fail("%d webhooks answered 2xx are not in the event log, e.g. %s", len(missing), strings.Join(examples, ", "))
-			return nil
+			return false, nil
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

@@ -798,44 +798,14 @@ func (m *multiprocRun) checkEventLog(ctx context.Context) error {
 		return fmt.Errorf("open the event log: %w", err)
 	}
 	defer db.Close()
-	r, rep := m.r, &m.r.rep
-	acked := r.proxy.Acked()
-	rep.Acked2xx = len(acked)
-	rep.ProxyAttempts, rep.ProxyFailures = r.proxy.attempts.Load(), r.proxy.failures.Load()
-	deadline, began := m.convergeBy, time.Now()
-	for {
-		logged, err := eventLogMsgIDs(ctx, db)
-		if err != nil {
-			return err
-		}
-		var missing []string
-		for id := range acked {
-			if !logged[id] {
-				missing = append(missing, id)
-			}
-		}
-		rep.AckedMissing = len(missing)
-		if len(missing) == 0 {
-			m.rep.EventLogComplete = time.Since(m.convergeBy.Add(-m.opts.Chaos.ConvergeWithin))
-			m.rep.EventLogWaited = time.Since(began)
-			return nil
-		}
-		// Events the queue still holds are not lost, only not processed yet
-		// (see chaosRun.checkEventLog).
-		if time.Now().After(deadline) && time.Since(began) < maxEventLogWait {
-			if held, err := eventsHeld(ctx, m.ext.NATSURL, m.ext.eventsStream(), m.ext.Namespace+"-worker"); err == nil && held > 0 {
-				deadline = time.Now().Add(time.Second)
-			}
-		}
-		if time.Now().After(deadline) {
-			sort.Strings(missing)
-			rep.fail("%d webhooks answered 2xx are not in the event log, e.g. %s", len(missing), strings.Join(missing[:min(5, len(missing))], ", "))
-			return nil
-		}
-		if err := m.sleep(ctx, 500*time.Millisecond); err != nil {
-			return err
-		}
+	complete, err := m.r.awaitEventLog(ctx, db, m.convergeBy, func(ctx context.Context) (uint64, error) {
+		return eventsHeld(ctx, m.ext.NATSURL, m.ext.eventsStream(), m.ext.Namespace+"-worker")
+	})
+	if complete {
+		m.rep.EventLogComplete = time.Since(m.convergeBy.Add(-m.opts.Chaos.ConvergeWithin))
+		m.rep.EventLogWaited = m.r.rep.EventLogWait
 	}
+	return err
 }
 
 func printMultiprocReport(w io.Writer, rep *multiprocReport) {
