@@ -107,22 +107,17 @@ func (db *DB) prepareWrites(ctx context.Context) error {
 	if db.prepared.Load() != nil {
 		return nil
 	}
-	prepared := map[string]*sql.Stmt{}
+	var queries []string
 	for _, r := range applyStatements {
 		for size := 1; size <= maxRowsPerStatement; size *= 2 {
-			query := r.sql(size)
-			stmt, err := db.write.PrepareContext(ctx, query)
-			if err != nil {
-				for _, s := range prepared {
-					s.Close()
-				}
-				return fmt.Errorf("prepare %.60s…: %w", query, err)
-			}
-			prepared[query] = stmt
+			queries = append(queries, r.sql(size))
 		}
 	}
 	for size := 1; size <= stateQuerySize(maxInParams); size *= 2 {
-		query := stateQuery(size)
+		queries = append(queries, stateQuery(size))
+	}
+	prepared := make(map[string]*sql.Stmt, len(queries))
+	for _, query := range queries {
 		stmt, err := db.write.PrepareContext(ctx, query)
 		if err != nil {
 			for _, s := range prepared {
