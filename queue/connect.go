@@ -119,6 +119,10 @@ func Connect(ctx context.Context, cfg ConnConfig) (*nats.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS: %w", err)
 	}
-	logger.Info("NATS connected", "server", nc.ConnectedUrlRedacted())
+	if err := CheckServerVersion(nc); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("connect to NATS at %s: %w", nc.ConnectedUrlRedacted(), err)
+	}
+	logger.Info("NATS connected", "server", nc.ConnectedUrlRedacted(), "version", nc.ConnectedServerVersion())
 	return nc, nil
 }

@@ -1,8 +1,11 @@
 package queue
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -91,5 +94,46 @@ func TestExternalNATSServerVersion(t *testing.T) {
 	}
 	if want := strings.TrimPrefix(os.Getenv("ORDERSYNC_TEST_NATS_VERSION"), "v"); want != "" && got != want {
 		t.Fatalf("external nats-server is %s, want %s (ORDERSYNC_TEST_NATS_VERSION)", got, want)
+	}
+}
+
+// TestConnectRefusesOldServer: Connect refuses a server older than
+// OldestServerVersion with an *UnsupportedServerError naming its version.
+// The server is a fake that speaks just enough of the protocol (INFO, then
+// PONG to every PING) to complete the handshake as nats-server 2.8.4.
+func TestConnectRefusesOldServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				fmt.Fprintf(conn, "INFO {\"server_id\":\"fake\",\"version\":\"2.8.4\",\"proto\":1,\"max_payload\":1048576,\"headers\":true}\r\n")
+				lines := bufio.NewScanner(conn)
+				for lines.Scan() {
+					if strings.HasPrefix(lines.Text(), "PING") {
+						fmt.Fprint(conn, "PONG\r\n")
+					}
+				}
+			}()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, err := Connect(ctx, ConnConfig{URL: "nats://" + ln.Addr().String(), Name: t.Name()})
+	if err == nil {
+		nc.Close()
+		t.Fatal("Connect to nats-server 2.8.4 succeeded")
+	}
+	var old *UnsupportedServerError
+	if !errors.As(err, &old) || old.Version != "2.8.4" {
+		t.Fatalf("Connect error = %v, want an UnsupportedServerError for 2.8.4", err)
 	}
 }
