@@ -228,8 +228,13 @@ func TestOrdersEndpoints(t *testing.T) {
 	if status, _ := e.do(t, "GET", "/readyz", ""); status != http.StatusServiceUnavailable {
 		t.Errorf("readyz when not ready: %d", status)
 	}
-	if status, b := e.do(t, "GET", "/metrics", ""); status != 200 || !bytes.Contains(b, []byte(`ordersync_mirror_orders{status="PAID"} 1`)) {
-		t.Errorf("metrics: %d, want the PAID gauge at 1", status)
+	// An order recorded but not fetched yet counts as UNKNOWN.
+	if err := e.db.RecordOrderRef(context.Background(), ordersync.OrderRef{Account: "default", Code: "recorded-only"}); err != nil {
+		t.Fatal(err)
+	}
+	if status, b := e.do(t, "GET", "/metrics", ""); status != 200 || !bytes.Contains(b, []byte(`ordersync_mirror_orders{status="PAID"} 1`)) ||
+		!bytes.Contains(b, []byte(`ordersync_mirror_orders{status="UNKNOWN"} 1`)) {
+		t.Errorf("metrics: %d, want the PAID and UNKNOWN gauges at 1:\n%s", status, b)
 	}
 }
 

@@ -21,6 +21,16 @@ const benchDoc = `{"orderId":%d,"orderCode":"%s","orderReference":"ref-%s","name
 	`"cancelUrl":"https://shop.example.com/cancel","store":{"name":"La Esquina","countryCode":"SV","currencyCode":"USD","currencySymbol":"$",` +
 	`"locale":"es-SV","timezone":"America/El_Salvador"},"payment":null,"created":"2026-10-10T18:00:12.345Z"}`
 
+// benchOrder is order n of the benchmarks, in status.
+func benchOrder(b *testing.B, n int, status ordersync.Status, desc string) *ordersync.Order {
+	code := fmt.Sprintf("b%07d", n)
+	o, err := ordersync.DecodeOrder(fmt.Appendf(nil, benchDoc, n, code, code, code, desc, status, n, code))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return o
+}
+
 // BenchmarkApplyOrders applies batches of 100 orders with three line items
 // each to SQLite: half new orders (PENDING), half earlier ones changed (now
 // PAID, so they also write history and two outbox messages). One op is one
@@ -35,12 +45,7 @@ func BenchmarkApplyOrders(b *testing.B) {
 	defer db.Close()
 
 	doc := func(n int, status ordersync.Status, desc string) *ordersync.Order {
-		code := fmt.Sprintf("b%07d", n)
-		o, err := ordersync.DecodeOrder(fmt.Appendf(nil, benchDoc, n, code, code, code, desc, status, n, code))
-		if err != nil {
-			b.Fatal(err)
-		}
-		return o
+		return benchOrder(b, n, status, desc)
 	}
 	fetchedAt := time.Now()
 	var seq int64
@@ -89,5 +94,35 @@ func BenchmarkApplyOrders(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(applied)/elapsed.Seconds(), "orders/s")
+}
 
+// BenchmarkCountOrdersByStatus counts a mirror of 50,000 orders, as the
+// orders gauge does at scrape time.
+func BenchmarkCountOrdersByStatus(b *testing.B) {
+	const orders, batchSize = 50000, 500
+	ctx := context.Background()
+	db, err := Open(ctx, Config{URL: filepath.Join(b.TempDir(), "bench.db"), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	statuses := []ordersync.Status{ordersync.StatusPending, ordersync.StatusPaid, ordersync.StatusCancelled}
+	for n := 0; n < orders; {
+		params := make([]ordersync.ApplyParams, 0, batchSize)
+		for ; len(params) < batchSize; n++ {
+			params = append(params, ordersync.ApplyParams{Account: "default", Order: benchOrder(b, n, statuses[n%len(statuses)], "count"), Seq: int64(n + 1)})
+		}
+		if _, err := db.ApplyOrders(ctx, params); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		counts, err := db.CountOrdersByStatus(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if total := counts[ordersync.StatusPending] + counts[ordersync.StatusPaid] + counts[ordersync.StatusCancelled]; total != orders {
+			b.Fatalf("counted %d orders, want %d: %v", total, orders, counts)
+		}
+	}
 }

@@ -236,16 +236,19 @@ func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) ([]*
 	return orders, nil
 }
 
-// CountOrdersByStatus counts fetched orders per status. Every known status
-// is present, with 0 when no order has it, so a gauge built on it drops to
-// zero instead of keeping its last value.
+// CountOrdersByStatus counts the mirror's orders per status; orders
+// recorded but not fetched yet count under "". Every known status is
+// present, with 0 when no order has it, so a gauge built on it drops to zero
+// instead of keeping its last value. It reads only the status index, not the
+// rows with their documents: on SQLite, 50,000 orders took 85-98 ms to count
+// from the rows and take 4-5 ms from the index (BenchmarkCountOrdersByStatus).
 func (db *DB) CountOrdersByStatus(ctx context.Context) (map[ordersync.Status]int, error) {
 	counts := make(map[ordersync.Status]int, len(ordersync.Statuses))
 	for _, s := range ordersync.Statuses {
 		counts[s] = 0
 	}
 	err := db.inReadTx(ctx, "count orders by status", func(tx *sqlx.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT status, COUNT(*) FROM orders WHERE raw_document IS NOT NULL GROUP BY status`)
+		rows, err := tx.QueryContext(ctx, `SELECT status, COUNT(*) FROM orders GROUP BY status`)
 		if err != nil {
 			return err
 		}

@@ -401,13 +401,9 @@ func runEndToEnd(ctx context.Context, out io.Writer, dir string, opts loadOption
 	}()
 
 	for {
-		counts, err := lp.db.CountOrdersByStatus(ctx)
+		rep.Mirrored, err = countMirrored(ctx, lp.db)
 		if err != nil && ctx.Err() == nil {
-			return fmt.Errorf("count mirrored orders: %w", err)
-		}
-		rep.Mirrored = 0
-		for _, n := range counts {
-			rep.Mirrored += n
+			return err
 		}
 		if rep.Mirrored >= len(orders) || ctx.Err() != nil {
 			break
@@ -429,6 +425,21 @@ func runEndToEnd(ctx context.Context, out io.Writer, dir string, opts loadOption
 		fmt.Fprintf(out, "end to end: %d posts were refused and sent again\n", n)
 	}
 	return nil
+}
+
+// countMirrored counts the orders the mirror holds a fetched document of.
+func countMirrored(ctx context.Context, db *store.DB) (int, error) {
+	counts, err := db.CountOrdersByStatus(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count mirrored orders: %w", err)
+	}
+	n := 0
+	for status, c := range counts {
+		if status != "" { // recorded, not fetched yet
+			n += c
+		}
+	}
+	return n, nil
 }
 
 // countInterval is how long the end-to-end phase waits before counting the

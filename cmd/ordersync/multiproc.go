@@ -966,13 +966,9 @@ func measureWorkers(ctx context.Context, opts scalingOptions, n int) (res scalin
 	}
 	defer posting.Wait()
 	for {
-		counts, err := db.CountOrdersByStatus(ctx)
+		mirrored, err := countMirrored(ctx, db)
 		if err != nil {
-			return res, fmt.Errorf("count mirrored orders: %w", err)
-		}
-		mirrored := 0
-		for _, c := range counts {
-			mirrored += c
+			return res, err
 		}
 		if mirrored >= len(orders) {
 			break
