@@ -1,9 +1,7 @@
 package webhook
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -11,12 +9,15 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ordersync/ordersync/internal/loadpost"
 )
 
 // BenchmarkReceiver posts signed webhooks over real HTTP on loopback from 64
-// parallel clients to a receiver publishing into embedded in-process
-// JetStream, and reports webhooks/s and the answer latency (until the 200,
-// which comes after the JetStream ack) at p50 and p99.
+// connections to a receiver publishing into embedded in-process JetStream,
+// and reports webhooks/s and the answer latency (until the 200, which comes
+// after the JetStream ack) at p50 and p99. The load generator is
+// internal/loadpost, which leaves most of the machine to the receiver.
 func BenchmarkReceiver(b *testing.B) {
 	const clients = 64
 	tq := startQueue(b, b.TempDir(), queueConfig())
@@ -29,19 +30,17 @@ func BenchmarkReceiver(b *testing.B) {
 		srv.Close()
 		rc.Close()
 	}()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
-	defer client.CloseIdleConnections()
+	poster, err := loadpost.New(loadpost.Config{URL: srv.URL + Path, Connections: clients, SignatureHeader: SignatureHeader,
+		Sign: func(body []byte) string { return Sign(oldSecret, body) }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer poster.Close()
 
-	type signed struct {
-		body []byte
-		sig  string
+	bodies := make([][]byte, b.N)
+	for i := range bodies {
+		bodies[i] = fmt.Appendf(nil, `{"orderId":"%d","orderReference":"ped_%08x","orderType":"FASTLINK_CHARGE","description":"La orden fue pagada exitosamente","metadata":{"PaymentId":"pay_%08x","AuthorizationCode":"204981","Status":"Pagada"},"level":"Info","type":"SuccessPayment"}`, 100000+i, i, i)
 	}
-	reqs := make([]signed, b.N)
-	for i := range reqs {
-		body := fmt.Appendf(nil, `{"orderId":"%d","orderReference":"ped_%08x","orderType":"FASTLINK_CHARGE","description":"La orden fue pagada exitosamente","metadata":{"PaymentId":"pay_%08x","AuthorizationCode":"204981","Status":"Pagada"},"level":"Info","type":"SuccessPayment"}`, 100000+i, i, i)
-		reqs[i] = signed{body, Sign(oldSecret, body)}
-	}
-	url := srv.URL + Path
 	var (
 		next      atomic.Int64
 		wg        sync.WaitGroup
@@ -53,23 +52,18 @@ func BenchmarkReceiver(b *testing.B) {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= len(reqs) {
+				if i >= len(bodies) {
 					return
 				}
-				req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(reqs[i].body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set(SignatureHeader, reqs[i].sig)
 				t0 := time.Now()
-				res, err := client.Do(req)
+				status, err := poster.Post(bodies[i])
 				if err != nil {
 					b.Error(err)
 					return
 				}
-				io.Copy(io.Discard, res.Body)
-				res.Body.Close()
 				latencies[c] = append(latencies[c], time.Since(t0))
-				if res.StatusCode != http.StatusOK {
-					b.Errorf("status %d", res.StatusCode)
+				if status != http.StatusOK {
+					b.Errorf("status %d", status)
 					return
 				}
 			}

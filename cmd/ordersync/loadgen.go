@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/loadpost"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/store"
 )
@@ -255,35 +255,20 @@ func runLoadtest(ctx context.Context, out io.Writer, opts loadOptions) (*loadRep
 	return rep, nil
 }
 
-// webhookPoster posts signed webhooks over a fixed number of connections.
-type webhookPoster struct {
-	url, secret string
-	client      *http.Client
+// newWebhookPoster posts webhooks signed with secret to url over conns
+// connections.
+func newWebhookPoster(url, secret string, conns int) (*loadpost.Poster, error) {
+	return loadpost.New(loadpost.Config{
+		URL: url, Connections: conns, SignatureHeader: sim.SignatureHeader,
+		Sign: func(body []byte) string { return sim.Sign(secret, body) },
+	})
 }
 
-func newWebhookPoster(url, secret string, conns int) *webhookPoster {
-	tr := &http.Transport{MaxConnsPerHost: conns, MaxIdleConnsPerHost: conns, IdleConnTimeout: 30 * time.Second}
-	return &webhookPoster{url: url, secret: secret, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+// posted reports whether a post was answered 200.
+func posted(p *loadpost.Poster, body []byte) bool {
+	status, err := p.Post(body)
+	return err == nil && status == http.StatusOK
 }
-
-// post sends one body and reports whether it was answered 200.
-func (p *webhookPoster) post(ctx context.Context, body []byte) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
-	if err != nil {
-		return false
-	}
-	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	req.Header.Set(sim.SignatureHeader, sim.Sign(p.secret, body))
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return false
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
-func (p *webhookPoster) close() { p.client.Transport.(*http.Transport).CloseIdleConnections() }
 
 func runIngest(ctx context.Context, out io.Writer, dir string, opts loadOptions, rep *ingestReport) error {
 	lp, err := startLoadPipeline(ctx, dir, opts, opts.IngestRole)
@@ -296,8 +281,11 @@ func runIngest(ctx context.Context, out io.Writer, dir string, opts loadOptions,
 		return err
 	}
 	fmt.Fprintf(out, "ingest: %d connections for %s to pipeline pid %d, webhooks about %d orders\n", opts.Connections, opts.Duration, lp.child.PID(), len(orders))
-	poster := newWebhookPoster(lp.child.WebhookURL(), lp.webhookSecret, opts.Connections)
-	defer poster.close()
+	poster, err := newWebhookPoster(lp.child.WebhookURL(), lp.webhookSecret, opts.Connections)
+	if err != nil {
+		return err
+	}
+	defer poster.Close()
 	types := []ordersync.EventType{ordersync.EventCreated, ordersync.EventUpdated, ordersync.EventRequires3ds, ordersync.EventPaymentError}
 
 	var next, ok, failed atomic.Int64
@@ -317,7 +305,7 @@ func runIngest(ctx context.Context, out io.Writer, dir string, opts loadOptions,
 				}
 				n := int(next.Add(1))
 				body := webhookBody(orders[n%len(orders)], types[n%len(types)], n)
-				if poster.post(ctx, body) {
+				if posted(poster, body) {
 					ok.Add(1)
 				} else {
 					failed.Add(1)
@@ -368,8 +356,11 @@ func runEndToEnd(ctx context.Context, out io.Writer, dir string, opts loadOption
 		bodies[i] = webhookBody(o, ordersync.EventCreated, i)
 	}
 	fmt.Fprintf(out, "end to end: %d orders, one Created webhook each, %d connections, pipeline pid %d\n", len(orders), opts.Connections, lp.child.PID())
-	poster := newWebhookPoster(lp.child.WebhookURL(), lp.webhookSecret, opts.Connections)
-	defer poster.close()
+	poster, err := newWebhookPoster(lp.child.WebhookURL(), lp.webhookSecret, opts.Connections)
+	if err != nil {
+		return err
+	}
+	defer poster.Close()
 
 	ctx, cancel := context.WithTimeout(ctx, opts.E2ETimeout)
 	defer cancel()
@@ -389,7 +380,7 @@ func runEndToEnd(ctx context.Context, out io.Writer, dir string, opts loadOption
 					}
 					// A webhook the pipeline refused is sent again, as the
 					// provider would.
-					for !poster.post(ctx, bodies[i]) && ctx.Err() == nil {
+					for !posted(poster, bodies[i]) && ctx.Err() == nil {
 						failed.Add(1)
 						time.Sleep(10 * time.Millisecond)
 					}

@@ -942,8 +942,11 @@ func measureWorkers(ctx context.Context, opts scalingOptions, n int) (res scalin
 	if err != nil {
 		return res, err
 	}
-	poster := newWebhookPoster(procs[0].WebhookURL(), webhookSecret, 64)
-	defer poster.close()
+	poster, err := newWebhookPoster(procs[0].WebhookURL(), webhookSecret, 64)
+	if err != nil {
+		return res, err
+	}
+	defer poster.Close()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	var next atomic.Int64
@@ -958,7 +961,7 @@ func measureWorkers(ctx context.Context, opts scalingOptions, n int) (res scalin
 				if i >= len(orders) {
 					return
 				}
-				for !poster.post(ctx, webhookBody(orders[i], ordersync.EventCreated, i)) && ctx.Err() == nil {
+				for !posted(poster, webhookBody(orders[i], ordersync.EventCreated, i)) && ctx.Err() == nil {
 					time.Sleep(10 * time.Millisecond) // refused: sent again, as the provider would
 				}
 			}
