@@ -11,13 +11,16 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync/internal/loadpost"
+	"github.com/ordersync/ordersync/internal/rusage"
 )
 
 // BenchmarkReceiver posts signed webhooks over real HTTP on loopback from 64
 // connections to a receiver publishing into embedded in-process JetStream,
 // and reports webhooks/s and the answer latency (until the 200, which comes
-// after the JetStream ack) at p50 and p99. The load generator is
-// internal/loadpost, which leaves most of the machine to the receiver.
+// after the JetStream ack) at p50 and p99, and the process's CPU time per
+// webhook: receiver, JetStream and load generator together. The load
+// generator is internal/loadpost, which leaves most of the machine to the
+// receiver.
 func BenchmarkReceiver(b *testing.B) {
 	const clients = 64
 	tq := startQueue(b, b.TempDir(), queueConfig())
@@ -46,6 +49,10 @@ func BenchmarkReceiver(b *testing.B) {
 		wg        sync.WaitGroup
 		latencies = make([][]time.Duration, clients)
 	)
+	cpuStart, err := rusage.CPU()
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ResetTimer()
 	start := time.Now()
 	for c := range clients {
@@ -71,6 +78,10 @@ func BenchmarkReceiver(b *testing.B) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpuEnd, err := rusage.CPU()
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.StopTimer()
 	all := slices.Concat(latencies...)
 	slices.Sort(all)
@@ -81,4 +92,5 @@ func BenchmarkReceiver(b *testing.B) {
 	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "webhooks/s")
 	b.ReportMetric(pct(0.50), "p50_ms")
 	b.ReportMetric(pct(0.99), "p99_ms")
+	b.ReportMetric(float64((cpuEnd-cpuStart).Microseconds())/float64(len(all)), "cpu-µs/webhook")
 }

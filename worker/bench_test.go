@@ -2,11 +2,11 @@ package worker_test
 
 import (
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/rusage"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/worker"
 )
@@ -55,13 +55,13 @@ func BenchmarkPipeline(b *testing.B) {
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/order")
 }
 
-// cpuTime is the CPU time (user and system) the process used so far: the
-// pool's, the simulator's and the queue's, as they share the process.
+// cpuTime is the CPU time the process used so far: the pool's, the
+// simulator's and the queue's, as they share the process.
 func cpuTime(b *testing.B) time.Duration {
 	b.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatalf("getrusage: %v", err)
+	d, err := rusage.CPU()
+	if err != nil {
+		b.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return d
 }
