@@ -96,26 +96,34 @@ func BenchmarkApplyOrders(b *testing.B) {
 	b.ReportMetric(float64(applied)/elapsed.Seconds(), "orders/s")
 }
 
-// BenchmarkCountOrdersByStatus counts a mirror of 50,000 orders, as the
-// orders gauge does at scrape time.
-func BenchmarkCountOrdersByStatus(b *testing.B) {
-	const orders, batchSize = 50000, 500
+// benchMirror is a SQLite mirror of n orders, their statuses in turn from
+// statuses.
+func benchMirror(b *testing.B, n int, statuses ...ordersync.Status) *DB {
+	const batchSize = 500
 	ctx := context.Background()
 	db, err := Open(ctx, Config{URL: filepath.Join(b.TempDir(), "bench.db"), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer db.Close()
-	statuses := []ordersync.Status{ordersync.StatusPending, ordersync.StatusPaid, ordersync.StatusCancelled}
-	for n := 0; n < orders; {
+	b.Cleanup(func() { db.Close() })
+	for i := 0; i < n; {
 		params := make([]ordersync.ApplyParams, 0, batchSize)
-		for ; len(params) < batchSize; n++ {
-			params = append(params, ordersync.ApplyParams{Account: "default", Order: benchOrder(b, n, statuses[n%len(statuses)], "count"), Seq: int64(n + 1)})
+		for ; len(params) < batchSize && i < n; i++ {
+			params = append(params, ordersync.ApplyParams{Account: "default", Order: benchOrder(b, i, statuses[i%len(statuses)], "mirror"), Seq: int64(i + 1)})
 		}
 		if _, err := db.ApplyOrders(ctx, params); err != nil {
 			b.Fatal(err)
 		}
 	}
+	return db
+}
+
+// BenchmarkCountOrdersByStatus counts a mirror of 50,000 orders, as the
+// orders gauge does at scrape time.
+func BenchmarkCountOrdersByStatus(b *testing.B) {
+	const orders = 50000
+	ctx := context.Background()
+	db := benchMirror(b, orders, ordersync.StatusPending, ordersync.StatusPaid, ordersync.StatusCancelled)
 	for b.Loop() {
 		counts, err := db.CountOrdersByStatus(ctx)
 		if err != nil {
@@ -123,6 +131,31 @@ func BenchmarkCountOrdersByStatus(b *testing.B) {
 		}
 		if total := counts[ordersync.StatusPending] + counts[ordersync.StatusPaid] + counts[ordersync.StatusCancelled]; total != orders {
 			b.Fatalf("counted %d orders, want %d: %v", total, orders, counts)
+		}
+	}
+}
+
+// BenchmarkListReconcileCandidates runs one reconciler pass's two queries
+// (by priority, then stalest first; 200 orders) over a mirror of 50,000
+// orders of which one in ten can still change, as in a mirror that has
+// run for a while.
+func BenchmarkListReconcileCandidates(b *testing.B) {
+	const orders, limit = 50000, 200
+	ctx := context.Background()
+	statuses := []ordersync.Status{ordersync.StatusPending}
+	for range 9 {
+		statuses = append(statuses, ordersync.StatusFinalized)
+	}
+	db := benchMirror(b, orders, statuses...)
+	for b.Loop() {
+		for _, stalest := range []bool{false, true} {
+			refs, err := db.ListReconcileCandidates(ctx, ordersync.ReconcileFilter{Stalest: stalest, Limit: limit})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(refs) != limit {
+				b.Fatalf("%d candidates, want %d", len(refs), limit)
+			}
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -567,6 +568,49 @@ func TestListReconcileCandidatesOrdering(t *testing.T) {
 		for _, tt := range tests {
 			if got := codes(tt.filter); !slices.Equal(got, tt.want) {
 				t.Errorf("%s: candidates %q, want %q", tt.name, got, tt.want)
+			}
+		}
+	})
+}
+
+// TestListReconcileCandidatesByStatus: every order whose status can still
+// change is a candidate, including statuses upstream may invent that sort
+// before, between and after the final ones; final orders only with All.
+func TestListReconcileCandidatesByStatus(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		ctx := context.Background()
+		statuses := []ordersync.Status{"AUTHORIZED", ordersync.StatusCancelled, "EXPIRED", ordersync.StatusFinalized,
+			ordersync.StatusPaid, ordersync.StatusPending, "REFUNDED", "ZZZ"}
+		var changeable, all []string
+		for i, st := range statuses {
+			code := "s-" + strings.ToLower(string(st))
+			apply(t, db, fetched(orderDoc(t, code, i+1, st), int64(i+1)))
+			all = append(all, code)
+			if st.CanChange() {
+				changeable = append(changeable, code)
+			}
+		}
+		if err := db.RecordOrderRef(ctx, ordersync.OrderRef{Account: "default", Code: "s-placeholder"}); err != nil {
+			t.Fatal(err)
+		}
+		changeable, all = append(changeable, "s-placeholder"), append(all, "s-placeholder")
+		for _, tt := range []struct {
+			all  bool
+			want []string
+		}{{false, changeable}, {true, all}} {
+			refs, err := db.ListReconcileCandidates(ctx, ordersync.ReconcileFilter{All: tt.all, Stalest: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range refs {
+				got = append(got, r.Code)
+			}
+			slices.Sort(got)
+			slices.Sort(tt.want)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("All=%v: candidates %q, want %q", tt.all, got, tt.want)
 			}
 		}
 	})

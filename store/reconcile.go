@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,14 +39,14 @@ func (db *DB) ListReconcileCandidates(ctx context.Context, filter ordersync.Reco
 		where, args = append(where, "account = ?"), append(args, filter.Account)
 	}
 	if !filter.All {
-		var final []any
-		var ph []string
+		var final []string
 		for _, s := range ordersync.Statuses {
 			if !s.CanChange() {
-				final, ph = append(final, string(s)), append(ph, "?")
+				final = append(final, string(s))
 			}
 		}
-		where, args = append(where, "status NOT IN ("+strings.Join(ph, ", ")+")"), append(args, final...)
+		clause, clauseArgs := statusOutside(final)
+		where, args = append(where, clause), append(args, clauseArgs...)
 	}
 	if !filter.Since.IsZero() {
 		where, args = append(where, "COALESCE(created_at, first_seen_at) >= ?"), append(args, dbTime(filter.Since))
@@ -93,4 +94,27 @@ LIMIT ?`
 		return nil, err
 	}
 	return refs, nil
+}
+
+// statusOutside selects the orders whose status is none of final, as ranges
+// of the status index: between the final statuses, below the first and
+// above the last. "status NOT IN (...)" says the same, but both databases
+// answer it by reading every order, mostly final ones in a mirror that has
+// run for a while: 89-108 ms per reconciler pass for 50,000 orders on
+// SQLite, against 30-34 ms this way (BenchmarkListReconcileCandidates).
+// The ranges follow Go's byte order of final, which every collation shares
+// for the upper-case ASCII words statuses are.
+func statusOutside(final []string) (string, []any) {
+	if len(final) == 0 {
+		return "1 = 1", nil
+	}
+	final = slices.Clone(final)
+	slices.Sort(final)
+	ranges := []string{"status < ?"}
+	args := []any{final[0]}
+	for i := 1; i < len(final); i++ {
+		ranges, args = append(ranges, "(status > ? AND status < ?)"), append(args, final[i-1], final[i])
+	}
+	ranges, args = append(ranges, "status > ?"), append(args, final[len(final)-1])
+	return "(" + strings.Join(ranges, " OR ") + ")", args
 }
