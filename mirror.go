@@ -258,6 +258,14 @@ type Outbox interface {
 	MarkOutboxSent(ctx context.Context, ids []int64, at time.Time) error
 }
 
+// Retention is the part of the mirror that forgets what has served its
+// purpose: outbox messages long published, event log rows long past. Each
+// call deletes at most limit rows, oldest first, and says how many.
+type Retention interface {
+	PruneSentOutbox(ctx context.Context, sentBefore time.Time, limit int) (int, error)
+	PruneEventLog(ctx context.Context, receivedBefore time.Time, limit int) (int, error)
+}
+
 // ReconcileSource lists orders for the reconciler, most deserving first:
 // recently active ones and those whose link is near or past expiry.
 type ReconcileSource interface {

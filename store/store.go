@@ -207,7 +207,7 @@ func (t target) sqliteDSN(write bool) string {
 }
 
 // DB is the SQL mirror. It implements ordersync.Mirror, MirrorReader,
-// DeadLetters, Outbox and ReconcileSource.
+// DeadLetters, Outbox, ReconcileSource and Retention.
 type DB struct {
 	dialect string
 	// write takes every write transaction; for SQLite it holds a single
@@ -238,6 +238,7 @@ var (
 	_ ordersync.DeadLetters     = (*DB)(nil)
 	_ ordersync.Outbox          = (*DB)(nil)
 	_ ordersync.ReconcileSource = (*DB)(nil)
+	_ ordersync.Retention       = (*DB)(nil)
 )
 
 // Open connects to the database, checks it answers and, unless

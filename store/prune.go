@@ -1,0 +1,76 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// PruneSentOutbox deletes up to limit outbox messages published before
+// sentBefore, oldest first, and returns how many it deleted. A message not
+// yet published is never deleted, however old.
+func (db *DB) PruneSentOutbox(ctx context.Context, sentBefore time.Time, limit int) (int, error) {
+	if limit < 1 {
+		return 0, fmt.Errorf("prune sent outbox: limit must be positive, got %d", limit)
+	}
+	var n int
+	err := db.inTx(ctx, "prune sent outbox", func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, db.rebind(`DELETE FROM outbox WHERE id IN (
+    SELECT id FROM outbox WHERE sent_at < ? ORDER BY sent_at LIMIT ?)`), dbTime(sentBefore), limit)
+		if err != nil {
+			return err
+		}
+		n, err = rowsAffected(res)
+		return err
+	})
+	return n, err
+}
+
+// PruneEventLog deletes up to limit event log rows received before
+// receivedBefore, oldest first within each account, and returns how many
+// it deleted. It reaches each account's old rows through the index the
+// event log is listed by, so it reads little beyond what it deletes.
+func (db *DB) PruneEventLog(ctx context.Context, receivedBefore time.Time, limit int) (int, error) {
+	if limit < 1 {
+		return 0, fmt.Errorf("prune event log: limit must be positive, got %d", limit)
+	}
+	var n int
+	err := db.inTx(ctx, "prune event log", func(tx *sqlx.Tx) error {
+		// The accounts, one index seek each rather than a scan of the log.
+		var accounts []string
+		if err := tx.SelectContext(ctx, &accounts, `WITH RECURSIVE accounts(account) AS (
+    SELECT MIN(account) FROM event_log
+    UNION ALL
+    SELECT (SELECT MIN(e.account) FROM event_log e WHERE e.account > accounts.account) FROM accounts WHERE accounts.account IS NOT NULL
+)
+SELECT account FROM accounts WHERE account IS NOT NULL`); err != nil {
+			return fmt.Errorf("list accounts: %w", err)
+		}
+		query := db.rebind(`DELETE FROM event_log WHERE msg_id IN (
+    SELECT msg_id FROM event_log WHERE account = ? AND received_at < ? ORDER BY received_at LIMIT ?)`)
+		for _, a := range accounts {
+			if n >= limit {
+				break
+			}
+			res, err := tx.ExecContext(ctx, query, a, dbTime(receivedBefore), limit-n)
+			if err != nil {
+				return fmt.Errorf("account %s: %w", a, err)
+			}
+			deleted, err := rowsAffected(res)
+			if err != nil {
+				return err
+			}
+			n += deleted
+		}
+		return nil
+	})
+	return n, err
+}
+
+func rowsAffected(res sql.Result) (int, error) {
+	n, err := res.RowsAffected()
+	return int(n), err
+}
