@@ -39,7 +39,8 @@ type Config struct {
 	// /webhooks/paymentlink/{name}.
 	Accounts map[string]AccountConfig `yaml:"accounts"`
 	// Role is what this process runs: "all", or a comma-separated list of
-	// receiver, worker, relay and reconciler, so each part scales on its own.
+	// receiver, worker, relay and reconciler (which also prunes past the
+	// retentions), so each part scales on its own.
 	Role string `yaml:"role"`
 
 	// DataDir holds the embedded JetStream store and the default SQLite file.
@@ -101,6 +102,10 @@ type Config struct {
 	ReconcileInterval time.Duration `yaml:"reconcile_interval"`
 	// ReconcileBudget is how many orders one reconciler pass may re-fetch.
 	ReconcileBudget int `yaml:"reconcile_budget"`
+	// OutboxRetention keeps published outbox messages this long (0: forever).
+	OutboxRetention time.Duration `yaml:"outbox_retention"`
+	// EventLogRetention keeps event log rows this long (0: forever).
+	EventLogRetention time.Duration `yaml:"event_log_retention"`
 
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `yaml:"log_level"`
@@ -161,6 +166,7 @@ func defaultConfig() Config {
 		UpstreamTimeout:   10 * time.Second,
 		ReconcileInterval: time.Minute,
 		ReconcileBudget:   200,
+		OutboxRetention:   7 * 24 * time.Hour,
 		LogLevel:          "info",
 		LogFormat:         "text",
 	}
@@ -234,6 +240,8 @@ var settings = []setting{
 	{key: "upstream_timeout", env: "ORDERSYNC_UPSTREAM_TIMEOUT", usage: "timeout of one upstream request", set: duration(func(c *Config) *time.Duration { return &c.UpstreamTimeout })},
 	{key: "reconcile_interval", env: "ORDERSYNC_RECONCILE_INTERVAL", usage: "how often the reconciler runs, 0 disables it", set: duration(func(c *Config) *time.Duration { return &c.ReconcileInterval })},
 	{key: "reconcile_budget", env: "ORDERSYNC_RECONCILE_BUDGET", usage: "orders one reconciler pass may re-fetch", set: integer(func(c *Config) *int { return &c.ReconcileBudget })},
+	{key: "outbox_retention", env: "ORDERSYNC_OUTBOX_RETENTION", usage: "how long published outbox messages are kept, 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.OutboxRetention })},
+	{key: "event_log_retention", env: "ORDERSYNC_EVENT_LOG_RETENTION", usage: "how long event log rows are kept, 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.EventLogRetention })},
 	{key: "log_level", env: "ORDERSYNC_LOG_LEVEL", usage: "debug, info, warn or error", set: str(func(c *Config) *string { return &c.LogLevel })},
 	{key: "log_format", env: "ORDERSYNC_LOG_FORMAT", usage: "text or json", set: str(func(c *Config) *string { return &c.LogFormat })},
 }
@@ -338,6 +346,8 @@ func (c *Config) validateServe() error {
 			"to accept unsigned webhooks anyway, set insecure_no_webhook_signature")
 	case c.Workers < 1:
 		return fmt.Errorf("bad setting: workers must be ≥ 1, got %d", c.Workers)
+	case c.OutboxRetention < 0 || c.EventLogRetention < 0:
+		return fmt.Errorf("bad setting: outbox_retention and event_log_retention must not be negative, got %s and %s", c.OutboxRetention, c.EventLogRetention)
 	case c.DataDir == "":
 		return errors.New("missing setting: data_dir (ORDERSYNC_DATA_DIR or --data-dir)")
 	}

@@ -73,6 +73,7 @@ func TestConfigErrors(t *testing.T) {
 		{"no webhook secret", "", without("ORDERSYNC_WEBHOOK_SECRET"), nil, "webhook_secrets"},
 		{"admin beyond loopback", "", full, []string{"--admin-listen", "0.0.0.0:9090"}, "admin_listen"},
 		{"workers", "", full, []string{"--workers", "-1"}, "workers"},
+		{"negative retention", "", full, []string{"--event-log-retention", "-1h"}, "event_log_retention"},
 		{"bad env number", "", map[string]string{"ORDERSYNC_WORKERS": "many"}, nil, "ORDERSYNC_WORKERS"},
 		{"unknown file key", "api_base_urll: x\n", nil, nil, "api_base_urll"},
 		{"bad role", "", full, []string{"--role", "worker,janitor"}, "janitor"},

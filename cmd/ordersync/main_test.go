@@ -28,7 +28,9 @@ func testLogger(t *testing.T) *slog.Logger {
 
 func startTestStack(t *testing.T, opts stackOptions) *stack {
 	t.Helper()
-	opts.DataDir = t.TempDir()
+	if opts.DataDir == "" {
+		opts.DataDir = t.TempDir()
+	}
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)
 	}

@@ -51,6 +51,7 @@ type Program struct {
 	pool        *worker.Pool
 	relay       *worker.Relay
 	reconcilers []*worker.Reconciler
+	pruner      *worker.Pruner
 	replayer    *worker.Replayer
 	follower    *worker.Follower
 	receiver    *webhook.Receiver
@@ -198,6 +199,13 @@ func (p *Program) buildStages() (err error) {
 		}
 		p.reconcilers = append(p.reconcilers, rec)
 	}
+	p.pruner, err = worker.NewPruner(worker.PrunerConfig{
+		Store: p.db, OutboxRetention: p.cfg.OutboxRetention, EventLogRetention: p.cfg.EventLogRetention,
+		Registerer: p.reg, Logger: log("prune"),
+	})
+	if err != nil {
+		return err
+	}
 	if p.roles.receiver {
 		proxies, err := parseCIDRs(p.cfg.TrustedProxies)
 		if err != nil {
@@ -298,6 +306,9 @@ func (p *Program) Run(ctx context.Context) error {
 	if p.roles.reconciler && p.cfg.ReconcileInterval > 0 {
 		run(&working, "reconciler", func() error { return p.lead(workCtx, "reconciler", p.runReconcilers) })
 	}
+	if p.roles.reconciler && (p.cfg.OutboxRetention > 0 || p.cfg.EventLogRetention > 0) {
+		run(&working, "pruner", func() error { return p.lead(workCtx, "pruner", p.pruner.Run) })
+	}
 
 	var runErr error
 	select {
@@ -342,7 +353,7 @@ func accountRegisterer(reg prometheus.Registerer, account string) prometheus.Reg
 }
 
 // lead runs a stage of which only one may act at a time across processes
-// (the outbox relay, the reconciler): on an external NATS it runs only while
+// (the outbox relay, the reconciler, the pruner): on an external NATS it runs only while
 // this process holds the role's lease, and campaigns otherwise; a holder
 // that dies loses the lease after its TTL. With embedded NATS there is one
 // process, so it just runs.

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/store"
+)
+
+// TestServePrunes: serve prunes past the retentions from its start: an
+// event log row older than event_log_retention, in the mirror before the
+// process started, is gone and counted; a recent one stays.
+func TestServePrunes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := store.Open(ctx, store.Config{URL: filepath.Join(dir, "ordersync.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	err = db.RecordEvents(ctx, []ordersync.EventRecord{
+		{MsgID: "old", Account: ordersync.DefaultAccount, ReceivedAt: now.Add(-48 * time.Hour), Type: ordersync.EventCreated},
+		{MsgID: "recent", Account: ordersync.DefaultAccount, ReceivedAt: now.Add(-time.Hour), Type: ordersync.EventCreated},
+	})
+	if closeErr := db.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	st := startTestStack(t, stackOptions{DataDir: dir, Configure: func(c *Config) { c.EventLogRetention = 24 * time.Hour }})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rows, err := st.Program.DB().ListEvents(ctx, ordersync.EventFilter{Account: ordersync.DefaultAccount})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) == 1 && rows[0].MsgID == "recent" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("event log still holds %d rows 10s after start, want only the recent one", len(rows))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := http.Get(st.Program.AdminURL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), `ordersync_pruned_rows_total{table="event_log"} 1`) {
+		t.Errorf("metrics lack ordersync_pruned_rows_total{table=\"event_log\"} 1")
+	}
+}

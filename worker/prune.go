@@ -1,0 +1,145 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ordersync/ordersync"
+)
+
+// PrunerConfig configures a Pruner.
+type PrunerConfig struct {
+	Store ordersync.Retention
+	// OutboxRetention keeps published outbox messages this long after they
+	// were sent; 0 keeps them forever. Unpublished messages are never
+	// pruned.
+	OutboxRetention time.Duration
+	// EventLogRetention keeps event log rows this long after they were
+	// received; 0 keeps them forever.
+	EventLogRetention time.Duration
+	// Interval between passes. Default 10m.
+	Interval time.Duration
+	// Chunk is the most rows one delete removes: each is a short write
+	// transaction of its own, so webhooks and workers are not held up
+	// behind one long one. Default 1000.
+	Chunk      int
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+	Clock      func() time.Time
+}
+
+func (c PrunerConfig) withDefaults() PrunerConfig {
+	if c.Interval <= 0 {
+		c.Interval = 10 * time.Minute
+	}
+	if c.Chunk <= 0 {
+		c.Chunk = 1000
+	}
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	return c
+}
+
+// Pruner deletes, pass after pass, what the mirror keeps past its
+// retention, so that it does not grow without end: every webhook adds an
+// event log row, every status change an outbox message with the whole
+// order.
+type Pruner struct {
+	cfg    PrunerConfig
+	pruned *prometheus.CounterVec
+}
+
+// NewPruner returns a pruner.
+func NewPruner(cfg PrunerConfig) (*Pruner, error) {
+	cfg = cfg.withDefaults()
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("worker: PrunerConfig.Store is required")
+	case cfg.OutboxRetention < 0 || cfg.EventLogRetention < 0:
+		return nil, errors.New("worker: PrunerConfig retentions must not be negative")
+	}
+	p := &Pruner{cfg: cfg, pruned: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ordersync_pruned_rows_total",
+		Help: "Rows the pruner deleted past their retention, by table (outbox, event_log).",
+	}, []string{"table"})}
+	if err := cfg.Registerer.Register(p.pruned); err != nil {
+		return nil, err
+	}
+	for _, table := range []string{"outbox", "event_log"} {
+		p.pruned.WithLabelValues(table) // exported at 0 from the start
+	}
+	return p, nil
+}
+
+// PruneReport is what one pass deleted.
+type PruneReport struct {
+	Outbox, EventLog int
+}
+
+// Prune runs one pass: for each table with a retention, deletes chunk
+// after chunk until no row past it is left.
+func (p *Pruner) Prune(ctx context.Context) (PruneReport, error) {
+	var rep PruneReport
+	now := p.cfg.Clock()
+	tables := []struct {
+		name      string
+		retention time.Duration
+		prune     func(context.Context, time.Time, int) (int, error)
+		count     *int
+	}{
+		{"outbox", p.cfg.OutboxRetention, p.cfg.Store.PruneSentOutbox, &rep.Outbox},
+		{"event_log", p.cfg.EventLogRetention, p.cfg.Store.PruneEventLog, &rep.EventLog},
+	}
+	for _, t := range tables {
+		if t.retention == 0 {
+			continue
+		}
+		for {
+			n, err := t.prune(ctx, now.Add(-t.retention), p.cfg.Chunk)
+			*t.count += n
+			p.pruned.WithLabelValues(t.name).Add(float64(n))
+			if err != nil {
+				return rep, err
+			}
+			if n < p.cfg.Chunk {
+				break
+			}
+		}
+	}
+	return rep, nil
+}
+
+// Run prunes at once and then every Interval until ctx ends. It does
+// nothing when both retentions are 0.
+func (p *Pruner) Run(ctx context.Context) error {
+	if p.cfg.OutboxRetention == 0 && p.cfg.EventLogRetention == 0 {
+		return nil
+	}
+	t := time.NewTicker(p.cfg.Interval)
+	defer t.Stop()
+	for {
+		rep, err := p.Prune(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			p.cfg.Logger.Error("prune pass", "err", err, "outbox", rep.Outbox, "event_log", rep.EventLog)
+		case rep.Outbox > 0 || rep.EventLog > 0:
+			p.cfg.Logger.Info("pruned past retention", "outbox", rep.Outbox, "event_log", rep.EventLog)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}

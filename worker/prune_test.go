@@ -1,0 +1,145 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/store"
+	"github.com/ordersync/ordersync/worker"
+)
+
+// TestPruner: a pass deletes, chunk after chunk, every published outbox
+// message and event log row past its retention, keeps the rest and the
+// unpublished messages, and counts what it deleted.
+func TestPruner(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, store.Config{URL: filepath.Join(t.TempDir(), "mirror.db")})
+	if err != nil {
+		t.Fatalf("store.Open: %v", err)
+	}
+	defer db.Close()
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+	// Seven orders, one outbox message each: five published 3 days ago,
+	// one an hour ago, one never.
+	for i := range 7 {
+		o, err := ordersync.DecodeOrder(fmt.Appendf(nil, `{"orderId":%d,"orderCode":"pr%d","orderStatus":"PENDING"}`, i+1, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ApplyOrders(ctx, []ordersync.ApplyParams{{Account: "default", Order: o, Seq: int64(i + 1)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs, err := db.PendingOutbox(ctx, 10)
+	if err != nil || len(msgs) != 7 {
+		t.Fatalf("PendingOutbox = %d, %v; want 7", len(msgs), err)
+	}
+	for i, m := range msgs[:6] {
+		at := now.Add(-72 * time.Hour)
+		if i == 5 {
+			at = now.Add(-time.Hour)
+		}
+		if err := db.MarkOutboxSent(ctx, []int64{m.ID}, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Event log: three rows 40 days old, two from yesterday.
+	var events []ordersync.EventRecord
+	for i, age := range []time.Duration{40 * 24 * time.Hour, 40 * 24 * time.Hour, 40 * 24 * time.Hour, 24 * time.Hour, 24 * time.Hour} {
+		events = append(events, ordersync.EventRecord{MsgID: fmt.Sprint("ev-", i), Account: "default", ReceivedAt: now.Add(-age), Type: ordersync.EventCreated})
+	}
+	if err := db.RecordEvents(ctx, events); err != nil {
+		t.Fatal(err)
+	}
+
+	reg := prometheus.NewRegistry()
+	p, err := worker.NewPruner(worker.PrunerConfig{Store: db, OutboxRetention: 48 * time.Hour, EventLogRetention: 30 * 24 * time.Hour,
+		Chunk: 2, Registerer: reg, Clock: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := p.Prune(ctx)
+	if err != nil || rep != (worker.PruneReport{Outbox: 5, EventLog: 3}) {
+		t.Fatalf("Prune = %+v, %v; want 5 outbox messages and 3 event log rows", rep, err)
+	}
+	if rep, err := p.Prune(ctx); err != nil || rep != (worker.PruneReport{}) {
+		t.Errorf("second Prune = %+v, %v; want nothing left to prune", rep, err)
+	}
+	if pending, err := db.PendingOutbox(ctx, 10); err != nil || len(pending) != 1 || pending[0].ID != msgs[6].ID {
+		t.Errorf("unpublished message: %+v, %v; want it kept", pending, err)
+	}
+	if rows, err := db.ListEvents(ctx, ordersync.EventFilter{Account: "default"}); err != nil || len(rows) != 2 {
+		t.Errorf("event log after pruning: %d rows, %v; want yesterday's 2", len(rows), err)
+	}
+	want := `
+# HELP ordersync_pruned_rows_total Rows the pruner deleted past their retention, by table (outbox, event_log).
+# TYPE ordersync_pruned_rows_total counter
+ordersync_pruned_rows_total{table="event_log"} 3
+ordersync_pruned_rows_total{table="outbox"} 5
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "ordersync_pruned_rows_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestPrunerRun: Run prunes at once, then returns when its context ends;
+// with no retention it returns at once.
+func TestPrunerRun(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, store.Config{URL: filepath.Join(t.TempDir(), "mirror.db")})
+	if err != nil {
+		t.Fatalf("store.Open: %v", err)
+	}
+	defer db.Close()
+	if err := db.RecordEvents(ctx, []ordersync.EventRecord{{MsgID: "old", Account: "default", ReceivedAt: time.Now().Add(-time.Hour), Type: ordersync.EventCreated}}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := worker.NewPruner(worker.PrunerConfig{Store: db, EventLogRetention: time.Minute, Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(runCtx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rows, err := db.ListEvents(ctx, ordersync.EventFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Run did not prune the old event within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v, want nil once its context ended", err)
+	}
+
+	idle, err := worker.NewPruner(worker.PrunerConfig{Store: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idle.Run(ctx); err != nil {
+		t.Errorf("Run with no retention = %v, want nil at once", err)
+	}
+	if _, err := worker.NewPruner(worker.PrunerConfig{Store: db, OutboxRetention: -time.Hour}); err == nil {
+		t.Error("NewPruner with a negative retention succeeded")
+	}
+	if _, err := worker.NewPruner(worker.PrunerConfig{}); err == nil {
+		t.Error("NewPruner without a store succeeded")
+	}
+}
