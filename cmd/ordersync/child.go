@@ -292,6 +292,15 @@ func (c *child) PID() int {
 	return c.cmd.Process.Pid
 }
 
+// CPU is the CPU time, user and system, the child has used so far.
+func (c *child) CPU() (time.Duration, error) {
+	pid := c.PID()
+	if pid == 0 {
+		return 0, errors.New("CPU time: the child is not running")
+	}
+	return processCPU(pid)
+}
+
 // PeakRSS is the running process's peak resident set size (VmHWM) in bytes.
 func (c *child) PeakRSS() (int64, error) {
 	pid := c.PID()

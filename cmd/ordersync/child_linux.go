@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // childSysProcAttr makes the kernel SIGKILL the child when the parent dies,
@@ -47,4 +48,34 @@ func peakRSS(pid int) (int64, error) {
 		return 0, fmt.Errorf("read peak RSS: %w", err)
 	}
 	return 0, fmt.Errorf("read peak RSS: no VmHWM in /proc/%d/status", pid)
+}
+
+// userHZ is the unit of the CPU times in /proc/<pid>/stat: 100 on every
+// Linux architecture Go runs on (USER_HZ; sysconf(_SC_CLK_TCK) is fixed to
+// it for /proc).
+const userHZ = 100
+
+// processCPU reads the CPU time, user and system, a process has used from
+// /proc/<pid>/stat, to the 10 ms tick.
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read CPU time: %w", err)
+	}
+	// The command name, in parentheses, may hold spaces: count fields after
+	// its closing one. utime and stime are fields 14 and 15 of the line.
+	end := strings.LastIndexByte(string(b), ')')
+	fields := strings.Fields(string(b[end+1:]))
+	if end < 0 || len(fields) < 13 {
+		return 0, fmt.Errorf("read CPU time: unexpected /proc/%d/stat %q", pid, b)
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("read CPU time: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / userHZ, nil
 }

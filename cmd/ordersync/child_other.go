@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"syscall"
+	"time"
 )
 
 // childSysProcAttr: only Linux can tie the child's life to the parent's.
@@ -12,3 +13,8 @@ func childSysProcAttr() *syscall.SysProcAttr { return nil }
 
 // peakRSS is read from /proc, which only Linux has.
 func peakRSS(int) (int64, error) { return 0, errors.New("peak RSS: only measured on Linux") }
+
+// processCPU is read from /proc, which only Linux has.
+func processCPU(int) (time.Duration, error) {
+	return 0, errors.New("CPU time: only measured on Linux")
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/loadpost"
+	"github.com/ordersync/ordersync/internal/rusage"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/store"
 )
@@ -136,6 +138,7 @@ type ingestReport struct {
 	Rate             float64 // 200 answers per second
 	P50, P99, Max    time.Duration
 	PeakRSS          int64
+	CPU              phaseCPU // per webhook answered 200
 }
 
 // e2eReport is what the end-to-end phase measured.
@@ -147,6 +150,48 @@ type e2eReport struct {
 	Mirrored        int
 	FetchesPerOrder float64
 	PeakRSS         int64
+	CPU             phaseCPU // per order
+}
+
+// phaseCPU is the CPU time a phase cost per operation: the pipeline's (the
+// child process) and the harness's (this process: load generator and
+// simulator), which shares the same cores.
+type phaseCPU struct {
+	Pipeline, Harness time.Duration
+}
+
+// cpuMeter measures phaseCPU from its start.
+type cpuMeter struct {
+	child               *child
+	pipeline0, harness0 time.Duration
+}
+
+func startCPUMeter(c *child) (*cpuMeter, error) {
+	m := &cpuMeter{child: c}
+	var err error
+	if m.pipeline0, err = c.CPU(); err != nil {
+		return nil, err
+	}
+	if m.harness0, err = rusage.CPU(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// per returns the CPU time used since the start, divided by n operations.
+func (m *cpuMeter) per(n int64) (phaseCPU, error) {
+	pipeline, err := m.child.CPU()
+	if err != nil {
+		return phaseCPU{}, err
+	}
+	harness, err := rusage.CPU()
+	if err != nil {
+		return phaseCPU{}, err
+	}
+	if n <= 0 {
+		return phaseCPU{}, nil
+	}
+	return phaseCPU{Pipeline: (pipeline - m.pipeline0) / time.Duration(n), Harness: (harness - m.harness0) / time.Duration(n)}, nil
 }
 
 type loadReport struct {
@@ -290,6 +335,10 @@ func runIngest(ctx context.Context, out io.Writer, dir string, opts loadOptions,
 
 	var next, ok, failed atomic.Int64
 	latencies := make([][]time.Duration, opts.Connections)
+	meter, err := startCPUMeter(lp.child)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	deadline := start.Add(opts.Duration)
 	var wg sync.WaitGroup
@@ -323,6 +372,9 @@ func runIngest(ctx context.Context, out io.Writer, dir string, opts loadOptions,
 	all := slices.Concat(latencies...)
 	slices.Sort(all)
 	rep.Webhooks, rep.Failed = ok.Load(), failed.Load()
+	if rep.CPU, err = meter.per(rep.Webhooks); err != nil {
+		return err
+	}
 	rep.Rate = float64(rep.Webhooks) / rep.Took.Seconds()
 	rep.P50, rep.P99, rep.Max = quantile(all, 0.50), quantile(all, 0.99), quantile(all, 1)
 	if rep.PeakRSS, err = lp.child.PeakRSS(); err != nil {
@@ -366,6 +418,10 @@ func runEndToEnd(ctx context.Context, out io.Writer, dir string, opts loadOption
 	defer cancel()
 	var next, failed atomic.Int64
 	postDone := make(chan time.Duration, 1)
+	meter, err := startCPUMeter(lp.child)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	go func() {
 		var wg sync.WaitGroup
@@ -408,6 +464,9 @@ func runEndToEnd(ctx context.Context, out io.Writer, dir string, opts loadOption
 	}
 	rep.Orders = len(orders)
 	rep.Rate = float64(rep.Orders) / rep.Took.Seconds()
+	if rep.CPU, err = meter.per(int64(rep.Orders)); err != nil {
+		return err
+	}
 	rep.FetchesPerOrder = float64(lp.sim.Stats().Gets) / float64(rep.Orders)
 	if rep.PeakRSS, err = lp.child.PeakRSS(); err != nil {
 		return err
@@ -464,6 +523,10 @@ func printLoadReport(w io.Writer, r *loadReport) {
 		in.P50.Round(10*time.Microsecond), in.P99.Round(10*time.Microsecond), in.Max.Round(100*time.Microsecond), mark(in.P99 <= targetAckP99), targetAckP99)
 	fmt.Fprintf(w, "  end to end            %8.0f orders/s     %s the target of ≥ %d/s (%d orders mirrored in %.2fs; posts done in %.2fs)\n",
 		e.Rate, mark(e.Rate >= targetE2ERate), targetE2ERate, e.Orders, e.Took.Seconds(), e.PostTook.Seconds())
+	us := func(d time.Duration) string { return fmt.Sprintf("%d µs", d.Microseconds()) }
+	fmt.Fprintf(w, "  CPU per webhook       pipeline %s, load generator and simulator %s (ingest)\n", us(in.CPU.Pipeline), us(in.CPU.Harness))
+	fmt.Fprintf(w, "  CPU per order         pipeline %s, load generator and simulator %s (end to end; the target leaves %s in all on %d cores)\n",
+		us(e.CPU.Pipeline), us(e.CPU.Harness), us(time.Duration(runtime.NumCPU())*time.Second/targetE2ERate), runtime.NumCPU())
 	fmt.Fprintf(w, "  upstream fetches      %.2f per order\n", e.FetchesPerOrder)
 	fmt.Fprintf(w, "  peak RSS              %.0f MB end to end, %.0f MB ingest   %s the target of ≤ %d MB\n",
 		mb(e.PeakRSS), mb(in.PeakRSS), mark(max(e.PeakRSS, in.PeakRSS) <= targetPeakRSS), targetPeakRSS>>20)

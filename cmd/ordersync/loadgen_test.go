@@ -35,6 +35,8 @@ func TestLoadtest(t *testing.T) {
 		t.Errorf("ingest latencies out of order: p50 %s, p99 %s, max %s", in.P50, in.P99, in.Max)
 	case in.PeakRSS <= 0 || e.PeakRSS <= 0:
 		t.Errorf("peak RSS not measured: ingest %d, end to end %d", in.PeakRSS, e.PeakRSS)
+	case in.CPU.Pipeline <= 0 || in.CPU.Harness <= 0 || e.CPU.Pipeline <= 0 || e.CPU.Harness <= 0:
+		t.Errorf("CPU not measured: ingest %+v, end to end %+v", in.CPU, e.CPU)
 	}
 	if e.Orders != opts.Orders || e.Mirrored < opts.Orders {
 		t.Errorf("end to end: %d of %d orders mirrored", e.Mirrored, opts.Orders)
