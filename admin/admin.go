@@ -82,6 +82,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /v1/orders", s.listOrders)
 	s.mux.HandleFunc("GET /v1/orders/{orderCode}", s.showOrder)
 	s.mux.HandleFunc("GET /v1/orders/{orderCode}/events", s.orderEvents)
+	s.mux.HandleFunc("GET /v1/events", s.listEvents)
 	s.mux.HandleFunc("POST /v1/orders/track", s.trackOrder)
 	s.mux.HandleFunc("POST /v1/payment-links", s.createPaymentLink)
 	s.mux.HandleFunc("GET /v1/dead-letters", s.listDeadLetters)
@@ -228,11 +229,44 @@ func (s *Server) orderEvents(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, "list events", err)
 		return
 	}
+	writeJSON(w, http.StatusOK, EventList{Events: EventsJSON(events)})
+}
+
+// EventList is the answer of the event log endpoints.
+type EventList struct {
+	Events []EventJSON `json:"events"`
+}
+
+// EventsJSON converts event log rows, never to nil.
+func EventsJSON(events []ordersync.EventRecord) []EventJSON {
 	out := make([]EventJSON, 0, len(events))
 	for _, e := range events {
 		out = append(out, EventJSONOf(e))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"events": out})
+	return out
+}
+
+// listEvents answers "did we hear about this order?" whether or not the
+// order is in the mirror: the event log's rows for an orderCode or an
+// orderId (both: rows with both), or the latest of all, newest first.
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	filter := ordersync.EventFilter{Account: s.account(r), OrderCode: strings.TrimSpace(q.Get("orderCode")),
+		OrderID: ordersync.ID(strings.TrimSpace(q.Get("orderId")))}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{"limit": {"must be a whole number ≥ 0"}})
+			return
+		}
+		filter.Limit = n
+	}
+	events, err := s.cfg.Orders.ListEvents(r.Context(), filter)
+	if err != nil {
+		s.internal(w, "list events", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, EventList{Events: EventsJSON(events)})
 }
 
 // TrackRequest is the body of POST /v1/orders/track.

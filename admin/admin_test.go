@@ -217,6 +217,50 @@ func TestOrdersEndpoints(t *testing.T) {
 		t.Errorf("track without code: %d", status)
 	}
 
+	// The event log: an order's own events, and any order's by id, held
+	// in the mirror or not.
+	paid, err := e.db.FindOrderByCode(context.Background(), "default", codes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := e.db.RecordEvents(context.Background(), []ordersync.EventRecord{
+		{MsgID: "ev-paid", Account: "default", ReceivedAt: now, Type: ordersync.EventSuccessPayment, OrderCode: codes[0], OrderID: paid.Order.OrderID,
+			Signature: ordersync.SignatureValid, Outcome: ordersync.OutcomeSynced},
+		{MsgID: "ev-unheld", Account: "default", ReceivedAt: now.Add(-time.Second), Type: ordersync.EventCreated, OrderID: "424242",
+			Signature: ordersync.SignatureValid, Outcome: ordersync.OutcomeDeadLettered, Detail: "unresolved"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path       string
+		status     int
+		want, lack []string
+	}{
+		{"/v1/orders/" + codes[0] + "/events", 200, []string{`"msgId":"ev-paid"`, `"outcome":"synced"`}, []string{"ev-unheld"}},
+		{"/v1/events?orderId=424242", 200, []string{`"msgId":"ev-unheld"`, `"detail":"unresolved"`}, []string{"ev-paid"}},
+		{"/v1/events?orderCode=" + codes[0], 200, []string{`"msgId":"ev-paid"`}, []string{"ev-unheld"}},
+		{"/v1/events?limit=1", 200, []string{`"msgId":"ev-paid"`}, []string{"ev-unheld"}},
+		{"/v1/events?orderId=1", 200, []string{`{"events":[]}`}, nil},
+		{"/v1/events?limit=many", 400, []string{"limit"}, nil},
+	} {
+		status, b := e.do(t, "GET", tc.path, "")
+		if status != tc.status {
+			t.Errorf("GET %s: %d %s, want %d", tc.path, status, b, tc.status)
+			continue
+		}
+		for _, w := range tc.want {
+			if !bytes.Contains(b, []byte(w)) {
+				t.Errorf("GET %s lacks %s: %s", tc.path, w, b)
+			}
+		}
+		for _, l := range tc.lack {
+			if bytes.Contains(b, []byte(l)) {
+				t.Errorf("GET %s holds %s: %s", tc.path, l, b)
+			}
+		}
+	}
+
 	// Operational endpoints.
 	if status, _ := e.do(t, "GET", "/healthz", ""); status != 200 {
 		t.Errorf("healthz %d", status)

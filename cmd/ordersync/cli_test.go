@@ -67,6 +67,22 @@ func TestCLI(t *testing.T) {
 	if _, err = runCLI(t, "orders", "show", "NOPE", db); err == nil {
 		t.Error("showing an unknown order succeeded")
 	}
+	// The event log, for an order in the mirror and for one it does not hold.
+	if out, err = runCLI(t, "orders", "events", "--order-code", codes[0], db); err != nil ||
+		!strings.Contains(out, "SuccessPayment") || !strings.Contains(out, "synced") || !strings.Contains(out, "valid") {
+		t.Errorf("orders events --order-code: %v\n%s", err, out)
+	}
+	unheld := ordersync.EventRecord{MsgID: "cli-unheld", Account: ordersync.DefaultAccount, ReceivedAt: time.Now(), Type: ordersync.EventCreated,
+		OrderID: "98765", Signature: ordersync.SignatureValid, Outcome: ordersync.OutcomeDeadLettered, Detail: "unresolved"}
+	if err := st.Program.DB().RecordEvents(context.Background(), []ordersync.EventRecord{unheld}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = runCLI(t, "orders", "events", "--order-id", "98765", db); err != nil || !strings.Contains(out, "dead_lettered") || !strings.Contains(out, "1 events") {
+		t.Errorf("orders events --order-id of an order the mirror lacks: %v\n%s", err, out)
+	}
+	if out, err = runCLI(t, "orders", "events", "--order-id", "98765", db, "--json"); err != nil || !strings.Contains(out, `"msgId": "cli-unheld"`) {
+		t.Errorf("orders events --json: %v\n%s", err, out)
+	}
 
 	// links create records and fetches the order at once.
 	out, err = runCLI(t, append([]string{"links", "create", "--item", "name=Combo,price=6.50,qty=2", "--item", "sku=PUPUSA-REVUELTA,qty=4", "--reference", "cli-1"}, up...)...)

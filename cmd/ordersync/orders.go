@@ -16,7 +16,7 @@ import (
 
 func newOrdersCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "orders", Short: "Read the mirror and track orders created elsewhere"}
-	cmd.AddCommand(newOrdersListCommand(), newOrdersShowCommand(), newOrdersTrackCommand())
+	cmd.AddCommand(newOrdersListCommand(), newOrdersShowCommand(), newOrdersEventsCommand(), newOrdersTrackCommand())
 	return cmd
 }
 
@@ -152,6 +152,56 @@ func printOrder(w io.Writer, m *ordersync.MirroredOrder) {
 		}
 		_ = tw.Flush()
 	}
+}
+
+func newOrdersEventsCommand() *cobra.Command {
+	var code, id, account string
+	var asJSON bool
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "events",
+		Short: "List the webhooks heard about an order, in the mirror or not, newest first",
+		Long: `events lists the event log: every webhook received, with its signature
+verdict and what became of it. With --order-code or --order-id it answers
+"did we hear about this order?", also for orders the mirror does not hold
+(an event dead-lettered as unresolved, another product's order).`,
+		Args: cobra.NoArgs,
+	}
+	flags := addConfigFlags(cmd.Flags())
+	cmd.Flags().StringVar(&code, "order-code", "", "only events about this order code")
+	cmd.Flags().StringVar(&id, "order-id", "", "only events about this order id")
+	cmd.Flags().StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
+	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many events (max 1000)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the admin API's shape) instead of a table")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		l, err := openMirror(cmd.Context(), flags)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		events, err := l.db.ListEvents(cmd.Context(), ordersync.EventFilter{Account: account, OrderCode: strings.TrimSpace(code),
+			OrderID: ordersync.ID(strings.TrimSpace(id)), Limit: limit})
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return writeIndented(cmd.OutOrStdout(), admin.EventList{Events: admin.EventsJSON(events)})
+		}
+		printEventTable(cmd.OutOrStdout(), events)
+		return nil
+	}
+	return cmd
+}
+
+func printEventTable(w io.Writer, events []ordersync.EventRecord) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RECEIVED\tTYPE\tCODE\tID\tREFERENCE\tSIGNATURE\tOUTCOME\tDETAIL")
+	for _, e := range events {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ReceivedAt.Format(time.RFC3339), dash(string(e.Type)), dash(e.OrderCode),
+			dash(string(e.OrderID)), dash(e.OrderReference), dash(string(e.Signature)), dash(string(e.Outcome)), dash(e.Detail))
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "%d events\n", len(events))
 }
 
 func newOrdersTrackCommand() *cobra.Command {
