@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -157,15 +158,8 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	for name, dst := range map[string]*int{"limit": &filter.Limit, "offset": &filter.Offset} {
-		if v := q.Get(name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{name: {"must be a whole number ≥ 0"}})
-				return
-			}
-			*dst = n
-		}
+	if !queryCount(w, q, "limit", &filter.Limit) || !queryCount(w, q, "offset", &filter.Offset) {
+		return
 	}
 	orders, err := s.cfg.Orders.ListOrders(r.Context(), filter)
 	if err != nil {
@@ -176,6 +170,23 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) {
 		orders = []*ordersync.MirroredOrder{}
 	}
 	writeJSON(w, http.StatusOK, OrderList{Orders: orders, Count: len(orders)})
+}
+
+// queryCount reads the query parameter name, when given, into dst as a
+// whole number ≥ 0; otherwise it answers 400 naming the parameter and
+// returns false.
+func queryCount(w http.ResponseWriter, q url.Values, name string, dst *int) bool {
+	v := q.Get(name)
+	if v == "" {
+		return true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{name: {"must be a whole number ≥ 0"}})
+		return false
+	}
+	*dst = n
+	return true
 }
 
 func (s *Server) showOrder(w http.ResponseWriter, r *http.Request) {
@@ -253,13 +264,8 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	filter := ordersync.EventFilter{Account: s.account(r), OrderCode: strings.TrimSpace(q.Get("orderCode")),
 		OrderID: ordersync.ID(strings.TrimSpace(q.Get("orderId")))}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{"limit": {"must be a whole number ≥ 0"}})
-			return
-		}
-		filter.Limit = n
+	if !queryCount(w, q, "limit", &filter.Limit) {
+		return
 	}
 	events, err := s.cfg.Orders.ListEvents(r.Context(), filter)
 	if err != nil {
@@ -373,15 +379,7 @@ func (s *Server) deadLetterFilter(w http.ResponseWriter, r *http.Request) (order
 	q := r.URL.Query()
 	f := ordersync.DeadLetterFilter{Account: q.Get("account"), Reason: ordersync.DeadLetterReason(q.Get("reason"))}
 	f.IncludeReplayed = q.Get("replayed") == "true"
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{"limit": {"must be a whole number ≥ 0"}})
-			return f, false
-		}
-		f.Limit = n
-	}
-	return f, true
+	return f, queryCount(w, q, "limit", &f.Limit)
 }
 
 func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {

@@ -169,6 +169,8 @@ func TestOrdersEndpoints(t *testing.T) {
 		{"/v1/orders?status=SHIPPED", 400, 0},
 		{"/v1/orders?since=yesterday", 400, 0},
 		{"/v1/orders?limit=-1", 400, 0},
+		{"/v1/orders?offset=1", 200, 1},
+		{"/v1/orders?offset=first", 400, 0},
 		{"/v1/orders/NOPE123", 404, 0},
 	}
 	for _, tc := range tests {
@@ -296,6 +298,9 @@ func TestDeadLetterEndpoints(t *testing.T) {
 	status, b := e.do(t, "GET", "/v1/dead-letters", "")
 	if status != 200 || !bytes.Contains(b, []byte(`"reason":"unresolved"`)) || !bytes.Contains(b, []byte(`"orderId":"424242"`)) {
 		t.Fatalf("list: %d %s", status, b)
+	}
+	if status, b := e.do(t, "GET", "/v1/dead-letters?limit=all", ""); status != http.StatusBadRequest || !bytes.Contains(b, []byte("limit")) {
+		t.Errorf("dead letters with a bad limit: %d %s, want 400 naming limit", status, b)
 	}
 	if status, b := e.do(t, "GET", "/v1/dead-letters?reason=malformed", ""); status != 200 || !bytes.Contains(b, []byte(`"count":0`)) {
 		t.Errorf("filter by reason: %d %s", status, b)
