@@ -217,13 +217,6 @@ type EventJSON struct {
 	Detail         string    `json:"detail,omitempty"`
 }
 
-// EventJSONOf converts an event log row.
-func EventJSONOf(e ordersync.EventRecord) EventJSON {
-	return EventJSON{MsgID: e.MsgID, ReceivedAt: e.ReceivedAt, Type: string(e.Type), OrderType: e.OrderType,
-		OrderID: string(e.OrderID), OrderReference: e.OrderReference, OrderCode: e.OrderCode,
-		Signature: string(e.Signature), Outcome: string(e.Outcome), Detail: e.Detail}
-}
-
 func (s *Server) orderEvents(w http.ResponseWriter, r *http.Request) {
 	account, code := s.account(r), r.PathValue("orderCode")
 	o, err := s.cfg.Orders.FindOrderByCode(r.Context(), account, code)
@@ -252,7 +245,9 @@ type EventList struct {
 func EventsJSON(events []ordersync.EventRecord) []EventJSON {
 	out := make([]EventJSON, 0, len(events))
 	for _, e := range events {
-		out = append(out, EventJSONOf(e))
+		out = append(out, EventJSON{MsgID: e.MsgID, ReceivedAt: e.ReceivedAt, Type: string(e.Type), OrderType: e.OrderType,
+			OrderID: string(e.OrderID), OrderReference: e.OrderReference, OrderCode: e.OrderCode,
+			Signature: string(e.Signature), Outcome: string(e.Outcome), Detail: e.Detail})
 	}
 	return out
 }

@@ -120,10 +120,13 @@ func (p *Pruner) Prune(ctx context.Context) (PruneReport, error) {
 	return rep, nil
 }
 
+// Enabled reports whether there is anything to prune: a retention set.
+func (p *Pruner) Enabled() bool { return p.cfg.OutboxRetention > 0 || p.cfg.EventLogRetention > 0 }
+
 // Run prunes at once and then every Interval until ctx ends. It does
-// nothing when both retentions are 0.
+// nothing unless Enabled.
 func (p *Pruner) Run(ctx context.Context) error {
-	if p.cfg.OutboxRetention == 0 && p.cfg.EventLogRetention == 0 {
+	if !p.Enabled() {
 		return nil
 	}
 	t := time.NewTicker(p.cfg.Interval)

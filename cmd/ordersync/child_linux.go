@@ -65,8 +65,11 @@ func processCPU(pid int) (time.Duration, error) {
 	// The command name, in parentheses, may hold spaces: count fields after
 	// its closing one. utime and stime are fields 14 and 15 of the line.
 	end := strings.LastIndexByte(string(b), ')')
-	fields := strings.Fields(string(b[end+1:]))
-	if end < 0 || len(fields) < 13 {
+	var fields []string
+	if end >= 0 {
+		fields = strings.Fields(string(b[end+1:]))
+	}
+	if len(fields) < 13 {
 		return 0, fmt.Errorf("read CPU time: unexpected /proc/%d/stat %q", pid, b)
 	}
 	var ticks int64

@@ -180,6 +180,9 @@ func startCPUMeter(c *child) (*cpuMeter, error) {
 
 // per returns the CPU time used since the start, divided by n operations.
 func (m *cpuMeter) per(n int64) (phaseCPU, error) {
+	if n <= 0 {
+		return phaseCPU{}, nil
+	}
 	pipeline, err := m.child.CPU()
 	if err != nil {
 		return phaseCPU{}, err
@@ -187,9 +190,6 @@ func (m *cpuMeter) per(n int64) (phaseCPU, error) {
 	harness, err := rusage.CPU()
 	if err != nil {
 		return phaseCPU{}, err
-	}
-	if n <= 0 {
-		return phaseCPU{}, nil
 	}
 	return phaseCPU{Pipeline: (pipeline - m.pipeline0) / time.Duration(n), Harness: (harness - m.harness0) / time.Duration(n)}, nil
 }

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/store"
 )
 
 // TestLoadtest runs the load generator in a small size against the real
@@ -93,5 +97,29 @@ func TestCountInterval(t *testing.T) {
 		if got := countInterval(tt.mirrored, tt.total, tt.elapsed); got != tt.want {
 			t.Errorf("countInterval(%d, %d, %s) = %s, want %s", tt.mirrored, tt.total, tt.elapsed, got, tt.want)
 		}
+	}
+}
+
+// TestCountMirrored: the load test waits for fetched orders; an order
+// recorded but not fetched yet does not count.
+func TestCountMirrored(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, store.Config{URL: filepath.Join(t.TempDir(), "mirror.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.RecordOrderRef(ctx, ordersync.OrderRef{Account: ordersync.DefaultAccount, Code: "recorded"}); err != nil {
+		t.Fatal(err)
+	}
+	o, err := ordersync.DecodeOrder([]byte(`{"orderId":1,"orderCode":"fetched","orderStatus":"PAID"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ApplyOrders(ctx, []ordersync.ApplyParams{{Account: ordersync.DefaultAccount, Order: o, Seq: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := countMirrored(ctx, db); err != nil || n != 1 {
+		t.Errorf("countMirrored = %d, %v; want 1 (the fetched order only)", n, err)
 	}
 }

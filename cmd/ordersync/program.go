@@ -306,7 +306,7 @@ func (p *Program) Run(ctx context.Context) error {
 	if p.roles.reconciler && p.cfg.ReconcileInterval > 0 {
 		run(&working, "reconciler", func() error { return p.lead(workCtx, "reconciler", p.runReconcilers) })
 	}
-	if p.roles.reconciler && (p.cfg.OutboxRetention > 0 || p.cfg.EventLogRetention > 0) {
+	if p.roles.reconciler && p.pruner.Enabled() {
 		run(&working, "pruner", func() error { return p.lead(workCtx, "pruner", p.pruner.Run) })
 	}
 
