@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -32,9 +33,10 @@ var orderColumns = []string{
 
 // The multi-row statements of ApplyOrders.
 var (
-	// upsertOrders writes every column of fetched orders. On conflict it
-	// keeps the row's first_seen_at and expires_at, which belong to
-	// ordersync, not to the document.
+	// upsertOrders writes every column of fetched orders and returns their
+	// row ids, which their line items, metadata, history and outbox
+	// messages are keyed by. On conflict it keeps the row's first_seen_at
+	// and expires_at, which belong to ordersync, not to the document.
 	upsertOrders = func() rowsSQL {
 		var set []string
 		for _, c := range orderColumns {
@@ -45,7 +47,7 @@ var (
 		return rowsSQL{
 			prefix: "INSERT INTO orders (" + strings.Join(orderColumns, ", ") + ") VALUES ",
 			cols:   len(orderColumns),
-			suffix: " ON CONFLICT (account, order_code) DO UPDATE SET " + strings.Join(set, ", "),
+			suffix: " ON CONFLICT (account, order_code) DO UPDATE SET " + strings.Join(set, ", ") + " RETURNING id, account, order_code",
 		}
 	}()
 	// touchOrders updates only the sync bookkeeping of orders whose
@@ -56,12 +58,12 @@ var (
 		suffix: ` ON CONFLICT (account, order_code) DO UPDATE SET fetch_seq = excluded.fetch_seq, fetch_count = excluded.fetch_count,
     last_synced_at = excluded.last_synced_at, last_event_at = excluded.last_event_at, last_event_type = excluded.last_event_type`,
 	}
-	deleteItems    = rowsSQL{prefix: `DELETE FROM order_line_items WHERE (account, order_code) IN (VALUES `, cols: 2, suffix: `)`}
-	deleteMetadata = rowsSQL{prefix: `DELETE FROM order_metadata WHERE (account, order_code) IN (VALUES `, cols: 2, suffix: `)`}
-	insertItems    = rowsSQL{prefix: `INSERT INTO order_line_items (account, order_code, position, product_id, sku, name, price, promo_price, quantity, image_url, sub_total) VALUES `, cols: 11}
-	insertMetadata = rowsSQL{prefix: `INSERT INTO order_metadata (account, order_code, position, name, value) VALUES `, cols: 5}
-	insertHistory  = rowsSQL{prefix: `INSERT INTO status_history (account, order_code, from_status, to_status, fetch_seq, at, cause) VALUES `, cols: 7}
-	insertOutbox   = rowsSQL{prefix: `INSERT INTO outbox (account, order_code, subject, msg_id, payload, created_at) VALUES `, cols: 6}
+	deleteItems    = rowsSQL{prefix: `DELETE FROM order_line_items WHERE order_row IN (`, cols: 1, suffix: `)`}
+	deleteMetadata = rowsSQL{prefix: `DELETE FROM order_metadata WHERE order_row IN (`, cols: 1, suffix: `)`}
+	insertItems    = rowsSQL{prefix: `INSERT INTO order_line_items (order_row, position, product_id, sku, name, price, promo_price, quantity, image_url, sub_total) VALUES `, cols: 10}
+	insertMetadata = rowsSQL{prefix: `INSERT INTO order_metadata (order_row, position, name, value) VALUES `, cols: 4}
+	insertHistory  = rowsSQL{prefix: `INSERT INTO status_history (order_row, from_status, to_status, fetch_seq, at, cause) VALUES `, cols: 6}
+	insertOutbox   = rowsSQL{prefix: `INSERT INTO outbox (order_row, account, order_code, subject, msg_id, payload, created_at) VALUES `, cols: 7}
 	upsertEvents   = rowsSQL{
 		prefix: `INSERT INTO event_log (msg_id, account, received_at, type, order_type, order_id, order_reference, order_code, signature, outcome, detail) VALUES `,
 		cols:   11,
@@ -81,6 +83,8 @@ var (
 // orderState is what ApplyOrders knows about a mirrored order: read once per
 // batch, then kept current in memory as the batch's params apply.
 type orderState struct {
+	// ID is the order's row id; 0 until the order has a row.
+	ID            int64      `db:"id"`
 	Account       string     `db:"account"`
 	Code          string     `db:"order_code"`
 	Status        string     `db:"status"`
@@ -126,8 +130,18 @@ type batchOrder struct {
 
 // outboxEntry is a message to queue; payload is an index into batch.payloads.
 type outboxEntry struct {
-	account, code, subject, msgID string
-	payload                       int
+	key            orderKey
+	subject, msgID string
+	payload        int
+}
+
+// historyEntry is a status change to record.
+type historyEntry struct {
+	key      orderKey
+	from, to ordersync.Status
+	seq      int64
+	at       time.Time
+	cause    ordersync.Cause
 }
 
 // batch is everything one ApplyOrders call writes, gathered in memory first
@@ -136,7 +150,7 @@ type batch struct {
 	now      time.Time
 	orders   map[orderKey]*batchOrder
 	keys     []orderKey // first-seen order, for deterministic writes
-	history  [][]any
+	history  []historyEntry
 	outbox   []outboxEntry
 	payloads []ordersync.MirroredOrder
 	events   []ordersync.EventRecord
@@ -182,7 +196,7 @@ func (db *DB) ApplyOrders(ctx context.Context, params []ordersync.ApplyParams) (
 		n := len(params)
 		b := &batch{
 			now: time.Now(), orders: make(map[orderKey]*batchOrder, n), keys: make([]orderKey, 0, n),
-			history: make([][]any, 0, n), outbox: make([]outboxEntry, 0, 2*n), payloads: make([]ordersync.MirroredOrder, 0, n),
+			history: make([]historyEntry, 0, n), outbox: make([]outboxEntry, 0, 2*n), payloads: make([]ordersync.MirroredOrder, 0, n),
 			events: make([]ordersync.EventRecord, 0, n), eventAt: make(map[string]int, n),
 		}
 		results = make([]ordersync.ApplyResult, len(params))
@@ -275,7 +289,7 @@ func (db *DB) lockOrderStates(ctx context.Context, tx *sqlx.Tx, params []ordersy
 
 // stateQuery reads the states of n orders of one account.
 func stateQuery(n int) string {
-	return `SELECT account, order_code, status, fetch_seq, document_hash, raw_document IS NOT NULL AS fetched, paid_fired,
+	return `SELECT id, account, order_code, status, fetch_seq, document_hash, raw_document IS NOT NULL AS fetched, paid_fired,
        status_transitions, first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count
 FROM orders WHERE account = ? AND order_code IN (` + placeholders(n) + `)`
 }
@@ -383,12 +397,12 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 	withDoc.Raw = doc
 	b.payloads = append(b.payloads, ordersync.MirroredOrder{Account: p.Account, Order: withDoc, Sync: st.syncInfo()})
 	if statusChanged {
-		b.history = append(b.history, []any{p.Account, o.OrderCode, string(res.PreviousStatus), string(o.OrderStatus), p.Seq, fetchedAt, string(p.Cause)})
+		b.history = append(b.history, historyEntry{key, res.PreviousStatus, o.OrderStatus, p.Seq, fetchedAt, p.Cause})
 		msgID := p.Account + ":" + o.OrderCode + ":status:" + string(o.OrderStatus) + ":" + strconv.FormatInt(st.Transitions, 10)
-		b.outbox = append(b.outbox, outboxEntry{p.Account, o.OrderCode, ordersync.SubjectStatusPrefix + string(o.OrderStatus), msgID, payload})
+		b.outbox = append(b.outbox, outboxEntry{key, ordersync.SubjectStatusPrefix + string(o.OrderStatus), msgID, payload})
 	}
 	if firePaid {
-		b.outbox = append(b.outbox, outboxEntry{p.Account, o.OrderCode, ordersync.SubjectPaid, p.Account + ":" + o.OrderCode + ":paid", payload})
+		b.outbox = append(b.outbox, outboxEntry{key, ordersync.SubjectPaid, p.Account + ":" + o.OrderCode + ":paid", payload})
 	}
 	return res, nil
 }
@@ -434,7 +448,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 		return fmt.Errorf("log events: %w", err)
 	}
 
-	var full, touched, replaced, items, metadata [][]any
+	var full, touched, replaced [][]any
 	for _, k := range b.keys {
 		bo := b.orders[k]
 		st := bo.st
@@ -447,36 +461,65 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 		}
 		full = append(full, orderValues(k.account, bo, st))
 		if bo.hadDetails {
-			replaced = append(replaced, []any{k.account, k.code})
+			replaced = append(replaced, []any{st.ID})
+		}
+	}
+	if err := db.execSteps(ctx, tx, []writeStep{
+		{"delete replaced line items", deleteItems, replaced},
+		{"delete replaced metadata", deleteMetadata, replaced},
+		{"update sync bookkeeping", touchOrders, touched},
+	}); err != nil {
+		return err
+	}
+	err := db.queryRows(ctx, tx, upsertOrders, full, func(rows *sql.Rows) error {
+		var (
+			id int64
+			k  orderKey
+		)
+		if err := rows.Scan(&id, &k.account, &k.code); err != nil {
+			return err
+		}
+		bo := b.orders[k]
+		if bo == nil {
+			return fmt.Errorf("returned order %s/%s, which the batch did not write", k.account, k.code)
+		}
+		bo.st.ID = id
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("write orders: %w", err)
+	}
+
+	var items, metadata, history [][]any
+	for _, k := range b.keys {
+		bo := b.orders[k]
+		if !bo.changed {
+			continue
+		}
+		row := bo.st.ID
+		if row == 0 {
+			return fmt.Errorf("write orders: no row id returned for %s/%s", k.account, k.code)
 		}
 		for i, li := range bo.order.LineItems {
 			var promo any
 			if li.PromoPrice != nil {
 				promo = *li.PromoPrice
 			}
-			items = append(items, []any{k.account, k.code, i, string(li.ProductID), li.SKU, li.Name, li.Price, promo, li.Quantity, li.ImageURL, li.SubTotal})
+			items = append(items, []any{row, i, string(li.ProductID), li.SKU, li.Name, li.Price, promo, li.Quantity, li.ImageURL, li.SubTotal})
 		}
 		for i, m := range bo.order.Metadata {
-			metadata = append(metadata, []any{k.account, k.code, i, m.Name, m.Value})
+			metadata = append(metadata, []any{row, i, m.Name, m.Value})
 		}
 	}
-	steps := []struct {
-		what string
-		sql  rowsSQL
-		rows [][]any
-	}{
-		{"delete replaced line items", deleteItems, replaced},
-		{"delete replaced metadata", deleteMetadata, replaced},
-		{"write orders", upsertOrders, full},
-		{"update sync bookkeeping", touchOrders, touched},
+	for _, h := range b.history {
+		history = append(history, []any{b.orders[h.key].st.ID, string(h.from), string(h.to), h.seq, h.at, string(h.cause)})
+	}
+	if err := db.execSteps(ctx, tx, []writeStep{
 		{"insert line items", insertItems, items},
 		{"insert metadata", insertMetadata, metadata},
-		{"insert status history", insertHistory, b.history},
-	}
-	for _, s := range steps {
-		if err := db.execRows(ctx, tx, s.sql, s.rows); err != nil {
-			return fmt.Errorf("%s: %w", s.what, err)
-		}
+		{"insert status history", insertHistory, history},
+	}); err != nil {
+		return err
 	}
 
 	if len(b.outbox) == 0 {
@@ -489,10 +532,26 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	created := dbTime(b.now)
 	outbox := make([][]any, len(b.outbox))
 	for i, e := range b.outbox {
-		outbox[i] = []any{e.account, e.code, e.subject, e.msgID, payloads[e.payload], created}
+		outbox[i] = []any{b.orders[e.key].st.ID, e.key.account, e.key.code, e.subject, e.msgID, payloads[e.payload], created}
 	}
 	if err := db.execRows(ctx, tx, insertOutbox, outbox); err != nil {
 		return fmt.Errorf("queue outbox messages: %w", err)
+	}
+	return nil
+}
+
+// writeStep is one multi-row statement of writeBatch.
+type writeStep struct {
+	what string
+	sql  rowsSQL
+	rows [][]any
+}
+
+func (db *DB) execSteps(ctx context.Context, tx *sqlx.Tx, steps []writeStep) error {
+	for _, s := range steps {
+		if err := db.execRows(ctx, tx, s.sql, s.rows); err != nil {
+			return fmt.Errorf("%s: %w", s.what, err)
+		}
 	}
 	return nil
 }

@@ -165,7 +165,8 @@ type historyRow struct {
 func statusHistory(t *testing.T, db *DB, code string) []historyRow {
 	t.Helper()
 	var rows []historyRow
-	if err := db.read.Select(&rows, db.rebind(`SELECT from_status, to_status, fetch_seq, cause FROM status_history WHERE account = ? AND order_code = ? ORDER BY id`), ordersync.DefaultAccount, code); err != nil {
+	if err := db.read.Select(&rows, db.rebind(`SELECT h.from_status, h.to_status, h.fetch_seq, h.cause FROM status_history h JOIN orders o ON o.id = h.order_row
+WHERE o.account = ? AND o.order_code = ? ORDER BY h.id`), ordersync.DefaultAccount, code); err != nil {
 		t.Fatalf("read status history: %v", err)
 	}
 	return rows

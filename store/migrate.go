@@ -19,40 +19,11 @@ var migrations embed.FS
 // through goose's session-level advisory lock, SQLite through a lock file
 // next to the database.
 func (db *DB) Migrate(ctx context.Context) error {
-	var (
-		dir     = "migrations/" + db.dialect
-		dialect goose.Dialect
-		opts    = []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
-	)
-	switch db.dialect {
-	case DialectSQLite:
-		dialect = goose.DialectSQLite3
-		unlock, err := lockFile(ctx, db.migrateLock)
-		if err != nil {
-			return fmt.Errorf("migrate sqlite store: %w", err)
-		}
-		defer unlock()
-	case DialectPostgres:
-		dialect = goose.DialectPostgres
-		id, err := db.postgresLockID(ctx)
-		if err != nil {
-			return fmt.Errorf("migrate postgres store: %w", err)
-		}
-		// Retry every second (goose's minimum) for up to five minutes.
-		locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(id), lock.WithLockTimeout(1, 300))
-		if err != nil {
-			return fmt.Errorf("migrate postgres store: %w", err)
-		}
-		opts = append(opts, goose.WithSessionLocker(locker))
-	}
-	fsys, err := fs.Sub(migrations, dir)
+	provider, unlock, err := db.migrations(ctx)
 	if err != nil {
-		return fmt.Errorf("migrate %s store: %w", db.dialect, err)
+		return err
 	}
-	provider, err := goose.NewProvider(dialect, db.write.DB, fsys, opts...)
-	if err != nil {
-		return fmt.Errorf("migrate %s store: %w", db.dialect, err)
-	}
+	defer unlock()
 	results, err := provider.Up(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate %s store: %w", db.dialect, err)
@@ -61,6 +32,46 @@ func (db *DB) Migrate(ctx context.Context) error {
 		db.logger.InfoContext(ctx, "applied migration", "version", r.Source.Version, "duration", r.Duration)
 	}
 	return nil
+}
+
+// migrations is the goose provider of the dialect's migrations, holding the
+// migration lock (SQLite's at once, PostgreSQL's around each run) until
+// unlock.
+func (db *DB) migrations(ctx context.Context) (provider *goose.Provider, unlock func(), err error) {
+	var (
+		dir     = "migrations/" + db.dialect
+		dialect goose.Dialect
+		opts    = []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
+	)
+	unlock = func() {}
+	switch db.dialect {
+	case DialectSQLite:
+		dialect = goose.DialectSQLite3
+		if unlock, err = lockFile(ctx, db.migrateLock); err != nil {
+			return nil, nil, fmt.Errorf("migrate sqlite store: %w", err)
+		}
+	case DialectPostgres:
+		dialect = goose.DialectPostgres
+		id, err := db.postgresLockID(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("migrate postgres store: %w", err)
+		}
+		// Retry every second (goose's minimum) for up to five minutes.
+		locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(id), lock.WithLockTimeout(1, 300))
+		if err != nil {
+			return nil, nil, fmt.Errorf("migrate postgres store: %w", err)
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	fsys, err := fs.Sub(migrations, dir)
+	if err == nil {
+		provider, err = goose.NewProvider(dialect, db.write.DB, fsys, opts...)
+	}
+	if err != nil {
+		unlock()
+		return nil, nil, fmt.Errorf("migrate %s store: %w", db.dialect, err)
+	}
+	return provider, unlock, nil
 }
 
 // postgresLockID derives the migration lock from the schema migrations go

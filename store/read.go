@@ -19,6 +19,7 @@ const (
 
 // orderRow is one row of orders as the readers select it.
 type orderRow struct {
+	ID                  int64            `db:"id"`
 	Account             string           `db:"account"`
 	OrderCode           string           `db:"order_code"`
 	OrderID             string           `db:"order_id"`
@@ -56,15 +57,14 @@ type orderRow struct {
 	FetchSeq            int64            `db:"fetch_seq"`
 }
 
-const orderRowColumns = `account, order_code, order_id, order_reference, name, description, status,
+const orderRowColumns = `id, account, order_code, order_id, order_reference, name, description, status,
 subtotal, shipping_amount, discount_amount, surcharge_amount, total, payment_link_url, success_url, cancel_url, created_at,
 store_name, store_country_code, store_currency_code, store_currency_symbol, store_locale, store_timezone,
 has_payment, payment_authorization_code, payment_voucher_url, buyer_name, buyer_phone, buyer_email,
 first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count, fetch_seq`
 
 type itemRow struct {
-	Account    string            `db:"account"`
-	OrderCode  string            `db:"order_code"`
+	OrderRow   int64             `db:"order_row"`
 	ProductID  string            `db:"product_id"`
 	SKU        string            `db:"sku"`
 	Name       string            `db:"name"`
@@ -76,10 +76,9 @@ type itemRow struct {
 }
 
 type metadataRow struct {
-	Account   string `db:"account"`
-	OrderCode string `db:"order_code"`
-	Name      string `db:"name"`
-	Value     string `db:"value"`
+	OrderRow int64  `db:"order_row"`
+	Name     string `db:"name"`
+	Value    string `db:"value"`
 }
 
 func (r *orderRow) mirrored() *ordersync.MirroredOrder {
@@ -147,7 +146,7 @@ WHERE account = ? AND order_code = ? AND raw_document IS NOT NULL`), account, or
 			return err
 		}
 		m = r.mirrored()
-		return db.loadDetails(ctx, tx, []*ordersync.MirroredOrder{m})
+		return db.loadDetails(ctx, tx, []int64{r.ID}, []*ordersync.MirroredOrder{m})
 	})
 	if err != nil {
 		return nil, err
@@ -155,45 +154,39 @@ WHERE account = ? AND order_code = ? AND raw_document IS NOT NULL`), account, or
 	return m, nil
 }
 
-// loadDetails fills the line items and metadata of orders, with two queries
-// per account (and per maxInParams orders).
-func (db *DB) loadDetails(ctx context.Context, tx *sqlx.Tx, orders []*ordersync.MirroredOrder) error {
-	byKey := make(map[orderKey]*ordersync.MirroredOrder, len(orders))
-	byAccount := map[string][]any{}
-	var accounts []string
-	for _, m := range orders {
-		byKey[orderKey{m.Account, m.Order.OrderCode}] = m
-		if _, ok := byAccount[m.Account]; !ok {
-			accounts = append(accounts, m.Account)
-		}
-		byAccount[m.Account] = append(byAccount[m.Account], m.Order.OrderCode)
+// loadDetails fills the line items and metadata of orders, whose rows are
+// rows (one to one), with two queries per maxInParams orders.
+func (db *DB) loadDetails(ctx context.Context, tx *sqlx.Tx, rows []int64, orders []*ordersync.MirroredOrder) error {
+	byRow := make(map[int64]*ordersync.MirroredOrder, len(orders))
+	for i, m := range orders {
+		byRow[rows[i]] = m
 	}
-	for _, account := range accounts {
-		codes := byAccount[account]
-		for len(codes) > 0 {
-			chunk := codes[:min(len(codes), maxInParams)]
-			codes = codes[len(chunk):]
-			where := ` WHERE account = ? AND order_code IN (` + placeholders(len(chunk)) + `) ORDER BY account, order_code, position`
-			args := append([]any{account}, chunk...)
-			var items []itemRow
-			if err := tx.SelectContext(ctx, &items, db.rebind(`SELECT account, order_code, product_id, sku, name, price, promo_price, quantity, image_url, sub_total FROM order_line_items`+where), args...); err != nil {
-				return fmt.Errorf("load line items: %w", err)
-			}
-			for _, it := range items {
-				m := byKey[orderKey{it.Account, it.OrderCode}]
-				m.Order.LineItems = append(m.Order.LineItems, ordersync.LineItem{
-					ProductID: ordersync.ID(it.ProductID), SKU: it.SKU, Name: it.Name, Price: it.Price,
-					PromoPrice: it.PromoPrice, Quantity: it.Quantity, ImageURL: it.ImageURL, SubTotal: it.SubTotal,
-				})
-			}
-			var metadata []metadataRow
-			if err := tx.SelectContext(ctx, &metadata, db.rebind(`SELECT account, order_code, name, value FROM order_metadata`+where), args...); err != nil {
-				return fmt.Errorf("load metadata: %w", err)
-			}
-			for _, md := range metadata {
-				m := byKey[orderKey{md.Account, md.OrderCode}]
-				m.Order.Metadata = append(m.Order.Metadata, ordersync.MetadataEntry{Name: md.Name, Value: md.Value})
-			}
+	for len(rows) > 0 {
+		chunk := rows[:min(len(rows), maxInParams)]
+		rows = rows[len(chunk):]
+		where := ` WHERE order_row IN (` + placeholders(len(chunk)) + `) ORDER BY order_row, position`
+		args := make([]any, len(chunk))
+		for i, r := range chunk {
+			args[i] = r
+		}
+		var items []itemRow
+		if err := tx.SelectContext(ctx, &items, db.rebind(`SELECT order_row, product_id, sku, name, price, promo_price, quantity, image_url, sub_total FROM order_line_items`+where), args...); err != nil {
+			return fmt.Errorf("load line items: %w", err)
+		}
+		for _, it := range items {
+			m := byRow[it.OrderRow]
+			m.Order.LineItems = append(m.Order.LineItems, ordersync.LineItem{
+				ProductID: ordersync.ID(it.ProductID), SKU: it.SKU, Name: it.Name, Price: it.Price,
+				PromoPrice: it.PromoPrice, Quantity: it.Quantity, ImageURL: it.ImageURL, SubTotal: it.SubTotal,
+			})
+		}
+		var metadata []metadataRow
+		if err := tx.SelectContext(ctx, &metadata, db.rebind(`SELECT order_row, name, value FROM order_metadata`+where), args...); err != nil {
+			return fmt.Errorf("load metadata: %w", err)
+		}
+		for _, md := range metadata {
+			m := byRow[md.OrderRow]
+			m.Order.Metadata = append(m.Order.Metadata, ordersync.MetadataEntry{Name: md.Name, Value: md.Value})
 		}
 	}
 	return nil
@@ -225,10 +218,11 @@ func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) ([]*
 			return err
 		}
 		orders = make([]*ordersync.MirroredOrder, len(rows))
+		ids := make([]int64, len(rows))
 		for i := range rows {
-			orders[i] = rows[i].mirrored()
+			orders[i], ids[i] = rows[i].mirrored(), rows[i].ID
 		}
-		return db.loadDetails(ctx, tx, orders)
+		return db.loadDetails(ctx, tx, ids, orders)
 	})
 	if err != nil {
 		return nil, err

@@ -55,6 +55,12 @@ func chunkSizes(n int) []int {
 // execRows runs r over rows (each holding r.cols arguments), in as few
 // statements as chunkSizes allows.
 func (db *DB) execRows(ctx context.Context, tx *sqlx.Tx, r rowsSQL, rows [][]any) error {
+	return db.queryRows(ctx, tx, r, rows, nil)
+}
+
+// queryRows is execRows for a statement that returns rows (RETURNING):
+// scan is called for each.
+func (db *DB) queryRows(ctx context.Context, tx *sqlx.Tx, r rowsSQL, rows [][]any, scan func(*sql.Rows) error) error {
 	args := make([]any, 0, min(len(rows), maxRowsPerStatement)*r.cols)
 	for _, size := range chunkSizes(len(rows)) {
 		args = args[:0]
@@ -65,33 +71,47 @@ func (db *DB) execRows(ctx context.Context, tx *sqlx.Tx, r rowsSQL, rows [][]any
 			args = append(args, row...)
 		}
 		rows = rows[size:]
-		if err := db.execTx(ctx, tx, db.rebind(r.sql(size)), args...); err != nil {
+		if err := db.queryTx(ctx, tx, scan, db.rebind(r.sql(size)), args...); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// execTx runs query in tx. On SQLite a query prepared at the first
-// ApplyOrders runs as that statement: the single write connection parses it
-// once, not once per batch. It runs through Query, not Exec: mattn/go-sqlite3
-// binds a query's arguments and takes its first step in one cgo call, where
-// Exec makes one call per argument, which dominates multi-row statements.
-// PostgreSQL's driver keeps its own cache of prepared statements per
-// connection.
-func (db *DB) execTx(ctx context.Context, tx *sqlx.Tx, query string, args ...any) error {
-	if stmts := db.prepared.Load(); stmts != nil && (*stmts)[query] != nil {
-		rows, err := tx.StmtContext(ctx, (*stmts)[query]).QueryContext(ctx, args...)
-		if err != nil {
-			return err
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		return rows.Err()
+// queryTx runs query in tx and calls scan, if not nil, for each row it
+// returns. On SQLite a query prepared at the first ApplyOrders runs as that
+// statement: the single write connection parses it once, not once per
+// batch. It runs through Query, not Exec: mattn/go-sqlite3 binds a query's
+// arguments and takes its first step in one cgo call, where Exec makes one
+// call per argument, which dominates multi-row statements. PostgreSQL's
+// driver keeps its own cache of prepared statements per connection.
+func (db *DB) queryTx(ctx context.Context, tx *sqlx.Tx, scan func(*sql.Rows) error, query string, args ...any) error {
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	switch stmts := db.prepared.Load(); {
+	case stmts != nil && (*stmts)[query] != nil:
+		rows, err = tx.StmtContext(ctx, (*stmts)[query]).QueryContext(ctx, args...)
+	case scan != nil:
+		rows, err = tx.QueryContext(ctx, query, args...)
+	default:
+		_, err = tx.ExecContext(ctx, query, args...)
+		return err
 	}
-	_, err := tx.ExecContext(ctx, query, args...)
-	return err
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for scan != nil && rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	return rows.Err()
 }
 
 // prepareWrites prepares, once, the SQLite statements ApplyOrders uses: every
