@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -171,6 +172,9 @@ type Receiver struct {
 	recorder   *asyncRecorder // nil without a Recorder
 	retryAfter string
 	logger     *slog.Logger
+	// publishWait sums the publish waits since the last PublishWait call;
+	// publishes counts them.
+	publishWait, publishes atomic.Int64
 }
 
 // New builds a Receiver. With a Recorder it starts the goroutine that
@@ -248,6 +252,19 @@ var (
 	bodyUnavailable      = newReply(`{"status":"unavailable","error":"the queue did not acknowledge; retry later"}`)
 )
 
+// PublishWait is the mean wait for the queue's ack of the webhooks
+// published since the last call, and how many there were. The wait grows
+// when the process's CPU is short, before the answers' latency does: the
+// worker pool in the same process yields to it (PoolConfig.Pressure).
+func (rc *Receiver) PublishWait() (mean time.Duration, n int64) {
+	n = rc.publishes.Swap(0)
+	total := rc.publishWait.Swap(0)
+	if n <= 0 {
+		return 0, 0
+	}
+	return time.Duration(total / n), n
+}
+
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	acct, ok := rc.route(r.URL.Path)
 	if !ok {
@@ -317,7 +334,10 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), rc.cfg.PublishTimeout)
 	start := time.Now()
 	dup, err := rc.cfg.Publisher.PublishEvent(ctx, in)
-	rc.metrics.publishDuration.Observe(time.Since(start).Seconds())
+	wait := time.Since(start)
+	rc.metrics.publishDuration.Observe(wait.Seconds())
+	rc.publishWait.Add(int64(wait))
+	rc.publishes.Add(1)
 	cancel()
 	if err != nil {
 		rc.logger.Warn("webhook not queued; answering 503 so the provider retries",

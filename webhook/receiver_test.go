@@ -394,3 +394,43 @@ func outcomeCount(rc *Receiver, o outcome) float64 {
 	}
 	return sum
 }
+
+// slowPublisher holds each publish for delay before passing it on.
+type slowPublisher struct {
+	ordersync.EventPublisher
+	delay time.Duration
+}
+
+func (p slowPublisher) PublishEvent(ctx context.Context, ev *ordersync.InboundEvent) (bool, error) {
+	time.Sleep(p.delay)
+	return p.EventPublisher.PublishEvent(ctx, ev)
+}
+
+// TestPublishWait: PublishWait reports the mean wait of the webhooks
+// published since its last call, and how many; rejected requests publish
+// nothing and do not count.
+func TestPublishWait(t *testing.T) {
+	const delay = 5 * time.Millisecond
+	tq := startQueue(t, t.TempDir(), queueConfig())
+	rc, url := startReceiver(t, Config{Secrets: []string{oldSecret}, Publisher: slowPublisher{tq.q, delay}})
+	if wait, n := rc.PublishWait(); wait != 0 || n != 0 {
+		t.Fatalf("PublishWait before any webhook = %v, %d; want 0, 0", wait, n)
+	}
+	for i := range 4 {
+		body := fmt.Appendf(nil, `{"orderId":"%d","orderType":"FASTLINK_CHARGE","type":"Created"}`, i+1)
+		if r := post(t, http.MethodPost, url+Path, body, Sign(oldSecret, body)); r.status != http.StatusOK {
+			t.Fatalf("webhook %d answered %d", i, r.status)
+		}
+	}
+	body := []byte(`{"orderId":"9","type":"Created"}`)
+	if r := post(t, http.MethodPost, url+Path, body, Sign("wrong", body)); r.status != http.StatusUnauthorized {
+		t.Fatalf("badly signed webhook answered %d", r.status)
+	}
+	wait, n := rc.PublishWait()
+	if n != 4 || wait < delay || wait > 50*delay {
+		t.Errorf("PublishWait = %v over %d webhooks; want 4 webhooks of about %v", wait, n, delay)
+	}
+	if wait, n := rc.PublishWait(); wait != 0 || n != 0 {
+		t.Errorf("PublishWait again = %v, %d; want 0, 0: each call starts a new window", wait, n)
+	}
+}

@@ -144,6 +144,7 @@ type poolMetrics struct {
 	syncLag         prometheus.Histogram
 	pendingMessages prometheus.Gauge
 	coalesced       prometheus.Counter
+	fetchLimit      prometheus.Gauge
 }
 
 func newPoolMetrics(reg prometheus.Registerer) (*poolMetrics, error) {
@@ -165,6 +166,10 @@ func newPoolMetrics(reg prometheus.Registerer) (*poolMetrics, error) {
 			Name: "ordersync_worker_events_coalesced_total",
 			Help: "Events that joined a fetch already planned or running for their order instead of causing one.",
 		}),
+		fetchLimit: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ordersync_worker_fetch_limit",
+			Help: "Fetches the worker pool may run at once: its concurrency, less while it yields the CPU to the webhook receiver.",
+		}),
 	}
 	var err error
 	if m.deadLetters, err = collect.Register(reg, m.deadLetters); err != nil {
@@ -177,6 +182,9 @@ func newPoolMetrics(reg prometheus.Registerer) (*poolMetrics, error) {
 		return nil, err
 	}
 	if m.coalesced, err = collect.Register(reg, m.coalesced); err != nil {
+		return nil, err
+	}
+	if m.fetchLimit, err = collect.Register(reg, m.fetchLimit); err != nil {
 		return nil, err
 	}
 	for _, reason := range []ordersync.DeadLetterReason{ordersync.ReasonUnknownOrder, ordersync.ReasonUnresolved,

@@ -29,6 +29,18 @@ type PoolConfig struct {
 	// FetchConcurrency is how many fetches (and resolutions) run at once.
 	// Default 64.
 	FetchConcurrency int
+	// Pressure, when set, reports the mean wait of the webhooks answered in
+	// this process for the queue's ack since its last call, and how many
+	// there were (webhook.Receiver.PublishWait). While the wait is above
+	// PressureTarget the pool runs fewer fetches at once, so that the
+	// receiver gets the CPU and webhooks are answered first (see
+	// yieldLoop).
+	Pressure func() (wait time.Duration, webhooks int64)
+	// PressureTarget is the mean publish wait above which the pool yields.
+	// Default 2ms.
+	PressureTarget time.Duration
+	// PressureInterval is how often Pressure is read. Default 50ms.
+	PressureInterval time.Duration
 	// BatchSize is the most events one pull returns and the most orders one
 	// mirror transaction applies. Default 100.
 	BatchSize int
@@ -100,6 +112,12 @@ func (c PoolConfig) withDefaults() PoolConfig {
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = 100
+	}
+	if c.PressureTarget == 0 {
+		c.PressureTarget = 2 * time.Millisecond
+	}
+	if c.PressureInterval == 0 {
+		c.PressureInterval = 50 * time.Millisecond
 	}
 	if c.CommitDelay == 0 {
 		c.CommitDelay = 2 * time.Millisecond
@@ -192,6 +210,8 @@ type Pool struct {
 	// slots, gives back what it did not use, and every settled delivery
 	// gives back one.
 	room *semaphore.Weighted
+	// slots bounds the fetches running at once (yieldLoop moves it).
+	slots *fetchSlots
 	// unsettled counts deliveries not settled yet; the drain waits for it.
 	unsettled sync.WaitGroup
 
@@ -267,7 +287,9 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		codes:   newCodeCache(codeCacheSize),
 		flights: make(map[orderKey]*flight),
 		room:    semaphore.NewWeighted(int64(3*cfg.BatchSize + cfg.FetchConcurrency)),
+		slots:   newFetchSlots(cfg.FetchConcurrency),
 	}
+	m.fetchLimit.Set(float64(cfg.FetchConcurrency))
 	p.codesResolver, _ = cfg.Mirror.(codesResolver)
 	return p, nil
 }
@@ -299,6 +321,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	aux.Go(func() { p.knownLoop(workCtx) })
 	aux.Go(func() { p.extendLoop(auxCtx) })
 	aux.Go(func() { p.pendingLoop(auxCtx) })
+	aux.Go(func() { p.yieldLoop(auxCtx) })
 
 	p.pull(ctx)
 
@@ -496,18 +519,29 @@ func (p *Pool) finishRound(r *round) *round {
 // work runs jobs until the pool closes them.
 func (p *Pool) work(ctx context.Context) {
 	for j := range p.jobs {
-		switch {
-		case j.round != nil:
-			p.startRound(j.round)
-			p.runRounds(ctx, j.round)
-		case j.resolve != nil:
-			if r := p.resolve(ctx, j.resolve); r != nil {
-				p.startRound(r)
-				p.runRounds(ctx, r)
-			}
-		case j.dead != nil:
-			p.deadLetter(ctx, j.dead, j.reason, j.err)
+		// Once ctx ends (a drain that timed out), jobs run without a slot
+		// and fail fast; their deliveries go back to the queue.
+		acquired := p.slots.acquire(ctx) == nil
+		p.do(ctx, j)
+		if acquired {
+			p.slots.release()
 		}
+	}
+}
+
+// do runs one job.
+func (p *Pool) do(ctx context.Context, j job) {
+	switch {
+	case j.round != nil:
+		p.startRound(j.round)
+		p.runRounds(ctx, j.round)
+	case j.resolve != nil:
+		if r := p.resolve(ctx, j.resolve); r != nil {
+			p.startRound(r)
+			p.runRounds(ctx, r)
+		}
+	case j.dead != nil:
+		p.deadLetter(ctx, j.dead, j.reason, j.err)
 	}
 }
 

@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -309,4 +310,65 @@ func TestPoolDrainAcksCommitted(t *testing.T) {
 	e.startPool(t, s, nil) // the next worker finishes the rest
 	e.waitDrained(t, 10*time.Second)
 	e.assertMirrorMatchesSim(t, codes)
+}
+
+// TestPoolYieldsToWebhooks: while the receiver's publish wait is above the
+// target, the pool starts no fetch and the events wait in the queue; between
+// half the target and the target it holds; when no webhooks come it syncs
+// them all; and a drain that begins while it yields runs at full speed.
+func TestPoolYieldsToWebhooks(t *testing.T) {
+	const target = 2 * time.Millisecond
+	e := newEnv(t, sim.Faults{})
+	first, second := e.createOrders(t, 10), e.createOrders(t, 10)
+	var wait atomic.Int64 // the publish wait Pressure reports; 0: no webhooks
+	wait.Store(int64(10 * time.Millisecond))
+	stop := e.startPool(t, e.newSyncer(t, nil, nil), func(c *worker.PoolConfig) {
+		c.PressureTarget, c.PressureInterval = target, 2*time.Millisecond
+		c.DrainTimeout = 5 * time.Second
+		c.Pressure = func() (time.Duration, int64) {
+			if w := wait.Load(); w > 0 {
+				return time.Duration(w), 100
+			}
+			return 0, 0
+		}
+	})
+	limit := func() float64 { return counterValue(t, e.reg, "ordersync_worker_fetch_limit", nil) }
+	waitFor(t, 2*time.Second, "the fetch limit to fall to 0", func() bool { return limit() == 0 })
+
+	publishCreated := func(orders []ordersync.PaymentLinkResult) []string {
+		var codes []string
+		for _, o := range orders {
+			codes = append(codes, o.OrderCode)
+			e.publish(t, e.webhook(o.OrderID, ordersync.EventCreated))
+		}
+		return codes
+	}
+	firstCodes := publishCreated(first)
+	time.Sleep(200 * time.Millisecond)
+	if gets := e.sim.Stats().Gets; gets != 0 {
+		t.Fatalf("%d fetches while the receiver was short of CPU, want none", gets)
+	}
+	wait.Store(int64(target * 3 / 4)) // under the target, over half of it: hold
+	time.Sleep(50 * time.Millisecond)
+	if l, gets := limit(), e.sim.Stats().Gets; l != 0 || gets != 0 {
+		t.Fatalf("between half the target and the target: limit %v and %d fetches, want the limit held at 0 and none", l, gets)
+	}
+
+	wait.Store(0)
+	e.waitDrained(t, 10*time.Second)
+	e.assertMirrorMatchesSim(t, firstCodes)
+	waitFor(t, 2*time.Second, "the fetch limit to return to 16", func() bool { return limit() == 16 })
+
+	wait.Store(int64(10 * time.Millisecond))
+	waitFor(t, 2*time.Second, "the fetch limit to fall to 0 again", func() bool { return limit() == 0 })
+	secondCodes := publishCreated(second)
+	waitFor(t, 2*time.Second, "the pool to hold the second events", func() bool {
+		_, ackPending, _ := e.consumerState(t)
+		return ackPending == len(second)
+	})
+	if err := stop(); err != nil {
+		t.Fatalf("pool Run: %v", err)
+	}
+	e.waitDrained(t, time.Second)
+	e.assertMirrorMatchesSim(t, secondCodes)
 }

@@ -55,6 +55,9 @@ type Program struct {
 	replayer    *worker.Replayer
 	follower    *worker.Follower
 	receiver    *webhook.Receiver
+	// workersYield: the pool yields the CPU to this process's receiver
+	// during webhook bursts.
+	workersYield bool
 
 	webhookLn, adminLn   net.Listener
 	webhookSrv, adminSrv *http.Server
@@ -168,9 +171,37 @@ func (p *Program) buildStages() (err error) {
 			p.logger.Info("replayed unresolved events for newly known orders", "orders", len(refs), "events", n)
 		}
 	}
+	if p.roles.receiver {
+		proxies, err := parseCIDRs(p.cfg.TrustedProxies)
+		if err != nil {
+			return err
+		}
+		accounts := map[string]webhook.AccountConfig{}
+		for name, a := range p.cfg.Accounts {
+			accounts[name] = webhook.AccountConfig{Secrets: a.WebhookSecrets}
+		}
+		p.receiver, err = webhook.New(webhook.Config{
+			Secrets: p.cfg.WebhookSecrets, Accounts: accounts, Insecure: p.cfg.InsecureNoWebhookSignature, TrustedProxies: proxies,
+			Publisher: p.queue, Recorder: p.db, Registerer: p.reg, Logger: log("webhook"),
+		})
+		if err != nil {
+			return err
+		}
+		p.webhookSrv = &http.Server{Handler: p.receiver, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
+	}
+	// Webhooks answered in this process come first: the pool yields the CPU
+	// to the receiver during a burst. Only with the embedded NATS, where a
+	// publish waits for little but this process's CPU; an external server's
+	// publish waits for its network and replicas too.
+	var pressure func() (time.Duration, int64)
+	if p.receiver != nil && p.roles.worker && p.embedded != nil {
+		pressure = p.receiver.PublishWait
+	}
+	p.workersYield = pressure != nil
 	p.pool, err = worker.NewPool(worker.PoolConfig{
 		Source: p.queue.Events(), Syncer: defaultSyncer, Accounts: p.syncers, Mirror: p.db,
 		FetchConcurrency: p.cfg.Workers,
+		Pressure:         pressure,
 		OnApplied:        func([]ordersync.ApplyResult) { p.relay.Notify() },
 		OnOrdersKnown:    onKnown,
 		Registerer:       p.reg, Logger: log("worker"),
@@ -205,24 +236,6 @@ func (p *Program) buildStages() (err error) {
 	})
 	if err != nil {
 		return err
-	}
-	if p.roles.receiver {
-		proxies, err := parseCIDRs(p.cfg.TrustedProxies)
-		if err != nil {
-			return err
-		}
-		accounts := map[string]webhook.AccountConfig{}
-		for name, a := range p.cfg.Accounts {
-			accounts[name] = webhook.AccountConfig{Secrets: a.WebhookSecrets}
-		}
-		p.receiver, err = webhook.New(webhook.Config{
-			Secrets: p.cfg.WebhookSecrets, Accounts: accounts, Insecure: p.cfg.InsecureNoWebhookSignature, TrustedProxies: proxies,
-			Publisher: p.queue, Recorder: p.db, Registerer: p.reg, Logger: log("webhook"),
-		})
-		if err != nil {
-			return err
-		}
-		p.webhookSrv = &http.Server{Handler: p.receiver, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
 	}
 	p.reg.MustRegister(metrics.NewOrdersCollector(p.db, 5*time.Second, p.logger))
 	api, err := admin.New(admin.Config{

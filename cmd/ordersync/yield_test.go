@@ -1,0 +1,37 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestWorkersYieldBesideTheReceiver: serve's worker pool yields the CPU to
+// webhook bursts where the receiver shares its process and the embedded
+// NATS, and exports the limit it runs at; without a receiver in the process
+// it has nothing to yield to. (TestScaleOutEndToEnd checks that it does not
+// yield with an external NATS.)
+func TestWorkersYieldBesideTheReceiver(t *testing.T) {
+	st := startTestStack(t, stackOptions{Workers: 24})
+	if !st.Program.workersYield {
+		t.Error("with every role and the embedded NATS, the workers do not yield to the receiver")
+	}
+	resp, err := http.Get(st.Program.AdminURL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), "\nordersync_worker_fetch_limit 24\n") {
+		t.Error("metrics lack ordersync_worker_fetch_limit 24, the pool's concurrency at rest")
+	}
+
+	workersOnly := startTestStack(t, stackOptions{Configure: func(c *Config) { c.Role = "worker,relay,reconciler" }})
+	if workersOnly.Program.workersYield {
+		t.Error("without a receiver in the process, the workers yield to one")
+	}
+}

@@ -1,0 +1,105 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// fetchSlots bounds the fetches (and resolutions) the pool runs at once to
+// a limit that can move while they run: a fetch starts with a token and
+// gives it back when done. Lowering the limit takes idle tokens out at once
+// and the others as their fetches end; raising it puts tokens back.
+type fetchSlots struct {
+	tokens chan struct{}
+	mu     sync.Mutex
+	limit  int
+	// out is how many tokens exist: in the channel or held by fetches.
+	out int
+}
+
+func newFetchSlots(limit int) *fetchSlots {
+	s := &fetchSlots{tokens: make(chan struct{}, limit)}
+	s.setLimit(limit)
+	return s
+}
+
+func (s *fetchSlots) acquire(ctx context.Context) error {
+	select {
+	case <-s.tokens:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *fetchSlots) release() {
+	s.mu.Lock()
+	if s.out > s.limit {
+		s.out--
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.tokens <- struct{}{}
+}
+
+// setLimit sets the limit, which must be between 1 and the one the slots
+// were made with.
+func (s *fetchSlots) setLimit(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limit = n
+	for s.out < n {
+		s.out++
+		s.tokens <- struct{}{}
+	}
+	for s.out > n {
+		select {
+		case <-s.tokens:
+			s.out--
+		default:
+			return
+		}
+	}
+}
+
+// yieldLoop gives the CPU to the webhook receiver of this process while it
+// needs it: every PressureInterval it reads the receiver's mean publish
+// wait, halves the fetches allowed at once (down to one) while the wait is
+// above PressureTarget, and raises them by a quarter while it is below,
+// or back to FetchConcurrency at once when no webhook came. Events not
+// fetched meanwhile wait in the queue, which is what it is for; the pool
+// catches up when the burst ends. It returns with the limit back at
+// FetchConcurrency, so a drain runs at full speed.
+func (p *Pool) yieldLoop(ctx context.Context) {
+	full := p.cfg.FetchConcurrency
+	defer func() {
+		p.slots.setLimit(full)
+		p.metrics.fetchLimit.Set(float64(full))
+	}()
+	if p.cfg.Pressure == nil {
+		return
+	}
+	t := time.NewTicker(p.cfg.PressureInterval)
+	defer t.Stop()
+	limit := full
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		wait, n := p.cfg.Pressure()
+		switch {
+		case n == 0:
+			limit = full
+		case wait > p.cfg.PressureTarget:
+			limit /= 2
+		case wait < p.cfg.PressureTarget/2:
+			limit = min(full, limit+limit/4+1)
+		}
+		p.slots.setLimit(limit)
+		p.metrics.fetchLimit.Set(float64(limit))
+	}
+}
