@@ -36,8 +36,8 @@ type PoolConfig struct {
 	// receiver gets the CPU and webhooks are answered first (see
 	// yieldLoop).
 	Pressure func() (wait time.Duration, webhooks int64)
-	// PressureTarget is the mean publish wait above which the pool yields.
-	// Default 2ms.
+	// PressureTarget is the mean publish wait above which the pool yields;
+	// it takes the fetches back below a quarter of it. Default 2ms.
 	PressureTarget time.Duration
 	// PressureInterval is how often Pressure is read. Default 50ms.
 	PressureInterval time.Duration

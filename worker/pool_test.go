@@ -314,7 +314,7 @@ func TestPoolDrainAcksCommitted(t *testing.T) {
 
 // TestPoolYieldsToWebhooks: while the receiver's publish wait is above the
 // target, the pool starts no fetch and the events wait in the queue; between
-// half the target and the target it holds; when no webhooks come it syncs
+// a quarter of the target and the target it holds; when no webhooks come it syncs
 // them all; and a drain that begins while it yields runs at full speed.
 func TestPoolYieldsToWebhooks(t *testing.T) {
 	const target = 2 * time.Millisecond
@@ -348,10 +348,10 @@ func TestPoolYieldsToWebhooks(t *testing.T) {
 	if gets := e.sim.Stats().Gets; gets != 0 {
 		t.Fatalf("%d fetches while the receiver was short of CPU, want none", gets)
 	}
-	wait.Store(int64(target * 3 / 4)) // under the target, over half of it: hold
+	wait.Store(int64(target * 2 / 5)) // under half the target, over a quarter of it: hold
 	time.Sleep(50 * time.Millisecond)
 	if l, gets := limit(), e.sim.Stats().Gets; l != 0 || gets != 0 {
-		t.Fatalf("between half the target and the target: limit %v and %d fetches, want the limit held at 0 and none", l, gets)
+		t.Fatalf("between a quarter of the target and the target: limit %v and %d fetches, want the limit held at 0 and none", l, gets)
 	}
 
 	wait.Store(0)

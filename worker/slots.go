@@ -66,11 +66,15 @@ func (s *fetchSlots) setLimit(n int) {
 
 // yieldLoop gives the CPU to the webhook receiver of this process while it
 // needs it: every PressureInterval it reads the receiver's mean publish
-// wait, halves the fetches allowed at once (down to one) while the wait is
-// above PressureTarget, and raises them by a quarter while it is below,
-// or back to FetchConcurrency at once when no webhook came. Events not
+// wait; while the wait is above PressureTarget it halves the fetches allowed
+// to start, down to none; while it is below a quarter of the target it
+// raises them by a quarter, and back to FetchConcurrency at once when no
+// webhook came; in between it holds. The wide hold matters: the receiver
+// alone near its limit waits about half the target, and letting even one
+// fetch run then costs it a third of its rate on a fast upstream. Events not
 // fetched meanwhile wait in the queue, which is what it is for; the pool
-// catches up when the burst ends. It returns with the limit back at
+// catches up when the burst ends, and runs at full concurrency whenever the
+// receiver has CPU to spare. It returns with the limit back at
 // FetchConcurrency, so a drain runs at full speed.
 func (p *Pool) yieldLoop(ctx context.Context) {
 	full := p.cfg.FetchConcurrency
@@ -96,7 +100,7 @@ func (p *Pool) yieldLoop(ctx context.Context) {
 			limit = full
 		case wait > p.cfg.PressureTarget:
 			limit /= 2
-		case wait < p.cfg.PressureTarget/2:
+		case wait < p.cfg.PressureTarget/4:
 			limit = min(full, limit+limit/4+1)
 		}
 		p.slots.setLimit(limit)
