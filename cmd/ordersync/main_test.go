@@ -46,6 +46,21 @@ func startTestStack(t *testing.T, opts stackOptions) *stack {
 	return st
 }
 
+// metricsPage returns the stack's /metrics page.
+func metricsPage(t *testing.T, st *stack) string {
+	t.Helper()
+	resp, err := http.Get(st.Program.AdminURL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
+}
+
 // waitMirrorMatches waits until every simulator order is in the mirror and
 // identical field by field, and fails with the differences otherwise.
 func waitMirrorMatches(t *testing.T, st *stack, timeout time.Duration) {

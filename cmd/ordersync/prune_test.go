@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,16 +48,7 @@ func TestServePrunes(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	resp, err := http.Get(st.Program.AdminURL() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(body), `ordersync_pruned_rows_total{table="event_log"} 1`) {
+	if !strings.Contains(metricsPage(t, st), `ordersync_pruned_rows_total{table="event_log"} 1`) {
 		t.Errorf("metrics lack ordersync_pruned_rows_total{table=\"event_log\"} 1")
 	}
 }

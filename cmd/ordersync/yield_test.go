@@ -1,8 +1,6 @@
 package main
 
 import (
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 )
@@ -17,16 +15,7 @@ func TestWorkersYieldBesideTheReceiver(t *testing.T) {
 	if !st.Program.workersYield {
 		t.Error("with every role and the embedded NATS, the workers do not yield to the receiver")
 	}
-	resp, err := http.Get(st.Program.AdminURL() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(body), "\nordersync_worker_fetch_limit 24\n") {
+	if !strings.Contains(metricsPage(t, st), "\nordersync_worker_fetch_limit 24\n") {
 		t.Error("metrics lack ordersync_worker_fetch_limit 24, the pool's concurrency at rest")
 	}
 
