@@ -190,11 +190,14 @@ func (p *Program) buildStages() (err error) {
 		p.webhookSrv = &http.Server{Handler: p.receiver, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
 	}
 	// Webhooks answered in this process come first: the pool yields the CPU
-	// to the receiver during a burst. Only with the embedded NATS, where a
-	// publish waits for little but this process's CPU; an external server's
-	// publish waits for its network and replicas too.
+	// to the receiver during a burst. Only where a publish waits for little
+	// but this process's CPU: the embedded NATS with its default sync
+	// policy. An external server's publish also waits for its network and
+	// replicas, and one that fsyncs for the disk; yielding shortens neither,
+	// and would stop the workers while webhooks flow.
 	var pressure func() (time.Duration, int64)
-	if p.receiver != nil && p.roles.worker && p.embedded != nil {
+	sync := queue.SyncPolicy(p.cfg.JetStreamSync)
+	if p.receiver != nil && p.roles.worker && p.embedded != nil && (sync == "" || sync == queue.SyncDefault) {
 		pressure = p.receiver.PublishWait
 	}
 	p.workersYield = pressure != nil

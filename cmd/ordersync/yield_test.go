@@ -8,8 +8,9 @@ import (
 // TestWorkersYieldBesideTheReceiver: serve's worker pool yields the CPU to
 // webhook bursts where the receiver shares its process and the embedded
 // NATS, and exports the limit it runs at; without a receiver in the process
-// it has nothing to yield to. (TestScaleOutEndToEnd checks that it does not
-// yield with an external NATS.)
+// it has nothing to yield to, and where every publish waits for an fsync
+// the publish wait says nothing about the CPU. (TestScaleOutEndToEnd checks
+// that it does not yield with an external NATS.)
 func TestWorkersYieldBesideTheReceiver(t *testing.T) {
 	st := startTestStack(t, stackOptions{Workers: 24})
 	if !st.Program.workersYield {
@@ -22,5 +23,9 @@ func TestWorkersYieldBesideTheReceiver(t *testing.T) {
 	workersOnly := startTestStack(t, stackOptions{Configure: func(c *Config) { c.Role = "worker,relay,reconciler" }})
 	if workersOnly.Program.workersYield {
 		t.Error("without a receiver in the process, the workers yield to one")
+	}
+	fsyncing := startTestStack(t, stackOptions{Configure: func(c *Config) { c.JetStreamSync = "always" }})
+	if fsyncing.Program.workersYield {
+		t.Error("with jetstream_sync: always, where every publish waits for the disk, the workers yield to the receiver")
 	}
 }
