@@ -69,13 +69,16 @@ func (s *fetchSlots) setLimit(n int) {
 // wait; while the wait is above PressureTarget it halves the fetches allowed
 // to start, down to none; while it is below a quarter of the target it
 // raises them by a quarter, and back to FetchConcurrency at once when no
-// webhook came; in between it holds. The wide hold matters: the receiver
-// alone near its limit waits about half the target, and letting even one
-// fetch run then costs it a third of its rate on a fast upstream. Events not
-// fetched meanwhile wait in the queue, which is what it is for; the pool
-// catches up when the burst ends, and runs at full concurrency whenever the
-// receiver has CPU to spare. It returns with the limit back at
-// FetchConcurrency, so a drain runs at full speed.
+// webhook came; in between it holds, for up to maxHeldTicks, then raises.
+// The wide hold matters: the receiver alone near its limit waits about half
+// the target, and letting even one fetch run then costs it a third of its
+// rate on a fast upstream. Its bound matters too: a wait kept in between by
+// something yielding cannot help (another process on the host) must not
+// stop syncing for as long as webhooks flow. Events not fetched meanwhile
+// wait in the queue, which is what it is for; the pool catches up when the
+// burst ends, and runs at full concurrency whenever the receiver has CPU to
+// spare. It returns with the limit back at FetchConcurrency, so a drain
+// runs at full speed.
 func (p *Pool) yieldLoop(ctx context.Context) {
 	full := p.cfg.FetchConcurrency
 	defer func() {
@@ -87,7 +90,8 @@ func (p *Pool) yieldLoop(ctx context.Context) {
 	}
 	t := time.NewTicker(p.cfg.PressureInterval)
 	defer t.Stop()
-	limit := full
+	limit, held := full, 0
+	raise := func() { limit, held = min(full, limit+limit/4+1), 0 }
 	for {
 		select {
 		case <-ctx.Done():
@@ -97,13 +101,26 @@ func (p *Pool) yieldLoop(ctx context.Context) {
 		wait, n := p.cfg.Pressure()
 		switch {
 		case n == 0:
-			limit = full
+			limit, held = full, 0
 		case wait > p.cfg.PressureTarget:
-			limit /= 2
+			limit, held = limit/2, 0
 		case wait < p.cfg.PressureTarget/4:
-			limit = min(full, limit+limit/4+1)
+			raise()
+		case limit < full:
+			// Held: the receiver is near its limit, or something
+			// else (another process) keeps the wait up. Either way,
+			// take a step back after maxHeldTicks, so that sync goes
+			// on, slowly, whatever keeps the wait in between.
+			if held++; held >= maxHeldTicks {
+				raise()
+			}
 		}
 		p.slots.setLimit(limit)
 		p.metrics.fetchLimit.Set(float64(limit))
 	}
 }
+
+// maxHeldTicks is how many PressureIntervals yieldLoop holds a lowered
+// limit while the wait stays between a quarter of the target and the
+// target: one second at the default interval.
+const maxHeldTicks = 20
