@@ -143,15 +143,7 @@ func (c PoolConfig) withDefaults() PoolConfig {
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = 15 * time.Second
 	}
-	if c.Registerer == nil {
-		c.Registerer = prometheus.NewRegistry()
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Clock == nil {
-		c.Clock = time.Now
-	}
+	defaultDeps(&c.Registerer, &c.Logger, &c.Clock)
 	return c
 }
 

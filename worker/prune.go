@@ -39,15 +39,7 @@ func (c PrunerConfig) withDefaults() PrunerConfig {
 	if c.Chunk <= 0 {
 		c.Chunk = 1000
 	}
-	if c.Registerer == nil {
-		c.Registerer = prometheus.NewRegistry()
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Clock == nil {
-		c.Clock = time.Now
-	}
+	defaultDeps(&c.Registerer, &c.Logger, &c.Clock)
 	return c
 }
 

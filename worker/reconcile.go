@@ -51,15 +51,7 @@ func (c ReconcilerConfig) withDefaults() ReconcilerConfig {
 	if c.MinAge <= 0 {
 		c.MinAge = c.Interval
 	}
-	if c.Registerer == nil {
-		c.Registerer = prometheus.NewRegistry()
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Clock == nil {
-		c.Clock = time.Now
-	}
+	defaultDeps(&c.Registerer, &c.Logger, &c.Clock)
 	return c
 }
 

@@ -31,12 +31,7 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	if c.BatchSize <= 0 {
 		c.BatchSize = 200
 	}
-	if c.Registerer == nil {
-		c.Registerer = prometheus.NewRegistry()
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaultDeps(&c.Registerer, &c.Logger, nil)
 	return c
 }
 

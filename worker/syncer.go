@@ -89,15 +89,7 @@ func (c SyncerConfig) withDefaults() SyncerConfig {
 	if c.CredentialsProbeInterval == 0 {
 		c.CredentialsProbeInterval = 10 * time.Second
 	}
-	if c.Registerer == nil {
-		c.Registerer = prometheus.NewRegistry()
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Clock == nil {
-		c.Clock = time.Now
-	}
+	defaultDeps(&c.Registerer, &c.Logger, &c.Clock)
 	return c
 }
 
