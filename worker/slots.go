@@ -64,6 +64,10 @@ func (s *fetchSlots) setLimit(n int) {
 	}
 }
 
+// Yields reports whether the pool yields the CPU to a receiver (it has a
+// Pressure to read).
+func (p *Pool) Yields() bool { return p.cfg.Pressure != nil }
+
 // yieldLoop gives the CPU to the webhook receiver of this process while it
 // needs it: every PressureInterval it reads the receiver's mean publish
 // wait; while the wait is above PressureTarget it halves the fetches allowed

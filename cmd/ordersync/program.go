@@ -55,9 +55,6 @@ type Program struct {
 	replayer    *worker.Replayer
 	follower    *worker.Follower
 	receiver    *webhook.Receiver
-	// workersYield: the pool yields the CPU to this process's receiver
-	// during webhook bursts.
-	workersYield bool
 
 	webhookLn, adminLn   net.Listener
 	webhookSrv, adminSrv *http.Server
@@ -200,7 +197,6 @@ func (p *Program) buildStages() (err error) {
 	if p.receiver != nil && p.roles.worker && p.embedded != nil && (sync == "" || sync == queue.SyncDefault) {
 		pressure = p.receiver.PublishWait
 	}
-	p.workersYield = pressure != nil
 	p.pool, err = worker.NewPool(worker.PoolConfig{
 		Source: p.queue.Events(), Syncer: defaultSyncer, Accounts: p.syncers, Mirror: p.db,
 		FetchConcurrency: p.cfg.Workers,

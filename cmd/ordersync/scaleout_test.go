@@ -47,7 +47,7 @@ func TestScaleOutEndToEnd(t *testing.T) {
 			c.DatabaseURL, c.NATSURL, c.NATSNamespace = dbURL, natsURL, ns
 		},
 	})
-	if st.Program.workersYield {
+	if st.Program.pool.Yields() {
 		t.Error("with an external NATS, whose publish waits are not this process's CPU alone, the workers yield to the receiver")
 	}
 	rng := rand.New(rand.NewPCG(3, 3))

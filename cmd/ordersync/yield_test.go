@@ -13,7 +13,7 @@ import (
 // that it does not yield with an external NATS.)
 func TestWorkersYieldBesideTheReceiver(t *testing.T) {
 	st := startTestStack(t, stackOptions{Workers: 24})
-	if !st.Program.workersYield {
+	if !st.Program.pool.Yields() {
 		t.Error("with every role and the embedded NATS, the workers do not yield to the receiver")
 	}
 	if !strings.Contains(metricsPage(t, st), "\nordersync_worker_fetch_limit 24\n") {
@@ -21,11 +21,11 @@ func TestWorkersYieldBesideTheReceiver(t *testing.T) {
 	}
 
 	workersOnly := startTestStack(t, stackOptions{Configure: func(c *Config) { c.Role = "worker,relay,reconciler" }})
-	if workersOnly.Program.workersYield {
+	if workersOnly.Program.pool.Yields() {
 		t.Error("without a receiver in the process, the workers yield to one")
 	}
 	fsyncing := startTestStack(t, stackOptions{Configure: func(c *Config) { c.JetStreamSync = "always" }})
-	if fsyncing.Program.workersYield {
+	if fsyncing.Program.pool.Yields() {
 		t.Error("with jetstream_sync: always, where every publish waits for the disk, the workers yield to the receiver")
 	}
 }
