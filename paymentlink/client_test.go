@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/rusage"
 	"github.com/ordersync/ordersync/paymentlink"
 )
 
@@ -669,6 +670,7 @@ func BenchmarkGetOrder(b *testing.B) {
 	b.SetParallelism(32) // 64 callers on 2 cores, like the worker
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := rusage.Start(b)
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -679,4 +681,5 @@ func BenchmarkGetOrder(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+	cpu.Report(b, b.N, "cpu-µs/req")
 }

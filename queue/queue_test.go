@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/rusage"
 )
 
 func startEmbedded(t testing.TB, dir string, port int) *Embedded {
@@ -835,6 +836,7 @@ func BenchmarkPublishEvent(b *testing.B) {
 	)
 	b.SetParallelism(64 / max(1, runtimeProcs()))
 	b.ResetTimer()
+	cpu := rusage.Start(b)
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
@@ -852,6 +854,7 @@ func BenchmarkPublishEvent(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+	cpu.Report(b, b.N, "cpu-µs/msg")
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
@@ -875,6 +878,7 @@ func BenchmarkConsume(b *testing.B) {
 	src := q.Events()
 	ctx := context.Background()
 	b.ResetTimer()
+	cpu := rusage.Start(b)
 	start := time.Now()
 	for got := 0; got < b.N; {
 		ds, err := src.Next(ctx, 100, time.Second)
@@ -889,6 +893,7 @@ func BenchmarkConsume(b *testing.B) {
 		got += len(ds)
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+	cpu.Report(b, b.N, "cpu-µs/msg")
 }
 
 // TestNextLosesNothingAtItsDeadline: events published while short pulls keep

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ordersync/ordersync/internal/rusage"
 )
 
 // BenchmarkGetOrder measures GET /paymentlink/order over real loopback HTTP
@@ -29,6 +31,7 @@ func BenchmarkGetOrder(b *testing.B) {
 	b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := rusage.Start(b)
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		// Each client reuses its requests (allowed once the body is
@@ -59,4 +62,5 @@ func BenchmarkGetOrder(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+	cpu.Report(b, b.N, "cpu-µs/req")
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/rusage"
 )
 
 // benchDoc is an order detail with three line items, as the service sends it.
@@ -90,9 +91,12 @@ func BenchmarkApplyNewOrders(b *testing.B) {
 		elapsed time.Duration
 	)
 	written, readable := processWritten()
+	cpu := rusage.Start(b)
 	for b.Loop() {
 		b.StopTimer()
+		cpu.Stop()
 		params := batch(batchSize)
+		cpu.Start()
 		b.StartTimer()
 		start := time.Now()
 		if _, err := db.ApplyOrders(ctx, params); err != nil {
@@ -101,7 +105,9 @@ func BenchmarkApplyNewOrders(b *testing.B) {
 		elapsed += time.Since(start)
 		applied += batchSize
 	}
+	cpu.Stop()
 	b.ReportMetric(float64(applied)/elapsed.Seconds(), "orders/s")
+	cpu.Report(b, applied, "cpu-µs/order")
 	if after, ok := processWritten(); ok && readable {
 		b.ReportMetric(float64(after-written)/float64(applied), "written-B/order")
 	}
@@ -169,9 +175,12 @@ func BenchmarkApplyOrders(b *testing.B) {
 		applied int
 		elapsed time.Duration
 	)
+	cpu := rusage.Start(b)
 	for b.Loop() {
 		b.StopTimer()
+		cpu.Stop()
 		params := batch()
+		cpu.Start()
 		b.StartTimer()
 		start := time.Now()
 		res, err := db.ApplyOrders(ctx, params)
@@ -185,7 +194,9 @@ func BenchmarkApplyOrders(b *testing.B) {
 			}
 		}
 	}
+	cpu.Stop()
 	b.ReportMetric(float64(applied)/elapsed.Seconds(), "orders/s")
+	cpu.Report(b, applied, "cpu-µs/order")
 }
 
 // benchMirror is a SQLite mirror of n orders, their statuses in turn from

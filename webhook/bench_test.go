@@ -49,10 +49,7 @@ func BenchmarkReceiver(b *testing.B) {
 		wg        sync.WaitGroup
 		latencies = make([][]time.Duration, clients)
 	)
-	cpuStart, err := rusage.CPU()
-	if err != nil {
-		b.Fatal(err)
-	}
+	cpu := rusage.Start(b)
 	b.ResetTimer()
 	start := time.Now()
 	for c := range clients {
@@ -78,10 +75,7 @@ func BenchmarkReceiver(b *testing.B) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpuEnd, err := rusage.CPU()
-	if err != nil {
-		b.Fatal(err)
-	}
+	cpu.Stop()
 	b.StopTimer()
 	all := slices.Concat(latencies...)
 	slices.Sort(all)
@@ -92,5 +86,5 @@ func BenchmarkReceiver(b *testing.B) {
 	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "webhooks/s")
 	b.ReportMetric(pct(0.50), "p50_ms")
 	b.ReportMetric(pct(0.99), "p99_ms")
-	b.ReportMetric(float64((cpuEnd-cpuStart).Microseconds())/float64(len(all)), "cpu-µs/webhook")
+	cpu.Report(b, len(all), "cpu-µs/webhook")
 }

@@ -29,7 +29,7 @@ func BenchmarkPipeline(b *testing.B) {
 
 	var applied atomic.Int64
 	done := make(chan struct{})
-	cpuStart := cpuTime(b)
+	cpu := rusage.Start(b)
 	start := time.Now()
 	b.ResetTimer()
 	e.startPool(b, s, func(c *worker.PoolConfig) {
@@ -46,22 +46,11 @@ func BenchmarkPipeline(b *testing.B) {
 		b.Fatalf("only %d of %d orders applied", applied.Load(), b.N)
 	}
 	elapsed := time.Since(start)
-	cpu := cpuTime(b) - cpuStart
+	cpu.Stop()
 	b.StopTimer()
 	e.waitDrained(b, 30*time.Second)
 
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "orders/s")
 	b.ReportMetric(float64(e.sim.Stats().Gets)/float64(b.N), "fetches/order")
-	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/order")
-}
-
-// cpuTime is the CPU time the process used so far: the pool's, the
-// simulator's and the queue's, as they share the process.
-func cpuTime(b *testing.B) time.Duration {
-	b.Helper()
-	d, err := rusage.CPU()
-	if err != nil {
-		b.Fatal(err)
-	}
-	return d
+	cpu.Report(b, b.N, "cpu-µs/order")
 }
