@@ -57,8 +57,14 @@ type EventSource interface {
 	Pending(ctx context.Context) (uint64, error)
 }
 
-// MessagePublisher publishes an outgoing message durably, deduplicated by
-// msgID, and returns after the server acknowledged it.
+// MessagePublisher publishes outgoing messages durably, each deduplicated
+// by its MsgID.
 type MessagePublisher interface {
-	Publish(ctx context.Context, subject, msgID string, data []byte) (duplicate bool, err error)
+	// PublishMessages publishes msgs in order and returns after the server
+	// acknowledged them. It reports, for the first n messages, whether each
+	// was a duplicate: n is how many in a row, from the first, the server
+	// acknowledged, and err says why message n was not. Messages after n
+	// may have been stored as well; publishing them again is harmless, as
+	// their MsgID makes the server drop the copy.
+	PublishMessages(ctx context.Context, msgs []OutboxMessage) (duplicates []bool, err error)
 }

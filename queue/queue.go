@@ -302,27 +302,78 @@ func (q *Queue) PublishEvent(ctx context.Context, ev *ordersync.InboundEvent) (b
 	return dup, nil
 }
 
-// Publish stores an outgoing order event in the orders stream, deduplicated
-// by msgID, and returns after JetStream acknowledged it. Subjects written
-// with ordersync's default prefix ("ordersync.orders.paid", as the domain
+// PublishMessages stores outgoing order events in the orders stream, in
+// order, each deduplicated by its MsgID, as ordersync.MessagePublisher
+// says. It sends them all before it waits for the first ack, then waits for
+// the acks in order: the outbox relay's batches cost about half the CPU per
+// message this way (BenchmarkRelay), and JetStream stores the messages of
+// one connection in the order they were sent. Subjects written with
+// ordersync's default prefix ("ordersync.orders.paid", as the domain
 // constants are) are moved onto the configured prefix.
-func (q *Queue) Publish(ctx context.Context, subject, msgID string, data []byte) (bool, error) {
-	subj, err := q.orderSubject(subject)
-	if err != nil {
-		return false, err
+func (q *Queue) PublishMessages(ctx context.Context, msgs []ordersync.OutboxMessage) ([]bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	if msgID == "" {
-		return false, fmt.Errorf("publish %s: no msgID", subject)
+	start := time.Now()
+	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
+	var sendErr error
+	for _, m := range msgs {
+		f, err := q.sendMessage(m)
+		if err != nil {
+			sendErr = err
+			break
+		}
+		futures = append(futures, f)
+	}
+	dups := make([]bool, 0, len(futures))
+	for i, f := range futures {
+		var (
+			ack *jetstream.PubAck
+			err error
+		)
+		select {
+		case ack = <-f.Ok():
+		case err = <-f.Err():
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		q.metrics.orders.duration.Observe(time.Since(start).Seconds())
+		if err != nil {
+			q.metrics.orders.failed.Inc()
+			return dups, fmt.Errorf("publish %s %s: %w", msgs[i].Subject, msgs[i].MsgID, err)
+		}
+		if ack.Duplicate {
+			q.metrics.orders.duplicate.Inc()
+		} else {
+			q.metrics.orders.stored.Inc()
+		}
+		dups = append(dups, ack.Duplicate)
+	}
+	if sendErr != nil {
+		q.metrics.orders.failed.Inc()
+		return dups, sendErr
+	}
+	return dups, nil
+}
+
+// sendMessage sends one outgoing order event without waiting for its ack.
+func (q *Queue) sendMessage(m ordersync.OutboxMessage) (jetstream.PubAckFuture, error) {
+	subj, err := q.orderSubject(m.Subject)
+	if err != nil {
+		return nil, err
+	}
+	if m.MsgID == "" {
+		return nil, fmt.Errorf("publish %s: no msgID", m.Subject)
 	}
 	h := nats.Header{
-		jetstream.MsgIDHeader:          []string{msgID},
+		jetstream.MsgIDHeader:          []string{m.MsgID},
 		jetstream.ExpectedStreamHeader: []string{q.cfg.OrdersStream},
 	}
-	dup, err := q.publish(ctx, q.metrics.orders, &nats.Msg{Subject: subj, Header: h, Data: data})
+	f, err := q.js.PublishMsgAsync(&nats.Msg{Subject: subj, Header: h, Data: m.Payload})
 	if err != nil {
-		return false, fmt.Errorf("publish %s %s: %w", subj, msgID, err)
+		return nil, fmt.Errorf("publish %s %s: %w", subj, m.MsgID, err)
 	}
-	return dup, nil
+	return f, nil
 }
 
 // OrderSubject maps an order subject onto the configured prefix.

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -550,20 +551,30 @@ func TestOrdersPublish(t *testing.T) {
 		{"ordersync.orders.", "", true},
 		{"ordersync.orders.a..b", "", true},
 	}
+	publish := func(subject, msgID, data string) (bool, error) {
+		dups, err := q.PublishMessages(ctx, []ordersync.OutboxMessage{{Subject: subject, MsgID: msgID, Payload: []byte(data)}})
+		if err == nil && len(dups) != 1 {
+			t.Fatalf("PublishMessages(%q) of one message: %d results and no error", subject, len(dups))
+		}
+		if err != nil {
+			return false, err
+		}
+		return dups[0], nil
+	}
 	for i, tt := range tests {
 		msgID := fmt.Sprintf("order-%d", i)
-		dup, err := q.Publish(ctx, tt.subject, msgID, []byte(`{"orderCode":"yY7Mcnd"}`))
+		dup, err := publish(tt.subject, msgID, `{"orderCode":"yY7Mcnd"}`)
 		if (err != nil) != tt.wantErr {
-			t.Fatalf("Publish(%q) error = %v, wantErr %v", tt.subject, err, tt.wantErr)
+			t.Fatalf("publish %q: error = %v, wantErr %v", tt.subject, err, tt.wantErr)
 		}
 		if err != nil {
 			continue
 		}
 		if dup {
-			t.Fatalf("Publish(%q): first publish reported duplicate", tt.subject)
+			t.Fatalf("publish %q: first publish reported duplicate", tt.subject)
 		}
-		if dup, err := q.Publish(ctx, tt.subject, msgID, []byte(`{}`)); err != nil || !dup {
-			t.Fatalf("Publish(%q) again: dup=%v err=%v, want duplicate", tt.subject, dup, err)
+		if dup, err := publish(tt.subject, msgID, `{}`); err != nil || !dup {
+			t.Fatalf("publish %q again: dup=%v err=%v, want duplicate", tt.subject, dup, err)
 		}
 		stream, err := q.js.Stream(ctx, q.cfg.OrdersStream)
 		if err != nil {
@@ -576,6 +587,64 @@ func TestOrdersPublish(t *testing.T) {
 		if msg.Header.Get(jetstream.MsgIDHeader) != msgID {
 			t.Fatalf("message on %s has Nats-Msg-Id %q, want %q", tt.want, msg.Header.Get(jetstream.MsgIDHeader), msgID)
 		}
+	}
+}
+
+// TestPublishMessagesInOrder: a batch is stored in the order given, its
+// duplicates reported as such; a message that cannot be sent ends the batch,
+// the messages before it stored and reported, none after it sent.
+func TestPublishMessagesInOrder(t *testing.T) {
+	_, q := embeddedQueue(t, uniqueConfig())
+	ctx := context.Background()
+	msg := func(id string) ordersync.OutboxMessage {
+		return ordersync.OutboxMessage{Subject: ordersync.SubjectStatusPrefix + "PAID", MsgID: id, Payload: []byte(`{"id":"` + id + `"}`)}
+	}
+	if _, err := q.PublishMessages(ctx, []ordersync.OutboxMessage{msg("m2")}); err != nil {
+		t.Fatal(err)
+	}
+
+	dups, err := q.PublishMessages(ctx, []ordersync.OutboxMessage{msg("m1"), msg("m2"), msg("m3"), msg("m4")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []bool{false, true, false, false}; !slices.Equal(dups, want) {
+		t.Fatalf("duplicates = %v, want %v", dups, want)
+	}
+
+	bad := msg("m6")
+	bad.Subject = "ordersync.events.default"
+	dups, err = q.PublishMessages(ctx, []ordersync.OutboxMessage{msg("m5"), bad, msg("m7")})
+	if err == nil || !strings.Contains(err.Error(), "ordersync.events.default") {
+		t.Fatalf("a batch with a message on a wrong subject: err = %v, want one naming the subject", err)
+	}
+	if want := []bool{false}; !slices.Equal(dups, want) {
+		t.Fatalf("duplicates before the failing message = %v, want %v", dups, want)
+	}
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if dups, err := q.PublishMessages(cancelled, []ordersync.OutboxMessage{msg("m8")}); !errors.Is(err, context.Canceled) || len(dups) != 0 {
+		t.Fatalf("with a cancelled context: %v, %v; want nothing published and context.Canceled", dups, err)
+	}
+
+	stream, err := q.js.Stream(ctx, q.cfg.OrdersStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []string
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := stream.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, m.Header.Get(jetstream.MsgIDHeader))
+	}
+	if want := []string{"m2", "m1", "m3", "m4", "m5"}; !slices.Equal(stored, want) {
+		t.Fatalf("the orders stream holds %v, want %v in that order", stored, want)
 	}
 }
 
@@ -787,8 +856,8 @@ func TestExternalNATS(t *testing.T) {
 	if len(seen) != 50 {
 		t.Fatalf("consumed %d, want 50", len(seen))
 	}
-	if _, err := q.Publish(ctx, ordersync.SubjectPaid, "paid-1", []byte(`{}`)); err != nil {
-		t.Fatalf("Publish order event: %v", err)
+	if _, err := q.PublishMessages(ctx, []ordersync.OutboxMessage{{Subject: ordersync.SubjectPaid, MsgID: "paid-1", Payload: []byte(`{}`)}}); err != nil {
+		t.Fatalf("publish order event: %v", err)
 	}
 }
 

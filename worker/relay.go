@@ -130,17 +130,17 @@ func (r *Relay) Flush(ctx context.Context) (int, error) {
 		if len(msgs) == 0 {
 			return sent, nil
 		}
-		ids := make([]int64, 0, len(msgs))
-		var pubErr error
-		for _, m := range msgs {
-			dup, err := r.cfg.Publisher.Publish(ctx, m.Subject, m.MsgID, m.Payload)
-			if err != nil {
-				r.failures.Inc()
-				pubErr = err
-				break
-			}
-			r.published.WithLabelValues(subjectKind(m.Subject), boolLabel(dup)).Inc()
-			ids = append(ids, m.ID)
+		// Only the messages acknowledged in a row from the first are marked
+		// sent, so a failure leaves it and everything after it pending, to
+		// be published again in order.
+		dups, pubErr := r.cfg.Publisher.PublishMessages(ctx, msgs)
+		if pubErr != nil {
+			r.failures.Inc()
+		}
+		ids := make([]int64, len(dups))
+		for i, dup := range dups {
+			r.published.WithLabelValues(subjectKind(msgs[i].Subject), boolLabel(dup)).Inc()
+			ids[i] = msgs[i].ID
 		}
 		if len(ids) > 0 {
 			if err := r.cfg.Outbox.MarkOutboxSent(ctx, ids, time.Now()); err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -216,11 +218,97 @@ type flakyPublisher struct {
 	failures atomic.Int64
 }
 
-func (p *flakyPublisher) Publish(ctx context.Context, subject, msgID string, data []byte) (bool, error) {
+func (p *flakyPublisher) PublishMessages(ctx context.Context, msgs []ordersync.OutboxMessage) ([]bool, error) {
 	if p.failures.Add(-1) >= 0 {
-		return false, errors.New("nats: no responders available")
+		return nil, errors.New("nats: no responders available")
 	}
-	return p.MessagePublisher.Publish(ctx, subject, msgID, data)
+	return p.MessagePublisher.PublishMessages(ctx, msgs)
+}
+
+// lostAckPublisher publishes every message of its first call but reports
+// only the first acked of them, then a timeout: the ack of the next one was
+// lost, and the ones after it were stored all the same.
+type lostAckPublisher struct {
+	ordersync.MessagePublisher
+	acked int
+	calls atomic.Int64
+}
+
+func (p *lostAckPublisher) PublishMessages(ctx context.Context, msgs []ordersync.OutboxMessage) ([]bool, error) {
+	dups, err := p.MessagePublisher.PublishMessages(ctx, msgs)
+	if p.calls.Add(1) > 1 || err != nil || len(dups) <= p.acked {
+		return dups, err
+	}
+	return dups[:p.acked], fmt.Errorf("publish %s: %w", msgs[p.acked].MsgID, context.DeadlineExceeded)
+}
+
+// TestRelayLostAckInABatch: the relay publishes a batch, and the ack of a
+// message in the middle is lost while the ones after it were stored. Only
+// the messages before it are marked sent; the next round publishes the rest
+// again, which JetStream drops as duplicates, so each paid order still
+// reaches a PAID consumer once and the outbox ends empty.
+func TestRelayLostAckInABatch(t *testing.T) {
+	e := newEnv(t, sim.Faults{})
+	s := e.newSyncer(t, nil, nil)
+	ctx := context.Background()
+	orders := e.createOrders(t, 4)
+	for _, o := range orders {
+		if _, err := e.sim.Pay(o.OrderCode, sim.DefaultBuyer); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.SyncOrder(ctx, ordersync.DefaultAccount, o.OrderCode, ordersync.CauseTrack); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := e.db.PendingOutbox(ctx, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Per order: its status message (first seen PAID) and its PAID trigger.
+	if len(all) != 8 {
+		t.Fatalf("%d outbox messages pending, want 8", len(all))
+	}
+
+	pub := &lostAckPublisher{MessagePublisher: e.q, acked: 3}
+	reg := prometheus.NewRegistry()
+	relay, err := worker.NewRelay(worker.RelayConfig{Outbox: e.db, Publisher: pub, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := relay.Flush(ctx); !errors.Is(err, context.DeadlineExceeded) || n != 3 {
+		t.Fatalf("first flush: sent %d, err %v; want 3 and the lost ack", n, err)
+	}
+	pending, err := e.db.PendingOutbox(ctx, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, m := range pending {
+		ids = append(ids, m.ID)
+	}
+	var want []int64
+	for _, m := range all[3:] {
+		want = append(want, m.ID)
+	}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("pending after the lost ack: %v, want the messages from the fourth on, %v", ids, want)
+	}
+
+	if n, err := relay.Flush(ctx); err != nil || n != 5 {
+		t.Fatalf("second flush: sent %d, err %v; want the other 5", n, err)
+	}
+	if dup := outboxPublished(t, reg, "paid", "true") + outboxPublished(t, reg, "status", "true"); dup != 5 {
+		t.Errorf("JetStream reported %v duplicates on the second flush, want 5", dup)
+	}
+	if pending, _ := e.db.PendingOutbox(ctx, 1000); len(pending) != 0 {
+		t.Fatalf("%d outbox messages still pending", len(pending))
+	}
+	got := e.paidMessages(t)
+	for _, o := range orders {
+		if got[o.OrderCode] != 1 {
+			t.Errorf("order %s: %d PAID messages, want 1", o.OrderCode, got[o.OrderCode])
+		}
+	}
 }
 
 // outboxPublished reads ordersync_outbox_published_total{kind,duplicate}.
