@@ -25,7 +25,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"stream", "result"})
 	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "ordersync_queue_publish_duration_seconds",
-		Help:    "Time from publish to JetStream acknowledgement, by stream.",
+		Help:    "Time from publish to JetStream acknowledgement, by stream; for a batch of order messages, from the start of the batch.",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5},
 	}, []string{"stream"})
 	delivered := prometheus.NewCounter(prometheus.CounterOpts{
