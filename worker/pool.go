@@ -37,7 +37,7 @@ type PoolConfig struct {
 	// yieldLoop).
 	Pressure func() (wait time.Duration, webhooks int64)
 	// PressureTarget is the mean publish wait above which the pool yields;
-	// it takes the fetches back below a quarter of it. Default 2ms.
+	// it takes the fetches back below a quarter of it. Default 1ms.
 	PressureTarget time.Duration
 	// PressureInterval is how often Pressure is read. Default 50ms.
 	PressureInterval time.Duration
@@ -114,7 +114,7 @@ func (c PoolConfig) withDefaults() PoolConfig {
 		c.BatchSize = 100
 	}
 	if c.PressureTarget == 0 {
-		c.PressureTarget = 2 * time.Millisecond
+		c.PressureTarget = time.Millisecond
 	}
 	if c.PressureInterval == 0 {
 		c.PressureInterval = 50 * time.Millisecond

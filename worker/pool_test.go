@@ -316,7 +316,9 @@ func TestPoolDrainAcksCommitted(t *testing.T) {
 // target, the pool starts no fetch and the events wait in the queue; between
 // a quarter of the target and the target it holds, but not for long, so the
 // events sync; when no webhooks come it is back at full concurrency; and a
-// drain that begins while it yields runs at full speed.
+// drain that begins while it yields runs at full speed. The interval is
+// long enough (the hold's bound is 20 of them, 400 ms) that the first two
+// checks end before the bound lets a fetch through.
 func TestPoolYieldsToWebhooks(t *testing.T) {
 	const target = 2 * time.Millisecond
 	e := newEnv(t, sim.Faults{})
@@ -324,7 +326,7 @@ func TestPoolYieldsToWebhooks(t *testing.T) {
 	var wait atomic.Int64 // the publish wait Pressure reports; 0: no webhooks
 	wait.Store(int64(10 * time.Millisecond))
 	stop := e.startPool(t, e.newSyncer(t, nil, nil), func(c *worker.PoolConfig) {
-		c.PressureTarget, c.PressureInterval = target, 2*time.Millisecond
+		c.PressureTarget, c.PressureInterval = target, 20*time.Millisecond
 		c.DrainTimeout = 5 * time.Second
 		c.Pressure = func() (time.Duration, int64) {
 			if w := wait.Load(); w > 0 {
@@ -345,12 +347,12 @@ func TestPoolYieldsToWebhooks(t *testing.T) {
 		return codes
 	}
 	firstCodes := publishCreated(first)
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // 5 intervals
 	if gets := e.sim.Stats().Gets; gets != 0 {
 		t.Fatalf("%d fetches while the receiver was short of CPU, want none", gets)
 	}
 	wait.Store(int64(target * 2 / 5)) // under half the target, over a quarter of it: hold
-	time.Sleep(10 * time.Millisecond) // 5 intervals, under the 20 it holds for
+	time.Sleep(60 * time.Millisecond) // 3 intervals more, under the 20 it holds for
 	if l, gets := limit(), e.sim.Stats().Gets; l != 0 || gets != 0 {
 		t.Fatalf("between a quarter of the target and the target: limit %v and %d fetches, want the limit held at 0 and none", l, gets)
 	}
@@ -374,4 +376,35 @@ func TestPoolYieldsToWebhooks(t *testing.T) {
 	}
 	e.waitDrained(t, time.Second)
 	e.assertMirrorMatchesSim(t, secondCodes)
+}
+
+// TestPoolSyncsWhileTheWaitStaysHigh: a publish wait that stays above the
+// target with no fetch left to take away is one yielding cannot bring down
+// (the receiver at its own limit): after the hold's bound the pool lets one
+// fetch through for an interval, again and again, so events still sync, one
+// fetch at a time, while webhooks keep flowing.
+func TestPoolSyncsWhileTheWaitStaysHigh(t *testing.T) {
+	e := newEnv(t, sim.Faults{})
+	orders := e.createOrders(t, 10)
+	e.startPool(t, e.newSyncer(t, nil, nil), func(c *worker.PoolConfig) {
+		c.PressureTarget, c.PressureInterval = 2*time.Millisecond, 2*time.Millisecond
+		c.Pressure = func() (time.Duration, int64) { return 10 * time.Millisecond, 100 }
+	})
+	limit := func() float64 { return counterValue(t, e.reg, "ordersync_worker_fetch_limit", nil) }
+	waitFor(t, 2*time.Second, "the fetch limit to fall to 0", func() bool { return limit() == 0 })
+	var codes []string
+	for _, o := range orders {
+		codes = append(codes, o.OrderCode)
+		e.publish(t, e.webhook(o.OrderID, ordersync.EventCreated))
+	}
+	highest := 0.0
+	waitFor(t, 10*time.Second, "the events to sync while the wait stays high", func() bool {
+		highest = max(highest, limit())
+		_, ackPending, settled := e.consumerState(t)
+		return settled && ackPending == 0
+	})
+	if highest > 1 {
+		t.Errorf("the fetch limit rose to %v while the wait stayed high, want at most 1", highest)
+	}
+	e.assertMirrorMatchesSim(t, codes)
 }

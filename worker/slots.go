@@ -44,8 +44,8 @@ func (s *fetchSlots) release() {
 	s.tokens <- struct{}{}
 }
 
-// setLimit sets the limit, which must be between 1 and the one the slots
-// were made with.
+// setLimit sets the limit, which must be between 0 (no fetch starts) and
+// the one the slots were made with.
 func (s *fetchSlots) setLimit(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -73,16 +73,20 @@ func (p *Pool) Yields() bool { return p.cfg.Pressure != nil }
 // wait; while the wait is above PressureTarget it halves the fetches allowed
 // to start, down to none; while it is below a quarter of the target it
 // raises them by a quarter, and back to FetchConcurrency at once when no
-// webhook came; in between it holds, for up to maxHeldTicks, then raises.
-// The wide hold matters: the receiver alone near its limit waits about half
-// the target, and letting even one fetch run then costs it a third of its
-// rate on a fast upstream. Its bound matters too: a wait kept in between by
-// something yielding cannot help (another process on the host) must not
-// stop syncing for as long as webhooks flow. Events not fetched meanwhile
-// wait in the queue, which is what it is for; the pool catches up when the
-// burst ends, and runs at full concurrency whenever the receiver has CPU to
-// spare. It returns with the limit back at FetchConcurrency, so a drain
-// runs at full speed.
+// webhook came. In between, or above the target with no fetch left to take
+// away, it holds, for up to maxHeldTicks, then raises.
+// The default target is low enough that the receiver alone near its limit
+// waits about as long (1.0–1.3 ms on the 2-core development machine), so
+// during a saturating burst the pool lets no fetch start: even one fetch
+// at a time cost the receiver a third of its rate on a fast upstream. The
+// hold's bound matters as much: a wait that yielding cannot bring down (the
+// receiver at its own limit, another process on the host) must not stop
+// syncing for as long as webhooks flow, so a fetch slot comes back for a
+// tick every maxHeldTicks. Events not fetched meanwhile wait in the queue,
+// which is what it is for; the pool catches up when the burst ends, and
+// runs at full concurrency whenever the receiver has CPU to spare. It
+// returns with the limit back at FetchConcurrency, so a drain runs at full
+// speed.
 func (p *Pool) yieldLoop(ctx context.Context) {
 	full := p.cfg.FetchConcurrency
 	defer func() {
@@ -106,15 +110,16 @@ func (p *Pool) yieldLoop(ctx context.Context) {
 		switch {
 		case n == 0:
 			limit, held = full, 0
-		case wait > p.cfg.PressureTarget:
+		case wait > p.cfg.PressureTarget && limit > 0:
 			limit, held = limit/2, 0
 		case wait < p.cfg.PressureTarget/4:
 			raise()
 		case limit < full:
-			// Held: the receiver is near its limit, or something
-			// else (another process) keeps the wait up. Either way,
-			// take a step back after maxHeldTicks, so that sync goes
-			// on, slowly, whatever keeps the wait in between.
+			// Held: the wait is in between, or above the target with
+			// no fetch left to take away. The receiver is at or near
+			// its limit, or something else (another process) keeps
+			// the wait up. Either way, take a step back after
+			// maxHeldTicks, so that sync goes on, slowly.
 			if held++; held >= maxHeldTicks {
 				raise()
 			}
@@ -126,5 +131,6 @@ func (p *Pool) yieldLoop(ctx context.Context) {
 
 // maxHeldTicks is how many PressureIntervals yieldLoop holds a lowered
 // limit while the wait stays between a quarter of the target and the
-// target: one second at the default interval.
+// target, or above the target with the limit at none: one second at the
+// default interval.
 const maxHeldTicks = 20
