@@ -1,14 +1,31 @@
 package queue
 
 import (
+	"time"
+
 	collect "github.com/ordersync/ordersync/metrics"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 type streamMetrics struct {
 	stored, duplicate, failed prometheus.Counter
 	duration                  prometheus.Observer
+}
+
+// record counts one publish begun at start: failed with err, or stored or
+// found a duplicate by ack.
+func (m *streamMetrics) record(start time.Time, ack *jetstream.PubAck, err error) {
+	m.duration.Observe(time.Since(start).Seconds())
+	switch {
+	case err != nil:
+		m.failed.Inc()
+	case ack.Duplicate:
+		m.duplicate.Inc()
+	default:
+		m.stored.Inc()
+	}
 }
 
 type metrics struct {

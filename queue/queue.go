@@ -295,7 +295,7 @@ func (q *Queue) PublishEvent(ctx context.Context, ev *ordersync.InboundEvent) (b
 		set(HeaderCause, string(ev.Cause))
 	}
 	msg := &nats.Msg{Subject: q.eventsPrefix + ev.Account, Header: h, Data: ev.Body}
-	dup, err := q.publish(ctx, q.metrics.events, msg)
+	dup, err := q.publish(ctx, msg)
 	if err != nil {
 		return false, fmt.Errorf("publish event %s: %w", ev.MsgID, err)
 	}
@@ -327,30 +327,15 @@ func (q *Queue) PublishMessages(ctx context.Context, msgs []ordersync.OutboxMess
 	}
 	dups := make([]bool, 0, len(futures))
 	for i, f := range futures {
-		var (
-			ack *jetstream.PubAck
-			err error
-		)
-		select {
-		case ack = <-f.Ok():
-		case err = <-f.Err():
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		q.metrics.orders.duration.Observe(time.Since(start).Seconds())
+		ack, err := waitAck(ctx, f)
+		q.metrics.orders.record(start, ack, err)
 		if err != nil {
-			q.metrics.orders.failed.Inc()
 			return dups, fmt.Errorf("publish %s %s: %w", msgs[i].Subject, msgs[i].MsgID, err)
-		}
-		if ack.Duplicate {
-			q.metrics.orders.duplicate.Inc()
-		} else {
-			q.metrics.orders.stored.Inc()
 		}
 		dups = append(dups, ack.Duplicate)
 	}
 	if sendErr != nil {
-		q.metrics.orders.failed.Inc()
+		q.metrics.orders.record(start, nil, sendErr)
 		return dups, sendErr
 	}
 	return dups, nil
@@ -394,22 +379,16 @@ func (q *Queue) orderSubject(subject string) (string, error) {
 	return q.ordersPrefix + rest, nil
 }
 
-// publish sends msg and waits for its ack. It uses the asynchronous
+// publish sends an event and waits for its ack. It uses the asynchronous
 // publisher and waits on the future: under many concurrent callers this
 // pipelines on the connection's one ack subscription and measured about 1.5
 // times the throughput of a request per publish.
-func (q *Queue) publish(ctx context.Context, m *streamMetrics, msg *nats.Msg) (bool, error) {
+func (q *Queue) publish(ctx context.Context, msg *nats.Msg) (bool, error) {
 	start := time.Now()
 	ack, err := q.awaitAck(ctx, msg)
-	m.duration.Observe(time.Since(start).Seconds())
+	q.metrics.events.record(start, ack, err)
 	if err != nil {
-		m.failed.Inc()
 		return false, err
-	}
-	if ack.Duplicate {
-		m.duplicate.Inc()
-	} else {
-		m.stored.Inc()
 	}
 	return ack.Duplicate, nil
 }
@@ -422,6 +401,11 @@ func (q *Queue) awaitAck(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck,
 	if err != nil {
 		return nil, err
 	}
+	return waitAck(ctx, f)
+}
+
+// waitAck waits for a published message's ack, its failure, or ctx.
+func waitAck(ctx context.Context, f jetstream.PubAckFuture) (*jetstream.PubAck, error) {
 	select {
 	case ack := <-f.Ok():
 		return ack, nil

@@ -646,6 +646,10 @@ func TestPublishMessagesInOrder(t *testing.T) {
 	if want := []string{"m2", "m1", "m3", "m4", "m5"}; !slices.Equal(stored, want) {
 		t.Fatalf("the orders stream holds %v, want %v in that order", stored, want)
 	}
+	m := q.metrics.orders
+	if s, d, f := testutil.ToFloat64(m.stored), testutil.ToFloat64(m.duplicate), testutil.ToFloat64(m.failed); s != 5 || d != 1 || f != 1 {
+		t.Fatalf("metrics stored=%v duplicate=%v failed=%v, want 5, 1 and 1", s, d, f)
+	}
 }
 
 func TestReady(t *testing.T) {
