@@ -64,11 +64,7 @@ func upstreamCode(n int) string {
 func BenchmarkApplyNewOrders(b *testing.B) {
 	const mirrored, batchSize = 50000, 100
 	ctx := context.Background()
-	db, err := Open(ctx, Config{URL: filepath.Join(b.TempDir(), "bench.db"), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+	db := benchDB(b)
 	n := 0
 	batch := func(size int) []ordersync.ApplyParams {
 		params := make([]ordersync.ApplyParams, 0, size)
@@ -86,28 +82,8 @@ func BenchmarkApplyNewOrders(b *testing.B) {
 		}
 	}
 
-	var (
-		applied int
-		elapsed time.Duration
-	)
 	written, readable := processWritten()
-	cpu := rusage.Start(b)
-	for b.Loop() {
-		b.StopTimer()
-		cpu.Stop()
-		params := batch(batchSize)
-		cpu.Start()
-		b.StartTimer()
-		start := time.Now()
-		if _, err := db.ApplyOrders(ctx, params); err != nil {
-			b.Fatal(err)
-		}
-		elapsed += time.Since(start)
-		applied += batchSize
-	}
-	cpu.Stop()
-	b.ReportMetric(float64(applied)/elapsed.Seconds(), "orders/s")
-	cpu.Report(b, applied, "cpu-µs/order")
+	applied := benchApply(b, db, func() []ordersync.ApplyParams { return batch(batchSize) })
 	if after, ok := processWritten(); ok && readable {
 		b.ReportMetric(float64(after-written)/float64(applied), "written-B/order")
 	}
@@ -136,11 +112,7 @@ func processWritten() (int64, bool) {
 func BenchmarkApplyOrders(b *testing.B) {
 	const batchSize, changedPerBatch = 100, 50
 	ctx := context.Background()
-	db, err := Open(ctx, Config{URL: filepath.Join(b.TempDir(), "bench.db"), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+	db := benchDB(b)
 
 	doc := func(n int, status ordersync.Status, desc string) *ordersync.Order {
 		return benchOrder(b, n, status, desc)
@@ -171,6 +143,23 @@ func BenchmarkApplyOrders(b *testing.B) {
 		b.Fatal(err)
 	}
 
+	benchApply(b, db, batch)
+}
+
+// benchDB is an empty SQLite mirror, closed when the benchmark ends.
+func benchDB(b *testing.B) *DB {
+	db, err := Open(context.Background(), Config{URL: filepath.Join(b.TempDir(), "bench.db"), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	return db
+}
+
+// benchApply applies one batch from next per op, timing and metering only
+// ApplyOrders, reports orders/s and CPU-µs per order, and returns how many
+// orders applied.
+func benchApply(b *testing.B, db *DB, next func() []ordersync.ApplyParams) int {
 	var (
 		applied int
 		elapsed time.Duration
@@ -179,11 +168,11 @@ func BenchmarkApplyOrders(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		cpu.Stop()
-		params := batch()
+		params := next()
 		cpu.Start()
 		b.StartTimer()
 		start := time.Now()
-		res, err := db.ApplyOrders(ctx, params)
+		res, err := db.ApplyOrders(context.Background(), params)
 		elapsed += time.Since(start)
 		if err != nil {
 			b.Fatal(err)
@@ -197,6 +186,7 @@ func BenchmarkApplyOrders(b *testing.B) {
 	cpu.Stop()
 	b.ReportMetric(float64(applied)/elapsed.Seconds(), "orders/s")
 	cpu.Report(b, applied, "cpu-µs/order")
+	return applied
 }
 
 // benchMirror is a SQLite mirror of n orders, their statuses in turn from
@@ -204,11 +194,7 @@ func BenchmarkApplyOrders(b *testing.B) {
 func benchMirror(b *testing.B, n int, statuses ...ordersync.Status) *DB {
 	const batchSize = 500
 	ctx := context.Background()
-	db, err := Open(ctx, Config{URL: filepath.Join(b.TempDir(), "bench.db"), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
+	db := benchDB(b)
 	for i := 0; i < n; {
 		params := make([]ordersync.ApplyParams, 0, batchSize)
 		for ; len(params) < batchSize && i < n; i++ {

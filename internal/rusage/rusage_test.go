@@ -13,11 +13,7 @@ func TestCPUCountsWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, 1<<16)
-	for start := time.Now(); time.Since(start) < 50*time.Millisecond; {
-		sum := sha256.Sum256(buf)
-		buf[0] = sum[0]
-	}
+	burn(50 * time.Millisecond)
 	after, err := CPU()
 	if err != nil {
 		t.Fatal(err)
@@ -32,13 +28,6 @@ func TestCPUCountsWork(t *testing.T) {
 // TestMeterCountsOnlyWhileRunning: work done while the Meter is stopped does
 // not count, work done while it runs does.
 func TestMeterCountsOnlyWhileRunning(t *testing.T) {
-	burn := func(d time.Duration) {
-		buf := make([]byte, 1<<16)
-		for start := time.Now(); time.Since(start) < d; {
-			sum := sha256.Sum256(buf)
-			buf[0] = sum[0]
-		}
-	}
 	m := Start(t)
 	burn(50 * time.Millisecond)
 	m.Stop()
@@ -68,3 +57,12 @@ type reportRecorder struct {
 }
 
 func (r *reportRecorder) ReportMetric(v float64, unit string) { r.value, r.unit = v, unit }
+
+// burn hashes on this goroutine for d of wall time.
+func burn(d time.Duration) {
+	buf := make([]byte, 1<<16)
+	for start := time.Now(); time.Since(start) < d; {
+		sum := sha256.Sum256(buf)
+		buf[0] = sum[0]
+	}
+}
