@@ -1,0 +1,90 @@
+package main
+
+import (
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, err := runCLI(t, args...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if want := buildVersion() + "\n"; out != want {
+			t.Errorf("%v printed %q, want %q", args, out, want)
+		}
+		if !strings.HasPrefix(out, "ordersync ") || !strings.Contains(out, runtime.Version()) {
+			t.Errorf("%v: %q lacks the name or the Go version %s", args, out, runtime.Version())
+		}
+	}
+}
+
+func TestFormatVersion(t *testing.T) {
+	tests := []struct {
+		name string
+		info debug.BuildInfo
+		want string
+	}{
+		{"a tagged release", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.0"},
+			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "048eea1"}, {Key: "vcs.modified", Value: "false"}}},
+			"ordersync v1.2.0, commit 048eea1, go1.26.8"},
+		{"a checkout with local changes", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"},
+			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "048eea1"}, {Key: "vcs.modified", Value: "true"}}},
+			"ordersync (devel), commit 048eea1 (modified), go1.26.8"},
+		{"built without VCS stamping", debug.BuildInfo{GoVersion: "go1.26.8"},
+			"ordersync (devel), commit unknown, go1.26.8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := formatVersion(&tt.info); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestHelpGroups holds the top-level help to its groups: each command is
+// listed under the title of its group, and the operator's commands come
+// before the lab's.
+func TestHelpGroups(t *testing.T) {
+	out, err := runCLI(t, "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := []struct {
+		title    string
+		commands []string
+	}{
+		{"Run the service:", []string{"serve", "migrate", "reconcile"}},
+		{"Orders, payment links and dead letters:", []string{"orders", "links", "dlq"}},
+		{"Try it without an account:", []string{"demo", "sim"}},
+		{"Test the pipeline under faults and load (the lab):", []string{"chaos", "loadtest", "multiproc"}},
+		{"Additional Commands:", []string{"version"}},
+	}
+	sections := map[string]string{}
+	for _, block := range strings.Split(out, "\n\n") {
+		title, body, _ := strings.Cut(block, "\n")
+		sections[title] = body
+	}
+	last := -1
+	for _, g := range groups {
+		body, ok := sections[g.title]
+		if !ok {
+			t.Errorf("help has no group %q:\n%s", g.title, out)
+			continue
+		}
+		if at := strings.Index(out, g.title); at < last {
+			t.Errorf("group %q comes before the one listed above it", g.title)
+		} else {
+			last = at
+		}
+		for _, c := range g.commands {
+			if !strings.Contains(body, "\n  "+c+" ") && !strings.HasPrefix(body, "  "+c+" ") {
+				t.Errorf("group %q lacks %s:\n%s", g.title, c, body)
+			}
+		}
+	}
+}
