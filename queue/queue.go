@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -232,23 +233,19 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Queue, error) {
 }
 
 // retryRace runs op again when it lost a creation race to another process
-// (the stream or consumer appeared between its lookup and its create).
+// (the stream or consumer appeared between its lookup and its create): up
+// to four more times, from 10 ms, jittered so racing processes part.
 func retryRace(ctx context.Context, op func() error) error {
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		err = op()
-		if err == nil || !(errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) ||
+	b := backoff.WithMaxRetries(backoff.NewExponentialBackOff(backoff.WithInitialInterval(10*time.Millisecond)), 4)
+	return backoff.Retry(func() error {
+		err := op()
+		if err != nil && !(errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) ||
 			errors.Is(err, jetstream.ErrConsumerExists) ||
 			errors.Is(err, jetstream.ErrConsumerNameAlreadyInUse)) {
-			return err
+			return backoff.Permanent(err)
 		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(err, ctx.Err())
-		case <-time.After(time.Duration(attempt+1) * 10 * time.Millisecond):
-		}
-	}
-	return err
+		return err
+	}, backoff.WithContext(b, ctx))
 }
 
 // publishAbandonAfter is when an unacknowledged asynchronous publish is

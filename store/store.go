@@ -34,6 +34,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	"github.com/jmoiron/sqlx"
@@ -461,19 +462,16 @@ func clampLimit(limit, def, maxLimit int) int {
 // pingSQLiteWrite opens the write connection. Switching a new file to WAL
 // needs a lock that SQLite does not wait for with busy_timeout, so when
 // several processes open a fresh database at once some see SQLITE_BUSY at
-// once: those try again for a while.
+// once: those try again, with jittered waits, for up to sqliteBusyTimeout.
 func pingSQLiteWrite(ctx context.Context, db *sqlx.DB) error {
-	deadline := time.Now().Add(sqliteBusyTimeout)
-	for {
+	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(10*time.Millisecond),
+		backoff.WithMaxInterval(200*time.Millisecond), backoff.WithMaxElapsedTime(sqliteBusyTimeout))
+	return backoff.Retry(func() error {
 		err := db.PingContext(ctx)
 		var se sqlite3.Error
-		if err == nil || !errors.As(err, &se) || (se.Code != sqlite3.ErrBusy && se.Code != sqlite3.ErrLocked) || time.Now().After(deadline) {
-			return err
+		if err != nil && !(errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)) {
+			return backoff.Permanent(err)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+		return err
+	}, backoff.WithContext(b, ctx))
 }

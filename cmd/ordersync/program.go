@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -375,21 +376,30 @@ func (p *Program) lead(ctx context.Context, role string, run func(context.Contex
 	}
 	// The lease bucket may not be reachable yet (NATS restarting, a
 	// cluster electing): keep trying rather than take the process down.
-	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
-		l, err := queue.NewLeader(ctx, p.nc, queue.LeaderConfig{
+	// The waits are jittered, so processes that lost NATS together do not
+	// all campaign in the same instant when it comes back.
+	var l *queue.Leader
+	err := backoff.RetryNotify(func() error {
+		var err error
+		l, err = queue.NewLeader(ctx, p.nc, queue.LeaderConfig{
 			Bucket: p.cfg.NATSNamespace + "_leaders", Name: role, Replicas: p.cfg.NATSReplicas, TTL: p.cfg.LeaderTTL,
 			Registerer: p.reg, Logger: p.logger.With("component", "leader"),
 		})
-		if err == nil {
-			return l.Run(ctx, run)
-		}
+		return err
+	}, backoff.WithContext(leaderRetry(), ctx), func(err error, wait time.Duration) {
 		p.logger.Error("leader election unavailable; retrying", "role", role, "retry_in", wait, "err", err)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(wait):
-		}
+	})
+	if err != nil {
+		return nil // only the context ends the retries
 	}
+	return l.Run(ctx, run)
+}
+
+// leaderRetry is the schedule of campaigns for a lease that cannot be
+// reached: from a second, doubling to 30 s, jittered by half, never giving up.
+func leaderRetry() *backoff.ExponentialBackOff {
+	return backoff.NewExponentialBackOff(backoff.WithInitialInterval(time.Second),
+		backoff.WithMaxInterval(30*time.Second), backoff.WithMaxElapsedTime(0))
 }
 
 func (p *Program) natsDescription() string {
