@@ -236,6 +236,20 @@ type Mirror interface {
 	AddDeadLetter(ctx context.Context, dl DeadLetter) (int64, error)
 }
 
+// OrderCodesResolver is a Mirror that also maps many order ids to their
+// codes with one read. The worker pool resolves a whole pull's events with
+// it when the mirror has it, and one event at a time otherwise.
+type OrderCodesResolver interface {
+	ResolveOrderCodes(ctx context.Context, account string, ids []ID) (map[ID]string, error)
+}
+
+// FetchSeqReader is a Mirror that reads the fetch sequence's current value
+// without writing. With it, fetch numbers are handed out from a reservation
+// while a read shows no other process took one since.
+type FetchSeqReader interface {
+	CurrentFetchSeq(ctx context.Context) (int64, error)
+}
+
 // MirrorReader is the mirror as the back office reads it.
 type MirrorReader interface {
 	FindOrderByCode(ctx context.Context, account, orderCode string) (*MirroredOrder, error)

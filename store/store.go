@@ -241,12 +241,14 @@ type DB struct {
 }
 
 var (
-	_ ordersync.Mirror          = (*DB)(nil)
-	_ ordersync.MirrorReader    = (*DB)(nil)
-	_ ordersync.DeadLetters     = (*DB)(nil)
-	_ ordersync.Outbox          = (*DB)(nil)
-	_ ordersync.ReconcileSource = (*DB)(nil)
-	_ ordersync.Retention       = (*DB)(nil)
+	_ ordersync.Mirror             = (*DB)(nil)
+	_ ordersync.OrderCodesResolver = (*DB)(nil)
+	_ ordersync.FetchSeqReader     = (*DB)(nil)
+	_ ordersync.MirrorReader       = (*DB)(nil)
+	_ ordersync.DeadLetters        = (*DB)(nil)
+	_ ordersync.Outbox             = (*DB)(nil)
+	_ ordersync.ReconcileSource    = (*DB)(nil)
+	_ ordersync.Retention          = (*DB)(nil)
 )
 
 // Open connects to the database, checks it answers and, unless

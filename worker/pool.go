@@ -193,7 +193,7 @@ type Pool struct {
 	codes   *codeCache
 
 	// codesResolver is the mirror when it resolves order ids in batches.
-	codesResolver codesResolver
+	codesResolver ordersync.OrderCodesResolver
 
 	mu      sync.Mutex
 	flights map[orderKey]*flight
@@ -282,7 +282,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		slots:   newFetchSlots(cfg.FetchConcurrency),
 	}
 	m.fetchLimit.Set(float64(cfg.FetchConcurrency))
-	p.codesResolver, _ = cfg.Mirror.(codesResolver)
+	p.codesResolver, _ = cfg.Mirror.(ordersync.OrderCodesResolver)
 	return p, nil
 }
 
@@ -416,12 +416,6 @@ func (p *Pool) dispatch(d ordersync.Delivery, now time.Time) *item {
 		p.jobs <- job{round: r}
 	}
 	return nil
-}
-
-// codesResolver is a mirror that resolves many order ids at once:
-// store.DB does.
-type codesResolver interface {
-	ResolveOrderCodes(ctx context.Context, account string, ids []ordersync.ID) (map[ordersync.ID]string, error)
 }
 
 // resolveBatch finds the codes of a pull's events that carry only an order

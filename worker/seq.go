@@ -17,14 +17,8 @@ const seqAllocTimeout = 30 * time.Second
 
 // seqReserve is how many sequence numbers a reservation takes beyond what
 // its callers need, when the mirror can say whether a reservation is still
-// the latest (fetchSeqReader).
+// the latest (ordersync.FetchSeqReader).
 const seqReserve = 1024
-
-// fetchSeqReader is a mirror that reads the fetch sequence's current value
-// without writing, off its write path: store.DB does.
-type fetchSeqReader interface {
-	CurrentFetchSeq(ctx context.Context) (int64, error)
-}
 
 // seqAllocator hands out fetch sequence numbers. Callers that ask while a
 // round trip to the mirror is running wait together and are served by the
@@ -32,7 +26,7 @@ type fetchSeqReader interface {
 // serves everybody who queued during the previous one.
 //
 // A round trip is a write, AllocateFetchSeq, unless the mirror is a
-// fetchSeqReader: then a write reserves seqReserve numbers more than its
+// ordersync.FetchSeqReader: then a write reserves seqReserve numbers more than its
 // callers need, and later groups take the next ones from that reservation
 // after a read has shown the sequence still ends where the reservation
 // left it, so no other process took a number since. The numbers are taken
@@ -44,7 +38,7 @@ type fetchSeqReader interface {
 // back while they commit.
 type seqAllocator struct {
 	mirror ordersync.Mirror
-	reader fetchSeqReader // nil: every round trip writes
+	reader ordersync.FetchSeqReader // nil: every round trip writes
 
 	mu sync.Mutex
 	// forming collects the callers of the next round trip.
@@ -69,7 +63,7 @@ type seqGroup struct {
 
 func newSeqAllocator(m ordersync.Mirror) *seqAllocator {
 	a := &seqAllocator{mirror: m, from: 1}
-	a.reader, _ = m.(fetchSeqReader)
+	a.reader, _ = m.(ordersync.FetchSeqReader)
 	return a
 }
 
