@@ -70,23 +70,14 @@ func (p *Pool) Yields() bool { return p.cfg.Pressure != nil }
 
 // yieldLoop gives the CPU to the webhook receiver of this process while it
 // needs it: every PressureInterval it reads the receiver's mean publish
-// wait; while the wait is above PressureTarget it halves the fetches allowed
-// to start, down to none; while it is below a quarter of the target it
-// raises them by a quarter, and back to FetchConcurrency at once when no
-// webhook came. In between, or above the target with no fetch left to take
-// away, it holds, for up to maxHeldTicks, then raises.
-// The default target is low enough that the receiver alone near its limit
-// waits about as long (1.0–1.3 ms on the 2-core development machine), so
-// during a saturating burst the pool lets no fetch start: even one fetch
-// at a time cost the receiver a third of its rate on a fast upstream. The
-// hold's bound matters as much: a wait that yielding cannot bring down (the
-// receiver at its own limit, another process on the host) must not stop
-// syncing for as long as webhooks flow, so a fetch slot comes back for a
-// tick every maxHeldTicks. Events not fetched meanwhile wait in the queue,
-// which is what it is for; the pool catches up when the burst ends, and
-// runs at full concurrency whenever the receiver has CPU to spare. It
+// wait; above PressureTarget it halves the fetches allowed to start, down
+// to none; below a quarter of the target it raises them by a quarter, and
+// back to FetchConcurrency at once when no webhook came. In between, or
+// above the target with no fetch left to take away, it holds for at most
+// maxHeldTicks and then raises, so a wait that yielding cannot bring down
+// never stops syncing. Events not fetched meanwhile wait in the queue. It
 // returns with the limit back at FetchConcurrency, so a drain runs at full
-// speed.
+// speed. README "Webhooks first" gives the measured effect.
 func (p *Pool) yieldLoop(ctx context.Context) {
 	full := p.cfg.FetchConcurrency
 	defer func() {

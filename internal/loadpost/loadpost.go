@@ -2,11 +2,10 @@
 // loadtest and multiproc commands and the receiver's benchmark.
 //
 // A load generator that runs on the machine it measures must spend as
-// little of it as it can. It uses fasthttp's client, as load tools such as
-// bombardier do: on the 2-core machine of the README's figures, a bare
-// net/http server answered 25-30k POSTs/s to net/http's client and 44-47k/s
-// to fasthttp's, whose cost per request is a fraction of net/http's. The
-// service under test keeps net/http.
+// little of it as it can, so it uses fasthttp's client, as load tools such
+// as bombardier do: its cost per request is a fraction of net/http's (the
+// README's benchmarks give the figures). The service under test keeps
+// net/http.
 package loadpost
 
 import (
