@@ -1,0 +1,203 @@
+package worker
+
+// Pulling deliveries and coalescing them per order: one round of fetching
+// answers every delivery for an order that arrived before it started.
+
+import (
+	"context"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// orderKey identifies an order for coalescing.
+type orderKey struct{ account, code string }
+
+// item is one delivery on its way through the pool.
+type item struct {
+	d        ordersync.Delivery
+	ev       *ordersync.InboundEvent
+	e        *ordersync.Event // nil when the body is malformed
+	account  string
+	code     string
+	pulledAt time.Time
+}
+
+// round is one fetch of an order and the deliveries it answers.
+type round struct {
+	key   orderKey
+	items []*item
+	// started is set, under Pool.mu, when the fetch is about to be sent;
+	// deliveries for the order then wait for the next round.
+	started bool
+}
+
+// flight is the coalescing state of an order with a round planned or
+// running.
+type flight struct {
+	cur  *round
+	next []*item // arrived while cur was running: the one follow-up round
+}
+
+// pull feeds deliveries into the pool until ctx ends.
+func (p *Pool) pull(ctx context.Context) {
+	batch := int64(p.cfg.BatchSize)
+	failing := false
+	for {
+		if err := p.room.Acquire(ctx, batch); err != nil {
+			return
+		}
+		ds, err := p.cfg.Source.Next(ctx, p.cfg.BatchSize, p.cfg.PullWait)
+		p.room.Release(batch - int64(len(ds)))
+		p.unsettled.Add(len(ds))
+		now := p.now()
+		var unresolved []*item
+		for _, d := range ds {
+			if it := p.dispatch(d, now); it != nil {
+				unresolved = append(unresolved, it)
+			}
+		}
+		p.resolveBatch(ctx, unresolved)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			if !failing {
+				p.log.Error("pull events from the queue failed; retrying", "err", err)
+				failing = true
+			}
+			if sleep(ctx, p.cfg.RetryDelay) != nil {
+				return
+			}
+		case failing:
+			p.log.Info("pulling events from the queue again")
+			failing = false
+		}
+	}
+}
+
+// dispatch routes a fresh delivery. It runs on the pull goroutine and does
+// no I/O: anything that needs the mirror goes to the fetch goroutines, except
+// the events it returns, which carry an order id but no code the pool knows:
+// the caller resolves them with resolveBatch.
+func (p *Pool) dispatch(d ordersync.Delivery, now time.Time) *item {
+	ev := d.Event()
+	it := &item{d: d, ev: ev, account: ev.Account, pulledAt: now}
+	if it.account == "" {
+		it.account = ordersync.DefaultAccount
+	}
+	e, err := ordersync.ParseEvent(ev.Body)
+	if err != nil {
+		p.jobs <- job{dead: it, reason: ordersync.ReasonMalformed, err: err}
+		return nil
+	}
+	it.e = e
+	if ev.Ignored != "" {
+		p.commits <- commitItem{ignored: it}
+		return nil
+	}
+	if reason, ignored := e.Ignored(); ignored {
+		ev.Ignored = reason
+		p.commits <- commitItem{ignored: it}
+		return nil
+	}
+	it.code = e.OrderCode
+	if it.code == "" {
+		it.code, _ = p.codes.get(it.account, e.OrderID)
+	}
+	switch {
+	case it.code == "" && e.OrderID != "" && p.codesResolver != nil:
+		return it
+	case it.code == "":
+		p.jobs <- job{resolve: it}
+		return nil
+	}
+	if r := p.attach(it); r != nil {
+		p.jobs <- job{round: r}
+	}
+	return nil
+}
+
+// resolveBatch finds the codes of a pull's events that carry only an order
+// id with one read of the mirror per account, on the pull goroutine, instead
+// of one read per event on the fetch goroutines. What it does not find, or
+// cannot look up, takes the path of one event: resolve, with its fallback
+// to the order reference and its retry schedule.
+func (p *Pool) resolveBatch(ctx context.Context, items []*item) {
+	byAccount := map[string][]*item{}
+	for _, it := range items {
+		byAccount[it.account] = append(byAccount[it.account], it)
+	}
+	for account, its := range byAccount {
+		ids := make([]ordersync.ID, len(its))
+		for i, it := range its {
+			ids[i] = it.e.OrderID
+		}
+		codes, err := p.codesResolver.ResolveOrderCodes(ctx, account, ids)
+		if err != nil && ctx.Err() == nil {
+			p.log.Warn("resolve a batch of order ids failed; resolving them one by one", "events", len(its), "err", err)
+		}
+		for _, it := range its {
+			code := codes[it.e.OrderID] // a nil map on error: every event resolves alone
+			if code == "" {
+				p.jobs <- job{resolve: it}
+				continue
+			}
+			p.codes.put(account, it.e.OrderID, code)
+			it.code = code
+			if r := p.attach(it); r != nil {
+				p.jobs <- job{round: r}
+			}
+		}
+	}
+}
+
+// attach joins it to its order's planned round, or to the follow-up round
+// when a fetch is already running, or plans a new round, which the caller
+// must run.
+func (p *Pool) attach(it *item) *round {
+	key := orderKey{it.account, it.code}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, ok := p.flights[key]
+	if !ok {
+		r := &round{key: key, items: []*item{it}}
+		p.flights[key] = &flight{cur: r}
+		return r
+	}
+	// Counted as coalesced: every event that does not cost a fetch of its
+	// own. The first event of a follow-up round does.
+	if !f.cur.started {
+		f.cur.items = append(f.cur.items, it)
+		p.metrics.coalesced.Inc()
+	} else {
+		if len(f.next) > 0 {
+			p.metrics.coalesced.Inc()
+		}
+		f.next = append(f.next, it)
+	}
+	return nil
+}
+
+// startRound marks r as sent: later events for its order wait for the
+// follow-up round.
+func (p *Pool) startRound(r *round) {
+	p.mu.Lock()
+	r.started = true
+	p.mu.Unlock()
+}
+
+// finishRound ends r's fetch and returns the follow-up round for the events
+// that arrived meanwhile, or nil.
+func (p *Pool) finishRound(r *round) *round {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f := p.flights[r.key]
+	if len(f.next) == 0 {
+		delete(p.flights, r.key)
+		return nil
+	}
+	nr := &round{key: r.key, items: f.next, started: true}
+	f.cur, f.next = nr, nil
+	return nr
+}

@@ -1,0 +1,165 @@
+package worker
+
+// The fetch goroutines: resolve an event to its order, fetch the order
+// round after round, and turn a failed fetch into a retry or a dead letter.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ordersync/ordersync"
+)
+
+// job is work for the fetch goroutines: a round to fetch, an event to
+// resolve, or a dead letter to record.
+type job struct {
+	round   *round
+	resolve *item
+	dead    *item
+	reason  ordersync.DeadLetterReason
+	err     error
+}
+
+// work runs jobs until the pool closes them.
+func (p *Pool) work(ctx context.Context) {
+	for j := range p.jobs {
+		// Once ctx ends (a drain that timed out), jobs run without a slot
+		// and fail fast; their deliveries go back to the queue.
+		acquired := p.slots.acquire(ctx) == nil
+		p.do(ctx, j)
+		if acquired {
+			p.slots.release()
+		}
+	}
+}
+
+// do runs one job.
+func (p *Pool) do(ctx context.Context, j job) {
+	switch {
+	case j.round != nil:
+		p.startRound(j.round)
+		p.runRounds(ctx, j.round)
+	case j.resolve != nil:
+		if r := p.resolve(ctx, j.resolve); r != nil {
+			p.startRound(r)
+			p.runRounds(ctx, r)
+		}
+	case j.dead != nil:
+		p.deadLetter(ctx, j.dead, j.reason, j.err)
+	}
+}
+
+// resolve finds the order code of an event that carries none and attaches
+// the event; it returns a round the caller must run.
+func (p *Pool) resolve(ctx context.Context, it *item) *round {
+	code, err := p.mirror.ResolveOrderCode(ctx, it.e.Ref(it.account))
+	switch {
+	case errors.Is(err, ordersync.ErrNotFound):
+		attempt := it.d.Attempt()
+		if attempt <= len(p.cfg.UnresolvedRetryDelays) {
+			p.retry(it, p.cfg.UnresolvedRetryDelays[max(attempt, 1)-1])
+			return nil
+		}
+		p.deadLetter(ctx, it, ordersync.ReasonUnresolved,
+			fmt.Errorf("resolve order of event: no order known for id %q or reference %q after %d attempts", it.e.OrderID, it.e.OrderReference, attempt))
+		return nil
+	case err != nil:
+		p.log.Warn("resolve order code failed; event will be retried", "msg_id", it.ev.MsgID, "err", err)
+		p.retry(it, p.jittered(p.cfg.RetryDelay))
+		return nil
+	}
+	p.codes.put(it.account, it.e.OrderID, code)
+	it.code = code
+	return p.attach(it)
+}
+
+// runRounds fetches r, hands the result to the committer, and goes on with
+// the follow-up round as long as events keep arriving during the fetch.
+func (p *Pool) runRounds(ctx context.Context, r *round) {
+	for r != nil {
+		order, seq, err := p.fetch(ctx, r.key.account, r.key.code)
+		if err != nil {
+			p.fetchFailed(ctx, r.items, err)
+		} else {
+			p.codes.put(r.key.account, order.OrderID, order.OrderCode)
+			p.observeDrift(r, order.OrderStatus)
+			p.commits <- commitItem{
+				params: ordersync.ApplyParams{
+					Account: r.key.account, Order: order, Seq: seq, FetchedAt: p.now(),
+					Cause: causeOf(r.items), Events: eventRecords(r.items, r.key.code),
+				},
+				items: r.items,
+			}
+		}
+		r = p.finishRound(r)
+	}
+}
+
+// fetch fetches through the account's Syncer.
+func (p *Pool) fetch(ctx context.Context, account, code string) (*ordersync.Order, int64, error) {
+	if p.cfg.Accounts == nil {
+		return p.syncer.Fetch(ctx, account, code)
+	}
+	s, err := p.cfg.Accounts.Syncer(account)
+	if err != nil {
+		return nil, 0, err
+	}
+	return s.Fetch(ctx, account, code)
+}
+
+// syncerFor is the account's Syncer, or the pool's own for an account it
+// does not know (whose events never reach the upstream).
+func (p *Pool) syncerFor(account string) *Syncer {
+	if s, err := p.cfg.Accounts.Syncer(account); err == nil {
+		return s
+	}
+	return p.syncer
+}
+
+// observeDrift counts events that announced a status the order does not
+// have.
+func (p *Pool) observeDrift(r *round, status ordersync.Status) {
+	for _, it := range r.items {
+		if implied, ok := it.e.Type.ImpliedStatus(); ok && implied != status {
+			p.syncer.RecordDrift(driftStatusMismatch)
+			p.log.Debug("event announced a status the order does not have",
+				"msg_id", it.ev.MsgID, "order_code", r.key.code, "event_type", it.e.Type, "announced", implied, "fetched", status)
+		}
+	}
+}
+
+// fetchFailed settles the deliveries of a failed fetch: a dead letter for a
+// permanent failure, a redelivery later for everything else.
+func (p *Pool) fetchFailed(ctx context.Context, items []*item, err error) {
+	switch {
+	case IsPermanent(err):
+		reason := deadLetterReason(err)
+		for _, it := range items {
+			p.deadLetter(ctx, it, reason, err)
+		}
+	case IsOutage(err) || isTransient(err):
+		delay := OutageWait(err)
+		if delay <= 0 {
+			delay = p.cfg.RetryDelay
+		}
+		s := p.syncerFor(items[0].account)
+		upstreamUsable := s.BreakerClosed() && !s.CredentialsPaused()
+		for _, it := range items {
+			if upstreamUsable && it.d.Attempt() >= p.cfg.MaxAttempts {
+				p.deadLetter(ctx, it, ordersync.ReasonRetriesExhausted, err)
+				continue
+			}
+			p.retry(it, p.jittered(delay))
+		}
+	default:
+		// The mirror failed to hand out a sequence, or the drain ran out of
+		// time: nothing is known about the order.
+		if ctx.Err() == nil {
+			p.log.Warn("fetch failed; events will be retried", "events", len(items), "err", err)
+		}
+		for _, it := range items {
+			p.retry(it, p.jittered(p.cfg.RetryDelay))
+		}
+	}
+}
