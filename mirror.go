@@ -39,14 +39,14 @@ func (m MirroredOrder) MarshalJSON() ([]byte, error) {
 	doc := m.Order.Raw
 	if len(doc) == 0 {
 		var err error
-		if doc, err = json.Marshal(m.Order); err != nil {
+		if doc, err = json.Marshal(m.Order.withLists()); err != nil {
 			return nil, err
 		}
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &fields); err != nil || fields == nil {
 		// Not an object (a stored "null", say): fall back to the typed order.
-		b, merr := json.Marshal(m.Order)
+		b, merr := json.Marshal(m.Order.withLists())
 		if merr != nil {
 			return nil, merr
 		}
@@ -63,6 +63,20 @@ func (m MirroredOrder) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(fields)
+}
+
+// withLists returns the order with empty lists where it has none, so that
+// its JSON has lists where the service's has them, never null: an order
+// read from the mirror's rows, without its raw document, looks like one
+// read with it.
+func (o Order) withLists() Order {
+	if o.LineItems == nil {
+		o.LineItems = []LineItem{}
+	}
+	if o.Metadata == nil {
+		o.Metadata = []MetadataEntry{}
+	}
+	return o
 }
 
 // Cause says why an order was fetched.

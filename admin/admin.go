@@ -205,16 +205,16 @@ func (s *Server) showOrder(w http.ResponseWriter, r *http.Request) {
 
 // EventJSON is one event log row as the API writes it.
 type EventJSON struct {
-	MsgID          string    `json:"msgId"`
-	ReceivedAt     time.Time `json:"receivedAt"`
-	Type           string    `json:"type"`
-	OrderType      string    `json:"orderType,omitempty"`
-	OrderID        string    `json:"orderId,omitempty"`
-	OrderReference string    `json:"orderReference,omitempty"`
-	OrderCode      string    `json:"orderCode,omitempty"`
-	Signature      string    `json:"signature"`
-	Outcome        string    `json:"outcome"`
-	Detail         string    `json:"detail,omitempty"`
+	MsgID          string       `json:"msgId"`
+	ReceivedAt     time.Time    `json:"receivedAt"`
+	Type           string       `json:"type"`
+	OrderType      string       `json:"orderType,omitempty"`
+	OrderID        ordersync.ID `json:"orderId,omitempty"` // a number when all digits, as in the order
+	OrderReference string       `json:"orderReference,omitempty"`
+	OrderCode      string       `json:"orderCode,omitempty"`
+	Signature      string       `json:"signature"`
+	Outcome        string       `json:"outcome"`
+	Detail         string       `json:"detail,omitempty"`
 }
 
 func (s *Server) orderEvents(w http.ResponseWriter, r *http.Request) {
@@ -246,7 +246,7 @@ func EventsJSON(events []ordersync.EventRecord) []EventJSON {
 	out := make([]EventJSON, 0, len(events))
 	for _, e := range events {
 		out = append(out, EventJSON{MsgID: e.MsgID, ReceivedAt: e.ReceivedAt, Type: string(e.Type), OrderType: e.OrderType,
-			OrderID: string(e.OrderID), OrderReference: e.OrderReference, OrderCode: e.OrderCode,
+			OrderID: e.OrderID, OrderReference: e.OrderReference, OrderCode: e.OrderCode,
 			Signature: string(e.Signature), Outcome: string(e.Outcome), Detail: e.Detail})
 	}
 	return out
