@@ -193,12 +193,22 @@ type DeadLetterFilter struct {
 // OrderFilter selects mirrored orders, newest first; zero fields select all.
 type OrderFilter struct {
 	Account string
-	Status  Status
+	// Statuses, when any, select orders in one of them.
+	Statuses []Status
 	// Since selects orders created upstream at or after it.
 	Since time.Time
 	Limit int
 	// Offset skips that many orders.
 	Offset int
+}
+
+// OrderPage is one page of a listing: the orders from Offset on, at most
+// Limit (the filter's, after the mirror's default and cap), and how many
+// orders the filter selects in all.
+type OrderPage struct {
+	Orders        []*MirroredOrder
+	Total         int
+	Offset, Limit int
 }
 
 // ReconcileFilter selects orders the reconciler should re-fetch.
@@ -267,7 +277,7 @@ type FetchSeqReader interface {
 // MirrorReader is the mirror as the back office reads it.
 type MirrorReader interface {
 	FindOrderByCode(ctx context.Context, account, orderCode string) (*MirroredOrder, error)
-	ListOrders(ctx context.Context, filter OrderFilter) ([]*MirroredOrder, error)
+	ListOrders(ctx context.Context, filter OrderFilter) (OrderPage, error)
 	CountOrdersByStatus(ctx context.Context) (map[Status]int, error)
 	ListEvents(ctx context.Context, filter EventFilter) ([]EventRecord, error)
 }

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -139,18 +140,51 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // OrderList is the body of GET /v1/orders.
 type OrderList struct {
 	Orders []*ordersync.MirroredOrder `json:"orders"`
-	Count  int                        `json:"count"`
+	// Count is how many orders this page holds; Total, how many the filter
+	// selects in all, from Offset on in pages of Limit.
+	Count  int `json:"count"`
+	Total  int `json:"total"`
+	Offset int `json:"offset"`
+	Limit  int `json:"limit"`
+}
+
+// NewOrderList is the answer for one page of a listing: never a null list.
+func NewOrderList(page ordersync.OrderPage) OrderList {
+	orders := page.Orders
+	if orders == nil {
+		orders = []*ordersync.MirroredOrder{}
+	}
+	return OrderList{Orders: orders, Count: len(orders), Total: page.Total, Offset: page.Offset, Limit: page.Limit}
+}
+
+// ParseStatuses reads a status filter: statuses separated by commas, in
+// any letter case, from one value or several.
+func ParseStatuses(values []string) ([]ordersync.Status, error) {
+	var out []ordersync.Status
+	for _, v := range values {
+		for _, s := range strings.Split(v, ",") {
+			if strings.TrimSpace(s) == "" {
+				continue
+			}
+			st, err := ordersync.ParseStatus(s)
+			if err != nil {
+				return nil, err
+			}
+			if !slices.Contains(out, st) {
+				out = append(out, st)
+			}
+		}
+	}
+	return out, nil
 }
 
 func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	filter := ordersync.OrderFilter{Account: s.account(r)}
 	var err error
-	if v := q.Get("status"); v != "" {
-		if filter.Status, err = ordersync.ParseStatus(v); err != nil {
-			writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{"status": {err.Error()}})
-			return
-		}
+	if filter.Statuses, err = ParseStatuses(q["status"]); err != nil {
+		writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{"status": {err.Error()}})
+		return
 	}
 	if v := q.Get("since"); v != "" {
 		if filter.Since, err = ParseSince(v, time.Now()); err != nil {
@@ -161,15 +195,12 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) {
 	if !queryCount(w, q, "limit", &filter.Limit) || !queryCount(w, q, "offset", &filter.Offset) {
 		return
 	}
-	orders, err := s.cfg.Orders.ListOrders(r.Context(), filter)
+	page, err := s.cfg.Orders.ListOrders(r.Context(), filter)
 	if err != nil {
 		s.internal(w, "list orders", err)
 		return
 	}
-	if orders == nil {
-		orders = []*ordersync.MirroredOrder{}
-	}
-	writeJSON(w, http.StatusOK, OrderList{Orders: orders, Count: len(orders)})
+	writeJSON(w, http.StatusOK, NewOrderList(page))
 }
 
 // queryCount reads the query parameter name, when given, into dst as a

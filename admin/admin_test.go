@@ -158,20 +158,24 @@ func TestOrdersEndpoints(t *testing.T) {
 		path   string
 		status int
 		count  int // orders listed, when status is 200
+		total  int // orders the filter selects in all
 	}{
-		{"/v1/orders", 200, 2},
-		{"/v1/orders?status=paid", 200, 1},
-		{"/v1/orders?status=PENDING", 200, 1},
-		{"/v1/orders?status=FINALIZED", 200, 0},
-		{"/v1/orders?since=24h", 200, 2},
-		{"/v1/orders?since=2999-01-01", 200, 0},
-		{"/v1/orders?limit=1", 200, 1},
-		{"/v1/orders?status=SHIPPED", 400, 0},
-		{"/v1/orders?since=yesterday", 400, 0},
-		{"/v1/orders?limit=-1", 400, 0},
-		{"/v1/orders?offset=1", 200, 1},
-		{"/v1/orders?offset=first", 400, 0},
-		{"/v1/orders/NOPE123", 404, 0},
+		{"/v1/orders", 200, 2, 2},
+		{"/v1/orders?status=paid", 200, 1, 1},
+		{"/v1/orders?status=PENDING", 200, 1, 1},
+		{"/v1/orders?status=FINALIZED", 200, 0, 0},
+		{"/v1/orders?since=24h", 200, 2, 2},
+		{"/v1/orders?since=2999-01-01", 200, 0, 0},
+		{"/v1/orders?limit=1", 200, 1, 2},
+		{"/v1/orders?status=paid,pending", 200, 2, 2},
+		{"/v1/orders?status=PAID&status=pending", 200, 2, 2},
+		{"/v1/orders?status=paid,SHIPPED", 400, 0, 0},
+		{"/v1/orders?status=SHIPPED", 400, 0, 0},
+		{"/v1/orders?since=yesterday", 400, 0, 0},
+		{"/v1/orders?limit=-1", 400, 0, 0},
+		{"/v1/orders?offset=1", 200, 1, 2},
+		{"/v1/orders?offset=first", 400, 0, 0},
+		{"/v1/orders/NOPE123", 404, 0, 0},
 	}
 	for _, tc := range tests {
 		status, b := e.do(t, "GET", tc.path, "")
@@ -191,12 +195,13 @@ func TestOrdersEndpoints(t *testing.T) {
 		var list struct {
 			Orders []json.RawMessage `json:"orders"`
 			Count  int               `json:"count"`
+			Total  int               `json:"total"`
 		}
 		if err := json.Unmarshal(b, &list); err != nil {
 			t.Fatal(err)
 		}
-		if list.Count != tc.count || len(list.Orders) != tc.count {
-			t.Errorf("GET %s: %d orders, want %d", tc.path, list.Count, tc.count)
+		if list.Count != tc.count || len(list.Orders) != tc.count || list.Total != tc.total {
+			t.Errorf("GET %s: %d orders of %d, want %d of %d", tc.path, list.Count, list.Total, tc.count, tc.total)
 		}
 	}
 

@@ -192,42 +192,50 @@ func (db *DB) loadDetails(ctx context.Context, tx *sqlx.Tx, rows []int64, orders
 	return nil
 }
 
-// ListOrders returns fetched orders, newest first (by upstream creation),
-// with line items and metadata but without the raw document. Limit defaults
-// to 100 and is capped at 1000.
-func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) ([]*ordersync.MirroredOrder, error) {
+// ListOrders returns a page of fetched orders, newest first (by upstream
+// creation), with line items and metadata but without the raw document,
+// and how many orders the filter selects in all. Limit defaults to 100 and
+// is capped at 1000.
+func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) (ordersync.OrderPage, error) {
 	where := []string{"raw_document IS NOT NULL"}
 	var args []any
 	if filter.Account != "" {
 		where, args = append(where, "account = ?"), append(args, filter.Account)
 	}
-	if filter.Status != "" {
-		where, args = append(where, "status = ?"), append(args, string(filter.Status))
+	if len(filter.Statuses) > 0 {
+		where = append(where, "status IN ("+placeholders(len(filter.Statuses))+")")
+		for _, st := range filter.Statuses {
+			args = append(args, string(st))
+		}
 	}
 	if !filter.Since.IsZero() {
 		where, args = append(where, "created_at >= ?"), append(args, dbTime(filter.Since))
 	}
-	args = append(args, clampLimit(filter.Limit, defaultListLimit, maxListLimit), max(filter.Offset, 0))
+	count := `SELECT COUNT(*) FROM orders WHERE ` + strings.Join(where, " AND ")
 	query := `SELECT ` + orderRowColumns + ` FROM orders WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY created_at DESC, account, order_code LIMIT ? OFFSET ?`
+	out := ordersync.OrderPage{Limit: clampLimit(filter.Limit, defaultListLimit, maxListLimit), Offset: max(filter.Offset, 0)}
+	page := append(args[:len(args):len(args)], out.Limit, out.Offset)
 
-	var orders []*ordersync.MirroredOrder
 	err := db.inReadTx(ctx, "list orders", func(tx *sqlx.Tx) error {
-		var rows []orderRow
-		if err := tx.SelectContext(ctx, &rows, db.rebind(query), args...); err != nil {
+		if err := tx.GetContext(ctx, &out.Total, db.rebind(count), args...); err != nil {
 			return err
 		}
-		orders = make([]*ordersync.MirroredOrder, len(rows))
+		var rows []orderRow
+		if err := tx.SelectContext(ctx, &rows, db.rebind(query), page...); err != nil {
+			return err
+		}
+		out.Orders = make([]*ordersync.MirroredOrder, len(rows))
 		ids := make([]int64, len(rows))
 		for i := range rows {
-			orders[i], ids[i] = rows[i].mirrored(), rows[i].ID
+			out.Orders[i], ids[i] = rows[i].mirrored(), rows[i].ID
 		}
-		return db.loadDetails(ctx, tx, ids, orders)
+		return db.loadDetails(ctx, tx, ids, out.Orders)
 	})
 	if err != nil {
-		return nil, err
+		return ordersync.OrderPage{}, err
 	}
-	return orders, nil
+	return out, nil
 }
 
 // CountOrdersByStatus counts the mirror's orders per status; orders

@@ -37,20 +37,26 @@ func TestListOrdersAndCounts(t *testing.T) {
 			name   string
 			filter ordersync.OrderFilter
 			want   []string
+			total  int
 		}{
-			{"all, newest first", ordersync.OrderFilter{}, []string{"l-other", "l4", "l3", "l2", "l1", "l0"}},
-			{"account", ordersync.OrderFilter{Account: "default"}, []string{"l4", "l3", "l2", "l1", "l0"}},
-			{"status", ordersync.OrderFilter{Account: "default", Status: ordersync.StatusPaid}, []string{"l2", "l1"}},
-			{"since", ordersync.OrderFilter{Since: time.Date(2026, 10, 13, 12, 0, 0, 0, time.UTC)}, []string{"l-other", "l4", "l3"}},
-			{"page", ordersync.OrderFilter{Account: "default", Limit: 2, Offset: 1}, []string{"l3", "l2"}},
+			{"all, newest first", ordersync.OrderFilter{}, []string{"l-other", "l4", "l3", "l2", "l1", "l0"}, 6},
+			{"account", ordersync.OrderFilter{Account: "default"}, []string{"l4", "l3", "l2", "l1", "l0"}, 5},
+			{"status", ordersync.OrderFilter{Account: "default", Statuses: []ordersync.Status{ordersync.StatusPaid}}, []string{"l2", "l1"}, 2},
+			{"statuses", ordersync.OrderFilter{Account: "default", Statuses: []ordersync.Status{ordersync.StatusPending, ordersync.StatusCancelled}}, []string{"l3", "l0"}, 2},
+			{"since", ordersync.OrderFilter{Since: time.Date(2026, 10, 13, 12, 0, 0, 0, time.UTC)}, []string{"l-other", "l4", "l3"}, 3},
+			{"page", ordersync.OrderFilter{Account: "default", Limit: 2, Offset: 1}, []string{"l3", "l2"}, 5},
+			{"page past the end", ordersync.OrderFilter{Account: "default", Limit: 2, Offset: 9}, nil, 5},
 		}
 		for _, tt := range tests {
-			got, err := db.ListOrders(ctx, tt.filter)
+			page, err := db.ListOrders(ctx, tt.filter)
 			if err != nil {
 				t.Fatalf("%s: %v", tt.name, err)
 			}
+			if page.Total != tt.total {
+				t.Errorf("%s: total %d, want %d", tt.name, page.Total, tt.total)
+			}
 			var codes []string
-			for _, m := range got {
+			for _, m := range page.Orders {
 				codes = append(codes, m.Order.OrderCode)
 				if len(m.Order.LineItems) != 2 || len(m.Order.Metadata) != 2 || m.Order.Total.String() != "15.89" {
 					t.Errorf("%s: %s lacks its details: %+v", tt.name, m.Order.OrderCode, m.Order)

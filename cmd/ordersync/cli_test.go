@@ -52,8 +52,25 @@ func TestCLI(t *testing.T) {
 			t.Errorf("orders list lacks %s", c)
 		}
 	}
-	if out, err = runCLI(t, "orders", "list", db, "--status", "paid", "--json"); err != nil || !strings.Contains(out, `"count": 2`) {
+	if out, err = runCLI(t, "orders", "list", db, "--status", "paid", "--json"); err != nil || !strings.Contains(out, `"count": 2`) || !strings.Contains(out, `"total": 2`) {
 		t.Errorf("orders list --status paid --json: %v\n%s", err, out)
+	}
+	// Several statuses, comma-separated or repeated; pages that say where
+	// they are and what comes next, and totals that are totals.
+	for _, args := range [][]string{{"--status", "paid,pending"}, {"--status", "PAID", "--status", "pending"}} {
+		if out, err = runCLI(t, append([]string{"orders", "list", db}, args...)...); err != nil || !strings.Contains(out, "5 orders") {
+			t.Errorf("orders list %v: %v\n%s", args, err, out)
+		}
+	}
+	if out, err = runCLI(t, "orders", "list", db, "--limit", "2", "--offset", "2"); err != nil || !strings.Contains(out, "orders 3–4 of 5 (next page: --offset 4)") {
+		t.Errorf("orders list --limit 2 --offset 2: %v\n%s", err, out)
+	}
+	if out, err = runCLI(t, "orders", "list", db, "--limit", "2", "--offset", "4", "--json"); err != nil ||
+		!strings.Contains(out, `"count": 1`) || !strings.Contains(out, `"total": 5`) || !strings.Contains(out, `"offset": 4`) || !strings.Contains(out, `"limit": 2`) {
+		t.Errorf("orders list --limit 2 --offset 4 --json: %v\n%s", err, out)
+	}
+	if out, err = runCLI(t, "orders", "list", db, "--limit", "1", "--offset", "4"); err != nil || !strings.Contains(out, "\norder 5 of 5\n") {
+		t.Errorf("orders list, the last page: %v\n%s", err, out)
 	}
 	if _, err = runCLI(t, "orders", "list", db, "--status", "SHIPPED"); err == nil {
 		t.Error("an unknown status was accepted")
@@ -77,7 +94,7 @@ func TestCLI(t *testing.T) {
 	if err := st.Program.DB().RecordEvents(context.Background(), []ordersync.EventRecord{unheld}); err != nil {
 		t.Fatal(err)
 	}
-	if out, err = runCLI(t, "orders", "events", "--order-id", "98765", db); err != nil || !strings.Contains(out, "dead_lettered") || !strings.Contains(out, "1 events") {
+	if out, err = runCLI(t, "orders", "events", "--order-id", "98765", db); err != nil || !strings.Contains(out, "dead_lettered") || !strings.Contains(out, "\n1 event\n") {
 		t.Errorf("orders events --order-id of an order the mirror lacks: %v\n%s", err, out)
 	}
 	if out, err = runCLI(t, "orders", "events", "--order-id", "98765", db, "--json"); err != nil || !strings.Contains(out, `"msgId": "cli-unheld"`) {

@@ -59,7 +59,7 @@ func newDLQListCommand() *cobra.Command {
 				dash(string(dl.OrderID)), dash(dl.OrderReference), dash(dl.OrderCode), dl.ReplayCount, truncate(dl.LastError, 80))
 		}
 		_ = tw.Flush()
-		fmt.Fprintf(cmd.OutOrStdout(), "%d dead letters\n", len(dls))
+		fmt.Fprintln(cmd.OutOrStdout(), plural(len(dls), "dead letter"))
 		return nil
 	}
 	return cmd
@@ -148,7 +148,7 @@ just arrived. The service must be running.`,
 		if err := json.Unmarshal(body, &out); err != nil {
 			return fmt.Errorf("replay: unexpected answer: %w", err)
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%d dead letters replayed\n", out.Replayed)
+		fmt.Fprintln(cmd.OutOrStdout(), plural(out.Replayed, "dead letter")+" replayed")
 		return nil
 	}
 	return cmd

@@ -21,27 +21,30 @@ func newOrdersCommand() *cobra.Command {
 }
 
 func newOrdersListCommand() *cobra.Command {
-	var status, since, account string
+	var since, account string
+	var statuses []string
 	var asJSON bool
-	var limit int
+	var limit, offset int
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List mirrored orders, newest first",
 		Args:  cobra.NoArgs,
 	}
 	flags := addConfigFlags(cmd.Flags())
-	cmd.Flags().StringVar(&status, "status", "", "only this status: PENDING, PAID, CANCELLED or FINALIZED")
+	cmd.Flags().StringSliceVar(&statuses, "status", nil, "only these statuses: PENDING, PAID, CANCELLED, FINALIZED (comma-separated or repeated)")
 	cmd.Flags().StringVar(&since, "since", "", "only orders created since: RFC 3339 time, YYYY-MM-DD, or a duration back from now (24h)")
 	cmd.Flags().StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many orders (max 1000)")
+	cmd.Flags().IntVar(&offset, "offset", 0, "skip this many orders (the next page starts at offset + limit)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the admin API's shape) instead of a table")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		filter := ordersync.OrderFilter{Account: account, Limit: limit}
+		if limit < 0 || offset < 0 {
+			return fmt.Errorf("--limit and --offset must be whole numbers ≥ 0 (got %d and %d)", limit, offset)
+		}
+		filter := ordersync.OrderFilter{Account: account, Limit: limit, Offset: offset}
 		var err error
-		if status != "" {
-			if filter.Status, err = ordersync.ParseStatus(status); err != nil {
-				return err
-			}
+		if filter.Statuses, err = admin.ParseStatuses(statuses); err != nil {
+			return fmt.Errorf("--status: %w", err)
 		}
 		if since != "" {
 			if filter.Since, err = admin.ParseSince(since, time.Now()); err != nil {
@@ -53,17 +56,15 @@ func newOrdersListCommand() *cobra.Command {
 			return err
 		}
 		defer l.Close()
-		orders, err := l.db.ListOrders(cmd.Context(), filter)
+		page, err := l.db.ListOrders(cmd.Context(), filter)
 		if err != nil {
 			return err
 		}
 		if asJSON {
-			if orders == nil {
-				orders = []*ordersync.MirroredOrder{}
-			}
-			return writeIndented(cmd.OutOrStdout(), admin.OrderList{Orders: orders, Count: len(orders)})
+			return writeIndented(cmd.OutOrStdout(), admin.NewOrderList(page))
 		}
-		printOrderTable(cmd.OutOrStdout(), orders)
+		printOrderTable(cmd.OutOrStdout(), page.Orders)
+		fmt.Fprintln(cmd.OutOrStdout(), pageSummary(page))
 		return nil
 	}
 	return cmd
@@ -86,7 +87,36 @@ func printOrderTable(w io.Writer, orders []*ordersync.MirroredOrder) {
 			dash(o.Created.String()), dash(timeString(m.Sync.LastSyncedAt)))
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "%d orders\n", len(orders))
+}
+
+// pageSummary says which orders of how many a page shows, and how to ask
+// for the next.
+func pageSummary(p ordersync.OrderPage) string {
+	n := len(p.Orders)
+	switch {
+	case p.Total == 0:
+		return "no orders"
+	case n == p.Total:
+		return plural(n, "order")
+	case n == 0:
+		return fmt.Sprintf("no orders from offset %d: %s in all", p.Offset, plural(p.Total, "order"))
+	}
+	s := fmt.Sprintf("orders %d–%d of %d", p.Offset+1, p.Offset+n, p.Total)
+	if n == 1 {
+		s = fmt.Sprintf("order %d of %d", p.Offset+1, p.Total)
+	}
+	if p.Offset+n < p.Total {
+		s += fmt.Sprintf(" (next page: --offset %d)", p.Offset+n)
+	}
+	return s
+}
+
+// plural writes a count and its noun, in the singular for one.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func newOrdersShowCommand() *cobra.Command {
@@ -201,7 +231,7 @@ func printEventTable(w io.Writer, events []ordersync.EventRecord) {
 			dash(string(e.OrderID)), dash(e.OrderReference), dash(string(e.Signature)), dash(string(e.Outcome)), dash(e.Detail))
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "%d events\n", len(events))
+	fmt.Fprintln(w, plural(len(events), "event"))
 }
 
 func newOrdersTrackCommand() *cobra.Command {
