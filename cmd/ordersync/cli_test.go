@@ -22,7 +22,7 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 	cmd.SetArgs(args)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := cmd.ExecuteContext(ctx)
+	err := execute(ctx, cmd)
 	return out.String(), err
 }
 
@@ -110,16 +110,33 @@ func TestCLI(t *testing.T) {
 	if out, err = runCLI(t, "orders", "show", code, db); err != nil || !strings.Contains(out, "PENDING") || !strings.Contains(out, "Combo") {
 		t.Errorf("created link not mirrored: %v\n%s", err, out)
 	}
-	for _, bad := range [][]string{
-		{"--item", "name=Combo,qty=2"},             // no price
-		{"--item", "colour=red"},                   // unknown key
-		{"--amount", "10", "--item", "sku=X"},      // both methods
-		{"--amount", "ten"},                        // not a number
-		{"--amount", "5", "--metadata", "novalue"}, // metadata without =
+	// Refusals name the flags the user typed, never the API's fields.
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--item", "name=Combo,qty=2"}, "--item 1 price: The field is required."},
+		{[]string{"--item", "sku=PUPUSA-REVUELTA", "--item", "name=Combo,price=0,qty=0"}, "--item 2 price: The value must be greater than 0.\n  --item 2 qty: The quantity must be at least 1."},
+		{[]string{"--item", "colour=red"}, `--item "colour=red": unknown key "colour"`},
+		{[]string{"--item", "sku=X,name=Combo,price=1"}, "give sku=… (a portal product) or name=…,price=… (a one-time product), not both"},
+		{[]string{"--amount", "10", "--item", "sku=X"}, "give one or more --item (Method 1) or --amount (Method 2), not both and not neither"},
+		{nil, "give one or more --item (Method 1) or --amount (Method 2), not both and not neither"},
+		{[]string{"--amount", "ten"}, "--amount:"},
+		{[]string{"--amount", "-1"}, "--amount: The value must be greater than 0."},
+		{[]string{"--amount", "5", "--success-url", "nowhere"}, "--success-url: The value must be an absolute http or https URL."},
+		{[]string{"--amount", "5", "--metadata", "novalue"}, `--metadata "novalue": want name=value`},
+		{[]string{"--amount", "5", "--metadata", "=v"}, "--metadata 1: The field is required."},
 	} {
-		if _, err := runCLI(t, append(append([]string{"links", "create"}, bad...), up...)...); err == nil {
-			t.Errorf("links create %v succeeded", bad)
+		_, err := runCLI(t, append(append([]string{"links", "create"}, bad.args...), up...)...)
+		if err == nil || !strings.Contains(err.Error(), bad.want) || strings.Contains(err.Error(), "lineItems") {
+			t.Errorf("links create %v: %v, want an error saying %q", bad.args, err, bad.want)
 		}
+	}
+	// The upstream's refusal of the secret key names the setting to fix.
+	wrongKey := []string{db, "--api-base-url=" + st.SimURL, "--secret-key=wrong"}
+	_, err = runCLI(t, append([]string{"links", "create", "--amount", "5"}, wrongKey...)...)
+	if want := "the payment link service refused the secret key (HTTP 401): check secret_key in the config file, ORDERSYNC_SECRET_KEY or --secret-key"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("links create with a wrong secret key: %v, want %q", err, want)
 	}
 
 	// An order created elsewhere is tracked by its code.

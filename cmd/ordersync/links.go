@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -53,6 +54,9 @@ that carry only its orderId resolve.`,
 	f.StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
 	f.BoolVar(&asJSON, "json", false, "print the creation result as JSON")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if (len(items) > 0) == (amount != "") {
+			return errors.New("give one or more --item (Method 1) or --amount (Method 2), not both and not neither")
+		}
 		for _, s := range items {
 			it, err := parseItem(s)
 			if err != nil {
@@ -78,7 +82,7 @@ that carry only its orderId resolve.`,
 			params.ExpirationMinutes = &expiration
 		}
 		if err := params.Validate(ordersync.English); err != nil {
-			return err
+			return inFlagTerms(err)
 		}
 		l, err := openUpstream(cmd.Context(), flags, account)
 		if err != nil {
@@ -87,7 +91,7 @@ that carry only its orderId resolve.`,
 		defer l.Close()
 		res, err := l.follower.CreatePaymentLink(cmd.Context(), account, params)
 		if err != nil {
-			return err
+			return inFlagTerms(err)
 		}
 		if asJSON {
 			return writeIndented(cmd.OutOrStdout(), res)
@@ -138,8 +142,63 @@ func parseItem(s string) (ordersync.LineItemParams, error) {
 			return it, fmt.Errorf("unknown key %q (want sku, qty, name, price, image, shipping)", k)
 		}
 	}
-	if hasProduct {
+	switch {
+	case hasProduct && it.SKU != "":
+		return it, errors.New("give sku=… (a portal product) or name=…,price=… (a one-time product), not both")
+	case !hasProduct && it.SKU == "":
+		return it, errors.New("give sku=… (a portal product) or name=…,price=… (a one-time product)")
+	case hasProduct:
 		it.Product = &p
 	}
 	return it, nil
+}
+
+// linkFlags names the flag of each field of a payment link request, and
+// itemKeys the key of --item of each field of a line item.
+var (
+	linkFlags = map[string]string{
+		"amount": "--amount", "orderReference": "--reference", "orderName": "--name",
+		"orderDescription": "--description", "successUrl": "--success-url", "cancelUrl": "--cancel-url",
+		"locationCode": "--location", "expirationMinutes": "--expiration-minutes", "lineItems": "--item",
+	}
+	itemKeys = map[string]string{"product.name": "name", "product.price": "price", "product.imageUrl": "image", "quantity": "qty"}
+)
+
+// inFlagTerms restates a refused request, ordersync's or the service's,
+// with the flags the user typed instead of the API's field names:
+// "--item 2 price: The value must be greater than 0." for
+// "lineItems[1].product.price". Other errors pass unchanged.
+func inFlagTerms(err error) error {
+	var ve *ordersync.ValidationError
+	if !errors.As(err, &ve) || len(ve.Fields) == 0 {
+		return err
+	}
+	lines := make([]string, 0, len(ve.Fields))
+	for _, field := range ve.FieldNames() {
+		lines = append(lines, "  "+flagOfField(field)+": "+strings.Join(ve.Fields[field], " "))
+	}
+	return fmt.Errorf("the payment link was refused:\n%s", strings.Join(lines, "\n"))
+}
+
+func flagOfField(field string) string {
+	if f, ok := linkFlags[field]; ok {
+		return f
+	}
+	var i int
+	var rest string
+	if n, _ := fmt.Sscanf(field, "lineItems[%d]", &i); n == 1 {
+		_, rest, _ = strings.Cut(field, "].")
+		name := fmt.Sprintf("--item %d", i+1)
+		if rest == "" {
+			return name
+		}
+		if k, ok := itemKeys[rest]; ok {
+			return name + " " + k
+		}
+		return name + " " + rest
+	}
+	if n, _ := fmt.Sscanf(field, "metadata[%d]", &i); n == 1 {
+		return fmt.Sprintf("--metadata %d", i+1)
+	}
+	return field
 }

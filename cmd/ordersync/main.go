@@ -17,7 +17,7 @@ func main() {
 	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := newRootCommand().ExecuteContext(ctx); err != nil {
+	if err := execute(ctx, newRootCommand()); err != nil {
 		fmt.Fprintln(os.Stderr, "ordersync:", err)
 		os.Exit(1)
 	}

@@ -1,7 +1,13 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
+
 	"github.com/spf13/cobra"
+
+	"github.com/ordersync/ordersync"
 )
 
 // The groups of `ordersync --help`, in the order an operator meets them.
@@ -42,3 +48,30 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newVersionCommand())
 	return root
 }
+
+// execute runs a command line and states its failure in the user's terms.
+func execute(ctx context.Context, root *cobra.Command) error {
+	return inUserTerms(root.ExecuteContext(ctx))
+}
+
+// inUserTerms names the setting to fix where an error has one, instead of
+// the upstream's own text (which may be in Spanish and names no setting).
+func inUserTerms(err error) error {
+	var ue *ordersync.UpstreamError
+	if errors.As(err, &ue) && ue.Kind == ordersync.UpstreamUnauthorized {
+		return &explained{err: err, msg: fmt.Sprintf("%s: the payment link service refused the secret key (HTTP %d): "+
+			"check secret_key in the config file, ORDERSYNC_SECRET_KEY or --secret-key (accounts.<name>.secret_key for another account)",
+			ue.Op, ue.StatusCode)}
+	}
+	return err
+}
+
+// explained is an error restated for the user; the original stays
+// reachable with errors.Is and errors.As.
+type explained struct {
+	err error
+	msg string
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
