@@ -3,6 +3,9 @@ package ordersync
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -157,6 +160,23 @@ const (
 	ReasonRetriesExhausted DeadLetterReason = "retries_exhausted" // transient failures outlasted the budget
 	ReasonRejected         DeadLetterReason = "rejected"          // upstream refused the request (400, protocol)
 )
+
+// DeadLetterReasons lists every reason, in the order help texts give them.
+var DeadLetterReasons = []DeadLetterReason{ReasonUnknownOrder, ReasonUnresolved, ReasonMalformed, ReasonRetriesExhausted, ReasonRejected}
+
+// ParseDeadLetterReason accepts a known reason in any letter case; a filter
+// by a reason that no dead letter can have would silently match none.
+func ParseDeadLetterReason(s string) (DeadLetterReason, error) {
+	r := DeadLetterReason(strings.ToLower(strings.TrimSpace(s)))
+	if slices.Contains(DeadLetterReasons, r) {
+		return r, nil
+	}
+	names := make([]string, len(DeadLetterReasons))
+	for i, r := range DeadLetterReasons {
+		names[i] = string(r)
+	}
+	return "", fmt.Errorf("unknown dead letter reason %q (want %s)", s, strings.Join(names, ", "))
+}
 
 // DeadLetter is an event that ended in a permanent failure, kept whole so it
 // can be replayed.

@@ -375,7 +375,7 @@ type DeadLetterJSON struct {
 	Reason         string            `json:"reason"`
 	Attempts       int               `json:"attempts"`
 	LastError      string            `json:"lastError"`
-	OrderID        string            `json:"orderId,omitempty"`
+	OrderID        ordersync.ID      `json:"orderId,omitempty"` // a number when all digits, as in the order
 	OrderReference string            `json:"orderReference,omitempty"`
 	OrderCode      string            `json:"orderCode,omitempty"`
 	Body           json.RawMessage   `json:"body,omitempty"`
@@ -390,7 +390,7 @@ type DeadLetterJSON struct {
 // as text.
 func DeadLetterJSONOf(dl *ordersync.DeadLetter) DeadLetterJSON {
 	out := DeadLetterJSON{ID: dl.ID, MsgID: dl.MsgID, Account: dl.Account, Reason: string(dl.Reason),
-		Attempts: dl.Attempts, LastError: dl.LastError, OrderID: string(dl.OrderID), OrderReference: dl.OrderReference,
+		Attempts: dl.Attempts, LastError: dl.LastError, OrderID: dl.OrderID, OrderReference: dl.OrderReference,
 		OrderCode: dl.OrderCode, Headers: dl.Headers, CreatedAt: dl.CreatedAt, ReplayedAt: dl.ReplayedAt,
 		ReplayCount: dl.ReplayCount}
 	if json.Valid(dl.Body) {
@@ -403,7 +403,14 @@ func DeadLetterJSONOf(dl *ordersync.DeadLetter) DeadLetterJSON {
 
 func (s *Server) deadLetterFilter(w http.ResponseWriter, r *http.Request) (ordersync.DeadLetterFilter, bool) {
 	q := r.URL.Query()
-	f := ordersync.DeadLetterFilter{Account: q.Get("account"), Reason: ordersync.DeadLetterReason(q.Get("reason"))}
+	f := ordersync.DeadLetterFilter{Account: q.Get("account")}
+	if v := q.Get("reason"); v != "" {
+		var err error
+		if f.Reason, err = ordersync.ParseDeadLetterReason(v); err != nil {
+			writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{"reason": {err.Error()}})
+			return f, false
+		}
+	}
 	f.IncludeReplayed = q.Get("replayed") == "true"
 	return f, queryCount(w, q, "limit", &f.Limit)
 }

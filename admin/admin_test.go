@@ -301,11 +301,17 @@ func TestDeadLetterEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	status, b := e.do(t, "GET", "/v1/dead-letters", "")
-	if status != 200 || !bytes.Contains(b, []byte(`"reason":"unresolved"`)) || !bytes.Contains(b, []byte(`"orderId":"424242"`)) {
+	if status != 200 || !bytes.Contains(b, []byte(`"reason":"unresolved"`)) || !bytes.Contains(b, []byte(`"orderId":424242`)) {
 		t.Fatalf("list: %d %s", status, b)
 	}
 	if status, b := e.do(t, "GET", "/v1/dead-letters?limit=all", ""); status != http.StatusBadRequest || !bytes.Contains(b, []byte("limit")) {
 		t.Errorf("dead letters with a bad limit: %d %s, want 400 naming limit", status, b)
+	}
+	for _, path := range []string{"/v1/dead-letters?reason=bogus", "/v1/dead-letters/replay?reason=bogus"} {
+		method := map[bool]string{true: "POST", false: "GET"}[strings.HasSuffix(path, "replay?reason=bogus")]
+		if status, b := e.do(t, method, path, ""); status != 400 || !bytes.Contains(b, []byte(`unknown dead letter reason \"bogus\"`)) {
+			t.Errorf("%s %s: %d %s, want 400 naming the reason", method, path, status, b)
+		}
 	}
 	if status, b := e.do(t, "GET", "/v1/dead-letters?reason=malformed", ""); status != 200 || !bytes.Contains(b, []byte(`"count":0`)) {
 		t.Errorf("filter by reason: %d %s", status, b)

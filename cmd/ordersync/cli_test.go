@@ -172,6 +172,17 @@ func TestCLI(t *testing.T) {
 	if _, err = runCLI(t, "dlq", "replay", "1", "--admin-url", st.Program.AdminURL()); err == nil || !strings.Contains(err.Error(), "no dead letter 1") {
 		t.Errorf("dlq replay of an unknown letter: %v", err)
 	}
+	// A reason no dead letter can have is refused, not a silent "0 replayed".
+	const wantReason = `--reason: unknown dead letter reason "bogus" (want unknown_order, unresolved, malformed, retries_exhausted, rejected)`
+	if _, err = runCLI(t, "dlq", "replay", "--all", "--reason", "bogus", "--admin-url", st.Program.AdminURL()); err == nil || err.Error() != wantReason {
+		t.Errorf("dlq replay --reason bogus: %v, want %q", err, wantReason)
+	}
+	if _, err = runCLI(t, "dlq", "list", "--reason", "bogus", db); err == nil || err.Error() != wantReason {
+		t.Errorf("dlq list --reason bogus: %v, want %q", err, wantReason)
+	}
+	if out, err = runCLI(t, "dlq", "replay", "--all", "--reason", "Unresolved", "--admin-url", st.Program.AdminURL()); err != nil || !strings.Contains(out, "0 dead letters replayed") {
+		t.Errorf("dlq replay --reason Unresolved: %v\n%s", err, out)
+	}
 	if out, err = runCLI(t, "migrate", db); err != nil || !strings.Contains(out, "up to date") {
 		t.Errorf("migrate: %v\n%s", err, out)
 	}

@@ -36,12 +36,19 @@ func newDLQListCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&all, "all", false, "include letters already replayed")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		f := ordersync.DeadLetterFilter{IncludeReplayed: all}
+		if reason != "" {
+			var err error
+			if f.Reason, err = ordersync.ParseDeadLetterReason(reason); err != nil {
+				return fmt.Errorf("--reason: %w", err)
+			}
+		}
 		l, err := openMirror(cmd.Context(), flags)
 		if err != nil {
 			return err
 		}
 		defer l.Close()
-		dls, err := l.db.ListDeadLetters(cmd.Context(), ordersync.DeadLetterFilter{Reason: ordersync.DeadLetterReason(reason), IncludeReplayed: all})
+		dls, err := l.db.ListDeadLetters(cmd.Context(), f)
 		if err != nil {
 			return err
 		}
@@ -108,7 +115,11 @@ just arrived. The service must be running.`,
 		case all && len(args) == 0:
 			q := url.Values{}
 			if reason != "" {
-				q.Set("reason", reason)
+				r, err := ordersync.ParseDeadLetterReason(reason)
+				if err != nil {
+					return fmt.Errorf("--reason: %w", err)
+				}
+				q.Set("reason", string(r))
 			}
 			target = strings.TrimRight(adminURL, "/") + "/v1/dead-letters/replay?" + q.Encode()
 		case !all && len(args) == 1:
