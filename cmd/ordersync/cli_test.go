@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -186,8 +188,15 @@ func TestCLI(t *testing.T) {
 	if out, err = runCLI(t, "migrate", db); err != nil || !strings.Contains(out, "up to date") {
 		t.Errorf("migrate: %v\n%s", err, out)
 	}
-	if _, err = runCLI(t, "serve", "--data-dir", t.TempDir()); err == nil || !strings.Contains(err.Error(), "api_base_url") {
-		t.Errorf("serve without settings: %v", err)
+	// Every missing setting at once, each with where to set it.
+	_, err = runCLI(t, "serve", "--data-dir", t.TempDir())
+	for _, want := range []string{"3 problems in the configuration:",
+		"missing setting: api_base_url (ORDERSYNC_API_BASE_URL or --api-base-url)",
+		"missing setting: secret_key (ORDERSYNC_SECRET_KEY or --secret-key)",
+		"missing setting: webhook_secrets (ORDERSYNC_WEBHOOK_SECRET or --webhook-secret)"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("serve without settings: %v, want it to say %q", err, want)
+		}
 	}
 }
 
@@ -198,12 +207,33 @@ func TestDLQReplayToken(t *testing.T) {
 	if _, err := runCLI(t, "dlq", "replay", "--all", admin); err == nil || !strings.Contains(err.Error(), "bearer token") {
 		t.Fatalf("replay without the token: %v", err)
 	}
-	out, err := runCLI(t, "dlq", "replay", "--all", admin, "--admin-token", "s3cret")
+	out, err := runCLI(t, "dlq", "replay", "--all", admin, "--token", "s3cret")
 	if err != nil || !strings.Contains(out, "0 dead letters replayed") {
 		t.Fatalf("replay with the token: %v\n%s", err, out)
 	}
+	// On the host of a running serve, replay finds the admin API and its
+	// token where serve does, with nothing typed: the environment...
+	listen := strings.TrimPrefix(st.Program.AdminURL(), "http://")
 	t.Setenv("ORDERSYNC_ADMIN_TOKEN", "s3cret,next")
-	if _, err := runCLI(t, "dlq", "replay", "--all", admin); err != nil {
-		t.Fatalf("replay with the token from the environment: %v", err)
+	t.Setenv("ORDERSYNC_ADMIN_LISTEN", listen)
+	if _, err := runCLI(t, "dlq", "replay", "--all"); err != nil {
+		t.Fatalf("replay with the admin API and token from the environment: %v", err)
+	}
+	// ...or the config file.
+	t.Setenv("ORDERSYNC_ADMIN_TOKEN", "")
+	t.Setenv("ORDERSYNC_ADMIN_LISTEN", "")
+	file := filepath.Join(t.TempDir(), "ordersync.yaml")
+	if err := os.WriteFile(file, []byte("admin_listen: "+listen+"\nadmin_tokens: [s3cret]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI(t, "dlq", "replay", "--all", "--config", file); err != nil {
+		t.Fatalf("replay with the admin API and token from the config file: %v", err)
+	}
+	// The token a client sends and the tokens serve accepts have distinct flags.
+	for cmd, want := range map[string][2]string{"serve": {"--admin-tokens strings", "--token "}, "dlq replay": {"--token string", "--admin-tokens"}} {
+		help, _ := runCLI(t, append(strings.Fields(cmd), "--help")...)
+		if !strings.Contains(help, want[0]) || strings.Contains(help, want[1]) {
+			t.Errorf("%s --help: want %q and no %q:\n%s", cmd, want[0], want[1], help)
+		}
 	}
 }

@@ -1,15 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -173,47 +173,117 @@ func defaultConfig() Config {
 }
 
 // setting is one configuration knob: its YAML key (the flag is the same
-// with dashes), its environment variable, and how a text value sets it.
-// Environment variables and flags go through the same setter.
+// with dashes), its environment variable, which commands take it as a flag,
+// and its value. The file, environment variables and flags all go through
+// the value's one parser, so each reports a bad value the same way.
 type setting struct {
 	key, env, usage string
 	flag            string // when the flag is not the key with dashes
-	isBool          bool
-	set             func(c *Config, v string) error
+	// scope is the commands that take it as a flag beside serve, which
+	// takes them all; every command reads it from the file and environment.
+	scope scope
+	set   value
 }
 
-func str(dst func(*Config) *string) func(*Config, string) error {
-	return func(c *Config, v string) error { *dst(c) = v; return nil }
+// scope is a set of the parts of the configuration a command needs.
+type scope uint8
+
+const (
+	scopeServe    scope = 0         // serve only
+	scopeMirror   scope = 1 << iota // commands that open the mirror
+	scopeUpstream                   // commands that call the payment link service
+	scopeAdmin                      // commands that ask a running serve's admin API
+	scopeAll      = scopeMirror | scopeUpstream | scopeAdmin
+)
+
+// value is how a setting reads and shows its text.
+type value struct {
+	kind  string // the flag's type in help: string, strings, int, float, bool, duration
+	parse func(c *Config, v string) error
+	show  func(c *Config) string
 }
 
-func list(dst func(*Config) *[]string) func(*Config, string) error {
-	return func(c *Config, v string) error { *dst(c) = splitList(v); return nil }
+func str(dst func(*Config) *string) value {
+	return value{kind: "string",
+		parse: func(c *Config, v string) error { *dst(c) = v; return nil },
+		show:  func(c *Config) string { return *dst(c) }}
 }
 
-func integer(dst func(*Config) *int) func(*Config, string) error {
-	return func(c *Config, v string) (err error) { *dst(c), err = strconv.Atoi(v); return err }
+func list(dst func(*Config) *[]string) value {
+	return value{kind: "strings",
+		parse: func(c *Config, v string) error { *dst(c) = splitList(v); return nil },
+		show:  func(c *Config) string { return strings.Join(*dst(c), ",") }}
 }
 
-func boolean(dst func(*Config) *bool) func(*Config, string) error {
-	return func(c *Config, v string) (err error) { *dst(c), err = strconv.ParseBool(v); return err }
+func integer(dst func(*Config) *int) value {
+	return value{kind: "int",
+		parse: func(c *Config, v string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return fmt.Errorf("%q is not a whole number", v)
+			}
+			*dst(c) = n
+			return nil
+		},
+		show: func(c *Config) string { return strconv.Itoa(*dst(c)) }}
 }
 
-func duration(dst func(*Config) *time.Duration) func(*Config, string) error {
-	return func(c *Config, v string) (err error) { *dst(c), err = time.ParseDuration(v); return err }
+func number(dst func(*Config) *float64) value {
+	return value{kind: "float",
+		parse: func(c *Config, v string) error {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return fmt.Errorf("%q is not a number", v)
+			}
+			*dst(c) = f
+			return nil
+		},
+		show: func(c *Config) string { return strconv.FormatFloat(*dst(c), 'g', -1, 64) }}
+}
+
+func boolean(dst func(*Config) *bool) value {
+	return value{kind: "bool",
+		parse: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return fmt.Errorf("%q is not true or false", v)
+			}
+			*dst(c) = b
+			return nil
+		},
+		show: func(c *Config) string { return strconv.FormatBool(*dst(c)) }}
+}
+
+func duration(dst func(*Config) *time.Duration) value {
+	return value{kind: "duration",
+		parse: func(c *Config, v string) error {
+			d, err := time.ParseDuration(strings.TrimSpace(v))
+			if err != nil {
+				return fmt.Errorf("%q is not a duration (write it like 90s, 5m or 24h)", v)
+			}
+			*dst(c) = d
+			return nil
+		},
+		show: func(c *Config) string {
+			if *dst(c) == 0 {
+				return "0"
+			}
+			return dst(c).String()
+		}}
 }
 
 var settings = []setting{
-	{key: "api_base_url", env: "ORDERSYNC_API_BASE_URL", usage: "payment link service base URL", set: str(func(c *Config) *string { return &c.APIBaseURL })},
-	{key: "secret_key", env: "ORDERSYNC_SECRET_KEY", usage: "payment link service secret key", set: str(func(c *Config) *string { return &c.SecretKey })},
+	{key: "api_base_url", env: "ORDERSYNC_API_BASE_URL", usage: "payment link service base URL", scope: scopeUpstream, set: str(func(c *Config) *string { return &c.APIBaseURL })},
+	{key: "secret_key", env: "ORDERSYNC_SECRET_KEY", usage: "payment link service secret key", scope: scopeUpstream, set: str(func(c *Config) *string { return &c.SecretKey })},
 	{key: "webhook_secrets", flag: "webhook-secret", env: "ORDERSYNC_WEBHOOK_SECRET", usage: "webhook signing secrets, comma-separated (several during rotation)", set: list(func(c *Config) *[]string { return &c.WebhookSecrets })},
-	{key: "insecure_no_webhook_signature", env: "ORDERSYNC_INSECURE_NO_WEBHOOK_SIGNATURE", usage: "accept unsigned webhooks (never in production)", isBool: true, set: boolean(func(c *Config) *bool { return &c.InsecureNoWebhookSignature })},
+	{key: "insecure_no_webhook_signature", env: "ORDERSYNC_INSECURE_NO_WEBHOOK_SIGNATURE", usage: "accept unsigned webhooks (never in production)", set: boolean(func(c *Config) *bool { return &c.InsecureNoWebhookSignature })},
 	{key: "role", env: "ORDERSYNC_ROLE", usage: "what this process runs: all, or a comma-separated list of receiver, worker, relay, reconciler", set: str(func(c *Config) *string { return &c.Role })},
-	{key: "data_dir", env: "ORDERSYNC_DATA_DIR", usage: "directory for the embedded JetStream store and the default SQLite file", set: str(func(c *Config) *string { return &c.DataDir })},
-	{key: "database_url", env: "ORDERSYNC_DATABASE_URL", usage: "SQLite path or postgres:// URL (default DATA_DIR/ordersync.db)", set: str(func(c *Config) *string { return &c.DatabaseURL })},
-	{key: "migrate_on_start", env: "ORDERSYNC_MIGRATE_ON_START", usage: "create or upgrade the schema at start-up", isBool: true, set: boolean(func(c *Config) *bool { return &c.MigrateOnStart })},
-	{key: "db_max_open_conns", env: "ORDERSYNC_DB_MAX_OPEN_CONNS", usage: "database connections at most (PostgreSQL; SQLite reads)", set: integer(func(c *Config) *int { return &c.DBMaxOpenConns })},
-	{key: "db_max_idle_conns", env: "ORDERSYNC_DB_MAX_IDLE_CONNS", usage: "idle database connections kept", set: integer(func(c *Config) *int { return &c.DBMaxIdleConns })},
-	{key: "db_conn_max_lifetime", env: "ORDERSYNC_DB_CONN_MAX_LIFETIME", usage: "close database connections older than this (0: never)", set: duration(func(c *Config) *time.Duration { return &c.DBConnMaxLifetime })},
+	{key: "data_dir", env: "ORDERSYNC_DATA_DIR", usage: "directory for the embedded JetStream store and the default SQLite file", scope: scopeMirror, set: str(func(c *Config) *string { return &c.DataDir })},
+	{key: "database_url", env: "ORDERSYNC_DATABASE_URL", usage: "SQLite path or postgres:// URL (default DATA_DIR/ordersync.db)", scope: scopeMirror, set: str(func(c *Config) *string { return &c.DatabaseURL })},
+	{key: "migrate_on_start", env: "ORDERSYNC_MIGRATE_ON_START", usage: "create or upgrade the schema at start-up", set: boolean(func(c *Config) *bool { return &c.MigrateOnStart })},
+	{key: "db_max_open_conns", env: "ORDERSYNC_DB_MAX_OPEN_CONNS", usage: "database connections at most (PostgreSQL; SQLite reads)", scope: scopeMirror, set: integer(func(c *Config) *int { return &c.DBMaxOpenConns })},
+	{key: "db_max_idle_conns", env: "ORDERSYNC_DB_MAX_IDLE_CONNS", usage: "idle database connections kept", scope: scopeMirror, set: integer(func(c *Config) *int { return &c.DBMaxIdleConns })},
+	{key: "db_conn_max_lifetime", env: "ORDERSYNC_DB_CONN_MAX_LIFETIME", usage: "close database connections older than this (0: never)", scope: scopeMirror, set: duration(func(c *Config) *time.Duration { return &c.DBConnMaxLifetime })},
 	{key: "nats_url", env: "ORDERSYNC_NATS_URL", usage: "external NATS server or cluster URL(s); empty runs NATS embedded", set: str(func(c *Config) *string { return &c.NATSURL })},
 	{key: "nats_creds_file", env: "ORDERSYNC_NATS_CREDS_FILE", usage: "NATS credentials file", set: str(func(c *Config) *string { return &c.NATSCredsFile })},
 	{key: "nats_token", env: "ORDERSYNC_NATS_TOKEN", usage: "NATS token", set: str(func(c *Config) *string { return &c.NATSToken })},
@@ -230,14 +300,11 @@ var settings = []setting{
 	{key: "tls_cert_file", env: "ORDERSYNC_TLS_CERT_FILE", usage: "serve webhooks over TLS with this certificate", set: str(func(c *Config) *string { return &c.TLSCertFile })},
 	{key: "tls_key_file", env: "ORDERSYNC_TLS_KEY_FILE", usage: "the key of tls_cert_file", set: str(func(c *Config) *string { return &c.TLSKeyFile })},
 	{key: "trusted_proxies", env: "ORDERSYNC_TRUSTED_PROXIES", usage: "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated", set: list(func(c *Config) *[]string { return &c.TrustedProxies })},
-	{key: "admin_listen", env: "ORDERSYNC_ADMIN_LISTEN", usage: "admin API address (beyond loopback only with admin tokens)", set: str(func(c *Config) *string { return &c.AdminListen })},
-	{key: "admin_tokens", flag: "admin-token", env: "ORDERSYNC_ADMIN_TOKEN", usage: "bearer tokens of the admin API, comma-separated", set: list(func(c *Config) *[]string { return &c.AdminTokens })},
+	{key: "admin_listen", env: "ORDERSYNC_ADMIN_LISTEN", usage: "admin API address (beyond loopback only with admin tokens)", scope: scopeAdmin, set: str(func(c *Config) *string { return &c.AdminListen })},
+	{key: "admin_tokens", env: "ORDERSYNC_ADMIN_TOKEN", usage: "bearer tokens the admin API accepts, comma-separated (the client commands send the first)", set: list(func(c *Config) *[]string { return &c.AdminTokens })},
 	{key: "workers", env: "ORDERSYNC_WORKERS", usage: "concurrent upstream fetches", set: integer(func(c *Config) *int { return &c.Workers })},
-	{key: "upstream_rps", env: "ORDERSYNC_UPSTREAM_RPS", usage: "cap on upstream requests per second, 0 = none", set: func(c *Config, v string) (err error) {
-		c.UpstreamRPS, err = strconv.ParseFloat(v, 64)
-		return err
-	}},
-	{key: "upstream_timeout", env: "ORDERSYNC_UPSTREAM_TIMEOUT", usage: "timeout of one upstream request", set: duration(func(c *Config) *time.Duration { return &c.UpstreamTimeout })},
+	{key: "upstream_rps", env: "ORDERSYNC_UPSTREAM_RPS", usage: "cap on upstream requests per second, 0 = none", set: number(func(c *Config) *float64 { return &c.UpstreamRPS })},
+	{key: "upstream_timeout", env: "ORDERSYNC_UPSTREAM_TIMEOUT", usage: "timeout of one upstream request", scope: scopeUpstream, set: duration(func(c *Config) *time.Duration { return &c.UpstreamTimeout })},
 	{key: "reconcile_interval", env: "ORDERSYNC_RECONCILE_INTERVAL", usage: "how often the reconciler runs, 0 disables it", set: duration(func(c *Config) *time.Duration { return &c.ReconcileInterval })},
 	{key: "reconcile_budget", env: "ORDERSYNC_RECONCILE_BUDGET", usage: "orders one reconciler pass may re-fetch", set: integer(func(c *Config) *int { return &c.ReconcileBudget })},
 	{key: "outbox_retention", env: "ORDERSYNC_OUTBOX_RETENTION", usage: "how long published outbox messages are kept, 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.OutboxRetention })},
@@ -263,43 +330,52 @@ func (st setting) flagName() string {
 	return strings.ReplaceAll(st.key, "_", "-")
 }
 
-// configFlags are the flags every pipeline command takes, one per setting.
-// Only the flags given override the file and the environment.
+// configFlags are a command's flags of settings. Only the flags given
+// override the file and the environment.
 type configFlags struct {
 	path string
 	fs   *pflag.FlagSet
 }
 
-func addConfigFlags(fs *pflag.FlagSet) *configFlags {
+// addConfigFlags adds --config and a typed flag, with its default, for
+// each setting in scope: every setting for serve (scopeAll), the few
+// that reach the mirror, the service or the admin API for the others.
+func addConfigFlags(fs *pflag.FlagSet, sc scope) *configFlags {
 	f := &configFlags{fs: fs}
 	fs.StringVar(&f.path, "config", "", "YAML config file (env ORDERSYNC_CONFIG; see configs/ordersync.example.yaml)")
+	defaults := defaultConfig()
 	for _, st := range settings {
-		fs.String(st.flagName(), "", st.usage+" ("+st.env+")")
-		if st.isBool {
-			fs.Lookup(st.flagName()).NoOptDefVal = "true"
+		if sc != scopeAll && st.scope&sc == 0 {
+			continue
+		}
+		fl := fs.VarPF(&settingFlag{kind: st.set.kind, text: st.set.show(&defaults)}, st.flagName(), "", st.usage+" ("+st.env+")")
+		if st.set.kind == "bool" {
+			fl.NoOptDefVal = "true"
 		}
 	}
 	return f
 }
 
+// settingFlag holds a flag's text until load parses it with its setting,
+// after the file and the environment.
+type settingFlag struct{ kind, text string }
+
+func (f *settingFlag) String() string     { return f.text }
+func (f *settingFlag) Set(v string) error { f.text = v; return nil }
+func (f *settingFlag) Type() string       { return f.kind }
+
 // load builds the Config: defaults, then the file, then the environment,
-// then the flags that were given.
+// then the flags that were given. It reports every bad value at once, each
+// with where it came from: the file's line, the variable or the flag.
 func (f *configFlags) load(getenv func(string) string) (Config, error) {
 	cfg := defaultConfig()
+	var errs []error
 	path := f.path
 	if path == "" {
 		path = getenv("ORDERSYNC_CONFIG")
 	}
 	if path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return cfg, fmt.Errorf("read config: %w", err)
-		}
-		dec := yaml.NewDecoder(bytes.NewReader(b))
-		dec.KnownFields(true)
-		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-			return cfg, fmt.Errorf("config file %s: %w", path, err)
-		}
+		errs = append(errs, loadFile(&cfg, path)...)
 	}
 	for name, a := range cfg.Accounts {
 		prefix := accountEnvPrefix(name)
@@ -316,69 +392,238 @@ func (f *configFlags) load(getenv func(string) string) (Config, error) {
 	}
 	for _, st := range settings {
 		if v := getenv(st.env); v != "" {
-			if err := st.set(&cfg, v); err != nil {
-				return cfg, fmt.Errorf("environment variable %s=%q: %w", st.env, v, err)
+			if err := st.set.parse(&cfg, v); err != nil {
+				errs = append(errs, fmt.Errorf("environment variable %s: %w", st.env, err))
 			}
 		}
 	}
 	for _, st := range settings {
 		if fl := f.fs.Lookup(st.flagName()); fl != nil && fl.Changed {
-			if err := st.set(&cfg, fl.Value.String()); err != nil {
-				return cfg, fmt.Errorf("--%s=%q: %w", fl.Name, fl.Value.String(), err)
+			if err := st.set.parse(&cfg, fl.Value.String()); err != nil {
+				errs = append(errs, fmt.Errorf("--%s: %w", fl.Name, err))
 			}
 		}
 	}
 	if cfg.DatabaseURL == "" {
 		cfg.DatabaseURL = filepath.Join(cfg.DataDir, "ordersync.db")
 	}
-	return cfg, nil
+	return cfg, joinProblems(errs)
 }
 
-// validateServe names the first missing or wrong setting `serve` needs.
-func (c *Config) validateServe() error {
-	switch {
-	case c.APIBaseURL == "":
-		return errors.New("missing setting: api_base_url (ORDERSYNC_API_BASE_URL or --api-base-url)")
-	case c.SecretKey == "":
-		return errors.New("missing setting: secret_key (ORDERSYNC_SECRET_KEY or --secret-key)")
-	case len(c.WebhookSecrets) == 0 && !c.InsecureNoWebhookSignature:
-		return errors.New("missing setting: webhook_secrets (ORDERSYNC_WEBHOOK_SECRET or --webhook-secret); " +
-			"to accept unsigned webhooks anyway, set insecure_no_webhook_signature")
-	case c.Workers < 1:
-		return fmt.Errorf("bad setting: workers must be ≥ 1, got %d", c.Workers)
-	case c.OutboxRetention < 0 || c.EventLogRetention < 0:
-		return fmt.Errorf("bad setting: outbox_retention and event_log_retention must not be negative, got %s and %s", c.OutboxRetention, c.EventLogRetention)
-	case c.DataDir == "":
-		return errors.New("missing setting: data_dir (ORDERSYNC_DATA_DIR or --data-dir)")
+// loadFile reads a YAML config file into cfg through the settings' own
+// parsers, so that a bad value is named by its key and line in the file.
+func loadFile(cfg *Config, path string) []error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return []error{fmt.Errorf("read config file: %w", err)}
 	}
-	for name, a := range c.Accounts {
-		switch {
-		case !accountName.MatchString(name) || name == ordersync.DefaultAccount:
-			return fmt.Errorf("bad setting: accounts: name %q (want 1-64 of A-Z a-z 0-9 _ -, not %q)", name, ordersync.DefaultAccount)
-		case a.APIBaseURL == "":
-			return fmt.Errorf("missing setting: accounts.%s.api_base_url (or %sAPI_BASE_URL)", name, accountEnvPrefix(name))
-		case a.SecretKey == "":
-			return fmt.Errorf("missing setting: accounts.%s.secret_key (or %sSECRET_KEY)", name, accountEnvPrefix(name))
-		case len(a.WebhookSecrets) == 0 && !c.InsecureNoWebhookSignature:
-			return fmt.Errorf("missing setting: accounts.%s.webhook_secrets (or %sWEBHOOK_SECRET)", name, accountEnvPrefix(name))
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return []error{fmt.Errorf("config file %s is not valid YAML: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))}
+	}
+	if len(doc.Content) == 0 { // an empty file
+		return nil
+	}
+	top := doc.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return []error{fmt.Errorf("config file %s, line %d: want settings as key: value lines", path, top.Line)}
+	}
+	at := func(n *yaml.Node, key string, err error) error {
+		return fmt.Errorf("config file %s, line %d: %s: %w", path, n.Line, key, err)
+	}
+	var errs []error
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		k, v := top.Content[i], top.Content[i+1]
+		if k.Value == "accounts" {
+			errs = append(errs, loadAccounts(cfg, v, at)...)
+			continue
+		}
+		st, ok := settingByKey(k.Value)
+		if !ok {
+			errs = append(errs, at(k, k.Value, errors.New("not a setting (the settings are listed in configs/ordersync.example.yaml)")))
+			continue
+		}
+		text, err := nodeText(v, st.set.kind)
+		if err == nil {
+			err = st.set.parse(cfg, text)
+		}
+		if err != nil {
+			errs = append(errs, at(v, k.Value, err))
+		}
+	}
+	return errs
+}
+
+// loadAccounts reads the accounts mapping: name → its three settings.
+func loadAccounts(cfg *Config, n *yaml.Node, at func(*yaml.Node, string, error) error) []error {
+	if n.Kind != yaml.MappingNode {
+		return []error{at(n, "accounts", errors.New("want a mapping of account names to their settings"))}
+	}
+	var errs []error
+	cfg.Accounts = map[string]AccountConfig{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		name, body := n.Content[i].Value, n.Content[i+1]
+		if body.Kind != yaml.MappingNode {
+			errs = append(errs, at(body, "accounts."+name, errors.New("want api_base_url, secret_key and webhook_secrets")))
+			continue
+		}
+		var a AccountConfig
+		for j := 0; j+1 < len(body.Content); j += 2 {
+			k, v := body.Content[j], body.Content[j+1]
+			key := "accounts." + name + "." + k.Value
+			kind := "string"
+			if k.Value == "webhook_secrets" {
+				kind = "strings"
+			}
+			text, err := nodeText(v, kind)
+			switch {
+			case err != nil:
+				errs = append(errs, at(v, key, err))
+			case k.Value == "api_base_url":
+				a.APIBaseURL = text
+			case k.Value == "secret_key":
+				a.SecretKey = text
+			case k.Value == "webhook_secrets":
+				a.WebhookSecrets = splitList(text)
+			default:
+				errs = append(errs, at(k, key, errors.New("not an account setting (want api_base_url, secret_key, webhook_secrets)")))
+			}
+		}
+		cfg.Accounts[name] = a
+	}
+	return errs
+}
+
+// nodeText is a YAML value as a setting's text: a scalar as it is, a list
+// (for a setting that takes several) joined with commas.
+func nodeText(n *yaml.Node, kind string) (string, error) {
+	switch {
+	case n.Kind == yaml.ScalarNode:
+		return n.Value, nil
+	case n.Kind == yaml.SequenceNode && kind == "strings":
+		parts := make([]string, 0, len(n.Content))
+		for _, item := range n.Content {
+			if item.Kind != yaml.ScalarNode {
+				return "", errors.New("want a list of values")
+			}
+			parts = append(parts, item.Value)
+		}
+		return strings.Join(parts, ","), nil
+	case kind == "strings":
+		return "", errors.New("want a value or a list of values")
+	}
+	return "", errors.New("want a single value")
+}
+
+func settingByKey(key string) (setting, bool) {
+	for _, st := range settings {
+		if st.key == key {
+			return st, true
+		}
+	}
+	return setting{}, false
+}
+
+// joinProblems is every problem of a configuration, one per line.
+func joinProblems(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return &problems{errs: errs}
+}
+
+type problems struct{ errs []error }
+
+func (p *problems) Error() string {
+	lines := make([]string, len(p.errs))
+	for i, err := range p.errs {
+		lines[i] = "  " + err.Error()
+	}
+	return fmt.Sprintf("%d problems in the configuration:\n%s", len(p.errs), strings.Join(lines, "\n"))
+}
+
+func (p *problems) Unwrap() []error { return p.errs }
+
+// validateServe names every missing or wrong setting `serve` needs, all at
+// once.
+func (c *Config) validateServe() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.APIBaseURL == "" {
+		bad("missing setting: api_base_url (ORDERSYNC_API_BASE_URL or --api-base-url)")
+	} else if err := checkBaseURL(c.APIBaseURL); err != nil {
+		bad("bad setting: api_base_url: %w", err)
+	}
+	if c.SecretKey == "" {
+		bad("missing setting: secret_key (ORDERSYNC_SECRET_KEY or --secret-key)")
+	}
+	if len(c.WebhookSecrets) == 0 && !c.InsecureNoWebhookSignature {
+		bad("missing setting: webhook_secrets (ORDERSYNC_WEBHOOK_SECRET or --webhook-secret); " +
+			"to accept unsigned webhooks anyway, set insecure_no_webhook_signature")
+	}
+	if c.Workers < 1 {
+		bad("bad setting: workers must be ≥ 1, got %d", c.Workers)
+	}
+	if c.OutboxRetention < 0 || c.EventLogRetention < 0 {
+		bad("bad setting: outbox_retention and event_log_retention must not be negative, got %s and %s", c.OutboxRetention, c.EventLogRetention)
+	}
+	if c.DataDir == "" {
+		bad("missing setting: data_dir (ORDERSYNC_DATA_DIR or --data-dir)")
+	}
+	names := make([]string, 0, len(c.Accounts))
+	for name := range c.Accounts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		a := c.Accounts[name]
+		if !accountName.MatchString(name) || name == ordersync.DefaultAccount {
+			bad("bad setting: accounts: name %q (want 1-64 of A-Z a-z 0-9 _ -, not %q)", name, ordersync.DefaultAccount)
+		}
+		if a.APIBaseURL == "" {
+			bad("missing setting: accounts.%s.api_base_url (or %sAPI_BASE_URL)", name, accountEnvPrefix(name))
+		} else if err := checkBaseURL(a.APIBaseURL); err != nil {
+			bad("bad setting: accounts.%s.api_base_url: %w", name, err)
+		}
+		if a.SecretKey == "" {
+			bad("missing setting: accounts.%s.secret_key (or %sSECRET_KEY)", name, accountEnvPrefix(name))
+		}
+		if len(a.WebhookSecrets) == 0 && !c.InsecureNoWebhookSignature {
+			bad("missing setting: accounts.%s.webhook_secrets (or %sWEBHOOK_SECRET)", name, accountEnvPrefix(name))
 		}
 	}
 	if !accountName.MatchString(c.NATSNamespace) {
-		return fmt.Errorf("bad setting: nats_namespace %q (want 1-64 of A-Z a-z 0-9 _ -)", c.NATSNamespace)
+		bad("bad setting: nats_namespace %q (want 1-64 of A-Z a-z 0-9 _ -)", c.NATSNamespace)
 	}
 	if c.LeaderTTL < 300*time.Millisecond {
-		return fmt.Errorf("bad setting: leader_ttl must be ≥ 300ms, got %s", c.LeaderTTL)
+		bad("bad setting: leader_ttl must be ≥ 300ms, got %s", c.LeaderTTL)
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
-		return errors.New("bad setting: tls_cert_file and tls_key_file go together")
+		bad("bad setting: tls_cert_file and tls_key_file go together")
 	}
-	if _, err := parseRoles(c.Role); err != nil {
-		return err
+	for _, check := range []func() error{
+		func() error { _, err := parseRoles(c.Role); return err },
+		func() error { _, err := parseCIDRs(c.TrustedProxies); return err },
+		c.checkAdminListen,
+	} {
+		if err := check(); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	if _, err := parseCIDRs(c.TrustedProxies); err != nil {
-		return err
+	return joinProblems(errs)
+}
+
+// checkBaseURL refuses a base URL the client could not call, in the terms
+// of the setting rather than of the client's code.
+func checkBaseURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http or https URL (like https://api.example.com)", s)
 	}
-	return c.checkAdminListen()
+	return nil
 }
 
 // roles is what one process runs.

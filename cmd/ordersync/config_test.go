@@ -13,7 +13,7 @@ import (
 func loadTestConfig(t *testing.T, file string, env map[string]string, args ...string) (Config, error) {
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	flags := addConfigFlags(fs)
+	flags := addConfigFlags(fs, scopeAll)
 	if file != "" {
 		path := filepath.Join(t.TempDir(), "ordersync.yaml")
 		if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
@@ -92,7 +92,7 @@ func TestConfigErrors(t *testing.T) {
 		})
 	}
 	// An admin token allows listening beyond loopback.
-	cfg, err := loadTestConfig(t, "", full, "--admin-listen", "0.0.0.0:9090", "--admin-token", "t1,t2")
+	cfg, err := loadTestConfig(t, "", full, "--admin-listen", "0.0.0.0:9090", "--admin-tokens", "t1,t2")
 	if err != nil || cfg.validateServe() != nil || len(cfg.AdminTokens) != 2 {
 		t.Fatalf("admin with tokens: %v %v", err, cfg.AdminTokens)
 	}
@@ -130,5 +130,103 @@ func TestExampleConfig(t *testing.T) {
 		if !strings.Contains(string(b), st.env) {
 			t.Errorf("the example config does not name %s", st.env)
 		}
+	}
+}
+
+// TestConfigErrorsInUserTerms: a bad value is named by where it was set —
+// the file's key and line, the variable, the flag — in words, never a Go
+// type or parser, and every problem is reported at once.
+func TestConfigErrorsInUserTerms(t *testing.T) {
+	file := "api_base_url: https://api.example\n" + // line 1
+		"workers: many\n" + // line 2
+		"upstream_timeout: 5\n" + // line 3
+		"migrate_on_start: maybe\n" + // line 4
+		"webhook_secrets: {a: b}\n" + // line 5
+		"reconcile_intervall: 1m\n" + // line 6
+		"accounts:\n" + // line 7
+		"  shop:\n" + // line 8
+		"    secret_key: k\n" + // line 9
+		"    colour: red\n" // line 10
+	_, err := loadTestConfig(t, file, map[string]string{"ORDERSYNC_UPSTREAM_RPS": "lots"}, "--leader-ttl", "soon")
+	if err == nil {
+		t.Fatal("a file of bad values loaded")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"8 problems in the configuration:",
+		`line 2: workers: "many" is not a whole number`,
+		`line 3: upstream_timeout: "5" is not a duration (write it like 90s, 5m or 24h)`,
+		`line 4: migrate_on_start: "maybe" is not true or false`,
+		"line 5: webhook_secrets: want a value or a list of values",
+		"line 6: reconcile_intervall: not a setting",
+		"line 10: accounts.shop.colour: not an account setting",
+		`environment variable ORDERSYNC_UPSTREAM_RPS: "lots" is not a number`,
+		`--leader-ttl: "soon" is not a duration`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error does not say %q:\n%s", want, msg)
+		}
+	}
+	for _, leak := range []string{"main.Config", "!!", "strconv", "time.Duration", "yaml:"} {
+		if strings.Contains(msg, leak) {
+			t.Errorf("the error shows %q, a detail of the code:\n%s", leak, msg)
+		}
+	}
+
+	_, err = loadTestConfig(t, "workers: [\n", nil)
+	if err == nil || !strings.Contains(err.Error(), "is not valid YAML") || !strings.Contains(err.Error(), "line ") {
+		t.Errorf("broken YAML: %v, want it named with its line", err)
+	}
+
+	cfg, err := loadTestConfig(t, "", map[string]string{"ORDERSYNC_API_BASE_URL": "api.example.com", "ORDERSYNC_WEBHOOK_SECRET": "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.validateServe()
+	for _, want := range []string{
+		`bad setting: api_base_url: "api.example.com" is not an http or https URL (like https://api.example.com)`,
+		"missing setting: secret_key",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("validate: %v, want %q", err, want)
+		}
+	}
+}
+
+// TestFlagsWhereTheyApply: serve takes every setting as a typed flag with
+// its default; a command that reads the mirror takes only what reaches it.
+func TestFlagsWhereTheyApply(t *testing.T) {
+	serve, err := runCLI(t, "serve", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--workers int", "(default 64)", "--upstream-timeout duration", "(default 10s)",
+		"--migrate-on-start ", "--webhook-secret strings", `--log-format string`, `(default "text")`} {
+		if !strings.Contains(serve, want) {
+			t.Errorf("serve --help lacks %q", want)
+		}
+	}
+	if strings.Contains(serve, "string[=") {
+		t.Errorf("serve --help shows a boolean as a string:\n%s", serve)
+	}
+	for _, cmd := range [][]string{{"orders", "list"}, {"dlq", "list"}, {"migrate"}} {
+		help, err := runCLI(t, append(cmd, "--help")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"--config", "--database-url", "--data-dir"} {
+			if !strings.Contains(help, want) {
+				t.Errorf("%v --help lacks %s", cmd, want)
+			}
+		}
+		for _, unwanted := range []string{"--listen", "--tls-cert-file", "--workers", "--secret-key", "--admin-tokens"} {
+			if strings.Contains(help, unwanted) {
+				t.Errorf("%v --help offers %s, a setting of serve", cmd, unwanted)
+			}
+		}
+	}
+	links, _ := runCLI(t, "links", "create", "--help")
+	if !strings.Contains(links, "--secret-key") || !strings.Contains(links, "--api-base-url") || strings.Contains(links, "--listen") {
+		t.Errorf("links create --help: want the upstream's settings and not serve's:\n%s", links)
 	}
 }

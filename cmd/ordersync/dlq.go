@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -31,7 +32,7 @@ func newDLQListCommand() *cobra.Command {
 	var reason string
 	var all, asJSON bool
 	cmd := &cobra.Command{Use: "list", Short: "List dead letters not yet replayed", Args: cobra.NoArgs}
-	flags := addConfigFlags(cmd.Flags())
+	flags := addConfigFlags(cmd.Flags(), scopeMirror)
 	cmd.Flags().StringVar(&reason, "reason", "", "only this reason: unknown_order, unresolved, malformed, retries_exhausted, rejected")
 	cmd.Flags().BoolVar(&all, "all", false, "include letters already replayed")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -74,7 +75,7 @@ func newDLQListCommand() *cobra.Command {
 
 func newDLQShowCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "show ID", Short: "Show one dead letter with its original event", Args: cobra.ExactArgs(1)}
-	flags := addConfigFlags(cmd.Flags())
+	flags := addConfigFlags(cmd.Flags(), scopeMirror)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		id, err := strconv.ParseInt(args[0], 10, 64)
 		if err != nil {
@@ -102,14 +103,26 @@ func newDLQReplayCommand() *cobra.Command {
 		Short: "Send dead letters through the pipeline again (asks the running service)",
 		Long: `replay asks the running ordersync (its admin API) to put the events back
 on the queue, where workers resolve, fetch and mirror them as if they had
-just arrived. The service must be running.`,
+just arrived. The service must be running. It finds the admin API and its
+token in the same config file and environment as serve.`,
 		Args: cobra.MaximumNArgs(1),
 	}
+	flags := addConfigFlags(cmd.Flags(), scopeAdmin)
 	cmd.Flags().BoolVar(&all, "all", false, "replay every letter not yet replayed")
 	cmd.Flags().StringVar(&reason, "reason", "", "with --all: only this reason")
-	cmd.Flags().StringVar(&adminURL, "admin-url", "http://127.0.0.1:9090", "the running service's admin API")
-	cmd.Flags().StringVar(&token, "admin-token", "", "bearer token of the admin API (default: the first of ORDERSYNC_ADMIN_TOKEN)")
+	cmd.Flags().StringVar(&adminURL, "admin-url", "", "the running service's admin API (default: http:// and admin_listen)")
+	cmd.Flags().StringVar(&token, "token", "", "the bearer token to send (default: the first of admin_tokens, ORDERSYNC_ADMIN_TOKEN)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		cfg, err := flags.load(os.Getenv)
+		if err != nil {
+			return err
+		}
+		if adminURL == "" {
+			adminURL = adminBaseURL(cfg.AdminListen)
+		}
+		if token == "" && len(cfg.AdminTokens) > 0 {
+			token = cfg.AdminTokens[0]
+		}
 		var target string
 		switch {
 		case all && len(args) == 0:
@@ -134,17 +147,12 @@ just arrived. The service must be running.`,
 		if err != nil {
 			return err
 		}
-		if token == "" {
-			if tokens := splitList(os.Getenv("ORDERSYNC_ADMIN_TOKEN")); len(tokens) > 0 {
-				token = tokens[0]
-			}
-		}
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			return fmt.Errorf("ask the service at %s: %w (is `ordersync serve` running?)", adminURL, err)
+			return fmt.Errorf("ask the service at %s: %w (is `ordersync serve` running there? its admin_listen decides where, or give --admin-url)", adminURL, err)
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -163,6 +171,19 @@ just arrived. The service must be running.`,
 		return nil
 	}
 	return cmd
+}
+
+// adminBaseURL is where a client on the same host reaches the admin API
+// that listens on addr: a wildcard address is reached on loopback.
+func adminBaseURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 func truncate(s string, n int) string {

@@ -39,7 +39,7 @@ The order is recorded in the mirror at once and fetched, so later webhooks
 that carry only its orderId resolve.`,
 		Args: cobra.NoArgs,
 	}
-	flags := addConfigFlags(cmd.Flags())
+	flags := addConfigFlags(cmd.Flags(), scopeMirror|scopeUpstream)
 	f := cmd.Flags()
 	f.StringArrayVar(&items, "item", nil, "a line item (repeat): sku=…,qty=… or name=…,price=…,qty=…[,image=…][,shipping=true]")
 	f.StringVar(&amount, "amount", "", "Method 2: the amount to charge")

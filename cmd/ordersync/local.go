@@ -54,6 +54,10 @@ func openUpstream(ctx context.Context, flags *configFlags, account string) (*loc
 		err = fmt.Errorf("missing setting: secret_key (ORDERSYNC_SECRET_KEY or --secret-key)")
 	case a.APIBaseURL == "" || a.SecretKey == "":
 		err = fmt.Errorf("missing setting: accounts.%s.api_base_url and secret_key", account)
+	default:
+		if berr := checkBaseURL(a.APIBaseURL); berr != nil {
+			err = fmt.Errorf("bad setting: api_base_url: %w", berr)
+		}
 	}
 	if err == nil {
 		l.client, err = paymentlink.New(paymentlink.Config{BaseURL: a.APIBaseURL, SecretKey: a.SecretKey, Timeout: l.cfg.UpstreamTimeout})

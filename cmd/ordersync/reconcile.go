@@ -21,7 +21,7 @@ func newReconcileCommand() *cobra.Command {
 		Short: "Re-fetch orders that can still change, now, and print what changed",
 		Args:  cobra.NoArgs,
 	}
-	flags := addConfigFlags(cmd.Flags())
+	flags := addConfigFlags(cmd.Flags(), scopeMirror|scopeUpstream)
 	cmd.Flags().BoolVar(&all, "all", false, "every order, not only those that can still change (PENDING, PAID)")
 	cmd.Flags().StringVar(&since, "since", "", "only orders created since: RFC 3339 time, YYYY-MM-DD or a duration (24h)")
 	cmd.Flags().StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
@@ -67,7 +67,7 @@ func newMigrateCommand() *cobra.Command {
 		Short: "Create or upgrade the mirror's schema (serve also does this at start)",
 		Args:  cobra.NoArgs,
 	}
-	flags := addConfigFlags(cmd.Flags())
+	flags := addConfigFlags(cmd.Flags(), scopeMirror)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		l, err := openMirror(cmd.Context(), flags)
 		if err != nil {

@@ -25,7 +25,7 @@ SIGINT/SIGTERM drain: stop accepting webhooks, finish and ack in-flight
 work, publish the outbox, close.`,
 		Args: cobra.NoArgs,
 	}
-	flags := addConfigFlags(cmd.Flags())
+	flags := addConfigFlags(cmd.Flags(), scopeAll)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		limitServeMemory()
 		cfg, err := flags.load(os.Getenv)
