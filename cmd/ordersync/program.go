@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -424,19 +423,4 @@ func (p *Program) Close() {
 			_ = p.db.Close()
 		}
 	})
-}
-
-// redactURL hides a password in a database or NATS URL.
-func redactURL(s string) string {
-	if i := strings.Index(s, "://"); i >= 0 {
-		rest := s[i+3:]
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			user := rest[:at]
-			if c := strings.Index(user, ":"); c >= 0 {
-				user = user[:c] + ":xxxxx"
-			}
-			return s[:i+3] + user + rest[at:]
-		}
-	}
-	return s
 }
