@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -57,6 +56,8 @@ type Program struct {
 
 	webhookLn, adminLn   net.Listener
 	webhookSrv, adminSrv *http.Server
+	// unlockDataDir releases the data directory's lock; nil when not held.
+	unlockDataDir func()
 
 	closeOnce sync.Once
 }
@@ -74,8 +75,15 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 			p.Close()
 		}
 	}()
-	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-		return nil, fmt.Errorf("create data dir: %w", err)
+	if err := privateDataDir(cfg.DataDir, logger); err != nil {
+		return nil, err
+	}
+	// The embedded NATS server owns the JetStream store in the data
+	// directory: a second one on it would corrupt it.
+	if cfg.NATSURL == "" {
+		if p.unlockDataDir, err = lockDataDir(cfg.DataDir); err != nil {
+			return nil, err
+		}
 	}
 	p.db, err = store.Open(ctx, store.Config{
 		URL: cfg.DatabaseURL, Migrate: &cfg.MigrateOnStart, Logger: logger,
@@ -84,6 +92,7 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	warnIfSharedSQLite(logger, p.db.Path())
 	if err := p.openQueue(ctx); err != nil {
 		return nil, err
 	}
@@ -109,14 +118,20 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 
 func (p *Program) openQueue(ctx context.Context) (err error) {
 	if p.cfg.NATSURL == "" {
+		storeDir, passwordFile := filepath.Join(p.cfg.DataDir, "jetstream"), natsPasswordFile(p.cfg.DataDir)
 		p.embedded, err = queue.StartEmbedded(queue.EmbeddedConfig{
-			StoreDir: filepath.Join(p.cfg.DataDir, "jetstream"),
-			Port:     p.cfg.NATSPort,
-			Sync:     queue.SyncPolicy(p.cfg.JetStreamSync),
-			Logger:   p.logger.With("component", "nats"),
+			StoreDir:     storeDir,
+			Port:         p.cfg.NATSPort,
+			PasswordFile: passwordFile,
+			Sync:         queue.SyncPolicy(p.cfg.JetStreamSync),
+			Logger:       p.logger.With("component", "nats"),
 		})
 		if err != nil {
 			return fmt.Errorf("start embedded NATS: %w", err)
+		}
+		warnIfShared(p.logger, "JetStream store", storeDir)
+		if p.cfg.NATSPort != 0 {
+			warnIfShared(p.logger, "NATS password file", passwordFile)
 		}
 		if p.nc, err = p.embedded.Connect("ordersync"); err != nil {
 			return fmt.Errorf("connect to embedded NATS: %w", err)
@@ -421,6 +436,9 @@ func (p *Program) Close() {
 		}
 		if p.db != nil {
 			_ = p.db.Close()
+		}
+		if p.unlockDataDir != nil {
+			p.unlockDataDir()
 		}
 	})
 }
