@@ -251,6 +251,7 @@ func (p *Program) buildStages() (err error) {
 		return err
 	}
 	p.reg.MustRegister(metrics.NewOrdersCollector(p.db, 5*time.Second, p.logger))
+	p.reg.MustRegister(metrics.NewOutboxAgeCollector(p.db, 5*time.Second, p.logger))
 	api, err := admin.New(admin.Config{
 		Orders: p.db, DeadLetters: p.db, Follower: p.follower, Replayer: p.replayer,
 		Metrics: metrics.Handler(p.reg), Ready: p.ready, Tokens: p.cfg.AdminTokens, Logger: log("admin"),
