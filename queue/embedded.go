@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // SyncPolicy says when the embedded JetStream fsyncs its files: SyncDefault,
@@ -155,7 +156,13 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		if password, err = loadOrCreatePassword(cfg.PasswordFile); err != nil {
 			return nil, fmt.Errorf("embedded NATS: %w", err)
 		}
-		opts.Users = []*server.User{{Username: EmbeddedUser, Password: password}}
+		// The server keeps a bcrypt hash, as it advises for passwords in
+		// its configuration.
+		hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+		if err != nil {
+			return nil, fmt.Errorf("embedded NATS: hash password: %w", err)
+		}
+		opts.Users = []*server.User{{Username: EmbeddedUser, Password: string(hash)}}
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
