@@ -38,7 +38,8 @@ type Config struct {
 	// reachable); /readyz answers 503 with its error otherwise.
 	Ready func(ctx context.Context) error
 	// Tokens, when any, are the bearer tokens every request but /healthz
-	// and /readyz must carry. Several allow rotation.
+	// and /readyz must carry. Several allow rotation. Without any, the API
+	// answers only requests addressed to a loopback name (see guard).
 	Tokens []string
 	Logger *slog.Logger
 }
@@ -96,6 +97,9 @@ func New(cfg Config) (*Server, error) {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.guard(w, r) {
+		return
+	}
 	if len(s.cfg.Tokens) > 0 && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ordersync"`)
 		writeProblem(w, http.StatusUnauthorized, "a valid bearer token is required", nil)

@@ -100,6 +100,9 @@ func (e *apiEnv) do(t *testing.T, method, path, body string) (int, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

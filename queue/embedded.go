@@ -1,14 +1,20 @@
 package queue
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // SyncPolicy says when the embedded JetStream fsyncs its files: SyncDefault,
@@ -53,6 +59,12 @@ type EmbeddedConfig struct {
 	Port int
 	// Host is the listen address when Port is set; default 127.0.0.1.
 	Host string
+	// PasswordFile holds the password every client logs in with, as user
+	// EmbeddedUser, when Port is set: a TCP port reaches past the webhook
+	// signature, so it never opens without one. A missing file is created
+	// owner-only with a random password, which later starts reuse. Default
+	// StoreDir/nats-password.
+	PasswordFile string
 	// Sync is the fsync policy; default SyncDefault.
 	Sync SyncPolicy
 	// MaxPayload is the largest message the server accepts; default 8 MiB,
@@ -66,6 +78,9 @@ type EmbeddedConfig struct {
 func (c *EmbeddedConfig) withDefaults() {
 	if c.Host == "" {
 		c.Host = "127.0.0.1"
+	}
+	if c.PasswordFile == "" {
+		c.PasswordFile = filepath.Join(c.StoreDir, "nats-password")
 	}
 	if c.Sync == "" {
 		c.Sync = SyncDefault
@@ -97,11 +112,18 @@ func (c *EmbeddedConfig) validate() error {
 	return nil
 }
 
+// EmbeddedUser is the user clients of the embedded server's TCP port log
+// in as, with the password in EmbeddedConfig.PasswordFile.
+const EmbeddedUser = "ordersync"
+
 // Embedded is a NATS server with JetStream running inside this process.
 type Embedded struct {
 	srv    *server.Server
 	logger *slog.Logger
 	listen bool
+	// password is EmbeddedUser's; "" when the server has no port and
+	// takes in-process connections only.
+	password string
 }
 
 // StartEmbedded starts the server and waits until it accepts connections.
@@ -110,7 +132,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.StoreDir, 0o750); err != nil {
+	if err := os.MkdirAll(cfg.StoreDir, 0o700); err != nil {
 		return nil, fmt.Errorf("embedded NATS: create store dir: %w", err)
 	}
 	interval, always, _ := cfg.Sync.serverOptions()
@@ -124,11 +146,23 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		NoSigs:       true,
 		NoLog:        false,
 	}
+	var password string
 	if cfg.Port == 0 {
 		opts.DontListen = true
 	} else {
 		opts.Host = cfg.Host
 		opts.Port = cfg.Port
+		var err error
+		if password, err = loadOrCreatePassword(cfg.PasswordFile); err != nil {
+			return nil, fmt.Errorf("embedded NATS: %w", err)
+		}
+		// The server keeps a bcrypt hash, as it advises for passwords in
+		// its configuration.
+		hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+		if err != nil {
+			return nil, fmt.Errorf("embedded NATS: hash password: %w", err)
+		}
+		opts.Users = []*server.User{{Username: EmbeddedUser, Password: string(hash)}}
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
@@ -146,9 +180,46 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		srv.WaitForShutdown()
 		return nil, errors.New("embedded NATS: JetStream did not start (see the server log)")
 	}
-	e := &Embedded{srv: srv, logger: cfg.Logger, listen: cfg.Port != 0}
-	e.logger.Info("embedded NATS started", "store_dir", cfg.StoreDir, "sync", string(cfg.Sync), "client_url", e.ClientURL())
+	e := &Embedded{srv: srv, logger: cfg.Logger, listen: cfg.Port != 0, password: password}
+	if e.listen {
+		e.logger.Info("embedded NATS started", "store_dir", cfg.StoreDir, "sync", string(cfg.Sync), "client_url", e.ClientURL(),
+			"user", EmbeddedUser, "password_file", cfg.PasswordFile)
+	} else {
+		e.logger.Info("embedded NATS started", "store_dir", cfg.StoreDir, "sync", string(cfg.Sync), "client_url", "")
+	}
 	return e, nil
+}
+
+// loadOrCreatePassword reads the password in path, or creates the file,
+// owner-only, with a new random one.
+func loadOrCreatePassword(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if p := strings.TrimSpace(string(b)); p != "" {
+			return p, nil
+		}
+		return "", fmt.Errorf("password file %s is empty (delete it to have a new password generated)", path)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("read password file: %w", err)
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", fmt.Errorf("generate password: %w", err)
+	}
+	p := base64.RawURLEncoding.EncodeToString(raw)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("create password file: %w", err)
+	}
+	if _, err := f.WriteString(p + "\n"); err != nil {
+		f.Close()
+		return "", fmt.Errorf("write password file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("write password file: %w", err)
+	}
+	return p, nil
 }
 
 // Connect opens an in-process connection to the server: no socket, no TCP
@@ -156,7 +227,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 // server.
 func (e *Embedded) Connect(name string) (*nats.Conn, error) {
 	logger := e.logger.With("conn", name)
-	nc, err := nats.Connect("",
+	opts := []nats.Option{
 		nats.InProcessServer(e.srv),
 		nats.Name(name),
 		nats.NoReconnect(),
@@ -168,7 +239,11 @@ func (e *Embedded) Connect(name string) (*nats.Conn, error) {
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			logger.Warn("NATS asynchronous error", "err", err)
 		}),
-	)
+	}
+	if e.password != "" {
+		opts = append(opts, nats.UserInfo(EmbeddedUser, e.password))
+	}
+	nc, err := nats.Connect("", opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to embedded NATS: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -162,7 +163,8 @@ func TestStartEmbeddedListener(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := startEmbedded(t, t.TempDir(), tt.port)
+			dir := t.TempDir()
+			e := startEmbedded(t, dir, tt.port)
 			q := newQueue(t, connect(t, e), uniqueConfig())
 			if publish(t, q, testEvent(1)) {
 				t.Fatal("first publish reported duplicate")
@@ -183,7 +185,12 @@ func TestStartEmbeddedListener(t *testing.T) {
 				t.Fatalf("dial %s: %v", parsed.Host, err)
 			}
 			conn.Close()
-			nc, err := Connect(context.Background(), ConnConfig{URL: u, Name: "tcp-client"})
+			password, err := os.ReadFile(filepath.Join(dir, "nats-password"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			withPassword := strings.Replace(u, "nats://", "nats://"+EmbeddedUser+":"+strings.TrimSpace(string(password))+"@", 1)
+			nc, err := Connect(context.Background(), ConnConfig{URL: withPassword, Name: "tcp-client"})
 			if err != nil {
 				t.Fatalf("Connect over TCP: %v", err)
 			}

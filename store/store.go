@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -224,8 +225,9 @@ type DB struct {
 	write  *sqlx.DB
 	read   *sqlx.DB
 	logger *slog.Logger
-	// migrateLock is the file SQLite migrations lock; "" for PostgreSQL.
-	migrateLock string
+	// path is the SQLite file; migrateLock is the file SQLite migrations
+	// lock. Both "" for PostgreSQL.
+	path, migrateLock string
 	// prepared holds the SQLite write statements by query (see
 	// prepareWrites); nil until the first ApplyOrders.
 	prepared  atomic.Pointer[map[string]*sql.Stmt]
@@ -265,7 +267,10 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	db := &DB{dialect: t.dialect, logger: cfg.Logger.With("component", "store", "dialect", t.dialect)}
 	switch t.dialect {
 	case DialectSQLite:
-		db.migrateLock = t.path + "-migrate"
+		db.path, db.migrateLock = t.path, t.path+"-migrate"
+		if t.params.Get("mode") != "ro" {
+			createPrivate(t.path)
+		}
 		autoCheckpoint := cfg.CheckpointInterval < 0
 		db.write = sqlx.NewDb(sql.OpenDB(newSQLiteConnector(t.sqliteDSN(true), writePragmas(autoCheckpoint)...)), "sqlite3")
 		db.write.SetMaxOpenConns(1)
@@ -311,6 +316,19 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	}
 	return db, nil
 }
+
+// createPrivate creates a missing SQLite file owner-only (SQLite itself
+// would create it 0644 less the umask): the mirror holds buyer data. SQLite
+// gives its -wal and -shm files the database file's permissions. Any
+// failure is left for SQLite's own open to report.
+func createPrivate(path string) {
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		_ = f.Close()
+	}
+}
+
+// Path is the SQLite database file, "" for PostgreSQL.
+func (db *DB) Path() string { return db.path }
 
 // Close stops the checkpoints and closes every connection. The last
 // connection to close checkpoints what remains of the WAL.

@@ -224,7 +224,7 @@ func runChaos(ctx context.Context, out io.Writer, opts chaosOptions) (rep *chaos
 	}
 	defer r.tearDown()
 	fmt.Fprintf(out, "ordersync chaos: %d orders, %d kills; simulator %s, pipeline pid %d (webhooks via a recording proxy at %s, admin %s, NATS %s)\n",
-		opts.Orders, opts.Kills, r.simURL, r.child.PID(), r.proxy.URL(), r.child.AdminURL(), r.child.NATSURL())
+		opts.Orders, opts.Kills, r.simURL, r.child.PID(), r.proxy.URL(), r.child.AdminURL(), redactURL(r.child.NATSURL()))
 	fmt.Fprintf(out, "faults: %s\n", describeFaults(chaosFaults()))
 
 	if err := r.drive(ctx); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ordersync/ordersync/queue"
 )
 
 // runMainEnv makes a test binary run main() instead of its tests, so a test
@@ -324,8 +327,16 @@ func (c *child) WebhookURL() string {
 // AdminURL is the base of the child's admin API.
 func (c *child) AdminURL() string { return fmt.Sprintf("http://127.0.0.1:%d", c.currentPorts().admin) }
 
-// NATSURL reaches the child's embedded NATS server over TCP.
-func (c *child) NATSURL() string { return fmt.Sprintf("nats://127.0.0.1:%d", c.currentPorts().nats) }
+// NATSURL reaches the child's embedded NATS server over TCP, logged in
+// with the password the child keeps in its data directory (created at its
+// first start).
+func (c *child) NATSURL() string {
+	userinfo := ""
+	if b, err := os.ReadFile(natsPasswordFile(c.cfg.DataDir)); err == nil {
+		userinfo = url.UserPassword(queue.EmbeddedUser, strings.TrimSpace(string(b))).String() + "@"
+	}
+	return fmt.Sprintf("nats://%s127.0.0.1:%d", userinfo, c.currentPorts().nats)
+}
 
 // DatabasePath is the child's SQLite file.
 func (c *child) DatabasePath() string { return c.cfg.DataDir + "/ordersync.db" }

@@ -7,9 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -59,6 +57,8 @@ type Program struct {
 
 	webhookLn, adminLn   net.Listener
 	webhookSrv, adminSrv *http.Server
+	// unlockDataDir releases the data directory's lock; nil when not held.
+	unlockDataDir func()
 
 	closeOnce sync.Once
 }
@@ -76,8 +76,15 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 			p.Close()
 		}
 	}()
-	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-		return nil, fmt.Errorf("create data dir: %w", err)
+	if err := privateDataDir(cfg.DataDir, logger); err != nil {
+		return nil, err
+	}
+	// The embedded NATS server owns the JetStream store in the data
+	// directory: a second one on it would corrupt it.
+	if cfg.NATSURL == "" {
+		if p.unlockDataDir, err = lockDataDir(cfg.DataDir); err != nil {
+			return nil, err
+		}
 	}
 	p.db, err = store.Open(ctx, store.Config{
 		URL: cfg.DatabaseURL, Migrate: &cfg.MigrateOnStart, Logger: logger,
@@ -86,6 +93,7 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	warnIfSharedSQLite(logger, p.db.Path())
 	if err := p.openQueue(ctx); err != nil {
 		return nil, err
 	}
@@ -111,14 +119,20 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 
 func (p *Program) openQueue(ctx context.Context) (err error) {
 	if p.cfg.NATSURL == "" {
+		storeDir, passwordFile := filepath.Join(p.cfg.DataDir, "jetstream"), natsPasswordFile(p.cfg.DataDir)
 		p.embedded, err = queue.StartEmbedded(queue.EmbeddedConfig{
-			StoreDir: filepath.Join(p.cfg.DataDir, "jetstream"),
-			Port:     p.cfg.NATSPort,
-			Sync:     queue.SyncPolicy(p.cfg.JetStreamSync),
-			Logger:   p.logger.With("component", "nats"),
+			StoreDir:     storeDir,
+			Port:         p.cfg.NATSPort,
+			PasswordFile: passwordFile,
+			Sync:         queue.SyncPolicy(p.cfg.JetStreamSync),
+			Logger:       p.logger.With("component", "nats"),
 		})
 		if err != nil {
 			return fmt.Errorf("start embedded NATS: %w", err)
+		}
+		warnIfShared(p.logger, "JetStream store", storeDir)
+		if p.cfg.NATSPort != 0 {
+			warnIfShared(p.logger, "NATS password file", passwordFile)
 		}
 		if p.nc, err = p.embedded.Connect("ordersync"); err != nil {
 			return fmt.Errorf("connect to embedded NATS: %w", err)
@@ -238,6 +252,7 @@ func (p *Program) buildStages() (err error) {
 		return err
 	}
 	p.reg.MustRegister(metrics.NewOrdersCollector(p.db, 5*time.Second, p.logger))
+	p.reg.MustRegister(metrics.NewOutboxAgeCollector(p.db, 5*time.Second, p.logger))
 	api, err := admin.New(admin.Config{
 		Orders: p.db, DeadLetters: p.db, Follower: p.follower, Replayer: p.replayer,
 		Metrics: metrics.Handler(p.reg), Ready: p.ready, Tokens: p.cfg.AdminTokens, Logger: log("admin"),
@@ -433,20 +448,8 @@ func (p *Program) Close() {
 		if p.db != nil {
 			_ = p.db.Close()
 		}
-	})
-}
-
-// redactURL hides a password in a database or NATS URL.
-func redactURL(s string) string {
-	if i := strings.Index(s, "://"); i >= 0 {
-		rest := s[i+3:]
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			user := rest[:at]
-			if c := strings.Index(user, ":"); c >= 0 {
-				user = user[:c] + ":xxxxx"
-			}
-			return s[:i+3] + user + rest[at:]
+		if p.unlockDataDir != nil {
+			p.unlockDataDir()
 		}
-	}
-	return s
+	})
 }

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+)
+
+// lockFileName is the file in the data directory whose lock a serving
+// process holds, and whose content is that process's PID.
+const lockFileName = "ordersync.lock"
+
+// DataDirLockedError says another process serves from the data directory.
+type DataDirLockedError struct {
+	Dir string
+	// PID is the holder's process id as it wrote it; 0 when unreadable.
+	PID int
+}
+
+func (e *DataDirLockedError) Error() string {
+	holder := "another process"
+	if e.PID > 0 {
+		holder = fmt.Sprintf("another ordersync process (PID %d)", e.PID)
+	}
+	return fmt.Sprintf("data directory %s is in use by %s: two servers on one JetStream store would corrupt it; "+
+		"stop that process, or give this one a data_dir of its own", e.Dir, holder)
+}
+
+// privateDataDir creates the data directory owner-only and warns when an
+// existing one is open to other users: it holds buyer data and the
+// embedded NATS credential.
+func privateDataDir(dir string, logger *slog.Logger) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	warnIfShared(logger, "data directory", dir)
+	return nil
+}
+
+// warnIfShared warns when path exists and other users (its group or
+// everyone) may read or enter it. It changes nothing: the operator may
+// have shared it on purpose.
+func warnIfShared(logger *slog.Logger, what, path string) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			logger.Warn("cannot check the permissions of the "+what, "path", path, "err", err)
+		}
+		return
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		want := "600"
+		if fi.IsDir() {
+			want = "700"
+		}
+		logger.Warn("the "+what+" is readable by other users of this host, and holds buyer data or credentials",
+			"path", path, "mode", fmt.Sprintf("%04o", perm), "fix", "chmod "+want+" "+path)
+	}
+}
+
+// warnIfSharedSQLite checks the SQLite database and its WAL files.
+func warnIfSharedSQLite(logger *slog.Logger, path string) {
+	if path == "" {
+		return
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		warnIfShared(logger, "database file", path+suffix)
+	}
+}
+
+// natsPasswordFile holds the password of the embedded NATS server's TCP
+// port (user queue.EmbeddedUser).
+func natsPasswordFile(dataDir string) string { return filepath.Join(dataDir, "nats-password") }
+
+// dataDirLockPath is the lock file of a data directory.
+func dataDirLockPath(dir string) string { return filepath.Join(dir, lockFileName) }
