@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // ConnConfig configures a connection to an external NATS server or cluster.
@@ -125,4 +126,17 @@ func Connect(ctx context.Context, cfg ConnConfig) (*nats.Conn, error) {
 	}
 	logger.Info("NATS connected", "server", nc.ConnectedUrlRedacted(), "version", nc.ConnectedServerVersion())
 	return nc, nil
+}
+
+// CheckJetStream asks the server for the account's JetStream information:
+// it fails when the server answers without JetStream enabled.
+func CheckJetStream(ctx context.Context, nc *nats.Conn) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	if _, err := js.AccountInfo(ctx); err != nil {
+		return fmt.Errorf("jetstream account info: %w", err)
+	}
+	return nil
 }

@@ -41,7 +41,7 @@ func newRootCommand() *cobra.Command {
 			root.AddCommand(c)
 		}
 	}
-	add(groupOperate, newServeCommand(), newMigrateCommand(), newReconcileCommand())
+	add(groupOperate, newServeCommand(), newCheckCommand(), newMigrateCommand(), newReconcileCommand())
 	add(groupData, newOrdersCommand(), newLinksCommand(), newDLQCommand())
 	add(groupTry, newDemoCommand(), newSimCommand())
 	add(groupLab, newChaosCommand(), newLoadtestCommand(), newMultiprocCommand())

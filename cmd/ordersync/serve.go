@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -36,6 +37,12 @@ work, publish the outbox, close.`,
 		if err != nil {
 			return err
 		}
+		// The checks that serve's own start does not make (the service's
+		// key, the webhook secrets) run beside it, so that a refused key
+		// is logged at once without holding webhooks back.
+		var checks sync.WaitGroup
+		defer checks.Wait()
+		checks.Go(func() { logChecks(logger.With("component", "check"), runChecks(cmd.Context(), cfg, checkStart)) })
 		p, err := NewProgram(cmd.Context(), cfg, logger)
 		if err != nil {
 			return err
