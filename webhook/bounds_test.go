@@ -2,15 +2,19 @@ package webhook
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ordersync/ordersync"
 )
 
 // gauge reads a gauge or counter of reg by name; -1 when it is missing.
@@ -142,4 +146,56 @@ func TestBodyBudget(t *testing.T) {
 	waitUntil(t, "the bytes released", func() bool {
 		return gauge(t, reg, "ordersync_webhook_body_buffer_bytes") == 0
 	})
+}
+
+// warnRecorder keeps the WARN records logged.
+type warnRecorder struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (w *warnRecorder) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (w *warnRecorder) Handle(_ context.Context, r slog.Record) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.records = append(w.records, r.Clone())
+	return nil
+}
+func (w *warnRecorder) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *warnRecorder) WithGroup(string) slog.Handler      { return w }
+
+// TestSignatureRejectionsLoggedAtWarn: rejected signatures are loud at the
+// default level, and a burst of them is one summary line with the counts
+// and the last source, not a line each.
+func TestSignatureRejectionsLoggedAtWarn(t *testing.T) {
+	tq := startQueue(t, t.TempDir(), queueConfig())
+	logs := &warnRecorder{}
+	rc, url := startReceiver(t, Config{Secrets: []string{oldSecret}, Publisher: tq.q, Logger: slog.New(logs)})
+	body := []byte(`{"orderId":"1","type":"Created"}`)
+	for range 30 {
+		post(t, "POST", url+Path, body, Sign("an-old-secret", body))
+	}
+	for range 20 {
+		post(t, "POST", url+Path, body, "")
+	}
+	rc.Close()
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	if len(logs.records) != 1 {
+		t.Fatalf("%d WARN lines for 50 rejections, want one summary", len(logs.records))
+	}
+	attrs := map[string]string{}
+	logs.records[0].Attrs(func(a slog.Attr) bool {
+		attrs[a.Key] = a.Value.String()
+		return true
+	})
+	want := map[string]string{
+		"count": "50", string(ordersync.RejectSignatureInvalid): "30", string(ordersync.RejectSignatureMissing): "20",
+		"last_source": "127.0.0.1", "last_account": ordersync.DefaultAccount,
+	}
+	for k, v := range want {
+		if attrs[k] != v {
+			t.Errorf("summary %s = %q, want %q (all: %v)", k, attrs[k], v, attrs)
+		}
+	}
 }
