@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -251,5 +252,41 @@ func TestChunkedBody(t *testing.T) {
 	}
 	if got := tq.consume(t, 1); string(got[0].Body) != string(tests[0].body) {
 		t.Fatalf("queued body differs from the chunked one")
+	}
+}
+
+// TestRejectionSourcesCapped: however many sources a minute brings, it gets
+// at most RejectionSourcesPerMinute rows; the rest are counted as "other".
+func TestRejectionSourcesCapped(t *testing.T) {
+	tq := startQueue(t, t.TempDir(), queueConfig())
+	rej := &memRejections{}
+	rc, err := New(Config{Secrets: []string{oldSecret}, Publisher: tq.q, Rejections: rej,
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Clock:          func() time.Time { return time.Date(2026, 10, 10, 18, 0, 30, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newHTTPServer(t, rc)
+	const sources = 250
+	for i := range sources {
+		req, err := http.NewRequest("POST", srv+Path, strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Forwarded-For", fmt.Sprintf("198.51.100.%d, 10.%d.0.1", i%200, i))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	rc.Close()
+	rows := map[string]int64{}
+	for _, c := range rej.counts {
+		rows[c.Source] += c.Count
+	}
+	if len(rows) != rc.cfg.RejectionSourcesPerMinute+1 || rows[ordersync.RejectionSourceOther] != sources-int64(rc.cfg.RejectionSourcesPerMinute) {
+		t.Fatalf("%d sources recorded, %d as other; want %d and %d", len(rows), rows[ordersync.RejectionSourceOther],
+			rc.cfg.RejectionSourcesPerMinute+1, sources-rc.cfg.RejectionSourcesPerMinute)
 	}
 }
