@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -403,5 +404,67 @@ func TestTokens(t *testing.T) {
 		if tc.want == 401 && resp.Header.Get("WWW-Authenticate") == "" {
 			t.Errorf("401 without WWW-Authenticate")
 		}
+	}
+}
+
+// TestUpstreamGateAnswersAtOnce: once the upstream asked to wait (429 with
+// a Retry-After far beyond the cap), tracking an order and creating a link
+// answer 503 with a Retry-After at once, without sending a request, rather
+// than holding the caller until the wait has passed.
+func TestUpstreamGateAnswersAtOnce(t *testing.T) {
+	e := newAPIEnv(t)
+	status, b := e.do(t, "POST", "/v1/payment-links", `{"amount":5.00,"orderReference":"G-1"}`)
+	if status != http.StatusOK {
+		t.Fatalf("create: %d %s", status, b)
+	}
+	var res ordersync.PaymentLinkResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.sim.SetFaults(sim.Faults{RateLimitRate: 1, RetryAfter: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	// A client that gives up long before the upstream's wait: the answer
+	// must come before it does.
+	client := &http.Client{Timeout: 20 * time.Second}
+	call := func(path, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest("POST", e.url+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("POST %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+	track := `{"orderCode":"` + res.OrderCode + `"}`
+	// The first track meets the 429 itself.
+	if status, retry := call("/v1/orders/track", track); status != http.StatusServiceUnavailable || retry != "300" {
+		t.Fatalf("track during a 429: %d Retry-After %q, want 503 Retry-After 300 (the cap)", status, retry)
+	}
+	before := e.sim.Stats()
+	for _, c := range []struct{ path, body string }{
+		{"/v1/orders/track", track},
+		{"/v1/payment-links", `{"amount":5.00,"orderReference":"G-2"}`},
+	} {
+		status, retry := call(c.path, c.body)
+		if secs, err := strconv.Atoi(retry); status != http.StatusServiceUnavailable || err != nil || secs < 1 || secs > 300 {
+			t.Errorf("%s while the gate is closed: %d Retry-After %q, want 503 with 1..300", c.path, status, retry)
+		}
+	}
+	// Every request the simulator answers now is a counted fault.
+	faults := func(s sim.Stats) (n int64) {
+		for _, v := range s.Faults {
+			n += v
+		}
+		return n
+	}
+	if after := e.sim.Stats(); faults(after) != faults(before) {
+		t.Errorf("%d requests sent upstream while the gate was closed", faults(after)-faults(before))
 	}
 }

@@ -202,7 +202,7 @@ func (c *Client) GetOrder(ctx context.Context, orderCode string) (*ordersync.Ord
 			o.OrderCode = orderCode
 		case orderCode:
 		default:
-			return fmt.Errorf("asked for order %s, got order %s", orderCode, o.OrderCode)
+			return fmt.Errorf("asked for order %s, got order %s", orderCode, clip(o.OrderCode))
 		}
 		order = o
 		return nil
@@ -271,7 +271,7 @@ func (c *Client) do(ctx context.Context, op, method, target string, body []byte,
 				Err: fmt.Errorf("body larger than %d bytes", MaxBodyBytes)}
 		}
 		if err := decode(buf.Bytes()); err != nil {
-			return &ordersync.UpstreamError{Kind: ordersync.UpstreamProtocol, Op: op, StatusCode: resp.StatusCode, Err: err}
+			return &ordersync.UpstreamError{Kind: ordersync.UpstreamProtocol, Op: op, StatusCode: resp.StatusCode, Err: clipError(err)}
 		}
 		return nil
 	}

@@ -20,9 +20,24 @@ import (
 const (
 	// DefaultRetryAfter is the wait of a 429 that does not say how long.
 	DefaultRetryAfter = time.Second
-	// MaxRetryAfter caps the wait a response may ask for, so a confused
-	// proxy cannot stop fetching for days.
-	MaxRetryAfter = time.Hour
+	// MaxRetryAfter caps the wait a response may ask for: one answer, from
+	// the service or a confused proxy in front of it, stops every fetch of
+	// the account until then. Five minutes outlasts a per-minute rate-limit
+	// window; a service still limiting after that says so again.
+	MaxRetryAfter = 5 * time.Minute
+)
+
+// Bounds of the upstream text an error carries: errors reach the admin
+// API's answers and the logs, and a hostile or broken upstream must not
+// fill either.
+const (
+	// maxTextLen is the most bytes of one upstream string (a problem's
+	// title, a field name, a message, a header).
+	maxTextLen = 200
+	// maxFields is the most fields of a validation error kept, and
+	// maxMessages the most messages kept per field.
+	maxFields   = 10
+	maxMessages = 3
 )
 
 // snippetLen is how much of a body that is not problem JSON goes into an
@@ -69,7 +84,10 @@ func fieldErrors(raw json.RawMessage) map[string][]string {
 	case json.Unmarshal(raw, &byField) == nil:
 		for name, v := range byField {
 			if msgs := messages(v); len(msgs) > 0 {
-				key := canonicalField(name)
+				key := clip(canonicalField(name))
+				if _, seen := fields[key]; !seen && len(fields) >= maxFields {
+					continue
+				}
 				fields[key] = append(fields[key], msgs...)
 			}
 		}
@@ -83,7 +101,44 @@ func fieldErrors(raw json.RawMessage) map[string][]string {
 	if len(fields) == 0 {
 		return nil
 	}
+	for k, msgs := range fields {
+		msgs = msgs[:min(len(msgs), maxMessages)]
+		for i := range msgs {
+			msgs[i] = clip(msgs[i])
+		}
+		fields[k] = msgs
+	}
 	return fields
+}
+
+// clip bounds one upstream string to maxTextLen bytes of valid UTF-8,
+// marking a cut with "…".
+func clip(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= maxTextLen {
+		return s
+	}
+	n := maxTextLen
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// clippedError bounds the message of an error whose text may carry
+// upstream data (a decoding error quoting the body); errors.Is and As
+// still see the error itself.
+type clippedError struct{ err error }
+
+func (e clippedError) Error() string { return clip(e.err.Error()) }
+func (e clippedError) Unwrap() error { return e.err }
+
+// clipError bounds err's message; nil stays nil.
+func clipError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return clippedError{err}
 }
 
 // messages reads a message, a list of messages, or anything else as its
@@ -147,13 +202,10 @@ func statusError(op string, resp *http.Response, body []byte, now time.Time) *or
 	e := &ordersync.UpstreamError{Op: op, StatusCode: resp.StatusCode}
 	p, isProblem := decodeProblem(body)
 	if isProblem {
-		e.ProblemType, e.Title = p.Type, p.Title
-		if e.Title == "" {
-			e.Title = cmp.Or(p.Detail, p.Message)
-		}
+		e.ProblemType, e.Title = clip(p.Type), clip(cmp.Or(p.Title, p.Detail, p.Message))
 	}
 	if s := snippet(body); s != "" && e.Title == "" && e.ProblemType == "" {
-		e.Err = fmt.Errorf("%s body: %q", mediaType(resp), s)
+		e.Err = fmt.Errorf("%s body: %q", clip(mediaType(resp)), s)
 	}
 
 	code := resp.StatusCode
@@ -184,9 +236,9 @@ func statusError(op string, resp *http.Response, body []byte, now time.Time) *or
 	default:
 		e.Kind = ordersync.UpstreamProtocol
 		if loc := resp.Header.Get("Location"); loc != "" && code >= 300 && code < 400 {
-			e.Err = errors.Join(fmt.Errorf("redirected to %s: check the base URL", loc), e.Err)
+			e.Err = errors.Join(fmt.Errorf("redirected to %s: check the base URL", clip(loc)), e.Err)
 		} else if e.Err == nil {
-			e.Err = fmt.Errorf("unexpected status %s", resp.Status)
+			e.Err = fmt.Errorf("unexpected status %s", clip(resp.Status))
 		}
 	}
 	return e

@@ -1,6 +1,8 @@
 package paymentlink
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -8,6 +10,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ordersync/ordersync"
 )
 
 func TestCanonicalField(t *testing.T) {
@@ -48,6 +52,8 @@ func TestRetryAfter(t *testing.T) {
 		{"soon", 0, false},
 		{"99999999999999999999", 0, false}, // overflows uint64
 		{"86400", MaxRetryAfter, true},
+		{"999999999", 5 * time.Minute, true},
+		{"300", 5 * time.Minute, true},
 		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
 		{now.Add(-time.Minute).Format(http.TimeFormat), 0, true},
 		{now.Add(48 * time.Hour).Format(http.TimeFormat), MaxRetryAfter, true},
@@ -114,8 +120,62 @@ func FuzzStatusError(f *testing.F) {
 		if !utf8.ValidString(msg) && utf8.Valid(body) {
 			t.Fatalf("message %q is not UTF-8", msg)
 		}
-		if e.Validation == nil && len(msg) > 4*snippetLen+len(e.Title)+200 {
-			t.Fatalf("message of %d bytes", len(msg))
-		}
+		checkBounded(t, e)
 	})
+}
+
+// checkBounded fails unless every upstream string in e is within the
+// bounds an answer or a log line may carry, whatever the body was.
+func checkBounded(t *testing.T, e *ordersync.UpstreamError) {
+	t.Helper()
+	const text = maxTextLen + len("…")
+	if len(e.Title) > text || len(e.ProblemType) > text {
+		t.Fatalf("title of %d bytes, type of %d bytes", len(e.Title), len(e.ProblemType))
+	}
+	if v := e.Validation; v != nil {
+		if len(v.Title) > text || len(v.Fields) > maxFields {
+			t.Fatalf("validation title of %d bytes, %d fields", len(v.Title), len(v.Fields))
+		}
+		for name, msgs := range v.Fields {
+			if len(name) > text || len(msgs) > maxMessages {
+				t.Fatalf("field name of %d bytes with %d messages", len(name), len(msgs))
+			}
+			for _, m := range msgs {
+				if len(m) > text {
+					t.Fatalf("field message of %d bytes", len(m))
+				}
+			}
+		}
+	}
+	// The operation, the status, every field with its messages and a
+	// snippet's quoted form.
+	limit := 200 + maxFields*(maxMessages+1)*(text+4) + 4*snippetLen
+	if msg := e.Error(); len(msg) > limit {
+		t.Fatalf("message of %d bytes, want at most %d", len(msg), limit)
+	}
+}
+
+// TestStatusErrorBoundsUpstreamText: a hostile upstream's 3 MB title, field
+// names and messages come back cut to the bounds, never verbatim.
+func TestStatusErrorBoundsUpstreamText(t *testing.T) {
+	huge := strings.Repeat("é", 3<<19) // 3 MiB
+	long := huge[:10000]
+	fields := map[string][]string{}
+	for i := range 50 {
+		fields[fmt.Sprintf("%s%d", long, i)] = []string{long, long, long, long, long}
+	}
+	body, err := json.Marshal(map[string]any{"type": huge, "title": huge, "errors": fields})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, status := range []int{400, 409, 429, 500} {
+		resp := &http.Response{StatusCode: status, Status: huge, Header: http.Header{"Content-Type": {huge}}}
+		e := statusError("create payment link", resp, body, time.Now())
+		checkBounded(t, e)
+		if !strings.HasSuffix(e.Title, "é…") {
+			t.Errorf("status %d: title %.40q… not cut at a rune", status, e.Title)
+		}
+	}
+	resp := &http.Response{StatusCode: 418, Status: "418 " + huge}
+	checkBounded(t, statusError("get order x", resp, nil, time.Now()))
 }

@@ -2,9 +2,11 @@ package webhook
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -15,11 +17,41 @@ import (
 	"github.com/ordersync/ordersync"
 )
 
+// memRejections is an in-memory rejection record.
+type memRejections struct {
+	mu     sync.Mutex
+	counts []ordersync.RejectionCount
+	calls  int
+}
+
+func (m *memRejections) RecordRejections(ctx context.Context, p ordersync.RecordRejectionsParams) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls++
+	m.counts = append(m.counts, p.Counts...)
+	return nil
+}
+
+// total sums the counts of reason.
+func (m *memRejections) total(reason ordersync.RejectionReason) (n int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.counts {
+		if c.Reason == reason {
+			n += c.Count
+		}
+	}
+	return n
+}
+
+// TestRejectedRequestsAreRecorded: a signed body that is not an event gets
+// an event log row; requests refused before they could be trusted only add
+// to the per-minute counts of their source.
 func TestRejectedRequestsAreRecorded(t *testing.T) {
 	tq := startQueue(t, t.TempDir(), queueConfig())
-	rec := &memRecorder{}
-	rc, err := New(Config{Secrets: []string{oldSecret}, Publisher: tq.q, Recorder: rec, MaxBodyBytes: 1024,
-		Clock: func() time.Time { return time.Date(2026, 10, 10, 18, 0, 0, 0, time.UTC) }})
+	rec, rej := &memRecorder{}, &memRejections{}
+	rc, err := New(Config{Secrets: []string{oldSecret}, Publisher: tq.q, Recorder: rec, Rejections: rej, MaxBodyBytes: 1024,
+		Clock: func() time.Time { return time.Date(2026, 10, 10, 18, 0, 30, 0, time.UTC) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,6 +64,7 @@ func TestRejectedRequestsAreRecorded(t *testing.T) {
 	}{
 		{[]byte(`{"orderId":"1"}`), "", 401},
 		{[]byte(`{"orderId":"2"}`), Sign("wrong", []byte(`{"orderId":"2"}`)), 401},
+		{[]byte(`{"orderId":"4"}`), Sign("wrong", []byte(`{"orderId":"4"}`)), 401},
 		{bad, Sign(oldSecret, bad), 400},
 		{bytes.Repeat([]byte("x"), 2000), "", 413},
 		{[]byte(`{"orderId":"3","type":"Created"}`), Sign(oldSecret, []byte(`{"orderId":"3","type":"Created"}`)), 200},
@@ -43,24 +76,25 @@ func TestRejectedRequestsAreRecorded(t *testing.T) {
 	}
 	rc.Close() // flushes
 	got := rec.all()
-	want := []struct {
-		verdict ordersync.SignatureVerdict
-		detail  string
-	}{
-		{ordersync.SignatureMissing, "signature missing"},
-		{ordersync.SignatureInvalid, "signature invalid"},
-		{ordersync.SignatureValid, "malformed"},
-		{"", "body over 1024 bytes"},
+	if len(got) != 1 || got[0].Outcome != ordersync.OutcomeRejected || got[0].Signature != ordersync.SignatureValid ||
+		!strings.Contains(got[0].Detail, "malformed") || !strings.HasPrefix(got[0].MsgID, "rejected-") || got[0].ReceivedAt.Hour() != 18 {
+		t.Fatalf("event log: %+v, want the one signed malformed body", got)
 	}
-	if len(got) != len(want) {
-		t.Fatalf("recorded %d rejected requests, want %d: %+v", len(got), len(want), got)
+	want := map[ordersync.RejectionReason]int64{
+		ordersync.RejectSignatureMissing: 1, ordersync.RejectSignatureInvalid: 2, ordersync.RejectTooLarge: 1,
 	}
-	for i, w := range want {
-		r := got[i]
-		if r.Outcome != ordersync.OutcomeRejected || r.Signature != w.verdict || !strings.Contains(r.Detail, w.detail) ||
-			r.Account != ordersync.DefaultAccount || !strings.HasPrefix(r.MsgID, "rejected-") || r.ReceivedAt.Hour() != 18 {
-			t.Errorf("record %d: %+v, want verdict %q detail %q", i, r, w.verdict, w.detail)
+	for reason, n := range want {
+		if got := rej.total(reason); got != n {
+			t.Errorf("%s counted %d, want %d", reason, got, n)
 		}
+	}
+	for _, c := range rej.counts {
+		if c.Source != "127.0.0.1" || c.Account != ordersync.DefaultAccount || !c.Minute.Equal(time.Date(2026, 10, 10, 18, 0, 0, 0, time.UTC)) {
+			t.Errorf("count %+v, want source 127.0.0.1, account default, minute 18:00", c)
+		}
+	}
+	if len(rej.counts) != 3 {
+		t.Errorf("%d rows, want one per reason: %+v", len(rej.counts), rej.counts)
 	}
 	if got := testutil.ToFloat64(rc.metrics.recordDropped); got != 0 {
 		t.Errorf("dropped %v, want 0", got)
@@ -79,9 +113,11 @@ func TestRecorderNeverBlocksHandler(t *testing.T) {
 	srv := newHTTPServer(t, rc)
 	const n = 30
 	start := time.Now()
+	// Signed bodies that are not events: each gets an event log row.
 	for i := range n {
-		if r := post(t, "POST", srv+Path, []byte(fmt.Sprintf(`{"orderId":"%d"}`, i)), ""); r.status != 401 {
-			t.Fatalf("got %d, want 401", r.status)
+		body := []byte(fmt.Sprintf(`[%d]`, i))
+		if r := post(t, "POST", srv+Path, body, Sign(oldSecret, body)); r.status != 400 {
+			t.Fatalf("got %d, want 400", r.status)
 		}
 	}
 	if took := time.Since(start); took > 3*time.Second {
@@ -97,7 +133,7 @@ func TestRecorderNeverBlocksHandler(t *testing.T) {
 		t.Fatalf("recorded %d + dropped %v != %d posted", recorded, dropped, n)
 	}
 	// After Close, rejections are still answered and counted as dropped.
-	if r := post(t, "POST", srv+Path, []byte(`{}`), ""); r.status != 401 {
+	if r := post(t, "POST", srv+Path, []byte(`[]`), Sign(oldSecret, []byte(`[]`))); r.status != 400 {
 		t.Fatalf("after Close: %d", r.status)
 	}
 }
@@ -216,5 +252,41 @@ func TestChunkedBody(t *testing.T) {
 	}
 	if got := tq.consume(t, 1); string(got[0].Body) != string(tests[0].body) {
 		t.Fatalf("queued body differs from the chunked one")
+	}
+}
+
+// TestRejectionSourcesCapped: however many sources a minute brings, it gets
+// at most RejectionSourcesPerMinute rows; the rest are counted as "other".
+func TestRejectionSourcesCapped(t *testing.T) {
+	tq := startQueue(t, t.TempDir(), queueConfig())
+	rej := &memRejections{}
+	rc, err := New(Config{Secrets: []string{oldSecret}, Publisher: tq.q, Rejections: rej,
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Clock:          func() time.Time { return time.Date(2026, 10, 10, 18, 0, 30, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newHTTPServer(t, rc)
+	const sources = 250
+	for i := range sources {
+		req, err := http.NewRequest("POST", srv+Path, strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Forwarded-For", fmt.Sprintf("198.51.100.%d, 10.%d.0.1", i%200, i))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	rc.Close()
+	rows := map[string]int64{}
+	for _, c := range rej.counts {
+		rows[c.Source] += c.Count
+	}
+	if len(rows) != rc.cfg.RejectionSourcesPerMinute+1 || rows[ordersync.RejectionSourceOther] != sources-int64(rc.cfg.RejectionSourcesPerMinute) {
+		t.Fatalf("%d sources recorded, %d as other; want %d and %d", len(rows), rows[ordersync.RejectionSourceOther],
+			rc.cfg.RejectionSourcesPerMinute+1, sources-rc.cfg.RejectionSourcesPerMinute)
 	}
 }

@@ -21,12 +21,13 @@ const (
 	outcomeMethodNotAllowed
 	outcomeUnknownAccount
 	outcomeUnavailable
+	outcomeBusy
 	numOutcomes
 )
 
 var outcomeNames = [numOutcomes]string{
 	"accepted", "duplicate", "ignored", "unauthorized", "bad_request",
-	"too_large", "method_not_allowed", "unknown_account", "unavailable",
+	"too_large", "method_not_allowed", "unknown_account", "unavailable", "busy",
 }
 
 var ignoreReasons = []ordersync.IgnoreReason{ordersync.IgnoreOtherProduct, ordersync.IgnoreSubscription, ordersync.IgnoreNoIdentity}
@@ -38,6 +39,7 @@ type metrics struct {
 	ignoredVec                         *prometheus.CounterVec
 	ignoredBy                          map[ordersync.IgnoreReason]prometheus.Counter
 	recordDropped                      prometheus.Counter
+	bodyBytes                          prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -60,10 +62,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"reason"})
 	dropped := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "ordersync_webhook_rejected_log_dropped_total",
-		Help: "Rejected webhooks not written to the event log (buffer full or write failed).",
+		Help: "Rejected webhooks not written to the event log or the rejection record (buffer full or write failed).",
+	})
+	bodyBytes := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "ordersync_webhook_body_buffer_bytes",
+		Help: "Bytes of buffer held by webhook bodies being read or handled.",
 	})
 	if reg != nil {
 		var err error
+		if bodyBytes, err = collect.Register(reg, bodyBytes); err != nil {
+			return nil, err
+		}
 		if requests, err = collect.Register(reg, requests); err != nil {
 			return nil, err
 		}
@@ -88,6 +97,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		ignoredVec:       ignored,
 		ignoredBy:        map[ordersync.IgnoreReason]prometheus.Counter{},
 		recordDropped:    dropped,
+		bodyBytes:        bodyBytes,
 	}
 	for _, r := range ignoreReasons {
 		m.ignoredBy[r] = ignored.WithLabelValues(string(r))

@@ -52,10 +52,39 @@ type Config struct {
 	Accounts map[string]AccountConfig
 	// Publisher makes accepted events durable. Required.
 	Publisher ordersync.EventPublisher
-	// Recorder logs rejected requests; nil: they are only counted.
+	// Recorder logs the requests rejected after their signature was
+	// verified (a signed body that is not an event); nil: they are only
+	// counted.
 	Recorder EventRecorder
-	// MaxBodyBytes is the largest body accepted; default 1 MiB.
+	// Rejections keeps the per-minute counts of requests rejected before
+	// they could be trusted (no valid signature, too large, malformed while
+	// unsigned); nil: they are only counted and logged.
+	Rejections RejectionRecorder
+	// RejectionRetention is how long those counts are kept; default 72h.
+	RejectionRetention time.Duration
+	// RejectionMaxRows caps the rows of counts kept, the oldest minutes
+	// going first; default 10,000.
+	RejectionMaxRows int
+	// RejectionSourcesPerMinute is how many distinct (account, source,
+	// reason) rows one minute gets; the sources beyond are counted as
+	// "other". Default 200.
+	RejectionSourcesPerMinute int
+	// RejectionFlushInterval is how often counts are written; default 10s.
+	RejectionFlushInterval time.Duration
+	// RejectionLogInterval is how often at most a WARN line sums up the
+	// rejections; default 1m.
+	RejectionLogInterval time.Duration
+	// MaxBodyBytes is the largest body accepted; default 64 KiB. The
+	// provider's webhooks are about 1 KB; the limit leaves 60 times that for
+	// long metadata while bounding what an unsigned request can make the
+	// receiver hold before its signature is checked.
 	MaxBodyBytes int64
+	// MaxBodyBytesInFlight bounds the memory held by bodies being read or
+	// handled: each may hold its first 8 KiB (every real webhook fits)
+	// without asking; bytes beyond come from this shared budget, and a
+	// request that finds it spent is answered 503 with Retry-After.
+	// Default 8 MiB.
+	MaxBodyBytesInFlight int64
 	// PublishTimeout bounds the wait for the queue's ack; default 5s.
 	PublishTimeout time.Duration
 	// RetryAfter is the Retry-After of a 503; default 5s.
@@ -77,7 +106,25 @@ type Config struct {
 
 func (c *Config) withDefaults() {
 	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = 1 << 20
+		c.MaxBodyBytes = 64 << 10
+	}
+	if c.MaxBodyBytesInFlight == 0 {
+		c.MaxBodyBytesInFlight = 8 << 20
+	}
+	if c.RejectionRetention == 0 {
+		c.RejectionRetention = 72 * time.Hour
+	}
+	if c.RejectionMaxRows == 0 {
+		c.RejectionMaxRows = 10_000
+	}
+	if c.RejectionSourcesPerMinute == 0 {
+		c.RejectionSourcesPerMinute = 200
+	}
+	if c.RejectionFlushInterval == 0 {
+		c.RejectionFlushInterval = 10 * time.Second
+	}
+	if c.RejectionLogInterval == 0 {
+		c.RejectionLogInterval = time.Minute
 	}
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = 5 * time.Second
@@ -122,6 +169,18 @@ func (c *Config) validate() error {
 	switch {
 	case c.MaxBodyBytes < 0:
 		return fmt.Errorf("webhook receiver: MaxBodyBytes %d must be positive", c.MaxBodyBytes)
+	case c.MaxBodyBytesInFlight < c.MaxBodyBytes:
+		return fmt.Errorf("webhook receiver: MaxBodyBytesInFlight %d must be at least MaxBodyBytes (%d)", c.MaxBodyBytesInFlight, c.MaxBodyBytes)
+	case c.RejectionRetention < 0:
+		return fmt.Errorf("webhook receiver: RejectionRetention %s must be positive", c.RejectionRetention)
+	case c.RejectionSourcesPerMinute < 0:
+		return fmt.Errorf("webhook receiver: RejectionSourcesPerMinute %d must be positive", c.RejectionSourcesPerMinute)
+	case c.RejectionMaxRows < 2*c.RejectionSourcesPerMinute:
+		return fmt.Errorf("webhook receiver: RejectionMaxRows %d must hold two minutes of RejectionSourcesPerMinute (%d)", c.RejectionMaxRows, c.RejectionSourcesPerMinute)
+	case c.RejectionFlushInterval < 0:
+		return fmt.Errorf("webhook receiver: RejectionFlushInterval %s must be positive", c.RejectionFlushInterval)
+	case c.RejectionLogInterval < 0:
+		return fmt.Errorf("webhook receiver: RejectionLogInterval %s must be positive", c.RejectionLogInterval)
 	case c.PublishTimeout < 0:
 		return fmt.Errorf("webhook receiver: PublishTimeout %s must be positive", c.PublishTimeout)
 	case c.RetryAfter < 0:
@@ -170,6 +229,8 @@ type Receiver struct {
 	unknown    *account // counts requests for accounts not configured
 	metrics    *metrics
 	recorder   *asyncRecorder // nil without a Recorder
+	tally      *rejectionTally
+	bodies     *bodyBudget
 	retryAfter string
 	logger     *slog.Logger
 	// publishWait sums the publish waits since the last PublishWait call;
@@ -213,12 +274,15 @@ func New(cfg Config) (*Receiver, error) {
 	if cfg.Recorder != nil {
 		rc.recorder = startRecorder(cfg.Recorder, cfg.RecordBuffer, cfg.RecordTimeout, m.recordDropped, rc.logger)
 	}
+	rc.bodies = &bodyBudget{limit: cfg.MaxBodyBytesInFlight, held: m.bodyBytes}
+	rc.tally = startTally(cfg.Rejections, &rc.cfg, rc.logger, func(n int) { m.recordDropped.Add(float64(n)) })
 	return rc, nil
 }
 
 // Close writes the rejected requests still buffered and stops the recorder.
 // Call it after the HTTP server stopped serving.
 func (rc *Receiver) Close() {
+	rc.tally.close()
 	if rc.recorder != nil {
 		rc.recorder.close()
 	}
@@ -250,6 +314,7 @@ var (
 	bodyNotAllowed       = newReply(`{"status":"method_not_allowed"}`)
 	bodyUnknownAccount   = newReply(`{"status":"unknown_account"}`)
 	bodyUnavailable      = newReply(`{"status":"unavailable","error":"the queue did not acknowledge; retry later"}`)
+	bodyBusy             = newReply(`{"status":"busy","error":"too many large bodies in flight; retry later"}`)
 )
 
 // PublishWait is the mean wait for the queue's ack of the webhooks
@@ -277,12 +342,19 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	receivedAt := rc.cfg.Clock()
-	body, err := rc.readBody(w, r)
+	body, held, err := rc.readBody(w, r)
+	defer rc.bodies.release(held)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			rc.reject(acct, r, body, receivedAt, "", fmt.Sprintf("body over %d bytes", rc.cfg.MaxBodyBytes))
+		switch {
+		case errors.As(err, &tooLarge):
+			rc.rejectUnverified(acct, r, receivedAt, ordersync.RejectTooLarge)
 			rc.answer(w, acct, http.StatusRequestEntityTooLarge, outcomeTooLarge, bodyTooLarge)
+			return
+		case errors.Is(err, errBusy):
+			w.Header().Set("Retry-After", rc.retryAfter)
+			w.Header().Set("Connection", "close")
+			rc.answer(w, acct, http.StatusServiceUnavailable, outcomeBusy, bodyBusy)
 			return
 		}
 		rc.logger.Debug("webhook body unreadable", "account", acct.name, "err", err)
@@ -297,12 +369,12 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch verdict {
 	case ordersync.SignatureMissing:
 		rc.metrics.signatureMissing.Inc()
-		rc.reject(acct, r, body, receivedAt, verdict, "signature missing")
+		rc.rejectUnverified(acct, r, receivedAt, ordersync.RejectSignatureMissing)
 		rc.answer(w, acct, http.StatusUnauthorized, outcomeUnauthorized, bodyMissingSignature)
 		return
 	case ordersync.SignatureInvalid:
 		rc.metrics.signatureInvalid.Inc()
-		rc.reject(acct, r, body, receivedAt, verdict, "signature invalid")
+		rc.rejectUnverified(acct, r, receivedAt, ordersync.RejectSignatureInvalid)
 		rc.answer(w, acct, http.StatusUnauthorized, outcomeUnauthorized, bodyInvalidSignature)
 		return
 	}
@@ -310,13 +382,13 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// encoding/json replaces invalid UTF-8 rather than failing, so check it
 	// here: a body that is not text is not an event.
 	if !utf8.Valid(body) {
-		rc.reject(acct, r, body, receivedAt, verdict, "malformed: not UTF-8")
+		rc.rejectMalformed(acct, r, body, receivedAt, verdict, "malformed: not UTF-8")
 		rc.answer(w, acct, http.StatusBadRequest, outcomeBadRequest, bodyBadRequest)
 		return
 	}
 	ev, err := ordersync.ParseEvent(body)
 	if err != nil {
-		rc.reject(acct, r, body, receivedAt, verdict, truncate(err.Error(), 200))
+		rc.rejectMalformed(acct, r, body, receivedAt, verdict, truncate(err.Error(), 200))
 		rc.answer(w, acct, http.StatusBadRequest, outcomeBadRequest, bodyBadRequest)
 		return
 	}
@@ -376,27 +448,96 @@ func (rc *Receiver) route(path string) (*account, bool) {
 	return a, ok
 }
 
-// readBody reads at most MaxBodyBytes. On *http.MaxBytesError the bytes
-// read so far are returned with it.
-func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if r.ContentLength > rc.cfg.MaxBodyBytes {
-		return nil, &http.MaxBytesError{Limit: rc.cfg.MaxBodyBytes}
-	}
-	body := http.MaxBytesReader(w, r.Body, rc.cfg.MaxBodyBytes)
-	if r.ContentLength >= 0 {
-		// The server stops the body at Content-Length: one exact read.
-		b := make([]byte, r.ContentLength)
-		n, err := io.ReadFull(body, b)
-		if err != nil {
-			return b[:n], fmt.Errorf("read webhook body: %w", err)
+// freeBodyBytes is how much of a body a request may hold without drawing
+// on the shared budget: every real webhook fits, so a flood of large
+// bodies never turns them away.
+const freeBodyBytes = 8 << 10
+
+// errBusy: the budget of body bytes in flight is spent.
+var errBusy = errors.New("webhook bodies in flight over their budget")
+
+// bodyBudget counts the bytes held by request bodies. Beyond each
+// request's first freeBodyBytes, they are taken from limit.
+type bodyBudget struct {
+	limit int64
+	used  atomic.Int64 // bytes taken beyond the free ones
+	held  prometheus.Gauge
+}
+
+// heldBody is what one request holds: its buffer's capacity, and how much
+// of it was taken from the budget.
+type heldBody struct{ size, taken int64 }
+
+// grow accounts a buffer growing from h.size to size bytes; false when the
+// budget cannot give the bytes beyond the free ones.
+func (b *bodyBudget) grow(h *heldBody, size int64) bool {
+	need := max(0, size-freeBodyBytes) - h.taken
+	for need > 0 {
+		used := b.used.Load()
+		if used+need > b.limit {
+			return false
 		}
-		return b, nil
+		if b.used.CompareAndSwap(used, used+need) {
+			h.taken += need
+			break
+		}
 	}
-	b, err := io.ReadAll(body)
-	if err != nil {
-		return b, fmt.Errorf("read webhook body: %w", err)
+	b.held.Add(float64(size - h.size))
+	h.size = size
+	return true
+}
+
+func (b *bodyBudget) release(h heldBody) {
+	b.used.Add(-h.taken)
+	b.held.Sub(float64(h.size))
+}
+
+// readBody reads at most MaxBodyBytes into a buffer that grows as bytes
+// arrive (an announced Content-Length is not allocated up front), within
+// the budget of body bytes in flight. On *http.MaxBytesError the bytes read
+// so far are returned with it; errBusy when the budget is spent. The
+// caller releases what it holds.
+func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request) ([]byte, heldBody, error) {
+	var h heldBody
+	limit := rc.cfg.MaxBodyBytes
+	if r.ContentLength > limit {
+		return nil, h, &http.MaxBytesError{Limit: limit}
 	}
-	return b, nil
+	// Room for one byte past the limit, so that MaxBytesReader can tell a
+	// body of exactly the limit from a longer one; a body whose length is
+	// announced needs no more than that.
+	ceiling := limit + 1
+	if r.ContentLength >= 0 {
+		ceiling = r.ContentLength
+	}
+	size := min(ceiling, 512)
+	if !rc.bodies.grow(&h, size) {
+		return nil, h, errBusy
+	}
+	buf := make([]byte, 0, size)
+	src := http.MaxBytesReader(w, r.Body, limit)
+	for {
+		if int64(len(buf)) == ceiling && r.ContentLength >= 0 {
+			return buf, h, nil // the server ends the body at Content-Length
+		}
+		if len(buf) == cap(buf) {
+			next := min(2*int64(cap(buf)), ceiling)
+			if !rc.bodies.grow(&h, next) {
+				return buf, h, errBusy
+			}
+			grown := make([]byte, len(buf), next)
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := src.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case err == io.EOF:
+			return buf, h, nil
+		case err != nil:
+			return buf, h, fmt.Errorf("read webhook body: %w", err)
+		}
+	}
 }
 
 func (rc *Receiver) answer(w http.ResponseWriter, acct *account, status int, o outcome, r reply) {
@@ -406,6 +547,25 @@ func (rc *Receiver) answer(w http.ResponseWriter, acct *account, status int, o o
 	h["Content-Length"] = r.contentLength
 	w.WriteHeader(status)
 	w.Write(r.body)
+}
+
+// rejectUnverified counts a request refused before it could be trusted:
+// anyone can send those, so each costs no row of its own, only a count in
+// the bounded per-minute record and the rate-limited WARN summary.
+func (rc *Receiver) rejectUnverified(acct *account, r *http.Request, receivedAt time.Time, reason ordersync.RejectionReason) {
+	client := rc.clientIP(r)
+	rc.logger.Debug("webhook rejected", "account", acct.name, "reason", string(reason), "client", client)
+	rc.tally.add(receivedAt, acct.name, client, reason)
+}
+
+// rejectMalformed handles a body that is not an event: signed ones go to
+// the event log, unsigned ones (insecure mode) are only counted.
+func (rc *Receiver) rejectMalformed(acct *account, r *http.Request, body []byte, receivedAt time.Time, verdict ordersync.SignatureVerdict, detail string) {
+	if verdict != ordersync.SignatureValid {
+		rc.rejectUnverified(acct, r, receivedAt, ordersync.RejectMalformed)
+		return
+	}
+	rc.reject(acct, r, body, receivedAt, verdict, detail)
 }
 
 // reject hands a rejected request to the event log, never waiting.

@@ -196,6 +196,8 @@ func TestNewConfigErrors(t *testing.T) {
 		{"account name with slash", Config{Publisher: tq.q, Secrets: []string{oldSecret}, Accounts: map[string]AccountConfig{"a/b": {Secrets: []string{"x"}}}}, `Accounts["a/b"]`},
 		{"account named default", Config{Publisher: tq.q, Secrets: []string{oldSecret}, Accounts: map[string]AccountConfig{"default": {Secrets: []string{"x"}}}}, `Accounts["default"]`},
 		{"negative body limit", Config{Publisher: tq.q, Secrets: []string{oldSecret}, MaxBodyBytes: -1}, "MaxBodyBytes"},
+		{"budget below one body", Config{Publisher: tq.q, Secrets: []string{oldSecret}, MaxBodyBytes: 1 << 20, MaxBodyBytesInFlight: 1 << 10}, "MaxBodyBytesInFlight"},
+		{"rejection rows below two minutes", Config{Publisher: tq.q, Secrets: []string{oldSecret}, RejectionMaxRows: 100, RejectionSourcesPerMinute: 100}, "RejectionMaxRows"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

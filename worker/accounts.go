@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ordersync/ordersync"
 )
@@ -33,4 +34,13 @@ func (a Accounts) SyncOrder(ctx context.Context, account, code string, cause ord
 		return ordersync.ApplyResult{}, err
 	}
 	return s.SyncOrder(ctx, account, code, cause)
+}
+
+// UpstreamWait is what remains of the account's Retry-After gate; zero for
+// an account it does not serve.
+func (a Accounts) UpstreamWait(account string) time.Duration {
+	if s, ok := a[account]; ok {
+		return s.GateWait()
+	}
+	return 0
 }

@@ -19,6 +19,9 @@ var (
 	// ErrRetriesExhausted: transient failures (5xx, 429, network) outlasted
 	// the retry budget of one fetch.
 	ErrRetriesExhausted = errors.New("upstream retries exhausted")
+	// ErrRateLimited: the upstream asked to wait (Retry-After) and the wait
+	// has not passed; an interactive request was not sent.
+	ErrRateLimited = errors.New("upstream asked to wait (Retry-After)")
 )
 
 // OutageError is a fetch that failed because the upstream is unavailable as a
@@ -26,7 +29,8 @@ var (
 // dead-letter for it.
 type OutageError struct {
 	Op string
-	// Cause is ErrBreakerOpen, ErrCredentialsRejected or ErrRetriesExhausted.
+	// Cause is ErrBreakerOpen, ErrCredentialsRejected, ErrRetriesExhausted
+	// or ErrRateLimited.
 	Cause error
 	// Wait is how long the upstream is expected to stay unavailable: the
 	// rest of the breaker's open period, the time to the next credentials
@@ -98,6 +102,13 @@ func deadLetterReason(err error) ordersync.DeadLetterReason {
 func isTransient(err error) bool {
 	var ue *ordersync.UpstreamError
 	return errors.As(err, &ue) && ue.Retryable()
+}
+
+// interactive reports whether someone waits on the admin API for a fetch
+// of this cause: they get an answer at once rather than wait out a
+// Retry-After.
+func interactive(cause ordersync.Cause) bool {
+	return cause == ordersync.CauseTrack || cause == ordersync.CauseCreate
 }
 
 func fetchOp(code string) string { return fmt.Sprintf("fetch order %s", code) }

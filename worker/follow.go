@@ -13,7 +13,14 @@ import (
 // orderSyncer is the one way to fetch an order and mirror it (Syncer).
 type orderSyncer interface {
 	SyncOrder(ctx context.Context, account, code string, cause ordersync.Cause) (ordersync.ApplyResult, error)
+	// UpstreamWait is what remains of the account's Retry-After gate.
+	UpstreamWait(account string) time.Duration
 }
+
+var (
+	_ orderSyncer = Accounts(nil)
+	_ orderSyncer = (*Syncer)(nil)
+)
 
 // FollowerConfig configures a Follower.
 type FollowerConfig struct {
@@ -59,6 +66,11 @@ func (f *Follower) CreatePaymentLink(ctx context.Context, account string, params
 	up, err := f.upstream(account)
 	if err != nil {
 		return nil, err
+	}
+	// While the upstream asks to wait, the person creating the link hears
+	// so at once rather than after the wait.
+	if wait := f.cfg.Syncer.UpstreamWait(account); wait > 0 {
+		return nil, gateClosed("create payment link", wait)
 	}
 	res, err := up.CreatePaymentLink(ctx, params)
 	if err != nil {

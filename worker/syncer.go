@@ -245,6 +245,13 @@ func (s *Syncer) CredentialsPaused() bool {
 // *OutageError when the upstream is unavailable (IsOutage), or the context's
 // or the mirror's error.
 func (s *Syncer) Fetch(ctx context.Context, account, code string) (*ordersync.Order, int64, error) {
+	return s.fetch(ctx, code, false)
+}
+
+// fetch is Fetch; an interactive fetch (a person waiting on the admin API)
+// does not wait at a closed Retry-After gate but fails at once with an
+// outage (ErrRateLimited) whose Wait says when to come back.
+func (s *Syncer) fetch(ctx context.Context, code string, interactive bool) (*ordersync.Order, int64, error) {
 	b := backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(s.cfg.Retry.Initial),
 		backoff.WithMaxInterval(s.cfg.Retry.Max),
@@ -252,13 +259,13 @@ func (s *Syncer) Fetch(ctx context.Context, account, code string) (*ordersync.Or
 		backoff.WithMultiplier(s.cfg.Retry.Multiplier),
 		backoff.WithRandomizationFactor(s.cfg.Retry.RandomizationFactor),
 	)
-	op := func() (fetched, error) { return s.attempt(ctx, code) }
+	op := func() (fetched, error) { return s.attempt(ctx, code, interactive) }
 	notify := func(error, time.Duration) { s.metrics.fetchRetries.Inc() }
 	res, err := backoff.RetryNotifyWithData(op, backoff.WithContext(b, ctx), notify)
 	if err == nil {
 		return res.order, res.seq, nil
 	}
-	if isTransient(err) {
+	if isTransient(err) && !IsOutage(err) {
 		err = &OutageError{Op: fetchOp(code), Cause: ErrRetriesExhausted, Wait: s.retryAfterWait(err), Err: err}
 	}
 	if IsOutage(err) || ordersync.UpstreamErrorKindOf(err) != "" {
@@ -280,8 +287,12 @@ func (s *Syncer) retryAfterWait(err error) time.Duration {
 // attempt sends one request through the gate, the credentials pause, the
 // rate limiter and the breaker. Errors that must not be retried come back
 // wrapped in backoff.Permanent.
-func (s *Syncer) attempt(ctx context.Context, code string) (fetched, error) {
-	if err := s.waitGate(ctx); err != nil {
+func (s *Syncer) attempt(ctx context.Context, code string, interactive bool) (fetched, error) {
+	if interactive {
+		if wait := s.GateWait(); wait > 0 {
+			return fetched{}, backoff.Permanent(gateClosed(fetchOp(code), wait))
+		}
+	} else if err := s.waitGate(ctx); err != nil {
 		return fetched{}, backoff.Permanent(err)
 	}
 	probe, err := s.admitCredentials(code)
@@ -363,6 +374,23 @@ func checkFetched(order *ordersync.Order, code string) error {
 			Title: fmt.Sprintf("the service answered with order %s", order.OrderCode)}
 	}
 	return nil
+}
+
+// GateWait is what remains of the shared Retry-After gate: zero when
+// requests may leave.
+func (s *Syncer) GateWait() time.Duration {
+	return max(0, time.Until(time.Unix(0, s.notBefore.Load())))
+}
+
+// UpstreamWait is GateWait: a Syncer serves one account.
+func (s *Syncer) UpstreamWait(string) time.Duration { return s.GateWait() }
+
+// gateClosed is the failure of a request not sent because the gate is
+// closed. It carries the upstream's rate limit, so a caller that knows only
+// ordersync.UpstreamError answers 503 with the Retry-After.
+func gateClosed(op string, wait time.Duration) *OutageError {
+	return &OutageError{Op: op, Cause: ErrRateLimited, Wait: wait,
+		Err: &ordersync.UpstreamError{Kind: ordersync.UpstreamRateLimited, Op: op, RetryAfter: wait}}
 }
 
 // waitGate waits until the shared Retry-After has passed.
@@ -452,7 +480,7 @@ func (s *Syncer) rejectCredentials(ue *ordersync.UpstreamError) time.Duration {
 // SyncOrder fetches one order and applies it to the mirror, as the CLI, the
 // admin API and the reconciler do.
 func (s *Syncer) SyncOrder(ctx context.Context, account, code string, cause ordersync.Cause) (ordersync.ApplyResult, error) {
-	order, seq, err := s.Fetch(ctx, account, code)
+	order, seq, err := s.fetch(ctx, code, interactive(cause))
 	if err != nil {
 		return ordersync.ApplyResult{}, err
 	}

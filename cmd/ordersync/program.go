@@ -194,12 +194,13 @@ func (p *Program) buildStages() (err error) {
 		}
 		p.receiver, err = webhook.New(webhook.Config{
 			Secrets: p.cfg.WebhookSecrets, Accounts: accounts, Insecure: p.cfg.InsecureNoWebhookSignature, TrustedProxies: proxies,
-			Publisher: p.queue, Recorder: p.db, Registerer: p.reg, Logger: log("webhook"),
+			Publisher: p.queue, Recorder: p.db, Rejections: p.db, Registerer: p.reg, Logger: log("webhook"),
 		})
 		if err != nil {
 			return err
 		}
-		p.webhookSrv = &http.Server{Handler: p.receiver, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
+		p.webhookSrv = &http.Server{Handler: p.receiver, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+			MaxHeaderBytes: maxHeaderBytes}
 	}
 	// Webhooks answered in this process come first: the pool yields the CPU
 	// to the receiver during a burst. Only where a publish waits for little
@@ -260,9 +261,16 @@ func (p *Program) buildStages() (err error) {
 	if err != nil {
 		return err
 	}
-	p.adminSrv = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	// A request that needs the upstream takes at most a fetch's retry
+	// budget plus a link creation; the write timeout leaves room for that.
+	p.adminSrv = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: maxHeaderBytes}
 	return nil
 }
+
+// maxHeaderBytes bounds a request's headers on both listeners: a webhook's
+// or an admin request's are a few hundred bytes.
+const maxHeaderBytes = 8 << 10
 
 func (p *Program) ready(ctx context.Context) error {
 	if err := p.db.Ping(ctx); err != nil {
