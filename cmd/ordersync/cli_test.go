@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -150,8 +151,12 @@ func TestCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err = runCLI(t, append([]string{"orders", "track", res.OrderCode}, up...)...); err != nil || !strings.Contains(out, "tracked") {
+	if out, err = runCLI(t, append([]string{"orders", "track", res.OrderCode}, up...)...); err != nil || !strings.Contains(out, res.OrderCode) || !strings.Contains(out, "1 order tracked") {
 		t.Errorf("orders track: %v\n%s", err, out)
+	}
+	if out, err = runCLI(t, append([]string{"orders", "track", res.OrderCode, "--json"}, up...)...); err != nil ||
+		!strings.Contains(out, `"orderCode": "`+res.OrderCode+`"`) || !strings.Contains(out, `"count": 1`) {
+		t.Errorf("orders track --json: %v\n%s", err, out)
 	}
 	if _, err = runCLI(t, append([]string{"orders", "track", "ZZZZZZZ"}, up...)...); err == nil {
 		t.Error("tracking an unknown code succeeded")
@@ -184,6 +189,20 @@ func TestCLI(t *testing.T) {
 	}
 	if out, err = runCLI(t, "dlq", "replay", "--all", "--reason", "Unresolved", "--admin-url", st.Program.AdminURL()); err != nil || !strings.Contains(out, "0 dead letters replayed") {
 		t.Errorf("dlq replay --reason Unresolved: %v\n%s", err, out)
+	}
+	// dlq show: a table by default, the API's JSON with --json.
+	dlID, err := st.Program.DB().AddDeadLetter(context.Background(), ordersync.DeadLetter{MsgID: "cli-dl", Account: ordersync.DefaultAccount,
+		Reason: ordersync.ReasonMalformed, Attempts: 1, LastError: "not JSON", OrderID: "4321", Body: []byte(`{"orderId":"4321"`), CreatedAt: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strconv.FormatInt(dlID, 10)
+	if out, err = runCLI(t, "dlq", "show", id, db); err != nil || !strings.Contains(out, "Reason           malformed") ||
+		!strings.Contains(out, "Order id         4321") || !strings.Contains(out, "The event as received:\n{\"orderId\":\"4321\"") {
+		t.Errorf("dlq show: %v\n%s", err, out)
+	}
+	if out, err = runCLI(t, "dlq", "show", id, db, "--json"); err != nil || !strings.Contains(out, `"reason": "malformed"`) || !strings.Contains(out, `"orderId": 4321`) {
+		t.Errorf("dlq show --json: %v\n%s", err, out)
 	}
 	if out, err = runCLI(t, "migrate", db); err != nil || !strings.Contains(out, "up to date") {
 		t.Errorf("migrate: %v\n%s", err, out)

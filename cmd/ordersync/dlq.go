@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -63,7 +63,7 @@ func newDLQListCommand() *cobra.Command {
 		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tCREATED\tREASON\tATTEMPTS\tORDER ID\tREFERENCE\tCODE\tREPLAYED\tLAST ERROR")
 		for _, dl := range dls {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\n", dl.ID, dl.CreatedAt.UTC().Format(time.RFC3339), dl.Reason, dl.Attempts,
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\n", dl.ID, when(dl.CreatedAt), dl.Reason, dl.Attempts,
 				dash(string(dl.OrderID)), dash(dl.OrderReference), dash(dl.OrderCode), dl.ReplayCount, truncate(dl.LastError, 80))
 		}
 		_ = tw.Flush()
@@ -74,8 +74,10 @@ func newDLQListCommand() *cobra.Command {
 }
 
 func newDLQShowCommand() *cobra.Command {
+	var asJSON bool
 	cmd := &cobra.Command{Use: "show ID", Short: "Show one dead letter with its original event", Args: cobra.ExactArgs(1)}
 	flags := addConfigFlags(cmd.Flags(), scopeMirror)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the admin API's shape) instead of a table")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		id, err := strconv.ParseInt(args[0], 10, 64)
 		if err != nil {
@@ -90,9 +92,35 @@ func newDLQShowCommand() *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("dead letter %d: %w", id, err)
 		}
-		return writeIndented(cmd.OutOrStdout(), admin.DeadLetterJSONOf(dl))
+		if asJSON {
+			return writeIndented(cmd.OutOrStdout(), admin.DeadLetterJSONOf(dl))
+		}
+		printDeadLetter(cmd.OutOrStdout(), dl)
+		return nil
 	}
 	return cmd
+}
+
+func printDeadLetter(w io.Writer, dl *ordersync.DeadLetter) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, dash(v)) }
+	row("Dead letter", strconv.FormatInt(dl.ID, 10))
+	row("Account", dl.Account)
+	row("Reason", string(dl.Reason))
+	row("Created", when(dl.CreatedAt))
+	row("Attempts", strconv.Itoa(dl.Attempts))
+	row("Last error", dl.LastError)
+	row("Order code", dl.OrderCode)
+	row("Order id", string(dl.OrderID))
+	row("Order reference", dl.OrderReference)
+	row("Event", dl.MsgID)
+	row("Replayed", fmt.Sprintf("%d times, last %s", dl.ReplayCount, dash(timeString(dl.ReplayedAt))))
+	_ = tw.Flush()
+	if utf8.Valid(dl.Body) {
+		fmt.Fprintf(w, "\nThe event as received:\n%s\n", dl.Body)
+	} else {
+		fmt.Fprintf(w, "\nThe event as received: %d bytes, not text (--json shows them in base64)\n", len(dl.Body))
+	}
 }
 
 func newDLQReplayCommand() *cobra.Command {

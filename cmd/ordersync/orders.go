@@ -84,7 +84,7 @@ func printOrderTable(w io.Writer, orders []*ordersync.MirroredOrder) {
 			total = strings.TrimSpace(o.Store.CurrencySymbol + o.Total.String() + " " + o.Store.CurrencyCode)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.OrderCode, o.OrderID, dash(o.OrderReference), status, dash(total),
-			dash(o.Created.String()), dash(timeString(m.Sync.LastSyncedAt)))
+			dash(when(o.Created.Time)), dash(timeString(m.Sync.LastSyncedAt)))
 	}
 	_ = tw.Flush()
 }
@@ -158,7 +158,7 @@ func printOrder(w io.Writer, m *ordersync.MirroredOrder) {
 	row("Reference", o.OrderReference)
 	row("Name", o.Name)
 	row("Status", string(o.OrderStatus))
-	row("Created", o.Created.String())
+	row("Created", when(o.Created.Time))
 	row("Store", strings.TrimSpace(o.Store.Name+" "+o.Store.CurrencyCode))
 	row("Subtotal", cur+o.Subtotal.String())
 	row("Shipping / discount / surcharge", fmt.Sprintf("%s%s / %s%s / %s%s", cur, o.TotalDetails.ShippingAmount, cur, o.TotalDetails.DiscountAmount, cur, o.TotalDetails.SurchargeAmount))
@@ -168,7 +168,7 @@ func printOrder(w io.Writer, m *ordersync.MirroredOrder) {
 		row("Authorization", o.Payment.AuthorizationCode)
 		row("Voucher", o.Payment.VoucherURL)
 	}
-	row("First seen", m.Sync.FirstSeenAt.UTC().Format(time.RFC3339))
+	row("First seen", when(m.Sync.FirstSeenAt))
 	row("Last synced", timeString(m.Sync.LastSyncedAt))
 	row("Last event", strings.TrimSpace(string(m.Sync.LastEventType)+" "+timeString(m.Sync.LastEventAt)))
 	row("Fetches", fmt.Sprint(m.Sync.FetchCount))
@@ -227,7 +227,7 @@ func printEventTable(w io.Writer, events []ordersync.EventRecord) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RECEIVED\tTYPE\tCODE\tID\tREFERENCE\tSIGNATURE\tOUTCOME\tDETAIL")
 	for _, e := range events {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ReceivedAt.Format(time.RFC3339), dash(string(e.Type)), dash(e.OrderCode),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", when(e.ReceivedAt), dash(string(e.Type)), dash(e.OrderCode),
 			dash(string(e.OrderID)), dash(e.OrderReference), dash(string(e.Signature)), dash(string(e.Outcome)), dash(e.Detail))
 	}
 	_ = tw.Flush()
@@ -236,6 +236,7 @@ func printEventTable(w io.Writer, events []ordersync.EventRecord) {
 
 func newOrdersTrackCommand() *cobra.Command {
 	var account string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "track CODE...",
 		Short: "Fetch orders created elsewhere now and follow their webhooks from then on",
@@ -243,6 +244,7 @@ func newOrdersTrackCommand() *cobra.Command {
 	}
 	flags := addConfigFlags(cmd.Flags(), scopeMirror|scopeUpstream)
 	cmd.Flags().StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tracked orders as JSON (the admin API's shape)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		l, err := openUpstream(cmd.Context(), flags, account)
 		if err != nil {
@@ -250,14 +252,23 @@ func newOrdersTrackCommand() *cobra.Command {
 		}
 		defer l.Close()
 		failed := 0
+		tracked := []*ordersync.MirroredOrder{}
 		for _, code := range args {
 			m, err := l.follower.TrackOrder(cmd.Context(), account, code)
 			if err != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", code, err)
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", code, inUserTerms(err))
 				failed++
 				continue
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s\ttracked\t%s\t%s%s\n", code, m.Order.OrderStatus, m.Order.Store.CurrencySymbol, m.Order.Total)
+			tracked = append(tracked, m)
+		}
+		if asJSON {
+			if err := writeIndented(cmd.OutOrStdout(), admin.NewOrderList(ordersync.OrderPage{Orders: tracked, Total: len(tracked), Limit: len(tracked)})); err != nil {
+				return err
+			}
+		} else if len(tracked) > 0 {
+			printOrderTable(cmd.OutOrStdout(), tracked)
+			fmt.Fprintln(cmd.OutOrStdout(), plural(len(tracked), "order")+" tracked")
 		}
 		if failed > 0 {
 			return fmt.Errorf("%d of %d orders could not be tracked", failed, len(args))
@@ -280,9 +291,18 @@ func dash(s string) string {
 	return s
 }
 
+// when writes a time as every table does: RFC 3339 in UTC, to the second;
+// nothing for the zero time.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
 func timeString(t *time.Time) string {
 	if t == nil {
 		return ""
 	}
-	return t.UTC().Format(time.RFC3339)
+	return when(*t)
 }
