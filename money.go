@@ -87,6 +87,17 @@ func (a Amount) String() string {
 // Sign returns -1, 0 or +1.
 func (a Amount) Sign() int { return a.d.Sign() }
 
+// DecimalPlaces is how many digits the amount has after the point, not
+// counting trailing zeros: 10.50 has one, 10 has none.
+func (a Amount) DecimalPlaces() int {
+	var r apd.Decimal
+	r.Reduce(&a.d)
+	if r.Exponent >= 0 {
+		return 0
+	}
+	return int(-r.Exponent)
+}
+
 // IsZero reports whether the amount is zero (0, 0.00, …).
 func (a Amount) IsZero() bool { return a.d.IsZero() }
 

@@ -1,6 +1,7 @@
 package ordersync
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"sort"
@@ -58,6 +59,7 @@ const (
 	rulePositive
 	ruleMinQuantity
 	ruleURL
+	ruleMinorUnits
 )
 
 var ruleMessages = map[Language]map[rule]string{
@@ -69,6 +71,7 @@ var ruleMessages = map[Language]map[rule]string{
 		rulePositive:    "The value must be greater than 0.",
 		ruleMinQuantity: "The quantity must be at least 1.",
 		ruleURL:         "The value must be an absolute http or https URL.",
+		ruleMinorUnits:  "The amount has more decimal places than %s allows (%d).",
 	},
 	Spanish: {
 		ruleRequired:    "El campo es obligatorio.",
@@ -78,6 +81,7 @@ var ruleMessages = map[Language]map[rule]string{
 		rulePositive:    "El valor debe ser mayor que 0.",
 		ruleMinQuantity: "La cantidad debe ser al menos 1.",
 		ruleURL:         "El valor debe ser una URL http o https absoluta.",
+		ruleMinorUnits:  "El monto tiene más decimales de los que permite %s (%d).",
 	},
 }
 
@@ -127,6 +131,46 @@ func (v *validator) positive(field string, a *Amount) {
 	} else if a.Sign() <= 0 {
 		v.fail(field, rulePositive)
 	}
+}
+
+// ValidateFor checks what Validate does and, beyond the interface, that no
+// amount has more decimal places than the store's currency has minor
+// units: 10.999 for a USD store is a typo the service may round. With the
+// currency not known (""), it allows MaxMinorUnits, the most any currency
+// in use has.
+func (p *PaymentLinkParams) ValidateFor(lang Language, currency string) error {
+	err := p.Validate(lang)
+	var ve *ValidationError
+	if err != nil && !errors.As(err, &ve) {
+		return err
+	}
+	if _, ok := ruleMessages[lang]; !ok {
+		lang = English
+	}
+	v := &validator{lang: lang}
+	if ve != nil {
+		v.fields = ve.Fields
+	}
+	units, known := MinorUnits(currency)
+	name := currency
+	if !known {
+		units, name = MaxMinorUnits, "any currency"
+	}
+	check := func(field string, a *Amount) {
+		if a != nil && a.DecimalPlaces() > units {
+			v.fail(field, ruleMinorUnits, name, units)
+		}
+	}
+	check("amount", p.Amount)
+	for i, it := range p.LineItems {
+		if it.Product != nil {
+			check(fmt.Sprintf("lineItems[%d].product.price", i), it.Product.Price)
+		}
+	}
+	if v.fields == nil {
+		return nil
+	}
+	return &ValidationError{Title: validationTitles[lang], Fields: v.fields}
 }
 
 // Validate checks every rule of interface version 2.0 and returns a

@@ -215,6 +215,12 @@ func TestOrdersEndpoints(t *testing.T) {
 	if status != http.StatusBadRequest || !bytes.Contains(b, []byte(`"amount"`)) || !bytes.Contains(b, []byte(`"successUrl"`)) {
 		t.Errorf("invalid link: %d %s", status, b)
 	}
+	// An amount finer than the store's currency (USD, from its mirrored
+	// orders) is refused too.
+	status, b = e.do(t, "POST", "/v1/payment-links", `{"amount":10.999}`)
+	if status != http.StatusBadRequest || !bytes.Contains(b, []byte(`"amount":["The amount has more decimal places than USD allows (2)."]`)) {
+		t.Errorf("an amount of 10.999 USD: %d %s", status, b)
+	}
 	if e.sim.Stats().Checkouts != before {
 		t.Error("an invalid request reached the service")
 	}

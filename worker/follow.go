@@ -67,6 +67,13 @@ func (f *Follower) CreatePaymentLink(ctx context.Context, account string, params
 	if err != nil {
 		return nil, err
 	}
+	currency, err := f.storeCurrency(ctx, account)
+	if err != nil {
+		return nil, err
+	}
+	if err := params.ValidateFor(ordersync.English, currency); err != nil {
+		return nil, err
+	}
 	// While the upstream asks to wait, the person creating the link hears
 	// so at once rather than after the wait.
 	if wait := f.cfg.Syncer.UpstreamWait(account); wait > 0 {
@@ -97,6 +104,19 @@ func (f *Follower) CreatePaymentLink(ctx context.Context, account string, params
 		f.cfg.Logger.Warn("first fetch of a created order failed; the reconciler will retry", "order_code", res.OrderCode, "err", err)
 	}
 	return res, nil
+}
+
+// storeCurrency is the currency of the account's store as its latest
+// mirrored order gives it, or "" before any order is mirrored.
+func (f *Follower) storeCurrency(ctx context.Context, account string) (string, error) {
+	page, err := f.cfg.Reader.ListOrders(ctx, ordersync.OrderFilter{Account: account, Limit: 1})
+	if err != nil {
+		return "", fmt.Errorf("read the store's currency: %w", err)
+	}
+	if len(page.Orders) == 0 {
+		return "", nil
+	}
+	return page.Orders[0].Order.Store.CurrencyCode, nil
 }
 
 func (f *Follower) upstream(account string) (ordersync.Upstream, error) {

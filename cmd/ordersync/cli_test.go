@@ -126,6 +126,9 @@ func TestCLI(t *testing.T) {
 		{nil, "give one or more --item (Method 1) or --amount (Method 2), not both and not neither"},
 		{[]string{"--amount", "ten"}, "--amount:"},
 		{[]string{"--amount", "-1"}, "--amount: The value must be greater than 0."},
+		// The mirror holds the store's orders, so its currency is known.
+		{[]string{"--amount", "10.999"}, "--amount: The amount has more decimal places than USD allows (2)."},
+		{[]string{"--item", "name=Combo,price=6.505"}, "--item 1 price: The amount has more decimal places than USD allows (2)."},
 		{[]string{"--amount", "5", "--success-url", "nowhere"}, "--success-url: The value must be an absolute http or https URL."},
 		{[]string{"--amount", "5", "--metadata", "novalue"}, `--metadata "novalue": want name=value`},
 		{[]string{"--amount", "5", "--metadata", "=v"}, "--metadata 1: The field is required."},
