@@ -142,7 +142,23 @@ type Syncer struct {
 	breakerOpenedAt atomic.Int64
 
 	cred credentialsPause
+
+	// foreground counts the fetches other than the reconciler's that are
+	// waiting for the upstream (the Retry-After gate, the rate limit):
+	// while there are any, the reconciler's checks wait (see giveWay).
+	foreground atomic.Int64
 }
+
+// checkOptions make a fetch one of the reconciler's checks: it gives way to
+// every other fetch, and each of its requests first passes admit (the
+// reconciler's own budget).
+type checkOptions struct {
+	admit func(ctx context.Context) error
+}
+
+// giveWayPoll is how often a check waiting for other fetches to leave looks
+// again: far below the interval of any budget the reconciler runs at.
+const giveWayPoll = 10 * time.Millisecond
 
 // fetched is the result of one successful request.
 type fetched struct {
@@ -245,6 +261,10 @@ func (s *Syncer) CredentialsPaused() bool {
 // *OutageError when the upstream is unavailable (IsOutage), or the context's
 // or the mirror's error.
 func (s *Syncer) Fetch(ctx context.Context, account, code string) (*ordersync.Order, int64, error) {
+	return s.fetch(ctx, code, nil)
+}
+
+func (s *Syncer) fetch(ctx context.Context, code string, check *checkOptions) (*ordersync.Order, int64, error) {
 	b := backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(s.cfg.Retry.Initial),
 		backoff.WithMaxInterval(s.cfg.Retry.Max),
@@ -252,7 +272,7 @@ func (s *Syncer) Fetch(ctx context.Context, account, code string) (*ordersync.Or
 		backoff.WithMultiplier(s.cfg.Retry.Multiplier),
 		backoff.WithRandomizationFactor(s.cfg.Retry.RandomizationFactor),
 	)
-	op := func() (fetched, error) { return s.attempt(ctx, code) }
+	op := func() (fetched, error) { return s.attempt(ctx, code, check) }
 	notify := func(error, time.Duration) { s.metrics.fetchRetries.Inc() }
 	res, err := backoff.RetryNotifyWithData(op, backoff.WithContext(b, ctx), notify)
 	if err == nil {
@@ -280,19 +300,10 @@ func (s *Syncer) retryAfterWait(err error) time.Duration {
 // attempt sends one request through the gate, the credentials pause, the
 // rate limiter and the breaker. Errors that must not be retried come back
 // wrapped in backoff.Permanent.
-func (s *Syncer) attempt(ctx context.Context, code string) (fetched, error) {
-	if err := s.waitGate(ctx); err != nil {
-		return fetched{}, backoff.Permanent(err)
-	}
-	probe, err := s.admitCredentials(code)
+func (s *Syncer) attempt(ctx context.Context, code string, check *checkOptions) (fetched, error) {
+	probe, err := s.waitTurn(ctx, code, check)
 	if err != nil {
 		return fetched{}, backoff.Permanent(err)
-	}
-	if s.limiter != nil {
-		if err := s.limiter.Wait(ctx); err != nil {
-			s.endProbe(probe, false)
-			return fetched{}, backoff.Permanent(fmt.Errorf("wait for the upstream rate limit: %w", err))
-		}
 	}
 	res, err := s.breaker.Execute(func() (fetched, error) {
 		// The sequence is taken here, after every wait, so that the order
@@ -349,6 +360,53 @@ func (s *Syncer) attempt(ctx context.Context, code string) (fetched, error) {
 		return fetched{}, backoff.Permanent(ue)
 	}
 	return fetched{}, ue
+}
+
+// waitTurn waits until a request may leave: past the Retry-After gate and
+// the credentials pause, then the rate limit. A reconciler's check (check
+// not nil) first passes its own budget and then gives way to the other
+// fetches, which count themselves as waiting meanwhile.
+func (s *Syncer) waitTurn(ctx context.Context, code string, check *checkOptions) (probe bool, err error) {
+	if check != nil {
+		if err := check.admit(ctx); err != nil {
+			return false, fmt.Errorf("wait for the reconcile budget: %w", err)
+		}
+	} else {
+		s.foreground.Add(1)
+		defer s.foreground.Add(-1)
+	}
+	if err := s.waitGate(ctx); err != nil {
+		return false, err
+	}
+	if probe, err = s.admitCredentials(code); err != nil {
+		return false, err
+	}
+	if check != nil {
+		err = s.giveWay(ctx)
+	} else if s.limiter != nil {
+		if err = s.limiter.Wait(ctx); err != nil {
+			err = fmt.Errorf("wait for the upstream rate limit: %w", err)
+		}
+	}
+	if err != nil {
+		s.endProbe(probe, false)
+		return false, err
+	}
+	return probe, nil
+}
+
+// giveWay waits until no other fetch is waiting for the upstream and the
+// rate limit has a request to spare now, and takes it: a check never takes
+// a turn a webhook's fetch is queued for.
+func (s *Syncer) giveWay(ctx context.Context) error {
+	for {
+		if s.foreground.Load() == 0 && (s.limiter == nil || s.limiter.Allow()) {
+			return nil
+		}
+		if err := sleep(ctx, giveWayPoll); err != nil {
+			return fmt.Errorf("give way to the other fetches: %w", err)
+		}
+	}
 }
 
 // checkFetched rejects a detail that is not the order asked for.
@@ -461,6 +519,23 @@ func (s *Syncer) SyncOrder(ctx context.Context, account, code string, cause orde
 	}})
 	if err != nil {
 		return ordersync.ApplyResult{}, fmt.Errorf("sync order %s: %w", code, err)
+	}
+	return results[0], nil
+}
+
+// CheckOrder is the reconciler's SyncOrder: the order is fetched with cause
+// reconcile, after every other fetch waiting for the upstream, and each
+// request it sends first passes admit.
+func (s *Syncer) CheckOrder(ctx context.Context, account, code string, admit func(ctx context.Context) error) (ordersync.ApplyResult, error) {
+	order, seq, err := s.fetch(ctx, code, &checkOptions{admit: admit})
+	if err != nil {
+		return ordersync.ApplyResult{}, err
+	}
+	results, err := s.apply(ctx, []ordersync.ApplyParams{{
+		Account: account, Order: order, Seq: seq, FetchedAt: s.now(), Cause: ordersync.CauseReconcile,
+	}})
+	if err != nil {
+		return ordersync.ApplyResult{}, fmt.Errorf("check order %s: %w", code, err)
 	}
 	return results[0], nil
 }
