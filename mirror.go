@@ -294,4 +294,6 @@ type CheckSchedule interface {
 	// CheckBacklog says how many of account's orders are due at now and
 	// since when.
 	CheckBacklog(ctx context.Context, account string, now time.Time) (CheckBacklog, error)
+	// DeferCheck moves the check of an order still on the schedule to at.
+	DeferCheck(ctx context.Context, account, code string, at time.Time) error
 }

@@ -126,6 +126,15 @@ WHERE account = ? AND order_code IN (`+placeholders(len(rows))+`) AND next_check
 	return due, nil
 }
 
+// DeferCheck moves an order's next check to at, unless its status is final.
+func (db *DB) DeferCheck(ctx context.Context, account, code string, at time.Time) error {
+	return db.inTx(ctx, fmt.Sprintf("defer the check of %s/%s", account, code), func(tx *sqlx.Tx) error {
+		_, err := tx.ExecContext(ctx, db.rebind(`UPDATE orders SET next_check_at = ?
+WHERE account = ? AND order_code = ? AND next_check_at IS NOT NULL`), dbTime(at), account, code)
+		return err
+	})
+}
+
 // CheckBacklog counts account's orders due at now and finds the most
 // overdue, from the schedule's index.
 func (db *DB) CheckBacklog(ctx context.Context, account string, now time.Time) (ordersync.CheckBacklog, error) {

@@ -335,8 +335,17 @@ func (r *Reconciler) check(ctx context.Context, ref ordersync.OrderRef, admit fu
 		if rep.FirstError == nil {
 			rep.FirstError = err
 		}
-		if ctx.Err() == nil {
-			r.checks.WithLabelValues(checkFailed).Inc()
+		if ctx.Err() != nil {
+			break
+		}
+		r.checks.WithLabelValues(checkFailed).Inc()
+		if IsPermanent(err) && r.cfg.Schedule != nil {
+			// The service will answer the same (an order it does not
+			// know): asking again in a minute, as after a transient
+			// failure, would spend the budget on it for ever.
+			if derr := r.cfg.Schedule.DeferCheck(ctx, ref.Account, ref.Code, r.cfg.Clock().Add(ordersync.CheckMaxInterval)); derr != nil {
+				r.cfg.Logger.Error("defer the check of an order the service refuses", "order_code", ref.Code, "err", derr)
+			}
 		}
 	case res.Applied && res.PreviousStatus != "" && res.PreviousStatus != res.Status:
 		rep.Fetched++

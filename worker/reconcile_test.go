@@ -203,3 +203,33 @@ func TestReconcilerGivesWayToWebhookFetches(t *testing.T) {
 		t.Errorf("%d requests, want %d", len(gets), len(orders))
 	}
 }
+
+// TestReconcilerDefersOrdersTheServiceRefuses: a check the service answers
+// with a permanent failure (an order it does not know) comes back after
+// the longest interval, while a transient failure is tried again a
+// minute later.
+func TestReconcilerDefersOrdersTheServiceRefuses(t *testing.T) {
+	e := newEnv(t, sim.Faults{})
+	s := e.newSyncer(t, nil, nil)
+	ctx := context.Background()
+	if err := e.db.RecordOrderRef(ctx, ordersync.OrderRef{Account: ordersync.DefaultAccount, Code: "NoSuch1"}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := worker.NewReconciler(worker.ReconcilerConfig{Schedule: e.db, Syncer: s, Registerer: prometheus.NewRegistry(), Logger: e.logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := time.Now().Add(ordersync.CheckMinInterval + time.Second)
+	rep, err := rec.CheckDue(ctx, due, 10)
+	if err != nil || rep.Failed != 1 || !worker.IsPermanent(rep.FirstError) {
+		t.Fatalf("check of an unknown order: %+v, %v; want one permanent failure", rep, err)
+	}
+	for _, after := range []time.Duration{2 * time.Minute, ordersync.CheckMaxInterval - time.Minute} {
+		if rep, err := rec.CheckDue(ctx, due.Add(after), 10); err != nil || rep.Candidates != 0 {
+			t.Errorf("%s later: %+v, %v; want no check yet", after, rep, err)
+		}
+	}
+	if rep, err := rec.CheckDue(ctx, due.Add(ordersync.CheckMaxInterval+time.Minute), 10); err != nil || rep.Candidates != 1 {
+		t.Errorf("after %s: %+v, %v; want the check again", ordersync.CheckMaxInterval, rep, err)
+	}
+}
