@@ -140,27 +140,21 @@ WHERE account = ? AND order_code = ? AND next_check_at IS NOT NULL`), dbTime(at)
 func (db *DB) CheckBacklog(ctx context.Context, account string, now time.Time) (ordersync.CheckBacklog, error) {
 	var backlog ordersync.CheckBacklog
 	err := db.inReadTx(ctx, "read the check backlog of "+account, func(tx *sqlx.Tx) error {
-		var row struct {
-			Due    int        `db:"due"`
-			Oldest *time.Time `db:"oldest"`
-		}
-		// MIN over a TIMESTAMP column comes back from SQLite as text, so
-		// the oldest is read by an ordered LIMIT 1 instead.
-		if err := tx.GetContext(ctx, &row.Due, db.rebind(`SELECT COUNT(*) FROM orders
+		if err := tx.GetContext(ctx, &backlog.Due, db.rebind(`SELECT COUNT(*) FROM orders
 WHERE account = ? AND next_check_at IS NOT NULL AND next_check_at <= ?`), account, dbTime(now)); err != nil {
 			return err
 		}
-		backlog.Due = row.Due
-		if row.Due == 0 {
+		if backlog.Due == 0 {
 			return nil
 		}
-		if err := tx.GetContext(ctx, &row.Oldest, db.rebind(`SELECT next_check_at FROM orders
+		// MIN over a TIMESTAMP column comes back from SQLite as text, so
+		// the oldest is read by an ordered LIMIT 1 instead.
+		var oldest time.Time
+		if err := tx.GetContext(ctx, &oldest, db.rebind(`SELECT next_check_at FROM orders
 WHERE account = ? AND next_check_at IS NOT NULL ORDER BY next_check_at LIMIT 1`), account); err != nil {
 			return err
 		}
-		if row.Oldest != nil {
-			backlog.Oldest = row.Oldest.UTC()
-		}
+		backlog.Oldest = oldest.UTC()
 		return nil
 	})
 	return backlog, err

@@ -195,6 +195,8 @@ func (r *Reconciler) Run(ctx context.Context) error {
 					// The Syncer logs the outage once; each check it fails
 					// would only repeat it.
 					r.cfg.Logger.Debug("reconcile check failed in an upstream outage; tried again later", "order_code", c.Code, "retry_in", r.cfg.RetryDelay, "err", rep.FirstError)
+				case IsPermanent(rep.FirstError):
+					r.cfg.Logger.Warn("reconcile check refused by the service; tried again later", "order_code", c.Code, "retry_in", ordersync.CheckMaxInterval, "err", rep.FirstError)
 				default:
 					r.cfg.Logger.Warn("reconcile check failed; tried again later", "order_code", c.Code, "retry_in", r.cfg.RetryDelay, "err", rep.FirstError)
 				}

@@ -140,14 +140,15 @@ func TestReconcilerStaysWithinBudget(t *testing.T) {
 	if len(gets) < 2*budget {
 		t.Fatalf("the reconciler sent %d requests in 3.5s, too few to judge its budget of %d/s", len(gets), budget)
 	}
-	// A window of one second holds at most the budget's requests plus
-	// the one the bucket starts with.
+	// A window of one second holds at most the budget's requests, plus
+	// the one the bucket starts with, plus one for the scheduling jitter
+	// between a request's turn and its leaving on a busy machine.
 	for i := range gets {
 		j := i
 		for j < len(gets) && gets[j].Sub(gets[i]) < time.Second {
 			j++
 		}
-		if n := j - i; n > budget+1 {
+		if n := j - i; n > budget+2 {
 			t.Fatalf("%d requests within one second from %s, over the budget of %d/s", n, gets[i].Sub(start), budget)
 		}
 	}
