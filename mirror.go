@@ -238,13 +238,22 @@ type ReconcileFilter struct {
 	All bool
 	// Since selects orders created at or after it.
 	Since time.Time
-	// SyncedBefore selects orders last synced before it (zero: any).
-	SyncedBefore time.Time
-	// Stalest orders the candidates by when they were last synced, oldest
-	// first, instead of by priority. The reconciler spends part of every
-	// pass this way, so that busy orders cannot starve quiet ones.
-	Stalest bool
-	Limit   int
+	Limit int
+}
+
+// DueCheck is an order whose reconcile check is due.
+type DueCheck struct {
+	OrderRef
+	// Due is when the check was due.
+	Due time.Time
+}
+
+// CheckBacklog is how far behind its schedule the reconciler is.
+type CheckBacklog struct {
+	// Due is how many orders' checks are due.
+	Due int
+	// Oldest is when the most overdue of them was due; zero when none is.
+	Oldest time.Time
 }
 
 // EventFilter selects event log rows, newest first.
@@ -324,8 +333,25 @@ type Retention interface {
 	PruneEventLog(ctx context.Context, receivedBefore time.Time, limit int) (int, error)
 }
 
-// ReconcileSource lists orders for the reconciler, most deserving first:
-// recently active ones and those whose link is near or past expiry.
+// ReconcileSource lists orders for an on-demand reconcile, most overdue
+// first.
 type ReconcileSource interface {
 	ListReconcileCandidates(ctx context.Context, filter ReconcileFilter) ([]OrderRef, error)
+}
+
+// CheckSchedule is the reconciler's schedule as the mirror keeps it: each
+// order that can still change has a time its next check is due (set by
+// NextCheck whenever the order is applied), so the schedule survives
+// restarts and is shared by every process.
+type CheckSchedule interface {
+	// ClaimDueChecks returns up to limit orders of account whose check is
+	// due at now, most overdue first, and moves their due time to retryAt:
+	// a check that fails is tried again then, while one that succeeds
+	// reschedules the order when its fetch is applied.
+	ClaimDueChecks(ctx context.Context, account string, now time.Time, limit int, retryAt time.Time) ([]DueCheck, error)
+	// CheckBacklog says how many of account's orders are due at now and
+	// since when.
+	CheckBacklog(ctx context.Context, account string, now time.Time) (CheckBacklog, error)
+	// DeferCheck moves the check of an order still on the schedule to at.
+	DeferCheck(ctx context.Context, account, code string, at time.Time) error
 }

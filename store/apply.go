@@ -29,6 +29,7 @@ var orderColumns = []string{
 	"raw_document", "document_hash",
 	"first_seen_at", "last_synced_at", "last_event_at", "last_event_type",
 	"fetch_count", "fetch_seq", "paid_fired", "status_transitions",
+	"changed_at", "next_check_at",
 }
 
 // The multi-row statements of ApplyOrders.
@@ -53,10 +54,11 @@ var (
 	// touchOrders updates only the sync bookkeeping of orders whose
 	// document did not change (the rows exist: the insert never happens).
 	touchOrders = rowsSQL{
-		prefix: `INSERT INTO orders (account, order_code, first_seen_at, fetch_seq, fetch_count, last_synced_at, last_event_at, last_event_type) VALUES `,
-		cols:   8,
+		prefix: `INSERT INTO orders (account, order_code, first_seen_at, fetch_seq, fetch_count, last_synced_at, last_event_at, last_event_type, next_check_at) VALUES `,
+		cols:   9,
 		suffix: ` ON CONFLICT (account, order_code) DO UPDATE SET fetch_seq = excluded.fetch_seq, fetch_count = excluded.fetch_count,
-    last_synced_at = excluded.last_synced_at, last_event_at = excluded.last_event_at, last_event_type = excluded.last_event_type`,
+    last_synced_at = excluded.last_synced_at, last_event_at = excluded.last_event_at, last_event_type = excluded.last_event_type,
+    next_check_at = excluded.next_check_at`,
 	}
 	deleteItems    = rowsSQL{prefix: `DELETE FROM order_line_items WHERE order_row IN (`, cols: 1, suffix: `)`}
 	deleteMetadata = rowsSQL{prefix: `DELETE FROM order_metadata WHERE order_row IN (`, cols: 1, suffix: `)`}
@@ -98,6 +100,11 @@ type orderState struct {
 	LastEventAt   *time.Time `db:"last_event_at"`
 	LastEventType string     `db:"last_event_type"`
 	FetchCount    int64      `db:"fetch_count"`
+	ChangedAt     *time.Time `db:"changed_at"`
+	ExpiresAt     *time.Time `db:"expires_at"`
+	// NextCheckAt is when the reconciler next checks the order; nil when
+	// its status is final.
+	NextCheckAt *time.Time `db:"-"`
 }
 
 func (st *orderState) syncInfo() ordersync.SyncInfo {
@@ -290,7 +297,7 @@ func (db *DB) lockOrderStates(ctx context.Context, tx *sqlx.Tx, params []ordersy
 // stateQuery reads the states of n orders of one account.
 func stateQuery(n int) string {
 	return `SELECT id, account, order_code, status, fetch_seq, document_hash, raw_document IS NOT NULL AS fetched, paid_fired,
-       status_transitions, first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count
+       status_transitions, first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count, changed_at, expires_at
 FROM orders WHERE account = ? AND order_code IN (` + placeholders(n) + `)`
 }
 
@@ -372,6 +379,14 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 			st.LastEventAt, st.LastEventType = &at, string(ev.Type)
 		}
 	}
+	if res.Changed {
+		st.ChangedAt = &fetchedAt
+	}
+	status := prev
+	if res.Changed {
+		status = o.OrderStatus
+	}
+	st.scheduleNextCheck(status, fetchedAt)
 	if !res.Changed {
 		res.Status = prev
 		return res, nil
@@ -455,7 +470,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 		if !bo.changed {
 			if bo.synced {
 				touched = append(touched, []any{k.account, k.code, st.FirstSeenAt, st.FetchSeq, st.FetchCount,
-					nullTimePtr(st.LastSyncedAt), nullTimePtr(st.LastEventAt), st.LastEventType})
+					nullTimePtr(st.LastSyncedAt), nullTimePtr(st.LastEventAt), st.LastEventType, nullTimePtr(st.NextCheckAt)})
 			}
 			continue
 		}
@@ -581,6 +596,28 @@ func orderValues(account string, bo *batchOrder, st *orderState) []any {
 		string(bo.doc), bo.hash,
 		dbTime(st.FirstSeenAt), nullTimePtr(st.LastSyncedAt), nullTimePtr(st.LastEventAt), st.LastEventType,
 		st.FetchCount, st.FetchSeq, st.PaidFired, st.Transitions,
+		nullTimePtr(st.ChangedAt), nullTimePtr(st.NextCheckAt),
+	}
+}
+
+// scheduleNextCheck sets when the reconciler next checks the order, as of
+// now, by the domain's schedule: its last activity is when ordersync first
+// saw it, its last webhook, or the last fetch that found it changed.
+func (st *orderState) scheduleNextCheck(status ordersync.Status, now time.Time) {
+	active := st.FirstSeenAt
+	for _, t := range []*time.Time{st.LastEventAt, st.ChangedAt} {
+		if t != nil && t.After(active) {
+			active = *t
+		}
+	}
+	cs := ordersync.CheckState{Status: status, ActiveAt: active, LastEventType: ordersync.EventType(st.LastEventType)}
+	if st.ExpiresAt != nil {
+		cs.ExpiresAt = *st.ExpiresAt
+	}
+	st.NextCheckAt = nil
+	if due, ok := ordersync.NextCheck(cs, now); ok {
+		due = dbTime(due)
+		st.NextCheckAt = &due
 	}
 }
 

@@ -224,10 +224,9 @@ func BenchmarkCountOrdersByStatus(b *testing.B) {
 	}
 }
 
-// BenchmarkListReconcileCandidates runs one reconciler pass's two queries
-// (by priority, then stalest first; 200 orders) over a mirror of 50,000
-// orders of which one in ten can still change, as in a mirror that has
-// run for a while.
+// BenchmarkListReconcileCandidates lists 200 orders for an on-demand
+// reconcile over a mirror of 50,000 orders of which one in ten can still
+// change, as in a mirror that has run for a while.
 func BenchmarkListReconcileCandidates(b *testing.B) {
 	const orders, limit = 50000, 200
 	ctx := context.Background()
@@ -237,14 +236,40 @@ func BenchmarkListReconcileCandidates(b *testing.B) {
 	}
 	db := benchMirror(b, orders, statuses...)
 	for b.Loop() {
-		for _, stalest := range []bool{false, true} {
-			refs, err := db.ListReconcileCandidates(ctx, ordersync.ReconcileFilter{Stalest: stalest, Limit: limit})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if len(refs) != limit {
-				b.Fatalf("%d candidates, want %d", len(refs), limit)
-			}
+		refs, err := db.ListReconcileCandidates(ctx, ordersync.ReconcileFilter{Limit: limit})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(refs) != limit {
+			b.Fatalf("%d candidates, want %d", len(refs), limit)
+		}
+	}
+}
+
+// BenchmarkClaimDueChecks claims 20 due checks (a second of the default
+// budget) and reads the backlog, as the reconciler does, over a mirror of
+// 50,000 orders of which one in ten can still change, all overdue.
+func BenchmarkClaimDueChecks(b *testing.B) {
+	const orders, limit = 50000, 20
+	ctx := context.Background()
+	statuses := []ordersync.Status{ordersync.StatusPending}
+	for range 9 {
+		statuses = append(statuses, ordersync.StatusFinalized)
+	}
+	db := benchMirror(b, orders, statuses...)
+	now := time.Now().Add(time.Hour)
+	for b.Loop() {
+		due, err := db.ClaimDueChecks(ctx, "default", now, limit, now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(due) != limit {
+			b.Fatalf("%d claimed, want %d", len(due), limit)
+		}
+		// Moves the clock on so the claimed stay claimed and others are due.
+		now = now.Add(time.Millisecond)
+		if _, err := db.CheckBacklog(ctx, "default", now); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

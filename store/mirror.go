@@ -52,14 +52,19 @@ func (db *DB) RecordOrderRef(ctx context.Context, ref ordersync.OrderRef) error 
 		return fmt.Errorf("%s: account and code are required", op)
 	}
 	return db.inTx(ctx, op, func(tx *sqlx.Tx) error {
+		// A placeholder is due by the schedule of an order just created;
+		// one already fetched keeps its own.
+		now := time.Now()
+		due, _ := ordersync.NextCheck(ordersync.CheckState{ActiveAt: now, ExpiresAt: ref.ExpiresAt}, now)
 		_, err := tx.ExecContext(ctx, db.rebind(`
-INSERT INTO orders (account, order_code, order_id, order_reference, expires_at, first_seen_at)
-VALUES (?, ?, ?, ?, ?, ?)
+INSERT INTO orders (account, order_code, order_id, order_reference, expires_at, first_seen_at, next_check_at)
+VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (account, order_code) DO UPDATE SET
     order_id = CASE WHEN orders.order_id = '' THEN excluded.order_id ELSE orders.order_id END,
     order_reference = CASE WHEN orders.order_reference = '' THEN excluded.order_reference ELSE orders.order_reference END,
-    expires_at = COALESCE(orders.expires_at, excluded.expires_at)`),
-			ref.Account, ref.Code, string(ref.ID), ref.Reference, nullTime(ref.ExpiresAt), dbTime(time.Now()))
+    expires_at = COALESCE(orders.expires_at, excluded.expires_at),
+    next_check_at = CASE WHEN orders.status = '' THEN COALESCE(orders.next_check_at, excluded.next_check_at) ELSE orders.next_check_at END`),
+			ref.Account, ref.Code, string(ref.ID), ref.Reference, nullTime(ref.ExpiresAt), dbTime(now), dbTime(due))
 		return err
 	})
 }

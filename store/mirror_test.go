@@ -512,24 +512,21 @@ func TestListReconcileCandidatesOrdering(t *testing.T) {
 		db := openDB(t, url)
 		ctx := context.Background()
 		now := time.Now().UTC()
-		ev := func(id string, at time.Time) ordersync.EventRecord {
-			return ordersync.EventRecord{MsgID: id, ReceivedAt: at, Type: ordersync.EventUpdated}
+		at := func(p ordersync.ApplyParams, fetchedAt time.Time) ordersync.ApplyParams {
+			p.FetchedAt = fetchedAt
+			return p
 		}
-		// Fetched orders, with their last activity.
+		// Fetched orders, due 15s after their fetch: quiet's first.
 		apply(t, db,
-			fetched(orderDoc(t, "quiet", 1, ordersync.StatusPending), 1, ev("e-quiet", now.Add(-3*time.Hour))),
-			fetched(orderDoc(t, "busy", 2, ordersync.StatusPaid), 2, ev("e-busy", now.Add(-time.Minute))),
-			fetched(orderDoc(t, "done", 3, ordersync.StatusFinalized), 3, ev("e-done", now)),
-			fetched(orderDoc(t, "gone", 4, ordersync.StatusCancelled), 4, ev("e-gone", now)),
+			at(fetched(orderDoc(t, "quiet", 1, ordersync.StatusPending), 1), now.Add(-3*time.Hour)),
+			at(fetched(orderDoc(t, "busy", 2, ordersync.StatusPaid), 2), now.Add(-time.Minute)),
+			at(fetched(orderDoc(t, "done", 3, ordersync.StatusFinalized), 3), now),
+			at(fetched(orderDoc(t, "gone", 4, ordersync.StatusCancelled), 4), now),
 		)
+		// Placeholders, due 15s from now (by code when due together).
 		refs := []ordersync.OrderRef{
-			{Account: "default", Code: "expired", ExpiresAt: now.Add(-30 * time.Minute)},
-			{Account: "default", Code: "expiring", ExpiresAt: now.Add(10 * time.Minute)},
-			// Expired long ago: the service never closed it, and it must
-			// not hold the front of the queue forever.
-			{Account: "default", Code: "stale", ExpiresAt: now.Add(-3 * time.Hour)},
+			{Account: "default", Code: "expiring", ExpiresAt: now.Add(5 * time.Second)},
 			{Account: "default", Code: "later", ExpiresAt: now.Add(5 * time.Hour)},
-			{Account: "default", Code: "quiet", ExpiresAt: now.Add(5 * time.Minute)},
 			{Account: "elsewhere", Code: "x"},
 		}
 		for _, r := range refs {
@@ -549,21 +546,16 @@ func TestListReconcileCandidatesOrdering(t *testing.T) {
 			}
 			return cs
 		}
-		// Expiring links first (most recent activity among them first), then
-		// the rest by activity: placeholders were first seen just now, busy
-		// a minute ago. Final orders only with All.
+		// Most overdue first; final orders (never due) only with All, last.
 		tests := []struct {
 			name   string
 			filter ordersync.ReconcileFilter
 			want   []string
 		}{
-			{"changeable", ordersync.ReconcileFilter{Account: "default"}, []string{"expiring", "expired", "quiet", "later", "stale", "busy"}},
-			{"limit", ordersync.ReconcileFilter{Account: "default", Limit: 2}, []string{"expiring", "expired"}},
-			{"all", ordersync.ReconcileFilter{Account: "default", All: true}, []string{"expiring", "expired", "quiet", "later", "stale", "done", "gone", "busy"}},
-			{"synced before", ordersync.ReconcileFilter{Account: "default", SyncedBefore: fetched(nil, 2).FetchedAt}, []string{"expiring", "expired", "quiet", "later", "stale"}},
-			{"since", ordersync.ReconcileFilter{Account: "default", Since: now.Add(-time.Minute)}, []string{"expiring", "expired", "later", "stale"}},
-			// Never synced first (by code), then by last sync, oldest first.
-			{"stalest", ordersync.ReconcileFilter{Account: "default", Stalest: true}, []string{"expired", "expiring", "later", "stale", "quiet", "busy"}},
+			{"changeable", ordersync.ReconcileFilter{Account: "default"}, []string{"quiet", "busy", "expiring", "later"}},
+			{"limit", ordersync.ReconcileFilter{Account: "default", Limit: 2}, []string{"quiet", "busy"}},
+			{"all", ordersync.ReconcileFilter{Account: "default", All: true}, []string{"quiet", "busy", "expiring", "later", "done", "gone"}},
+			{"since", ordersync.ReconcileFilter{Account: "default", Since: now.Add(-time.Minute)}, []string{"expiring", "later"}},
 		}
 		for _, tt := range tests {
 			if got := codes(tt.filter); !slices.Equal(got, tt.want) {
@@ -599,7 +591,7 @@ func TestListReconcileCandidatesByStatus(t *testing.T) {
 			all  bool
 			want []string
 		}{{false, changeable}, {true, all}} {
-			refs, err := db.ListReconcileCandidates(ctx, ordersync.ReconcileFilter{All: tt.all, Stalest: true})
+			refs, err := db.ListReconcileCandidates(ctx, ordersync.ReconcileFilter{All: tt.all})
 			if err != nil {
 				t.Fatal(err)
 			}

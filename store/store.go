@@ -216,7 +216,7 @@ func (t target) sqliteDSN(write bool) string {
 }
 
 // DB is the SQL mirror. It implements ordersync.Mirror, MirrorReader,
-// DeadLetters, Outbox, ReconcileSource and Retention.
+// DeadLetters, Outbox, ReconcileSource, CheckSchedule and Retention.
 type DB struct {
 	dialect string
 	// write takes every write transaction; for SQLite it holds a single
@@ -250,6 +250,7 @@ var (
 	_ ordersync.DeadLetters        = (*DB)(nil)
 	_ ordersync.Outbox             = (*DB)(nil)
 	_ ordersync.ReconcileSource    = (*DB)(nil)
+	_ ordersync.CheckSchedule      = (*DB)(nil)
 	_ ordersync.Retention          = (*DB)(nil)
 )
 

@@ -3,73 +3,129 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 
 	"github.com/ordersync/ordersync"
+	collect "github.com/ordersync/ordersync/metrics"
 )
+
+// orderChecker fetches an order as a reconciler's check (Syncer.CheckOrder).
+type orderChecker interface {
+	CheckOrder(ctx context.Context, account, code string, admit func(ctx context.Context) error) (ordersync.ApplyResult, error)
+}
 
 // ReconcilerConfig configures the reconciler.
 type ReconcilerConfig struct {
+	// Schedule is where each order's next check is due.
+	Schedule ordersync.CheckSchedule
+	// Source lists the orders of an on-demand reconcile (RunOnce).
 	Source ordersync.ReconcileSource
-	Syncer orderSyncer
-	// Account is the account whose orders a periodic pass re-fetches.
+	Syncer orderChecker
+	// Account is the account whose orders the reconciler checks.
 	Account string
-	// Interval between periodic passes. Default 1m.
-	Interval time.Duration
-	// Budget is the most orders one pass re-fetches: the reconciler's share
-	// of the upstream, so it never starves webhook work. Default 200.
-	Budget int
-	// Concurrency is how many of its fetches run at once. Default 4.
+	// Budget is the most upstream requests per second the reconciler
+	// sends, retries included. It is a cap, not a load: only checks that
+	// are due are made. Default DefaultReconcileBudget.
+	Budget float64
+	// Concurrency is how many checks run at once. Default 8.
 	Concurrency int
-	// MinAge skips orders synced more recently than this. Default Interval.
-	MinAge time.Duration
-	// OnDrift is called for each order whose status a pass found changed:
+	// RetryDelay is how long a check that failed waits before it is tried
+	// again. Default 1m.
+	RetryDelay time.Duration
+	// Idle is how long the reconciler waits before it looks again when no
+	// check is due. Default 1s.
+	Idle time.Duration
+	// BacklogInterval is how often the backlog gauges are read from the
+	// schedule. Default 5s.
+	BacklogInterval time.Duration
+	// OnDrift is called for each order whose status a check found changed:
 	// a webhook that never arrived (kind missed_webhook).
 	OnDrift    func(kind string)
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
-	Clock      func() time.Time
+	// Clock says when checks are due; default time.Now. The budget and
+	// the waits use real time.
+	Clock func() time.Time
 }
+
+// DefaultReconcileBudget is the reconciler's default budget in upstream
+// requests per second: twice what the promise in the README needs at its
+// limit (1,000 orders active in the last hour and 9,000 quieter ones open
+// need about 10 per second), so a burst of new orders is absorbed within a
+// minute or two. The README explains the figure.
+const DefaultReconcileBudget = 20
 
 func (c ReconcilerConfig) withDefaults() ReconcilerConfig {
 	if c.Account == "" {
 		c.Account = ordersync.DefaultAccount
 	}
-	if c.Interval <= 0 {
-		c.Interval = time.Minute
+	if c.Budget == 0 {
+		c.Budget = DefaultReconcileBudget
 	}
-	if c.Budget <= 0 {
-		c.Budget = 200
+	if c.Concurrency == 0 {
+		c.Concurrency = 8
 	}
-	if c.Concurrency <= 0 {
-		c.Concurrency = 4
+	if c.RetryDelay == 0 {
+		c.RetryDelay = time.Minute
 	}
-	if c.MinAge <= 0 {
-		c.MinAge = c.Interval
+	if c.Idle == 0 {
+		c.Idle = time.Second
+	}
+	if c.BacklogInterval == 0 {
+		c.BacklogInterval = 5 * time.Second
 	}
 	defaultDeps(&c.Registerer, &c.Logger, &c.Clock)
 	return c
 }
 
-// Reconciler re-fetches orders that can still change, so the mirror
-// converges even when a webhook never arrives.
-type Reconciler struct {
-	cfg     ReconcilerConfig
-	fetched *prometheus.CounterVec
-	passes  prometheus.Counter
+func (c ReconcilerConfig) validate() error {
+	switch {
+	case c.Syncer == nil:
+		return errors.New("ReconcilerConfig.Syncer is required")
+	case c.Schedule == nil && c.Source == nil:
+		return errors.New("ReconcilerConfig.Schedule or Source is required")
+	case !(c.Budget > 0) || math.IsInf(c.Budget, 0):
+		return fmt.Errorf("ReconcilerConfig.Budget must be a finite number > 0, got %v", c.Budget)
+	case c.Concurrency < 1:
+		return fmt.Errorf("ReconcilerConfig.Concurrency must be ≥ 1, got %d", c.Concurrency)
+	case c.RetryDelay < 0 || c.Idle < 0 || c.BacklogInterval < 0:
+		return fmt.Errorf("ReconcilerConfig.RetryDelay, Idle and BacklogInterval must be > 0, got %v, %v, %v", c.RetryDelay, c.Idle, c.BacklogInterval)
+	}
+	return nil
 }
 
-// ReconcileChange is one order a pass found different from the mirror.
+// Check outcomes, the label values of ordersync_reconcile_checks_total.
+const (
+	checkUnchanged = "unchanged"
+	checkChanged   = "changed"
+	checkFailed    = "failed"
+)
+
+// Reconciler checks orders that can still change when the schedule says
+// they are due, so the mirror converges even when a webhook never arrives.
+type Reconciler struct {
+	cfg    ReconcilerConfig
+	budget *rate.Limiter
+	// checks counts checks by outcome; due and overdue are the backlog.
+	checks  *prometheus.CounterVec
+	due     prometheus.Gauge
+	overdue prometheus.Gauge
+}
+
+// ReconcileChange is one order a check found different from the mirror.
 type ReconcileChange struct {
 	OrderCode string
 	From, To  ordersync.Status
 }
 
-// ReconcileReport is what one pass did.
+// ReconcileReport is what a set of checks did.
 type ReconcileReport struct {
 	Candidates int
 	Fetched    int
@@ -83,101 +139,173 @@ type ReconcileReport struct {
 // NewReconciler returns a reconciler.
 func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	cfg = cfg.withDefaults()
-	if cfg.Source == nil || cfg.Syncer == nil {
-		return nil, errors.New("worker: ReconcilerConfig.Source and Syncer are required")
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("new reconciler: %w", err)
 	}
 	r := &Reconciler{
 		cfg: cfg,
-		fetched: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ordersync_reconcile_orders_total",
-			Help: "Orders the reconciler re-fetched, by result (unchanged, changed, failed).",
-		}, []string{"result"}),
-		passes: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "ordersync_reconcile_passes_total",
-			Help: "Reconciler passes run.",
+		// A burst of one: the budget holds over any window, not only on
+		// average.
+		budget: rate.NewLimiter(rate.Limit(cfg.Budget), 1),
+		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersync_reconcile_checks_total",
+			Help: "Orders the reconciler checked (re-fetched), by outcome (unchanged, changed, failed).",
+		}, []string{"outcome"}),
+		due: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ordersync_reconcile_due_orders",
+			Help: "Orders whose reconcile check is due and not yet made.",
+		}),
+		overdue: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ordersync_reconcile_overdue_seconds",
+			Help: "How long the most overdue reconcile check has been due; 0 when none is.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{r.fetched, r.passes} {
-		if err := cfg.Registerer.Register(c); err != nil {
-			return nil, err
-		}
+	var err error
+	if r.checks, err = collect.Register(cfg.Registerer, r.checks); err != nil {
+		return nil, fmt.Errorf("new reconciler: %w", err)
+	}
+	for _, o := range []string{checkUnchanged, checkChanged, checkFailed} {
+		r.checks.WithLabelValues(o)
+	}
+	if r.due, err = collect.Register(cfg.Registerer, r.due); err != nil {
+		return nil, fmt.Errorf("new reconciler: %w", err)
+	}
+	if r.overdue, err = collect.Register(cfg.Registerer, r.overdue); err != nil {
+		return nil, fmt.Errorf("new reconciler: %w", err)
 	}
 	return r, nil
 }
 
-// candidates spends half the pass's budget by priority (links near expiry,
-// recently active orders) and the rest on the orders synced longest ago, so
-// a quiet order whose webhook was lost is reached within a bounded number
-// of passes however busy the others are.
-func (r *Reconciler) candidates(ctx context.Context, filter ordersync.ReconcileFilter) ([]ordersync.OrderRef, error) {
-	limit := filter.Limit
-	byPriority := filter
-	byPriority.Stalest, byPriority.Limit = false, (limit+1)/2
-	refs, err := r.cfg.Source.ListReconcileCandidates(ctx, byPriority)
-	if err != nil {
-		return nil, err
-	}
-	stalest := filter
-	stalest.Stalest, stalest.Limit = true, limit
-	more, err := r.cfg.Source.ListReconcileCandidates(ctx, stalest)
-	if err != nil {
-		return nil, err
-	}
-	seen := make(map[[2]string]bool, len(refs))
-	for _, ref := range refs {
-		seen[[2]string{ref.Account, ref.Code}] = true
-	}
-	for _, ref := range more {
-		if len(refs) >= limit {
-			break
-		}
-		if k := [2]string{ref.Account, ref.Code}; !seen[k] {
-			seen[k] = true
-			refs = append(refs, ref)
-		}
-	}
-	return refs, nil
-}
-
-// Run makes a pass every Interval until ctx is cancelled.
+// Run checks due orders, most overdue first, as fast as the budget allows,
+// until ctx is cancelled.
 func (r *Reconciler) Run(ctx context.Context) error {
-	t := time.NewTicker(r.cfg.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		rep, err := r.RunOnce(ctx, ordersync.ReconcileFilter{
-			Account:      r.cfg.Account,
-			SyncedBefore: r.cfg.Clock().Add(-r.cfg.MinAge),
+	if r.cfg.Schedule == nil {
+		return errors.New("reconciler: no Schedule to run")
+	}
+	work := make(chan ordersync.DueCheck)
+	var wg sync.WaitGroup
+	for range r.cfg.Concurrency {
+		wg.Go(func() {
+			for c := range work {
+				var rep ReconcileReport
+				r.check(ctx, c.OrderRef, r.budget.Wait, &rep, &sync.Mutex{})
+				switch {
+				case rep.Failed == 0 || ctx.Err() != nil:
+				case IsOutage(rep.FirstError):
+					// The Syncer logs the outage once; each check it fails
+					// would only repeat it.
+					r.cfg.Logger.Debug("reconcile check failed in an upstream outage; tried again later", "order_code", c.Code, "retry_in", r.cfg.RetryDelay, "err", rep.FirstError)
+				case IsPermanent(rep.FirstError):
+					r.cfg.Logger.Warn("reconcile check refused by the service; tried again later", "order_code", c.Code, "retry_in", ordersync.CheckMaxInterval, "err", rep.FirstError)
+				default:
+					r.cfg.Logger.Warn("reconcile check failed; tried again later", "order_code", c.Code, "retry_in", r.cfg.RetryDelay, "err", rep.FirstError)
+				}
+			}
 		})
-		switch {
-		case err != nil && ctx.Err() == nil:
-			r.cfg.Logger.Error("reconcile pass", "err", err)
-		case rep.Failed > 0 && ctx.Err() == nil:
-			r.cfg.Logger.Warn("reconcile pass had failures", "failed", rep.Failed, "fetched", rep.Fetched, "first_err", rep.FirstError)
-		case len(rep.Changed) > 0:
-			r.cfg.Logger.Info("reconcile pass found missed changes", "changed", len(rep.Changed), "fetched", rep.Fetched)
+	}
+	wg.Go(func() { r.backlogLoop(ctx) })
+	err := r.claimLoop(ctx, work)
+	close(work)
+	wg.Wait()
+	return err
+}
+
+// claimLoop hands due checks to the workers. It claims about a second of
+// the budget at a time, so that a check claimed and not yet made when the
+// process dies is due again after RetryDelay, not much later.
+func (r *Reconciler) claimLoop(ctx context.Context, work chan<- ordersync.DueCheck) error {
+	batch := max(r.cfg.Concurrency, int(math.Ceil(r.cfg.Budget)))
+	for ctx.Err() == nil {
+		now := r.cfg.Clock()
+		due, err := r.cfg.Schedule.ClaimDueChecks(ctx, r.cfg.Account, now, batch, now.Add(r.cfg.RetryDelay))
+		if err != nil {
+			if ctx.Err() == nil {
+				r.cfg.Logger.Error("claim due reconcile checks", "err", err)
+			}
+			_ = sleep(ctx, r.cfg.Idle)
+			continue
+		}
+		if len(due) == 0 {
+			_ = sleep(ctx, r.cfg.Idle)
+			continue
+		}
+		for _, c := range due {
+			select {
+			case work <- c:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// backlogLoop keeps the due and overdue gauges current.
+func (r *Reconciler) backlogLoop(ctx context.Context) {
+	for {
+		if err := r.ObserveBacklog(ctx); err != nil && ctx.Err() == nil {
+			r.cfg.Logger.Warn("read the reconcile backlog", "err", err)
+		}
+		if sleep(ctx, r.cfg.BacklogInterval) != nil {
+			return
 		}
 	}
 }
 
-// RunOnce re-fetches the orders filter selects, at most Budget of them
-// unless filter.Limit says otherwise, and reports what changed.
+// ObserveBacklog reads the schedule's backlog into the gauges.
+func (r *Reconciler) ObserveBacklog(ctx context.Context) error {
+	now := r.cfg.Clock()
+	b, err := r.cfg.Schedule.CheckBacklog(ctx, r.cfg.Account, now)
+	if err != nil {
+		return err
+	}
+	r.due.Set(float64(b.Due))
+	overdue := 0.0
+	if !b.Oldest.IsZero() && b.Oldest.Before(now) {
+		overdue = now.Sub(b.Oldest).Seconds()
+	}
+	r.overdue.Set(overdue)
+	return nil
+}
+
+// CheckDue makes, now, up to limit of the checks due at now, most overdue
+// first, Concurrency at a time, outside the budget (the caller paces), and
+// reports what changed. Run is the scheduled way; this is for a caller that
+// keeps its own time, such as a simulation of the schedule.
+func (r *Reconciler) CheckDue(ctx context.Context, now time.Time, limit int) (ReconcileReport, error) {
+	due, err := r.cfg.Schedule.ClaimDueChecks(ctx, r.cfg.Account, now, limit, now.Add(r.cfg.RetryDelay))
+	if err != nil {
+		return ReconcileReport{}, err
+	}
+	refs := make([]ordersync.OrderRef, len(due))
+	for i, c := range due {
+		refs[i] = c.OrderRef
+	}
+	return r.checkAll(ctx, refs, func(context.Context) error { return nil })
+}
+
+// RunOnce checks, now, the orders filter selects (at most 10,000 unless
+// filter.Limit says otherwise), Concurrency at a time, and reports what
+// changed: `ordersync reconcile`. The budget does not apply; the upstream
+// rate limit and gates do.
 func (r *Reconciler) RunOnce(ctx context.Context, filter ordersync.ReconcileFilter) (ReconcileReport, error) {
-	r.passes.Inc()
+	if r.cfg.Source == nil {
+		return ReconcileReport{}, errors.New("reconciler: no Source to list orders from")
+	}
 	if filter.Limit <= 0 {
-		filter.Limit = r.cfg.Budget
+		filter.Limit = 10000
 	}
 	if filter.Account == "" {
 		filter.Account = r.cfg.Account
 	}
-	refs, err := r.candidates(ctx, filter)
+	refs, err := r.cfg.Source.ListReconcileCandidates(ctx, filter)
 	if err != nil {
 		return ReconcileReport{}, err
 	}
+	return r.checkAll(ctx, refs, func(context.Context) error { return nil })
+}
+
+func (r *Reconciler) checkAll(ctx context.Context, refs []ordersync.OrderRef, admit func(context.Context) error) (ReconcileReport, error) {
 	rep := ReconcileReport{Candidates: len(refs)}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -189,33 +317,49 @@ func (r *Reconciler) RunOnce(ctx context.Context, filter ordersync.ReconcileFilt
 			wg.Wait()
 			return rep, ctx.Err()
 		}
-		wg.Add(1)
-		go func(ref ordersync.OrderRef) {
-			defer func() { <-sem; wg.Done() }()
-			res, err := r.cfg.Syncer.SyncOrder(ctx, ref.Account, ref.Code, ordersync.CauseReconcile)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err != nil:
-				rep.Failed++
-				if rep.FirstError == nil {
-					rep.FirstError = err
-				}
-				r.fetched.WithLabelValues("failed").Inc()
-			case res.Applied && res.PreviousStatus != "" && res.PreviousStatus != res.Status:
-				rep.Fetched++
-				rep.Changed = append(rep.Changed, ReconcileChange{OrderCode: ref.Code, From: res.PreviousStatus, To: res.Status})
-				r.fetched.WithLabelValues("changed").Inc()
-				if r.cfg.OnDrift != nil {
-					r.cfg.OnDrift("missed_webhook")
-				}
-			default:
-				rep.Fetched++
-				rep.Unchanged++
-				r.fetched.WithLabelValues("unchanged").Inc()
-			}
-		}(ref)
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r.check(ctx, ref, admit, &rep, &mu)
+		})
 	}
 	wg.Wait()
 	return rep, nil
+}
+
+// check fetches one order and adds the outcome to rep.
+func (r *Reconciler) check(ctx context.Context, ref ordersync.OrderRef, admit func(context.Context) error, rep *ReconcileReport, mu *sync.Mutex) {
+	res, err := r.cfg.Syncer.CheckOrder(ctx, ref.Account, ref.Code, admit)
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case err != nil:
+		rep.Failed++
+		if rep.FirstError == nil {
+			rep.FirstError = err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		r.checks.WithLabelValues(checkFailed).Inc()
+		if IsPermanent(err) && r.cfg.Schedule != nil {
+			// The service will answer the same (an order it does not
+			// know): asking again in a minute, as after a transient
+			// failure, would spend the budget on it for ever.
+			if derr := r.cfg.Schedule.DeferCheck(ctx, ref.Account, ref.Code, r.cfg.Clock().Add(ordersync.CheckMaxInterval)); derr != nil {
+				r.cfg.Logger.Error("defer the check of an order the service refuses", "order_code", ref.Code, "err", derr)
+			}
+		}
+	case res.Applied && res.PreviousStatus != "" && res.PreviousStatus != res.Status:
+		rep.Fetched++
+		rep.Changed = append(rep.Changed, ReconcileChange{OrderCode: ref.Code, From: res.PreviousStatus, To: res.Status})
+		r.checks.WithLabelValues(checkChanged).Inc()
+		if r.cfg.OnDrift != nil {
+			r.cfg.OnDrift(driftMissedWebhook)
+		}
+		r.cfg.Logger.Info("reconcile found a status change no webhook announced", "order_code", ref.Code, "from", res.PreviousStatus, "to", res.Status)
+	default:
+		rep.Fetched++
+		rep.Unchanged++
+		r.checks.WithLabelValues(checkUnchanged).Inc()
+	}
 }

@@ -2,6 +2,8 @@ package worker_test
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,14 +14,41 @@ import (
 	"github.com/ordersync/ordersync/worker"
 )
 
-// TestReconcilerReachesQuietOrders: every order was paid while its webhook
-// was lost. With a budget of 2 per pass, the newest orders always win by
-// priority, yet the stalest share of each pass reaches the quiet ones, so
-// the mirror converges within a bounded number of passes (the lost-webhook
-// starvation the chaos run found).
-func TestReconcilerReachesQuietOrders(t *testing.T) {
+// getLog notes when each GET left and for which order, in front
+// of the real client.
+type getLog struct {
+	ordersync.Upstream
+	mu   sync.Mutex
+	gets []loggedGet
+}
+
+type loggedGet struct {
+	code string
+	at   time.Time
+}
+
+func (u *getLog) GetOrder(ctx context.Context, code string) (*ordersync.Order, error) {
+	u.mu.Lock()
+	u.gets = append(u.gets, loggedGet{code, time.Now()})
+	u.mu.Unlock()
+	return u.Upstream.GetOrder(ctx, code)
+}
+
+func (u *getLog) recorded() []loggedGet {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.gets)
+}
+
+// TestReconcilerCatchesMissedChanges: every order was paid while its
+// webhook was lost. Once their checks are due, one round of due checks
+// finds every change, counts it as a missed webhook, and reschedules the
+// orders, so the next round at the same time has nothing to do.
+func TestReconcilerCatchesMissedChanges(t *testing.T) {
 	e := newEnv(t, sim.Faults{})
-	s := e.newSyncer(t, nil, nil)
+	var offset time.Duration
+	clock := func() time.Time { return time.Now().Add(offset) }
+	s := e.newSyncer(t, nil, func(c *worker.SyncerConfig) { c.Clock = clock })
 	ctx := context.Background()
 	orders := e.createOrders(t, 6)
 	for _, o := range orders {
@@ -32,7 +61,7 @@ func TestReconcilerReachesQuietOrders(t *testing.T) {
 	}
 	drift := 0
 	rec, err := worker.NewReconciler(worker.ReconcilerConfig{
-		Source: e.db, Syncer: s, Budget: 2, Registerer: prometheus.NewRegistry(),
+		Schedule: e.db, Syncer: s, Registerer: prometheus.NewRegistry(),
 		OnDrift: func(kind string) {
 			if kind == "missed_webhook" {
 				drift++
@@ -42,17 +71,17 @@ func TestReconcilerReachesQuietOrders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	changed := 0
-	for pass := 1; pass <= 5; pass++ {
-		// Every order is due every pass, as when passes come often.
-		rep, err := rec.RunOnce(ctx, ordersync.ReconcileFilter{SyncedBefore: time.Now().Add(time.Second)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.Fetched > 2 {
-			t.Fatalf("pass %d fetched %d orders, over its budget of 2", pass, rep.Fetched)
-		}
-		changed += len(rep.Changed)
+	if rep, err := rec.CheckDue(ctx, time.Now(), 100); err != nil || rep.Candidates != 0 {
+		t.Fatalf("checks due right after the orders were fetched: %+v, %v; want none", rep, err)
+	}
+	offset = ordersync.CheckMinInterval + time.Second
+	later := clock()
+	rep, err := rec.CheckDue(ctx, later, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Changed) != 6 || drift != 6 {
+		t.Errorf("due checks found %d changes and %d missed webhooks, want 6 and 6: %+v", len(rep.Changed), drift, rep)
 	}
 	for _, o := range orders {
 		m, err := e.db.FindOrderByCode(ctx, ordersync.DefaultAccount, o.OrderCode)
@@ -60,10 +89,148 @@ func TestReconcilerReachesQuietOrders(t *testing.T) {
 			t.Fatal(err)
 		}
 		if m.Order.OrderStatus != ordersync.StatusPaid {
-			t.Errorf("order %s is still %s after 5 passes", o.OrderCode, m.Order.OrderStatus)
+			t.Errorf("order %s is still %s after its check", o.OrderCode, m.Order.OrderStatus)
 		}
 	}
-	if changed != 6 || drift != 6 {
-		t.Errorf("passes reported %d changes and %d missed webhooks, want 6 and 6", changed, drift)
+	if rep, err := rec.CheckDue(ctx, later, 100); err != nil || rep.Candidates != 0 {
+		t.Errorf("checks due again at once: %+v, %v; want none: a found change brings the next check near, not now", rep, err)
+	}
+}
+
+// TestReconcilerStaysWithinBudget: with 40 orders due and a tenth of the
+// upstream's answers failing (so fetches retry), the reconciler running
+// at a budget of 10 requests per second never sends more than 10 in any
+// second, retries included.
+func TestReconcilerStaysWithinBudget(t *testing.T) {
+	e := newEnv(t, sim.Faults{})
+	up := &getLog{Upstream: e.client}
+	s := e.newSyncer(t, up, nil)
+	ctx := context.Background()
+	for _, o := range e.createOrders(t, 40) {
+		if _, err := s.SyncOrder(ctx, ordersync.DefaultAccount, o.OrderCode, ordersync.CauseTrack); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.sim.SetFaults(sim.Faults{ServerErrorRate: 0.1}); err != nil {
+		t.Fatal(err)
+	}
+	const budget = 10
+	reg := prometheus.NewRegistry()
+	rec, err := worker.NewReconciler(worker.ReconcilerConfig{
+		Schedule: e.db, Syncer: s, Budget: budget, Registerer: reg, Logger: e.logger,
+		// Every order is due.
+		Clock: func() time.Time { return time.Now().Add(time.Minute) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	time.AfterFunc(3500*time.Millisecond, stop)
+	if err := rec.Run(runCtx); err != nil {
+		t.Fatal(err)
+	}
+	var gets []time.Time
+	for _, g := range up.recorded() {
+		if g.at.After(start) {
+			gets = append(gets, g.at)
+		}
+	}
+	if len(gets) < 2*budget {
+		t.Fatalf("the reconciler sent %d requests in 3.5s, too few to judge its budget of %d/s", len(gets), budget)
+	}
+	// A window of one second holds at most the budget's requests, plus
+	// the one the bucket starts with, plus one for the scheduling jitter
+	// between a request's turn and its leaving on a busy machine.
+	for i := range gets {
+		j := i
+		for j < len(gets) && gets[j].Sub(gets[i]) < time.Second {
+			j++
+		}
+		if n := j - i; n > budget+2 {
+			t.Fatalf("%d requests within one second from %s, over the budget of %d/s", n, gets[i].Sub(start), budget)
+		}
+	}
+	checked := counterValue(t, reg, "ordersync_reconcile_checks_total", map[string]string{"outcome": "unchanged"}) +
+		counterValue(t, reg, "ordersync_reconcile_checks_total", map[string]string{"outcome": "failed"})
+	t.Logf("%d requests in 3.5s for %v checks at a budget of %d/s", len(gets), checked, budget)
+}
+
+// TestReconcilerGivesWayToWebhookFetches: with the upstream capped at 20
+// requests per second and webhook-driven fetches queued for it, the
+// reconciler's checks wait until every one of those fetches has left,
+// including those queued after the checks were.
+func TestReconcilerGivesWayToWebhookFetches(t *testing.T) {
+	e := newEnv(t, sim.Faults{})
+	up := &getLog{Upstream: e.client}
+	s := e.newSyncer(t, up, func(c *worker.SyncerConfig) { c.RequestsPerSecond = 20 })
+	ctx := context.Background()
+	orders := e.createOrders(t, 35)
+	webhookOrders, checkedOrders := orders[:30], orders[30:]
+	var wg sync.WaitGroup
+	fetch := func(orders []ordersync.PaymentLinkResult) {
+		for _, o := range orders {
+			wg.Go(func() {
+				if _, _, err := s.Fetch(ctx, ordersync.DefaultAccount, o.OrderCode); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	fetch(webhookOrders[:15])
+	time.Sleep(50 * time.Millisecond) // the fetches queue at the rate limit
+	for _, o := range checkedOrders {
+		wg.Go(func() {
+			if _, err := s.CheckOrder(ctx, ordersync.DefaultAccount, o.OrderCode, func(context.Context) error { return nil }); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond)
+	fetch(webhookOrders[15:]) // more webhooks, while the checks wait
+	wg.Wait()
+	gets := up.recorded()
+	checked := map[string]bool{}
+	for _, o := range checkedOrders {
+		checked[o.OrderCode] = true
+	}
+	for i, g := range gets {
+		if checked[g.code] && i < len(webhookOrders) {
+			t.Fatalf("check of %s was request %d of %d, before the webhooks' fetches were done", g.code, i+1, len(gets))
+		}
+	}
+	if len(gets) != len(orders) {
+		t.Errorf("%d requests, want %d", len(gets), len(orders))
+	}
+}
+
+// TestReconcilerDefersOrdersTheServiceRefuses: a check the service answers
+// with a permanent failure (an order it does not know) comes back after
+// the longest interval, while a transient failure is tried again a
+// minute later.
+func TestReconcilerDefersOrdersTheServiceRefuses(t *testing.T) {
+	e := newEnv(t, sim.Faults{})
+	s := e.newSyncer(t, nil, nil)
+	ctx := context.Background()
+	if err := e.db.RecordOrderRef(ctx, ordersync.OrderRef{Account: ordersync.DefaultAccount, Code: "NoSuch1"}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := worker.NewReconciler(worker.ReconcilerConfig{Schedule: e.db, Syncer: s, Registerer: prometheus.NewRegistry(), Logger: e.logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := time.Now().Add(ordersync.CheckMinInterval + time.Second)
+	rep, err := rec.CheckDue(ctx, due, 10)
+	if err != nil || rep.Failed != 1 || !worker.IsPermanent(rep.FirstError) {
+		t.Fatalf("check of an unknown order: %+v, %v; want one permanent failure", rep, err)
+	}
+	for _, after := range []time.Duration{2 * time.Minute, ordersync.CheckMaxInterval - time.Minute} {
+		if rep, err := rec.CheckDue(ctx, due.Add(after), 10); err != nil || rep.Candidates != 0 {
+			t.Errorf("%s later: %+v, %v; want no check yet", after, rep, err)
+		}
+	}
+	if rep, err := rec.CheckDue(ctx, due.Add(ordersync.CheckMaxInterval+time.Minute), 10); err != nil || rep.Candidates != 1 {
+		t.Errorf("after %s: %+v, %v; want the check again", ordersync.CheckMaxInterval, rep, err)
 	}
 }

@@ -142,7 +142,29 @@ type Syncer struct {
 	breakerOpenedAt atomic.Int64
 
 	cred credentialsPause
+
+	// foreground counts the fetches other than the reconciler's that are
+	// waiting for the upstream (the Retry-After gate, the rate limit):
+	// while there are any, the reconciler's checks wait (see giveWay).
+	foreground atomic.Int64
 }
+
+// fetchOptions make a fetch other than a webhook's. The zero value is a
+// webhook's fetch.
+type fetchOptions struct {
+	// interactive: a person waits on the admin API, so the fetch does not
+	// wait at a closed Retry-After gate but fails at once with an outage
+	// (ErrRateLimited) whose Wait says when to come back.
+	interactive bool
+	// admit, when set, makes the fetch one of the reconciler's checks: it
+	// gives way to every other fetch, and each of its requests first passes
+	// admit (the reconciler's own budget).
+	admit func(ctx context.Context) error
+}
+
+// giveWayPoll is how often a check waiting for other fetches to leave looks
+// again: far below the interval of any budget the reconciler runs at.
+const giveWayPoll = 10 * time.Millisecond
 
 // fetched is the result of one successful request.
 type fetched struct {
@@ -245,13 +267,10 @@ func (s *Syncer) CredentialsPaused() bool {
 // *OutageError when the upstream is unavailable (IsOutage), or the context's
 // or the mirror's error.
 func (s *Syncer) Fetch(ctx context.Context, account, code string) (*ordersync.Order, int64, error) {
-	return s.fetch(ctx, code, false)
+	return s.fetch(ctx, code, fetchOptions{})
 }
 
-// fetch is Fetch; an interactive fetch (a person waiting on the admin API)
-// does not wait at a closed Retry-After gate but fails at once with an
-// outage (ErrRateLimited) whose Wait says when to come back.
-func (s *Syncer) fetch(ctx context.Context, code string, interactive bool) (*ordersync.Order, int64, error) {
+func (s *Syncer) fetch(ctx context.Context, code string, opts fetchOptions) (*ordersync.Order, int64, error) {
 	b := backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(s.cfg.Retry.Initial),
 		backoff.WithMaxInterval(s.cfg.Retry.Max),
@@ -259,7 +278,7 @@ func (s *Syncer) fetch(ctx context.Context, code string, interactive bool) (*ord
 		backoff.WithMultiplier(s.cfg.Retry.Multiplier),
 		backoff.WithRandomizationFactor(s.cfg.Retry.RandomizationFactor),
 	)
-	op := func() (fetched, error) { return s.attempt(ctx, code, interactive) }
+	op := func() (fetched, error) { return s.attempt(ctx, code, opts) }
 	notify := func(error, time.Duration) { s.metrics.fetchRetries.Inc() }
 	res, err := backoff.RetryNotifyWithData(op, backoff.WithContext(b, ctx), notify)
 	if err == nil {
@@ -287,23 +306,10 @@ func (s *Syncer) retryAfterWait(err error) time.Duration {
 // attempt sends one request through the gate, the credentials pause, the
 // rate limiter and the breaker. Errors that must not be retried come back
 // wrapped in backoff.Permanent.
-func (s *Syncer) attempt(ctx context.Context, code string, interactive bool) (fetched, error) {
-	if interactive {
-		if wait := s.GateWait(); wait > 0 {
-			return fetched{}, backoff.Permanent(gateClosed(fetchOp(code), wait))
-		}
-	} else if err := s.waitGate(ctx); err != nil {
-		return fetched{}, backoff.Permanent(err)
-	}
-	probe, err := s.admitCredentials(code)
+func (s *Syncer) attempt(ctx context.Context, code string, opts fetchOptions) (fetched, error) {
+	probe, err := s.waitTurn(ctx, code, opts)
 	if err != nil {
 		return fetched{}, backoff.Permanent(err)
-	}
-	if s.limiter != nil {
-		if err := s.limiter.Wait(ctx); err != nil {
-			s.endProbe(probe, false)
-			return fetched{}, backoff.Permanent(fmt.Errorf("wait for the upstream rate limit: %w", err))
-		}
 	}
 	res, err := s.breaker.Execute(func() (fetched, error) {
 		// The sequence is taken here, after every wait, so that the order
@@ -360,6 +366,59 @@ func (s *Syncer) attempt(ctx context.Context, code string, interactive bool) (fe
 		return fetched{}, backoff.Permanent(ue)
 	}
 	return fetched{}, ue
+}
+
+// waitTurn waits until a request may leave: past the Retry-After gate (an
+// interactive fetch does not wait there) and the credentials pause, then
+// the rate limit. A reconciler's check (opts.admit set) first passes its
+// own budget and then gives way to the other fetches, which count
+// themselves as waiting meanwhile.
+func (s *Syncer) waitTurn(ctx context.Context, code string, opts fetchOptions) (probe bool, err error) {
+	check := opts.admit != nil
+	if check {
+		if err := opts.admit(ctx); err != nil {
+			return false, fmt.Errorf("wait for the reconcile budget: %w", err)
+		}
+	} else {
+		s.foreground.Add(1)
+		defer s.foreground.Add(-1)
+	}
+	if opts.interactive {
+		if wait := s.GateWait(); wait > 0 {
+			return false, gateClosed(fetchOp(code), wait)
+		}
+	} else if err := s.waitGate(ctx); err != nil {
+		return false, err
+	}
+	if probe, err = s.admitCredentials(code); err != nil {
+		return false, err
+	}
+	if check {
+		err = s.giveWay(ctx)
+	} else if s.limiter != nil {
+		if err = s.limiter.Wait(ctx); err != nil {
+			err = fmt.Errorf("wait for the upstream rate limit: %w", err)
+		}
+	}
+	if err != nil {
+		s.endProbe(probe, false)
+		return false, err
+	}
+	return probe, nil
+}
+
+// giveWay waits until no other fetch is waiting for the upstream and the
+// rate limit has a request to spare now, and takes it: a check never takes
+// a turn a webhook's fetch is queued for.
+func (s *Syncer) giveWay(ctx context.Context) error {
+	for {
+		if s.foreground.Load() == 0 && (s.limiter == nil || s.limiter.Allow()) {
+			return nil
+		}
+		if err := sleep(ctx, giveWayPoll); err != nil {
+			return fmt.Errorf("give way to the other fetches: %w", err)
+		}
+	}
 }
 
 // checkFetched rejects a detail that is not the order asked for.
@@ -480,7 +539,7 @@ func (s *Syncer) rejectCredentials(ue *ordersync.UpstreamError) time.Duration {
 // SyncOrder fetches one order and applies it to the mirror, as the CLI, the
 // admin API and the reconciler do.
 func (s *Syncer) SyncOrder(ctx context.Context, account, code string, cause ordersync.Cause) (ordersync.ApplyResult, error) {
-	order, seq, err := s.fetch(ctx, code, interactive(cause))
+	order, seq, err := s.fetch(ctx, code, fetchOptions{interactive: interactive(cause)})
 	if err != nil {
 		return ordersync.ApplyResult{}, err
 	}
@@ -489,6 +548,23 @@ func (s *Syncer) SyncOrder(ctx context.Context, account, code string, cause orde
 	}})
 	if err != nil {
 		return ordersync.ApplyResult{}, fmt.Errorf("sync order %s: %w", code, err)
+	}
+	return results[0], nil
+}
+
+// CheckOrder is the reconciler's SyncOrder: the order is fetched with cause
+// reconcile, after every other fetch waiting for the upstream, and each
+// request it sends first passes admit.
+func (s *Syncer) CheckOrder(ctx context.Context, account, code string, admit func(ctx context.Context) error) (ordersync.ApplyResult, error) {
+	order, seq, err := s.fetch(ctx, code, fetchOptions{admit: admit})
+	if err != nil {
+		return ordersync.ApplyResult{}, err
+	}
+	results, err := s.apply(ctx, []ordersync.ApplyParams{{
+		Account: account, Order: order, Seq: seq, FetchedAt: s.now(), Cause: ordersync.CauseReconcile,
+	}})
+	if err != nil {
+		return ordersync.ApplyResult{}, fmt.Errorf("check order %s: %w", code, err)
 	}
 	return results[0], nil
 }

@@ -39,12 +39,11 @@ type chaosOptions struct {
 	// ConvergeWithin is the promise: after the faults stop, the mirror
 	// matches the simulator within it, or the run fails.
 	ConvergeWithin time.Duration
-	// ReconcileInterval and ReconcileBudget are the pipeline's
-	// --reconcile-interval and --reconcile-budget (0: its default budget).
-	ReconcileInterval time.Duration
-	ReconcileBudget   int
-	Keep              bool
-	Verbose           bool
+	// ReconcileRPS is the pipeline's --reconcile-rps; 0 leaves its
+	// default, which the chaos test is meant to prove.
+	ReconcileRPS float64
+	Keep         bool
+	Verbose      bool
 
 	// exe and env run the pipeline (tests pass the test binary).
 	exe string
@@ -90,15 +89,14 @@ genuinely permanent failures, and the mirror converged within
 	f.Uint64Var(&opts.Seed, "seed", opts.Seed, "seed of the buyers' choices and the simulator's faults")
 	f.DurationVar(&opts.Down, "down", opts.Down, "how long the pipeline stays dead after each kill")
 	f.DurationVar(&opts.ConvergeWithin, "converge-within", opts.ConvergeWithin, "fail unless the mirror matches this long after the faults stop")
-	f.DurationVar(&opts.ReconcileInterval, "reconcile-interval", opts.ReconcileInterval, "the pipeline's reconcile interval: short, so dropped webhooks are caught")
-	f.IntVar(&opts.ReconcileBudget, "reconcile-budget", 0, "the pipeline's reconcile budget per pass (default: its own default)")
+	f.Float64Var(&opts.ReconcileRPS, "reconcile-rps", 0, "the pipeline's reconcile budget in upstream requests per second (default: its own default)")
 	f.BoolVar(&opts.Keep, "keep", false, "keep the data directory and the pipeline's log, and print where they are")
 	f.BoolVar(&opts.Verbose, "verbose", false, "log the simulator's warnings to stderr")
 	return cmd
 }
 
 func defaultChaosOptions() chaosOptions {
-	return chaosOptions{Orders: 2000, Kills: 2, Seed: 1, Down: time.Second, ConvergeWithin: 60 * time.Second, ReconcileInterval: 2 * time.Second}
+	return chaosOptions{Orders: 2000, Kills: 2, Seed: 1, Down: time.Second, ConvergeWithin: 60 * time.Second}
 }
 
 func (o chaosOptions) validate() error {
@@ -109,10 +107,8 @@ func (o chaosOptions) validate() error {
 		return fmt.Errorf("chaos: kills must be ≥ 0, got %d", o.Kills)
 	case o.Down < 0:
 		return fmt.Errorf("chaos: down must not be negative, got %s", o.Down)
-	case o.ReconcileInterval <= 0:
-		return fmt.Errorf("chaos: reconcile-interval must be positive (dropped webhooks are only caught by the reconciler), got %s", o.ReconcileInterval)
-	case o.ReconcileBudget < 0:
-		return fmt.Errorf("chaos: reconcile-budget must not be negative, got %d", o.ReconcileBudget)
+	case o.ReconcileRPS < 0:
+		return fmt.Errorf("chaos: reconcile-rps must not be negative (dropped webhooks are only caught by the reconciler), got %v", o.ReconcileRPS)
 	case o.ConvergeWithin <= 0:
 		return fmt.Errorf("chaos: converge-within must be positive, got %s", o.ConvergeWithin)
 	case o.exe == "":
@@ -270,9 +266,9 @@ func (r *chaosRun) setUp(ctx context.Context) (err error) {
 		r.proxy.Close()
 		return err
 	}
-	args := []string{"--reconcile-interval", r.opts.ReconcileInterval.String(), "--upstream-timeout", "5s", "--log-level", "warn"}
-	if r.opts.ReconcileBudget > 0 {
-		args = append(args, "--reconcile-budget", strconv.Itoa(r.opts.ReconcileBudget))
+	args := []string{"--upstream-timeout", "5s", "--log-level", "warn"}
+	if r.opts.ReconcileRPS > 0 {
+		args = append(args, "--reconcile-rps", strconv.FormatFloat(r.opts.ReconcileRPS, 'g', -1, 64))
 	}
 	r.child, err = startChild(ctx, childConfig{
 		Exe: r.opts.exe, Env: r.opts.env, DataDir: r.rep.DataDir, LogPath: r.rep.LogPath,

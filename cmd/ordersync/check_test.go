@@ -5,6 +5,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +103,10 @@ func TestServeLogsChecksAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// serve in-process must leave the test binary's runtime alone: its
+	// runtime settings apply only while these are unset.
+	t.Setenv("GOMAXPROCS", strconv.Itoa(runtime.GOMAXPROCS(0)))
+	t.Setenv("GOMEMLIMIT", "off")
 	cmd := newRootCommand()
 	var out syncBuffer
 	cmd.SetOut(&out)

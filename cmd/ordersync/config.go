@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"net/url"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/queue"
+	"github.com/ordersync/ordersync/worker"
 )
 
 // Config is everything `ordersync serve` and the other commands need. It is
@@ -98,10 +100,15 @@ type Config struct {
 	UpstreamRPS float64 `yaml:"upstream_rps"`
 	// UpstreamTimeout bounds one upstream request.
 	UpstreamTimeout time.Duration `yaml:"upstream_timeout"`
-	// ReconcileInterval is how often the reconciler runs (0 disables it).
+	// ReconcileRPS is the reconciler's budget: the most upstream requests
+	// per second it spends checking orders that are due (0 turns it off).
+	ReconcileRPS float64 `yaml:"reconcile_rps"`
+	// ReconcileInterval and ReconcileBudget are the settings of the
+	// reconciler's passes, which a schedule replaced: reconcile_interval 0
+	// still turns the reconciler off; other values are refused with what
+	// replaces them (checkReconcile).
 	ReconcileInterval time.Duration `yaml:"reconcile_interval"`
-	// ReconcileBudget is how many orders one reconciler pass may re-fetch.
-	ReconcileBudget int `yaml:"reconcile_budget"`
+	ReconcileBudget   int           `yaml:"reconcile_budget"`
 	// OutboxRetention keeps published outbox messages this long (0: forever).
 	OutboxRetention time.Duration `yaml:"outbox_retention"`
 	// EventLogRetention keeps event log rows this long (0: forever).
@@ -164,8 +171,8 @@ func defaultConfig() Config {
 		AdminListen:       "127.0.0.1:9090",
 		Workers:           64,
 		UpstreamTimeout:   10 * time.Second,
-		ReconcileInterval: time.Minute,
-		ReconcileBudget:   200,
+		ReconcileRPS:      worker.DefaultReconcileBudget,
+		ReconcileInterval: reconcileIntervalUnset,
 		OutboxRetention:   7 * 24 * time.Hour,
 		LogLevel:          "info",
 		LogFormat:         "text",
@@ -183,6 +190,10 @@ type setting struct {
 	// takes them all; every command reads it from the file and environment.
 	scope scope
 	set   value
+
+	// replaced marks a setting kept only to say what replaced it; the
+	// example config leaves it out.
+	replaced bool
 }
 
 // scope is a set of the parts of the configuration a command needs.
@@ -305,8 +316,9 @@ var settings = []setting{
 	{key: "workers", env: "ORDERSYNC_WORKERS", usage: "concurrent upstream fetches", set: integer(func(c *Config) *int { return &c.Workers })},
 	{key: "upstream_rps", env: "ORDERSYNC_UPSTREAM_RPS", usage: "cap on upstream requests per second, 0 = none", set: number(func(c *Config) *float64 { return &c.UpstreamRPS })},
 	{key: "upstream_timeout", env: "ORDERSYNC_UPSTREAM_TIMEOUT", usage: "timeout of one upstream request", scope: scopeUpstream, set: duration(func(c *Config) *time.Duration { return &c.UpstreamTimeout })},
-	{key: "reconcile_interval", env: "ORDERSYNC_RECONCILE_INTERVAL", usage: "how often the reconciler runs, 0 disables it", set: duration(func(c *Config) *time.Duration { return &c.ReconcileInterval })},
-	{key: "reconcile_budget", env: "ORDERSYNC_RECONCILE_BUDGET", usage: "orders one reconciler pass may re-fetch", set: integer(func(c *Config) *int { return &c.ReconcileBudget })},
+	{key: "reconcile_rps", env: "ORDERSYNC_RECONCILE_RPS", usage: "upstream requests per second the reconciler may spend on checks that are due, 0 = reconciler off", set: number(func(c *Config) *float64 { return &c.ReconcileRPS })},
+	{key: "reconcile_interval", env: "ORDERSYNC_RECONCILE_INTERVAL", usage: "replaced by reconcile_rps; only 0 (reconciler off) is still accepted", replaced: true, set: duration(func(c *Config) *time.Duration { return &c.ReconcileInterval })},
+	{key: "reconcile_budget", env: "ORDERSYNC_RECONCILE_BUDGET", usage: "replaced by reconcile_rps (requests per second); refused", replaced: true, set: integer(func(c *Config) *int { return &c.ReconcileBudget })},
 	{key: "outbox_retention", env: "ORDERSYNC_OUTBOX_RETENTION", usage: "how long published outbox messages are kept, 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.OutboxRetention })},
 	{key: "event_log_retention", env: "ORDERSYNC_EVENT_LOG_RETENTION", usage: "how long event log rows are kept, 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.EventLogRetention })},
 	{key: "log_level", env: "ORDERSYNC_LOG_LEVEL", usage: "debug, info, warn or error", set: str(func(c *Config) *string { return &c.LogLevel })},
@@ -608,6 +620,7 @@ func (c *Config) validateServe() error {
 		func() error { _, err := parseRoles(c.Role); return err },
 		func() error { _, err := parseCIDRs(c.TrustedProxies); return err },
 		c.checkAdminListen,
+		c.checkReconcile,
 	} {
 		if err := check(); err != nil {
 			errs = append(errs, err)
@@ -624,6 +637,38 @@ func checkBaseURL(s string) error {
 		return fmt.Errorf("%q is not an http or https URL (like https://api.example.com)", s)
 	}
 	return nil
+}
+
+// reconcileIntervalUnset is ReconcileInterval when no setting gave it.
+const reconcileIntervalUnset time.Duration = -1
+
+// checkReconcile refuses the settings of the reconciler's former passes,
+// saying what replaces them, except reconcile_interval 0, which still turns
+// the reconciler off.
+func (c *Config) checkReconcile() error {
+	const replaced = "the reconciler now checks each order when its schedule says it is due, " +
+		"spending at most reconcile_rps upstream requests per second (ORDERSYNC_RECONCILE_RPS or --reconcile-rps, default %v); " +
+		"reconcile_interval: 0 or reconcile_rps: 0 turns it off"
+	switch {
+	case c.ReconcileBudget != 0:
+		interval, remove := time.Minute, "reconcile_budget"
+		if c.ReconcileInterval > 0 {
+			interval, remove = c.ReconcileInterval, "reconcile_budget and reconcile_interval"
+		}
+		return fmt.Errorf("bad setting: reconcile_budget %d (orders per pass, %.2f requests per second with passes every %s) is replaced by reconcile_rps; "+
+			replaced+"; remove %s", c.ReconcileBudget, float64(c.ReconcileBudget)/interval.Seconds(), interval, worker.DefaultReconcileBudget, remove)
+	case c.ReconcileInterval > 0:
+		return fmt.Errorf("bad setting: reconcile_interval %s: the reconciler no longer runs in passes; "+replaced+
+			"; remove reconcile_interval", c.ReconcileInterval, worker.DefaultReconcileBudget)
+	case c.ReconcileRPS < 0 || math.IsNaN(c.ReconcileRPS) || math.IsInf(c.ReconcileRPS, 0):
+		return fmt.Errorf("bad setting: reconcile_rps must be a finite number ≥ 0, got %v", c.ReconcileRPS)
+	}
+	return nil
+}
+
+// reconcileOn reports whether this deployment runs the reconciler.
+func (c *Config) reconcileOn() bool {
+	return c.ReconcileRPS > 0 && c.ReconcileInterval != 0
 }
 
 // roles is what one process runs.

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -29,7 +28,7 @@ func loadTestConfig(t *testing.T, file string, env map[string]string, args ...st
 
 // TestConfigPrecedence: file, then environment, then flags.
 func TestConfigPrecedence(t *testing.T) {
-	file := "api_base_url: https://file.example\nsecret_key: from-file\nworkers: 8\nreconcile_interval: 30s\nwebhook_secrets: [a, b]\n"
+	file := "api_base_url: https://file.example\nsecret_key: from-file\nworkers: 8\nreconcile_rps: 7.5\nwebhook_secrets: [a, b]\n"
 	env := map[string]string{"ORDERSYNC_SECRET_KEY": "from-env", "ORDERSYNC_WORKERS": "16", "ORDERSYNC_DATA_DIR": "/var/lib/os"}
 	cfg, err := loadTestConfig(t, file, env, "--workers", "32")
 	if err != nil {
@@ -38,7 +37,7 @@ func TestConfigPrecedence(t *testing.T) {
 	if cfg.APIBaseURL != "https://file.example" || cfg.SecretKey != "from-env" || cfg.Workers != 32 {
 		t.Fatalf("precedence broken: %+v", cfg)
 	}
-	if cfg.ReconcileInterval != 30*time.Second || strings.Join(cfg.WebhookSecrets, ",") != "a,b" {
+	if cfg.ReconcileRPS != 7.5 || strings.Join(cfg.WebhookSecrets, ",") != "a,b" {
 		t.Fatalf("file settings lost: %+v", cfg)
 	}
 	if cfg.DatabaseURL != filepath.Join("/var/lib/os", "ordersync.db") {
@@ -106,6 +105,77 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
+// TestReplacedReconcileSettings: the settings of the reconciler's former
+// passes are refused with what replaces them, from the file, the
+// environment and flags alike, except reconcile_interval 0, which still
+// turns the reconciler off; reconcile_rps is the budget, 0 turns it off.
+func TestReplacedReconcileSettings(t *testing.T) {
+	full := map[string]string{"ORDERSYNC_API_BASE_URL": "http://x", "ORDERSYNC_SECRET_KEY": "k", "ORDERSYNC_WEBHOOK_SECRET": "s"}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{k: v}
+		for kk, vv := range full {
+			m[kk] = vv
+		}
+		return m
+	}
+	refused := []struct {
+		name string
+		file string
+		env  map[string]string
+		args []string
+		want []string
+	}{
+		{"interval in the file", "reconcile_interval: 1m\n", full, nil, []string{"reconcile_interval 1m0s", "reconcile_rps", "ORDERSYNC_RECONCILE_RPS", "remove reconcile_interval"}},
+		{"interval flag", "", full, []string{"--reconcile-interval", "2s"}, []string{"reconcile_interval 2s", "reconcile_rps"}},
+		{"budget in the environment", "", with("ORDERSYNC_RECONCILE_BUDGET", "200"), nil, []string{"reconcile_budget 200", "3.33 requests per second", "reconcile_rps", "remove reconcile_budget"}},
+		{"budget and interval", "reconcile_interval: 10s\nreconcile_budget: 50\n", full, nil, []string{"5.00 requests per second with passes every 10s", "remove reconcile_budget and reconcile_interval"}},
+		{"negative rps", "", full, []string{"--reconcile-rps", "-1"}, []string{"reconcile_rps"}},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := loadTestConfig(t, tc.file, tc.env, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = cfg.validateServe()
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+	on := []struct {
+		name string
+		file string
+		args []string
+		on   bool
+		rps  float64
+	}{
+		{"default", "", nil, true, 20},
+		{"rps", "reconcile_rps: 5\n", nil, true, 5},
+		{"rps 0", "", []string{"--reconcile-rps", "0"}, false, 0},
+		{"interval 0 still turns it off", "reconcile_interval: 0s\n", nil, false, 20},
+	}
+	for _, tc := range on {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := loadTestConfig(t, tc.file, full, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cfg.validateServe(); err != nil {
+				t.Fatal(err)
+			}
+			if cfg.reconcileOn() != tc.on || cfg.ReconcileRPS != tc.rps {
+				t.Errorf("reconciler on %v at %v requests/s, want %v at %v", cfg.reconcileOn(), cfg.ReconcileRPS, tc.on, tc.rps)
+			}
+		})
+	}
+}
+
 // TestExampleConfig: the example file loads and documents every setting
 // with its environment variable, and so does the README.
 func TestExampleConfig(t *testing.T) {
@@ -123,6 +193,9 @@ func TestExampleConfig(t *testing.T) {
 	for _, st := range settings {
 		if !strings.Contains(string(readme), st.env) {
 			t.Errorf("the README's configuration table lacks %s", st.env)
+		}
+		if st.replaced {
+			continue
 		}
 		if !strings.Contains(string(b), "\n"+st.key+":") {
 			t.Errorf("the example config lacks %s", st.key)

@@ -104,7 +104,7 @@ func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoRepo
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	st, err := startStack(ctx, stackOptions{
-		DataDir: dir, Logger: logger, Seed: int64(opts.Seed), Reconcile: 5 * time.Second,
+		DataDir: dir, Logger: logger, Seed: int64(opts.Seed),
 		Faults: sim.Faults{DuplicateRate: 0.15, ReorderRate: 0.15, ReorderDelay: 300 * time.Millisecond},
 	})
 	if err != nil {

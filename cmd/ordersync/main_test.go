@@ -96,7 +96,7 @@ func waitMirrorMatches(t *testing.T, st *stack, timeout time.Duration) {
 // created.
 func TestEndToEnd(t *testing.T) {
 	st := startTestStack(t, stackOptions{
-		Seed: 7, Reconcile: 0,
+		Seed:   7,
 		Faults: sim.Faults{DuplicateRate: 0.2, ReorderRate: 0.2, ReorderDelay: 100 * time.Millisecond, OtherProductRate: 0.2, SubscriptionRate: 0.1},
 	})
 	rng := rand.New(rand.NewPCG(7, 7))

@@ -133,8 +133,7 @@ per order.`,
 	f.Uint64Var(&opts.Chaos.Seed, "seed", opts.Chaos.Seed, "seed of the buyers' choices and the simulator's faults")
 	f.DurationVar(&opts.Chaos.Down, "down", opts.Chaos.Down, "how long a killed process stays dead")
 	f.DurationVar(&opts.Chaos.ConvergeWithin, "converge-within", opts.Chaos.ConvergeWithin, "fail unless the mirror matches this long after the faults stop")
-	f.DurationVar(&opts.Chaos.ReconcileInterval, "reconcile-interval", opts.Chaos.ReconcileInterval, "the reconciler's interval: short, so dropped webhooks are caught")
-	f.IntVar(&opts.Chaos.ReconcileBudget, "reconcile-budget", 0, "the reconciler's budget per pass (default: its own default)")
+	f.Float64Var(&opts.Chaos.ReconcileRPS, "reconcile-rps", 0, "the reconciler's budget in upstream requests per second (default: its own default)")
 	f.BoolVar(&opts.Chaos.Keep, "keep", false, "keep the logs, the schema and the NATS streams, and print where they are")
 	f.BoolVar(&opts.Chaos.Verbose, "verbose", false, "log the simulator's warnings to stderr")
 	f.IntVar(&opts.Receivers, "receivers", opts.Receivers, "receiver processes")
@@ -585,10 +584,10 @@ func (m *multiprocRun) setUp(ctx context.Context, dir string) (err error) {
 		roles = append(roles, "relay")
 	}
 	roles = append(roles, "reconciler")
-	args := []string{"--reconcile-interval", m.opts.Chaos.ReconcileInterval.String(), "--upstream-timeout", "5s", "--log-level", "warn",
+	args := []string{"--upstream-timeout", "5s", "--log-level", "warn",
 		"--leader-ttl", m.opts.LeaderTTL.String(), "--db-max-open-conns", "5", "--db-max-idle-conns", "5"}
-	if m.opts.Chaos.ReconcileBudget > 0 {
-		args = append(args, "--reconcile-budget", strconv.Itoa(m.opts.Chaos.ReconcileBudget))
+	if m.opts.Chaos.ReconcileRPS > 0 {
+		args = append(args, "--reconcile-rps", strconv.FormatFloat(m.opts.Chaos.ReconcileRPS, 'g', -1, 64))
 	}
 	m.procs, err = startFleet(ctx, fleetConfig{
 		exe: m.opts.Chaos.exe, env: m.opts.Chaos.env, dir: dir, ext: m.ext,

@@ -237,7 +237,7 @@ func (p *Program) buildStages() (err error) {
 	}
 	for name, syncer := range p.syncers {
 		rec, err := worker.NewReconciler(worker.ReconcilerConfig{
-			Source: p.db, Syncer: syncer, Account: name, Interval: p.cfg.ReconcileInterval, Budget: p.cfg.ReconcileBudget,
+			Schedule: p.db, Source: p.db, Syncer: syncer, Account: name, Budget: p.cfg.ReconcileRPS,
 			OnDrift: p.pool.RecordDrift, Registerer: accountRegisterer(p.reg, name), Logger: log("reconcile").With("account", name),
 		})
 		if err != nil {
@@ -339,7 +339,7 @@ func (p *Program) Run(ctx context.Context) error {
 	if p.roles.relay {
 		run(&working, "relay", func() error { return p.lead(workCtx, "relay", p.relay.Run) })
 	}
-	if p.roles.reconciler && p.cfg.ReconcileInterval > 0 {
+	if p.roles.reconciler && p.cfg.reconcileOn() {
 		run(&working, "reconciler", func() error { return p.lead(workCtx, "reconciler", p.runReconcilers) })
 	}
 	if p.roles.reconciler && p.pruner.Enabled() {

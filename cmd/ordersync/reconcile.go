@@ -18,7 +18,7 @@ func newReconcileCommand() *cobra.Command {
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "reconcile [--all] [--since T]",
-		Short: "Re-fetch orders that can still change, now, and print what changed",
+		Short: "Check orders that can still change now, whether due or not, and print what changed",
 		Args:  cobra.NoArgs,
 	}
 	flags := addConfigFlags(cmd.Flags(), scopeMirror|scopeUpstream)

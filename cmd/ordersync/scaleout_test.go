@@ -41,7 +41,7 @@ func externalServices(t *testing.T) (databaseURL, natsURL, namespace string) {
 func TestScaleOutEndToEnd(t *testing.T) {
 	dbURL, natsURL, ns := externalServices(t)
 	st := startTestStack(t, stackOptions{
-		Seed: 3, Reconcile: time.Second,
+		Seed:   3,
 		Faults: sim.Faults{DuplicateRate: 0.2, ReorderRate: 0.2, ReorderDelay: 50 * time.Millisecond},
 		Configure: func(c *Config) {
 			c.DatabaseURL, c.NATSURL, c.NATSNamespace = dbURL, natsURL, ns

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"time"
 
 	"github.com/ordersync/ordersync/sim"
 )
@@ -34,7 +33,6 @@ type stackOptions struct {
 	Faults    sim.Faults
 	Seed      int64
 	Logger    *slog.Logger
-	Reconcile time.Duration
 	Configure func(*Config)
 }
 
@@ -67,7 +65,6 @@ func startStack(ctx context.Context, opts stackOptions) (_ *stack, err error) {
 	cfg.DatabaseURL = opts.DataDir + "/ordersync.db"
 	cfg.Listen, cfg.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Workers = opts.Workers
-	cfg.ReconcileInterval = opts.Reconcile
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}

@@ -1,0 +1,257 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/sim"
+	"github.com/ordersync/ordersync/store"
+	"github.com/ordersync/ordersync/worker"
+)
+
+// promiseEnv is the env of ORDERSYNC_TEST_PROMISE, which runs
+// TestReconcilePromise (about four minutes).
+const promiseEnv = "ORDERSYNC_TEST_PROMISE"
+
+// simClock is a clock the test moves by hand.
+type simClock struct{ ns atomic.Int64 }
+
+func (c *simClock) now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *simClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// promiseRig is the reconciler at its default settings over the real
+// simulator (HTTP on loopback), Syncer and SQLite mirror, all on a
+// simulated clock the test advances second by second, spending the
+// default budget each simulated second.
+type promiseRig struct {
+	clock  *simClock
+	sim    *sim.Server
+	db     *store.DB
+	syncer *worker.Syncer
+	rec    *worker.Reconciler
+	// allowance is the budget not spent yet, at most one second's worth.
+	allowance float64
+	// gets counts the reconciler's checks (one request each: no faults).
+	gets int
+}
+
+func newPromiseRig(t *testing.T) *promiseRig {
+	t.Helper()
+	r := &promiseRig{clock: &simClock{}}
+	// Ahead of the wall clock, which stamps when the mirror first saw an
+	// order, by more than the set-up takes.
+	r.clock.ns.Store(time.Now().Add(10 * time.Minute).UnixNano())
+	var err error
+	if r.sim, err = sim.New(sim.Config{SecretKey: simKey, Seed: 12, Clock: r.clock.now}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.sim.Close() })
+	simURL, err := r.sim.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.db, err = store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "mirror.db")}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.db.Close() })
+	if r.syncer, err = worker.NewSyncer(worker.SyncerConfig{Upstream: newClient(t, simURL, simKey), Mirror: r.db, Clock: r.clock.now}); err != nil {
+		t.Fatal(err)
+	}
+	if r.rec, err = worker.NewReconciler(worker.ReconcilerConfig{
+		Schedule: r.db, Syncer: r.syncer, Clock: r.clock.now, Registerer: prometheus.NewRegistry(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// createMirrored creates n orders upstream, pays the first paid of them,
+// and mirrors all at the current simulated time: their last activity.
+func (r *promiseRig) createMirrored(t *testing.T, n, paid int) []string {
+	t.Helper()
+	codes := make([]string, n)
+	ctx := context.Background()
+	for i := range n {
+		amount := ordersync.MustAmount(fmt.Sprintf("%d.25", 1+i%50))
+		res, err := r.sim.CreatePaymentLink(ordersync.PaymentLinkParams{Amount: &amount})
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes[i] = res.OrderCode
+		if i < paid {
+			if _, err := r.sim.Pay(res.OrderCode, sim.DefaultBuyer); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := r.syncer.SyncOrder(ctx, ordersync.DefaultAccount, res.OrderCode, ordersync.CauseTrack); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return codes
+}
+
+// second moves the clock by one second and spends that second's budget on
+// the checks due; it returns the changes they found.
+func (r *promiseRig) second(t *testing.T) []worker.ReconcileChange {
+	t.Helper()
+	r.clock.advance(time.Second)
+	r.allowance = min(r.allowance+worker.DefaultReconcileBudget, worker.DefaultReconcileBudget)
+	n := int(r.allowance)
+	if n == 0 {
+		return nil
+	}
+	rep, err := r.rec.CheckDue(context.Background(), r.clock.now(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed > 0 {
+		t.Fatalf("%d checks failed: %v", rep.Failed, rep.FirstError)
+	}
+	r.allowance -= float64(rep.Candidates)
+	r.gets += rep.Candidates
+	return rep.Changed
+}
+
+// plannedChange is a change made upstream with its webhook lost.
+type plannedChange struct {
+	code   string
+	action sim.Action
+	at     time.Duration // after the orders were mirrored
+	// seen is when the mirror caught it; 0 until then.
+	seen time.Duration
+}
+
+func quantile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+// TestReconcilePromise holds the reconciler at its default budget to the
+// README's promise, on a simulated clock that drives the real schedule,
+// store and Syncer against the simulator:
+//
+//  1. 1,000 open orders (300 paid, 700 pending) are mirrored at once; over
+//     the next three hours 400 of them change upstream at random times (pay,
+//     cancel, finalize, reverse) with no webhook at all. Each change must
+//     be mirrored within 5 minutes if the order had been active in the hour
+//     before, within an hour otherwise; the latencies are reported.
+//  2. 10,000 open orders, quiet for four hours: the upstream requests the
+//     reconciler spends per hour on them.
+//
+// It takes about four minutes, so it runs only with
+// ORDERSYNC_TEST_PROMISE=1; the README quotes its figures.
+func TestReconcilePromise(t *testing.T) {
+	if os.Getenv(promiseEnv) == "" {
+		t.Skipf("set %s=1 to hold the reconciler to the README's promise (about 4 minutes)", promiseEnv)
+	}
+	t.Run("missed changes", func(t *testing.T) {
+		r := newPromiseRig(t)
+		start := time.Now()
+		codes := r.createMirrored(t, 1000, 300)
+		t0 := r.clock.now()
+		rng := rand.New(rand.NewPCG(12, 12))
+		var plan []*plannedChange
+		add := func(codes []string, action sim.Action) {
+			for _, c := range codes {
+				at := time.Minute + time.Duration(rng.Int64N(int64(3*time.Hour-time.Minute)))
+				plan = append(plan, &plannedChange{code: c, action: action, at: at.Truncate(time.Second)})
+			}
+		}
+		add(codes[0:100], sim.ActionFinalize)
+		add(codes[100:200], sim.ActionReverse)
+		add(codes[300:400], sim.ActionPay)
+		add(codes[400:500], sim.ActionCancel)
+		slices.SortFunc(plan, func(a, b *plannedChange) int { return int(a.at - b.at) })
+		byCode := map[string]*plannedChange{}
+		for _, p := range plan {
+			byCode[p.code] = p
+		}
+		next := 0
+		for elapsed := time.Duration(0); elapsed < 4*time.Hour; elapsed = r.clock.now().Sub(t0) {
+			for next < len(plan) && plan[next].at <= elapsed {
+				p := plan[next]
+				if _, err := r.sim.Apply(p.code, p.action, nil); err != nil {
+					t.Fatal(err)
+				}
+				next++
+			}
+			for _, c := range r.second(t) {
+				if p := byCode[c.OrderCode]; p != nil && p.seen == 0 {
+					p.seen = r.clock.now().Sub(t0)
+				}
+			}
+		}
+		// The promise, by how recently the order was active when it
+		// changed: every order was last active when it was mirrored.
+		var recent, quiet []time.Duration
+		for _, p := range plan {
+			if p.seen == 0 {
+				t.Errorf("%s of %s at +%s was never mirrored", p.action, p.code, p.at)
+				continue
+			}
+			latency := p.seen - p.at
+			if p.at < ordersync.CheckActiveWindow {
+				recent = append(recent, latency)
+				if latency > 5*time.Minute {
+					t.Errorf("%s of %s at +%s (active %s before) mirrored after %s, over the promise of 5m", p.action, p.code, p.at, p.at, latency)
+				}
+			} else {
+				quiet = append(quiet, latency)
+				if latency > time.Hour {
+					t.Errorf("%s of %s at +%s mirrored after %s, over the promise of 1h", p.action, p.code, p.at, latency)
+				}
+			}
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "1,000 open orders mirrored at once, 400 changed upstream over 3h with no webhook, budget %d requests/s:\n", worker.DefaultReconcileBudget)
+		for _, row := range []struct {
+			name    string
+			d       []time.Duration
+			promise string
+		}{{"active < 1h before", recent, "5m"}, {"active ≥ 1h before", quiet, "1h"}} {
+			fmt.Fprintf(&b, "  %-20s %3d changes  p50 %-8s p99 %-8s max %-8s (promise %s)\n", row.name, len(row.d),
+				quantile(row.d, 0.5), quantile(row.d, 0.99), quantile(row.d, 1), row.promise)
+		}
+		fmt.Fprintf(&b, "  %d requests in 4 simulated hours (%.0f/hour); %s of real time", r.gets, float64(r.gets)/4, time.Since(start).Round(time.Second))
+		t.Log("\n" + b.String())
+	})
+
+	t.Run("quiet working set", func(t *testing.T) {
+		r := newPromiseRig(t)
+		start := time.Now()
+		r.createMirrored(t, 10000, 3000)
+		// Quiet for four hours: every order is overdue once, then on its
+		// schedule for orders quiet that long.
+		r.clock.advance(4 * time.Hour)
+		for r.second(t); r.gets < 10000; r.second(t) {
+		}
+		catchUp := r.gets
+		// Three hours hold four whole rounds of 45 minutes: a single hour
+		// holds one round or two, depending on where it starts.
+		const hours = 3
+		for range hours * 3600 {
+			r.second(t)
+		}
+		perHour := float64(r.gets-catchUp) / hours
+		t.Logf("10,000 open orders quiet for 4h: %d requests to check each once (at the budget), then %.0f requests per hour over the next %d hours (%.1f/s); %s of real time",
+			catchUp, perHour, hours, perHour/3600, time.Since(start).Round(time.Second))
+		if limit := 10000 * time.Hour.Seconds() / ordersync.CheckMaxInterval.Seconds() * 1.05; perHour > limit {
+			t.Errorf("%.0f requests per hour for 10,000 quiet orders, over %.0f (one check each %s)", perHour, limit, ordersync.CheckMaxInterval)
+		}
+	})
+}
