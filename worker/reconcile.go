@@ -188,7 +188,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		wg.Go(func() {
 			for c := range work {
 				var rep ReconcileReport
-				r.check(ctx, c.OrderRef, r.budget.Wait, &rep, &sync.Mutex{})
+				r.check(ctx, c.OrderRef, r.budget.Wait, &rep, &sync.Mutex{}, nil)
 				switch {
 				case rep.Failed == 0 || ctx.Err() != nil:
 				case IsOutage(rep.FirstError):
@@ -281,14 +281,15 @@ func (r *Reconciler) CheckDue(ctx context.Context, now time.Time, limit int) (Re
 	for i, c := range due {
 		refs[i] = c.OrderRef
 	}
-	return r.checkAll(ctx, refs, func(context.Context) error { return nil })
+	return r.checkAll(ctx, refs, func(context.Context) error { return nil }, nil)
 }
 
 // RunOnce checks, now, the orders filter selects (at most 10,000 unless
 // filter.Limit says otherwise), Concurrency at a time, and reports what
 // changed: `ordersync reconcile`. The budget does not apply; the upstream
-// rate limit and gates do.
-func (r *Reconciler) RunOnce(ctx context.Context, filter ordersync.ReconcileFilter) (ReconcileReport, error) {
+// rate limit and gates do. progress, when not nil, is called with the
+// report so far after each check, one call at a time.
+func (r *Reconciler) RunOnce(ctx context.Context, filter ordersync.ReconcileFilter, progress func(ReconcileReport)) (ReconcileReport, error) {
 	if r.cfg.Source == nil {
 		return ReconcileReport{}, errors.New("reconciler: no Source to list orders from")
 	}
@@ -302,10 +303,10 @@ func (r *Reconciler) RunOnce(ctx context.Context, filter ordersync.ReconcileFilt
 	if err != nil {
 		return ReconcileReport{}, err
 	}
-	return r.checkAll(ctx, refs, func(context.Context) error { return nil })
+	return r.checkAll(ctx, refs, func(context.Context) error { return nil }, progress)
 }
 
-func (r *Reconciler) checkAll(ctx context.Context, refs []ordersync.OrderRef, admit func(context.Context) error) (ReconcileReport, error) {
+func (r *Reconciler) checkAll(ctx context.Context, refs []ordersync.OrderRef, admit func(context.Context) error, progress func(ReconcileReport)) (ReconcileReport, error) {
 	rep := ReconcileReport{Candidates: len(refs)}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -319,7 +320,7 @@ func (r *Reconciler) checkAll(ctx context.Context, refs []ordersync.OrderRef, ad
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			r.check(ctx, ref, admit, &rep, &mu)
+			r.check(ctx, ref, admit, &rep, &mu, progress)
 		})
 	}
 	wg.Wait()
@@ -327,10 +328,13 @@ func (r *Reconciler) checkAll(ctx context.Context, refs []ordersync.OrderRef, ad
 }
 
 // check fetches one order and adds the outcome to rep.
-func (r *Reconciler) check(ctx context.Context, ref ordersync.OrderRef, admit func(context.Context) error, rep *ReconcileReport, mu *sync.Mutex) {
+func (r *Reconciler) check(ctx context.Context, ref ordersync.OrderRef, admit func(context.Context) error, rep *ReconcileReport, mu *sync.Mutex, progress func(ReconcileReport)) {
 	res, err := r.cfg.Syncer.CheckOrder(ctx, ref.Account, ref.Code, admit)
 	mu.Lock()
 	defer mu.Unlock()
+	if progress != nil {
+		defer func() { progress(*rep) }()
+	}
 	switch {
 	case err != nil:
 		rep.Failed++

@@ -175,6 +175,13 @@ func TestCLI(t *testing.T) {
 	if err != nil || !strings.Contains(out, res.OrderCode+"\tPENDING → PAID") || !strings.Contains(out, "1 changed") {
 		t.Errorf("reconcile: %v\n%s", err, out)
 	}
+	if strings.Contains(out, "\r") || strings.Contains(out, "reconciling:") {
+		t.Errorf("reconcile showed progress on output that is not a terminal:\n%q", out)
+	}
+	if out, err = runCLI(t, append([]string{"reconcile", "--json"}, up...)...); err != nil ||
+		!strings.Contains(out, `"changed": []`) || !strings.Contains(out, `"failed": 0`) || !strings.Contains(out, `"checked": `) {
+		t.Errorf("reconcile --json (nothing left to change): %v\n%s", err, out)
+	}
 
 	if out, err = runCLI(t, "dlq", "list", db); err != nil || !strings.Contains(out, "0 dead letters") {
 		t.Errorf("dlq list: %v\n%s", err, out)

@@ -13,7 +13,7 @@ import (
 )
 
 func newReconcileCommand() *cobra.Command {
-	var all bool
+	var all, asJSON bool
 	var since, account string
 	var limit int
 	cmd := &cobra.Command{
@@ -26,6 +26,7 @@ func newReconcileCommand() *cobra.Command {
 	cmd.Flags().StringVar(&since, "since", "", "only orders created since: RFC 3339 time, YYYY-MM-DD or a duration (24h)")
 	cmd.Flags().StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
 	cmd.Flags().IntVar(&limit, "limit", 10000, "at most this many orders")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON (no progress is shown)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		filter := ordersync.ReconcileFilter{Account: account, All: all, Limit: limit}
 		if since != "" {
@@ -44,21 +45,57 @@ func newReconcileCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		rep, err := rec.RunOnce(cmd.Context(), filter)
+		bar := newProgress(cmd.ErrOrStderr(), !asJSON && isTerminal(cmd.ErrOrStderr()))
+		rep, err := rec.RunOnce(cmd.Context(), filter, func(r worker.ReconcileReport) {
+			bar.show(fmt.Sprintf("reconciling: %d of %d checked, %d changed, %d failed", r.Fetched+r.Failed, r.Candidates, len(r.Changed), r.Failed))
+		})
+		bar.done()
 		if err != nil {
 			return err
 		}
 		out := cmd.OutOrStdout()
-		for _, c := range rep.Changed {
-			fmt.Fprintf(out, "%s\t%s → %s\n", c.OrderCode, c.From, c.To)
+		if asJSON {
+			if err := writeIndented(out, reconcileJSONOf(rep)); err != nil {
+				return err
+			}
+		} else {
+			for _, c := range rep.Changed {
+				fmt.Fprintf(out, "%s\t%s → %s\n", c.OrderCode, c.From, c.To)
+			}
+			fmt.Fprintf(out, "reconciled %s: %d changed, %d unchanged, %d failed\n", plural(rep.Candidates, "order"), len(rep.Changed), rep.Unchanged, rep.Failed)
 		}
-		fmt.Fprintf(out, "reconciled %d orders: %d changed, %d unchanged, %d failed\n", rep.Candidates, len(rep.Changed), rep.Unchanged, rep.Failed)
 		if rep.Failed > 0 {
 			return fmt.Errorf("%d orders could not be fetched; first error: %w", rep.Failed, rep.FirstError)
 		}
 		return nil
 	}
 	return cmd
+}
+
+// reconcileJSON is the report of `reconcile --json`.
+type reconcileJSON struct {
+	Checked    int                 `json:"checked"`
+	Unchanged  int                 `json:"unchanged"`
+	Changed    []reconcileChangeJS `json:"changed"`
+	Failed     int                 `json:"failed"`
+	FirstError string              `json:"firstError,omitempty"`
+}
+
+type reconcileChangeJS struct {
+	OrderCode string           `json:"orderCode"`
+	From      ordersync.Status `json:"from"`
+	To        ordersync.Status `json:"to"`
+}
+
+func reconcileJSONOf(rep worker.ReconcileReport) reconcileJSON {
+	out := reconcileJSON{Checked: rep.Candidates, Unchanged: rep.Unchanged, Failed: rep.Failed, Changed: []reconcileChangeJS{}}
+	for _, c := range rep.Changed {
+		out.Changed = append(out.Changed, reconcileChangeJS{OrderCode: c.OrderCode, From: c.From, To: c.To})
+	}
+	if rep.FirstError != nil {
+		out.FirstError = rep.FirstError.Error()
+	}
+	return out
 }
 
 func newMigrateCommand() *cobra.Command {
