@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ordersync/ordersync"
 )
 
 // The specification's published test vector, as the reference libraries'
@@ -143,4 +145,11 @@ func mustSecret(t *testing.T) string {
 		t.Fatalf("NewSecret made an invalid secret: %v", err)
 	}
 	return s
+}
+
+// The wire names are the domain's.
+func TestEventNamesAreTheDomains(t *testing.T) {
+	if EventOrderPaid != string(ordersync.HookOrderPaid) || EventOrderStatusChanged != string(ordersync.HookOrderStatusChanged) {
+		t.Error("delivery's event names differ from ordersync's")
+	}
 }

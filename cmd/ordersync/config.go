@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/delivery"
 	"github.com/ordersync/ordersync/queue"
 )
 
@@ -107,6 +110,16 @@ type Config struct {
 	// EventLogRetention keeps event log rows this long (0: forever).
 	EventLogRetention time.Duration `yaml:"event_log_retention"`
 
+	// Endpoints receive order events over HTTP (Standard Webhooks). They
+	// are written into the database at every start: the file owns these
+	// (their URL, events, description and secret follow it; one removed
+	// from the file is deleted), while endpoints created through the admin
+	// API live beside them, untouched by the file.
+	Endpoints []EndpointConfig `yaml:"endpoints"`
+	// EndpointSecretGrace is how long a replaced endpoint secret keeps
+	// signing deliveries beside the new one.
+	EndpointSecretGrace time.Duration `yaml:"endpoint_secret_grace"`
+
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `yaml:"log_level"`
 	// LogFormat is text or json.
@@ -120,6 +133,54 @@ type AccountConfig struct {
 	APIBaseURL     string   `yaml:"api_base_url"`
 	SecretKey      string   `yaml:"secret_key"`
 	WebhookSecrets []string `yaml:"webhook_secrets"`
+}
+
+// EndpointConfig is one HTTP endpoint of the file.
+type EndpointConfig struct {
+	// ID names the endpoint (letters, digits, _ and -); default "cfg-"
+	// and a hash of the URL. Give one to keep it across URL changes.
+	ID  string `yaml:"id"`
+	URL string `yaml:"url"`
+	// Secret signs deliveries: whsec_ and base64 of 24 to 64 bytes
+	// (`openssl rand -base64 32`).
+	Secret      string   `yaml:"secret"`
+	Events      []string `yaml:"events"`
+	Description string   `yaml:"description"`
+}
+
+// endpointParams validates the file's endpoints and returns them as the
+// store takes them.
+func (c *Config) endpointParams() ([]ordersync.EndpointParams, error) {
+	out := make([]ordersync.EndpointParams, 0, len(c.Endpoints))
+	seen := map[string]bool{}
+	for i, e := range c.Endpoints {
+		p := ordersync.EndpointParams{ID: e.ID, URL: e.URL, Description: e.Description, Secret: e.Secret}
+		if p.ID == "" {
+			sum := sha256.Sum256([]byte(e.URL))
+			p.ID = "cfg-" + hex.EncodeToString(sum[:6])
+		}
+		for _, ev := range e.Events {
+			p.Events = append(p.Events, ordersync.HookEvent(ev))
+		}
+		if !accountName.MatchString(p.ID) {
+			return nil, fmt.Errorf("bad setting: endpoints[%d].id %q (want 1-64 of A-Z a-z 0-9 _ -)", i, p.ID)
+		}
+		if seen[p.ID] {
+			return nil, fmt.Errorf("bad setting: endpoints[%d]: id %q twice (give each URL once, or distinct ids)", i, p.ID)
+		}
+		seen[p.ID] = true
+		if err := ordersync.ValidateEndpointURL(p.URL); err != nil {
+			return nil, fmt.Errorf("bad setting: endpoints[%d].url: %w", i, err)
+		}
+		if err := ordersync.ValidateHookEvents(p.Events); err != nil {
+			return nil, fmt.Errorf("bad setting: endpoints[%d].events: %w", i, err)
+		}
+		if err := delivery.ValidateSecret(p.Secret); err != nil {
+			return nil, fmt.Errorf("bad setting: endpoints[%d].secret: %w", i, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // accountEnvPrefix is the environment prefix of an account's settings.
@@ -167,8 +228,10 @@ func defaultConfig() Config {
 		ReconcileInterval: time.Minute,
 		ReconcileBudget:   200,
 		OutboxRetention:   7 * 24 * time.Hour,
-		LogLevel:          "info",
-		LogFormat:         "text",
+		// A day lets a receiver deploy the new secret at its pace.
+		EndpointSecretGrace: 24 * time.Hour,
+		LogLevel:            "info",
+		LogFormat:           "text",
 	}
 }
 
@@ -242,6 +305,7 @@ var settings = []setting{
 	{key: "reconcile_budget", env: "ORDERSYNC_RECONCILE_BUDGET", usage: "orders one reconciler pass may re-fetch", set: integer(func(c *Config) *int { return &c.ReconcileBudget })},
 	{key: "outbox_retention", env: "ORDERSYNC_OUTBOX_RETENTION", usage: "how long published outbox messages are kept, 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.OutboxRetention })},
 	{key: "event_log_retention", env: "ORDERSYNC_EVENT_LOG_RETENTION", usage: "how long event log rows are kept, 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.EventLogRetention })},
+	{key: "endpoint_secret_grace", env: "ORDERSYNC_ENDPOINT_SECRET_GRACE", usage: "how long a replaced endpoint secret keeps signing deliveries", set: duration(func(c *Config) *time.Duration { return &c.EndpointSecretGrace })},
 	{key: "log_level", env: "ORDERSYNC_LOG_LEVEL", usage: "debug, info, warn or error", set: str(func(c *Config) *string { return &c.LogLevel })},
 	{key: "log_format", env: "ORDERSYNC_LOG_FORMAT", usage: "text or json", set: str(func(c *Config) *string { return &c.LogFormat })},
 }
@@ -373,6 +437,12 @@ func (c *Config) validateServe() error {
 		return errors.New("bad setting: tls_cert_file and tls_key_file go together")
 	}
 	if _, err := parseRoles(c.Role); err != nil {
+		return err
+	}
+	if c.EndpointSecretGrace < 0 {
+		return fmt.Errorf("bad setting: endpoint_secret_grace must not be negative, got %s", c.EndpointSecretGrace)
+	}
+	if _, err := c.endpointParams(); err != nil {
 		return err
 	}
 	if _, err := parseCIDRs(c.TrustedProxies); err != nil {

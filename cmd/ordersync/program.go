@@ -85,6 +85,9 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	if err := p.seedEndpoints(ctx); err != nil {
+		return nil, err
+	}
 	if err := p.openQueue(ctx); err != nil {
 		return nil, err
 	}
@@ -106,6 +109,19 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 		return nil, fmt.Errorf("admin listener: %w", err)
 	}
 	return p, nil
+}
+
+// seedEndpoints writes the file's endpoints into the database, where every
+// process finds them beside those created through the admin API.
+func (p *Program) seedEndpoints(ctx context.Context) error {
+	params, err := p.cfg.endpointParams()
+	if err != nil {
+		return err
+	}
+	if err := p.db.SyncConfigEndpoints(ctx, params, p.cfg.EndpointSecretGrace); err != nil {
+		return fmt.Errorf("write the configured endpoints: %w", err)
+	}
+	return nil
 }
 
 func (p *Program) openQueue(ctx context.Context) (err error) {
