@@ -148,6 +148,8 @@ type Endpoints interface {
 	FindEndpoint(ctx context.Context, id string) (*Endpoint, error)
 	UpdateEndpoint(ctx context.Context, id string, u EndpointUpdate) (*Endpoint, error)
 	DeleteEndpoint(ctx context.Context, id string) error
+	// DisableEndpoint disables any endpoint for reason, as after a 410.
+	DisableEndpoint(ctx context.Context, id, reason string) error
 	// RotateEndpointSecret makes secret current and keeps the old one
 	// signing until now+grace.
 	RotateEndpointSecret(ctx context.Context, id, secret string, grace time.Duration) (*Endpoint, error)
@@ -191,4 +193,50 @@ type DeliveryDeadLetters interface {
 	ListDeliveryDeadLetters(ctx context.Context, f DeliveryDeadLetterFilter) ([]*DeliveryDeadLetter, error)
 	FindDeliveryDeadLetter(ctx context.Context, id int64) (*DeliveryDeadLetter, error)
 	MarkDeliveryDeadLetterReplayed(ctx context.Context, id int64, at time.Time) error
+}
+
+// OrderEvent is one message of the orders stream, as the outbox relay
+// published it.
+type OrderEvent struct {
+	// Subject is the domain subject: SubjectPaid or SubjectStatusPrefix+STATUS.
+	Subject string
+	// MsgID is the outbox message's Nats-Msg-Id, unique per order event.
+	MsgID       string
+	Payload     []byte // the MirroredOrder JSON
+	PublishedAt time.Time
+}
+
+// OrderEventDelivery is an order event handed to one endpoint's deliverer.
+// It is settled once: Ack when the endpoint took it or it became a dead
+// letter; left unsettled, it comes back after the queue's ack wait.
+type OrderEventDelivery interface {
+	Event() OrderEvent
+	Ack(ctx context.Context) error
+	// Extend tells the queue the event is still being worked on, as while
+	// its retries wait.
+	Extend() error
+}
+
+// OrderEventSource hands out one endpoint's order events.
+type OrderEventSource interface {
+	// Next waits up to wait for at least one event and returns at most max;
+	// an empty slice, not an error, when none arrived.
+	Next(ctx context.Context, max int, wait time.Duration) ([]OrderEventDelivery, error)
+}
+
+// OrderEventStream is the orders stream as HTTP deliveries read it: each
+// endpoint through its own durable consumer, which every process shares and
+// which resumes where it stopped.
+type OrderEventStream interface {
+	// EndpointEvents creates or updates the endpoint's consumer, selecting
+	// events, and returns its source. A new consumer starts at events
+	// published from then on.
+	EndpointEvents(ctx context.Context, endpointID string, events []HookEvent) (OrderEventSource, error)
+	// DeleteEndpointEvents deletes the endpoint's consumer; deleting one
+	// that does not exist is not an error.
+	DeleteEndpointEvents(ctx context.Context, endpointID string) error
+	// OrderEventsSince calls fn for every stored event of events published
+	// at or after since, in the order published, until the stream's end
+	// when it was called.
+	OrderEventsSince(ctx context.Context, since time.Time, events []HookEvent, fn func(OrderEvent) error) error
 }
