@@ -229,9 +229,10 @@ type OrderEventSource interface {
 // which resumes where it stopped.
 type OrderEventStream interface {
 	// EndpointEvents creates or updates the endpoint's consumer, selecting
-	// events, and returns its source. A new consumer starts at events
-	// published from then on.
-	EndpointEvents(ctx context.Context, endpointID string, events []HookEvent) (OrderEventSource, error)
+	// events, and returns its source. A new consumer starts at the events
+	// published from `from` on (the endpoint's creation), however late the
+	// consumer itself is created.
+	EndpointEvents(ctx context.Context, endpointID string, events []HookEvent, from time.Time) (OrderEventSource, error)
 	// DeleteEndpointEvents deletes the endpoint's consumer; deleting one
 	// that does not exist is not an error.
 	DeleteEndpointEvents(ctx context.Context, endpointID string) error
@@ -239,4 +240,32 @@ type OrderEventStream interface {
 	// at or after since, in the order published, until the stream's end
 	// when it was called.
 	OrderEventsSince(ctx context.Context, since time.Time, events []HookEvent, fn func(OrderEvent) error) error
+}
+
+// ErrEndpointDisabled is returned for an action that needs an enabled
+// endpoint.
+var ErrEndpointDisabled = errors.New("endpoint is disabled")
+
+// DeliveryReport is the answer to one delivery made on request: a ping, a
+// dead letter replayed.
+type DeliveryReport struct {
+	WebhookID string `json:"webhookId"`
+	Delivered bool   `json:"delivered"`
+	Status    int    `json:"status,omitempty"`
+	Answer    string `json:"answer,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// Deliverer is the HTTP delivery engine as the admin API drives it.
+type Deliverer interface {
+	// Notify makes a change to the endpoints take effect now.
+	Notify()
+	// Forget stops delivering to a deleted endpoint and drops its consumer.
+	Forget(ctx context.Context, endpointID string) error
+	// Ping sends a signed ping once.
+	Ping(ctx context.Context, endpointID string) (DeliveryReport, error)
+	// Replay redelivers every event since then; it returns how many.
+	Replay(ctx context.Context, endpointID string, since time.Time) (int, error)
+	// ReplayDeadLetter sends a delivery dead letter again, once.
+	ReplayDeadLetter(ctx context.Context, id int64) (DeliveryReport, error)
 }

@@ -42,7 +42,7 @@ func (q *Queue) hookSubjects(events []ordersync.HookEvent) ([]string, error) {
 }
 
 // EndpointEvents creates or updates the endpoint's durable consumer.
-func (q *Queue) EndpointEvents(ctx context.Context, endpointID string, events []ordersync.HookEvent) (ordersync.OrderEventSource, error) {
+func (q *Queue) EndpointEvents(ctx context.Context, endpointID string, events []ordersync.HookEvent, from time.Time) (ordersync.OrderEventSource, error) {
 	subjects, err := q.hookSubjects(events)
 	if err != nil {
 		return nil, fmt.Errorf("endpoint %s consumer: %w", endpointID, err)
@@ -54,7 +54,8 @@ func (q *Queue) EndpointEvents(ctx context.Context, endpointID string, events []
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		AckWait:        endpointAckWait,
 		MaxAckPending:  endpointMaxAckPending,
-		DeliverPolicy:  jetstream.DeliverNewPolicy,
+		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
+		OptStartTime:   &from,
 		FilterSubjects: subjects,
 		MaxDeliver:     -1,
 	}

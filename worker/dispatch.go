@@ -245,7 +245,7 @@ func (d *Dispatcher) sync(ctx context.Context) error {
 		if _, ok := d.runners[id]; ok {
 			continue
 		}
-		src, err := d.cfg.Stream.EndpointEvents(ctx, id, ep.Events)
+		src, err := d.cfg.Stream.EndpointEvents(ctx, id, ep.Events, ep.CreatedAt)
 		if err != nil {
 			d.cfg.Logger.Error("deliveries: open the endpoint's consumer", "endpoint", id, "err", err)
 			continue
@@ -660,24 +660,10 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// ErrEndpointDisabled is returned for an action that needs an enabled
-// endpoint.
-var ErrEndpointDisabled = errors.New("endpoint is disabled")
-
-// AttemptReport is the answer to one delivery made on request (a ping, a
-// dead letter replayed).
-type AttemptReport struct {
-	WebhookID string `json:"webhookId"`
-	Delivered bool   `json:"delivered"`
-	Status    int    `json:"status,omitempty"`
-	Answer    string `json:"answer,omitempty"`
-	Error     string `json:"error,omitempty"`
-}
-
-func (d *Dispatcher) once(ctx context.Context, ep *ordersync.Endpoint, id string, body []byte) AttemptReport {
+func (d *Dispatcher) once(ctx context.Context, ep *ordersync.Endpoint, id string, body []byte) ordersync.DeliveryReport {
 	res := d.attempt(ctx, ep, id, body)
 	d.metrics.attempts.WithLabelValues(ep.ID, res.label).Inc()
-	rep := AttemptReport{WebhookID: id, Delivered: res.verdict == delivered, Status: res.status, Answer: res.answer}
+	rep := ordersync.DeliveryReport{WebhookID: id, Delivered: res.verdict == delivered, Status: res.status, Answer: res.answer}
 	if res.err != nil {
 		rep.Error = res.err.Error()
 	}
@@ -686,10 +672,10 @@ func (d *Dispatcher) once(ctx context.Context, ep *ordersync.Endpoint, id string
 
 // Ping sends a signed "ping" event to an endpoint once, disabled or not,
 // and reports the answer.
-func (d *Dispatcher) Ping(ctx context.Context, endpointID string) (AttemptReport, error) {
+func (d *Dispatcher) Ping(ctx context.Context, endpointID string) (ordersync.DeliveryReport, error) {
 	ep, err := d.cfg.Endpoints.FindEndpoint(ctx, endpointID)
 	if err != nil {
-		return AttemptReport{}, err
+		return ordersync.DeliveryReport{}, err
 	}
 	now := time.Now()
 	data, _ := json.Marshal(map[string]string{"endpoint": ep.ID})
@@ -699,24 +685,24 @@ func (d *Dispatcher) Ping(ctx context.Context, endpointID string) (AttemptReport
 		Data      json.RawMessage `json:"data"`
 	}{delivery.EventPing, now.UTC(), data})
 	if err != nil {
-		return AttemptReport{}, err
+		return ordersync.DeliveryReport{}, err
 	}
 	return d.once(ctx, ep, WebhookID(ep.ID, "ping:"+now.Format(time.RFC3339Nano)), body), nil
 }
 
 // ReplayDeadLetter sends a delivery dead letter again, once, with its
 // webhook-id and body; a 2xx marks it replayed.
-func (d *Dispatcher) ReplayDeadLetter(ctx context.Context, id int64) (AttemptReport, error) {
+func (d *Dispatcher) ReplayDeadLetter(ctx context.Context, id int64) (ordersync.DeliveryReport, error) {
 	dl, err := d.cfg.DeadLetters.FindDeliveryDeadLetter(ctx, id)
 	if err != nil {
-		return AttemptReport{}, err
+		return ordersync.DeliveryReport{}, err
 	}
 	ep, err := d.cfg.Endpoints.FindEndpoint(ctx, dl.EndpointID)
 	if err != nil {
-		return AttemptReport{}, err
+		return ordersync.DeliveryReport{}, err
 	}
 	if ep.Disabled {
-		return AttemptReport{}, fmt.Errorf("replay delivery dead letter %d: endpoint %s: %w", id, ep.ID, ErrEndpointDisabled)
+		return ordersync.DeliveryReport{}, fmt.Errorf("replay delivery dead letter %d: endpoint %s: %w", id, ep.ID, ordersync.ErrEndpointDisabled)
 	}
 	rep := d.once(ctx, ep, dl.WebhookID, dl.Body)
 	if rep.Delivered {
@@ -738,7 +724,7 @@ func (d *Dispatcher) Replay(ctx context.Context, endpointID string, since time.T
 		return 0, err
 	}
 	if ep.Disabled {
-		return 0, fmt.Errorf("replay to endpoint %s: %w", ep.ID, ErrEndpointDisabled)
+		return 0, fmt.Errorf("replay to endpoint %s: %w", ep.ID, ordersync.ErrEndpointDisabled)
 	}
 	d.Notify()
 	var r *runner
@@ -765,3 +751,5 @@ type replayed struct{ ev ordersync.OrderEvent }
 func (r replayed) Event() ordersync.OrderEvent { return r.ev }
 func (replayed) Ack(context.Context) error     { return nil }
 func (replayed) Extend() error                 { return nil }
+
+var _ ordersync.Deliverer = (*Dispatcher)(nil)

@@ -1,11 +1,21 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/delivery"
 )
 
 const testEndpointSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -94,5 +104,198 @@ func TestEndpointsSeededAtStart(t *testing.T) {
 	}
 	if strings.Join(ids, ",") != api.ID+"/api,erp/config" {
 		t.Errorf("after a restart without wms: %v", ids)
+	}
+}
+
+// hookReceiver is a verifying endpoint on loopback that records what it got.
+type hookReceiver struct {
+	mu     sync.Mutex
+	secret string
+	got    []hookRequest
+}
+
+type hookRequest struct {
+	id, typ, order, status string
+	fetchSeq               int64
+	verified               error
+}
+
+func (h *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	req := hookRequest{id: r.Header.Get(delivery.HeaderID), verified: delivery.Verify(h.secret, r.Header, body, 0)}
+	var ev struct {
+		Type string `json:"type"`
+		Data struct {
+			OrderCode   string `json:"orderCode"`
+			OrderStatus string `json:"orderStatus"`
+			Sync        struct {
+				FetchSeq int64 `json:"fetchSeq"`
+			} `json:"sync"`
+		} `json:"data"`
+	}
+	_ = json.Unmarshal(body, &ev)
+	req.typ, req.order, req.status, req.fetchSeq = ev.Type, ev.Data.OrderCode, ev.Data.OrderStatus, ev.Data.Sync.FetchSeq
+	h.got = append(h.got, req)
+	w.WriteHeader(http.StatusOK)
+}
+
+func (h *hookReceiver) requests() []hookRequest {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]hookRequest(nil), h.got...)
+}
+
+func adminDo(t *testing.T, method, url string, body any, into any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if into != nil && len(b) > 0 {
+		if err := json.Unmarshal(b, into); err != nil {
+			t.Fatalf("%s %s: %d %s: %v", method, url, resp.StatusCode, b, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// TestFulfilmentOverHTTP: an endpoint added through the admin API receives
+// every order's PAID once and its status changes in order, signed; it is
+// tested, rotated, replayed to and deleted without a restart.
+func TestFulfilmentOverHTTP(t *testing.T) {
+	st := startTestStack(t, stackOptions{Seed: 11})
+	hook := &hookReceiver{}
+	srv := httptest.NewServer(hook)
+	t.Cleanup(srv.Close)
+	base := st.Program.AdminURL() + "/v1/endpoints"
+
+	var bad map[string]any
+	if code := adminDo(t, http.MethodPost, base, map[string]any{"url": srv.URL, "events": []string{"order.created"}}, &bad); code != http.StatusBadRequest {
+		t.Errorf("unknown event: %d %v", code, bad)
+	}
+	var ep admin.EndpointJSON
+	if code := adminDo(t, http.MethodPost, base, map[string]any{"url": srv.URL, "events": []string{"order.paid", "order.status_changed"}, "description": "test"}, &ep); code != http.StatusCreated {
+		t.Fatalf("POST /v1/endpoints: %d", code)
+	}
+	if ep.ID == "" || delivery.ValidateSecret(ep.Secret) != nil {
+		t.Fatalf("created %+v: want an id and a generated secret", ep)
+	}
+	hook.mu.Lock()
+	hook.secret = ep.Secret
+	hook.mu.Unlock()
+
+	rng := rand.New(rand.NewPCG(11, 11))
+	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), 30, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts := actAsBuyers(st.Sim, codes, rng)
+	if acts.paid == 0 {
+		t.Fatalf("no order paid: %+v", acts)
+	}
+	waitMirrorMatches(t, st, 20*time.Second)
+	paidOrders := map[string]bool{}
+	for _, o := range st.Sim.Orders() {
+		if o.OrderStatus.IsPaidState() {
+			paidOrders[o.OrderCode] = true
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		paid := map[string]bool{}
+		for _, r := range hook.requests() {
+			if r.typ == "order.paid" {
+				paid[r.order] = true
+			}
+		}
+		if len(paid) == len(paidOrders) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("PAID delivered for %d of %d paid orders", len(paid), len(paidOrders))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	ids := map[string]int{}
+	lastSeq := map[string]int64{}
+	paidOnce := map[string]int{}
+	for _, r := range hook.requests() {
+		if r.verified != nil {
+			t.Errorf("%s: signature: %v", r.id, r.verified)
+		}
+		ids[r.id]++
+		if r.fetchSeq < lastSeq[r.order] {
+			t.Errorf("order %s: an event of fetch %d after one of fetch %d", r.order, r.fetchSeq, lastSeq[r.order])
+		}
+		lastSeq[r.order] = r.fetchSeq
+		if r.typ == "order.paid" {
+			paidOnce[r.order]++
+		}
+	}
+	for id, n := range ids {
+		if n != 1 {
+			t.Errorf("webhook-id %s delivered %d times", id, n)
+		}
+	}
+	for code := range paidOrders {
+		if paidOnce[code] != 1 {
+			t.Errorf("order %s: %d PAID deliveries", code, paidOnce[code])
+		}
+	}
+	t.Logf("%d deliveries, PAID for %d of %d paid orders", len(ids), len(paidOnce), len(paidOrders))
+
+	var rep ordersync.DeliveryReport
+	if code := adminDo(t, http.MethodPost, base+"/"+ep.ID+"/test", nil, &rep); code != http.StatusOK || !rep.Delivered {
+		t.Errorf("test: %d %+v", code, rep)
+	}
+	var rotated admin.EndpointJSON
+	if code := adminDo(t, http.MethodPost, base+"/"+ep.ID+"/rotate-secret", nil, &rotated); code != http.StatusOK || rotated.Secret == ep.Secret || rotated.PreviousSecretUntil == nil {
+		t.Errorf("rotate-secret: %d %+v", code, rotated)
+	}
+	// The receiver still holds the old secret: the grace period's second
+	// signature keeps its deliveries valid.
+	n := len(hook.requests())
+	if code := adminDo(t, http.MethodPost, base+"/"+ep.ID+"/test", nil, &rep); code != http.StatusOK || !rep.Delivered {
+		t.Errorf("test after rotation: %d %+v", code, rep)
+	}
+	if r := hook.requests()[n]; r.verified != nil {
+		t.Errorf("after rotation the old secret no longer verifies: %v", r.verified)
+	}
+
+	var queued map[string]int
+	since := time.Now().Add(-time.Hour).Format(time.RFC3339)
+	if code := adminDo(t, http.MethodPost, base+"/"+ep.ID+"/replay", map[string]string{"since": since}, &queued); code != http.StatusAccepted || queued["queued"] != len(ids) {
+		t.Errorf("replay: %d %v, want %d queued", code, queued, len(ids))
+	}
+	var list struct {
+		Endpoints []admin.EndpointJSON `json:"endpoints"`
+	}
+	if code := adminDo(t, http.MethodGet, base, nil, &list); code != http.StatusOK || len(list.Endpoints) != 1 || list.Endpoints[0].Secret != "" {
+		t.Errorf("list: %d %+v", code, list)
+	}
+	var patched admin.EndpointJSON
+	if code := adminDo(t, http.MethodPatch, base+"/"+ep.ID, map[string]any{"disabled": true}, &patched); code != http.StatusOK || !patched.Disabled {
+		t.Errorf("PATCH disabled: %d %+v", code, patched)
+	}
+	if code := adminDo(t, http.MethodDelete, base+"/"+ep.ID, nil, nil); code != http.StatusNoContent {
+		t.Errorf("DELETE: %d", code)
+	}
+	if code := adminDo(t, http.MethodGet, base+"/"+ep.ID, nil, &bad); code != http.StatusNotFound {
+		t.Errorf("GET after DELETE: %d", code)
 	}
 }

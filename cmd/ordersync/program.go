@@ -54,6 +54,7 @@ type Program struct {
 	pruner      *worker.Pruner
 	replayer    *worker.Replayer
 	follower    *worker.Follower
+	dispatcher  *worker.Dispatcher // nil unless the role runs workers
 	receiver    *webhook.Receiver
 
 	webhookLn, adminLn   net.Listener
@@ -253,8 +254,21 @@ func (p *Program) buildStages() (err error) {
 		return err
 	}
 	p.reg.MustRegister(metrics.NewOrdersCollector(p.db, 5*time.Second, p.logger))
+	// HTTP deliveries run with the workers: each endpoint's consumer is
+	// shared by every worker process.
+	var deliverer ordersync.Deliverer
+	if p.roles.worker {
+		p.dispatcher, err = worker.NewDispatcher(worker.DispatcherConfig{
+			Endpoints: p.db, DeadLetters: p.db, Stream: p.queue, Registerer: p.reg, Logger: log("delivery"),
+		})
+		if err != nil {
+			return err
+		}
+		deliverer = p.dispatcher
+	}
 	api, err := admin.New(admin.Config{
 		Orders: p.db, DeadLetters: p.db, Follower: p.follower, Replayer: p.replayer,
+		Endpoints: p.db, DeliveryDeadLetters: p.db, Deliverer: deliverer, SecretGrace: p.cfg.EndpointSecretGrace,
 		Metrics: metrics.Handler(p.reg), Ready: p.ready, Tokens: p.cfg.AdminTokens, Logger: log("admin"),
 	})
 	if err != nil {
@@ -305,7 +319,7 @@ func (p *Program) Run(ctx context.Context) error {
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
-	errc := make(chan error, 5)
+	errc := make(chan error, 6)
 	var serving, working sync.WaitGroup
 	run := func(wg *sync.WaitGroup, name string, f func() error) {
 		wg.Add(1)
@@ -327,6 +341,7 @@ func (p *Program) Run(ctx context.Context) error {
 	run(&serving, "admin server", func() error { return p.adminSrv.Serve(p.adminLn) })
 	if p.roles.worker {
 		run(&working, "workers", func() error { return p.pool.Run(workCtx) })
+		run(&working, "deliveries", func() error { return p.dispatcher.Run(workCtx) })
 	}
 	if p.roles.relay {
 		run(&working, "relay", func() error { return p.lead(workCtx, "relay", p.relay.Run) })
