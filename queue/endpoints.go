@@ -130,9 +130,10 @@ func (q *Queue) OrderEventsSince(ctx context.Context, since time.Time, events []
 
 func (q *Queue) orderEvent(msg jetstream.Msg, md *jetstream.MsgMetadata) ordersync.OrderEvent {
 	ev := ordersync.OrderEvent{
-		Subject: "ordersync.orders." + msg.Subject()[len(q.ordersPrefix):],
-		MsgID:   msg.Headers().Get(jetstream.MsgIDHeader),
-		Payload: msg.Data(),
+		Subject:    "ordersync.orders." + msg.Subject()[len(q.ordersPrefix):],
+		MsgID:      msg.Headers().Get(jetstream.MsgIDHeader),
+		Payload:    msg.Data(),
+		FromStatus: ordersync.Status(msg.Headers().Get(HeaderFromStatus)),
 	}
 	if md != nil {
 		ev.PublishedAt = md.Timestamp.UTC()

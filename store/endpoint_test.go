@@ -241,3 +241,29 @@ func TestDeliveryDeadLetters(t *testing.T) {
 		}
 	})
 }
+
+// Each outbox message says which status the change left.
+func TestOutboxFromStatus(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		ctx := context.Background()
+		apply(t, db, fetched(orderDoc(t, "F1", 1, ordersync.StatusPending), 1))
+		apply(t, db, fetched(orderDoc(t, "F1", 1, ordersync.StatusPaid), 2))
+		msgs, err := db.PendingOutbox(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range msgs {
+			got = append(got, m.Subject+" from "+string(m.FromStatus))
+		}
+		want := []string{
+			ordersync.SubjectStatusPrefix + "PENDING from ",
+			ordersync.SubjectStatusPrefix + "PAID from PENDING",
+			ordersync.SubjectPaid + " from PENDING",
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("outbox %q, want %q", got, want)
+		}
+	})
+}

@@ -294,12 +294,30 @@ func WebhookID(endpointID, msgID string) string {
 }
 
 // eventBody is the body of an order event: the mirrored order as
-// published, under "data".
-func eventBody(ev ordersync.HookEvent, at time.Time, data json.RawMessage) ([]byte, error) {
+// published, under "data", with "statusChange": {"from", "to"} added ("from"
+// is null for an order the mirror did not know).
+func eventBody(ev ordersync.HookEvent, at time.Time, e ordersync.OrderEvent) ([]byte, error) {
+	var data map[string]json.RawMessage
+	if err := json.Unmarshal(e.Payload, &data); err != nil || data == nil {
+		return nil, fmt.Errorf("decode order event %s: not a JSON object: %v", e.MsgID, err)
+	}
+	var to ordersync.Status
+	_ = json.Unmarshal(data["orderStatus"], &to)
+	change := struct {
+		From *ordersync.Status `json:"from"`
+		To   ordersync.Status  `json:"to"`
+	}{To: to}
+	if e.FromStatus != "" {
+		change.From = &e.FromStatus
+	}
+	var err error
+	if data["statusChange"], err = json.Marshal(change); err != nil {
+		return nil, err
+	}
 	return json.Marshal(struct {
-		Type      ordersync.HookEvent `json:"type"`
-		Timestamp time.Time           `json:"timestamp"`
-		Data      json.RawMessage     `json:"data"`
+		Type      ordersync.HookEvent        `json:"type"`
+		Timestamp time.Time                  `json:"timestamp"`
+		Data      map[string]json.RawMessage `json:"data"`
 	}{ev, at.UTC(), data})
 }
 
@@ -559,7 +577,7 @@ func (r *runner) deliver(dl ordersync.OrderEventDelivery) bool {
 	if published.IsZero() {
 		published = time.Now()
 	}
-	body, err := eventBody(hookEv, published, ev.Payload)
+	body, err := eventBody(hookEv, published, ev)
 	if err != nil {
 		r.d.cfg.Logger.Error("deliveries: encode event", "endpoint", ep.ID, "msg_id", ev.MsgID, "err", err)
 		return dl.Ack(r.ctx) == nil

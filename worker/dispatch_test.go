@@ -168,7 +168,9 @@ func TestDispatchDeliversSignedEvents(t *testing.T) {
 	paidOnly := newEndpointServer(t, hookSecret, nil)
 	ep := e.addEndpoint(t, srv.URL)
 	po := e.addEndpoint(t, paidOnly.URL, ordersync.HookOrderPaid)
-	e.publishOrders(t, orderMsg("A1", ordersync.StatusPending, 1, false), orderMsg("A1", ordersync.StatusPaid, 2, false), orderMsg("A1", ordersync.StatusPaid, 2, true))
+	paidChange, paid := orderMsg("A1", ordersync.StatusPaid, 2, false), orderMsg("A1", ordersync.StatusPaid, 2, true)
+	paidChange.FromStatus, paid.FromStatus = ordersync.StatusPending, ordersync.StatusPending
+	e.publishOrders(t, orderMsg("A1", ordersync.StatusPending, 1, false), paidChange, paid)
 	waitFor(t, 10*time.Second, "three deliveries", func() bool { return len(srv.requests()) == 3 && len(paidOnly.requests()) == 1 })
 	got := srv.requests()
 	wantTypes := []string{"order.status_changed", "order.status_changed", "order.paid"}
@@ -184,6 +186,15 @@ func TestDispatchDeliversSignedEvents(t *testing.T) {
 	var body map[string]json.RawMessage
 	if err := json.Unmarshal(got[2].body, &body); err != nil {
 		t.Fatal(err)
+	}
+	for i, want := range []string{`{"from":null,"to":"PENDING"}`, `{"from":"PENDING","to":"PAID"}`, `{"from":"PENDING","to":"PAID"}`} {
+		var b struct {
+			Data map[string]json.RawMessage `json:"data"`
+		}
+		_ = json.Unmarshal(got[i].body, &b)
+		if string(b.Data["statusChange"]) != want || string(b.Data["account"]) != `"default"` {
+			t.Errorf("request %d: statusChange %s, want %s", i, b.Data["statusChange"], want)
+		}
 	}
 	if _, err := time.Parse(time.RFC3339, strings.Trim(string(body["timestamp"]), `"`)); err != nil || len(body) != 3 {
 		t.Errorf("body %s: want type, RFC 3339 timestamp and data", got[2].body)

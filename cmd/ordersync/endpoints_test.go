@@ -116,6 +116,7 @@ type hookReceiver struct {
 
 type hookRequest struct {
 	id, typ, order, status string
+	from                   *string
 	fetchSeq               int64
 	verified               error
 }
@@ -128,15 +129,19 @@ func (h *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var ev struct {
 		Type string `json:"type"`
 		Data struct {
-			OrderCode   string `json:"orderCode"`
-			OrderStatus string `json:"orderStatus"`
-			Sync        struct {
+			OrderCode    string `json:"orderCode"`
+			OrderStatus  string `json:"orderStatus"`
+			StatusChange struct {
+				From *string `json:"from"`
+			} `json:"statusChange"`
+			Sync struct {
 				FetchSeq int64 `json:"fetchSeq"`
 			} `json:"sync"`
 		} `json:"data"`
 	}
 	_ = json.Unmarshal(body, &ev)
 	req.typ, req.order, req.status, req.fetchSeq = ev.Type, ev.Data.OrderCode, ev.Data.OrderStatus, ev.Data.Sync.FetchSeq
+	req.from = ev.Data.StatusChange.From
 	h.got = append(h.got, req)
 	w.WriteHeader(http.StatusOK)
 }
@@ -234,7 +239,20 @@ func TestFulfilmentOverHTTP(t *testing.T) {
 	ids := map[string]int{}
 	lastSeq := map[string]int64{}
 	paidOnce := map[string]int{}
+	lastTo := map[string]string{}
 	for _, r := range hook.requests() {
+		if r.typ == "order.status_changed" {
+			// Each change starts where the one before it ended.
+			if from := ""; r.from != nil {
+				from = *r.from
+				if from != lastTo[r.order] {
+					t.Errorf("order %s: change from %s after a change to %s", r.order, from, lastTo[r.order])
+				}
+			} else if lastTo[r.order] != "" {
+				t.Errorf("order %s: a change from nothing after one to %s", r.order, lastTo[r.order])
+			}
+			lastTo[r.order] = r.status
+		}
 		if r.verified != nil {
 			t.Errorf("%s: signature: %v", r.id, r.verified)
 		}

@@ -3,6 +3,9 @@
 -- must sign with them, so they cannot be hashed.
 
 -- +goose Up
+-- The status a change left, so that an order event says from and to.
+ALTER TABLE outbox ADD COLUMN from_status TEXT NOT NULL DEFAULT '';
+
 CREATE TABLE endpoints (
     id                    TEXT      PRIMARY KEY,
     url                   TEXT      NOT NULL,
@@ -40,3 +43,4 @@ CREATE INDEX delivery_dead_letters_endpoint ON delivery_dead_letters (endpoint_i
 -- +goose Down
 DROP TABLE delivery_dead_letters;
 DROP TABLE endpoints;
+ALTER TABLE outbox DROP COLUMN from_status;
