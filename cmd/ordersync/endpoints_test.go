@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -316,4 +317,116 @@ func TestFulfilmentOverHTTP(t *testing.T) {
 	if code := adminDo(t, http.MethodGet, base+"/"+ep.ID, nil, &bad); code != http.StatusNotFound {
 		t.Errorf("GET after DELETE: %d", code)
 	}
+}
+
+// syncBuffer is a buffer written by one goroutine and read by another.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestEndpointsCLI: the endpoints commands against a running service, with
+// `endpoints listen` as the endpoint.
+func TestEndpointsCLI(t *testing.T) {
+	st := startTestStack(t, stackOptions{Seed: 3})
+	adm := "--admin-url=" + st.Program.AdminURL()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	listenCtx, stopListen := context.WithCancel(context.Background())
+	listenOut := &syncBuffer{}
+	listenDone := make(chan error, 1)
+	go func() {
+		cmd := newRootCommand()
+		cmd.SetOut(listenOut)
+		cmd.SetErr(listenOut)
+		cmd.SetArgs([]string{"endpoints", "listen", "--secret", testEndpointSecret, "--listen", addr})
+		listenDone <- cmd.ExecuteContext(listenCtx)
+	}()
+	t.Cleanup(func() {
+		stopListen()
+		if err := <-listenDone; err != nil {
+			t.Errorf("endpoints listen: %v", err)
+		}
+	})
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; listen printed:\n%s", what, listenOut.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("listen to start", func() bool { return strings.Contains(listenOut.String(), "listening on") })
+
+	out, err := runCLI(t, "endpoints", "add", adm, "--url", "http://"+addr+"/", "--secret", testEndpointSecret,
+		"--event", "order.paid", "--event", "order.status_changed", "--description", "cli")
+	if err != nil {
+		t.Fatalf("endpoints add: %v\n%s", err, out)
+	}
+	id := strings.Fields(strings.TrimPrefix(out, "endpoint "))[0]
+	if !strings.HasPrefix(id, "ep_") {
+		t.Fatalf("endpoints add printed %q", out)
+	}
+	if out, err = runCLI(t, "endpoints", "list", adm); err != nil || !strings.Contains(out, id) || !strings.Contains(out, "1 endpoints") {
+		t.Errorf("endpoints list: %v\n%s", err, out)
+	}
+	if out, err = runCLI(t, "endpoints", "test", adm, id); err != nil || !strings.Contains(out, `"delivered": true`) {
+		t.Errorf("endpoints test: %v\n%s", err, out)
+	}
+	waitFor("the ping", func() bool { return strings.Contains(listenOut.String(), "ping  verified") })
+
+	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), 1, rand.New(rand.NewPCG(3, 3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Sim.Pay(codes[0], ordersync.Buyer{Name: "Ana"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("order.paid", func() bool { return strings.Contains(listenOut.String(), "order.paid  verified  order "+codes[0]) })
+
+	if out, err = runCLI(t, "endpoints", "update", adm, id, "--description", "renamed", "--disable"); err != nil || !strings.Contains(out, `"disabled": true`) || !strings.Contains(out, "renamed") {
+		t.Errorf("endpoints update --disable: %v\n%s", err, out)
+	}
+	if out, err = runCLI(t, "endpoints", "update", adm, id, "--enable"); err != nil || !strings.Contains(out, `"disabled": false`) {
+		t.Errorf("endpoints update --enable: %v\n%s", err, out)
+	}
+	if out, err = runCLI(t, "endpoints", "replay", adm, id, "--since", "1h"); err != nil || !strings.Contains(out, "events queued") {
+		t.Errorf("endpoints replay: %v\n%s", err, out)
+	}
+	if out, err = runCLI(t, "endpoints", "rotate-secret", adm, id); err != nil || !strings.Contains(out, "new secret: whsec_") {
+		t.Errorf("endpoints rotate-secret: %v\n%s", err, out)
+	}
+	// listen still holds the old secret, which signs during the grace period.
+	if out, err = runCLI(t, "endpoints", "test", adm, id); err != nil {
+		t.Errorf("endpoints test after rotation: %v\n%s", err, out)
+	}
+	if strings.Contains(listenOut.String(), "REJECTED") {
+		t.Errorf("listen rejected a delivery:\n%s", listenOut.String())
+	}
+	if out, err = runCLI(t, "endpoints", "remove", adm, id); err != nil {
+		t.Errorf("endpoints remove: %v\n%s", err, out)
+	}
+	if _, err = runCLI(t, "endpoints", "show", adm, id); err == nil || !strings.Contains(err.Error(), "no endpoint") {
+		t.Errorf("endpoints show of a removed endpoint: %v", err)
+	}
+	t.Logf("listen printed:\n%s", listenOut.String())
 }

@@ -12,7 +12,7 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServeCommand(), newDemoCommand(), newSimCommand(), newLinksCommand(),
-		newOrdersCommand(), newDLQCommand(), newReconcileCommand(), newMigrateCommand())
+		newOrdersCommand(), newDLQCommand(), newReconcileCommand(), newMigrateCommand(), newEndpointsCommand())
 	root.AddCommand(newChaosCommand(), newLoadtestCommand())
 	root.AddCommand(newMultiprocCommand())
 	return root

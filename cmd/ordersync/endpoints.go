@@ -1,0 +1,352 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/delivery"
+)
+
+func newEndpointsCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "endpoints",
+		Short: "Manage the HTTP endpoints that receive order events (asks the running service)",
+		Long: `endpoints manages, through the running service's admin API, the HTTP
+endpoints that receive order.paid and order.status_changed as signed
+Standard Webhooks. Changes take effect without a restart. listen runs a
+small verifying receiver for trying it out.`,
+	}
+	cmd.AddCommand(newEndpointsAddCommand(), newEndpointsListCommand(), newEndpointsShowCommand(), newEndpointsUpdateCommand(),
+		newEndpointsRemoveCommand(), newEndpointsRotateCommand(), newEndpointsTestCommand(), newEndpointsReplayCommand(),
+		newEndpointsListenCommand())
+	return cmd
+}
+
+// adminFlags are the flags of a command that asks the running service.
+type adminFlags struct{ url, token string }
+
+func addAdminFlags(cmd *cobra.Command) *adminFlags {
+	f := &adminFlags{}
+	cmd.Flags().StringVar(&f.url, "admin-url", "http://127.0.0.1:9090", "the running service's admin API")
+	cmd.Flags().StringVar(&f.token, "admin-token", "", "bearer token of the admin API (default: the first of ORDERSYNC_ADMIN_TOKEN)")
+	return f
+}
+
+// call sends one admin API request and decodes a 2xx answer into out; any
+// other answer is an error carrying the problem's title.
+func (f *adminFlags) call(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(f.url, "/")+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	token := f.token
+	if token == "" {
+		if tokens := splitList(os.Getenv("ORDERSYNC_ADMIN_TOKEN")); len(tokens) > 0 {
+			token = tokens[0]
+		}
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("ask the service at %s: %w (is `ordersync serve` running?)", f.url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if resp.StatusCode/100 != 2 {
+		var p admin.Problem
+		if json.Unmarshal(b, &p) == nil && p.Title != "" {
+			return fmt.Errorf("%s %s: %s", method, path, p.Title)
+		}
+		return fmt.Errorf("%s %s: HTTP %d", method, path, resp.StatusCode)
+	}
+	if out != nil && len(b) > 0 {
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("%s %s: unexpected answer: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+func newEndpointsAddCommand() *cobra.Command {
+	var p admin.EndpointParamsJSON
+	cmd := &cobra.Command{Use: "add --url URL [--event E]...", Short: "Add an endpoint; prints its id and secret", Args: cobra.NoArgs}
+	af := addAdminFlags(cmd)
+	cmd.Flags().StringVar(&p.URL, "url", "", "where to POST events (http or https)")
+	cmd.Flags().StringSliceVar(&p.Events, "event", []string{string(ordersync.HookOrderPaid)}, "events to receive: order.paid, order.status_changed")
+	cmd.Flags().StringVar(&p.Description, "description", "", "what the endpoint is")
+	cmd.Flags().StringVar(&p.Secret, "secret", "", "signing secret (whsec_…); generated when empty")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		var ep admin.EndpointJSON
+		if err := af.call(cmd.Context(), http.MethodPost, "/v1/endpoints", p, &ep); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s added\nsecret: %s\n(keep the secret: it is shown only now)\n", ep.ID, ep.Secret)
+		return nil
+	}
+	return cmd
+}
+
+func newEndpointsListCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{Use: "list", Short: "List endpoints", Args: cobra.NoArgs}
+	af := addAdminFlags(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		var out struct {
+			Endpoints []admin.EndpointJSON `json:"endpoints"`
+			Count     int                  `json:"count"`
+		}
+		if err := af.call(cmd.Context(), http.MethodGet, "/v1/endpoints", nil, &out); err != nil {
+			return err
+		}
+		if asJSON {
+			return writeIndented(cmd.OutOrStdout(), out)
+		}
+		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tSOURCE\tSTATE\tEVENTS\tURL\tDESCRIPTION")
+		for _, ep := range out.Endpoints {
+			state := "enabled"
+			if ep.Disabled {
+				state = "disabled (" + ep.DisabledReason + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ep.ID, ep.Source, state, strings.Join(ep.Events, ","), ep.URL, dash(ep.Description))
+		}
+		_ = tw.Flush()
+		fmt.Fprintf(cmd.OutOrStdout(), "%d endpoints\n", out.Count)
+		return nil
+	}
+	return cmd
+}
+
+func newEndpointsShowCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "show ID", Short: "Show one endpoint", Args: cobra.ExactArgs(1)}
+	af := addAdminFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var ep admin.EndpointJSON
+		if err := af.call(cmd.Context(), http.MethodGet, "/v1/endpoints/"+args[0], nil, &ep); err != nil {
+			return err
+		}
+		return writeIndented(cmd.OutOrStdout(), ep)
+	}
+	return cmd
+}
+
+func newEndpointsUpdateCommand() *cobra.Command {
+	var url, description string
+	var events []string
+	var enable, disable bool
+	cmd := &cobra.Command{Use: "update ID [--url U] [--event E]... [--description D] [--enable|--disable]", Short: "Change an endpoint", Args: cobra.ExactArgs(1)}
+	af := addAdminFlags(cmd)
+	cmd.Flags().StringVar(&url, "url", "", "new URL")
+	cmd.Flags().StringSliceVar(&events, "event", nil, "new events (replace the old ones)")
+	cmd.Flags().StringVar(&description, "description", "", "new description")
+	cmd.Flags().BoolVar(&enable, "enable", false, "enable it (as after a 410 was fixed)")
+	cmd.Flags().BoolVar(&disable, "disable", false, "disable it: its events wait until it is enabled")
+	cmd.MarkFlagsMutuallyExclusive("enable", "disable")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var u admin.EndpointUpdateJSON
+		if cmd.Flags().Changed("url") {
+			u.URL = &url
+		}
+		if cmd.Flags().Changed("event") {
+			u.Events = events
+		}
+		if cmd.Flags().Changed("description") {
+			u.Description = &description
+		}
+		if enable || disable {
+			u.Disabled = &disable
+		}
+		var ep admin.EndpointJSON
+		if err := af.call(cmd.Context(), http.MethodPatch, "/v1/endpoints/"+args[0], u, &ep); err != nil {
+			return err
+		}
+		return writeIndented(cmd.OutOrStdout(), ep)
+	}
+	return cmd
+}
+
+func newEndpointsRemoveCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "remove ID", Short: "Delete an endpoint and its consumer", Args: cobra.ExactArgs(1)}
+	af := addAdminFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := af.call(cmd.Context(), http.MethodDelete, "/v1/endpoints/"+args[0], nil, nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s removed\n", args[0])
+		return nil
+	}
+	return cmd
+}
+
+func newEndpointsRotateCommand() *cobra.Command {
+	var secret string
+	cmd := &cobra.Command{Use: "rotate-secret ID", Short: "Give an endpoint a new secret; the old one keeps signing for the grace period", Args: cobra.ExactArgs(1)}
+	af := addAdminFlags(cmd)
+	cmd.Flags().StringVar(&secret, "secret", "", "the new secret (whsec_…); generated when empty")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var ep admin.EndpointJSON
+		if err := af.call(cmd.Context(), http.MethodPost, "/v1/endpoints/"+args[0]+"/rotate-secret", admin.RotateSecretJSON{Secret: secret}, &ep); err != nil {
+			return err
+		}
+		until := "-"
+		if ep.PreviousSecretUntil != nil {
+			until = ep.PreviousSecretUntil.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "new secret: %s\nthe old secret signs too until %s\n", ep.Secret, until)
+		return nil
+	}
+	return cmd
+}
+
+func newEndpointsTestCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "test ID", Short: "Send a signed ping and print the endpoint's answer", Args: cobra.ExactArgs(1)}
+	af := addAdminFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var rep ordersync.DeliveryReport
+		if err := af.call(cmd.Context(), http.MethodPost, "/v1/endpoints/"+args[0]+"/test", nil, &rep); err != nil {
+			return err
+		}
+		if err := writeIndented(cmd.OutOrStdout(), rep); err != nil {
+			return err
+		}
+		if !rep.Delivered {
+			return errors.New("the endpoint did not accept the ping")
+		}
+		return nil
+	}
+	return cmd
+}
+
+func newEndpointsReplayCommand() *cobra.Command {
+	var since string
+	cmd := &cobra.Command{Use: "replay ID --since T", Short: "Deliver again every event since T (RFC 3339, a date, or a duration back)", Args: cobra.ExactArgs(1)}
+	af := addAdminFlags(cmd)
+	cmd.Flags().StringVar(&since, "since", "", "RFC 3339 time, YYYY-MM-DD, or a duration such as 24h")
+	_ = cmd.MarkFlagRequired("since")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		t, err := admin.ParseSince(since, time.Now())
+		if err != nil {
+			return fmt.Errorf("--since: %w", err)
+		}
+		var out struct{ Queued int }
+		if err := af.call(cmd.Context(), http.MethodPost, "/v1/endpoints/"+args[0]+"/replay", admin.ReplayJSON{Since: t.UTC().Format(time.RFC3339)}, &out); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%d events queued for redelivery\n", out.Queued)
+		return nil
+	}
+	return cmd
+}
+
+func newEndpointsListenCommand() *cobra.Command {
+	var secret, addr string
+	cmd := &cobra.Command{
+		Use:   "listen --secret whsec_…",
+		Short: "Run a small receiver that verifies deliveries and prints them (for trying it out)",
+		Args:  cobra.NoArgs,
+	}
+	cmd.Flags().StringVar(&secret, "secret", "", "the endpoint's secret")
+	cmd.Flags().StringVar(&addr, "listen", "127.0.0.1:8088", "address to listen on")
+	_ = cmd.MarkFlagRequired("secret")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := delivery.ValidateSecret(secret); err != nil {
+			return fmt.Errorf("--secret: %w", err)
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return err
+		}
+		out := &lockedWriter{w: cmd.OutOrStdout()}
+		fmt.Fprintf(out, "listening on http://%s/ — add it with: ordersync endpoints add --url http://%s/ --secret %s\n", ln.Addr(), ln.Addr(), secret)
+		srv := &http.Server{Handler: listenHandler(secret, out), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			<-cmd.Context().Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(ctx)
+		}()
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
+	return cmd
+}
+
+// listenHandler verifies each delivery, prints one line for it and answers
+// 204, or 401 when the signature does not verify.
+func listenHandler(secret string, out io.Writer) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, "read body", http.StatusBadRequest)
+			return
+		}
+		id := r.Header.Get(delivery.HeaderID)
+		if err := delivery.Verify(secret, r.Header, body, 0); err != nil {
+			fmt.Fprintf(out, "%s  %s  REJECTED: %v\n", time.Now().UTC().Format(time.RFC3339), id, err)
+			http.Error(w, "signature", http.StatusUnauthorized)
+			return
+		}
+		var ev struct {
+			Type string `json:"type"`
+			Data struct {
+				OrderCode    string          `json:"orderCode"`
+				StatusChange map[string]any  `json:"statusChange"`
+				Total        json.RawMessage `json:"total"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal(body, &ev)
+		line := fmt.Sprintf("%s  %s  %s  verified", time.Now().UTC().Format(time.RFC3339), id, ev.Type)
+		if ev.Data.OrderCode != "" {
+			from := ev.Data.StatusChange["from"]
+			if from == nil {
+				from = "new"
+			}
+			line += fmt.Sprintf("  order %s %v→%v total %s", ev.Data.OrderCode, from, ev.Data.StatusChange["to"], ev.Data.Total)
+		}
+		fmt.Fprintln(out, line)
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// lockedWriter serialises the lines of concurrent requests.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
