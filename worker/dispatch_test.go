@@ -496,3 +496,64 @@ func TestRetrySchedule(t *testing.T) {
 	}
 	t.Logf("%d retries over %v: %v…", len(s), total, s[:14])
 }
+
+// An endpoint that does not answer within the default 10s timeout is
+// retried, with the same webhook-id.
+func TestDispatchTimeoutRetries(t *testing.T) {
+	e := newDispatchEnv(t)
+	release := make(chan struct{})
+	srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
+		if n == 0 {
+			select {
+			case <-release:
+			case <-time.After(15 * time.Second):
+			}
+		}
+		return http.StatusOK
+	})
+	t.Cleanup(func() { close(release) }) // before the server's Close waits for the handler
+	ep := e.addEndpoint(t, srv.URL)
+	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true))
+	waitFor(t, 20*time.Second, "the retry after the timeout", func() bool { return len(srv.requests()) == 2 })
+	got := srv.requests()
+	if gap := got[1].at.Sub(got[0].at); gap < 10*time.Second {
+		t.Errorf("retried %v after the first attempt, before the 10s timeout", gap)
+	}
+	if got[0].id != got[1].id {
+		t.Errorf("webhook-id changed: %s, %s", got[0].id, got[1].id)
+	}
+	waitFor(t, 5*time.Second, "the delivered count", func() bool {
+		return counterValue(t, e.reg, "ordersync_delivery_events_total", map[string]string{"endpoint": ep.ID, "outcome": "delivered"}) == 1
+	})
+	if n := counterValue(t, e.reg, "ordersync_delivery_attempts_total", map[string]string{"endpoint": ep.ID, "result": "timeout"}); n != 1 {
+		t.Errorf("timeout attempts = %v, want 1", n)
+	}
+}
+
+// Failures that outlast the retry window end in a dead letter with the last
+// answer. The window is shortened here: the default is 72h.
+func TestDispatchRetriesExhausted(t *testing.T) {
+	e := &dispatchEnv{env: newEnv(t, sim.Faults{})}
+	d, err := worker.NewDispatcher(worker.DispatcherConfig{
+		Endpoints: e.db, DeadLetters: e.db, Stream: e.q, Registerer: e.reg, Logger: e.logger, RetryWindow: 3 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.d = d
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	srv := newEndpointServer(t, hookSecret, func(int, received, http.ResponseWriter) int { return http.StatusBadGateway })
+	ep := e.addEndpoint(t, srv.URL)
+	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true))
+	var dls []*ordersync.DeliveryDeadLetter
+	waitFor(t, 15*time.Second, "a dead letter", func() bool {
+		dls, _ = e.db.ListDeliveryDeadLetters(context.Background(), ordersync.DeliveryDeadLetterFilter{EndpointID: ep.ID})
+		return len(dls) == 1
+	})
+	if dl := dls[0]; dl.Attempts < 2 || dl.Attempts != len(srv.requests()) || dl.LastStatus != http.StatusBadGateway {
+		t.Errorf("letter after %d requests: %+v", len(srv.requests()), dl)
+	}
+}
