@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"strings"
 	"sync"
@@ -33,7 +34,7 @@ small verifying receiver for trying it out.`,
 	}
 	cmd.AddCommand(newEndpointsAddCommand(), newEndpointsListCommand(), newEndpointsShowCommand(), newEndpointsUpdateCommand(),
 		newEndpointsRemoveCommand(), newEndpointsRotateCommand(), newEndpointsTestCommand(), newEndpointsReplayCommand(),
-		newEndpointsListenCommand())
+		newEndpointsDeadLettersCommand(), newEndpointsReplayDeadLetterCommand(), newEndpointsListenCommand())
 	return cmd
 }
 
@@ -349,4 +350,66 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+func newEndpointsDeadLettersCommand() *cobra.Command {
+	var endpoint string
+	var all, asJSON bool
+	cmd := &cobra.Command{Use: "dead-letters [--endpoint ID]", Short: "List deliveries refused for good or out of retries", Args: cobra.NoArgs}
+	af := addAdminFlags(cmd)
+	cmd.Flags().StringVar(&endpoint, "endpoint", "", "only this endpoint's")
+	cmd.Flags().BoolVar(&all, "all", false, "include letters already replayed")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		q := neturl.Values{}
+		if endpoint != "" {
+			q.Set("endpoint", endpoint)
+		}
+		if all {
+			q.Set("include_replayed", "true")
+		}
+		var out struct {
+			DeadLetters []admin.DeliveryDeadLetterJSON `json:"deadLetters"`
+			Count       int                            `json:"count"`
+		}
+		if err := af.call(cmd.Context(), http.MethodGet, "/v1/delivery-dead-letters?"+q.Encode(), nil, &out); err != nil {
+			return err
+		}
+		if asJSON {
+			return writeIndented(cmd.OutOrStdout(), out)
+		}
+		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tCREATED\tENDPOINT\tEVENT\tORDER\tATTEMPTS\tSTATUS\tREPLAYED\tANSWER")
+		for _, dl := range out.DeadLetters {
+			answer := dl.LastBody
+			if answer == "" {
+				answer = dl.LastError
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", dl.ID, dl.CreatedAt.UTC().Format(time.RFC3339), dl.EndpointID, dl.Event,
+				dash(dl.OrderCode), dl.Attempts, dl.LastStatus, dl.ReplayCount, truncate(strings.Join(strings.Fields(answer), " "), 60))
+		}
+		_ = tw.Flush()
+		fmt.Fprintf(cmd.OutOrStdout(), "%d delivery dead letters\n", out.Count)
+		return nil
+	}
+	return cmd
+}
+
+func newEndpointsReplayDeadLetterCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "replay-dead-letter ID", Short: "Send a delivery dead letter again (same webhook-id and body)", Args: cobra.ExactArgs(1)}
+	af := addAdminFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var rep ordersync.DeliveryReport
+		if err := af.call(cmd.Context(), http.MethodPost, "/v1/delivery-dead-letters/"+args[0]+"/replay", nil, &rep); err != nil {
+			return err
+		}
+		if err := writeIndented(cmd.OutOrStdout(), rep); err != nil {
+			return err
+		}
+		if !rep.Delivered {
+			return errors.New("the endpoint did not accept it; the letter stays")
+		}
+		return nil
+	}
+	return cmd
 }

@@ -430,3 +430,65 @@ func TestEndpointsCLI(t *testing.T) {
 	}
 	t.Logf("listen printed:\n%s", listenOut.String())
 }
+
+// TestEndpointsDeadLettersCLI: a delivery refused with a 4xx is listed and,
+// once the endpoint accepts it, replayed from the command line.
+func TestEndpointsDeadLettersCLI(t *testing.T) {
+	st := startTestStack(t, stackOptions{Seed: 4})
+	adm := "--admin-url=" + st.Program.AdminURL()
+	var mu sync.Mutex
+	refuse := true
+	var ids []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		ids = append(ids, r.Header.Get(delivery.HeaderID))
+		if refuse {
+			http.Error(w, "unknown customer", http.StatusUnprocessableEntity)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	out, err := runCLI(t, "endpoints", "add", adm, "--url", srv.URL, "--event", "order.paid")
+	if err != nil {
+		t.Fatalf("endpoints add: %v\n%s", err, out)
+	}
+	id := strings.Fields(strings.TrimPrefix(out, "endpoint "))[0]
+	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), 1, rand.New(rand.NewPCG(4, 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Sim.Pay(codes[0], ordersync.Buyer{Name: "Ana"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		out, err = runCLI(t, "endpoints", "dead-letters", adm, "--endpoint", id)
+		if err == nil && strings.Contains(out, "1 delivery dead letters") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no dead letter: %v\n%s", err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(out, "order.paid") || !strings.Contains(out, codes[0]) || !strings.Contains(out, "422") || !strings.Contains(out, "unknown customer") {
+		t.Errorf("dead-letters:\n%s", out)
+	}
+	letter := strings.Fields(strings.Split(out, "\n")[1])[0]
+	mu.Lock()
+	refuse = false
+	mu.Unlock()
+	if out, err = runCLI(t, "endpoints", "replay-dead-letter", adm, letter); err != nil || !strings.Contains(out, `"delivered": true`) {
+		t.Fatalf("replay-dead-letter: %v\n%s", err, out)
+	}
+	mu.Lock()
+	if len(ids) != 2 || ids[0] != ids[1] {
+		t.Errorf("webhook-ids of the refusal and the replay: %v", ids)
+	}
+	mu.Unlock()
+	if out, err = runCLI(t, "endpoints", "dead-letters", adm); err != nil || !strings.Contains(out, "0 delivery dead letters") {
+		t.Errorf("after the replay: %v\n%s", err, out)
+	}
+}
