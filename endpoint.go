@@ -63,8 +63,11 @@ type Endpoint struct {
 	Secret              string
 	PreviousSecret      string
 	PreviousSecretUntil *time.Time
-	CreatedAt           time.Time
-	UpdatedAt           time.Time
+	// RatePerSecond caps the requests sent to the endpoint; 0: no cap
+	// beyond the concurrency bound.
+	RatePerSecond float64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // Wants reports whether the endpoint subscribes to ev.
@@ -95,15 +98,17 @@ type EndpointParams struct {
 	Events      []HookEvent
 	Description string
 	// Secret is required; callers generate one when none is given.
-	Secret string
+	Secret        string
+	RatePerSecond float64
 }
 
 // EndpointUpdate changes the fields that are set.
 type EndpointUpdate struct {
-	URL         *string
-	Events      []HookEvent // nil: unchanged
-	Description *string
-	Disabled    *bool
+	URL           *string
+	Events        []HookEvent // nil: unchanged
+	Description   *string
+	Disabled      *bool
+	RatePerSecond *float64
 }
 
 // ErrInvalidEndpoint is wrapped by ValidateEndpoint.

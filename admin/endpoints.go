@@ -38,6 +38,7 @@ type EndpointJSON struct {
 	DisabledReason      string     `json:"disabledReason,omitempty"`
 	Secret              string     `json:"secret,omitempty"`
 	PreviousSecretUntil *time.Time `json:"previousSecretUntil,omitempty"`
+	RatePerSecond       float64    `json:"ratePerSecond"`
 	CreatedAt           time.Time  `json:"createdAt"`
 	UpdatedAt           time.Time  `json:"updatedAt"`
 }
@@ -45,7 +46,7 @@ type EndpointJSON struct {
 // EndpointJSONOf converts an endpoint, leaving its secrets out.
 func EndpointJSONOf(e *ordersync.Endpoint) EndpointJSON {
 	j := EndpointJSON{ID: e.ID, URL: e.URL, Events: []string{}, Description: e.Description, Source: string(e.Source),
-		Disabled: e.Disabled, DisabledReason: e.DisabledReason, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+		Disabled: e.Disabled, DisabledReason: e.DisabledReason, RatePerSecond: e.RatePerSecond, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
 	if e.PreviousSecretUntil != nil && e.PreviousSecretUntil.After(time.Now()) {
 		j.PreviousSecretUntil = e.PreviousSecretUntil
 	}
@@ -62,6 +63,8 @@ type EndpointParamsJSON struct {
 	Description string   `json:"description"`
 	// Secret is generated when empty.
 	Secret string `json:"secret"`
+	// RatePerSecond caps the requests to the endpoint; 0: none.
+	RatePerSecond float64 `json:"ratePerSecond"`
 }
 
 // EndpointUpdateJSON is the body of PATCH /v1/endpoints/{id}.
@@ -70,6 +73,8 @@ type EndpointUpdateJSON struct {
 	Events      []string `json:"events"`
 	Description *string  `json:"description"`
 	Disabled    *bool    `json:"disabled"`
+	// RatePerSecond: 0 removes the cap.
+	RatePerSecond *float64 `json:"ratePerSecond"`
 }
 
 func hookEvents(in []string) []ordersync.HookEvent {
@@ -140,7 +145,7 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ep, err := s.cfg.Endpoints.CreateEndpoint(r.Context(), ordersync.EndpointParams{
-		URL: body.URL, Events: hookEvents(body.Events), Description: body.Description, Secret: body.Secret,
+		URL: body.URL, Events: hookEvents(body.Events), Description: body.Description, Secret: body.Secret, RatePerSecond: body.RatePerSecond,
 	})
 	if err != nil {
 		s.endpointError(w, "create endpoint", "", err)
@@ -192,7 +197,7 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ep, err := s.cfg.Endpoints.UpdateEndpoint(r.Context(), id, ordersync.EndpointUpdate{
-		URL: body.URL, Events: hookEvents(body.Events), Description: body.Description, Disabled: body.Disabled,
+		URL: body.URL, Events: hookEvents(body.Events), Description: body.Description, Disabled: body.Disabled, RatePerSecond: body.RatePerSecond,
 	})
 	if err != nil {
 		s.endpointError(w, "update endpoint", id, err)

@@ -31,17 +31,18 @@ type endpointRow struct {
 	Secret              string     `db:"secret"`
 	PreviousSecret      string     `db:"previous_secret"`
 	PreviousSecretUntil *time.Time `db:"previous_secret_until"`
+	RatePerSecond       float64    `db:"rate_per_second"`
 	CreatedAt           time.Time  `db:"created_at"`
 	UpdatedAt           time.Time  `db:"updated_at"`
 }
 
-const endpointColumns = `id, url, events, description, source, disabled, disabled_reason, secret, previous_secret, previous_secret_until, created_at, updated_at`
+const endpointColumns = `id, url, events, description, source, disabled, disabled_reason, secret, previous_secret, previous_secret_until, rate_per_second, created_at, updated_at`
 
 func (r *endpointRow) endpoint() *ordersync.Endpoint {
 	e := &ordersync.Endpoint{
 		ID: r.ID, URL: r.URL, Description: r.Description, Source: ordersync.EndpointSource(r.Source),
 		Disabled: r.Disabled, DisabledReason: r.DisabledReason, Secret: r.Secret, PreviousSecret: r.PreviousSecret,
-		PreviousSecretUntil: utcPtr(r.PreviousSecretUntil), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		PreviousSecretUntil: utcPtr(r.PreviousSecretUntil), RatePerSecond: r.RatePerSecond, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 	for _, ev := range strings.Split(r.Events, ",") {
 		if ev != "" {
@@ -72,6 +73,13 @@ func validateEndpointParams(p ordersync.EndpointParams) error {
 	if p.Secret == "" {
 		return fmt.Errorf("%w: secret is required", ordersync.ErrInvalidEndpoint)
 	}
+	return validateRate(p.RatePerSecond)
+}
+
+func validateRate(r float64) error {
+	if r < 0 || r != r {
+		return fmt.Errorf("%w: ratePerSecond %v: want 0 (no cap) or more", ordersync.ErrInvalidEndpoint, r)
+	}
 	return nil
 }
 
@@ -89,8 +97,8 @@ func (db *DB) CreateEndpoint(ctx context.Context, p ordersync.EndpointParams) (*
 	}
 	now := dbTime(time.Now())
 	err := db.inTx(ctx, op, func(tx *sqlx.Tx) error {
-		_, err := tx.ExecContext(ctx, db.rebind(`INSERT INTO endpoints (id, url, events, description, source, secret, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), p.ID, p.URL, joinEvents(p.Events), p.Description, string(ordersync.EndpointFromAPI), p.Secret, now, now)
+		_, err := tx.ExecContext(ctx, db.rebind(`INSERT INTO endpoints (id, url, events, description, source, secret, rate_per_second, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), p.ID, p.URL, joinEvents(p.Events), p.Description, string(ordersync.EndpointFromAPI), p.Secret, p.RatePerSecond, now, now)
 		return err
 	})
 	if err != nil {
@@ -150,13 +158,18 @@ func (db *DB) UpdateEndpoint(ctx context.Context, id string, u ordersync.Endpoin
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
 	}
+	if u.RatePerSecond != nil {
+		if err := validateRate(*u.RatePerSecond); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+	}
 	var ep *ordersync.Endpoint
 	err := db.inTx(ctx, op, func(tx *sqlx.Tx) error {
 		cur, err := findEndpoint(ctx, db, tx, id)
 		if err != nil {
 			return err
 		}
-		if cur.Source == ordersync.EndpointFromConfig && (u.URL != nil || u.Events != nil || u.Description != nil) {
+		if cur.Source == ordersync.EndpointFromConfig && (u.URL != nil || u.Events != nil || u.Description != nil || u.RatePerSecond != nil) {
 			return ordersync.ErrManagedByConfig
 		}
 		if u.URL != nil {
@@ -168,6 +181,9 @@ func (db *DB) UpdateEndpoint(ctx context.Context, id string, u ordersync.Endpoin
 		if u.Description != nil {
 			cur.Description = *u.Description
 		}
+		if u.RatePerSecond != nil {
+			cur.RatePerSecond = *u.RatePerSecond
+		}
 		if u.Disabled != nil && *u.Disabled != cur.Disabled {
 			cur.Disabled, cur.DisabledReason = *u.Disabled, ""
 			if cur.Disabled {
@@ -175,8 +191,8 @@ func (db *DB) UpdateEndpoint(ctx context.Context, id string, u ordersync.Endpoin
 			}
 		}
 		cur.UpdatedAt = dbTime(time.Now())
-		if _, err := tx.ExecContext(ctx, db.rebind(`UPDATE endpoints SET url = ?, events = ?, description = ?, disabled = ?, disabled_reason = ?, updated_at = ? WHERE id = ?`),
-			cur.URL, joinEvents(cur.Events), cur.Description, cur.Disabled, cur.DisabledReason, cur.UpdatedAt, id); err != nil {
+		if _, err := tx.ExecContext(ctx, db.rebind(`UPDATE endpoints SET url = ?, events = ?, description = ?, disabled = ?, disabled_reason = ?, rate_per_second = ?, updated_at = ? WHERE id = ?`),
+			cur.URL, joinEvents(cur.Events), cur.Description, cur.Disabled, cur.DisabledReason, cur.RatePerSecond, cur.UpdatedAt, id); err != nil {
 			return err
 		}
 		ep = cur
@@ -279,15 +295,15 @@ func (db *DB) SyncConfigEndpoints(ctx context.Context, params []ordersync.Endpoi
 						return err
 					}
 				}
-				if _, err := tx.ExecContext(ctx, db.rebind(`UPDATE endpoints SET url = ?, events = ?, description = ?, updated_at = ? WHERE id = ?`),
-					p.URL, joinEvents(p.Events), p.Description, now, p.ID); err != nil {
+				if _, err := tx.ExecContext(ctx, db.rebind(`UPDATE endpoints SET url = ?, events = ?, description = ?, rate_per_second = ?, updated_at = ? WHERE id = ?`),
+					p.URL, joinEvents(p.Events), p.Description, p.RatePerSecond, now, p.ID); err != nil {
 					return err
 				}
 			case !errors.Is(err, sql.ErrNoRows):
 				return err
 			default:
-				if _, err := tx.ExecContext(ctx, db.rebind(`INSERT INTO endpoints (id, url, events, description, source, secret, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), p.ID, p.URL, joinEvents(p.Events), p.Description, string(ordersync.EndpointFromConfig), p.Secret, now, now); err != nil {
+				if _, err := tx.ExecContext(ctx, db.rebind(`INSERT INTO endpoints (id, url, events, description, source, secret, rate_per_second, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), p.ID, p.URL, joinEvents(p.Events), p.Description, string(ordersync.EndpointFromConfig), p.Secret, p.RatePerSecond, now, now); err != nil {
 					return err
 				}
 			}

@@ -35,6 +35,7 @@ func TestEndpointsCRUD(t *testing.T) {
 			"twice":        {URL: "https://x.example", Events: []ordersync.HookEvent{"order.paid", "order.paid"}, Secret: secretA},
 			"no secret":    {URL: "https://x.example", Events: paid},
 			"bad id chars": {ID: "a.b", URL: "https://x.example", Events: paid, Secret: secretA},
+			"bad rate":     {URL: "https://x.example", Events: paid, Secret: secretA, RatePerSecond: -1},
 		} {
 			if _, err := db.CreateEndpoint(ctx, p); !errors.Is(err, ordersync.ErrInvalidEndpoint) {
 				t.Errorf("%s: CreateEndpoint = %v, want ErrInvalidEndpoint", name, err)
@@ -44,9 +45,9 @@ func TestEndpointsCRUD(t *testing.T) {
 			t.Errorf("CreateEndpoint with a taken id = %v, want ErrConflict", err)
 		}
 
-		newURL, desc, off := "https://erp.example.com/v2", "ERP v2", true
+		newURL, desc, off, rps := "https://erp.example.com/v2", "ERP v2", true, 2.5
 		both := []ordersync.HookEvent{ordersync.HookOrderStatusChanged, ordersync.HookOrderPaid}
-		up, err := db.UpdateEndpoint(ctx, ep.ID, ordersync.EndpointUpdate{URL: &newURL, Events: both, Description: &desc, Disabled: &off})
+		up, err := db.UpdateEndpoint(ctx, ep.ID, ordersync.EndpointUpdate{URL: &newURL, Events: both, Description: &desc, Disabled: &off, RatePerSecond: &rps})
 		if err != nil {
 			t.Fatalf("UpdateEndpoint: %v", err)
 		}
@@ -54,7 +55,7 @@ func TestEndpointsCRUD(t *testing.T) {
 		if err != nil {
 			t.Fatalf("FindEndpoint: %v", err)
 		}
-		if got.URL != newURL || !slices.Equal(got.Events, both) || got.Description != desc || !got.Disabled || got.DisabledReason != ordersync.DisabledManual || !got.UpdatedAt.Equal(up.UpdatedAt) {
+		if got.URL != newURL || !slices.Equal(got.Events, both) || got.Description != desc || !got.Disabled || got.RatePerSecond != rps || got.DisabledReason != ordersync.DisabledManual || !got.UpdatedAt.Equal(up.UpdatedAt) {
 			t.Errorf("after update %+v", got)
 		}
 		on := false

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/delivery"
@@ -420,11 +421,13 @@ type runner struct {
 	cancel context.CancelFunc
 	sem    chan struct{}
 
-	mu     sync.Mutex
-	lanes  map[string][]*held
-	held   int
-	heldAt map[*held]time.Time
-	space  chan struct{}
+	mu      sync.Mutex
+	limit   *rate.Limiter // nil: no rate cap
+	limitAt float64       // the rate limit was made for
+	lanes   map[string][]*held
+	held    int
+	heldAt  map[*held]time.Time
+	space   chan struct{}
 }
 
 // held is one event in a lane.
@@ -492,7 +495,21 @@ func (r *runner) run() {
 	}
 }
 
-// orderKey is the lane of an event: its account and order code.
+// limiter returns the endpoint's rate limit, made again when the
+// configured rate changed; nil when there is none.
+func (r *runner) limiter(perSecond float64) *rate.Limiter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if perSecond != r.limitAt {
+		r.limitAt, r.limit = perSecond, nil
+		if perSecond > 0 {
+			r.limit = rate.NewLimiter(rate.Limit(perSecond), 1)
+		}
+	}
+	return r.limit
+}
+
+// laneKey is the lane of an event: its account and order code.
 func laneKey(payload []byte) string {
 	var o struct {
 		Account   string `json:"account"`
@@ -601,6 +618,11 @@ func (r *runner) deliver(dl ordersync.OrderEventDelivery) bool {
 	bo := newBackoff()
 	for attempts := 1; ; attempts++ {
 		ep = r.endpoint()
+		if lim := r.limiter(ep.RatePerSecond); lim != nil {
+			if err := lim.Wait(r.ctx); err != nil {
+				return false
+			}
+		}
 		select {
 		case r.sem <- struct{}{}:
 		case <-r.ctx.Done():

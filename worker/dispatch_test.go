@@ -557,3 +557,28 @@ func TestDispatchRetriesExhausted(t *testing.T) {
 		t.Errorf("letter after %d requests: %+v", len(srv.requests()), dl)
 	}
 }
+
+// An endpoint with a rate gets at most that many requests per second.
+func TestDispatchRate(t *testing.T) {
+	e := newDispatchEnv(t)
+	srv := newEndpointServer(t, hookSecret, nil)
+	ep, err := e.db.CreateEndpoint(context.Background(), ordersync.EndpointParams{
+		URL: srv.URL, Events: []ordersync.HookEvent{ordersync.HookOrderPaid}, Secret: hookSecret, RatePerSecond: 4,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.d.Notify()
+	e.waitConsumer(t, ep.ID)
+	var msgs []ordersync.OutboxMessage
+	for i := range 9 {
+		msgs = append(msgs, orderMsg(fmt.Sprintf("R%d", i), ordersync.StatusPaid, 1, true))
+	}
+	e.publishOrders(t, msgs...)
+	waitFor(t, 10*time.Second, "nine deliveries", func() bool { return len(srv.requests()) == 9 })
+	got := srv.requests()
+	// One at once, then one every 250ms: eight gaps of 250ms.
+	if span := got[8].at.Sub(got[0].at); span < 1900*time.Millisecond {
+		t.Errorf("nine deliveries at 4/s took %v, want about 2s", span)
+	}
+}

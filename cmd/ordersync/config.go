@@ -146,6 +146,8 @@ type EndpointConfig struct {
 	Secret      string   `yaml:"secret"`
 	Events      []string `yaml:"events"`
 	Description string   `yaml:"description"`
+	// RatePerSecond caps the requests sent to it (0: no cap).
+	RatePerSecond float64 `yaml:"rate_per_second"`
 }
 
 // endpointParams validates the file's endpoints and returns them as the
@@ -154,7 +156,10 @@ func (c *Config) endpointParams() ([]ordersync.EndpointParams, error) {
 	out := make([]ordersync.EndpointParams, 0, len(c.Endpoints))
 	seen := map[string]bool{}
 	for i, e := range c.Endpoints {
-		p := ordersync.EndpointParams{ID: e.ID, URL: e.URL, Description: e.Description, Secret: e.Secret}
+		p := ordersync.EndpointParams{ID: e.ID, URL: e.URL, Description: e.Description, Secret: e.Secret, RatePerSecond: e.RatePerSecond}
+		if e.RatePerSecond < 0 {
+			return nil, fmt.Errorf("bad setting: endpoints[%d].rate_per_second must not be negative, got %v", i, e.RatePerSecond)
+		}
 		if p.ID == "" {
 			sum := sha256.Sum256([]byte(e.URL))
 			p.ID = "cfg-" + hex.EncodeToString(sum[:6])

@@ -104,6 +104,7 @@ func newEndpointsAddCommand() *cobra.Command {
 	cmd.Flags().StringSliceVar(&p.Events, "event", []string{string(ordersync.HookOrderPaid)}, "events to receive: order.paid, order.status_changed")
 	cmd.Flags().StringVar(&p.Description, "description", "", "what the endpoint is")
 	cmd.Flags().StringVar(&p.Secret, "secret", "", "signing secret (whsec_…); generated when empty")
+	cmd.Flags().Float64Var(&p.RatePerSecond, "rate", 0, "at most this many requests per second (0: no cap)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		var ep admin.EndpointJSON
 		if err := af.call(cmd.Context(), http.MethodPost, "/v1/endpoints", p, &ep); err != nil {
@@ -164,6 +165,7 @@ func newEndpointsUpdateCommand() *cobra.Command {
 	var url, description string
 	var events []string
 	var enable, disable bool
+	var rate float64
 	cmd := &cobra.Command{Use: "update ID [--url U] [--event E]... [--description D] [--enable|--disable]", Short: "Change an endpoint", Args: cobra.ExactArgs(1)}
 	af := addAdminFlags(cmd)
 	cmd.Flags().StringVar(&url, "url", "", "new URL")
@@ -171,6 +173,7 @@ func newEndpointsUpdateCommand() *cobra.Command {
 	cmd.Flags().StringVar(&description, "description", "", "new description")
 	cmd.Flags().BoolVar(&enable, "enable", false, "enable it (as after a 410 was fixed)")
 	cmd.Flags().BoolVar(&disable, "disable", false, "disable it: its events wait until it is enabled")
+	cmd.Flags().Float64Var(&rate, "rate", 0, "at most this many requests per second (0: no cap)")
 	cmd.MarkFlagsMutuallyExclusive("enable", "disable")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		var u admin.EndpointUpdateJSON
@@ -185,6 +188,9 @@ func newEndpointsUpdateCommand() *cobra.Command {
 		}
 		if enable || disable {
 			u.Disabled = &disable
+		}
+		if cmd.Flags().Changed("rate") {
+			u.RatePerSecond = &rate
 		}
 		var ep admin.EndpointJSON
 		if err := af.call(cmd.Context(), http.MethodPatch, "/v1/endpoints/"+args[0], u, &ep); err != nil {

@@ -16,6 +16,7 @@ CREATE TABLE endpoints (
     disabled_reason       TEXT      NOT NULL DEFAULT '',
     secret                TEXT      NOT NULL,
     previous_secret       TEXT      NOT NULL DEFAULT '',
+    rate_per_second       REAL NOT NULL DEFAULT 0,
     previous_secret_until TIMESTAMP,
     created_at            TIMESTAMP NOT NULL,
     updated_at            TIMESTAMP NOT NULL
