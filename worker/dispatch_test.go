@@ -433,6 +433,19 @@ func TestDispatchRunTimeChanges(t *testing.T) {
 		t.Errorf("after re-enabling got %s", got)
 	}
 
+	// Changing its events updates its consumer's filter.
+	if _, err := e.db.UpdateEndpoint(ctx, ep.ID, ordersync.EndpointUpdate{Events: []ordersync.HookEvent{ordersync.HookOrderStatusChanged}}); err != nil {
+		t.Fatal(err)
+	}
+	e.d.Notify()
+	time.Sleep(500 * time.Millisecond)
+	e.publishOrders(t, orderMsg("A4", ordersync.StatusPaid, 1, true), orderMsg("A4", ordersync.StatusFinalized, 2, false))
+	waitFor(t, 10*time.Second, "A4's status change", func() bool { return len(second.requests()) == 3 })
+	time.Sleep(500 * time.Millisecond)
+	if got := second.requests(); len(got) != 3 || got[2].typ != "order.status_changed" || got[2].order != "A4" {
+		t.Errorf("after changing the events to status changes only: %d requests, last %s %s", len(got), got[len(got)-1].typ, got[len(got)-1].order)
+	}
+
 	if err := e.db.DeleteEndpoint(ctx, ep.ID); err != nil {
 		t.Fatal(err)
 	}
