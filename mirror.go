@@ -147,6 +147,9 @@ type OutboxMessage struct {
 	MsgID     string
 	Payload   []byte // the MirroredOrder JSON
 	CreatedAt time.Time
+	// FromStatus is the status the change left ("" when the order was
+	// new); the payload holds the one it reached.
+	FromStatus Status
 }
 
 // DeadLetterReason says why an event could not be processed.

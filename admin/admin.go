@@ -37,6 +37,13 @@ type Config struct {
 	// Ready reports whether the service can take work (database and queue
 	// reachable); /readyz answers 503 with its error otherwise.
 	Ready func(ctx context.Context) error
+	// Endpoints, DeliveryDeadLetters and Deliverer serve /v1/endpoints and
+	// /v1/delivery-dead-letters; SecretGrace is how long a rotated
+	// endpoint secret keeps signing.
+	Endpoints           ordersync.Endpoints
+	DeliveryDeadLetters ordersync.DeliveryDeadLetters
+	Deliverer           ordersync.Deliverer
+	SecretGrace         time.Duration
 	// Tokens, when any, are the bearer tokens every request but /healthz
 	// and /readyz must carry. Several allow rotation. Without any, the API
 	// answers only requests addressed to a loopback name (see guard).
@@ -92,6 +99,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /v1/dead-letters/{id}", s.showDeadLetter)
 	s.mux.HandleFunc("POST /v1/dead-letters/{id}/replay", s.replayDeadLetter)
 	s.mux.HandleFunc("POST /v1/dead-letters/replay", s.replayDeadLetters)
+	s.routeEndpoints()
 	return s, nil
 }
 

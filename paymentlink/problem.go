@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -246,22 +245,7 @@ func statusError(op string, resp *http.Response, body []byte, now time.Time) *or
 
 // retryAfter parses a Retry-After value: delay seconds or an HTTP-date.
 func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	var d time.Duration
-	if secs, err := strconv.ParseUint(v, 10, 64); err == nil {
-		if secs > uint64(MaxRetryAfter/time.Second) {
-			return MaxRetryAfter, true
-		}
-		d = time.Duration(secs) * time.Second
-	} else if at, err := http.ParseTime(v); err == nil {
-		d = at.Sub(now)
-	} else {
-		return 0, false
-	}
-	return min(max(d, 0), MaxRetryAfter), true
+	return ordersync.ParseRetryAfter(v, now, MaxRetryAfter)
 }
 
 // snippet is the start of a body that is not problem JSON, as readable text:

@@ -26,6 +26,8 @@ const (
 	HeaderIgnored    = "Ordersync-Ignored"
 	HeaderReplayOf   = "Ordersync-Replay-Of"
 	HeaderCause      = "Ordersync-Cause"
+	// HeaderFromStatus is, on an order event, the status the change left.
+	HeaderFromStatus = "Ordersync-From-Status"
 )
 
 // Config configures the streams and the durable consumer.
@@ -350,6 +352,9 @@ func (q *Queue) sendMessage(m ordersync.OutboxMessage) (jetstream.PubAckFuture, 
 	h := nats.Header{
 		jetstream.MsgIDHeader:          []string{m.MsgID},
 		jetstream.ExpectedStreamHeader: []string{q.cfg.OrdersStream},
+	}
+	if m.FromStatus != "" {
+		h[HeaderFromStatus] = []string{string(m.FromStatus)}
 	}
 	f, err := q.js.PublishMsgAsync(&nats.Msg{Subject: subj, Header: h, Data: m.Payload})
 	if err != nil {

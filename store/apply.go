@@ -65,7 +65,7 @@ var (
 	insertItems    = rowsSQL{prefix: `INSERT INTO order_line_items (order_row, position, product_id, sku, name, price, promo_price, quantity, image_url, sub_total) VALUES `, cols: 10}
 	insertMetadata = rowsSQL{prefix: `INSERT INTO order_metadata (order_row, position, name, value) VALUES `, cols: 4}
 	insertHistory  = rowsSQL{prefix: `INSERT INTO status_history (order_row, from_status, to_status, fetch_seq, at, cause) VALUES `, cols: 6}
-	insertOutbox   = rowsSQL{prefix: `INSERT INTO outbox (order_row, account, order_code, subject, msg_id, payload, created_at) VALUES `, cols: 7}
+	insertOutbox   = rowsSQL{prefix: `INSERT INTO outbox (order_row, account, order_code, subject, msg_id, payload, created_at, from_status) VALUES `, cols: 8}
 	upsertEvents   = rowsSQL{
 		prefix: `INSERT INTO event_log (msg_id, account, received_at, type, order_type, order_id, order_reference, order_code, signature, outcome, detail) VALUES `,
 		cols:   11,
@@ -140,6 +140,7 @@ type outboxEntry struct {
 	key            orderKey
 	subject, msgID string
 	payload        int
+	from           ordersync.Status // the status before this change; "" when created
 }
 
 // historyEntry is a status change to record.
@@ -414,10 +415,10 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 	if statusChanged {
 		b.history = append(b.history, historyEntry{key, res.PreviousStatus, o.OrderStatus, p.Seq, fetchedAt, p.Cause})
 		msgID := p.Account + ":" + o.OrderCode + ":status:" + string(o.OrderStatus) + ":" + strconv.FormatInt(st.Transitions, 10)
-		b.outbox = append(b.outbox, outboxEntry{key, ordersync.SubjectStatusPrefix + string(o.OrderStatus), msgID, payload})
+		b.outbox = append(b.outbox, outboxEntry{key, ordersync.SubjectStatusPrefix + string(o.OrderStatus), msgID, payload, res.PreviousStatus})
 	}
 	if firePaid {
-		b.outbox = append(b.outbox, outboxEntry{key, ordersync.SubjectPaid, p.Account + ":" + o.OrderCode + ":paid", payload})
+		b.outbox = append(b.outbox, outboxEntry{key, ordersync.SubjectPaid, p.Account + ":" + o.OrderCode + ":paid", payload, res.PreviousStatus})
 	}
 	return res, nil
 }
@@ -547,7 +548,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	created := dbTime(b.now)
 	outbox := make([][]any, len(b.outbox))
 	for i, e := range b.outbox {
-		outbox[i] = []any{b.orders[e.key].st.ID, e.key.account, e.key.code, e.subject, e.msgID, payloads[e.payload], created}
+		outbox[i] = []any{b.orders[e.key].st.ID, e.key.account, e.key.code, e.subject, e.msgID, payloads[e.payload], created, string(e.from)}
 	}
 	if err := db.execRows(ctx, tx, insertOutbox, outbox); err != nil {
 		return fmt.Errorf("queue outbox messages: %w", err)

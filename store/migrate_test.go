@@ -109,6 +109,10 @@ func TestMigrationOrderRows(t *testing.T) {
 				t.Errorf("outbox of %s = %+v, want %+v", code, after.outbox[code], before.outbox[code])
 			}
 		}
+		// Going down through migration 6 drops the status a change left.
+		for i := range before.pending {
+			before.pending[i].FromStatus = ""
+		}
 		if !reflect.DeepEqual(after.pending, before.pending) {
 			t.Errorf("pending outbox = %+v, want %+v", after.pending, before.pending)
 		}

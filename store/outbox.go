@@ -23,15 +23,16 @@ func (db *DB) PendingOutbox(ctx context.Context, limit int) ([]ordersync.OutboxM
 			MsgID     string    `db:"msg_id"`
 			Payload   []byte    `db:"payload"`
 			CreatedAt time.Time `db:"created_at"`
+			From      string    `db:"from_status"`
 		}
-		if err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT id, account, order_code, subject, msg_id, payload, created_at
+		if err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT id, account, order_code, subject, msg_id, payload, created_at, from_status
 FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT ?`), clampLimit(limit, defaultListLimit, maxListLimit)); err != nil {
 			return err
 		}
 		msgs = make([]ordersync.OutboxMessage, len(rows))
 		for i, r := range rows {
 			msgs[i] = ordersync.OutboxMessage{ID: r.ID, Account: r.Account, OrderCode: r.OrderCode, Subject: r.Subject,
-				MsgID: r.MsgID, Payload: r.Payload, CreatedAt: r.CreatedAt.UTC()}
+				MsgID: r.MsgID, Payload: r.Payload, CreatedAt: r.CreatedAt.UTC(), FromStatus: ordersync.Status(r.From)}
 		}
 		return nil
 	})

@@ -13,4 +13,8 @@
 // groups, and settles every delivery exactly once: Ack only after the mirror
 // committed, Retry for transient failures and outages, Term after a dead
 // letter for permanent ones.
+//
+// The Dispatcher delivers the order events the relay published to HTTP
+// endpoints, signed as Standard Webhooks, each endpoint through its own
+// consumer, in order per order, retried, dead-lettered when refused.
 package worker

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -19,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/delivery"
 	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/worker"
 )
@@ -114,6 +117,16 @@ type Config struct {
 	// EventLogRetention keeps event log rows this long (0: forever).
 	EventLogRetention time.Duration `yaml:"event_log_retention"`
 
+	// Endpoints receive order events over HTTP (Standard Webhooks). They
+	// are written into the database at every start: the file owns these
+	// (their URL, events, description and secret follow it; one removed
+	// from the file is deleted), while endpoints created through the admin
+	// API live beside them, untouched by the file.
+	Endpoints []EndpointConfig `yaml:"endpoints"`
+	// EndpointSecretGrace is how long a replaced endpoint secret keeps
+	// signing deliveries beside the new one.
+	EndpointSecretGrace time.Duration `yaml:"endpoint_secret_grace"`
+
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `yaml:"log_level"`
 	// LogFormat is text or json.
@@ -127,6 +140,59 @@ type AccountConfig struct {
 	APIBaseURL     string   `yaml:"api_base_url"`
 	SecretKey      string   `yaml:"secret_key"`
 	WebhookSecrets []string `yaml:"webhook_secrets"`
+}
+
+// EndpointConfig is one HTTP endpoint of the file.
+type EndpointConfig struct {
+	// ID names the endpoint (letters, digits, _ and -); default "cfg-"
+	// and a hash of the URL. Give one to keep it across URL changes.
+	ID  string `yaml:"id"`
+	URL string `yaml:"url"`
+	// Secret signs deliveries: whsec_ and base64 of 24 to 64 bytes
+	// (`openssl rand -base64 32`).
+	Secret      string   `yaml:"secret"`
+	Events      []string `yaml:"events"`
+	Description string   `yaml:"description"`
+	// RatePerSecond caps the requests sent to it (0: no cap).
+	RatePerSecond float64 `yaml:"rate_per_second"`
+}
+
+// endpointParams validates the file's endpoints and returns them as the
+// store takes them.
+func (c *Config) endpointParams() ([]ordersync.EndpointParams, error) {
+	out := make([]ordersync.EndpointParams, 0, len(c.Endpoints))
+	seen := map[string]bool{}
+	for i, e := range c.Endpoints {
+		p := ordersync.EndpointParams{ID: e.ID, URL: e.URL, Description: e.Description, Secret: e.Secret, RatePerSecond: e.RatePerSecond}
+		if e.RatePerSecond < 0 {
+			return nil, fmt.Errorf("bad setting: endpoints[%d].rate_per_second must not be negative, got %v", i, e.RatePerSecond)
+		}
+		if p.ID == "" {
+			sum := sha256.Sum256([]byte(e.URL))
+			p.ID = "cfg-" + hex.EncodeToString(sum[:6])
+		}
+		for _, ev := range e.Events {
+			p.Events = append(p.Events, ordersync.HookEvent(ev))
+		}
+		if !accountName.MatchString(p.ID) {
+			return nil, fmt.Errorf("bad setting: endpoints[%d].id %q (want 1-64 of A-Z a-z 0-9 _ -)", i, p.ID)
+		}
+		if seen[p.ID] {
+			return nil, fmt.Errorf("bad setting: endpoints[%d]: id %q twice (give each URL once, or distinct ids)", i, p.ID)
+		}
+		seen[p.ID] = true
+		if err := ordersync.ValidateEndpointURL(p.URL); err != nil {
+			return nil, fmt.Errorf("bad setting: endpoints[%d].url: %w", i, err)
+		}
+		if err := ordersync.ValidateHookEvents(p.Events); err != nil {
+			return nil, fmt.Errorf("bad setting: endpoints[%d].events: %w", i, err)
+		}
+		if err := delivery.ValidateSecret(p.Secret); err != nil {
+			return nil, fmt.Errorf("bad setting: endpoints[%d].secret: %w", i, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // accountEnvPrefix is the environment prefix of an account's settings.
@@ -174,8 +240,10 @@ func defaultConfig() Config {
 		ReconcileRPS:      worker.DefaultReconcileBudget,
 		ReconcileInterval: reconcileIntervalUnset,
 		OutboxRetention:   7 * 24 * time.Hour,
-		LogLevel:          "info",
-		LogFormat:         "text",
+		// A day lets a receiver deploy the new secret at its pace.
+		EndpointSecretGrace: 24 * time.Hour,
+		LogLevel:            "info",
+		LogFormat:           "text",
 	}
 }
 
@@ -321,6 +389,7 @@ var settings = []setting{
 	{key: "reconcile_budget", env: "ORDERSYNC_RECONCILE_BUDGET", usage: "replaced by reconcile_rps (requests per second); refused", replaced: true, set: integer(func(c *Config) *int { return &c.ReconcileBudget })},
 	{key: "outbox_retention", env: "ORDERSYNC_OUTBOX_RETENTION", usage: "how long published outbox messages are kept, 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.OutboxRetention })},
 	{key: "event_log_retention", env: "ORDERSYNC_EVENT_LOG_RETENTION", usage: "how long event log rows are kept, 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.EventLogRetention })},
+	{key: "endpoint_secret_grace", env: "ORDERSYNC_ENDPOINT_SECRET_GRACE", usage: "how long a replaced endpoint secret keeps signing deliveries", set: duration(func(c *Config) *time.Duration { return &c.EndpointSecretGrace })},
 	{key: "log_level", env: "ORDERSYNC_LOG_LEVEL", usage: "debug, info, warn or error", set: str(func(c *Config) *string { return &c.LogLevel })},
 	{key: "log_format", env: "ORDERSYNC_LOG_FORMAT", usage: "text or json", set: str(func(c *Config) *string { return &c.LogFormat })},
 }
@@ -450,6 +519,10 @@ func loadFile(cfg *Config, path string) []error {
 			errs = append(errs, loadAccounts(cfg, v, at)...)
 			continue
 		}
+		if k.Value == "endpoints" {
+			errs = append(errs, loadEndpoints(cfg, v, at)...)
+			continue
+		}
 		st, ok := settingByKey(k.Value)
 		if !ok {
 			errs = append(errs, at(k, k.Value, errors.New("not a setting (the settings are listed in configs/ordersync.example.yaml)")))
@@ -502,6 +575,56 @@ func loadAccounts(cfg *Config, n *yaml.Node, at func(*yaml.Node, string, error) 
 			}
 		}
 		cfg.Accounts[name] = a
+	}
+	return errs
+}
+
+// loadEndpoints reads the endpoints list: each a mapping of its settings.
+func loadEndpoints(cfg *Config, n *yaml.Node, at func(*yaml.Node, string, error) error) []error {
+	if n.Kind != yaml.SequenceNode {
+		return []error{at(n, "endpoints", errors.New("want a list of endpoints, each with url, secret and events"))}
+	}
+	var errs []error
+	cfg.Endpoints = nil
+	for i, item := range n.Content {
+		prefix := fmt.Sprintf("endpoints[%d]", i)
+		if item.Kind != yaml.MappingNode {
+			errs = append(errs, at(item, prefix, errors.New("want url, secret, events and optionally id, description, rate_per_second")))
+			continue
+		}
+		var e EndpointConfig
+		for j := 0; j+1 < len(item.Content); j += 2 {
+			k, v := item.Content[j], item.Content[j+1]
+			key := prefix + "." + k.Value
+			kind := "string"
+			if k.Value == "events" {
+				kind = "strings"
+			}
+			text, err := nodeText(v, kind)
+			if err != nil {
+				errs = append(errs, at(v, key, err))
+				continue
+			}
+			switch k.Value {
+			case "id":
+				e.ID = text
+			case "url":
+				e.URL = text
+			case "secret":
+				e.Secret = text
+			case "events":
+				e.Events = splitList(text)
+			case "description":
+				e.Description = text
+			case "rate_per_second":
+				if err := number(func(*Config) *float64 { return &e.RatePerSecond }).parse(cfg, text); err != nil {
+					errs = append(errs, at(v, key, err))
+				}
+			default:
+				errs = append(errs, at(k, key, errors.New("not an endpoint setting (want id, url, secret, events, description, rate_per_second)")))
+			}
+		}
+		cfg.Endpoints = append(cfg.Endpoints, e)
 	}
 	return errs
 }
@@ -616,11 +739,15 @@ func (c *Config) validateServe() error {
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		bad("bad setting: tls_cert_file and tls_key_file go together")
 	}
+	if c.EndpointSecretGrace < 0 {
+		bad("bad setting: endpoint_secret_grace must not be negative, got %s", c.EndpointSecretGrace)
+	}
 	for _, check := range []func() error{
 		func() error { _, err := parseRoles(c.Role); return err },
 		func() error { _, err := parseCIDRs(c.TrustedProxies); return err },
 		c.checkAdminListen,
 		c.checkReconcile,
+		func() error { _, err := c.endpointParams(); return err },
 	} {
 		if err := check(); err != nil {
 			errs = append(errs, err)

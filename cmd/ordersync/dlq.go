@@ -1,15 +1,13 @@
 package main
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
 
@@ -125,7 +123,7 @@ func printDeadLetter(w io.Writer, dl *ordersync.DeadLetter) {
 
 func newDLQReplayCommand() *cobra.Command {
 	var all bool
-	var reason, adminURL, token string
+	var reason string
 	cmd := &cobra.Command{
 		Use:   "replay ID | --all [--reason R]",
 		Short: "Send dead letters through the pipeline again (asks the running service)",
@@ -135,23 +133,11 @@ just arrived. The service must be running. It finds the admin API and its
 token in the same config file and environment as serve.`,
 		Args: cobra.MaximumNArgs(1),
 	}
-	flags := addConfigFlags(cmd.Flags(), scopeAdmin)
+	af := addAdminFlags(cmd)
 	cmd.Flags().BoolVar(&all, "all", false, "replay every letter not yet replayed")
 	cmd.Flags().StringVar(&reason, "reason", "", "with --all: only this reason")
-	cmd.Flags().StringVar(&adminURL, "admin-url", "", "the running service's admin API (default: http:// and admin_listen)")
-	cmd.Flags().StringVar(&token, "token", "", "the bearer token to send (default: the first of admin_tokens, ORDERSYNC_ADMIN_TOKEN)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		cfg, err := flags.load(os.Getenv)
-		if err != nil {
-			return err
-		}
-		if adminURL == "" {
-			adminURL = adminBaseURL(cfg.AdminListen)
-		}
-		if token == "" && len(cfg.AdminTokens) > 0 {
-			token = cfg.AdminTokens[0]
-		}
-		var target string
+		var path string
 		switch {
 		case all && len(args) == 0:
 			q := url.Values{}
@@ -162,38 +148,22 @@ token in the same config file and environment as serve.`,
 				}
 				q.Set("reason", string(r))
 			}
-			target = strings.TrimRight(adminURL, "/") + "/v1/dead-letters/replay?" + q.Encode()
+			path = "/v1/dead-letters/replay?" + q.Encode()
 		case !all && len(args) == 1:
 			if _, err := strconv.ParseInt(args[0], 10, 64); err != nil {
 				return fmt.Errorf("dead letter id %q is not a number", args[0])
 			}
-			target = strings.TrimRight(adminURL, "/") + "/v1/dead-letters/" + args[0] + "/replay"
+			path = "/v1/dead-letters/" + args[0] + "/replay"
 		default:
 			return fmt.Errorf("give either one dead letter ID or --all")
 		}
-		req, err := http.NewRequestWithContext(cmd.Context(), http.MethodPost, target, nil)
-		if err != nil {
-			return err
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return fmt.Errorf("ask the service at %s: %w (is `ordersync serve` running there? its admin_listen decides where, or give --admin-url)", adminURL, err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		if resp.StatusCode != http.StatusOK {
-			var p admin.Problem
-			if json.Unmarshal(body, &p) == nil && p.Title != "" {
-				return fmt.Errorf("replay: %s", p.Title)
-			}
-			return fmt.Errorf("replay: HTTP %d", resp.StatusCode)
-		}
 		var out struct{ Replayed int }
-		if err := json.Unmarshal(body, &out); err != nil {
-			return fmt.Errorf("replay: unexpected answer: %w", err)
+		if err := af.call(cmd.Context(), http.MethodPost, path, nil, &out); err != nil {
+			var ae *admin.Error
+			if errors.As(err, &ae) && ae.Problem.Title != "" {
+				return fmt.Errorf("replay: %s", ae.Problem.Title)
+			}
+			return err
 		}
 		fmt.Fprintln(cmd.OutOrStdout(), plural(out.Replayed, "dead letter")+" replayed")
 		return nil

@@ -53,6 +53,7 @@ type Program struct {
 	pruner      *worker.Pruner
 	replayer    *worker.Replayer
 	follower    *worker.Follower
+	dispatcher  *worker.Dispatcher // nil unless the role runs workers
 	receiver    *webhook.Receiver
 
 	webhookLn, adminLn   net.Listener
@@ -94,6 +95,9 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	warnIfSharedSQLite(logger, p.db.Path())
+	if err := p.seedEndpoints(ctx); err != nil {
+		return nil, err
+	}
 	if err := p.openQueue(ctx); err != nil {
 		return nil, err
 	}
@@ -115,6 +119,19 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 		return nil, fmt.Errorf("admin listener: %w", err)
 	}
 	return p, nil
+}
+
+// seedEndpoints writes the file's endpoints into the database, where every
+// process finds them beside those created through the admin API.
+func (p *Program) seedEndpoints(ctx context.Context) error {
+	params, err := p.cfg.endpointParams()
+	if err != nil {
+		return err
+	}
+	if err := p.db.SyncConfigEndpoints(ctx, params, p.cfg.EndpointSecretGrace); err != nil {
+		return fmt.Errorf("write the configured endpoints: %w", err)
+	}
+	return nil
 }
 
 func (p *Program) openQueue(ctx context.Context) (err error) {
@@ -254,8 +271,21 @@ func (p *Program) buildStages() (err error) {
 	}
 	p.reg.MustRegister(metrics.NewOrdersCollector(p.db, 5*time.Second, p.logger))
 	p.reg.MustRegister(metrics.NewOutboxAgeCollector(p.db, 5*time.Second, p.logger))
+	// HTTP deliveries run with the workers: each endpoint's consumer is
+	// shared by every worker process.
+	var deliverer ordersync.Deliverer
+	if p.roles.worker {
+		p.dispatcher, err = worker.NewDispatcher(worker.DispatcherConfig{
+			Endpoints: p.db, DeadLetters: p.db, Stream: p.queue, Registerer: p.reg, Logger: log("delivery"),
+		})
+		if err != nil {
+			return err
+		}
+		deliverer = p.dispatcher
+	}
 	api, err := admin.New(admin.Config{
 		Orders: p.db, DeadLetters: p.db, Follower: p.follower, Replayer: p.replayer,
+		Endpoints: p.db, DeliveryDeadLetters: p.db, Deliverer: deliverer, SecretGrace: p.cfg.EndpointSecretGrace,
 		Metrics: metrics.Handler(p.reg), Ready: p.ready, Tokens: p.cfg.AdminTokens, Logger: log("admin"),
 	})
 	if err != nil {
@@ -313,7 +343,7 @@ func (p *Program) Run(ctx context.Context) error {
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
-	errc := make(chan error, 5)
+	errc := make(chan error, 6)
 	var serving, working sync.WaitGroup
 	run := func(wg *sync.WaitGroup, name string, f func() error) {
 		wg.Add(1)
@@ -335,6 +365,7 @@ func (p *Program) Run(ctx context.Context) error {
 	run(&serving, "admin server", func() error { return p.adminSrv.Serve(p.adminLn) })
 	if p.roles.worker {
 		run(&working, "workers", func() error { return p.pool.Run(workCtx) })
+		run(&working, "deliveries", func() error { return p.dispatcher.Run(workCtx) })
 	}
 	if p.roles.relay {
 		run(&working, "relay", func() error { return p.lead(workCtx, "relay", p.relay.Run) })

@@ -31,7 +31,7 @@ func newRootCommand() *cobra.Command {
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddGroup(
 		&cobra.Group{ID: groupOperate, Title: "Run the service:"},
-		&cobra.Group{ID: groupData, Title: "Orders, payment links and dead letters:"},
+		&cobra.Group{ID: groupData, Title: "Orders, payment links, dead letters and fulfilment endpoints:"},
 		&cobra.Group{ID: groupTry, Title: "Try it without an account:"},
 		&cobra.Group{ID: groupLab, Title: "Test the pipeline under faults and load (the lab):"},
 	)
@@ -42,7 +42,7 @@ func newRootCommand() *cobra.Command {
 		}
 	}
 	add(groupOperate, newServeCommand(), newCheckCommand(), newMigrateCommand(), newReconcileCommand())
-	add(groupData, newOrdersCommand(), newLinksCommand(), newDLQCommand())
+	add(groupData, newOrdersCommand(), newLinksCommand(), newDLQCommand(), newEndpointsCommand())
 	add(groupTry, newDemoCommand(), newSimCommand())
 	add(groupLab, newChaosCommand(), newLoadtestCommand(), newMultiprocCommand())
 	root.AddCommand(newVersionCommand())

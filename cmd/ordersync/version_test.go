@@ -59,7 +59,7 @@ func TestHelpGroups(t *testing.T) {
 		commands []string
 	}{
 		{"Run the service:", []string{"serve", "migrate", "reconcile"}},
-		{"Orders, payment links and dead letters:", []string{"orders", "links", "dlq"}},
+		{"Orders, payment links, dead letters and fulfilment endpoints:", []string{"orders", "links", "dlq", "endpoints"}},
 		{"Try it without an account:", []string{"demo", "sim"}},
 		{"Test the pipeline under faults and load (the lab):", []string{"chaos", "loadtest", "multiproc"}},
 		{"Additional Commands:", []string{"version"}},

@@ -1,0 +1,366 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/delivery"
+)
+
+// routeEndpoints adds the endpoint routes: managing the HTTP endpoints
+// that receive order events, and their delivery dead letters.
+func (s *Server) routeEndpoints() {
+	s.mux.HandleFunc("POST /v1/endpoints", s.createEndpoint)
+	s.mux.HandleFunc("GET /v1/endpoints", s.listEndpoints)
+	s.mux.HandleFunc("GET /v1/endpoints/{id}", s.showEndpoint)
+	s.mux.HandleFunc("PATCH /v1/endpoints/{id}", s.updateEndpoint)
+	s.mux.HandleFunc("DELETE /v1/endpoints/{id}", s.deleteEndpoint)
+	s.mux.HandleFunc("POST /v1/endpoints/{id}/rotate-secret", s.rotateEndpointSecret)
+	s.mux.HandleFunc("POST /v1/endpoints/{id}/test", s.testEndpoint)
+	s.mux.HandleFunc("POST /v1/endpoints/{id}/replay", s.replayEndpoint)
+	s.mux.HandleFunc("GET /v1/delivery-dead-letters", s.listDeliveryDeadLetters)
+	s.mux.HandleFunc("POST /v1/delivery-dead-letters/{id}/replay", s.replayDeliveryDeadLetter)
+}
+
+// EndpointJSON is an endpoint as the API shows it. Secret is shown only
+// when it was just made: at creation and rotation.
+type EndpointJSON struct {
+	ID                  string     `json:"id"`
+	URL                 string     `json:"url"`
+	Events              []string   `json:"events"`
+	Description         string     `json:"description"`
+	Source              string     `json:"source"`
+	Disabled            bool       `json:"disabled"`
+	DisabledReason      string     `json:"disabledReason,omitempty"`
+	Secret              string     `json:"secret,omitempty"`
+	PreviousSecretUntil *time.Time `json:"previousSecretUntil,omitempty"`
+	RatePerSecond       float64    `json:"ratePerSecond"`
+	CreatedAt           time.Time  `json:"createdAt"`
+	UpdatedAt           time.Time  `json:"updatedAt"`
+}
+
+// EndpointJSONOf converts an endpoint, leaving its secrets out.
+func EndpointJSONOf(e *ordersync.Endpoint) EndpointJSON {
+	j := EndpointJSON{ID: e.ID, URL: e.URL, Events: []string{}, Description: e.Description, Source: string(e.Source),
+		Disabled: e.Disabled, DisabledReason: e.DisabledReason, RatePerSecond: e.RatePerSecond, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+	if e.PreviousSecretUntil != nil && e.PreviousSecretUntil.After(time.Now()) {
+		j.PreviousSecretUntil = e.PreviousSecretUntil
+	}
+	for _, ev := range e.Events {
+		j.Events = append(j.Events, string(ev))
+	}
+	return j
+}
+
+// EndpointParamsJSON is the body of POST /v1/endpoints.
+type EndpointParamsJSON struct {
+	URL         string   `json:"url"`
+	Events      []string `json:"events"`
+	Description string   `json:"description"`
+	// Secret is generated when empty.
+	Secret string `json:"secret"`
+	// RatePerSecond caps the requests to the endpoint; 0: none.
+	RatePerSecond float64 `json:"ratePerSecond"`
+}
+
+// EndpointUpdateJSON is the body of PATCH /v1/endpoints/{id}.
+type EndpointUpdateJSON struct {
+	URL         *string  `json:"url"`
+	Events      []string `json:"events"`
+	Description *string  `json:"description"`
+	Disabled    *bool    `json:"disabled"`
+	// RatePerSecond: 0 removes the cap.
+	RatePerSecond *float64 `json:"ratePerSecond"`
+}
+
+func hookEvents(in []string) []ordersync.HookEvent {
+	if in == nil {
+		return nil
+	}
+	out := make([]ordersync.HookEvent, len(in))
+	for i, ev := range in {
+		out[i] = ordersync.HookEvent(ev)
+	}
+	return out
+}
+
+func (s *Server) endpointsAvailable(w http.ResponseWriter) bool {
+	if s.cfg.Endpoints == nil {
+		writeProblem(w, http.StatusNotImplemented, "endpoints are not available in this process", nil)
+		return false
+	}
+	return true
+}
+
+func (s *Server) delivererAvailable(w http.ResponseWriter) bool {
+	if s.cfg.Deliverer == nil {
+		writeProblem(w, http.StatusNotImplemented, "deliveries do not run in this process (role worker)", nil)
+		return false
+	}
+	return true
+}
+
+// endpointError answers an endpoint operation's error.
+func (s *Server) endpointError(w http.ResponseWriter, op, id string, err error) {
+	switch {
+	case errors.Is(err, ordersync.ErrNotFound):
+		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s", id), nil)
+	case errors.Is(err, ordersync.ErrInvalidEndpoint), errors.Is(err, delivery.ErrInvalidSecret):
+		writeProblem(w, http.StatusBadRequest, err.Error(), nil)
+	case errors.Is(err, ordersync.ErrManagedByConfig), errors.Is(err, ordersync.ErrEndpointDisabled), errors.Is(err, ordersync.ErrConflict):
+		writeProblem(w, http.StatusConflict, err.Error(), nil)
+	default:
+		s.internal(w, op, err)
+	}
+}
+
+// changed makes a change take effect in this process now; the others see
+// it at their next refresh.
+func (s *Server) changed() {
+	if s.cfg.Deliverer != nil {
+		s.cfg.Deliverer.Notify()
+	}
+}
+
+func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) {
+	if !s.endpointsAvailable(w) {
+		return
+	}
+	var body EndpointParamsJSON
+	if !decodeBody(w, r, &body) {
+		return
+	}
+	if body.Secret == "" {
+		var err error
+		if body.Secret, err = delivery.NewSecret(); err != nil {
+			s.internal(w, "create endpoint", err)
+			return
+		}
+	} else if err := delivery.ValidateSecret(body.Secret); err != nil {
+		s.endpointError(w, "create endpoint", "", err)
+		return
+	}
+	ep, err := s.cfg.Endpoints.CreateEndpoint(r.Context(), ordersync.EndpointParams{
+		URL: body.URL, Events: hookEvents(body.Events), Description: body.Description, Secret: body.Secret, RatePerSecond: body.RatePerSecond,
+	})
+	if err != nil {
+		s.endpointError(w, "create endpoint", "", err)
+		return
+	}
+	s.changed()
+	out := EndpointJSONOf(ep)
+	out.Secret = ep.Secret
+	w.Header().Set("Location", "/v1/endpoints/"+ep.ID)
+	writeJSON(w, http.StatusCreated, out)
+}
+
+func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) {
+	if !s.endpointsAvailable(w) {
+		return
+	}
+	eps, err := s.cfg.Endpoints.ListEndpoints(r.Context())
+	if err != nil {
+		s.internal(w, "list endpoints", err)
+		return
+	}
+	out := make([]EndpointJSON, len(eps))
+	for i, ep := range eps {
+		out[i] = EndpointJSONOf(ep)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"endpoints": out, "count": len(out)})
+}
+
+func (s *Server) showEndpoint(w http.ResponseWriter, r *http.Request) {
+	if !s.endpointsAvailable(w) {
+		return
+	}
+	id := r.PathValue("id")
+	ep, err := s.cfg.Endpoints.FindEndpoint(r.Context(), id)
+	if err != nil {
+		s.endpointError(w, "find endpoint", id, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, EndpointJSONOf(ep))
+}
+
+func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) {
+	if !s.endpointsAvailable(w) {
+		return
+	}
+	id := r.PathValue("id")
+	var body EndpointUpdateJSON
+	if !decodeBody(w, r, &body) {
+		return
+	}
+	ep, err := s.cfg.Endpoints.UpdateEndpoint(r.Context(), id, ordersync.EndpointUpdate{
+		URL: body.URL, Events: hookEvents(body.Events), Description: body.Description, Disabled: body.Disabled, RatePerSecond: body.RatePerSecond,
+	})
+	if err != nil {
+		s.endpointError(w, "update endpoint", id, err)
+		return
+	}
+	s.changed()
+	writeJSON(w, http.StatusOK, EndpointJSONOf(ep))
+}
+
+func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
+	if !s.endpointsAvailable(w) {
+		return
+	}
+	id := r.PathValue("id")
+	if err := s.cfg.Endpoints.DeleteEndpoint(r.Context(), id); err != nil {
+		s.endpointError(w, "delete endpoint", id, err)
+		return
+	}
+	if s.cfg.Deliverer != nil {
+		if err := s.cfg.Deliverer.Forget(r.Context(), id); err != nil {
+			s.cfg.Logger.Warn("admin API: forget deleted endpoint", "endpoint", id, "err", err)
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// RotateSecretJSON is the optional body of POST /v1/endpoints/{id}/rotate-secret.
+type RotateSecretJSON struct {
+	Secret string `json:"secret"`
+}
+
+func (s *Server) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) {
+	if !s.endpointsAvailable(w) {
+		return
+	}
+	id := r.PathValue("id")
+	var body RotateSecretJSON
+	if r.ContentLength != 0 && !decodeBody(w, r, &body) {
+		return
+	}
+	if body.Secret == "" {
+		var err error
+		if body.Secret, err = delivery.NewSecret(); err != nil {
+			s.internal(w, "rotate endpoint secret", err)
+			return
+		}
+	} else if err := delivery.ValidateSecret(body.Secret); err != nil {
+		s.endpointError(w, "rotate endpoint secret", id, err)
+		return
+	}
+	ep, err := s.cfg.Endpoints.RotateEndpointSecret(r.Context(), id, body.Secret, s.cfg.SecretGrace)
+	if err != nil {
+		s.endpointError(w, "rotate endpoint secret", id, err)
+		return
+	}
+	s.changed()
+	out := EndpointJSONOf(ep)
+	out.Secret = ep.Secret
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) testEndpoint(w http.ResponseWriter, r *http.Request) {
+	if !s.endpointsAvailable(w) || !s.delivererAvailable(w) {
+		return
+	}
+	id := r.PathValue("id")
+	rep, err := s.cfg.Deliverer.Ping(r.Context(), id)
+	if err != nil {
+		s.endpointError(w, "test endpoint", id, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+// ReplayJSON is the body of POST /v1/endpoints/{id}/replay.
+type ReplayJSON struct {
+	Since string `json:"since"`
+}
+
+func (s *Server) replayEndpoint(w http.ResponseWriter, r *http.Request) {
+	if !s.endpointsAvailable(w) || !s.delivererAvailable(w) {
+		return
+	}
+	id := r.PathValue("id")
+	var body ReplayJSON
+	if !decodeBody(w, r, &body) {
+		return
+	}
+	since, err := time.Parse(time.RFC3339, body.Since)
+	if err != nil {
+		writeProblem(w, http.StatusBadRequest, "invalid since", map[string][]string{"since": {"must be an RFC 3339 time"}})
+		return
+	}
+	n, err := s.cfg.Deliverer.Replay(r.Context(), id, since)
+	if err != nil {
+		s.endpointError(w, "replay to endpoint", id, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]int{"queued": n})
+}
+
+// DeliveryDeadLetterJSON is a delivery dead letter as the API shows it.
+type DeliveryDeadLetterJSON struct {
+	ID          int64      `json:"id"`
+	EndpointID  string     `json:"endpointId"`
+	Event       string     `json:"event"`
+	WebhookID   string     `json:"webhookId"`
+	Account     string     `json:"account"`
+	OrderCode   string     `json:"orderCode"`
+	Attempts    int        `json:"attempts"`
+	LastStatus  int        `json:"lastStatus"`
+	LastBody    string     `json:"lastBody,omitempty"`
+	LastError   string     `json:"lastError,omitempty"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	ReplayedAt  *time.Time `json:"replayedAt,omitempty"`
+	ReplayCount int        `json:"replayCount"`
+}
+
+func (s *Server) listDeliveryDeadLetters(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.DeliveryDeadLetters == nil {
+		writeProblem(w, http.StatusNotImplemented, "delivery dead letters are not available in this process", nil)
+		return
+	}
+	q := r.URL.Query()
+	f := ordersync.DeliveryDeadLetterFilter{EndpointID: q.Get("endpoint"), IncludeReplayed: q.Get("include_replayed") == "true"}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			writeProblem(w, http.StatusBadRequest, "invalid limit", map[string][]string{"limit": {"must be a positive whole number"}})
+			return
+		}
+		f.Limit = n
+	}
+	dls, err := s.cfg.DeliveryDeadLetters.ListDeliveryDeadLetters(r.Context(), f)
+	if err != nil {
+		s.internal(w, "list delivery dead letters", err)
+		return
+	}
+	out := make([]DeliveryDeadLetterJSON, len(dls))
+	for i, dl := range dls {
+		out[i] = DeliveryDeadLetterJSON{ID: dl.ID, EndpointID: dl.EndpointID, Event: string(dl.Event), WebhookID: dl.WebhookID,
+			Account: dl.Account, OrderCode: dl.OrderCode, Attempts: dl.Attempts, LastStatus: dl.LastStatus, LastBody: dl.LastBody,
+			LastError: dl.LastError, CreatedAt: dl.CreatedAt, ReplayedAt: dl.ReplayedAt, ReplayCount: dl.ReplayCount}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"deadLetters": out, "count": len(out)})
+}
+
+func (s *Server) replayDeliveryDeadLetter(w http.ResponseWriter, r *http.Request) {
+	if !s.delivererAvailable(w) {
+		return
+	}
+	id, ok := s.deadLetterID(w, r)
+	if !ok {
+		return
+	}
+	rep, err := s.cfg.Deliverer.ReplayDeadLetter(r.Context(), id)
+	if errors.Is(err, ordersync.ErrNotFound) {
+		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no delivery dead letter %d", id), nil)
+		return
+	}
+	if err != nil {
+		s.endpointError(w, "replay delivery dead letter", "", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}

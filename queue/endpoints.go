@@ -1,0 +1,230 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ordersync/ordersync"
+)
+
+// endpointAckWait is how long an endpoint's deliverer may hold an event
+// without extending it before another process gets it.
+const endpointAckWait = 30 * time.Second
+
+// endpointMaxAckPending bounds the events one endpoint holds unsettled
+// across every process, so a failing endpoint keeps a bounded backlog in
+// memory and the rest waits in the stream.
+const endpointMaxAckPending = 1000
+
+// endpointConsumer names an endpoint's durable consumer.
+func (q *Queue) endpointConsumer(id string) string { return q.cfg.Consumer + "-endpoint-" + id }
+
+func (q *Queue) hookSubjects(events []ordersync.HookEvent) ([]string, error) {
+	var subjects []string
+	for _, ev := range events {
+		switch ev {
+		case ordersync.HookOrderPaid:
+			subjects = append(subjects, q.ordersPrefix+"paid")
+		case ordersync.HookOrderStatusChanged:
+			subjects = append(subjects, q.ordersPrefix+"status.>")
+		default:
+			return nil, fmt.Errorf("%w: event %q", ordersync.ErrInvalidEndpoint, ev)
+		}
+	}
+	if len(subjects) == 0 {
+		return nil, fmt.Errorf("%w: no events", ordersync.ErrInvalidEndpoint)
+	}
+	return subjects, nil
+}
+
+// EndpointEvents creates or updates the endpoint's durable consumer.
+func (q *Queue) EndpointEvents(ctx context.Context, endpointID string, events []ordersync.HookEvent, from time.Time) (ordersync.OrderEventSource, error) {
+	subjects, err := q.hookSubjects(events)
+	if err != nil {
+		return nil, fmt.Errorf("endpoint %s consumer: %w", endpointID, err)
+	}
+	name := q.endpointConsumer(endpointID)
+	cc := jetstream.ConsumerConfig{
+		Durable:        name,
+		Description:    "ordersync deliveries to endpoint " + endpointID,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        endpointAckWait,
+		MaxAckPending:  endpointMaxAckPending,
+		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
+		OptStartTime:   &from,
+		FilterSubjects: subjects,
+		MaxDeliver:     -1,
+	}
+	var c jetstream.Consumer
+	if err := retryRace(ctx, func() error {
+		c, err = q.js.CreateOrUpdateConsumer(ctx, q.cfg.OrdersStream, cc)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("create or update consumer %s: %w", name, err)
+	}
+	return &orderEventSource{q: q, c: c}, nil
+}
+
+// DeleteEndpointEvents deletes the endpoint's consumer.
+func (q *Queue) DeleteEndpointEvents(ctx context.Context, endpointID string) error {
+	err := q.js.DeleteConsumer(ctx, q.cfg.OrdersStream, q.endpointConsumer(endpointID))
+	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("delete consumer of endpoint %s: %w", endpointID, err)
+	}
+	return nil
+}
+
+// OrderEventsSince reads the stream from since through an ordered
+// consumer, up to the last message when it started.
+func (q *Queue) OrderEventsSince(ctx context.Context, since time.Time, events []ordersync.HookEvent, fn func(ordersync.OrderEvent) error) error {
+	subjects, err := q.hookSubjects(events)
+	if err != nil {
+		return fmt.Errorf("read order events: %w", err)
+	}
+	stream, err := q.js.Stream(ctx, q.cfg.OrdersStream)
+	if err != nil {
+		return fmt.Errorf("read order events: %w", err)
+	}
+	last := stream.CachedInfo().State.LastSeq
+	c, err := q.js.OrderedConsumer(ctx, q.cfg.OrdersStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: subjects, DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &since,
+	})
+	if err != nil {
+		return fmt.Errorf("read order events: %w", err)
+	}
+	for {
+		batch, err := c.Fetch(100, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			return fmt.Errorf("read order events: %w", err)
+		}
+		n := 0
+		for msg := range batch.Messages() {
+			n++
+			md, err := msg.Metadata()
+			if err != nil {
+				return fmt.Errorf("read order events: %w", err)
+			}
+			if md.Sequence.Stream > last {
+				return nil
+			}
+			if err := fn(q.orderEvent(msg, md)); err != nil {
+				return err
+			}
+			if md.Sequence.Stream == last {
+				return nil
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("read order events: %w", err)
+		}
+		if n == 0 {
+			// Nothing more matches before the end of the stream.
+			return ctx.Err()
+		}
+	}
+}
+
+func (q *Queue) orderEvent(msg jetstream.Msg, md *jetstream.MsgMetadata) ordersync.OrderEvent {
+	ev := ordersync.OrderEvent{
+		Subject:    "ordersync.orders." + msg.Subject()[len(q.ordersPrefix):],
+		MsgID:      msg.Headers().Get(jetstream.MsgIDHeader),
+		Payload:    msg.Data(),
+		FromStatus: ordersync.Status(msg.Headers().Get(HeaderFromStatus)),
+	}
+	if md != nil {
+		ev.PublishedAt = md.Timestamp.UTC()
+	}
+	return ev
+}
+
+type orderEventSource struct {
+	q *Queue
+	c jetstream.Consumer
+}
+
+// Next asks for what is there now and, when nothing is, waits for one
+// event and takes what else arrived with it (see eventSource.Next).
+func (s *orderEventSource) Next(ctx context.Context, max int, wait time.Duration) ([]ordersync.OrderEventDelivery, error) {
+	if max < 1 {
+		return nil, fmt.Errorf("next order events: max %d must be at least 1", max)
+	}
+	out, err := s.collect(ctx, nil, func() (jetstream.MessageBatch, error) { return s.c.FetchNoWait(max) })
+	if len(out) > 0 || wait <= 0 {
+		return out, orderFetchError(ctx, out, err)
+	}
+	out, err = s.collect(ctx, out, func() (jetstream.MessageBatch, error) { return s.c.Fetch(1, jetstream.FetchMaxWait(wait)) })
+	if len(out) == 0 {
+		return nil, orderFetchError(ctx, out, err)
+	}
+	if max > 1 {
+		out, _ = s.collect(ctx, out, func() (jetstream.MessageBatch, error) { return s.c.FetchNoWait(max - 1) })
+	}
+	return out, nil
+}
+
+func (s *orderEventSource) collect(ctx context.Context, out []ordersync.OrderEventDelivery, fetch func() (jetstream.MessageBatch, error)) ([]ordersync.OrderEventDelivery, error) {
+	batch, err := fetch()
+	if err != nil {
+		return out, err
+	}
+	msgs := batch.Messages()
+	for {
+		select {
+		case msg, ok := <-msgs:
+			if !ok {
+				return out, batch.Error()
+			}
+			md, _ := msg.Metadata()
+			out = append(out, &orderEventDelivery{msg: msg, ev: s.q.orderEvent(msg, md)})
+		case <-ctx.Done():
+			go func() {
+				for msg := range msgs {
+					_ = msg.Nak()
+				}
+			}()
+			return out, ctx.Err()
+		}
+	}
+}
+
+func orderFetchError(ctx context.Context, out []ordersync.OrderEventDelivery, err error) error {
+	switch {
+	case err == nil, len(out) > 0:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("next order events: %w", ctx.Err())
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, jetstream.ErrNoMessages):
+		return nil
+	}
+	return fmt.Errorf("next order events: fetch: %w", err)
+}
+
+type orderEventDelivery struct {
+	msg jetstream.Msg
+	ev  ordersync.OrderEvent
+}
+
+func (d *orderEventDelivery) Event() ordersync.OrderEvent { return d.ev }
+
+func (d *orderEventDelivery) Ack(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("ack order event: %w", err)
+	}
+	if err := d.msg.Ack(); err != nil {
+		return fmt.Errorf("ack order event %s: %w", d.ev.MsgID, err)
+	}
+	return nil
+}
+
+func (d *orderEventDelivery) Extend() error {
+	if err := d.msg.InProgress(); err != nil {
+		return fmt.Errorf("extend order event %s: %w", d.ev.MsgID, err)
+	}
+	return nil
+}
+
+var _ ordersync.OrderEventStream = (*Queue)(nil)

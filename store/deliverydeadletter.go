@@ -1,0 +1,148 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/ordersync/ordersync"
+)
+
+// maxDeliveryAnswer bounds the endpoint's answer kept with a delivery dead
+// letter: enough to see why, not a copy of an error page.
+const maxDeliveryAnswer = 1024
+
+// AddDeliveryDeadLetter records a delivery an endpoint refused for good or
+// that outlasted its retries. A letter for the same endpoint and
+// webhook-id not yet replayed is updated, not duplicated; its id is
+// returned.
+func (db *DB) AddDeliveryDeadLetter(ctx context.Context, dl ordersync.DeliveryDeadLetter) (int64, error) {
+	op := fmt.Sprintf("add delivery dead letter %s for endpoint %s", dl.WebhookID, dl.EndpointID)
+	switch {
+	case dl.EndpointID == "":
+		return 0, fmt.Errorf("%s: EndpointID is required", op)
+	case dl.WebhookID == "":
+		return 0, fmt.Errorf("%s: WebhookID is required", op)
+	case dl.Event == "":
+		return 0, fmt.Errorf("%s: Event is required", op)
+	}
+	if len(dl.LastBody) > maxDeliveryAnswer {
+		dl.LastBody = strings.ToValidUTF8(dl.LastBody[:maxDeliveryAnswer], "")
+	}
+	if len(dl.LastError) > maxDetail {
+		dl.LastError = strings.ToValidUTF8(dl.LastError[:maxDetail], "")
+	}
+	body := dl.Body
+	if body == nil {
+		body = []byte{}
+	}
+	created := dl.CreatedAt
+	if created.IsZero() {
+		created = time.Now()
+	}
+	var id int64
+	err := db.inTx(ctx, op, func(tx *sqlx.Tx) error {
+		return tx.QueryRowxContext(ctx, db.rebind(`
+INSERT INTO delivery_dead_letters (endpoint_id, event, webhook_id, account, order_code, attempts, last_status, last_body, last_error, body, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (endpoint_id, webhook_id) WHERE replayed_at IS NULL DO UPDATE SET
+    attempts = excluded.attempts,
+    last_status = excluded.last_status,
+    last_body = excluded.last_body,
+    last_error = excluded.last_error,
+    body = excluded.body
+RETURNING id`), dl.EndpointID, string(dl.Event), dl.WebhookID, dl.Account, dl.OrderCode, dl.Attempts, dl.LastStatus,
+			dl.LastBody, dl.LastError, body, dbTime(created)).Scan(&id)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+type deliveryDeadLetterRow struct {
+	ID          int64      `db:"id"`
+	EndpointID  string     `db:"endpoint_id"`
+	Event       string     `db:"event"`
+	WebhookID   string     `db:"webhook_id"`
+	Account     string     `db:"account"`
+	OrderCode   string     `db:"order_code"`
+	Attempts    int        `db:"attempts"`
+	LastStatus  int        `db:"last_status"`
+	LastBody    string     `db:"last_body"`
+	LastError   string     `db:"last_error"`
+	Body        []byte     `db:"body"`
+	CreatedAt   time.Time  `db:"created_at"`
+	ReplayedAt  *time.Time `db:"replayed_at"`
+	ReplayCount int        `db:"replay_count"`
+}
+
+const deliveryDeadLetterColumns = `id, endpoint_id, event, webhook_id, account, order_code, attempts, last_status, last_body, last_error, body, created_at, replayed_at, replay_count`
+
+func (r *deliveryDeadLetterRow) letter() *ordersync.DeliveryDeadLetter {
+	return &ordersync.DeliveryDeadLetter{
+		ID: r.ID, EndpointID: r.EndpointID, Event: ordersync.HookEvent(r.Event), WebhookID: r.WebhookID,
+		Account: r.Account, OrderCode: r.OrderCode, Attempts: r.Attempts, LastStatus: r.LastStatus,
+		LastBody: r.LastBody, LastError: r.LastError, Body: r.Body, CreatedAt: r.CreatedAt.UTC(),
+		ReplayedAt: utcPtr(r.ReplayedAt), ReplayCount: r.ReplayCount,
+	}
+}
+
+// ListDeliveryDeadLetters returns delivery dead letters, newest first;
+// replayed ones only with IncludeReplayed. Limit defaults to 100, at most
+// 1000.
+func (db *DB) ListDeliveryDeadLetters(ctx context.Context, f ordersync.DeliveryDeadLetterFilter) ([]*ordersync.DeliveryDeadLetter, error) {
+	where := []string{"1 = 1"}
+	var args []any
+	if f.EndpointID != "" {
+		where, args = append(where, "endpoint_id = ?"), append(args, f.EndpointID)
+	}
+	if !f.IncludeReplayed {
+		where = append(where, "replayed_at IS NULL")
+	}
+	args = append(args, clampLimit(f.Limit, defaultListLimit, maxListLimit))
+	var letters []*ordersync.DeliveryDeadLetter
+	err := db.inReadTx(ctx, "list delivery dead letters", func(tx *sqlx.Tx) error {
+		var rows []deliveryDeadLetterRow
+		if err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT `+deliveryDeadLetterColumns+` FROM delivery_dead_letters WHERE `+
+			strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`), args...); err != nil {
+			return err
+		}
+		letters = make([]*ordersync.DeliveryDeadLetter, len(rows))
+		for i := range rows {
+			letters[i] = rows[i].letter()
+		}
+		return nil
+	})
+	return letters, err
+}
+
+// FindDeliveryDeadLetter returns one delivery dead letter or ErrNotFound.
+func (db *DB) FindDeliveryDeadLetter(ctx context.Context, id int64) (*ordersync.DeliveryDeadLetter, error) {
+	var dl *ordersync.DeliveryDeadLetter
+	err := db.inReadTx(ctx, fmt.Sprintf("find delivery dead letter %d", id), func(tx *sqlx.Tx) error {
+		var r deliveryDeadLetterRow
+		if err := tx.GetContext(ctx, &r, db.rebind(`SELECT `+deliveryDeadLetterColumns+` FROM delivery_dead_letters WHERE id = ?`), id); err != nil {
+			return err
+		}
+		dl = r.letter()
+		return nil
+	})
+	return dl, err
+}
+
+// MarkDeliveryDeadLetterReplayed records that a letter was delivered again.
+func (db *DB) MarkDeliveryDeadLetterReplayed(ctx context.Context, id int64, at time.Time) error {
+	return db.inTx(ctx, fmt.Sprintf("mark delivery dead letter %d replayed", id), func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, db.rebind(`UPDATE delivery_dead_letters SET replayed_at = ?, replay_count = replay_count + 1 WHERE id = ?`), dbTime(at), id)
+		return oneRow(res, err)
+	})
+}
+
+var (
+	_ ordersync.Endpoints           = (*DB)(nil)
+	_ ordersync.DeliveryDeadLetters = (*DB)(nil)
+)
