@@ -438,6 +438,10 @@ type held struct {
 // maxHeld bounds the events one endpoint's runner holds in this process.
 const maxHeld = 500
 
+// extendEvery is how often held events are extended: well within the
+// consumer's ack wait (30s).
+const extendEvery = 10 * time.Second
+
 func (d *Dispatcher) start(ctx context.Context, ep *ordersync.Endpoint, src ordersync.OrderEventSource) *runner {
 	rctx, cancel := context.WithCancel(ctx)
 	r := &runner{d: d, src: src, ctx: rctx, cancel: cancel, sem: make(chan struct{}, d.cfg.Concurrency),
@@ -458,6 +462,7 @@ func (r *runner) run() {
 	log := r.d.cfg.Logger.With("endpoint", id)
 	gauge := r.d.metrics.oldest.WithLabelValues(id)
 	defer gauge.Set(0)
+	extended := time.Now()
 	for r.ctx.Err() == nil {
 		r.mu.Lock()
 		room := maxHeld - r.held
@@ -467,7 +472,20 @@ func (r *runner) run() {
 				oldest = at
 			}
 		}
+		var extend []*held
+		if time.Since(extended) >= extendEvery {
+			extended = time.Now()
+			for h := range r.heldAt {
+				extend = append(extend, h)
+			}
+		}
 		r.mu.Unlock()
+		// Every event held, the one being retried and those waiting behind
+		// it in their lanes, stays ours: one whose ack wait ran out would be
+		// handed out again, to this process or another, out of its order.
+		for _, h := range extend {
+			_ = h.d.Extend()
+		}
 		if oldest.IsZero() {
 			gauge.Set(0)
 		} else {
@@ -600,21 +618,6 @@ func (r *runner) deliver(dl ordersync.OrderEventDelivery) bool {
 		return dl.Ack(r.ctx) == nil
 	}
 	id := WebhookID(ep.ID, ev.MsgID)
-	// Keep the event ours while its retries wait.
-	stopExtend := make(chan struct{})
-	defer close(stopExtend)
-	go func() {
-		t := time.NewTicker(10 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				_ = dl.Extend()
-			case <-stopExtend:
-				return
-			}
-		}
-	}()
 	bo := newBackoff()
 	for attempts := 1; ; attempts++ {
 		ep = r.endpoint()

@@ -595,3 +595,30 @@ func TestDispatchRate(t *testing.T) {
 		t.Errorf("nine deliveries at 4/s took %v, want about 2s", span)
 	}
 }
+
+// An event waiting behind its order's retried one for longer than the
+// consumer's ack wait is neither handed out again nor delivered twice.
+func TestDispatchWaitingEventOutlastsAckWait(t *testing.T) {
+	e := newDispatchEnv(t)
+	var first sync.Once
+	srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
+		code := http.StatusOK
+		first.Do(func() {
+			w.Header().Set("Retry-After", "40") // beyond the 30s ack wait
+			code = http.StatusServiceUnavailable
+		})
+		return code
+	})
+	e.addEndpoint(t, srv.URL)
+	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true), orderMsg("A1", ordersync.StatusFinalized, 2, false))
+	waitFor(t, 60*time.Second, "three requests", func() bool { return len(srv.requests()) >= 3 })
+	time.Sleep(2 * time.Second)
+	got := srv.requests()
+	var seen []string
+	for _, r := range got {
+		seen = append(seen, r.typ+"/"+r.status)
+	}
+	if len(got) != 3 || got[0].typ != "order.paid" || got[1].typ != "order.paid" || got[2].status != "FINALIZED" {
+		t.Errorf("requests %v, want paid (503), paid, FINALIZED once", seen)
+	}
+}
