@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -318,11 +319,13 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	return db, nil
 }
 
-// createPrivate creates a missing SQLite file owner-only (SQLite itself
-// would create it 0644 less the umask): the mirror holds buyer data. SQLite
-// gives its -wal and -shm files the database file's permissions. Any
-// failure is left for SQLite's own open to report.
+// createPrivate creates a missing SQLite file, and its directory, owner-only
+// (SQLite itself would create the file 0644 less the umask, and not the
+// directory): the mirror holds buyer data. SQLite gives its -wal and -shm
+// files the database file's permissions. Any failure is left for SQLite's
+// own open to report.
 func createPrivate(path string) {
+	_ = os.MkdirAll(filepath.Dir(path), 0o700)
 	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
 		_ = f.Close()
 	}

@@ -217,6 +217,14 @@ func TestCLI(t *testing.T) {
 	if out, err = runCLI(t, "migrate", db); err != nil || !strings.Contains(out, "up to date") {
 		t.Errorf("migrate: %v\n%s", err, out)
 	}
+	// migrate, like serve, creates a data directory that is not there yet.
+	fresh := filepath.Join(t.TempDir(), "not", "yet")
+	if out, err = runCLI(t, "migrate", "--data-dir", fresh); err != nil || !strings.Contains(out, "up to date") {
+		t.Errorf("migrate into a missing directory: %v\n%s", err, out)
+	}
+	if fi, err := os.Stat(fresh); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("migrate left the data directory %v (%v), want it created 0700", fi, err)
+	}
 	// Every missing setting at once, each with where to set it.
 	_, err = runCLI(t, "serve", "--data-dir", t.TempDir())
 	for _, want := range []string{"3 problems in the configuration:",

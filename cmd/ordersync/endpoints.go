@@ -127,21 +127,46 @@ func newEndpointsListCommand() *cobra.Command {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ep.ID, ep.Source, state, strings.Join(ep.Events, ","), ep.URL, dash(ep.Description))
 		}
 		_ = tw.Flush()
-		fmt.Fprintf(cmd.OutOrStdout(), "%d endpoints\n", out.Count)
+		fmt.Fprintln(cmd.OutOrStdout(), plural(out.Count, "endpoint"))
 		return nil
 	}
 	return cmd
 }
 
 func newEndpointsShowCommand() *cobra.Command {
+	var asJSON bool
 	cmd := &cobra.Command{Use: "show ID", Short: "Show one endpoint", Args: cobra.ExactArgs(1)}
 	af := addAdminFlags(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the admin API's shape) instead of a table")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		var ep admin.EndpointJSON
 		if err := af.call(cmd.Context(), http.MethodGet, "/v1/endpoints/"+args[0], nil, &ep); err != nil {
 			return err
 		}
-		return writeIndented(cmd.OutOrStdout(), ep)
+		if asJSON {
+			return writeIndented(cmd.OutOrStdout(), ep)
+		}
+		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+		row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, dash(v)) }
+		row("Endpoint", ep.ID)
+		row("URL", ep.URL)
+		row("Events", strings.Join(ep.Events, ", "))
+		row("Description", ep.Description)
+		row("Source", ep.Source)
+		state := "enabled"
+		if ep.Disabled {
+			state = "disabled (" + ep.DisabledReason + ")"
+		}
+		row("State", state)
+		if ep.RatePerSecond > 0 {
+			row("Rate", fmt.Sprintf("%g requests/s at most", ep.RatePerSecond))
+		}
+		if ep.PreviousSecretUntil != nil {
+			row("Previous secret signs until", when(*ep.PreviousSecretUntil))
+		}
+		row("Created", when(ep.CreatedAt))
+		row("Updated", when(ep.UpdatedAt))
+		return tw.Flush()
 	}
 	return cmd
 }

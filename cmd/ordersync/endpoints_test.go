@@ -368,8 +368,14 @@ func TestEndpointsCLI(t *testing.T) {
 	if !strings.HasPrefix(id, "ep_") {
 		t.Fatalf("endpoints add printed %q", out)
 	}
-	if out, err = runCLI(t, "endpoints", "list", adm); err != nil || !strings.Contains(out, id) || !strings.Contains(out, "1 endpoints") {
+	if out, err = runCLI(t, "endpoints", "list", adm); err != nil || !strings.Contains(out, id) || !strings.Contains(out, "\n1 endpoint\n") {
 		t.Errorf("endpoints list: %v\n%s", err, out)
+	}
+	if out, err = runCLI(t, "endpoints", "show", adm, id); err != nil || !strings.Contains(out, "Events       order.paid, order.status_changed") || !strings.Contains(out, "State        enabled") {
+		t.Errorf("endpoints show: %v\n%s", err, out)
+	}
+	if out, err = runCLI(t, "endpoints", "show", adm, id, "--json"); err != nil || !strings.Contains(out, `"id": "`+id+`"`) {
+		t.Errorf("endpoints show --json: %v\n%s", err, out)
 	}
 	if out, err = runCLI(t, "endpoints", "test", adm, id); err != nil || !strings.Contains(out, `"delivered": true`) {
 		t.Errorf("endpoints test: %v\n%s", err, out)

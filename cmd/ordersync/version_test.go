@@ -88,3 +88,21 @@ func TestHelpGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestReadCommandsTakeJSON: every command that reads something prints a
+// table by default and JSON with --json.
+func TestReadCommandsTakeJSON(t *testing.T) {
+	for _, cmd := range [][]string{
+		{"orders", "list"}, {"orders", "show"}, {"orders", "events"}, {"orders", "track"},
+		{"dlq", "list"}, {"dlq", "show"}, {"reconcile"},
+		{"endpoints", "list"}, {"endpoints", "show"}, {"endpoints", "dead-letters"},
+	} {
+		help, err := runCLI(t, append(cmd, "--help")...)
+		if err != nil {
+			t.Fatalf("%v --help: %v", cmd, err)
+		}
+		if !strings.Contains(help, "--json") {
+			t.Errorf("%v has no --json", cmd)
+		}
+	}
+}
