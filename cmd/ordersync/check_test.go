@@ -17,15 +17,7 @@ import (
 // TestCheck runs `ordersync check` as a user would before serve: it passes
 // on the embedded default, and names each failure with its fix.
 func TestCheck(t *testing.T) {
-	s, err := sim.New(sim.Config{SecretKey: "sk-right"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	simURL, err := s.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	simURL := startCheckSim(t)
 	const portalSecret = "c2VjcmV0LW9mLXRoZS1tZXJjaGFudC1wb3J0YWwtMzI=" // 44 characters, 32 bytes
 	base := func(dataDir string) []string {
 		return []string{"check", "--data-dir", dataDir, "--api-base-url", simURL, "--webhook-secret", portalSecret,
@@ -94,15 +86,7 @@ func TestCheck(t *testing.T) {
 // TestServeLogsChecksAtStart: serve runs the checks its start does not make
 // and logs a refused key at once, as an error with its fix.
 func TestServeLogsChecksAtStart(t *testing.T) {
-	s, err := sim.New(sim.Config{SecretKey: "sk-right"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	simURL, err := s.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	simURL := startCheckSim(t)
 	// serve in-process must leave the test binary's runtime alone: its
 	// runtime settings apply only while these are unset.
 	t.Setenv("GOMAXPROCS", strconv.Itoa(runtime.GOMAXPROCS(0)))
@@ -128,4 +112,19 @@ func TestServeLogsChecksAtStart(t *testing.T) {
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("serve's log lacks %s:\n%s", want, out.String())
 	}
+}
+
+// startCheckSim starts a simulator whose secret key is sk-right.
+func startCheckSim(t *testing.T) string {
+	t.Helper()
+	s, err := sim.New(sim.Config{SecretKey: "sk-right"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	simURL, err := s.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return simURL
 }
