@@ -310,6 +310,9 @@ type FetchSeqReader interface {
 type MirrorReader interface {
 	FindOrderByCode(ctx context.Context, account, orderCode string) (*MirroredOrder, error)
 	ListOrders(ctx context.Context, filter OrderFilter) (OrderPage, error)
+	// StoreCurrency is the currency code of the account's latest fetched
+	// order, "" before the first.
+	StoreCurrency(ctx context.Context, account string) (string, error)
 	CountOrdersByStatus(ctx context.Context) (map[Status]int, error)
 	ListEvents(ctx context.Context, filter EventFilter) ([]EventRecord, error)
 }

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -236,6 +238,23 @@ func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) (ord
 		return ordersync.OrderPage{}, err
 	}
 	return out, nil
+}
+
+// StoreCurrency returns the currency code of the account's most recently
+// recorded order that has one, or "" before any order was fetched. It reads
+// one row from the newest end of the table, so a link's creation does not
+// pay for the size of the mirror.
+func (db *DB) StoreCurrency(ctx context.Context, account string) (string, error) {
+	var code string
+	err := db.inReadTx(ctx, "read the store's currency", func(tx *sqlx.Tx) error {
+		err := tx.GetContext(ctx, &code, db.rebind(`SELECT store_currency_code FROM orders
+WHERE account = ? AND store_currency_code <> '' ORDER BY id DESC LIMIT 1`), account)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	return code, err
 }
 
 // CountOrdersByStatus counts the mirror's orders per status; orders

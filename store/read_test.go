@@ -229,3 +229,39 @@ func TestReadersRespectContext(t *testing.T) {
 		}
 	})
 }
+
+// TestStoreCurrency: the currency of an account's latest fetched order;
+// nothing before one is fetched (a recorded link has no store yet).
+func TestStoreCurrency(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		ctx := context.Background()
+		currency := func(account string) string {
+			t.Helper()
+			c, err := db.StoreCurrency(ctx, account)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		if c := currency("default"); c != "" {
+			t.Errorf("empty mirror: %q, want none", c)
+		}
+		if err := db.RecordOrderRef(ctx, ordersync.OrderRef{Account: "default", Code: "recorded"}); err != nil {
+			t.Fatal(err)
+		}
+		if c := currency("default"); c != "" {
+			t.Errorf("only a recorded link: %q, want none", c)
+		}
+		apply(t, db, fetched(orderDoc(t, "c1", 1, ordersync.StatusPending), 1))
+		apply(t, db, fetched(orderDoc(t, "c2", 2, ordersync.StatusPending, func(doc map[string]any) {
+			doc["store"].(map[string]any)["currencyCode"] = "JPY"
+		}), 2))
+		if c := currency("default"); c != "JPY" {
+			t.Errorf("after a JPY order: %q, want JPY (the latest)", c)
+		}
+		if c := currency("other"); c != "" {
+			t.Errorf("another account: %q, want none", c)
+		}
+	})
+}

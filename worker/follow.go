@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/ordersync/ordersync"
@@ -41,6 +42,13 @@ type FollowerConfig struct {
 // Follower implements ordersync.Follower over the upstream and the mirror.
 type Follower struct {
 	cfg FollowerConfig
+
+	// currencies caches each account's store currency, once known, for the
+	// check of a link's amounts: a read of the mirror on every link
+	// creation put the recording of the link behind its own first webhook
+	// (the demo's sync lag p50 went from about 20 ms to 150-250 ms).
+	mu         sync.Mutex
+	currencies map[string]string
 }
 
 var _ ordersync.Follower = (*Follower)(nil)
@@ -107,16 +115,27 @@ func (f *Follower) CreatePaymentLink(ctx context.Context, account string, params
 }
 
 // storeCurrency is the currency of the account's store as its latest
-// mirrored order gives it, or "" before any order is mirrored.
+// mirrored order gives it, or "" before any order is mirrored. Once known
+// it is kept for the life of the process: a store does not change its
+// currency. Until then every call reads the mirror.
 func (f *Follower) storeCurrency(ctx context.Context, account string) (string, error) {
-	page, err := f.cfg.Reader.ListOrders(ctx, ordersync.OrderFilter{Account: account, Limit: 1})
-	if err != nil {
-		return "", fmt.Errorf("read the store's currency: %w", err)
+	f.mu.Lock()
+	code := f.currencies[account]
+	f.mu.Unlock()
+	if code != "" {
+		return code, nil
 	}
-	if len(page.Orders) == 0 {
-		return "", nil
+	code, err := f.cfg.Reader.StoreCurrency(ctx, account)
+	if err != nil || code == "" {
+		return "", err
 	}
-	return page.Orders[0].Order.Store.CurrencyCode, nil
+	f.mu.Lock()
+	if f.currencies == nil {
+		f.currencies = map[string]string{}
+	}
+	f.currencies[account] = code
+	f.mu.Unlock()
+	return code, nil
 }
 
 func (f *Follower) upstream(account string) (ordersync.Upstream, error) {
