@@ -433,6 +433,9 @@ func addConfigFlags(fs *pflag.FlagSet, sc scope) *configFlags {
 		if st.set.kind == "bool" {
 			fl.NoOptDefVal = "true"
 		}
+		// A replaced setting is still read, to say what replaces it, but
+		// no longer offered.
+		fl.Hidden = st.replaced
 	}
 	return f
 }

@@ -279,6 +279,9 @@ func TestFlagsWhereTheyApply(t *testing.T) {
 			t.Errorf("serve --help lacks %q", want)
 		}
 	}
+	if strings.Contains(serve, "--reconcile-budget") || strings.Contains(serve, "--reconcile-interval") {
+		t.Errorf("serve --help offers a replaced setting:\n%s", serve)
+	}
 	if strings.Contains(serve, "string[=") {
 		t.Errorf("serve --help shows a boolean as a string:\n%s", serve)
 	}
