@@ -79,13 +79,17 @@ type demoReport struct {
 	Webhooks                   sim.WebhookStats
 	Deduplicated               float64
 	Mismatches                 []string
-	Took                       time.Duration
+	// HTTP is what the demo's verifying endpoint received.
+	HTTP demoDeliveries
+	Took time.Duration
 }
 
 // OK reports whether the mirror matches the simulator and every paid order
 // fired its trigger exactly once.
 func (r demoReport) OK() bool {
-	return r.Matching == r.Orders && r.PaidMissing == 0 && r.PaidDuplicates == 0
+	h := r.HTTP
+	return r.Matching == r.Orders && r.PaidMissing == 0 && r.PaidDuplicates == 0 &&
+		h.Missing == 0 && h.Duplicates == 0 && h.BadSignatures == 0 && h.OutOfOrder == 0 && h.Paid == r.PaidTriggers
 }
 
 func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoReport, err error) {
@@ -103,6 +107,13 @@ func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoRepo
 	if opts.Verbose {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
+	// The endpoint outlives the pipeline, which may still be delivering
+	// when the report is made.
+	hook, err := startDemoEndpoint()
+	if err != nil {
+		return rep, err
+	}
+	defer func() { err = errors.Join(err, hook.Close()) }()
 	st, err := startStack(ctx, stackOptions{
 		DataDir: dir, Logger: logger, Seed: int64(opts.Seed),
 		Faults: sim.Faults{DuplicateRate: 0.15, ReorderRate: 0.15, ReorderDelay: 300 * time.Millisecond},
@@ -112,6 +123,10 @@ func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoRepo
 	}
 	defer func() { err = errors.Join(err, st.Close()) }()
 	fmt.Fprintf(out, "ordersync demo: simulator at %s, webhooks at %s, admin API at %s\n", st.SimURL, st.Program.WebhookURL(), st.Program.AdminURL())
+	if err := hook.register(ctx, st.Program.AdminURL()); err != nil {
+		return rep, fmt.Errorf("add the demo's endpoint: %w", err)
+	}
+	fmt.Fprintf(out, "fulfilment endpoint at %s: order.paid and order.status_changed, verified on arrival\n", hook.URL())
 
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x0a5d))
 	codes, err := createDemoOrders(ctx, st.Program.AdminURL(), opts.Orders, rng)
@@ -172,6 +187,13 @@ func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoRepo
 			rep.PaidThenReversed++
 		}
 	}
+	statuses := map[string]ordersync.Status{}
+	for _, o := range st.Sim.Orders() {
+		statuses[o.OrderCode] = o.OrderStatus
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	rep.HTTP = hook.wait(waitCtx, triggers, statuses)
+	cancel()
 	rep.Fetches = stats.Gets
 	rep.Webhooks = stats.Webhooks
 	reg := st.Program.Registry()
@@ -310,6 +332,9 @@ func printDemoReport(w io.Writer, r demoReport) {
 	fmt.Fprintf(w, "  orders mirrored             %d of %d, %d identical to the simulator field by field\n", r.Mirrored, r.Orders, r.Matching)
 	fmt.Fprintf(w, "  PAID triggers published     %d: one for each of the %d orders now PAID or FINALIZED (%d missing, %d fired twice), %d for reversed orders seen paid first\n",
 		r.PaidTriggers, r.PaidOrders, r.PaidMissing, r.PaidDuplicates, r.PaidThenReversed)
+	h := r.HTTP
+	fmt.Fprintf(w, "  delivered over HTTP         order.paid for %d of the %d PAID triggers (%d missing), %d status changes (%d out of order per order), %d duplicate webhook-ids, %d bad signatures\n",
+		h.Paid, h.PaidWanted, h.Missing, h.Changes, h.OutOfOrder, h.Duplicates, h.BadSignatures)
 	fmt.Fprintf(w, "  upstream fetches per order  %.2f (%d fetches)\n", perOrder, r.Fetches)
 	fmt.Fprintf(w, "  sync lag p50 / p99          %s / %s (webhook received → mirror committed)\n", r.LagP50, r.LagP99)
 	fmt.Fprintf(w, "  webhooks                    %d delivered by the simulator, %d sent twice on purpose, %d reordered; %.0f deduplicated by JetStream\n",
