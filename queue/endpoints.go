@@ -23,41 +23,50 @@ const endpointMaxAckPending = 1000
 // endpointConsumer names an endpoint's durable consumer.
 func (q *Queue) endpointConsumer(id string) string { return q.cfg.Consumer + "-endpoint-" + id }
 
-func (q *Queue) hookSubjects(events []ordersync.HookEvent) ([]string, error) {
-	var subjects []string
+// hookSubject is the filter subject of an endpoint's events. It is one
+// subject, never a list: a consumer with several filter subjects
+// needs nats-server 2.10, and 2.9 is supported. Both events are every
+// subject of the orders stream, so their filter is the stream's wildcard.
+func (q *Queue) hookSubject(events []ordersync.HookEvent) (string, error) {
+	var paid, status bool
 	for _, ev := range events {
 		switch ev {
 		case ordersync.HookOrderPaid:
-			subjects = append(subjects, q.ordersPrefix+"paid")
+			paid = true
 		case ordersync.HookOrderStatusChanged:
-			subjects = append(subjects, q.ordersPrefix+"status.>")
+			status = true
 		default:
-			return nil, fmt.Errorf("%w: event %q", ordersync.ErrInvalidEndpoint, ev)
+			return "", fmt.Errorf("%w: event %q", ordersync.ErrInvalidEndpoint, ev)
 		}
 	}
-	if len(subjects) == 0 {
-		return nil, fmt.Errorf("%w: no events", ordersync.ErrInvalidEndpoint)
+	switch {
+	case paid && status:
+		return q.ordersPrefix + ">", nil
+	case paid:
+		return q.ordersPrefix + "paid", nil
+	case status:
+		return q.ordersPrefix + "status.>", nil
 	}
-	return subjects, nil
+	return "", fmt.Errorf("%w: no events", ordersync.ErrInvalidEndpoint)
 }
 
 // EndpointEvents creates or updates the endpoint's durable consumer.
 func (q *Queue) EndpointEvents(ctx context.Context, endpointID string, events []ordersync.HookEvent, from time.Time) (ordersync.OrderEventSource, error) {
-	subjects, err := q.hookSubjects(events)
+	subject, err := q.hookSubject(events)
 	if err != nil {
 		return nil, fmt.Errorf("endpoint %s consumer: %w", endpointID, err)
 	}
 	name := q.endpointConsumer(endpointID)
 	cc := jetstream.ConsumerConfig{
-		Durable:        name,
-		Description:    "ordersync deliveries to endpoint " + endpointID,
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        endpointAckWait,
-		MaxAckPending:  endpointMaxAckPending,
-		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
-		OptStartTime:   &from,
-		FilterSubjects: subjects,
-		MaxDeliver:     -1,
+		Durable:       name,
+		Description:   "ordersync deliveries to endpoint " + endpointID,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       endpointAckWait,
+		MaxAckPending: endpointMaxAckPending,
+		DeliverPolicy: jetstream.DeliverByStartTimePolicy,
+		OptStartTime:  &from,
+		FilterSubject: subject,
+		MaxDeliver:    -1,
 	}
 	var c jetstream.Consumer
 	if err := retryRace(ctx, func() error {
@@ -81,7 +90,7 @@ func (q *Queue) DeleteEndpointEvents(ctx context.Context, endpointID string) err
 // OrderEventsSince reads the stream from since through an ordered
 // consumer, up to the last message when it started.
 func (q *Queue) OrderEventsSince(ctx context.Context, since time.Time, events []ordersync.HookEvent, fn func(ordersync.OrderEvent) error) error {
-	subjects, err := q.hookSubjects(events)
+	subject, err := q.hookSubject(events)
 	if err != nil {
 		return fmt.Errorf("read order events: %w", err)
 	}
@@ -91,7 +100,7 @@ func (q *Queue) OrderEventsSince(ctx context.Context, since time.Time, events []
 	}
 	last := stream.CachedInfo().State.LastSeq
 	c, err := q.js.OrderedConsumer(ctx, q.cfg.OrdersStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: subjects, DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &since,
+		FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &since,
 	})
 	if err != nil {
 		return fmt.Errorf("read order events: %w", err)

@@ -271,8 +271,8 @@ func (p *Program) buildStages() (err error) {
 	}
 	p.reg.MustRegister(metrics.NewOrdersCollector(p.db, 5*time.Second, p.logger))
 	p.reg.MustRegister(metrics.NewOutboxAgeCollector(p.db, 5*time.Second, p.logger))
-	// HTTP deliveries run with the workers: each endpoint's consumer is
-	// shared by every worker process.
+	// HTTP deliveries run with the workers, in the one process holding the
+	// deliveries lease (see Run).
 	var deliverer ordersync.Deliverer
 	if p.roles.worker {
 		p.dispatcher, err = worker.NewDispatcher(worker.DispatcherConfig{
@@ -365,7 +365,10 @@ func (p *Program) Run(ctx context.Context) error {
 	run(&serving, "admin server", func() error { return p.adminSrv.Serve(p.adminLn) })
 	if p.roles.worker {
 		run(&working, "workers", func() error { return p.pool.Run(workCtx) })
-		run(&working, "deliveries", func() error { return p.dispatcher.Run(workCtx) })
+		// One process delivers for a deployment, under a lease like the
+		// relay's: an order's events are then held in one process's lanes,
+		// so an endpoint gets them in order however many workers run.
+		run(&working, "deliveries", func() error { return p.lead(workCtx, "deliveries", p.dispatcher.Run) })
 	}
 	if p.roles.relay {
 		run(&working, "relay", func() error { return p.lead(workCtx, "relay", p.relay.Run) })
