@@ -93,7 +93,7 @@ type dispatchEnv struct {
 	done   chan error
 }
 
-func newDispatchEnv(t *testing.T) *dispatchEnv {
+func newDispatchEnv(t testing.TB) *dispatchEnv {
 	t.Helper()
 	e := &dispatchEnv{env: newEnv(t, sim.Faults{})}
 	var err error
@@ -117,7 +117,7 @@ func newDispatchEnv(t *testing.T) *dispatchEnv {
 
 // addEndpoint creates an endpoint and waits until its consumer exists, so
 // that events published from then on reach it.
-func (e *dispatchEnv) addEndpoint(t *testing.T, url string, events ...ordersync.HookEvent) *ordersync.Endpoint {
+func (e *dispatchEnv) addEndpoint(t testing.TB, url string, events ...ordersync.HookEvent) *ordersync.Endpoint {
 	t.Helper()
 	if len(events) == 0 {
 		events = ordersync.HookEvents
@@ -131,7 +131,7 @@ func (e *dispatchEnv) addEndpoint(t *testing.T, url string, events ...ordersync.
 	return ep
 }
 
-func (e *dispatchEnv) waitConsumer(t *testing.T, id string) {
+func (e *dispatchEnv) waitConsumer(t testing.TB, id string) {
 	t.Helper()
 	js, err := jetstream.New(e.nc)
 	if err != nil {
@@ -155,7 +155,7 @@ func orderMsg(code string, status ordersync.Status, transition int, paid bool) o
 	return m
 }
 
-func (e *dispatchEnv) publishOrders(t *testing.T, msgs ...ordersync.OutboxMessage) {
+func (e *dispatchEnv) publishOrders(t testing.TB, msgs ...ordersync.OutboxMessage) {
 	t.Helper()
 	if _, err := e.q.PublishMessages(context.Background(), msgs); err != nil {
 		t.Fatalf("PublishMessages: %v", err)
