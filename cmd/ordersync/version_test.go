@@ -106,3 +106,23 @@ func TestReadCommandsTakeJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupHelp: each command that groups others lists them in its help.
+func TestGroupHelp(t *testing.T) {
+	for group, subs := range map[string][]string{
+		"orders":    {"list", "show", "events", "track"},
+		"links":     {"create"},
+		"dlq":       {"list", "show", "replay"},
+		"endpoints": {"add", "list", "show", "update", "remove", "rotate-secret", "test", "replay", "dead-letters", "replay-dead-letter", "listen"},
+	} {
+		help, err := runCLI(t, group, "--help")
+		if err != nil {
+			t.Fatalf("%s --help: %v", group, err)
+		}
+		for _, sub := range subs {
+			if !strings.Contains(help, "\n  "+sub+" ") {
+				t.Errorf("%s --help does not list %s:\n%s", group, sub, help)
+			}
+		}
+	}
+}
