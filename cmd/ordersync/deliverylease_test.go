@@ -4,14 +4,12 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
-	"github.com/ordersync/ordersync/sim"
 )
 
 // TestOneDispatcherAcrossProcesses: two worker processes of one deployment
@@ -19,17 +17,8 @@ import (
 // deliveries lease makes every delivery, so each order's events pass
 // through one process's lanes and arrive in order.
 func TestOneDispatcherAcrossProcesses(t *testing.T) {
-	dbURL, natsURL, ns := externalServices(t)
+	_, programs := startDeployment(t, 2, "worker,relay", "sk-deliver", 9)
 	ctx := context.Background()
-	simulator, err := sim.New(sim.Config{SecretKey: "sk-deliver", Seed: 9})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { simulator.Close() })
-	simURL, err := simulator.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var received atomic.Int64
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		received.Add(1)
@@ -37,29 +26,6 @@ func TestOneDispatcherAcrossProcesses(t *testing.T) {
 	}))
 	t.Cleanup(hook.Close)
 
-	var programs []*Program
-	for i := range 2 {
-		cfg := defaultConfig()
-		cfg.APIBaseURL, cfg.SecretKey, cfg.WebhookSecrets = simURL, "sk-deliver", []string{"whsec"}
-		cfg.DataDir = filepath.Join(t.TempDir(), "p")
-		cfg.DatabaseURL, cfg.NATSURL, cfg.NATSNamespace = dbURL, natsURL, ns
-		cfg.Role, cfg.Listen, cfg.AdminListen = "worker,relay", "127.0.0.1:0", "127.0.0.1:0"
-		p, err := NewProgram(ctx, cfg, testLogger(t).With("process", i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		runCtx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- p.Run(runCtx) }()
-		t.Cleanup(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("process %d: %v", i, err)
-			}
-			p.Close()
-		})
-		programs = append(programs, p)
-	}
 	c := &admin.Client{BaseURL: programs[0].AdminURL()}
 	if err := c.Do(ctx, http.MethodPost, "/v1/endpoints", admin.EndpointParamsJSON{URL: hook.URL,
 		Events: []string{string(ordersync.HookOrderStatusChanged)}, Secret: demoEndpointSecret}, nil); err != nil {

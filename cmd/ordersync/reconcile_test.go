@@ -15,40 +15,8 @@ import (
 // database; one holds the reconciler's lease and makes every check, the
 // other makes none, and every order whose check came due is mirrored.
 func TestOneReconcilerAcrossProcesses(t *testing.T) {
-	dbURL, natsURL, ns := externalServices(t)
+	simulator, programs := startDeployment(t, 2, "reconciler", "sk-reconcile", 5)
 	ctx := context.Background()
-	simulator, err := sim.New(sim.Config{SecretKey: "sk-reconcile", Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { simulator.Close() })
-	simURL, err := simulator.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var programs []*Program
-	for i := range 2 {
-		cfg := defaultConfig()
-		cfg.APIBaseURL, cfg.SecretKey, cfg.WebhookSecrets = simURL, "sk-reconcile", []string{"whsec"}
-		cfg.DataDir = filepath.Join(t.TempDir(), "p")
-		cfg.DatabaseURL, cfg.NATSURL, cfg.NATSNamespace = dbURL, natsURL, ns
-		cfg.Role, cfg.Listen, cfg.AdminListen = "reconciler", "127.0.0.1:0", "127.0.0.1:0"
-		p, err := NewProgram(ctx, cfg, testLogger(t).With("process", i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		runCtx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- p.Run(runCtx) }()
-		t.Cleanup(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("process %d: %v", i, err)
-			}
-			p.Close()
-		})
-		programs = append(programs, p)
-	}
 	// Orders created through ordersync are recorded, never fetched; no
 	// webhook comes, so only the reconciler mirrors them, once due.
 	const orders = 30
@@ -93,4 +61,45 @@ func TestOneReconcilerAcrossProcesses(t *testing.T) {
 	if gets := simulator.Stats().Gets; float64(gets) != checks[0]+checks[1] {
 		t.Errorf("the simulator answered %d requests for %v checks", gets, checks[0]+checks[1])
 	}
+}
+
+// startDeployment starts a simulator with secretKey and n processes of one
+// deployment on PostgreSQL and an external NATS (skipping without them),
+// each running role; they stop when the test ends.
+func startDeployment(t *testing.T, n int, role, secretKey string, seed int64) (*sim.Server, []*Program) {
+	t.Helper()
+	dbURL, natsURL, ns := externalServices(t)
+	simulator, err := sim.New(sim.Config{SecretKey: secretKey, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { simulator.Close() })
+	simURL, err := simulator.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var programs []*Program
+	for i := range n {
+		cfg := defaultConfig()
+		cfg.APIBaseURL, cfg.SecretKey, cfg.WebhookSecrets = simURL, secretKey, []string{"whsec"}
+		cfg.DataDir = filepath.Join(t.TempDir(), "p")
+		cfg.DatabaseURL, cfg.NATSURL, cfg.NATSNamespace = dbURL, natsURL, ns
+		cfg.Role, cfg.Listen, cfg.AdminListen = role, "127.0.0.1:0", "127.0.0.1:0"
+		p, err := NewProgram(context.Background(), cfg, testLogger(t).With("process", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCtx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- p.Run(runCtx) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("process %d: %v", i, err)
+			}
+			p.Close()
+		})
+		programs = append(programs, p)
+	}
+	return simulator, programs
 }
