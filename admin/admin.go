@@ -93,12 +93,12 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /v1/orders/{orderCode}", s.showOrder)
 	s.mux.HandleFunc("GET /v1/orders/{orderCode}/events", s.orderEvents)
 	s.mux.HandleFunc("GET /v1/events", s.listEvents)
-	s.mux.HandleFunc("POST /v1/orders/track", s.trackOrder)
-	s.mux.HandleFunc("POST /v1/payment-links", s.createPaymentLink)
-	s.mux.HandleFunc("GET /v1/dead-letters", s.listDeadLetters)
-	s.mux.HandleFunc("GET /v1/dead-letters/{id}", s.showDeadLetter)
-	s.mux.HandleFunc("POST /v1/dead-letters/{id}/replay", s.replayDeadLetter)
-	s.mux.HandleFunc("POST /v1/dead-letters/replay", s.replayDeadLetters)
+	s.mux.HandleFunc("POST /v1/orders/track", when(cfg.Follower != nil, "tracking", s.trackOrder))
+	s.mux.HandleFunc("POST /v1/payment-links", when(cfg.Follower != nil, "link creation", s.createPaymentLink))
+	s.mux.HandleFunc("GET /v1/dead-letters", when(cfg.DeadLetters != nil, "dead letters", s.listDeadLetters))
+	s.mux.HandleFunc("GET /v1/dead-letters/{id}", when(cfg.DeadLetters != nil, "dead letters", s.showDeadLetter))
+	s.mux.HandleFunc("POST /v1/dead-letters/{id}/replay", when(cfg.Replayer != nil, "replay", s.replayDeadLetter))
+	s.mux.HandleFunc("POST /v1/dead-letters/replay", when(cfg.Replayer != nil, "replay", s.replayDeadLetters))
 	s.routeEndpoints()
 	return s, nil
 }
@@ -235,12 +235,8 @@ func queryCount(w http.ResponseWriter, q url.Values, name string, dst *int) bool
 func (s *Server) showOrder(w http.ResponseWriter, r *http.Request) {
 	code := r.PathValue("orderCode")
 	o, err := s.cfg.Orders.FindOrderByCode(r.Context(), s.account(r), code)
-	if errors.Is(err, ordersync.ErrNotFound) {
-		writeProblem(w, http.StatusNotFound, fmt.Sprintf("order %s is not in the mirror", code), nil)
-		return
-	}
 	if err != nil {
-		s.internal(w, "find order", err)
+		s.fail(w, "find order", err, fmt.Sprintf("order %s is not in the mirror", code))
 		return
 	}
 	writeJSON(w, http.StatusOK, o)
@@ -263,12 +259,8 @@ type EventJSON struct {
 func (s *Server) orderEvents(w http.ResponseWriter, r *http.Request) {
 	account, code := s.account(r), r.PathValue("orderCode")
 	o, err := s.cfg.Orders.FindOrderByCode(r.Context(), account, code)
-	if errors.Is(err, ordersync.ErrNotFound) {
-		writeProblem(w, http.StatusNotFound, fmt.Sprintf("order %s is not in the mirror", code), nil)
-		return
-	}
 	if err != nil {
-		s.internal(w, "find order", err)
+		s.fail(w, "find order", err, fmt.Sprintf("order %s is not in the mirror", code))
 		return
 	}
 	events, err := s.cfg.Orders.ListEvents(r.Context(), ordersync.EventFilter{Account: account, OrderCode: code, OrderID: o.Order.OrderID, Limit: 1000})
@@ -319,10 +311,6 @@ type TrackRequest struct {
 }
 
 func (s *Server) trackOrder(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Follower == nil {
-		writeProblem(w, http.StatusNotImplemented, "tracking is not enabled in this process", nil)
-		return
-	}
 	var req TrackRequest
 	if !decodeBody(w, r, &req) {
 		return
@@ -334,49 +322,23 @@ func (s *Server) trackOrder(w http.ResponseWriter, r *http.Request) {
 	}
 	o, err := s.cfg.Follower.TrackOrder(r.Context(), s.account(r), req.OrderCode)
 	if err != nil {
-		s.upstreamFailure(w, "track order", err)
+		s.fail(w, "track order", err, "")
 		return
 	}
 	writeJSON(w, http.StatusOK, o)
 }
 
 func (s *Server) createPaymentLink(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Follower == nil {
-		writeProblem(w, http.StatusNotImplemented, "link creation is not enabled in this process", nil)
-		return
-	}
 	var params ordersync.PaymentLinkParams
 	if !decodeBody(w, r, &params) {
 		return
 	}
 	res, err := s.cfg.Follower.CreatePaymentLink(r.Context(), s.account(r), params)
 	if err != nil {
-		s.upstreamFailure(w, "create payment link", err)
+		s.fail(w, "create payment link", err, "")
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
-}
-
-// upstreamFailure answers for a failed call that went to the payment link
-// service: its validation errors are the caller's, its outages are 502/503.
-func (s *Server) upstreamFailure(w http.ResponseWriter, op string, err error) {
-	var ve *ordersync.ValidationError
-	var ue *ordersync.UpstreamError
-	switch {
-	case errors.As(err, &ve):
-		writeProblem(w, http.StatusBadRequest, ve.Title, ve.Fields)
-	case errors.Is(err, ordersync.ErrNotFound):
-		writeProblem(w, http.StatusNotFound, err.Error(), nil)
-	case errors.As(err, &ue) && ue.Retryable():
-		if ue.RetryAfter > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(int((ue.RetryAfter+time.Second-1)/time.Second)))
-		}
-		writeProblem(w, http.StatusServiceUnavailable, err.Error(), nil)
-	case errors.As(err, &ue):
-		writeProblem(w, http.StatusBadGateway, err.Error(), nil)
-	default:
-		s.internal(w, op, err)
-	}
 }
 
 // DeadLetterJSON is a dead letter as the API writes it.
@@ -428,10 +390,6 @@ func (s *Server) deadLetterFilter(w http.ResponseWriter, r *http.Request) (order
 }
 
 func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.DeadLetters == nil {
-		writeProblem(w, http.StatusNotImplemented, "dead letters are not available in this process", nil)
-		return
-	}
 	f, ok := s.deadLetterFilter(w, r)
 	if !ok {
 		return
@@ -458,52 +416,31 @@ func (s *Server) deadLetterID(w http.ResponseWriter, r *http.Request) (int64, bo
 }
 
 func (s *Server) showDeadLetter(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.DeadLetters == nil {
-		writeProblem(w, http.StatusNotImplemented, "dead letters are not available in this process", nil)
-		return
-	}
 	id, ok := s.deadLetterID(w, r)
 	if !ok {
 		return
 	}
 	dl, err := s.cfg.DeadLetters.FindDeadLetter(r.Context(), id)
-	if errors.Is(err, ordersync.ErrNotFound) {
-		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no dead letter %d", id), nil)
-		return
-	}
 	if err != nil {
-		s.internal(w, "find dead letter", err)
+		s.fail(w, "find dead letter", err, fmt.Sprintf("no dead letter %d", id))
 		return
 	}
 	writeJSON(w, http.StatusOK, DeadLetterJSONOf(dl))
 }
 
 func (s *Server) replayDeadLetter(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Replayer == nil {
-		writeProblem(w, http.StatusNotImplemented, "replay is not enabled in this process", nil)
-		return
-	}
 	id, ok := s.deadLetterID(w, r)
 	if !ok {
 		return
 	}
-	err := s.cfg.Replayer.ReplayDeadLetter(r.Context(), id)
-	if errors.Is(err, ordersync.ErrNotFound) {
-		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no dead letter %d", id), nil)
-		return
-	}
-	if err != nil {
-		s.internal(w, "replay dead letter", err)
+	if err := s.cfg.Replayer.ReplayDeadLetter(r.Context(), id); err != nil {
+		s.fail(w, "replay dead letter", err, fmt.Sprintf("no dead letter %d", id))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]int{"replayed": 1})
 }
 
 func (s *Server) replayDeadLetters(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Replayer == nil {
-		writeProblem(w, http.StatusNotImplemented, "replay is not enabled in this process", nil)
-		return
-	}
 	f, ok := s.deadLetterFilter(w, r)
 	if !ok {
 		return

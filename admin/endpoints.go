@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -14,16 +13,20 @@ import (
 // routeEndpoints adds the endpoint routes: managing the HTTP endpoints
 // that receive order events, and their delivery dead letters.
 func (s *Server) routeEndpoints() {
-	s.mux.HandleFunc("POST /v1/endpoints", s.createEndpoint)
-	s.mux.HandleFunc("GET /v1/endpoints", s.listEndpoints)
-	s.mux.HandleFunc("GET /v1/endpoints/{id}", s.showEndpoint)
-	s.mux.HandleFunc("PATCH /v1/endpoints/{id}", s.updateEndpoint)
-	s.mux.HandleFunc("DELETE /v1/endpoints/{id}", s.deleteEndpoint)
-	s.mux.HandleFunc("POST /v1/endpoints/{id}/rotate-secret", s.rotateEndpointSecret)
-	s.mux.HandleFunc("POST /v1/endpoints/{id}/test", s.testEndpoint)
-	s.mux.HandleFunc("POST /v1/endpoints/{id}/replay", s.replayEndpoint)
-	s.mux.HandleFunc("GET /v1/delivery-dead-letters", s.listDeliveryDeadLetters)
-	s.mux.HandleFunc("POST /v1/delivery-dead-letters/{id}/replay", s.replayDeliveryDeadLetter)
+	// Deliveries run where the worker role does; testing and replaying
+	// need them, managing endpoints needs only the database.
+	eps, dlv := s.cfg.Endpoints != nil, s.cfg.Deliverer != nil
+	const endpoints, deliveries = "endpoints", "deliveries (the worker role)"
+	s.mux.HandleFunc("POST /v1/endpoints", when(eps, endpoints, s.createEndpoint))
+	s.mux.HandleFunc("GET /v1/endpoints", when(eps, endpoints, s.listEndpoints))
+	s.mux.HandleFunc("GET /v1/endpoints/{id}", when(eps, endpoints, s.showEndpoint))
+	s.mux.HandleFunc("PATCH /v1/endpoints/{id}", when(eps, endpoints, s.updateEndpoint))
+	s.mux.HandleFunc("DELETE /v1/endpoints/{id}", when(eps, endpoints, s.deleteEndpoint))
+	s.mux.HandleFunc("POST /v1/endpoints/{id}/rotate-secret", when(eps, endpoints, s.rotateEndpointSecret))
+	s.mux.HandleFunc("POST /v1/endpoints/{id}/test", when(eps && dlv, deliveries, s.testEndpoint))
+	s.mux.HandleFunc("POST /v1/endpoints/{id}/replay", when(eps && dlv, deliveries, s.replayEndpoint))
+	s.mux.HandleFunc("GET /v1/delivery-dead-letters", when(s.cfg.DeliveryDeadLetters != nil, "delivery dead letters", s.listDeliveryDeadLetters))
+	s.mux.HandleFunc("POST /v1/delivery-dead-letters/{id}/replay", when(dlv, deliveries, s.replayDeliveryDeadLetter))
 }
 
 // EndpointJSON is an endpoint as the API shows it. Secret is shown only
@@ -88,36 +91,6 @@ func hookEvents(in []string) []ordersync.HookEvent {
 	return out
 }
 
-func (s *Server) endpointsAvailable(w http.ResponseWriter) bool {
-	if s.cfg.Endpoints == nil {
-		writeProblem(w, http.StatusNotImplemented, "endpoints are not available in this process", nil)
-		return false
-	}
-	return true
-}
-
-func (s *Server) delivererAvailable(w http.ResponseWriter) bool {
-	if s.cfg.Deliverer == nil {
-		writeProblem(w, http.StatusNotImplemented, "deliveries do not run in this process (role worker)", nil)
-		return false
-	}
-	return true
-}
-
-// endpointError answers an endpoint operation's error.
-func (s *Server) endpointError(w http.ResponseWriter, op, id string, err error) {
-	switch {
-	case errors.Is(err, ordersync.ErrNotFound):
-		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s", id), nil)
-	case errors.Is(err, ordersync.ErrInvalidEndpoint), errors.Is(err, delivery.ErrInvalidSecret):
-		writeProblem(w, http.StatusBadRequest, err.Error(), nil)
-	case errors.Is(err, ordersync.ErrManagedByConfig), errors.Is(err, ordersync.ErrEndpointDisabled), errors.Is(err, ordersync.ErrConflict):
-		writeProblem(w, http.StatusConflict, err.Error(), nil)
-	default:
-		s.internal(w, op, err)
-	}
-}
-
 // changed makes a change take effect in this process now; the others see
 // it at their next refresh.
 func (s *Server) changed() {
@@ -127,9 +100,6 @@ func (s *Server) changed() {
 }
 
 func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) {
-	if !s.endpointsAvailable(w) {
-		return
-	}
 	var body EndpointParamsJSON
 	if !decodeBody(w, r, &body) {
 		return
@@ -141,14 +111,14 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	} else if err := delivery.ValidateSecret(body.Secret); err != nil {
-		s.endpointError(w, "create endpoint", "", err)
+		s.fail(w, "create endpoint", err, "")
 		return
 	}
 	ep, err := s.cfg.Endpoints.CreateEndpoint(r.Context(), ordersync.EndpointParams{
 		URL: body.URL, Events: hookEvents(body.Events), Description: body.Description, Secret: body.Secret, RatePerSecond: body.RatePerSecond,
 	})
 	if err != nil {
-		s.endpointError(w, "create endpoint", "", err)
+		s.fail(w, "create endpoint", err, "")
 		return
 	}
 	s.changed()
@@ -159,9 +129,6 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) {
-	if !s.endpointsAvailable(w) {
-		return
-	}
 	eps, err := s.cfg.Endpoints.ListEndpoints(r.Context())
 	if err != nil {
 		s.internal(w, "list endpoints", err)
@@ -175,22 +142,16 @@ func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) showEndpoint(w http.ResponseWriter, r *http.Request) {
-	if !s.endpointsAvailable(w) {
-		return
-	}
 	id := r.PathValue("id")
 	ep, err := s.cfg.Endpoints.FindEndpoint(r.Context(), id)
 	if err != nil {
-		s.endpointError(w, "find endpoint", id, err)
+		s.fail(w, "find endpoint", err, fmt.Sprintf("no endpoint %s", id))
 		return
 	}
 	writeJSON(w, http.StatusOK, EndpointJSONOf(ep))
 }
 
 func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) {
-	if !s.endpointsAvailable(w) {
-		return
-	}
 	id := r.PathValue("id")
 	var body EndpointUpdateJSON
 	if !decodeBody(w, r, &body) {
@@ -200,7 +161,7 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) {
 		URL: body.URL, Events: hookEvents(body.Events), Description: body.Description, Disabled: body.Disabled, RatePerSecond: body.RatePerSecond,
 	})
 	if err != nil {
-		s.endpointError(w, "update endpoint", id, err)
+		s.fail(w, "update endpoint", err, fmt.Sprintf("no endpoint %s", id))
 		return
 	}
 	s.changed()
@@ -208,12 +169,9 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
-	if !s.endpointsAvailable(w) {
-		return
-	}
 	id := r.PathValue("id")
 	if err := s.cfg.Endpoints.DeleteEndpoint(r.Context(), id); err != nil {
-		s.endpointError(w, "delete endpoint", id, err)
+		s.fail(w, "delete endpoint", err, fmt.Sprintf("no endpoint %s", id))
 		return
 	}
 	if s.cfg.Deliverer != nil {
@@ -230,9 +188,6 @@ type RotateSecretJSON struct {
 }
 
 func (s *Server) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) {
-	if !s.endpointsAvailable(w) {
-		return
-	}
 	id := r.PathValue("id")
 	var body RotateSecretJSON
 	if r.ContentLength != 0 && !decodeBody(w, r, &body) {
@@ -245,12 +200,12 @@ func (s *Server) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	} else if err := delivery.ValidateSecret(body.Secret); err != nil {
-		s.endpointError(w, "rotate endpoint secret", id, err)
+		s.fail(w, "rotate endpoint secret", err, fmt.Sprintf("no endpoint %s", id))
 		return
 	}
 	ep, err := s.cfg.Endpoints.RotateEndpointSecret(r.Context(), id, body.Secret, s.cfg.SecretGrace)
 	if err != nil {
-		s.endpointError(w, "rotate endpoint secret", id, err)
+		s.fail(w, "rotate endpoint secret", err, fmt.Sprintf("no endpoint %s", id))
 		return
 	}
 	s.changed()
@@ -260,13 +215,10 @@ func (s *Server) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) testEndpoint(w http.ResponseWriter, r *http.Request) {
-	if !s.endpointsAvailable(w) || !s.delivererAvailable(w) {
-		return
-	}
 	id := r.PathValue("id")
 	rep, err := s.cfg.Deliverer.Ping(r.Context(), id)
 	if err != nil {
-		s.endpointError(w, "test endpoint", id, err)
+		s.fail(w, "test endpoint", err, fmt.Sprintf("no endpoint %s", id))
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)
@@ -278,9 +230,6 @@ type ReplayJSON struct {
 }
 
 func (s *Server) replayEndpoint(w http.ResponseWriter, r *http.Request) {
-	if !s.endpointsAvailable(w) || !s.delivererAvailable(w) {
-		return
-	}
 	id := r.PathValue("id")
 	var body ReplayJSON
 	if !decodeBody(w, r, &body) {
@@ -293,7 +242,7 @@ func (s *Server) replayEndpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	n, err := s.cfg.Deliverer.Replay(r.Context(), id, since)
 	if err != nil {
-		s.endpointError(w, "replay to endpoint", id, err)
+		s.fail(w, "replay to endpoint", err, fmt.Sprintf("no endpoint %s", id))
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]int{"queued": n})
@@ -317,10 +266,6 @@ type DeliveryDeadLetterJSON struct {
 }
 
 func (s *Server) listDeliveryDeadLetters(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.DeliveryDeadLetters == nil {
-		writeProblem(w, http.StatusNotImplemented, "delivery dead letters are not available in this process", nil)
-		return
-	}
 	q := r.URL.Query()
 	f := ordersync.DeliveryDeadLetterFilter{EndpointID: q.Get("endpoint"), IncludeReplayed: q.Get("include_replayed") == "true"}
 	if v := q.Get("limit"); v != "" {
@@ -346,20 +291,13 @@ func (s *Server) listDeliveryDeadLetters(w http.ResponseWriter, r *http.Request)
 }
 
 func (s *Server) replayDeliveryDeadLetter(w http.ResponseWriter, r *http.Request) {
-	if !s.delivererAvailable(w) {
-		return
-	}
 	id, ok := s.deadLetterID(w, r)
 	if !ok {
 		return
 	}
 	rep, err := s.cfg.Deliverer.ReplayDeadLetter(r.Context(), id)
-	if errors.Is(err, ordersync.ErrNotFound) {
-		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no delivery dead letter %d", id), nil)
-		return
-	}
 	if err != nil {
-		s.endpointError(w, "replay delivery dead letter", "", err)
+		s.fail(w, "replay delivery dead letter", err, fmt.Sprintf("no delivery dead letter %d", id))
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)

@@ -1,0 +1,89 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/delivery"
+	"github.com/ordersync/ordersync/store"
+)
+
+// TestFail holds the one table from errors to answers.
+func TestFail(t *testing.T) {
+	s := &Server{cfg: (&Config{}).withDefaults()}
+	tests := []struct {
+		name       string
+		err        error
+		notFound   string
+		status     int
+		title      string
+		retryAfter string
+	}{
+		{"a refused request", &ordersync.ValidationError{Title: "One or more validation errors occurred.", Fields: map[string][]string{"amount": {"x"}}},
+			"", 400, "One or more validation errors occurred.", ""},
+		{"not found, named", fmt.Errorf("find: %w", ordersync.ErrNotFound), "no endpoint ep_1", 404, "no endpoint ep_1", ""},
+		{"not found upstream", &ordersync.UpstreamError{Kind: ordersync.UpstreamNotFound, Op: "get order X", StatusCode: 404}, "", 404, "get order X: HTTP 404 not_found", ""},
+		{"rate limited", &ordersync.UpstreamError{Kind: ordersync.UpstreamRateLimited, Op: "get order X", StatusCode: 429, RetryAfter: 2500 * time.Millisecond}, "", 503, "get order X: HTTP 429 rate_limited", "3"},
+		{"server error", &ordersync.UpstreamError{Kind: ordersync.UpstreamServer, Op: "create payment link", StatusCode: 500}, "", 503, "create payment link: HTTP 500 server", ""},
+		{"key refused", &ordersync.UpstreamError{Kind: ordersync.UpstreamUnauthorized, Op: "create payment link", StatusCode: 401}, "", 502, "create payment link: HTTP 401 unauthorized", ""},
+		{"bad endpoint", fmt.Errorf("create endpoint: %w", ordersync.ErrInvalidEndpoint), "", 400, "create endpoint: " + ordersync.ErrInvalidEndpoint.Error(), ""},
+		{"bad secret", fmt.Errorf("rotate: %w", delivery.ErrInvalidSecret), "", 400, "rotate: " + delivery.ErrInvalidSecret.Error(), ""},
+		{"the file's endpoint", fmt.Errorf("update: %w", ordersync.ErrManagedByConfig), "", 409, "update: " + ordersync.ErrManagedByConfig.Error(), ""},
+		{"anything else", errors.New("disk on fire"), "", 500, "do it failed", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			s.fail(w, "do it", tt.err, tt.notFound)
+			var p Problem
+			if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
+				t.Fatalf("not a problem body: %s", w.Body)
+			}
+			if w.Code != tt.status || p.Title != tt.title || w.Header().Get("Retry-After") != tt.retryAfter {
+				t.Errorf("got %d %q Retry-After %q, want %d %q %q", w.Code, p.Title, w.Header().Get("Retry-After"), tt.status, tt.title, tt.retryAfter)
+			}
+		})
+	}
+}
+
+// TestFeaturesNotEnabled: a process without a part answers its routes 501
+// naming the feature, before reading the request.
+func TestFeaturesNotEnabled(t *testing.T) {
+	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	api, err := New(Config{Orders: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ method, path, feature string }{
+		{"POST", "/v1/orders/track", "tracking"},
+		{"POST", "/v1/payment-links", "link creation"},
+		{"GET", "/v1/dead-letters", "dead letters"},
+		{"GET", "/v1/dead-letters/1", "dead letters"},
+		{"POST", "/v1/dead-letters/1/replay", "replay"},
+		{"POST", "/v1/dead-letters/replay", "replay"},
+		{"GET", "/v1/endpoints", "endpoints"},
+		{"POST", "/v1/endpoints/ep_1/test", "deliveries (the worker role)"},
+		{"GET", "/v1/delivery-dead-letters", "delivery dead letters"},
+	} {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(tc.method, "http://127.0.0.1:9090"+tc.path, nil)
+		api.ServeHTTP(w, r)
+		var p Problem
+		_ = json.Unmarshal(w.Body.Bytes(), &p)
+		if w.Code != http.StatusNotImplemented || p.Title != tc.feature+" is not enabled in this process" {
+			t.Errorf("%s %s: %d %q, want 501 naming %s", tc.method, tc.path, w.Code, p.Title, tc.feature)
+		}
+	}
+}
