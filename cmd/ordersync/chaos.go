@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -25,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/store"
 )
@@ -428,13 +428,9 @@ func (r *chaosRun) createOrders(ctx context.Context, params []ordersync.PaymentL
 var chaosHTTP = &http.Client{Timeout: 30 * time.Second}
 
 func (r *chaosRun) createOrder(ctx context.Context, p ordersync.PaymentLinkParams) (string, error) {
-	body, err := json.Marshal(p)
-	if err != nil {
-		return "", err
-	}
 	var res ordersync.PaymentLinkResult
-	err = retryAdmin(ctx, &r.rep.CreateRetries, func() (int, error) {
-		return postJSON(ctx, r.child.AdminURL()+"/v1/payment-links", body, &res)
+	err := retryAdmin(ctx, &r.rep.CreateRetries, func() (int, error) {
+		return r.adminCall(ctx, "/v1/payment-links", p, &res)
 	})
 	if err != nil {
 		return "", fmt.Errorf("create %s: %w", p.OrderReference, err)
@@ -470,41 +466,19 @@ func retryAdmin(ctx context.Context, retries *int64, do func() (status int, err 
 	}
 }
 
-// adminStatusError is an admin API answer other than 200.
-type adminStatusError struct {
-	URL    string
-	Status int
-	Body   string
-}
-
-func (e *adminStatusError) Error() string {
-	return fmt.Sprintf("POST %s: HTTP %d: %s", e.URL, e.Status, e.Body)
-}
-
-// postJSON posts body and decodes a 200 answer into out. status is 0 when
-// no answer came.
-func postJSON(ctx context.Context, url string, body []byte, out any) (status int, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, err
+// adminCall posts body to the child's admin API and decodes the answer
+// into out; status is the answer's, 0 when none came (the child is down).
+func (r *chaosRun) adminCall(ctx context.Context, path string, body, out any) (status int, err error) {
+	c := &admin.Client{BaseURL: r.child.AdminURL(), HTTP: chaosHTTP}
+	err = c.Do(ctx, http.MethodPost, path, body, out)
+	var ae *admin.Error
+	switch {
+	case err == nil:
+		return http.StatusOK, nil
+	case errors.As(err, &ae):
+		return ae.Status, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := chaosHTTP.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return resp.StatusCode, &adminStatusError{URL: url, Status: resp.StatusCode, Body: strings.TrimSpace(string(b))}
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return resp.StatusCode, fmt.Errorf("decode answer of %s: %w", url, err)
-	}
-	return resp.StatusCode, nil
+	return 0, err
 }
 
 // converge stops the faults, follows the orders the simulator created
@@ -572,11 +546,10 @@ func (r *chaosRun) followOrphans(ctx context.Context) error {
 		}
 		r.rep.Orphans++
 		r.orphans[o.OrderID] = true
-		body, _ := json.Marshal(map[string]string{"orderCode": o.OrderCode})
 		var tracked json.RawMessage
 		var retries int64
 		if err := retryAdmin(ctx, &retries, func() (int, error) {
-			return postJSON(ctx, r.child.AdminURL()+"/v1/orders/track", body, &tracked)
+			return r.adminCall(ctx, "/v1/orders/track", admin.TrackRequest{OrderCode: o.OrderCode}, &tracked)
 		}); err != nil {
 			return fmt.Errorf("track orphan order %s: %w", o.OrderCode, err)
 		}

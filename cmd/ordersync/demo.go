@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -283,26 +282,8 @@ func createDemoOrders(ctx context.Context, adminURL string, n int, rng *rand.Ran
 }
 
 func postPaymentLink(ctx context.Context, adminURL string, p ordersync.PaymentLinkParams) (string, error) {
-	body, err := json.Marshal(p)
-	if err != nil {
-		return "", err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, adminURL+"/v1/payment-links", bytes.NewReader(body))
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("POST /v1/payment-links: HTTP %d: %s", resp.StatusCode, b)
-	}
 	var res ordersync.PaymentLinkResult
-	if err := json.Unmarshal(b, &res); err != nil {
+	if err := (&admin.Client{BaseURL: adminURL}).Do(ctx, http.MethodPost, "/v1/payment-links", p, &res); err != nil {
 		return "", err
 	}
 	return res.OrderCode, nil
