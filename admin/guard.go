@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+
+	"github.com/ordersync/ordersync"
 )
 
 // guard refuses what a browser can be made to send to the admin API from
@@ -73,10 +75,4 @@ func sameOrigin(origin, host string) bool {
 }
 
 // clip bounds a client's header value quoted back in an answer.
-func clip(s string) string {
-	const max = 100
-	if len(s) > max {
-		return s[:max] + "…"
-	}
-	return s
-}
+func clip(s string) string { return ordersync.Clip(s, 100) }

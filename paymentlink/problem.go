@@ -110,19 +110,8 @@ func fieldErrors(raw json.RawMessage) map[string][]string {
 	return fields
 }
 
-// clip bounds one upstream string to maxTextLen bytes of valid UTF-8,
-// marking a cut with "…".
-func clip(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= maxTextLen {
-		return s
-	}
-	n := maxTextLen
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
+// clip bounds one upstream string to maxTextLen bytes of valid UTF-8.
+func clip(s string) string { return ordersync.Clip(s, maxTextLen) }
 
 // clippedError bounds the message of an error whose text may carry
 // upstream data (a decoding error quoting the body); errors.Is and As

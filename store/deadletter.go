@@ -98,10 +98,7 @@ func deadLetterDetail(dl ordersync.DeadLetter) string {
 	if dl.LastError != "" {
 		d += ": " + dl.LastError
 	}
-	if len(d) > maxDetail {
-		d = strings.ToValidUTF8(d[:maxDetail], "") + "…"
-	}
-	return d
+	return ordersync.Clip(d, maxDetail)
 }
 
 type deadLetterRow struct {

@@ -32,9 +32,7 @@ func (db *DB) AddDeliveryDeadLetter(ctx context.Context, dl ordersync.DeliveryDe
 	if len(dl.LastBody) > maxDeliveryAnswer {
 		dl.LastBody = strings.ToValidUTF8(dl.LastBody[:maxDeliveryAnswer], "")
 	}
-	if len(dl.LastError) > maxDetail {
-		dl.LastError = strings.ToValidUTF8(dl.LastError[:maxDetail], "")
-	}
+	dl.LastError = ordersync.Clip(dl.LastError, maxDetail)
 	body := dl.Body
 	if body == nil {
 		body = []byte{}

@@ -388,7 +388,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ev, err := ordersync.ParseEvent(body)
 	if err != nil {
-		rc.rejectMalformed(acct, r, body, receivedAt, verdict, truncate(err.Error(), 200))
+		rc.rejectMalformed(acct, r, body, receivedAt, verdict, ordersync.Clip(err.Error(), 200))
 		rc.answer(w, acct, http.StatusBadRequest, outcomeBadRequest, bodyBadRequest)
 		return
 	}
@@ -631,14 +631,4 @@ func MsgID(account string, body []byte) string {
 	h.Write(body)
 	var sum [sha256.Size]byte
 	return hex.EncodeToString(h.Sum(sum[:0])[:16])
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

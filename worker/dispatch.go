@@ -503,7 +503,7 @@ func (r *runner) run() {
 		if err != nil {
 			if r.ctx.Err() == nil {
 				log.Warn("deliveries: fetch order events", "err", err)
-				sleepCtx(r.ctx, time.Second)
+				_ = sleep(r.ctx, time.Second)
 			}
 			continue
 		}
@@ -661,7 +661,7 @@ func (r *runner) deliver(dl ordersync.OrderEventDelivery) bool {
 		if time.Since(published)+wait > r.d.cfg.RetryWindow {
 			return r.deadLetter(dl, ep, hookEv, id, body, attempts, res)
 		}
-		if !sleepCtx(r.ctx, wait) {
+		if sleep(r.ctx, wait) != nil {
 			return false
 		}
 	}
@@ -689,18 +689,6 @@ func (r *runner) deadLetter(dl ordersync.OrderEventDelivery, ep *ordersync.Endpo
 	r.d.cfg.Logger.Warn("deliveries: dead letter", "endpoint", ep.ID, "webhook_id", id, "event", ev, "status", res.status, "attempts", attempts)
 	r.d.metrics.events.WithLabelValues(ep.ID, "dead_lettered").Inc()
 	return dl.Ack(r.ctx) == nil
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 func (d *Dispatcher) once(ctx context.Context, ep *ordersync.Endpoint, id string, body []byte) ordersync.DeliveryReport {
@@ -775,7 +763,7 @@ func (d *Dispatcher) Replay(ctx context.Context, endpointID string, since time.T
 		d.mu.Lock()
 		r = d.runners[ep.ID]
 		d.mu.Unlock()
-		if r == nil && !sleepCtx(ctx, 50*time.Millisecond) {
+		if r == nil && sleep(ctx, 50*time.Millisecond) != nil {
 			return 0, fmt.Errorf("replay to endpoint %s: %w", ep.ID, ctx.Err())
 		}
 	}

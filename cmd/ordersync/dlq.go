@@ -62,7 +62,7 @@ func newDLQListCommand() *cobra.Command {
 		fmt.Fprintln(tw, "ID\tCREATED\tREASON\tATTEMPTS\tORDER ID\tREFERENCE\tCODE\tREPLAYED\tLAST ERROR")
 		for _, dl := range dls {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\n", dl.ID, when(dl.CreatedAt), dl.Reason, dl.Attempts,
-				dash(string(dl.OrderID)), dash(dl.OrderReference), dash(dl.OrderCode), dl.ReplayCount, truncate(dl.LastError, 80))
+				dash(string(dl.OrderID)), dash(dl.OrderReference), dash(dl.OrderCode), dl.ReplayCount, ordersync.Clip(dl.LastError, 79))
 		}
 		_ = tw.Flush()
 		fmt.Fprintln(cmd.OutOrStdout(), plural(len(dls), "dead letter"))
@@ -182,11 +182,4 @@ func adminBaseURL(addr string) string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
 }

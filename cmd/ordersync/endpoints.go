@@ -402,7 +402,7 @@ func newEndpointsDeadLettersCommand() *cobra.Command {
 				answer = dl.LastError
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", dl.ID, dl.CreatedAt.UTC().Format(time.RFC3339), dl.EndpointID, dl.Event,
-				dash(dl.OrderCode), dl.Attempts, dl.LastStatus, dl.ReplayCount, truncate(strings.Join(strings.Fields(answer), " "), 60))
+				dash(dl.OrderCode), dl.Attempts, dl.LastStatus, dl.ReplayCount, ordersync.Clip(strings.Join(strings.Fields(answer), " "), 59))
 		}
 		_ = tw.Flush()
 		fmt.Fprintf(cmd.OutOrStdout(), "%d delivery dead letters\n", out.Count)
