@@ -25,6 +25,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/store"
 )
@@ -325,7 +326,7 @@ func (r *chaosRun) driveKilling(ctx context.Context, kill func(context.Context) 
 	}()
 
 	rng := rand.New(rand.NewPCG(r.opts.Seed, 0xc4a05))
-	var acts buyerActs
+	var acts sim.BuyerActs
 	const batch = 50
 	for from := 0; from < r.opts.Orders; from += batch {
 		params := make([]ordersync.PaymentLinkParams, min(batch, r.opts.Orders-from))
@@ -337,14 +338,14 @@ func (r *chaosRun) driveKilling(ctx context.Context, kill func(context.Context) 
 			cancel()
 			return errors.Join(<-killErr, err)
 		}
-		a := actAsBuyers(r.sim, codes, rng)
-		acts.paid, acts.finalized, acts.reversed, acts.cancelled = acts.paid+a.paid, acts.finalized+a.finalized, acts.reversed+a.reversed, acts.cancelled+a.cancelled
+		a := r.sim.ActAsBuyers(codes, rng)
+		acts = acts.Add(a)
 	}
 	if err := <-killErr; err != nil {
 		return err
 	}
 	fmt.Fprintf(r.out, "%5.1fs  created %d orders (%d retried requests); buyers: %d paid (%d then finalized, %d reversed), %d cancelled, the rest pending\n",
-		time.Since(r.start).Seconds(), r.created.Load(), r.rep.CreateRetries, acts.paid, acts.finalized, acts.reversed, acts.cancelled)
+		time.Since(r.start).Seconds(), r.created.Load(), r.rep.CreateRetries, acts.Paid, acts.Finalized, acts.Reversed, acts.Cancelled)
 	return nil
 }
 
@@ -626,7 +627,7 @@ func checkPaidTriggers(ctx context.Context, natsURL, stream, subject string, tru
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		triggers, err := countPerOrder(ctx, js, stream, subject)
+		triggers, err := queue.CountPerOrder(ctx, js, stream, subject)
 		if err != nil {
 			return err
 		}

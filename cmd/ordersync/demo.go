@@ -22,6 +22,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -133,9 +134,9 @@ func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoRepo
 		return rep, err
 	}
 	fmt.Fprintf(out, "created %d payment links through ordersync (line items and amounts)\n", len(codes))
-	acts := actAsBuyers(st.Sim, codes, rng)
+	acts := st.Sim.ActAsBuyers(codes, rng)
 	fmt.Fprintf(out, "buyers: %d paid (%d then finalized, %d reversed), %d cancelled, %d left pending\n",
-		acts.paid, acts.finalized, acts.reversed, acts.cancelled, len(codes)-acts.paid-acts.cancelled)
+		acts.Paid, acts.Finalized, acts.Reversed, acts.Cancelled, len(codes)-acts.Paid-acts.Cancelled)
 
 	deadline := time.Now().Add(opts.Timeout)
 	for {
@@ -204,39 +205,6 @@ func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoRepo
 	return rep, nil
 }
 
-type buyerActs struct{ paid, finalized, reversed, cancelled int }
-
-// actAsBuyers drives the simulated buyers: about 60% pay (a third of those
-// are then finalized, a tenth reversed), 20% cancel, the rest stay pending.
-func actAsBuyers(s *sim.Server, codes []string, rng *rand.Rand) buyerActs {
-	var a buyerActs
-	for i, code := range codes {
-		switch r := rng.Float64(); {
-		case r < 0.6:
-			buyer := ordersync.Buyer{Name: fmt.Sprintf("Buyer %d", i), Email: fmt.Sprintf("buyer%d@example.com", i), Phone: "+50370000000"}
-			if _, err := s.Pay(code, buyer); err != nil {
-				continue
-			}
-			a.paid++
-			switch r2 := rng.Float64(); {
-			case r2 < 0.33:
-				if _, err := s.Finalize(code); err == nil {
-					a.finalized++
-				}
-			case r2 < 0.43:
-				if _, err := s.Reverse(code); err == nil {
-					a.reversed++
-				}
-			}
-		case r < 0.8:
-			if _, err := s.Cancel(code); err == nil {
-				a.cancelled++
-			}
-		}
-	}
-	return a
-}
-
 // createDemoOrders creates n links through the admin API, as a back office
 // would: 60% with line items (one-time products and catalogue SKUs), 40%
 // with one amount.
@@ -297,7 +265,7 @@ func countPaidTriggers(ctx context.Context, p *Program) (map[string]int, error) 
 		return nil, err
 	}
 	qcfg := p.cfg.queueConfig()
-	return countPerOrder(ctx, js, qcfg.OrdersStream, qcfg.SubjectPrefix+strings.TrimPrefix(ordersync.SubjectPaid, "ordersync"))
+	return queue.CountPerOrder(ctx, js, qcfg.OrdersStream, qcfg.SubjectPrefix+strings.TrimPrefix(ordersync.SubjectPaid, "ordersync"))
 }
 
 func printDemoReport(w io.Writer, r demoReport) {

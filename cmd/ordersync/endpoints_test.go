@@ -209,8 +209,8 @@ func TestFulfilmentOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := actAsBuyers(st.Sim, codes, rng)
-	if acts.paid == 0 {
+	acts := st.Sim.ActAsBuyers(codes, rng)
+	if acts.Paid == 0 {
 		t.Fatalf("no order paid: %+v", acts)
 	}
 	waitMirrorMatches(t, st, 20*time.Second)

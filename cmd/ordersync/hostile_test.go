@@ -334,7 +334,7 @@ func TestHostileLoad(t *testing.T) {
 	if err != nil {
 		t.Fatalf("create orders under attack: %v", err)
 	}
-	acts := actAsBuyers(st.Sim, codes, rng)
+	acts := st.Sim.ActAsBuyers(codes, rng)
 	time.Sleep(time.Until(start.Add(attack)))
 	close(h.stop)
 	attackEnd := time.Since(start)

@@ -104,8 +104,8 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := actAsBuyers(st.Sim, codes, rng)
-	if acts.paid == 0 || acts.cancelled == 0 || acts.finalized == 0 {
+	acts := st.Sim.ActAsBuyers(codes, rng)
+	if acts.Paid == 0 || acts.Cancelled == 0 || acts.Finalized == 0 {
 		t.Fatalf("buyers did too little to test anything: %+v", acts)
 	}
 	waitMirrorMatches(t, st, 20*time.Second)

@@ -55,7 +55,7 @@ func TestScaleOutEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	actAsBuyers(st.Sim, codes, rng)
+	st.Sim.ActAsBuyers(codes, rng)
 	waitMirrorMatches(t, st, 20*time.Second)
 	if st.Program.DB().Dialect() != "postgres" {
 		t.Fatalf("the mirror is %s, want postgres", st.Program.DB().Dialect())

@@ -1,4 +1,4 @@
-package main
+package queue
 
 import (
 	"context"
@@ -9,9 +9,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// countPerOrder counts a stream's messages on subject by the orderCode of
+// CountPerOrder counts a stream's messages on subject by the orderCode of
 // their payload, reading them all as a fulfilment consumer would.
-func countPerOrder(ctx context.Context, js jetstream.JetStream, streamName, subject string) (map[string]int, error) {
+func CountPerOrder(ctx context.Context, js jetstream.JetStream, streamName, subject string) (map[string]int, error) {
 	stream, err := js.Stream(ctx, streamName)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", streamName, err)
