@@ -264,7 +264,10 @@ type EventFilter struct {
 	Account   string
 	OrderCode string
 	OrderID   ID
-	Limit     int
+	// MsgID selects one webhook by its message id (the hash the receiver
+	// dedupes by): is it in the log, and what became of it.
+	MsgID string
+	Limit int
 }
 
 // Mirror is the SQL mirror as the pipeline writes it. One method, one

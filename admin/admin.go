@@ -293,7 +293,7 @@ func EventsJSON(events []ordersync.EventRecord) []EventJSON {
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	filter := ordersync.EventFilter{Account: s.account(r), OrderCode: strings.TrimSpace(q.Get("orderCode")),
-		OrderID: ordersync.ID(strings.TrimSpace(q.Get("orderId")))}
+		OrderID: ordersync.ID(strings.TrimSpace(q.Get("orderId"))), MsgID: strings.TrimSpace(q.Get("msgId"))}
 	if !queryCount(w, q, "limit", &filter.Limit) {
 		return
 	}

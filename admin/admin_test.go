@@ -258,6 +258,7 @@ func TestOrdersEndpoints(t *testing.T) {
 		{"/v1/events?orderId=424242", 200, []string{`"msgId":"ev-unheld"`, `"detail":"unresolved"`}, []string{"ev-paid"}},
 		{"/v1/events?orderCode=" + codes[0], 200, []string{`"msgId":"ev-paid"`}, []string{"ev-unheld"}},
 		{"/v1/events?limit=1", 200, []string{`"msgId":"ev-paid"`}, []string{"ev-unheld"}},
+		{"/v1/events?msgId=ev-unheld", 200, []string{`"msgId":"ev-unheld"`}, []string{"ev-paid"}},
 		{"/v1/events?orderId=1", 200, []string{`{"events":[]}`}, nil},
 		{"/v1/events?limit=many", 400, []string{"limit"}, nil},
 	} {

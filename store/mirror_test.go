@@ -419,6 +419,13 @@ func TestEventLogDedupeByMsgID(t *testing.T) {
 		if err != nil || len(byID) != 1 || byID[0].MsgID != "m-1" {
 			t.Errorf("ListEvents by id = %v, %v; want m-1 only", byID, err)
 		}
+		byMsg, err := db.ListEvents(ctx, ordersync.EventFilter{MsgID: "m-2"})
+		if err != nil || len(byMsg) != 1 || byMsg[0].MsgID != "m-2" {
+			t.Errorf("ListEvents by message id = %v, %v; want m-2 only", byMsg, err)
+		}
+		if none, err := db.ListEvents(ctx, ordersync.EventFilter{MsgID: "m-3"}); err != nil || len(none) != 0 {
+			t.Errorf("ListEvents by an unlogged message id = %v, %v; want none", none, err)
+		}
 		if err := db.RecordEvents(ctx, []ordersync.EventRecord{{Account: "default"}}); err == nil {
 			t.Error("RecordEvents without MsgID succeeded")
 		}

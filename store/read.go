@@ -320,6 +320,9 @@ func (db *DB) ListEvents(ctx context.Context, filter ordersync.EventFilter) ([]o
 	if filter.OrderID != "" {
 		where, args = append(where, "order_id = ? AND order_id <> ''"), append(args, string(filter.OrderID))
 	}
+	if filter.MsgID != "" {
+		where, args = append(where, "msg_id = ?"), append(args, filter.MsgID)
+	}
 	args = append(args, clampLimit(filter.Limit, defaultListLimit, maxListLimit))
 	query := `SELECT msg_id, account, received_at, type, order_type, order_id, order_reference, order_code, signature, outcome, detail
 FROM event_log WHERE ` + strings.Join(where, " AND ") + ` ORDER BY received_at DESC, msg_id DESC LIMIT ?`

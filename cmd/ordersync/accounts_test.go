@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -24,8 +25,8 @@ func TestAccountsEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	acmeURL := "http://" + ln.Addr().String()
-	st := startTestStack(t, stackOptions{Configure: func(c *Config) {
-		c.Accounts = map[string]AccountConfig{"acme": {APIBaseURL: acmeURL, SecretKey: "sk_acme", WebhookSecrets: []string{"whsec_acme"}}}
+	st := startTestStack(t, app.StackOptions{Configure: func(c *app.Config) {
+		c.Accounts = map[string]app.AccountConfig{"acme": {APIBaseURL: acmeURL, SecretKey: "sk_acme", WebhookSecrets: []string{"whsec_acme"}}}
 	}})
 	acme, err := sim.New(sim.Config{SecretKey: "sk_acme", WebhookURL: st.Program.WebhookURL() + "/acme", WebhookSecret: "whsec_acme", Seed: 11})
 	if err != nil {

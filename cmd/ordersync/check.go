@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/datadir"
 	"github.com/ordersync/ordersync/paymentlink"
 	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/store"
@@ -59,9 +61,9 @@ checks at start and logs them. Run it before serve, not beside it: a running
 serve holds its addresses and data directory.`,
 		Args: cobra.NoArgs,
 	}
-	flags := addConfigFlags(cmd.Flags(), scopeAll)
+	flags := app.AddConfigFlags(cmd.Flags(), app.ScopeAll)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		cfg, err := flags.load(os.Getenv)
+		cfg, err := flags.Load(os.Getenv)
 		if err != nil {
 			return err
 		}
@@ -85,9 +87,9 @@ const (
 )
 
 // runChecks tests each part of cfg, in the order serve starts them.
-func runChecks(ctx context.Context, cfg Config, set checkSet) []checkResult {
+func runChecks(ctx context.Context, cfg app.Config, set checkSet) []checkResult {
 	var out []checkResult
-	if err := cfg.validateServe(); err != nil {
+	if err := cfg.ValidateServe(); err != nil {
 		out = append(out, checkResult{"configuration", checkFail, err.Error(), "set the missing or wrong settings in the config file, the environment or flags"})
 	} else {
 		out = append(out, checkResult{"configuration", checkOK, "every setting serve needs is there", ""})
@@ -96,7 +98,7 @@ func runChecks(ctx context.Context, cfg Config, set checkSet) []checkResult {
 		out = append(out, checkDatabase(ctx, cfg), checkNATS(ctx, cfg))
 	}
 	names := slices.Sorted(func(yield func(string) bool) {
-		for name := range cfg.upstreams() {
+		for name := range cfg.Upstreams() {
 			if !yield(name) {
 				return
 			}
@@ -111,11 +113,11 @@ func runChecks(ctx context.Context, cfg Config, set checkSet) []checkResult {
 	return out
 }
 
-func checkDatabase(ctx context.Context, cfg Config) checkResult {
+func checkDatabase(ctx context.Context, cfg app.Config) checkResult {
 	r := checkResult{name: "database"}
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	where := redactURL(cfg.DatabaseURL)
+	where := app.RedactURL(cfg.DatabaseURL)
 	if !strings.Contains(cfg.DatabaseURL, "://") {
 		// SQLite: serve creates the data directory; so does check, owner-only.
 		if err := os.MkdirAll(filepath.Dir(cfg.DatabaseURL), 0o700); err != nil {
@@ -155,7 +157,7 @@ func checkDatabase(ctx context.Context, cfg Config) checkResult {
 	return r
 }
 
-func checkNATS(ctx context.Context, cfg Config) checkResult {
+func checkNATS(ctx context.Context, cfg app.Config) checkResult {
 	r := checkResult{name: "nats"}
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
@@ -170,19 +172,19 @@ func checkNATS(ctx context.Context, cfg Config) checkResult {
 			nc.Close()
 		}
 		if err != nil {
-			r.status, r.detail = checkFail, fmt.Sprintf("%s: %v", redactURL(cfg.NATSURL), err)
+			r.status, r.detail = checkFail, fmt.Sprintf("%s: %v", app.RedactURL(cfg.NATSURL), err)
 			r.fix = "check nats_url and its credentials (nats_creds_file, nats_token, nats_nkey_file), and that JetStream is enabled on the server"
 			return r
 		}
-		r.status, r.detail = checkOK, fmt.Sprintf("%s answers, with JetStream", redactURL(cfg.NATSURL))
+		r.status, r.detail = checkOK, fmt.Sprintf("%s answers, with JetStream", app.RedactURL(cfg.NATSURL))
 		return r
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		r.status, r.detail, r.fix = checkFail, fmt.Sprintf("cannot create data_dir %s: %v", cfg.DataDir, err), "make data_dir a directory this user can write"
 		return r
 	}
-	unlock, err := lockDataDir(cfg.DataDir)
-	var locked *DataDirLockedError
+	unlock, err := datadir.Lock(cfg.DataDir)
+	var locked *datadir.LockedError
 	if errors.As(err, &locked) {
 		r.status, r.detail = checkFail, err.Error()
 		r.fix = "check runs before serve: stop the running one first, or point check at another data_dir"
@@ -193,8 +195,8 @@ func checkNATS(ctx context.Context, cfg Config) checkResult {
 		return r
 	}
 	defer unlock()
-	storeDir := filepath.Join(cfg.DataDir, "jetstream")
-	emb, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: storeDir, PasswordFile: natsPasswordFile(cfg.DataDir),
+	storeDir := datadir.JetStreamDir(cfg.DataDir)
+	emb, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: storeDir, PasswordFile: datadir.NATSPasswordFile(cfg.DataDir),
 		Sync: queue.SyncPolicy(cfg.JetStreamSync), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err == nil {
 		nc, cerr := emb.Connect("ordersync check")
@@ -212,20 +214,20 @@ func checkNATS(ctx context.Context, cfg Config) checkResult {
 	}
 	r.status, r.detail = checkOK, fmt.Sprintf("embedded, JetStream store %s", storeDir)
 	if cfg.NATSPort != 0 {
-		r.detail += fmt.Sprintf(", port %d with the password in %s", cfg.NATSPort, natsPasswordFile(cfg.DataDir))
+		r.detail += fmt.Sprintf(", port %d with the password in %s", cfg.NATSPort, datadir.NATSPasswordFile(cfg.DataDir))
 	}
 	return r
 }
 
-func checkUpstream(ctx context.Context, cfg Config, account string) checkResult {
-	a := cfg.upstreams()[account]
+func checkUpstream(ctx context.Context, cfg app.Config, account string) checkResult {
+	a := cfg.Upstreams()[account]
 	r := checkResult{name: "upstream"}
 	setting, env := "secret_key", "ORDERSYNC_SECRET_KEY or --secret-key"
 	if account != ordersync.DefaultAccount {
 		r.name += " " + account
-		setting, env = "accounts."+account+".secret_key", accountEnvPrefix(account)+"SECRET_KEY"
+		setting, env = "accounts."+account+".secret_key", app.AccountEnvPrefix(account)+"SECRET_KEY"
 	}
-	if a.APIBaseURL == "" || a.SecretKey == "" || checkBaseURL(a.APIBaseURL) != nil {
+	if a.APIBaseURL == "" || a.SecretKey == "" || app.CheckBaseURL(a.APIBaseURL) != nil {
 		r.status, r.detail, r.fix = checkFail, "not tested: the service's URL or key is missing or wrong", "see the configuration check above"
 		return r
 	}
@@ -257,14 +259,14 @@ func checkUpstream(ctx context.Context, cfg Config, account string) checkResult 
 // checkWebhookSecrets holds the secrets to the portal's form: 44
 // characters, base64 of 32 bytes. Another form verifies signatures all the
 // same (the simulator's does), so it warns rather than fails.
-func checkWebhookSecrets(cfg Config, account string) checkResult {
+func checkWebhookSecrets(cfg app.Config, account string) checkResult {
 	r := checkResult{name: "webhook secrets"}
 	setting := "webhook_secrets (ORDERSYNC_WEBHOOK_SECRET or --webhook-secret)"
 	if account != ordersync.DefaultAccount {
 		r.name += " " + account
-		setting = "accounts." + account + ".webhook_secrets (" + accountEnvPrefix(account) + "WEBHOOK_SECRET)"
+		setting = "accounts." + account + ".webhook_secrets (" + app.AccountEnvPrefix(account) + "WEBHOOK_SECRET)"
 	}
-	secrets := cfg.upstreams()[account].WebhookSecrets
+	secrets := cfg.Upstreams()[account].WebhookSecrets
 	if len(secrets) == 0 {
 		if cfg.InsecureNoWebhookSignature {
 			r.status, r.detail = checkWarn, "none: insecure_no_webhook_signature accepts unsigned webhooks from anyone"
@@ -294,7 +296,7 @@ func checkWebhookSecrets(cfg Config, account string) checkResult {
 	return r
 }
 
-func checkListeners(cfg Config) checkResult {
+func checkListeners(cfg app.Config) checkResult {
 	r := checkResult{name: "listeners"}
 	addrs := []struct{ setting, addr string }{{"listen", cfg.Listen}, {"admin_listen", cfg.AdminListen}}
 	if cfg.NATSURL == "" && cfg.NATSPort != 0 {

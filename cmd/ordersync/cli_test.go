@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -32,7 +33,7 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 // TestCLI runs the back-office commands beside a running service, on its
 // database, as an operator would.
 func TestCLI(t *testing.T) {
-	st := startTestStack(t, stackOptions{Seed: 5})
+	st := startTestStack(t, app.StackOptions{Seed: 5})
 	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), 5, rand.New(rand.NewPCG(5, 5)))
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +44,7 @@ func TestCLI(t *testing.T) {
 		}
 	}
 	waitMirrorMatches(t, st, 10*time.Second)
-	db := "--database-url=" + st.Program.cfg.DatabaseURL
+	db := "--database-url=" + st.Program.Config().DatabaseURL
 	up := []string{db, "--api-base-url=" + st.SimURL, "--secret-key=" + st.SecretKey}
 
 	out, err := runCLI(t, "orders", "list", db)
@@ -239,7 +240,7 @@ func TestCLI(t *testing.T) {
 
 // TestDLQReplayToken: replay asks the running service, with its admin token.
 func TestDLQReplayToken(t *testing.T) {
-	st := startTestStack(t, stackOptions{Configure: func(c *Config) { c.AdminTokens = []string{"s3cret"} }})
+	st := startTestStack(t, app.StackOptions{Configure: func(c *app.Config) { c.AdminTokens = []string{"s3cret"} }})
 	admin := "--admin-url=" + st.Program.AdminURL()
 	if _, err := runCLI(t, "dlq", "replay", "--all", admin); err == nil || !strings.Contains(err.Error(), "bearer token") {
 		t.Fatalf("replay without the token: %v", err)

@@ -16,11 +16,14 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/child"
+	"github.com/ordersync/ordersync/internal/datadir"
 )
 
 // dataDirConfig is a serve configuration on dir that needs no upstream.
-func dataDirConfig(dir string) Config {
-	cfg := defaultConfig()
+func dataDirConfig(dir string) app.Config {
+	cfg := app.DefaultConfig()
 	cfg.APIBaseURL, cfg.SecretKey, cfg.WebhookSecrets = "http://127.0.0.1:1", "sk", []string{"whsec"}
 	cfg.DataDir = dir
 	cfg.DatabaseURL = filepath.Join(dir, "ordersync.db")
@@ -33,24 +36,24 @@ func dataDirConfig(dir string) Config {
 // once the first closes, the directory is free again.
 func TestDataDirLockedInProcess(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	first, err := NewProgram(context.Background(), dataDirConfig(dir), testLogger(t))
+	first, err := app.NewProgram(context.Background(), dataDirConfig(dir), testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := NewProgram(context.Background(), dataDirConfig(dir), testLogger(t))
-	var locked *DataDirLockedError
+	second, err := app.NewProgram(context.Background(), dataDirConfig(dir), testLogger(t))
+	var locked *datadir.LockedError
 	if !errors.As(err, &locked) {
 		if second != nil {
 			second.Close()
 		}
 		first.Close()
-		t.Fatalf("second program on the same data dir: %v, want a DataDirLockedError", err)
+		t.Fatalf("second program on the same data dir: %v, want a datadir.LockedError", err)
 	}
 	if locked.PID != os.Getpid() || !strings.Contains(err.Error(), fmt.Sprintf("PID %d", os.Getpid())) || !strings.Contains(err.Error(), dir) {
 		t.Errorf("error %q (PID %d), want it to name the data dir and PID %d", err, locked.PID, os.Getpid())
 	}
 	first.Close()
-	third, err := NewProgram(context.Background(), dataDirConfig(dir), testLogger(t))
+	third, err := app.NewProgram(context.Background(), dataDirConfig(dir), testLogger(t))
 	if err != nil {
 		t.Fatalf("after the first closed: %v", err)
 	}
@@ -63,8 +66,8 @@ func TestDataDirLockedInProcess(t *testing.T) {
 // embedded NATS port takes only clients with the password from the data
 // directory.
 func TestDataDirLockedByKilledProcess(t *testing.T) {
-	cfg := testChildConfig(t, "http://127.0.0.1:1", randomSecret(), randomSecret())
-	c, err := startChild(context.Background(), cfg)
+	cfg := testChildConfig(t, "http://127.0.0.1:1", app.RandomSecret(), app.RandomSecret())
+	c, err := child.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,14 +76,14 @@ func TestDataDirLockedByKilledProcess(t *testing.T) {
 
 	withPassword := c.NATSURL()
 	if !strings.Contains(withPassword, "@") {
-		t.Fatalf("the child wrote no NATS password to %s", natsPasswordFile(cfg.DataDir))
+		t.Fatalf("the child wrote no NATS password to %s", datadir.NATSPasswordFile(cfg.DataDir))
 	}
 	if nc, err := nats.Connect(withPassword, nats.Timeout(2*time.Second)); err != nil {
 		t.Errorf("connect to the child's NATS port with the password: %v", err)
 	} else {
 		nc.Close()
 	}
-	bare := fmt.Sprintf("nats://127.0.0.1:%d", c.currentPorts().nats)
+	bare := fmt.Sprintf("nats://127.0.0.1:%d", c.Ports().NATS)
 	if nc, err := nats.Connect(bare, nats.Timeout(2*time.Second)); !errors.Is(err, nats.ErrAuthorization) {
 		if nc != nil {
 			nc.Close()
@@ -88,16 +91,16 @@ func TestDataDirLockedByKilledProcess(t *testing.T) {
 		t.Errorf("connect to the child's NATS port without credentials: %v, want %v", err, nats.ErrAuthorization)
 	}
 
-	p, err := NewProgram(context.Background(), dataDirConfig(cfg.DataDir), testLogger(t))
-	var locked *DataDirLockedError
+	p, err := app.NewProgram(context.Background(), dataDirConfig(cfg.DataDir), testLogger(t))
+	var locked *datadir.LockedError
 	if !errors.As(err, &locked) || locked.PID != pid {
 		if p != nil {
 			p.Close()
 		}
-		t.Fatalf("a program beside serve (PID %d) on its data dir: %v, want a DataDirLockedError naming PID %d", pid, err, pid)
+		t.Fatalf("a program beside serve (PID %d) on its data dir: %v, want a datadir.LockedError naming PID %d", pid, err, pid)
 	}
 	c.Kill()
-	p, err = NewProgram(context.Background(), dataDirConfig(cfg.DataDir), testLogger(t))
+	p, err = app.NewProgram(context.Background(), dataDirConfig(cfg.DataDir), testLogger(t))
 	if err != nil {
 		t.Fatalf("after SIGKILL of the holder: %v", err)
 	}
@@ -109,12 +112,12 @@ func TestDataDirLockedByKilledProcess(t *testing.T) {
 // whatever the umask lets through.
 func TestDataDirOwnerOnly(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	st := startTestStack(t, stackOptions{DataDir: dir, Configure: func(c *Config) { c.NATSPort = -1 }})
+	st := startTestStack(t, app.StackOptions{DataDir: dir, Configure: func(c *app.Config) { c.NATSPort = -1 }})
 	// Something in the mirror and the stream, so their files exist.
 	if _, err := createDemoOrders(context.Background(), st.Program.AdminURL(), 3, rand.New(rand.NewPCG(1, 1))); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"ordersync.db", "ordersync.db-wal", "jetstream", "nats-password", lockFileName} {
+	for _, name := range []string{"ordersync.db", "ordersync.db-wal", "jetstream", "nats-password", datadir.LockFileName} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
@@ -146,7 +149,7 @@ func TestDataDirOwnerOnly(t *testing.T) {
 // JetStream store readable by others are named in a warning at start.
 func TestWarnsOnSharedDataDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	p, err := NewProgram(context.Background(), dataDirConfig(dir), testLogger(t))
+	p, err := app.NewProgram(context.Background(), dataDirConfig(dir), testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +180,7 @@ func TestWarnsOnSharedDataDir(t *testing.T) {
 func startAndLog(t *testing.T, dir string) string {
 	t.Helper()
 	var buf syncBuffer
-	p, err := NewProgram(context.Background(), dataDirConfig(dir), slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	p, err := app.NewProgram(context.Background(), dataDirConfig(dir), slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/sim"
 )
@@ -114,7 +115,7 @@ func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoRepo
 		return rep, err
 	}
 	defer func() { err = errors.Join(err, hook.Close()) }()
-	st, err := startStack(ctx, stackOptions{
+	st, err := app.StartStack(ctx, app.StackOptions{
 		DataDir: dir, Logger: logger, Seed: int64(opts.Seed),
 		Faults: sim.Faults{DuplicateRate: 0.15, ReorderRate: 0.15, ReorderDelay: 300 * time.Millisecond},
 	})
@@ -259,12 +260,13 @@ func postPaymentLink(ctx context.Context, adminURL string, p ordersync.PaymentLi
 
 // countPaidTriggers reads every message on the PAID subject, as a
 // fulfilment service would, and counts them per order.
-func countPaidTriggers(ctx context.Context, p *Program) (map[string]int, error) {
-	js, err := jetstream.New(p.nc)
+func countPaidTriggers(ctx context.Context, p *app.Program) (map[string]int, error) {
+	js, err := jetstream.New(p.NATS())
 	if err != nil {
 		return nil, err
 	}
-	qcfg := p.cfg.queueConfig()
+	cfg := p.Config()
+	qcfg := cfg.QueueConfig()
 	return queue.CountPerOrder(ctx, js, qcfg.OrdersStream, qcfg.SubjectPrefix+strings.TrimPrefix(ordersync.SubjectPaid, "ordersync"))
 }
 

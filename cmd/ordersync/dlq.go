@@ -15,6 +15,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/internal/app"
 )
 
 func newDLQCommand() *cobra.Command {
@@ -30,7 +31,7 @@ func newDLQListCommand() *cobra.Command {
 	var reason string
 	var all, asJSON bool
 	cmd := &cobra.Command{Use: "list", Short: "List dead letters not yet replayed", Args: cobra.NoArgs}
-	flags := addConfigFlags(cmd.Flags(), scopeMirror)
+	flags := app.AddConfigFlags(cmd.Flags(), app.ScopeMirror)
 	cmd.Flags().StringVar(&reason, "reason", "", "only this reason: unknown_order, unresolved, malformed, retries_exhausted, rejected")
 	cmd.Flags().BoolVar(&all, "all", false, "include letters already replayed")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -74,7 +75,7 @@ func newDLQListCommand() *cobra.Command {
 func newDLQShowCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{Use: "show ID", Short: "Show one dead letter with its original event", Args: cobra.ExactArgs(1)}
-	flags := addConfigFlags(cmd.Flags(), scopeMirror)
+	flags := app.AddConfigFlags(cmd.Flags(), app.ScopeMirror)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the admin API's shape) instead of a table")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		id, err := strconv.ParseInt(args[0], 10, 64)

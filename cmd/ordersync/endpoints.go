@@ -20,6 +20,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/delivery"
+	"github.com/ordersync/ordersync/internal/app"
 )
 
 func newEndpointsCommand() *cobra.Command {
@@ -41,12 +42,12 @@ small verifying receiver for trying it out.`,
 // its admin API and the token to send default to admin_listen and the
 // first of admin_tokens, read from the same file and environment as serve.
 type adminFlags struct {
-	config     *configFlags
+	config     *app.ConfigFlags
 	url, token string
 }
 
 func addAdminFlags(cmd *cobra.Command) *adminFlags {
-	f := &adminFlags{config: addConfigFlags(cmd.Flags(), scopeAdmin)}
+	f := &adminFlags{config: app.AddConfigFlags(cmd.Flags(), app.ScopeAdmin)}
 	cmd.Flags().StringVar(&f.url, "admin-url", "", "the running service's admin API (default: http:// and admin_listen)")
 	cmd.Flags().StringVar(&f.token, "token", "", "the bearer token to send (default: the first of admin_tokens, ORDERSYNC_ADMIN_TOKEN)")
 	return f
@@ -54,7 +55,7 @@ func addAdminFlags(cmd *cobra.Command) *adminFlags {
 
 // client is the admin API the flags name.
 func (f *adminFlags) client() (*admin.Client, error) {
-	cfg, err := f.config.load(os.Getenv)
+	cfg, err := f.config.Load(os.Getenv)
 	if err != nil {
 		return nil, err
 	}

@@ -17,85 +17,36 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/delivery"
+	"github.com/ordersync/ordersync/internal/app"
 )
 
 const testEndpointSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-
-// TestConfigEndpoints: the file's endpoints load, get an id from their URL
-// unless they name one, and each wrong field is named.
-func TestConfigEndpoints(t *testing.T) {
-	full := map[string]string{"ORDERSYNC_API_BASE_URL": "http://x", "ORDERSYNC_SECRET_KEY": "k", "ORDERSYNC_WEBHOOK_SECRET": "s"}
-	file := `endpoints:
-  - id: erp
-    url: https://erp.example.com/hook
-    secret: ` + testEndpointSecret + `
-    events: [order.paid, order.status_changed]
-    description: ERP
-  - url: https://wms.example.com/hook
-    secret: ` + testEndpointSecret + `
-    events: [order.paid]
-`
-	cfg, err := loadTestConfig(t, file, full)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.validateServe(); err != nil {
-		t.Fatalf("validateServe: %v", err)
-	}
-	params, err := cfg.endpointParams()
-	if err != nil || len(params) != 2 {
-		t.Fatalf("endpointParams = %v, %v", params, err)
-	}
-	if params[0].ID != "erp" || len(params[0].Events) != 2 || params[0].Description != "ERP" {
-		t.Errorf("first endpoint %+v", params[0])
-	}
-	if !strings.HasPrefix(params[1].ID, "cfg-") || len(params[1].ID) != len("cfg-")+12 {
-		t.Errorf("derived id %q", params[1].ID)
-	}
-	for _, tc := range []struct{ name, entry, want string }{
-		{"bad url", "url: not-a-url\n    secret: " + testEndpointSecret + "\n    events: [order.paid]", "endpoints[0].url"},
-		{"no events", "url: https://x.example\n    secret: " + testEndpointSecret, "endpoints[0].events"},
-		{"unknown event", "url: https://x.example\n    secret: " + testEndpointSecret + "\n    events: [order.created]", "endpoints[0].events"},
-		{"bad secret", "url: https://x.example\n    secret: hunter2\n    events: [order.paid]", "endpoints[0].secret"},
-		{"bad id", "id: a.b\n    url: https://x.example\n    secret: " + testEndpointSecret + "\n    events: [order.paid]", "endpoints[0].id"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := loadTestConfig(t, "endpoints:\n  - "+tc.entry+"\n", full)
-			if err == nil {
-				err = cfg.validateServe()
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("want an error naming %q, got %v", tc.want, err)
-			}
-		})
-	}
-}
 
 // TestEndpointsSeededAtStart: a start writes the file's endpoints into the
 // database; a restart with a shorter file removes the dropped one and keeps
 // endpoints created at run time.
 func TestEndpointsSeededAtStart(t *testing.T) {
 	dir := t.TempDir()
-	withEndpoints := func(eps ...EndpointConfig) func(*Config) {
-		return func(c *Config) { c.Endpoints = eps }
+	withEndpoints := func(eps ...app.EndpointConfig) func(*app.Config) {
+		return func(c *app.Config) { c.Endpoints = eps }
 	}
-	erp := EndpointConfig{ID: "erp", URL: "http://127.0.0.1:9/erp", Secret: testEndpointSecret, Events: []string{"order.paid"}}
-	wms := EndpointConfig{ID: "wms", URL: "http://127.0.0.1:9/wms", Secret: testEndpointSecret, Events: []string{"order.status_changed"}}
+	erp := app.EndpointConfig{ID: "erp", URL: "http://127.0.0.1:9/erp", Secret: testEndpointSecret, Events: []string{"order.paid"}}
+	wms := app.EndpointConfig{ID: "wms", URL: "http://127.0.0.1:9/wms", Secret: testEndpointSecret, Events: []string{"order.status_changed"}}
 	ctx := context.Background()
-	st, err := startStack(ctx, stackOptions{DataDir: dir, Logger: testLogger(t), Configure: withEndpoints(erp, wms)})
+	st, err := app.StartStack(ctx, app.StackOptions{DataDir: dir, Logger: testLogger(t), Configure: withEndpoints(erp, wms)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if eps, err := st.Program.db.ListEndpoints(ctx); err != nil || len(eps) != 2 {
+	if eps, err := st.Program.DB().ListEndpoints(ctx); err != nil || len(eps) != 2 {
 		st.Close()
 		t.Fatalf("after the first start: %v, %v", eps, err)
 	}
-	api, err := st.Program.db.CreateEndpoint(ctx, ordersync.EndpointParams{URL: "http://127.0.0.1:9/api", Events: []ordersync.HookEvent{ordersync.HookOrderPaid}, Secret: testEndpointSecret})
+	api, err := st.Program.DB().CreateEndpoint(ctx, ordersync.EndpointParams{URL: "http://127.0.0.1:9/api", Events: []ordersync.HookEvent{ordersync.HookOrderPaid}, Secret: testEndpointSecret})
 	if cerr := st.Close(); err != nil || cerr != nil {
 		t.Fatal(err, cerr)
 	}
-	st = startTestStack(t, stackOptions{DataDir: dir, Configure: withEndpoints(erp)})
-	eps, err := st.Program.db.ListEndpoints(ctx)
+	st = startTestStack(t, app.StackOptions{DataDir: dir, Configure: withEndpoints(erp)})
+	eps, err := st.Program.DB().ListEndpoints(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +134,7 @@ func adminDo(t *testing.T, method, url string, body any, into any) int {
 // every order's PAID once and its status changes in order, signed; it is
 // tested, rotated, replayed to and deleted without a restart.
 func TestFulfilmentOverHTTP(t *testing.T) {
-	st := startTestStack(t, stackOptions{Seed: 11})
+	st := startTestStack(t, app.StackOptions{Seed: 11})
 	hook := &hookReceiver{}
 	srv := httptest.NewServer(hook)
 	t.Cleanup(srv.Close)
@@ -322,7 +273,7 @@ func TestFulfilmentOverHTTP(t *testing.T) {
 // TestEndpointsCLI: the endpoints commands against a running service, with
 // `endpoints listen` as the endpoint.
 func TestEndpointsCLI(t *testing.T) {
-	st := startTestStack(t, stackOptions{Seed: 3})
+	st := startTestStack(t, app.StackOptions{Seed: 3})
 	adm := "--admin-url=" + st.Program.AdminURL()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -422,7 +373,7 @@ func TestEndpointsCLI(t *testing.T) {
 // TestEndpointsDeadLettersCLI: a delivery refused with a 4xx is listed and,
 // once the endpoint accepts it, replayed from the command line.
 func TestEndpointsDeadLettersCLI(t *testing.T) {
-	st := startTestStack(t, stackOptions{Seed: 4})
+	st := startTestStack(t, app.StackOptions{Seed: 4})
 	adm := "--admin-url=" + st.Program.AdminURL()
 	var mu sync.Mutex
 	refuse := true

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/webhook"
 )
 
@@ -26,7 +27,7 @@ import (
 const hostileLoadEnv = "ORDERSYNC_HOSTILE_LOAD"
 
 // rejectedEventRows counts the event log rows of rejected requests.
-func rejectedEventRows(t *testing.T, p *Program) int {
+func rejectedEventRows(t *testing.T, p *app.Program) int {
 	t.Helper()
 	events, err := p.DB().ListEvents(context.Background(), ordersync.EventFilter{Account: ordersync.DefaultAccount, Limit: 1 << 20})
 	if err != nil {
@@ -45,7 +46,7 @@ func rejectedEventRows(t *testing.T, p *Program) int {
 // each with a different body, add no event log row; they are counted, per
 // minute and source, in a handful of rows of the rejection record.
 func TestUnsignedRequestsCostNoEventLogRows(t *testing.T) {
-	st := startTestStack(t, stackOptions{})
+	st := startTestStack(t, app.StackOptions{})
 	const n, senders = 2000, 8
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -97,7 +98,7 @@ func TestUnsignedRequestsCostNoEventLogRows(t *testing.T) {
 // TestListenerHeaderLimits: both listeners refuse 16 KiB of headers, far
 // above any real request's and far below Go's default of 1 MiB.
 func TestListenerHeaderLimits(t *testing.T) {
-	st := startTestStack(t, stackOptions{})
+	st := startTestStack(t, app.StackOptions{})
 	for _, url := range []string{st.Program.WebhookURL(), st.Program.AdminURL() + "/healthz"} {
 		req, err := http.NewRequest("POST", url, strings.NewReader("{}"))
 		if err != nil {
@@ -112,20 +113,6 @@ func TestListenerHeaderLimits(t *testing.T) {
 		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 			t.Errorf("%s with 16 KiB of headers: %d, want 431", url, resp.StatusCode)
 		}
-	}
-}
-
-// TestAdminServerTimeouts: the admin listener drops half-sent and idle
-// connections, as the webhook listener does; TestHostileLoad sees them go.
-func TestAdminServerTimeouts(t *testing.T) {
-	st := startTestStack(t, stackOptions{})
-	srv := st.Program.adminSrv
-	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 {
-		t.Errorf("admin server timeouts: read header %s, read %s, write %s, idle %s; want all set",
-			srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout)
-	}
-	if srv.MaxHeaderBytes <= 0 || srv.MaxHeaderBytes > 16<<10 {
-		t.Errorf("admin server MaxHeaderBytes %d, want a few KiB", srv.MaxHeaderBytes)
 	}
 }
 
@@ -291,7 +278,7 @@ func TestHostileLoad(t *testing.T) {
 		orders        = 100
 	)
 	dir := t.TempDir()
-	st := startTestStack(t, stackOptions{DataDir: dir, Seed: 13})
+	st := startTestStack(t, app.StackOptions{DataDir: dir, Seed: 13})
 	dbPath := dir + "/ordersync.db"
 	runtime.GC()
 	baseRSS := rssBytes(t)

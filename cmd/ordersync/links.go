@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/app"
 )
 
 func newLinksCommand() *cobra.Command {
@@ -39,7 +40,7 @@ The order is recorded in the mirror at once and fetched, so later webhooks
 that carry only its orderId resolve.`,
 		Args: cobra.NoArgs,
 	}
-	flags := addConfigFlags(cmd.Flags(), scopeMirror|scopeUpstream)
+	flags := app.AddConfigFlags(cmd.Flags(), app.ScopeMirror|app.ScopeUpstream)
 	f := cmd.Flags()
 	f.StringArrayVar(&items, "item", nil, "a line item (repeat): sku=…,qty=… or name=…,price=…,qty=…[,image=…][,shipping=true]")
 	f.StringVar(&amount, "amount", "", "Method 2: the amount to charge")

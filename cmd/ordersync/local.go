@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/paymentlink"
 	"github.com/ordersync/ordersync/store"
 	"github.com/ordersync/ordersync/worker"
@@ -19,32 +20,32 @@ import (
 // queue: the commands work beside a running `serve` (SQLite in WAL mode and
 // PostgreSQL both take a second process).
 type local struct {
-	cfg      Config
+	cfg      app.Config
 	db       *store.DB
 	client   *paymentlink.Client
 	syncer   *worker.Syncer
 	follower *worker.Follower
 }
 
-func openMirror(ctx context.Context, flags *configFlags) (*local, error) {
-	cfg, err := flags.load(os.Getenv)
+func openMirror(ctx context.Context, flags *app.ConfigFlags) (*local, error) {
+	cfg, err := flags.Load(os.Getenv)
 	if err != nil {
 		return nil, err
 	}
 	db, err := store.Open(ctx, store.Config{URL: cfg.DatabaseURL})
 	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", redactURL(cfg.DatabaseURL), err)
+		return nil, fmt.Errorf("open database %s: %w", app.RedactURL(cfg.DatabaseURL), err)
 	}
 	return &local{cfg: cfg, db: db}, nil
 }
 
 // openUpstream opens the mirror and the account's service.
-func openUpstream(ctx context.Context, flags *configFlags, account string) (*local, error) {
+func openUpstream(ctx context.Context, flags *app.ConfigFlags, account string) (*local, error) {
 	l, err := openMirror(ctx, flags)
 	if err != nil {
 		return nil, err
 	}
-	a, known := l.cfg.upstreams()[account]
+	a, known := l.cfg.Upstreams()[account]
 	switch {
 	case !known:
 		err = fmt.Errorf("account %q is not configured (see accounts in the config file)", account)
@@ -55,7 +56,7 @@ func openUpstream(ctx context.Context, flags *configFlags, account string) (*loc
 	case a.APIBaseURL == "" || a.SecretKey == "":
 		err = fmt.Errorf("missing setting: accounts.%s.api_base_url and secret_key", account)
 	default:
-		if berr := checkBaseURL(a.APIBaseURL); berr != nil {
+		if berr := app.CheckBaseURL(a.APIBaseURL); berr != nil {
 			err = fmt.Errorf("bad setting: api_base_url: %w", berr)
 		}
 	}

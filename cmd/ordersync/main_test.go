@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -26,7 +27,7 @@ func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-func startTestStack(t *testing.T, opts stackOptions) *stack {
+func startTestStack(t *testing.T, opts app.StackOptions) *app.Stack {
 	t.Helper()
 	if opts.DataDir == "" {
 		opts.DataDir = t.TempDir()
@@ -34,7 +35,7 @@ func startTestStack(t *testing.T, opts stackOptions) *stack {
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)
 	}
-	st, err := startStack(context.Background(), opts)
+	st, err := app.StartStack(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("start stack: %v", err)
 	}
@@ -47,7 +48,7 @@ func startTestStack(t *testing.T, opts stackOptions) *stack {
 }
 
 // metricsPage returns the stack's /metrics page.
-func metricsPage(t *testing.T, st *stack) string {
+func metricsPage(t *testing.T, st *app.Stack) string {
 	t.Helper()
 	resp, err := http.Get(st.Program.AdminURL() + "/metrics")
 	if err != nil {
@@ -63,7 +64,7 @@ func metricsPage(t *testing.T, st *stack) string {
 
 // waitMirrorMatches waits until every simulator order is in the mirror and
 // identical field by field, and fails with the differences otherwise.
-func waitMirrorMatches(t *testing.T, st *stack, timeout time.Duration) {
+func waitMirrorMatches(t *testing.T, st *app.Stack, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -95,7 +96,7 @@ func waitMirrorMatches(t *testing.T, st *stack, timeout time.Duration) {
 // string: resolving them depends on ordersync having recorded the orders it
 // created.
 func TestEndToEnd(t *testing.T) {
-	st := startTestStack(t, stackOptions{
+	st := startTestStack(t, app.StackOptions{
 		Seed:   7,
 		Faults: sim.Faults{DuplicateRate: 0.2, ReorderRate: 0.2, ReorderDelay: 100 * time.Millisecond, OtherProductRate: 0.2, SubscriptionRate: 0.1},
 	})
@@ -163,7 +164,7 @@ func TestEndToEnd(t *testing.T) {
 // TestCreatePaymentLinkValidation: the admin API refuses a bad request with
 // the offending fields named, before anything reaches the service.
 func TestCreatePaymentLinkValidation(t *testing.T) {
-	st := startTestStack(t, stackOptions{})
+	st := startTestStack(t, app.StackOptions{})
 	body := `{"amount": 10, "lineItems": [{"quantity": 0, "product": {"name": ""}}], "orderReference": "` + strings.Repeat("x", 256) + `"}`
 	resp, err := http.Post(st.Program.AdminURL()+"/v1/payment-links", "application/json", bytes.NewBufferString(body))
 	if err != nil {

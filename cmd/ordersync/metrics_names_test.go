@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/app"
 )
 
 const (
@@ -60,7 +61,7 @@ func TestMonitoringMetricNamesExported(t *testing.T) {
 		t.Fatalf("found only %d metric names in the rules and the dashboard: is the parsing broken? %v", len(refs), refs)
 	}
 
-	st := startTestStack(t, stackOptions{Seed: 11})
+	st := startTestStack(t, app.StackOptions{Seed: 11})
 	ctx := context.Background()
 	codes, err := createDemoOrders(ctx, st.Program.AdminURL(), 3, rand.New(rand.NewPCG(11, 11)))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/internal/app"
 )
 
 func newOrdersCommand() *cobra.Command {
@@ -30,7 +31,7 @@ func newOrdersListCommand() *cobra.Command {
 		Short: "List mirrored orders, newest first",
 		Args:  cobra.NoArgs,
 	}
-	flags := addConfigFlags(cmd.Flags(), scopeMirror)
+	flags := app.AddConfigFlags(cmd.Flags(), app.ScopeMirror)
 	cmd.Flags().StringSliceVar(&statuses, "status", nil, "only these statuses: PENDING, PAID, CANCELLED, FINALIZED (comma-separated or repeated)")
 	cmd.Flags().StringVar(&since, "since", "", "only orders created since: RFC 3339 time, YYYY-MM-DD, or a duration back from now (24h)")
 	cmd.Flags().StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
@@ -127,7 +128,7 @@ func newOrdersShowCommand() *cobra.Command {
 		Short: "Show one mirrored order",
 		Args:  cobra.ExactArgs(1),
 	}
-	flags := addConfigFlags(cmd.Flags(), scopeMirror)
+	flags := app.AddConfigFlags(cmd.Flags(), app.ScopeMirror)
 	cmd.Flags().StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the order detail JSON with its sync object")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -197,7 +198,7 @@ verdict and what became of it. With --order-code or --order-id it answers
 (an event dead-lettered as unresolved, another product's order).`,
 		Args: cobra.NoArgs,
 	}
-	flags := addConfigFlags(cmd.Flags(), scopeMirror)
+	flags := app.AddConfigFlags(cmd.Flags(), app.ScopeMirror)
 	cmd.Flags().StringVar(&code, "order-code", "", "only events about this order code")
 	cmd.Flags().StringVar(&id, "order-id", "", "only events about this order id")
 	cmd.Flags().StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
@@ -242,7 +243,7 @@ func newOrdersTrackCommand() *cobra.Command {
 		Short: "Fetch orders created elsewhere now and follow their webhooks from then on",
 		Args:  cobra.MinimumNArgs(1),
 	}
-	flags := addConfigFlags(cmd.Flags(), scopeMirror|scopeUpstream)
+	flags := app.AddConfigFlags(cmd.Flags(), app.ScopeMirror|app.ScopeUpstream)
 	cmd.Flags().StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tracked orders as JSON (the admin API's shape)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ordersync/ordersync/internal/app"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -22,8 +23,8 @@ func TestOutboxOldestUnsentAge(t *testing.T) {
 		return fam.Metric[0].GetGauge().GetValue()
 	}
 	dir := t.TempDir()
-	st, err := startStack(context.Background(), stackOptions{Seed: 5, DataDir: dir, Logger: testLogger(t),
-		Configure: func(c *Config) { c.Role = "receiver,worker,reconciler" }})
+	st, err := app.StartStack(context.Background(), app.StackOptions{Seed: 5, DataDir: dir, Logger: testLogger(t),
+		Configure: func(c *app.Config) { c.Role = "receiver,worker,reconciler" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestOutboxOldestUnsentAge(t *testing.T) {
 		t.Fatalf("without a relay, oldest unsent outbox age = %v, want ≥ 1s", got)
 	}
 
-	st = startTestStack(t, stackOptions{Seed: 5, DataDir: dir})
+	st = startTestStack(t, app.StackOptions{Seed: 5, DataDir: dir})
 	if got := age(waitScrape(t, st.Program.AdminURL()+"/metrics", func(f map[string]*dto.MetricFamily) bool { return age(f) == 0 }, 15*time.Second)); got != 0 {
 		t.Errorf("with the relay, oldest unsent outbox age = %v, want 0 once published", got)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -33,7 +34,7 @@ func TestServePrunes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st := startTestStack(t, stackOptions{DataDir: dir, Configure: func(c *Config) { c.EventLogRetention = 24 * time.Hour }})
+	st := startTestStack(t, app.StackOptions{DataDir: dir, Configure: func(c *app.Config) { c.EventLogRetention = 24 * time.Hour }})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		rows, err := st.Program.DB().ListEvents(ctx, ordersync.EventFilter{Account: ordersync.DefaultAccount})

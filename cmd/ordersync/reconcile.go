@@ -9,6 +9,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/worker"
 )
 
@@ -21,7 +22,7 @@ func newReconcileCommand() *cobra.Command {
 		Short: "Check orders that can still change now, whether due or not, and print what changed",
 		Args:  cobra.NoArgs,
 	}
-	flags := addConfigFlags(cmd.Flags(), scopeMirror|scopeUpstream)
+	flags := app.AddConfigFlags(cmd.Flags(), app.ScopeMirror|app.ScopeUpstream)
 	cmd.Flags().BoolVar(&all, "all", false, "every order, not only those that can still change (PENDING, PAID)")
 	cmd.Flags().StringVar(&since, "since", "", "only orders created since: RFC 3339 time, YYYY-MM-DD or a duration (24h)")
 	cmd.Flags().StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
@@ -104,14 +105,14 @@ func newMigrateCommand() *cobra.Command {
 		Short: "Create or upgrade the mirror's schema (serve also does this at start)",
 		Args:  cobra.NoArgs,
 	}
-	flags := addConfigFlags(cmd.Flags(), scopeMirror)
+	flags := app.AddConfigFlags(cmd.Flags(), app.ScopeMirror)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		l, err := openMirror(cmd.Context(), flags)
 		if err != nil {
 			return err
 		}
 		defer l.Close()
-		fmt.Fprintf(cmd.OutOrStdout(), "schema of %s is up to date\n", redactURL(l.cfg.DatabaseURL))
+		fmt.Fprintf(cmd.OutOrStdout(), "schema of %s is up to date\n", app.RedactURL(l.cfg.DatabaseURL))
 		return nil
 	}
 	return cmd

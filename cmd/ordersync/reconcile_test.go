@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -66,7 +67,7 @@ func TestOneReconcilerAcrossProcesses(t *testing.T) {
 // startDeployment starts a simulator with secretKey and n processes of one
 // deployment on PostgreSQL and an external NATS (skipping without them),
 // each running role; they stop when the test ends.
-func startDeployment(t *testing.T, n int, role, secretKey string, seed int64) (*sim.Server, []*Program) {
+func startDeployment(t *testing.T, n int, role, secretKey string, seed int64) (*sim.Server, []*app.Program) {
 	t.Helper()
 	dbURL, natsURL, ns := externalServices(t)
 	simulator, err := sim.New(sim.Config{SecretKey: secretKey, Seed: seed})
@@ -78,14 +79,14 @@ func startDeployment(t *testing.T, n int, role, secretKey string, seed int64) (*
 	if err != nil {
 		t.Fatal(err)
 	}
-	var programs []*Program
+	var programs []*app.Program
 	for i := range n {
-		cfg := defaultConfig()
+		cfg := app.DefaultConfig()
 		cfg.APIBaseURL, cfg.SecretKey, cfg.WebhookSecrets = simURL, secretKey, []string{"whsec"}
 		cfg.DataDir = filepath.Join(t.TempDir(), "p")
 		cfg.DatabaseURL, cfg.NATSURL, cfg.NATSNamespace = dbURL, natsURL, ns
 		cfg.Role, cfg.Listen, cfg.AdminListen = role, "127.0.0.1:0", "127.0.0.1:0"
-		p, err := NewProgram(context.Background(), cfg, testLogger(t).With("process", i))
+		p, err := app.NewProgram(context.Background(), cfg, testLogger(t).With("process", i))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,7 +15,6 @@ const (
 	groupOperate = "operate"
 	groupData    = "data"
 	groupTry     = "try"
-	groupLab     = "lab"
 )
 
 func newRootCommand() *cobra.Command {
@@ -33,7 +32,6 @@ func newRootCommand() *cobra.Command {
 		&cobra.Group{ID: groupOperate, Title: "Run the service:"},
 		&cobra.Group{ID: groupData, Title: "Orders, payment links, dead letters and fulfilment endpoints:"},
 		&cobra.Group{ID: groupTry, Title: "Try it without an account:"},
-		&cobra.Group{ID: groupLab, Title: "Test the pipeline under faults and load (the lab):"},
 	)
 	add := func(group string, cmds ...*cobra.Command) {
 		for _, c := range cmds {
@@ -44,7 +42,6 @@ func newRootCommand() *cobra.Command {
 	add(groupOperate, newServeCommand(), newCheckCommand(), newMigrateCommand(), newReconcileCommand())
 	add(groupData, newOrdersCommand(), newLinksCommand(), newDLQCommand(), newEndpointsCommand())
 	add(groupTry, newDemoCommand(), newSimCommand())
-	add(groupLab, newChaosCommand(), newLoadtestCommand(), newMultiprocCommand())
 	root.AddCommand(newVersionCommand())
 	return root
 }

@@ -3,35 +3,20 @@ package main
 import (
 	"context"
 	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/sim"
 )
 
 // externalServices returns the PostgreSQL URL of a fresh schema, the NATS
-// URL and a fresh namespace on the servers this machine runs, all removed
-// when the test ends, or skips.
+// URL and a fresh namespace on the servers this machine runs, or skips.
 func externalServices(t *testing.T) (databaseURL, natsURL, namespace string) {
-	t.Helper()
-	pg, nats := os.Getenv("ORDERSYNC_TEST_POSTGRES_URL"), os.Getenv("ORDERSYNC_TEST_NATS_URL")
-	if pg == "" || nats == "" {
-		t.Skip("set ORDERSYNC_TEST_POSTGRES_URL and ORDERSYNC_TEST_NATS_URL to run the scale-out tests against PostgreSQL and an external NATS")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	run, err := newExternalRun(ctx, nats, pg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := run.Close(); err != nil {
-			t.Errorf("clean up the external servers: %v", err)
-		}
-	})
+	run := testenv.Services(t)
 	return run.DatabaseURL, run.NATSURL, run.Namespace
 }
 
@@ -40,16 +25,13 @@ func externalServices(t *testing.T) (databaseURL, natsURL, namespace string) {
 // every order exactly and fires each PAID trigger once.
 func TestScaleOutEndToEnd(t *testing.T) {
 	dbURL, natsURL, ns := externalServices(t)
-	st := startTestStack(t, stackOptions{
+	st := startTestStack(t, app.StackOptions{
 		Seed:   3,
 		Faults: sim.Faults{DuplicateRate: 0.2, ReorderRate: 0.2, ReorderDelay: 50 * time.Millisecond},
-		Configure: func(c *Config) {
+		Configure: func(c *app.Config) {
 			c.DatabaseURL, c.NATSURL, c.NATSNamespace = dbURL, natsURL, ns
 		},
 	})
-	if st.Program.pool.Yields() {
-		t.Error("with an external NATS, whose publish waits are not this process's CPU alone, the workers yield to the receiver")
-	}
 	rng := rand.New(rand.NewPCG(3, 3))
 	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), 40, rng)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -26,10 +27,10 @@ SIGINT/SIGTERM drain: stop accepting webhooks, finish and ack in-flight
 work, publish the outbox, close.`,
 		Args: cobra.NoArgs,
 	}
-	flags := addConfigFlags(cmd.Flags(), scopeAll)
+	flags := app.AddConfigFlags(cmd.Flags(), app.ScopeAll)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		limitServeMemory()
-		cfg, err := flags.load(os.Getenv)
+		cfg, err := flags.Load(os.Getenv)
 		if err != nil {
 			return err
 		}
@@ -43,12 +44,12 @@ work, publish the outbox, close.`,
 		var checks sync.WaitGroup
 		defer checks.Wait()
 		checks.Go(func() { logChecks(logger.With("component", "check"), runChecks(cmd.Context(), cfg, checkStart)) })
-		p, err := NewProgram(cmd.Context(), cfg, logger)
+		p, err := app.NewProgram(cmd.Context(), cfg, logger)
 		if err != nil {
 			return err
 		}
 		defer p.Close()
-		if p.db.Dialect() == store.DialectSQLite {
+		if p.DB().Dialect() == store.DialectSQLite {
 			spareProcForSQLite()
 		}
 		return p.Run(cmd.Context())

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/internal/testcert"
 	"github.com/ordersync/ordersync/webhook"
 )
@@ -17,13 +18,13 @@ import (
 // TestWebhookTLS: with a certificate the receiver speaks only TLS.
 func TestWebhookTLS(t *testing.T) {
 	cert := testcert.New(t)
-	cfg := defaultConfig()
+	cfg := app.DefaultConfig()
 	cfg.APIBaseURL, cfg.SecretKey, cfg.WebhookSecrets = "http://127.0.0.1:1", "sk", []string{"whsec"}
 	cfg.DataDir = t.TempDir()
 	cfg.DatabaseURL = cfg.DataDir + "/m.db"
 	cfg.Listen, cfg.AdminListen, cfg.ReconcileInterval = "127.0.0.1:0", "127.0.0.1:0", 0
 	cfg.TLSCertFile, cfg.TLSKeyFile = cert.CertFile, cert.KeyFile
-	p, err := NewProgram(context.Background(), cfg, testLogger(t))
+	p, err := app.NewProgram(context.Background(), cfg, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	crand "crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -22,15 +19,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/spf13/cobra"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/child"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/store"
 )
@@ -82,7 +79,7 @@ func newMultiprocCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "multiproc",
 		Short: "The chaos scenario with every role in its own process, on an external NATS and PostgreSQL",
-		Long: `multiproc runs the chaos scenario of ` + "`ordersync chaos`" + ` as a scale-out deployment:
+		Long: `multiproc runs the chaos scenario of ` + "`ordersync-lab chaos`" + ` as a scale-out deployment:
 --receivers webhook receivers behind a round-robin balancer, --workers worker
 processes sharing one durable consumer, --relays outbox relays of which one
 leads, and one reconciler, each a separate ordersync serve process against
@@ -98,7 +95,7 @@ orders with one webhook each, orders/s until mirrored, upstream fetches
 per order.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			exe, err := ordersyncExecutable()
+			exe, err := ordersyncBinary(cmd.Context(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -144,84 +141,10 @@ per order.`,
 	return cmd
 }
 
-// externalRun is one run's share of the external servers: a PostgreSQL
-// schema and a NATS namespace, both named after a random run id.
-type externalRun struct {
-	NATSURL     string
-	DatabaseURL string // with search_path set to the run's schema
-	Namespace   string
-	baseURL     string
-}
-
-// newExternalRun creates the run's schema.
-func newExternalRun(ctx context.Context, natsURL, databaseURL string) (*externalRun, error) {
-	b := make([]byte, 5)
-	_, _ = crand.Read(b)
-	run := &externalRun{NATSURL: natsURL, Namespace: "mp" + hex.EncodeToString(b), baseURL: databaseURL}
-	conn, err := pgx.Connect(ctx, databaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+run.Namespace); err != nil {
-		return nil, fmt.Errorf("create schema %s: %w", run.Namespace, err)
-	}
-	u, err := url.Parse(databaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("parse the database URL: %w", err)
-	}
-	q := u.Query()
-	q.Set("search_path", run.Namespace)
-	u.RawQuery = q.Encode()
-	run.DatabaseURL = u.String()
-	return run, nil
-}
-
-// ordersStream and eventsStream are the run's stream names (see
-// Config.queueConfig); paidSubject is where PAID triggers go.
-func (e *externalRun) ordersStream() string { return strings.ToUpper(e.Namespace) + "_ORDERS" }
-func (e *externalRun) eventsStream() string { return strings.ToUpper(e.Namespace) + "_EVENTS" }
-func (e *externalRun) paidSubject() string {
-	return e.Namespace + strings.TrimPrefix(ordersync.SubjectPaid, "ordersync")
-}
-
-// Close drops the schema and deletes the run's streams and leader bucket.
-func (e *externalRun) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	var errs []error
-	if conn, err := pgx.Connect(ctx, e.baseURL); err != nil {
-		errs = append(errs, fmt.Errorf("connect to PostgreSQL: %w", err))
-	} else {
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+e.Namespace+" CASCADE"); err != nil {
-			errs = append(errs, fmt.Errorf("drop schema %s: %w", e.Namespace, err))
-		}
-		conn.Close(ctx)
-	}
-	nc, err := nats.Connect(e.NATSURL, nats.Name("ordersync-multiproc cleanup"))
-	if err != nil {
-		return errors.Join(append(errs, fmt.Errorf("connect to NATS: %w", err))...)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return errors.Join(append(errs, err)...)
-	}
-	for _, s := range []string{e.eventsStream(), e.ordersStream()} {
-		if err := js.DeleteStream(ctx, s); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-			errs = append(errs, fmt.Errorf("delete stream %s: %w", s, err))
-		}
-	}
-	if err := js.DeleteKeyValue(ctx, e.Namespace+"_leaders"); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
-		errs = append(errs, fmt.Errorf("delete leader bucket: %w", err))
-	}
-	return errors.Join(errs...)
-}
-
 // proc is one `ordersync serve` process of a fleet.
 type proc struct {
 	name, role string
-	*child
+	*child.Process
 }
 
 // fleetConfig is what every process of a fleet shares.
@@ -229,7 +152,7 @@ type fleetConfig struct {
 	exe        string
 	env        []string
 	dir        string // each process's data directory and log under it
-	ext        *externalRun
+	ext        *testenv.Run
 	apiBaseURL string
 	secretKey  string
 	webhookSec string
@@ -250,7 +173,7 @@ func startFleet(ctx context.Context, fc fleetConfig, roles []string) ([]*proc, e
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := startChild(ctx, childConfig{
+			c, err := child.Start(ctx, child.Config{
 				Exe: fc.exe, DataDir: filepath.Join(fc.dir, name), LogPath: filepath.Join(fc.dir, name+".log"),
 				Env: append(append([]string{}, fc.env...),
 					"ORDERSYNC_ROLE="+role,
@@ -265,7 +188,7 @@ func startFleet(ctx context.Context, fc fleetConfig, roles []string) ([]*proc, e
 				errs[i] = fmt.Errorf("start %s: %w", name, err)
 				return
 			}
-			procs[i] = &proc{name: name, role: role, child: c}
+			procs[i] = &proc{name: name, role: role, Process: c}
 		}()
 	}
 	wg.Wait()
@@ -484,7 +407,7 @@ func runMultiproc(ctx context.Context, out io.Writer, opts multiprocOptions) (re
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	ext, err := newExternalRun(ctx, opts.NATSURL, opts.DatabaseURL)
+	ext, err := testenv.New(ctx, opts.NATSURL, opts.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}
@@ -515,8 +438,8 @@ func runMultiproc(ctx context.Context, out io.Writer, opts multiprocOptions) (re
 	if err := m.setUp(ctx, dir); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(out, "ordersync multiproc: %d orders; %d processes (%s) on NATS %s namespace %s and PostgreSQL schema %s; simulator %s, webhooks via a recording proxy and a round-robin balancer\n",
-		opts.Chaos.Orders, len(m.procs), strings.Join(m.rep.Processes, " "), redactURL(ext.NATSURL), ext.Namespace, ext.Namespace, m.r.simURL)
+	fmt.Fprintf(out, "ordersync-lab multiproc: %d orders; %d processes (%s) on NATS %s namespace %s and PostgreSQL schema %s; simulator %s, webhooks via a recording proxy and a round-robin balancer\n",
+		opts.Chaos.Orders, len(m.procs), strings.Join(m.rep.Processes, " "), app.RedactURL(ext.NATSURL), ext.Namespace, ext.Namespace, m.r.simURL)
 	fmt.Fprintf(out, "faults: %s\n", describeFaults(chaosFaults()))
 	if err := m.drive(ctx); err != nil {
 		return m.rep, err
@@ -540,7 +463,7 @@ func runMultiproc(ctx context.Context, out io.Writer, opts multiprocOptions) (re
 // as its admin API.
 type multiprocRun struct {
 	opts     multiprocOptions
-	ext      *externalRun
+	ext      *testenv.Run
 	r        *chaosRun
 	procs    []*proc
 	balancer *balancer
@@ -553,7 +476,7 @@ type multiprocRun struct {
 
 func (m *multiprocRun) setUp(ctx context.Context, dir string) (err error) {
 	r := m.r
-	secretKey, webhookSecret := randomSecret(), randomSecret()
+	secretKey, webhookSecret := app.RandomSecret(), app.RandomSecret()
 	if r.proxy, err = startRecordingProxy(); err != nil {
 		return err
 	}
@@ -610,7 +533,7 @@ func (m *multiprocRun) setUp(ctx context.Context, dir string) (err error) {
 	r.proxy.SetTarget(m.balancer.URL())
 	// The first receiver's admin API creates the orders and tracks
 	// orphans; it is never killed.
-	r.child = withRole(m.procs, "receiver")[0].child
+	r.child = withRole(m.procs, "receiver")[0].Process
 	migrate := false
 	if r.db, err = store.Open(ctx, store.Config{URL: m.ext.DatabaseURL, Migrate: &migrate, MaxOpenConns: 2}); err != nil {
 		return fmt.Errorf("open the mirror: %w", err)
@@ -783,7 +706,7 @@ func (m *multiprocRun) check(ctx context.Context) error {
 // fulfilment service subscribed to the external NATS would, retrying for a
 // few seconds while the relay catches up.
 func (m *multiprocRun) checkPaid(ctx context.Context) error {
-	return checkPaidTriggers(ctx, m.ext.NATSURL, m.ext.ordersStream(), m.ext.paidSubject(), m.r.sim.Orders, &m.r.rep)
+	return checkPaidTriggers(ctx, m.ext.NATSURL, m.ext.OrdersStream(), m.ext.PaidSubject(), m.r.sim.Orders, &m.r.rep)
 }
 
 // checkEventLog requires every webhook a receiver answered 2xx to be in
@@ -792,13 +715,8 @@ func (m *multiprocRun) checkPaid(ctx context.Context) error {
 // AckWait (30s), often after the mirror converged through other events of
 // the same orders: so the wait runs to the end of the convergence promise.
 func (m *multiprocRun) checkEventLog(ctx context.Context) error {
-	db, err := sql.Open("pgx", m.ext.DatabaseURL)
-	if err != nil {
-		return fmt.Errorf("open the event log: %w", err)
-	}
-	defer db.Close()
-	complete, err := m.r.awaitEventLog(ctx, db, m.convergeBy, func(ctx context.Context) (uint64, error) {
-		return eventsHeld(ctx, m.ext.NATSURL, m.ext.eventsStream(), m.ext.Namespace+"-worker")
+	complete, err := m.r.awaitEventLog(ctx, m.convergeBy, func(ctx context.Context) (uint64, error) {
+		return eventsHeld(ctx, m.ext.NATSURL, m.ext.EventsStream(), m.ext.Namespace+"-worker")
 	})
 	if complete {
 		m.rep.EventLogComplete = time.Since(m.convergeBy.Add(-m.opts.Chaos.ConvergeWithin))
@@ -893,7 +811,7 @@ func runWorkerScaling(ctx context.Context, out io.Writer, opts scalingOptions) (
 // receiver+relay process), posts one webhook per order and waits until
 // the mirror holds every order.
 func measureWorkers(ctx context.Context, opts scalingOptions, n int) (res scalingResult, err error) {
-	ext, err := newExternalRun(ctx, opts.NATSURL, opts.DatabaseURL)
+	ext, err := testenv.New(ctx, opts.NATSURL, opts.DatabaseURL)
 	if err != nil {
 		return res, err
 	}
@@ -903,7 +821,7 @@ func measureWorkers(ctx context.Context, opts scalingOptions, n int) (res scalin
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	secretKey, webhookSecret := randomSecret(), randomSecret()
+	secretKey, webhookSecret := app.RandomSecret(), app.RandomSecret()
 	s, err := sim.New(sim.Config{SecretKey: secretKey, Seed: 1, Faults: sim.Faults{GetLatency: opts.GetLatency}})
 	if err != nil {
 		return res, err

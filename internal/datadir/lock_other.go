@@ -1,7 +1,7 @@
 //go:build !unix
 
-package main
+package datadir
 
 // lockDataDir is a no-op where flock does not exist: two processes on one
 // data directory are then not refused.
-func lockDataDir(string) (func(), error) { return func() {}, nil }
+func Lock(string) (func(), error) { return func() {}, nil }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -15,7 +14,7 @@ import (
 // with every fault on, is killed with SIGKILL once mid-run and restarted,
 // and must end with a mirror identical to the simulator, exactly one PAID
 // trigger per paid order on JetStream, every webhook answered 2xx in the
-// event log and no unjustified dead letter. `ordersync chaos` is the full
+// event log and no unjustified dead letter. `ordersync-lab chaos` is the full
 // size.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
@@ -24,7 +23,7 @@ func TestChaos(t *testing.T) {
 	opts := defaultChaosOptions()
 	opts.Orders, opts.Kills, opts.Seed = 300, 1, 7
 	opts.ConvergeWithin = 30 * time.Second
-	opts.exe, opts.env = os.Args[0], []string{runMainEnv + "=1"}
+	opts.exe = testBinary
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

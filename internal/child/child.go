@@ -1,4 +1,8 @@
-package main
+// Package child runs `ordersync serve` as a separate process over one data
+// directory: started, killed with SIGKILL, restarted on the same ports,
+// measured (CPU time, peak RSS). The lab and the end-to-end tests of the
+// operator binary use it to test the real program the way it is deployed.
+package child
 
 import (
 	"bytes"
@@ -18,20 +22,21 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ordersync/ordersync/internal/datadir"
 	"github.com/ordersync/ordersync/queue"
 )
 
-// runMainEnv makes a test binary run main() instead of its tests, so a test
-// can start `ordersync serve` as a separate process without `go build`
-// (see TestMain).
-const runMainEnv = "ORDERSYNC_TEST_RUN_MAIN"
+// RunMainEnv makes a test binary of cmd/ordersync run main() instead of its
+// tests, so a test can start `ordersync serve` as a separate process
+// without `go build` (see its TestMain).
+const RunMainEnv = "ORDERSYNC_TEST_RUN_MAIN"
 
-// childConfig describes an `ordersync serve` run as a child process: the
+// Config describes an `ordersync serve` run as a child process: the
 // chaos test and the load generator measure the real binary, with its own
 // GC settings, and kill it with SIGKILL.
-type childConfig struct {
+type Config struct {
 	// Exe is the ordersync binary: os.Executable() in a command, the test
-	// binary (with Env holding runMainEnv=1) in a test.
+	// binary (with Env holding RunMainEnv=1) in a test.
 	Exe string
 	// Env is added to the environment. Inherited ORDERSYNC_* variables are
 	// dropped so a developer's settings never leak into the child.
@@ -55,7 +60,7 @@ type childConfig struct {
 	StopTimeout time.Duration
 }
 
-func (c *childConfig) withDefaults() {
+func (c *Config) withDefaults() {
 	if c.ReadyTimeout == 0 {
 		c.ReadyTimeout = 30 * time.Second
 	}
@@ -64,7 +69,7 @@ func (c *childConfig) withDefaults() {
 	}
 }
 
-func (c *childConfig) validate() error {
+func (c *Config) validate() error {
 	switch {
 	case c.Exe == "":
 		return errors.New("child: Exe is required")
@@ -82,28 +87,28 @@ func (c *childConfig) validate() error {
 	return nil
 }
 
-// childPorts are the loopback ports of one child.
-type childPorts struct{ webhook, admin, nats int }
+// Ports are the loopback ports of one child.
+type Ports struct{ Webhook, Admin, NATS int }
 
 // child is one `ordersync serve` process at a time over one data directory.
 // Its ports stay the same across restarts when they are still free, so a
 // NATS connection to it reconnects by itself.
-type child struct {
-	cfg childConfig
+type Process struct {
+	cfg Config
 
 	mu     sync.Mutex
-	ports  childPorts
+	ports  Ports
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once cmd.Wait returned
 }
 
-// startChild starts the child and waits until it answers /readyz.
-func startChild(ctx context.Context, cfg childConfig) (*child, error) {
+// Start starts the child and waits until it answers /readyz.
+func Start(ctx context.Context, cfg Config) (*Process, error) {
 	cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &child{cfg: cfg}
+	c := &Process{cfg: cfg}
 	if err := c.start(ctx, false); err != nil {
 		return nil, err
 	}
@@ -112,7 +117,7 @@ func startChild(ctx context.Context, cfg childConfig) (*child, error) {
 
 // Restart starts the child again on the same data directory after Kill or
 // Stop, on the same ports when they are free.
-func (c *child) Restart(ctx context.Context) error {
+func (c *Process) Restart(ctx context.Context) error {
 	c.mu.Lock()
 	running := c.cmd != nil
 	c.mu.Unlock()
@@ -125,16 +130,16 @@ func (c *child) Restart(ctx context.Context) error {
 // start launches the process and waits for readiness. A port taken between
 // picking and binding makes the child exit early: it is retried on fresh
 // ports a few times.
-func (c *child) start(ctx context.Context, samePorts bool) error {
+func (c *Process) start(ctx context.Context, samePorts bool) error {
 	var lastErr error
 	for attempt := 0; attempt < 4; attempt++ {
 		if !samePorts || attempt > 0 {
-			ports, err := pickPorts(3)
+			ports, err := PickPorts(3)
 			if err != nil {
 				return err
 			}
 			c.mu.Lock()
-			c.ports = childPorts{webhook: ports[0], admin: ports[1], nats: ports[2]}
+			c.ports = Ports{Webhook: ports[0], Admin: ports[1], NATS: ports[2]}
 			c.mu.Unlock()
 		}
 		exitedEarly, err := c.launch(ctx)
@@ -151,7 +156,7 @@ func (c *child) start(ctx context.Context, samePorts bool) error {
 
 // launch runs one process and waits for /readyz. exitedEarly reports that
 // the process ended by itself before it was ready (a bind failure, say).
-func (c *child) launch(ctx context.Context) (exitedEarly bool, err error) {
+func (c *Process) launch(ctx context.Context) (exitedEarly bool, err error) {
 	if err := os.MkdirAll(filepath.Dir(c.cfg.LogPath), 0o750); err != nil {
 		return false, fmt.Errorf("create child log directory: %w", err)
 	}
@@ -159,12 +164,12 @@ func (c *child) launch(ctx context.Context) (exitedEarly bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("open child log: %w", err)
 	}
-	ports := c.currentPorts()
+	ports := c.Ports()
 	args := append([]string{"serve",
 		"--data-dir", c.cfg.DataDir,
-		"--listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.webhook)),
-		"--admin-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.admin)),
-		"--nats-port", strconv.Itoa(ports.nats),
+		"--listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.Webhook)),
+		"--admin-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.Admin)),
+		"--nats-port", strconv.Itoa(ports.NATS),
 	}, c.cfg.Args...)
 	cmd := exec.Command(c.cfg.Exe, args...)
 	cmd.Env = append(childEnviron(), c.cfg.Env...)
@@ -214,7 +219,7 @@ func childEnviron() []string {
 	return env
 }
 
-func (c *child) waitReady(ctx context.Context, exited <-chan struct{}) error {
+func (c *Process) waitReady(ctx context.Context, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.ReadyTimeout)
 	defer cancel()
 	client := &http.Client{Timeout: 2 * time.Second}
@@ -242,7 +247,7 @@ func (c *child) waitReady(ctx context.Context, exited <-chan struct{}) error {
 }
 
 // reap forgets the exited process.
-func (c *child) reap() {
+func (c *Process) reap() {
 	c.mu.Lock()
 	c.cmd, c.exited = nil, nil
 	c.mu.Unlock()
@@ -250,7 +255,7 @@ func (c *child) reap() {
 
 // Kill sends SIGKILL and waits until the process is reaped. It does
 // nothing when no process runs.
-func (c *child) Kill() {
+func (c *Process) Kill() {
 	c.mu.Lock()
 	cmd, exited := c.cmd, c.exited
 	c.mu.Unlock()
@@ -264,7 +269,7 @@ func (c *child) Kill() {
 
 // Stop sends SIGTERM so the child drains, waits up to StopTimeout, then
 // kills it. It returns an error when the child did not exit cleanly.
-func (c *child) Stop() error {
+func (c *Process) Stop() error {
 	c.mu.Lock()
 	cmd, exited := c.cmd, c.exited
 	c.mu.Unlock()
@@ -286,7 +291,7 @@ func (c *child) Stop() error {
 }
 
 // PID is the running process's id, 0 when none runs.
-func (c *child) PID() int {
+func (c *Process) PID() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cmd == nil {
@@ -296,7 +301,7 @@ func (c *child) PID() int {
 }
 
 // CPU is the CPU time, user and system, the child has used so far.
-func (c *child) CPU() (time.Duration, error) {
+func (c *Process) CPU() (time.Duration, error) {
 	pid := c.PID()
 	if pid == 0 {
 		return 0, errors.New("CPU time: the child is not running")
@@ -305,7 +310,7 @@ func (c *child) CPU() (time.Duration, error) {
 }
 
 // PeakRSS is the running process's peak resident set size (VmHWM) in bytes.
-func (c *child) PeakRSS() (int64, error) {
+func (c *Process) PeakRSS() (int64, error) {
 	pid := c.PID()
 	if pid == 0 {
 		return 0, errors.New("peak RSS: the child is not running")
@@ -313,36 +318,37 @@ func (c *child) PeakRSS() (int64, error) {
 	return peakRSS(pid)
 }
 
-func (c *child) currentPorts() childPorts {
+// Ports are the loopback ports of the running process.
+func (c *Process) Ports() Ports {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.ports
 }
 
 // WebhookURL is where webhooks for the child go.
-func (c *child) WebhookURL() string {
-	return fmt.Sprintf("http://127.0.0.1:%d/webhooks/paymentlink", c.currentPorts().webhook)
+func (c *Process) WebhookURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d/webhooks/paymentlink", c.Ports().Webhook)
 }
 
 // AdminURL is the base of the child's admin API.
-func (c *child) AdminURL() string { return fmt.Sprintf("http://127.0.0.1:%d", c.currentPorts().admin) }
+func (c *Process) AdminURL() string { return fmt.Sprintf("http://127.0.0.1:%d", c.Ports().Admin) }
 
 // NATSURL reaches the child's embedded NATS server over TCP, logged in
 // with the password the child keeps in its data directory (created at its
 // first start).
-func (c *child) NATSURL() string {
+func (c *Process) NATSURL() string {
 	userinfo := ""
-	if b, err := os.ReadFile(natsPasswordFile(c.cfg.DataDir)); err == nil {
+	if b, err := os.ReadFile(datadir.NATSPasswordFile(c.cfg.DataDir)); err == nil {
 		userinfo = url.UserPassword(queue.EmbeddedUser, strings.TrimSpace(string(b))).String() + "@"
 	}
-	return fmt.Sprintf("nats://%s127.0.0.1:%d", userinfo, c.currentPorts().nats)
+	return fmt.Sprintf("nats://%s127.0.0.1:%d", userinfo, c.Ports().NATS)
 }
 
 // DatabasePath is the child's SQLite file.
-func (c *child) DatabasePath() string { return c.cfg.DataDir + "/ordersync.db" }
+func (c *Process) DatabasePath() string { return datadir.DatabaseFile(c.cfg.DataDir) }
 
 // LogTail returns the last n bytes of the child's log.
-func (c *child) LogTail(n int) string {
+func (c *Process) LogTail(n int) string {
 	b, err := os.ReadFile(c.cfg.LogPath)
 	if err != nil {
 		return "(no log: " + err.Error() + ")"
@@ -356,9 +362,9 @@ func (c *child) LogTail(n int) string {
 	return string(b)
 }
 
-// pickPorts returns n distinct free loopback ports. They are free when
+// PickPorts returns n distinct free loopback ports. They are free when
 // picked, not reserved: the child's start retries when one is taken.
-func pickPorts(n int) ([]int, error) {
+func PickPorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	var lns []net.Listener
 	defer func() {
@@ -375,13 +381,4 @@ func pickPorts(n int) ([]int, error) {
 		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
-}
-
-// ordersyncExecutable is the binary a command starts as a child: itself.
-func ordersyncExecutable() (string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("find the ordersync binary: %w", err)
-	}
-	return exe, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,13 +12,14 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/ordersync/ordersync/internal/rusage"
+	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/child"
 )
 
 // TestMain lets a test start `ordersync serve` as a real separate process:
-// the test binary re-executes itself with runMainEnv set and runs main().
+// the test binary re-executes itself with child.RunMainEnv set and runs main().
 func TestMain(m *testing.M) {
-	if os.Getenv(runMainEnv) == "1" {
+	if os.Getenv(child.RunMainEnv) == "1" {
 		main()
 		os.Exit(0)
 	}
@@ -27,23 +27,23 @@ func TestMain(m *testing.M) {
 }
 
 // testChildConfig runs this test binary as the ordersync binary.
-func testChildConfig(t *testing.T, apiBaseURL, secretKey, webhookSecret string, args ...string) childConfig {
+func testChildConfig(t *testing.T, apiBaseURL, secretKey, webhookSecret string, args ...string) child.Config {
 	t.Helper()
 	dir := t.TempDir()
-	return childConfig{
-		Exe: os.Args[0], Env: []string{runMainEnv + "=1"},
+	return child.Config{
+		Exe: os.Args[0], Env: []string{child.RunMainEnv + "=1"},
 		DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "ordersync.log"),
 		APIBaseURL: apiBaseURL, SecretKey: secretKey, WebhookSecret: webhookSecret,
 		Args: append([]string{"--log-level", "warn"}, args...),
 	}
 }
 
-// TestChildKillRestart: the harness starts serve as a child, reads its peak
+// TestServeKillRestart: the harness starts serve as a child, reads its peak
 // RSS and runtime settings, kills it with SIGKILL (the process is gone and reaped), restarts it on
 // the same data directory and ports, and stops it cleanly with SIGTERM.
-func TestChildKillRestart(t *testing.T) {
-	cfg := testChildConfig(t, "http://127.0.0.1:1", randomSecret(), randomSecret())
-	c, err := startChild(context.Background(), cfg)
+func TestServeKillRestart(t *testing.T) {
+	cfg := testChildConfig(t, "http://127.0.0.1:1", app.RandomSecret(), app.RandomSecret())
+	c, err := child.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,41 +95,5 @@ func TestChildKillRestart(t *testing.T) {
 	}
 	if err := c.Stop(); err != nil {
 		t.Fatalf("SIGTERM did not stop the child cleanly: %v", err)
-	}
-}
-
-// TestProcessCPU: the CPU time read from /proc for this process grows by
-// about the CPU it burns, as getrusage sees it.
-func TestProcessCPU(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("CPU time is read from /proc, only on Linux")
-	}
-	before, err := processCPU(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	self0, err := rusage.CPU()
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 1<<16)
-	for start := time.Now(); time.Since(start) < 200*time.Millisecond; {
-		sum := sha256.Sum256(buf)
-		buf[0] = sum[0]
-	}
-	after, err := processCPU(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	self1, err := rusage.CPU()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// /proc counts in 10 ms ticks, and the kernel may sample them.
-	if got, want := after-before, self1-self0; got < want-50*time.Millisecond || got > want+50*time.Millisecond {
-		t.Errorf("/proc says %s of CPU, getrusage %s", got, want)
-	}
-	if _, err := processCPU(1 << 30); err == nil {
-		t.Error("processCPU of a process that does not exist succeeded")
 	}
 }

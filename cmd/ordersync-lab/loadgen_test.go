@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,7 +20,7 @@ func TestLoadtest(t *testing.T) {
 	opts := defaultLoadOptions()
 	opts.Duration, opts.Connections, opts.IngestOrders, opts.Orders = time.Second, 16, 200, 500
 	opts.E2ETimeout = 30 * time.Second
-	opts.exe, opts.env = os.Args[0], []string{runMainEnv + "=1"}
+	opts.exe = testBinary
 
 	var out bytes.Buffer
 	rep, err := runLoadtest(context.Background(), &out, opts)

@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/child"
 	"github.com/ordersync/ordersync/internal/loadpost"
 	"github.com/ordersync/ordersync/internal/rusage"
 	"github.com/ordersync/ordersync/sim"
@@ -105,7 +107,7 @@ and measures two things, each on a fresh pipeline:
 It reports the figures against the targets and exits 0 either way.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			exe, err := ordersyncExecutable()
+			exe, err := ordersyncBinary(cmd.Context(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -162,11 +164,11 @@ type phaseCPU struct {
 
 // cpuMeter measures phaseCPU from its start.
 type cpuMeter struct {
-	child               *child
+	child               *child.Process
 	pipeline0, harness0 time.Duration
 }
 
-func startCPUMeter(c *child) (*cpuMeter, error) {
+func startCPUMeter(c *child.Process) (*cpuMeter, error) {
 	m := &cpuMeter{child: c}
 	var err error
 	if m.pipeline0, err = c.CPU(); err != nil {
@@ -202,14 +204,14 @@ type loadReport struct {
 // loadPipeline is the simulator and one child pipeline pointed at it.
 type loadPipeline struct {
 	sim           *sim.Server
-	child         *child
+	child         *child.Process
 	db            *store.DB
 	webhookSecret string
 }
 
 func startLoadPipeline(ctx context.Context, dir string, opts loadOptions, role string) (_ *loadPipeline, err error) {
-	secretKey := randomSecret()
-	p := &loadPipeline{webhookSecret: randomSecret()}
+	secretKey := app.RandomSecret()
+	p := &loadPipeline{webhookSecret: app.RandomSecret()}
 	if p.sim, err = sim.New(sim.Config{SecretKey: secretKey, Seed: 1}); err != nil {
 		return nil, err
 	}
@@ -225,7 +227,7 @@ func startLoadPipeline(ctx context.Context, dir string, opts loadOptions, role s
 	if opts.Workers > 0 {
 		args = append(args, "--workers", strconv.Itoa(opts.Workers))
 	}
-	p.child, err = startChild(ctx, childConfig{
+	p.child, err = child.Start(ctx, child.Config{
 		Exe: opts.exe, Env: opts.env, DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "ordersync.log"),
 		APIBaseURL: simURL, SecretKey: secretKey, WebhookSecret: p.webhookSecret, Args: args,
 	})
@@ -516,7 +518,7 @@ func printLoadReport(w io.Writer, r *loadReport) {
 	}
 	mb := func(b int64) float64 { return float64(b) / (1 << 20) }
 	in, e := r.Ingest, r.E2E
-	fmt.Fprintf(w, "\nordersync loadtest (the real binary as a child process, loopback)\n")
+	fmt.Fprintf(w, "\nordersync-lab loadtest (the real binary as a child process, loopback)\n")
 	fmt.Fprintf(w, "  ingest                %8.0f webhooks/s   %s the target of ≥ %d/s (%d answered 200, %d failed)\n",
 		in.Rate, mark(in.Rate >= targetIngestRate), targetIngestRate, in.Webhooks, in.Failed)
 	fmt.Fprintf(w, "  ack latency           p50 %s, p99 %s, max %s   p99 %s the target of ≤ %s\n",

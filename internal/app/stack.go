@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"github.com/ordersync/ordersync/sim"
 )
 
-// stack is the simulator and the whole pipeline in one process, on
+// Stack is the simulator and the whole pipeline in one process, on
 // loopback ports chosen by the OS, over a data directory of its own: what
 // the demo runs, and what the end-to-end tests and benchmarks drive.
-type stack struct {
+type Stack struct {
 	Sim     *sim.Server
 	Program *Program
 	SimURL  string
@@ -27,7 +27,7 @@ type stack struct {
 	done   chan error
 }
 
-type stackOptions struct {
+type StackOptions struct {
 	DataDir   string
 	Workers   int
 	Faults    sim.Faults
@@ -36,30 +36,30 @@ type stackOptions struct {
 	Configure func(*Config)
 }
 
-func randomSecret() string {
+func RandomSecret() string {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
 
-// startStack starts the simulator, then the pipeline pointed at it, then
+// StartStack starts the simulator, then the pipeline pointed at it, then
 // tells the simulator where to post webhooks.
-func startStack(ctx context.Context, opts stackOptions) (_ *stack, err error) {
+func StartStack(ctx context.Context, opts StackOptions) (_ *Stack, err error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Workers == 0 {
-		opts.Workers = defaultConfig().Workers
+		opts.Workers = DefaultConfig().Workers
 	}
-	s := &stack{done: make(chan error, 1)}
+	s := &Stack{done: make(chan error, 1)}
 	if s.simLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("simulator listener: %w", err)
 	}
 	s.SimURL = "http://" + s.simLn.Addr().String()
-	secretKey, webhookSecret := randomSecret(), randomSecret()
+	secretKey, webhookSecret := RandomSecret(), RandomSecret()
 	s.SecretKey = secretKey
 
-	cfg := defaultConfig()
+	cfg := DefaultConfig()
 	cfg.APIBaseURL, cfg.SecretKey, cfg.WebhookSecrets = s.SimURL, secretKey, []string{webhookSecret}
 	cfg.DataDir = opts.DataDir
 	cfg.DatabaseURL = opts.DataDir + "/ordersync.db"
@@ -103,7 +103,7 @@ func startStack(ctx context.Context, opts stackOptions) (_ *stack, err error) {
 // goes first so its webhook connections are gone before the receiver shuts
 // down: http.Server.Shutdown waits up to 5s for a connection that opened
 // but has not sent a request yet.
-func (s *stack) Close() error {
+func (s *Stack) Close() error {
 	simErr := s.Sim.Close()
 	s.cancel()
 	err := <-s.done

@@ -31,7 +31,7 @@ func externalURLs(tb testing.TB) (databaseURL, natsURL string) {
 // relay must take the lease over. The run must end with the chaos test's
 // guarantees: a mirror identical to the simulator, one PAID trigger per
 // paid order, every webhook answered 2xx in the event log, no unjustified
-// dead letter. `ordersync multiproc` is the full size.
+// dead letter. `ordersync-lab multiproc` is the full size.
 func TestMultiProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the multi-process test takes about a minute; skipped with -short")
@@ -43,7 +43,7 @@ func TestMultiProcess(t *testing.T) {
 	// A killed worker's unacknowledged events come back after the
 	// consumer's AckWait (30s): the promise covers it.
 	opts.Chaos.ConvergeWithin = 50 * time.Second
-	opts.Chaos.exe, opts.Chaos.env = os.Args[0], []string{runMainEnv + "=1"}
+	opts.Chaos.exe = testBinary
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -82,14 +82,14 @@ func TestMultiProcess(t *testing.T) {
 // each, posted to a receiver process, until the mirror holds them all.
 // Each sub-benchmark starts a fresh deployment; run it with a fixed count:
 //
-//	go test -run '^$' -bench BenchmarkWorkerProcesses -benchtime 3000x ./cmd/ordersync
+//	go test -run '^$' -bench BenchmarkWorkerProcesses -benchtime 3000x ./cmd/ordersync-lab
 func BenchmarkWorkerProcesses(b *testing.B) {
 	pg, natsURL := externalURLs(b)
 	for _, n := range []int{1, 3} {
 		b.Run(fmt.Sprintf("processes=%d", n), func(b *testing.B) {
 			res, err := runWorkerScaling(context.Background(), io.Discard, scalingOptions{
 				Orders: b.N, ProcessCounts: []int{n}, NATSURL: natsURL, DatabaseURL: pg,
-				exe: os.Args[0], env: []string{runMainEnv + "=1"},
+				exe: testBinary,
 			})
 			if err != nil {
 				b.Fatal(err)

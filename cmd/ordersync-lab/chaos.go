@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +24,8 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/child"
 	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/store"
@@ -69,7 +70,7 @@ genuinely permanent failures, and the mirror converged within
 --converge-within after the faults stopped.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			exe, err := ordersyncExecutable()
+			exe, err := ordersyncBinary(cmd.Context(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -182,7 +183,7 @@ type chaosRun struct {
 
 	sim     *sim.Server
 	simURL  string
-	child   *child
+	child   *child.Process
 	proxy   *recordingProxy
 	db      *store.DB
 	rep     chaosReport
@@ -220,8 +221,8 @@ func runChaos(ctx context.Context, out io.Writer, opts chaosOptions) (rep *chaos
 		return nil, err
 	}
 	defer r.tearDown()
-	fmt.Fprintf(out, "ordersync chaos: %d orders, %d kills; simulator %s, pipeline pid %d (webhooks via a recording proxy at %s, admin %s, NATS %s)\n",
-		opts.Orders, opts.Kills, r.simURL, r.child.PID(), r.proxy.URL(), r.child.AdminURL(), redactURL(r.child.NATSURL()))
+	fmt.Fprintf(out, "ordersync-lab chaos: %d orders, %d kills; simulator %s, pipeline pid %d (webhooks via a recording proxy at %s, admin %s, NATS %s)\n",
+		opts.Orders, opts.Kills, r.simURL, r.child.PID(), r.proxy.URL(), r.child.AdminURL(), app.RedactURL(r.child.NATSURL()))
 	fmt.Fprintf(out, "faults: %s\n", describeFaults(chaosFaults()))
 
 	if err := r.drive(ctx); err != nil {
@@ -239,7 +240,7 @@ func runChaos(ctx context.Context, out io.Writer, opts chaosOptions) (rep *chaos
 }
 
 func (r *chaosRun) setUp(ctx context.Context) (err error) {
-	secretKey, webhookSecret := randomSecret(), randomSecret()
+	secretKey, webhookSecret := app.RandomSecret(), app.RandomSecret()
 	if r.proxy, err = startRecordingProxy(); err != nil {
 		return err
 	}
@@ -271,7 +272,7 @@ func (r *chaosRun) setUp(ctx context.Context) (err error) {
 	if r.opts.ReconcileRPS > 0 {
 		args = append(args, "--reconcile-rps", strconv.FormatFloat(r.opts.ReconcileRPS, 'g', -1, 64))
 	}
-	r.child, err = startChild(ctx, childConfig{
+	r.child, err = child.Start(ctx, child.Config{
 		Exe: r.opts.exe, Env: r.opts.env, DataDir: r.rep.DataDir, LogPath: r.rep.LogPath,
 		APIBaseURL: r.simURL, SecretKey: secretKey, WebhookSecret: webhookSecret, Args: args,
 	})
@@ -609,7 +610,7 @@ func (r *chaosRun) check(ctx context.Context) error {
 }
 
 func (r *chaosRun) checkPaid(ctx context.Context) error {
-	return checkPaidTriggers(ctx, r.child.NATSURL(), ordersStream, ordersync.SubjectPaid, r.sim.Orders, &r.rep)
+	return checkPaidTriggers(ctx, r.child.NATSURL(), defaultOrdersStream, ordersync.SubjectPaid, r.sim.Orders, &r.rep)
 }
 
 // checkPaidTriggers reads the PAID subject as a fulfilment service would and
@@ -665,13 +666,8 @@ func checkPaidTriggers(ctx context.Context, natsURL, stream, subject string, tru
 }
 
 // checkEventLog requires every webhook the pipeline answered 2xx to be in
-// its event log, read straight from the SQLite file, read-only.
+// its event log, read through the store as the admin API reads it.
 func (r *chaosRun) checkEventLog(ctx context.Context) error {
-	ro, err := sql.Open("sqlite3", "file:"+r.child.DatabasePath()+"?mode=ro&_busy_timeout=10000")
-	if err != nil {
-		return fmt.Errorf("open the event log read-only: %w", err)
-	}
-	defer ro.Close()
 	// An event the killed process held unacknowledged is redelivered only
 	// after AckWait, maybe well after the mirror converged (a later
 	// webhook or the reconciler already brought its order up to date).
@@ -679,14 +675,14 @@ func (r *chaosRun) checkEventLog(ctx context.Context) error {
 	if !r.lastKill.IsZero() {
 		deadline = later(deadline, r.lastKill.Add(pipelineAckWait+5*time.Second))
 	}
-	_, err = r.awaitEventLog(ctx, ro, deadline, func(ctx context.Context) (uint64, error) {
+	_, err := r.awaitEventLog(ctx, deadline, func(ctx context.Context) (uint64, error) {
 		return eventsHeld(ctx, r.child.NATSURL(), "ORDERSYNC_EVENTS", "ordersync-worker")
 	})
 	return err
 }
 
 // awaitEventLog waits until every webhook the proxy saw answered 2xx is in
-// the event log db holds, and fails the run when some are still missing at
+// the event log of r.db, and fails the run when some are still missing at
 // deadline. It reports whether the log was complete; rep.EventLogWait is
 // how long it waited.
 //
@@ -696,23 +692,21 @@ func (r *chaosRun) checkEventLog(ctx context.Context) error {
 // resolved or dead-lettered. So while the queue holds events, the deadline
 // moves on, for at most maxEventLogWait; only a drained queue makes a
 // missing event a failure.
-func (r *chaosRun) awaitEventLog(ctx context.Context, db *sql.DB, deadline time.Time, held func(context.Context) (uint64, error)) (bool, error) {
+func (r *chaosRun) awaitEventLog(ctx context.Context, deadline time.Time, held func(context.Context) (uint64, error)) (bool, error) {
 	acked := r.proxy.Acked()
 	rep := &r.rep
 	rep.Acked2xx = len(acked)
 	rep.ProxyAttempts, rep.ProxyFailures = r.proxy.attempts.Load(), r.proxy.failures.Load()
 	started := time.Now()
 	defer func() { rep.EventLogWait = time.Since(started) }()
+	missing := make([]string, 0, len(acked))
+	for id := range acked {
+		missing = append(missing, id)
+	}
 	for {
-		logged, err := eventLogMsgIDs(ctx, db)
-		if err != nil {
+		var err error
+		if missing, err = notLogged(ctx, r.db, missing); err != nil {
 			return false, err
-		}
-		var missing []string
-		for id := range acked {
-			if !logged[id] {
-				missing = append(missing, id)
-			}
 		}
 		rep.AckedMissing = len(missing)
 		if len(missing) == 0 {
@@ -788,24 +782,19 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-func eventLogMsgIDs(ctx context.Context, db *sql.DB) (map[string]bool, error) {
-	rows, err := db.QueryContext(ctx, `SELECT msg_id FROM event_log`)
-	if err != nil {
-		return nil, fmt.Errorf("read the event log: %w", err)
-	}
-	defer rows.Close()
-	ids := map[string]bool{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+// notLogged returns the message ids of ids the event log does not hold.
+func notLogged(ctx context.Context, db *store.DB, ids []string) ([]string, error) {
+	var missing []string
+	for _, id := range ids {
+		events, err := db.ListEvents(ctx, ordersync.EventFilter{MsgID: id, Limit: 1})
+		if err != nil {
 			return nil, fmt.Errorf("read the event log: %w", err)
 		}
-		ids[id] = true
+		if len(events) == 0 {
+			missing = append(missing, id)
+		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read the event log: %w", err)
-	}
-	return ids, nil
+	return missing, nil
 }
 
 // checkDeadLetters lists every dead letter, replayed ones included. The
@@ -849,7 +838,7 @@ func printChaosReport(w io.Writer, r *chaosReport) {
 		kills[i] = fmt.Sprintf("%.1fs", k.Seconds())
 	}
 	wh := r.Sim.Webhooks
-	fmt.Fprintf(w, "\nordersync chaos: %s\n", verdict)
+	fmt.Fprintf(w, "\nordersync-lab chaos: %s\n", verdict)
 	fmt.Fprintf(w, "  pipeline killed with SIGKILL  %d times (at %s), restarted on the same data directory\n", len(r.Kills), strings.Join(kills, ", "))
 	fmt.Fprintf(w, "  orders mirrored               %d of %d, %d identical to the simulator field by field\n", r.Mirrored, r.Orders, r.Matching)
 	if r.Converged {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package datadir
 
 import (
 	"errors"
@@ -11,12 +11,12 @@ import (
 	"syscall"
 )
 
-// lockDataDir takes an exclusive flock on the data directory's lock file
+// Lock takes an exclusive flock on the data directory's lock file
 // and writes this process's PID into it. The kernel releases the lock when
 // the process ends, however it ends (kill -9 included), so no stale lock
 // survives a crash. unlock releases it.
-func lockDataDir(dir string) (unlock func(), err error) {
-	path := dataDirLockPath(dir)
+func Lock(dir string) (unlock func(), err error) {
+	path := lockPath(dir)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open data dir lock: %w", err)
@@ -31,7 +31,7 @@ func lockDataDir(dir string) (unlock func(), err error) {
 		b, _ := os.ReadFile(path)
 		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 		f.Close()
-		return nil, &DataDirLockedError{Dir: dir, PID: pid}
+		return nil, &LockedError{Dir: dir, PID: pid}
 	}
 	if err != nil {
 		f.Close()

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/internal/datadir"
 	"github.com/ordersync/ordersync/metrics"
 	"github.com/ordersync/ordersync/paymentlink"
 	"github.com/ordersync/ordersync/queue"
@@ -24,10 +24,6 @@ import (
 	"github.com/ordersync/ordersync/webhook"
 	"github.com/ordersync/ordersync/worker"
 )
-
-// ordersStream holds the order events fulfilment subscribes to
-// (ordersync.SubjectPaid and the status subjects) in the default namespace.
-const ordersStream = "ORDERSYNC_ORDERS"
 
 // Program is the whole service in one process: webhook receiver, worker
 // pool, outbox relay, reconciler and admin API over one queue and one
@@ -67,7 +63,7 @@ type Program struct {
 // NewProgram opens the database and the queue, builds every stage and binds
 // both listeners. Nothing runs until Run.
 func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Program, err error) {
-	if err := cfg.validateServe(); err != nil {
+	if err := cfg.ValidateServe(); err != nil {
 		return nil, err
 	}
 	p := &Program{cfg: cfg, logger: logger, reg: metrics.NewRegistry()}
@@ -77,13 +73,13 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 			p.Close()
 		}
 	}()
-	if err := privateDataDir(cfg.DataDir, logger); err != nil {
+	if err := datadir.MakePrivate(cfg.DataDir, logger); err != nil {
 		return nil, err
 	}
 	// The embedded NATS server owns the JetStream store in the data
 	// directory: a second one on it would corrupt it.
 	if cfg.NATSURL == "" {
-		if p.unlockDataDir, err = lockDataDir(cfg.DataDir); err != nil {
+		if p.unlockDataDir, err = datadir.Lock(cfg.DataDir); err != nil {
 			return nil, err
 		}
 	}
@@ -94,7 +90,7 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	warnIfSharedSQLite(logger, p.db.Path())
+	datadir.WarnIfSharedSQLite(logger, p.db.Path())
 	if err := p.seedEndpoints(ctx); err != nil {
 		return nil, err
 	}
@@ -102,7 +98,7 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 		return nil, err
 	}
 	p.clients = map[string]*paymentlink.Client{}
-	for name, a := range cfg.upstreams() {
+	for name, a := range cfg.Upstreams() {
 		if p.clients[name], err = paymentlink.New(paymentlink.Config{BaseURL: a.APIBaseURL, SecretKey: a.SecretKey, Timeout: cfg.UpstreamTimeout}); err != nil {
 			return nil, fmt.Errorf("account %s: %w", name, err)
 		}
@@ -124,7 +120,7 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 // seedEndpoints writes the file's endpoints into the database, where every
 // process finds them beside those created through the admin API.
 func (p *Program) seedEndpoints(ctx context.Context) error {
-	params, err := p.cfg.endpointParams()
+	params, err := p.cfg.EndpointParams()
 	if err != nil {
 		return err
 	}
@@ -136,7 +132,7 @@ func (p *Program) seedEndpoints(ctx context.Context) error {
 
 func (p *Program) openQueue(ctx context.Context) (err error) {
 	if p.cfg.NATSURL == "" {
-		storeDir, passwordFile := filepath.Join(p.cfg.DataDir, "jetstream"), natsPasswordFile(p.cfg.DataDir)
+		storeDir, passwordFile := datadir.JetStreamDir(p.cfg.DataDir), datadir.NATSPasswordFile(p.cfg.DataDir)
 		p.embedded, err = queue.StartEmbedded(queue.EmbeddedConfig{
 			StoreDir:     storeDir,
 			Port:         p.cfg.NATSPort,
@@ -147,9 +143,9 @@ func (p *Program) openQueue(ctx context.Context) (err error) {
 		if err != nil {
 			return fmt.Errorf("start embedded NATS: %w", err)
 		}
-		warnIfShared(p.logger, "JetStream store", storeDir)
+		datadir.WarnIfShared(p.logger, "JetStream store", storeDir)
 		if p.cfg.NATSPort != 0 {
-			warnIfShared(p.logger, "NATS password file", passwordFile)
+			datadir.WarnIfShared(p.logger, "NATS password file", passwordFile)
 		}
 		if p.nc, err = p.embedded.Connect("ordersync"); err != nil {
 			return fmt.Errorf("connect to embedded NATS: %w", err)
@@ -164,7 +160,7 @@ func (p *Program) openQueue(ctx context.Context) (err error) {
 			return fmt.Errorf("connect to NATS: %w", err)
 		}
 	}
-	qcfg := p.cfg.queueConfig()
+	qcfg := p.cfg.QueueConfig()
 	qcfg.Registerer, qcfg.Logger = p.reg, p.logger
 	if p.queue, err = queue.New(ctx, p.nc, qcfg); err != nil {
 		return fmt.Errorf("set up JetStream: %w", err)
@@ -334,12 +330,19 @@ func (p *Program) Registry() *prometheus.Registry { return p.reg }
 // DB is the program's mirror.
 func (p *Program) DB() *store.DB { return p.db }
 
+// NATS is the program's connection to JetStream, for readers beside it (the
+// demo reads the PAID triggers as a fulfilment service would).
+func (p *Program) NATS() *nats.Conn { return p.nc }
+
+// Config is the configuration the program runs with.
+func (p *Program) Config() Config { return p.cfg }
+
 // Run serves until ctx is cancelled, then shuts down in order: stop taking
 // webhooks, let the workers finish and ack what they hold, publish what the
 // outbox has, stop the admin API. It returns the first stage failure.
 func (p *Program) Run(ctx context.Context) error {
 	p.logger.Info("ordersync serving", "role", p.cfg.Role, "webhooks", p.WebhookURL(), "admin", p.AdminURL(),
-		"database", redactURL(p.cfg.DatabaseURL), "nats", p.natsDescription())
+		"database", RedactURL(p.cfg.DatabaseURL), "nats", p.natsDescription())
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
@@ -466,7 +469,7 @@ func (p *Program) natsDescription() string {
 		}
 		return "embedded, in-process"
 	}
-	return redactURL(p.cfg.NATSURL)
+	return RedactURL(p.cfg.NATSURL)
 }
 
 // Close releases everything NewProgram opened. Run must have returned.

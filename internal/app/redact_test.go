@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"fmt"
@@ -36,7 +36,7 @@ func TestRedactURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := redactURL(tt.in)
+			got := RedactURL(tt.in)
 			if got != tt.want {
 				t.Errorf("redactURL(%q)\n got %q\nwant %q", tt.in, got, tt.want)
 			}
@@ -76,7 +76,7 @@ func FuzzRedactURL(f *testing.F) {
 			if strings.Contains(fmt.Sprintf(form, redacted), secret) {
 				continue // the secret is part of the rest of the URL
 			}
-			if got := redactURL(in); strings.Contains(got, secret) {
+			if got := RedactURL(in); strings.Contains(got, secret) {
 				t.Errorf("redactURL(%q) = %q keeps the secret", in, got)
 			}
 		}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"regexp"
@@ -13,12 +13,12 @@ const redacted = "xxxxx"
 // in a libpq key=value DSN (password='…'), with the value quoted or not.
 var secretParam = regexp.MustCompile(`(?i)((?:^|[\s?&;])[\w.-]*(?:pass|pwd|secret|token|key|credential)[\w.-]*\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&#]*)`)
 
-// redactURL hides every credential a database or NATS URL (or a list of
+// RedactURL hides every credential a database or NATS URL (or a list of
 // NATS URLs, or a libpq key=value DSN) can carry, for logs and messages:
 // a userinfo password, a NATS userinfo token (a user alone is a token
 // there; a PostgreSQL user alone is kept), and the values of parameters
 // named like a password, key, secret or token.
-func redactURL(s string) string {
+func RedactURL(s string) string {
 	var b strings.Builder
 	rest := s
 	for {

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"crypto/sha256"
@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/delivery"
+	"github.com/ordersync/ordersync/internal/datadir"
 	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/worker"
 )
@@ -157,9 +157,9 @@ type EndpointConfig struct {
 	RatePerSecond float64 `yaml:"rate_per_second"`
 }
 
-// endpointParams validates the file's endpoints and returns them as the
+// EndpointParams validates the file's endpoints and returns them as the
 // store takes them.
-func (c *Config) endpointParams() ([]ordersync.EndpointParams, error) {
+func (c *Config) EndpointParams() ([]ordersync.EndpointParams, error) {
 	out := make([]ordersync.EndpointParams, 0, len(c.Endpoints))
 	seen := map[string]bool{}
 	for i, e := range c.Endpoints {
@@ -195,14 +195,14 @@ func (c *Config) endpointParams() ([]ordersync.EndpointParams, error) {
 	return out, nil
 }
 
-// accountEnvPrefix is the environment prefix of an account's settings.
-func accountEnvPrefix(name string) string {
+// AccountEnvPrefix is the environment prefix of an account's settings.
+func AccountEnvPrefix(name string) string {
 	return "ORDERSYNC_ACCOUNT_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_"
 }
 
-// queueConfig names ordersync's streams and consumer after the namespace:
+// QueueConfig names ordersync's streams and consumer after the namespace:
 // the default gives ORDERSYNC_EVENTS, ORDERSYNC_ORDERS, ordersync-worker.
-func (c *Config) queueConfig() queue.Config {
+func (c *Config) QueueConfig() queue.Config {
 	up := strings.ToUpper(c.NATSNamespace)
 	return queue.Config{
 		SubjectPrefix: c.NATSNamespace, EventsStream: up + "_EVENTS", OrdersStream: up + "_ORDERS",
@@ -210,8 +210,8 @@ func (c *Config) queueConfig() queue.Config {
 	}
 }
 
-// upstreams returns every account's service settings, the default's first.
-func (c *Config) upstreams() map[string]AccountConfig {
+// Upstreams returns every account's service settings, the default's first.
+func (c *Config) Upstreams() map[string]AccountConfig {
 	out := map[string]AccountConfig{ordersync.DefaultAccount: {APIBaseURL: c.APIBaseURL, SecretKey: c.SecretKey, WebhookSecrets: c.WebhookSecrets}}
 	for name, a := range c.Accounts {
 		out[name] = a
@@ -221,8 +221,8 @@ func (c *Config) upstreams() map[string]AccountConfig {
 
 var accountName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// defaultConfig holds every default, in one place.
-func defaultConfig() Config {
+// DefaultConfig holds every default, in one place.
+func DefaultConfig() Config {
 	return Config{
 		Role:              "all",
 		DataDir:           "data",
@@ -256,7 +256,7 @@ type setting struct {
 	flag            string // when the flag is not the key with dashes
 	// scope is the commands that take it as a flag beside serve, which
 	// takes them all; every command reads it from the file and environment.
-	scope scope
+	scope Scope
 	set   value
 
 	// replaced marks a setting kept only to say what replaced it; the
@@ -264,15 +264,15 @@ type setting struct {
 	replaced bool
 }
 
-// scope is a set of the parts of the configuration a command needs.
-type scope uint8
+// Scope is a set of the parts of the configuration a command needs.
+type Scope uint8
 
 const (
-	scopeServe    scope = 0         // serve only
-	scopeMirror   scope = 1 << iota // commands that open the mirror
-	scopeUpstream                   // commands that call the payment link service
-	scopeAdmin                      // commands that ask a running serve's admin API
-	scopeAll      = scopeMirror | scopeUpstream | scopeAdmin
+	scopeServe    Scope = 0         // serve only
+	ScopeMirror   Scope = 1 << iota // commands that open the mirror
+	ScopeUpstream                   // commands that call the payment link service
+	ScopeAdmin                      // commands that ask a running serve's admin API
+	ScopeAll      = ScopeMirror | ScopeUpstream | ScopeAdmin
 )
 
 // value is how a setting reads and shows its text.
@@ -352,17 +352,17 @@ func duration(dst func(*Config) *time.Duration) value {
 }
 
 var settings = []setting{
-	{key: "api_base_url", env: "ORDERSYNC_API_BASE_URL", usage: "payment link service base URL", scope: scopeUpstream, set: str(func(c *Config) *string { return &c.APIBaseURL })},
-	{key: "secret_key", env: "ORDERSYNC_SECRET_KEY", usage: "payment link service secret key", scope: scopeUpstream, set: str(func(c *Config) *string { return &c.SecretKey })},
+	{key: "api_base_url", env: "ORDERSYNC_API_BASE_URL", usage: "payment link service base URL", scope: ScopeUpstream, set: str(func(c *Config) *string { return &c.APIBaseURL })},
+	{key: "secret_key", env: "ORDERSYNC_SECRET_KEY", usage: "payment link service secret key", scope: ScopeUpstream, set: str(func(c *Config) *string { return &c.SecretKey })},
 	{key: "webhook_secrets", flag: "webhook-secret", env: "ORDERSYNC_WEBHOOK_SECRET", usage: "webhook signing secrets, comma-separated (several during rotation)", set: list(func(c *Config) *[]string { return &c.WebhookSecrets })},
 	{key: "insecure_no_webhook_signature", env: "ORDERSYNC_INSECURE_NO_WEBHOOK_SIGNATURE", usage: "accept unsigned webhooks (never in production)", set: boolean(func(c *Config) *bool { return &c.InsecureNoWebhookSignature })},
 	{key: "role", env: "ORDERSYNC_ROLE", usage: "what this process runs: all, or a comma-separated list of receiver, worker, relay, reconciler", set: str(func(c *Config) *string { return &c.Role })},
-	{key: "data_dir", env: "ORDERSYNC_DATA_DIR", usage: "directory for the embedded JetStream store and the default SQLite file", scope: scopeMirror, set: str(func(c *Config) *string { return &c.DataDir })},
-	{key: "database_url", env: "ORDERSYNC_DATABASE_URL", usage: "SQLite path or postgres:// URL (default DATA_DIR/ordersync.db)", scope: scopeMirror, set: str(func(c *Config) *string { return &c.DatabaseURL })},
+	{key: "data_dir", env: "ORDERSYNC_DATA_DIR", usage: "directory for the embedded JetStream store and the default SQLite file", scope: ScopeMirror, set: str(func(c *Config) *string { return &c.DataDir })},
+	{key: "database_url", env: "ORDERSYNC_DATABASE_URL", usage: "SQLite path or postgres:// URL (default DATA_DIR/ordersync.db)", scope: ScopeMirror, set: str(func(c *Config) *string { return &c.DatabaseURL })},
 	{key: "migrate_on_start", env: "ORDERSYNC_MIGRATE_ON_START", usage: "create or upgrade the schema at start-up", set: boolean(func(c *Config) *bool { return &c.MigrateOnStart })},
-	{key: "db_max_open_conns", env: "ORDERSYNC_DB_MAX_OPEN_CONNS", usage: "database connections at most (PostgreSQL; SQLite reads)", scope: scopeMirror, set: integer(func(c *Config) *int { return &c.DBMaxOpenConns })},
-	{key: "db_max_idle_conns", env: "ORDERSYNC_DB_MAX_IDLE_CONNS", usage: "idle database connections kept", scope: scopeMirror, set: integer(func(c *Config) *int { return &c.DBMaxIdleConns })},
-	{key: "db_conn_max_lifetime", env: "ORDERSYNC_DB_CONN_MAX_LIFETIME", usage: "close database connections older than this (0: never)", scope: scopeMirror, set: duration(func(c *Config) *time.Duration { return &c.DBConnMaxLifetime })},
+	{key: "db_max_open_conns", env: "ORDERSYNC_DB_MAX_OPEN_CONNS", usage: "database connections at most (PostgreSQL; SQLite reads)", scope: ScopeMirror, set: integer(func(c *Config) *int { return &c.DBMaxOpenConns })},
+	{key: "db_max_idle_conns", env: "ORDERSYNC_DB_MAX_IDLE_CONNS", usage: "idle database connections kept", scope: ScopeMirror, set: integer(func(c *Config) *int { return &c.DBMaxIdleConns })},
+	{key: "db_conn_max_lifetime", env: "ORDERSYNC_DB_CONN_MAX_LIFETIME", usage: "close database connections older than this (0: never)", scope: ScopeMirror, set: duration(func(c *Config) *time.Duration { return &c.DBConnMaxLifetime })},
 	{key: "nats_url", env: "ORDERSYNC_NATS_URL", usage: "external NATS server or cluster URL(s); empty runs NATS embedded", set: str(func(c *Config) *string { return &c.NATSURL })},
 	{key: "nats_creds_file", env: "ORDERSYNC_NATS_CREDS_FILE", usage: "NATS credentials file", set: str(func(c *Config) *string { return &c.NATSCredsFile })},
 	{key: "nats_token", env: "ORDERSYNC_NATS_TOKEN", usage: "NATS token", set: str(func(c *Config) *string { return &c.NATSToken })},
@@ -379,11 +379,11 @@ var settings = []setting{
 	{key: "tls_cert_file", env: "ORDERSYNC_TLS_CERT_FILE", usage: "serve webhooks over TLS with this certificate", set: str(func(c *Config) *string { return &c.TLSCertFile })},
 	{key: "tls_key_file", env: "ORDERSYNC_TLS_KEY_FILE", usage: "the key of tls_cert_file", set: str(func(c *Config) *string { return &c.TLSKeyFile })},
 	{key: "trusted_proxies", env: "ORDERSYNC_TRUSTED_PROXIES", usage: "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated", set: list(func(c *Config) *[]string { return &c.TrustedProxies })},
-	{key: "admin_listen", env: "ORDERSYNC_ADMIN_LISTEN", usage: "admin API address (beyond loopback only with admin tokens)", scope: scopeAdmin, set: str(func(c *Config) *string { return &c.AdminListen })},
+	{key: "admin_listen", env: "ORDERSYNC_ADMIN_LISTEN", usage: "admin API address (beyond loopback only with admin tokens)", scope: ScopeAdmin, set: str(func(c *Config) *string { return &c.AdminListen })},
 	{key: "admin_tokens", env: "ORDERSYNC_ADMIN_TOKEN", usage: "bearer tokens the admin API accepts, comma-separated (the client commands send the first)", set: list(func(c *Config) *[]string { return &c.AdminTokens })},
 	{key: "workers", env: "ORDERSYNC_WORKERS", usage: "concurrent upstream fetches", set: integer(func(c *Config) *int { return &c.Workers })},
 	{key: "upstream_rps", env: "ORDERSYNC_UPSTREAM_RPS", usage: "cap on upstream requests per second, 0 = none", set: number(func(c *Config) *float64 { return &c.UpstreamRPS })},
-	{key: "upstream_timeout", env: "ORDERSYNC_UPSTREAM_TIMEOUT", usage: "timeout of one upstream request", scope: scopeUpstream, set: duration(func(c *Config) *time.Duration { return &c.UpstreamTimeout })},
+	{key: "upstream_timeout", env: "ORDERSYNC_UPSTREAM_TIMEOUT", usage: "timeout of one upstream request", scope: ScopeUpstream, set: duration(func(c *Config) *time.Duration { return &c.UpstreamTimeout })},
 	{key: "reconcile_rps", env: "ORDERSYNC_RECONCILE_RPS", usage: "upstream requests per second the reconciler may spend on checks that are due, 0 = reconciler off", set: number(func(c *Config) *float64 { return &c.ReconcileRPS })},
 	{key: "reconcile_interval", env: "ORDERSYNC_RECONCILE_INTERVAL", usage: "replaced by reconcile_rps; only 0 (reconciler off) is still accepted", replaced: true, set: duration(func(c *Config) *time.Duration { return &c.ReconcileInterval })},
 	{key: "reconcile_budget", env: "ORDERSYNC_RECONCILE_BUDGET", usage: "replaced by reconcile_rps (requests per second); refused", replaced: true, set: integer(func(c *Config) *int { return &c.ReconcileBudget })},
@@ -411,22 +411,22 @@ func (st setting) flagName() string {
 	return strings.ReplaceAll(st.key, "_", "-")
 }
 
-// configFlags are a command's flags of settings. Only the flags given
+// ConfigFlags are a command's flags of settings. Only the flags given
 // override the file and the environment.
-type configFlags struct {
+type ConfigFlags struct {
 	path string
 	fs   *pflag.FlagSet
 }
 
-// addConfigFlags adds --config and a typed flag, with its default, for
+// AddConfigFlags adds --config and a typed flag, with its default, for
 // each setting in scope: every setting for serve (scopeAll), the few
 // that reach the mirror, the service or the admin API for the others.
-func addConfigFlags(fs *pflag.FlagSet, sc scope) *configFlags {
-	f := &configFlags{fs: fs}
+func AddConfigFlags(fs *pflag.FlagSet, sc Scope) *ConfigFlags {
+	f := &ConfigFlags{fs: fs}
 	fs.StringVar(&f.path, "config", "", "YAML config file (env ORDERSYNC_CONFIG; see configs/ordersync.example.yaml)")
-	defaults := defaultConfig()
+	defaults := DefaultConfig()
 	for _, st := range settings {
-		if sc != scopeAll && st.scope&sc == 0 {
+		if sc != ScopeAll && st.scope&sc == 0 {
 			continue
 		}
 		fl := fs.VarPF(&settingFlag{kind: st.set.kind, text: st.set.show(&defaults)}, st.flagName(), "", st.usage+" ("+st.env+")")
@@ -448,11 +448,11 @@ func (f *settingFlag) String() string     { return f.text }
 func (f *settingFlag) Set(v string) error { f.text = v; return nil }
 func (f *settingFlag) Type() string       { return f.kind }
 
-// load builds the Config: defaults, then the file, then the environment,
+// Load builds the Config: defaults, then the file, then the environment,
 // then the flags that were given. It reports every bad value at once, each
 // with where it came from: the file's line, the variable or the flag.
-func (f *configFlags) load(getenv func(string) string) (Config, error) {
-	cfg := defaultConfig()
+func (f *ConfigFlags) Load(getenv func(string) string) (Config, error) {
+	cfg := DefaultConfig()
 	var errs []error
 	path := f.path
 	if path == "" {
@@ -462,7 +462,7 @@ func (f *configFlags) load(getenv func(string) string) (Config, error) {
 		errs = append(errs, loadFile(&cfg, path)...)
 	}
 	for name, a := range cfg.Accounts {
-		prefix := accountEnvPrefix(name)
+		prefix := AccountEnvPrefix(name)
 		if v := getenv(prefix + "API_BASE_URL"); v != "" {
 			a.APIBaseURL = v
 		}
@@ -489,7 +489,7 @@ func (f *configFlags) load(getenv func(string) string) (Config, error) {
 		}
 	}
 	if cfg.DatabaseURL == "" {
-		cfg.DatabaseURL = filepath.Join(cfg.DataDir, "ordersync.db")
+		cfg.DatabaseURL = datadir.DatabaseFile(cfg.DataDir)
 	}
 	return cfg, joinProblems(errs)
 }
@@ -685,14 +685,14 @@ func (p *problems) Error() string {
 
 func (p *problems) Unwrap() []error { return p.errs }
 
-// validateServe names every missing or wrong setting `serve` needs, all at
+// ValidateServe names every missing or wrong setting `serve` needs, all at
 // once.
-func (c *Config) validateServe() error {
+func (c *Config) ValidateServe() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.APIBaseURL == "" {
 		bad("missing setting: api_base_url (ORDERSYNC_API_BASE_URL or --api-base-url)")
-	} else if err := checkBaseURL(c.APIBaseURL); err != nil {
+	} else if err := CheckBaseURL(c.APIBaseURL); err != nil {
 		bad("bad setting: api_base_url: %w", err)
 	}
 	if c.SecretKey == "" {
@@ -722,15 +722,15 @@ func (c *Config) validateServe() error {
 			bad("bad setting: accounts: name %q (want 1-64 of A-Z a-z 0-9 _ -, not %q)", name, ordersync.DefaultAccount)
 		}
 		if a.APIBaseURL == "" {
-			bad("missing setting: accounts.%s.api_base_url (or %sAPI_BASE_URL)", name, accountEnvPrefix(name))
-		} else if err := checkBaseURL(a.APIBaseURL); err != nil {
+			bad("missing setting: accounts.%s.api_base_url (or %sAPI_BASE_URL)", name, AccountEnvPrefix(name))
+		} else if err := CheckBaseURL(a.APIBaseURL); err != nil {
 			bad("bad setting: accounts.%s.api_base_url: %w", name, err)
 		}
 		if a.SecretKey == "" {
-			bad("missing setting: accounts.%s.secret_key (or %sSECRET_KEY)", name, accountEnvPrefix(name))
+			bad("missing setting: accounts.%s.secret_key (or %sSECRET_KEY)", name, AccountEnvPrefix(name))
 		}
 		if len(a.WebhookSecrets) == 0 && !c.InsecureNoWebhookSignature {
-			bad("missing setting: accounts.%s.webhook_secrets (or %sWEBHOOK_SECRET)", name, accountEnvPrefix(name))
+			bad("missing setting: accounts.%s.webhook_secrets (or %sWEBHOOK_SECRET)", name, AccountEnvPrefix(name))
 		}
 	}
 	if !accountName.MatchString(c.NATSNamespace) {
@@ -750,7 +750,7 @@ func (c *Config) validateServe() error {
 		func() error { _, err := parseCIDRs(c.TrustedProxies); return err },
 		c.checkAdminListen,
 		c.checkReconcile,
-		func() error { _, err := c.endpointParams(); return err },
+		func() error { _, err := c.EndpointParams(); return err },
 	} {
 		if err := check(); err != nil {
 			errs = append(errs, err)
@@ -759,9 +759,9 @@ func (c *Config) validateServe() error {
 	return joinProblems(errs)
 }
 
-// checkBaseURL refuses a base URL the client could not call, in the terms
+// CheckBaseURL refuses a base URL the client could not call, in the terms
 // of the setting rather than of the client's code.
-func checkBaseURL(s string) error {
+func CheckBaseURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%q is not an http or https URL (like https://api.example.com)", s)

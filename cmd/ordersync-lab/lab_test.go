@@ -1,0 +1,31 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// testBinary is the ordersync binary the lab's tests run, built once.
+var testBinary string
+
+// TestMain builds the real ordersync binary, which the lab runs as its
+// child, as it does for an operator.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ordersync-lab-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testBinary, err = buildOrdersync(context.Background(), os.Stderr, filepath.Join(dir, "ordersync"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}

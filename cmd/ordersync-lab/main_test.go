@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestLabCommands: the lab's help lists its three runs and the flag that
+// picks the ordersync binary.
+func TestLabCommands(t *testing.T) {
+	root := newRootCommand()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetArgs([]string{"--help"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\n  chaos ", "\n  loadtest ", "\n  multiproc ", "--ordersync string"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("ordersync-lab --help lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestOrdersyncBinaryFlag: --ordersync names the binary the lab runs, and a
+// path that does not exist is refused before anything starts.
+func TestOrdersyncBinaryFlag(t *testing.T) {
+	t.Cleanup(func() { binaryPath = "" })
+	binaryPath = testBinary
+	if got, err := ordersyncBinary(t.Context(), &bytes.Buffer{}); err != nil || got != testBinary {
+		t.Errorf("ordersyncBinary with --ordersync %s = %q, %v", testBinary, got, err)
+	}
+	binaryPath = t.TempDir() + "/missing"
+	if _, err := ordersyncBinary(t.Context(), &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--ordersync") {
+		t.Errorf("a missing --ordersync binary: %v, want an error naming the flag", err)
+	}
+}

@@ -1,0 +1,320 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func loadTestConfig(t *testing.T, file string, env map[string]string, args ...string) (Config, error) {
+	t.Helper()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	flags := AddConfigFlags(fs, ScopeAll)
+	if file != "" {
+		path := filepath.Join(t.TempDir(), "ordersync.yaml")
+		if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--config", path)
+	}
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return flags.Load(func(k string) string { return env[k] })
+}
+
+// TestConfigPrecedence: file, then environment, then flags.
+func TestConfigPrecedence(t *testing.T) {
+	file := "api_base_url: https://file.example\nsecret_key: from-file\nworkers: 8\nreconcile_rps: 7.5\nwebhook_secrets: [a, b]\n"
+	env := map[string]string{"ORDERSYNC_SECRET_KEY": "from-env", "ORDERSYNC_WORKERS": "16", "ORDERSYNC_DATA_DIR": "/var/lib/os"}
+	cfg, err := loadTestConfig(t, file, env, "--workers", "32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.APIBaseURL != "https://file.example" || cfg.SecretKey != "from-env" || cfg.Workers != 32 {
+		t.Fatalf("precedence broken: %+v", cfg)
+	}
+	if cfg.ReconcileRPS != 7.5 || strings.Join(cfg.WebhookSecrets, ",") != "a,b" {
+		t.Fatalf("file settings lost: %+v", cfg)
+	}
+	if cfg.DatabaseURL != filepath.Join("/var/lib/os", "ordersync.db") {
+		t.Fatalf("database URL should default into the data dir, got %q", cfg.DatabaseURL)
+	}
+	if cfg.Listen != ":8080" || cfg.AdminListen != "127.0.0.1:9090" {
+		t.Fatalf("defaults lost: %+v", cfg)
+	}
+}
+
+// TestConfigErrors: each missing or bad setting is named.
+func TestConfigErrors(t *testing.T) {
+	full := map[string]string{"ORDERSYNC_API_BASE_URL": "http://x", "ORDERSYNC_SECRET_KEY": "k", "ORDERSYNC_WEBHOOK_SECRET": "s"}
+	without := func(k string) map[string]string {
+		m := map[string]string{}
+		for kk, v := range full {
+			if kk != k {
+				m[kk] = v
+			}
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		file string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"no base url", "", without("ORDERSYNC_API_BASE_URL"), nil, "api_base_url"},
+		{"no secret key", "", without("ORDERSYNC_SECRET_KEY"), nil, "secret_key"},
+		{"no webhook secret", "", without("ORDERSYNC_WEBHOOK_SECRET"), nil, "webhook_secrets"},
+		{"admin beyond loopback", "", full, []string{"--admin-listen", "0.0.0.0:9090"}, "admin_listen"},
+		{"workers", "", full, []string{"--workers", "-1"}, "workers"},
+		{"negative retention", "", full, []string{"--event-log-retention", "-1h"}, "event_log_retention"},
+		{"bad env number", "", map[string]string{"ORDERSYNC_WORKERS": "many"}, nil, "ORDERSYNC_WORKERS"},
+		{"unknown file key", "api_base_urll: x\n", nil, nil, "api_base_urll"},
+		{"bad role", "", full, []string{"--role", "worker,janitor"}, "janitor"},
+		{"half a TLS pair", "", full, []string{"--tls-cert-file", "/x.pem"}, "tls_key_file"},
+		{"bad proxy", "", full, []string{"--trusted-proxies", "10.0.0.0/99"}, "trusted_proxies"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := loadTestConfig(t, tc.file, tc.env, tc.args...)
+			if err == nil {
+				err = cfg.ValidateServe()
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want an error naming %q, got %v", tc.want, err)
+			}
+		})
+	}
+	// An admin token allows listening beyond loopback.
+	cfg, err := loadTestConfig(t, "", full, "--admin-listen", "0.0.0.0:9090", "--admin-tokens", "t1,t2")
+	if err != nil || cfg.ValidateServe() != nil || len(cfg.AdminTokens) != 2 {
+		t.Fatalf("admin with tokens: %v %v", err, cfg.AdminTokens)
+	}
+	// Insecure mode stands in for the webhook secret, on purpose only.
+	cfg, err = loadTestConfig(t, "", without("ORDERSYNC_WEBHOOK_SECRET"), "--insecure-no-webhook-signature")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.ValidateServe(); err != nil {
+		t.Fatalf("insecure mode should start: %v", err)
+	}
+}
+
+// TestReplacedReconcileSettings: the settings of the reconciler's former
+// passes are refused with what replaces them, from the file, the
+// environment and flags alike, except reconcile_interval 0, which still
+// turns the reconciler off; reconcile_rps is the budget, 0 turns it off.
+func TestReplacedReconcileSettings(t *testing.T) {
+	full := map[string]string{"ORDERSYNC_API_BASE_URL": "http://x", "ORDERSYNC_SECRET_KEY": "k", "ORDERSYNC_WEBHOOK_SECRET": "s"}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{k: v}
+		for kk, vv := range full {
+			m[kk] = vv
+		}
+		return m
+	}
+	refused := []struct {
+		name string
+		file string
+		env  map[string]string
+		args []string
+		want []string
+	}{
+		{"interval in the file", "reconcile_interval: 1m\n", full, nil, []string{"reconcile_interval 1m0s", "reconcile_rps", "ORDERSYNC_RECONCILE_RPS", "remove reconcile_interval"}},
+		{"interval flag", "", full, []string{"--reconcile-interval", "2s"}, []string{"reconcile_interval 2s", "reconcile_rps"}},
+		{"budget in the environment", "", with("ORDERSYNC_RECONCILE_BUDGET", "200"), nil, []string{"reconcile_budget 200", "3.33 requests per second", "reconcile_rps", "remove reconcile_budget"}},
+		{"budget and interval", "reconcile_interval: 10s\nreconcile_budget: 50\n", full, nil, []string{"5.00 requests per second with passes every 10s", "remove reconcile_budget and reconcile_interval"}},
+		{"negative rps", "", full, []string{"--reconcile-rps", "-1"}, []string{"reconcile_rps"}},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := loadTestConfig(t, tc.file, tc.env, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = cfg.ValidateServe()
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+	on := []struct {
+		name string
+		file string
+		args []string
+		on   bool
+		rps  float64
+	}{
+		{"default", "", nil, true, 20},
+		{"rps", "reconcile_rps: 5\n", nil, true, 5},
+		{"rps 0", "", []string{"--reconcile-rps", "0"}, false, 0},
+		{"interval 0 still turns it off", "reconcile_interval: 0s\n", nil, false, 20},
+	}
+	for _, tc := range on {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := loadTestConfig(t, tc.file, full, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cfg.ValidateServe(); err != nil {
+				t.Fatal(err)
+			}
+			if cfg.reconcileOn() != tc.on || cfg.ReconcileRPS != tc.rps {
+				t.Errorf("reconciler on %v at %v requests/s, want %v at %v", cfg.reconcileOn(), cfg.ReconcileRPS, tc.on, tc.rps)
+			}
+		})
+	}
+}
+
+// TestExampleConfig: the example file loads and documents every setting
+// with its environment variable, and so does the README.
+func TestExampleConfig(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "configs", "ordersync.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadTestConfig(t, string(b), nil); err != nil {
+		t.Fatalf("the example config does not load: %v", err)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range settings {
+		if !strings.Contains(string(readme), st.env) {
+			t.Errorf("the README's configuration table lacks %s", st.env)
+		}
+		if st.replaced {
+			continue
+		}
+		if !strings.Contains(string(b), "\n"+st.key+":") {
+			t.Errorf("the example config lacks %s", st.key)
+		}
+		if !strings.Contains(string(b), st.env) {
+			t.Errorf("the example config does not name %s", st.env)
+		}
+	}
+}
+
+// TestConfigErrorsInUserTerms: a bad value is named by where it was set —
+// the file's key and line, the variable, the flag — in words, never a Go
+// type or parser, and every problem is reported at once.
+func TestConfigErrorsInUserTerms(t *testing.T) {
+	file := "api_base_url: https://api.example\n" + // line 1
+		"workers: many\n" + // line 2
+		"upstream_timeout: 5\n" + // line 3
+		"migrate_on_start: maybe\n" + // line 4
+		"webhook_secrets: {a: b}\n" + // line 5
+		"reconcile_intervall: 1m\n" + // line 6
+		"accounts:\n" + // line 7
+		"  shop:\n" + // line 8
+		"    secret_key: k\n" + // line 9
+		"    colour: red\n" // line 10
+	_, err := loadTestConfig(t, file, map[string]string{"ORDERSYNC_UPSTREAM_RPS": "lots"}, "--leader-ttl", "soon")
+	if err == nil {
+		t.Fatal("a file of bad values loaded")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"8 problems in the configuration:",
+		`line 2: workers: "many" is not a whole number`,
+		`line 3: upstream_timeout: "5" is not a duration (write it like 90s, 5m or 24h)`,
+		`line 4: migrate_on_start: "maybe" is not true or false`,
+		"line 5: webhook_secrets: want a value or a list of values",
+		"line 6: reconcile_intervall: not a setting",
+		"line 10: accounts.shop.colour: not an account setting",
+		`environment variable ORDERSYNC_UPSTREAM_RPS: "lots" is not a number`,
+		`--leader-ttl: "soon" is not a duration`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error does not say %q:\n%s", want, msg)
+		}
+	}
+	for _, leak := range []string{"main.Config", "!!", "strconv", "time.Duration", "yaml:"} {
+		if strings.Contains(msg, leak) {
+			t.Errorf("the error shows %q, a detail of the code:\n%s", leak, msg)
+		}
+	}
+
+	_, err = loadTestConfig(t, "workers: [\n", nil)
+	if err == nil || !strings.Contains(err.Error(), "is not valid YAML") || !strings.Contains(err.Error(), "line ") {
+		t.Errorf("broken YAML: %v, want it named with its line", err)
+	}
+
+	cfg, err := loadTestConfig(t, "", map[string]string{"ORDERSYNC_API_BASE_URL": "api.example.com", "ORDERSYNC_WEBHOOK_SECRET": "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.ValidateServe()
+	for _, want := range []string{
+		`bad setting: api_base_url: "api.example.com" is not an http or https URL (like https://api.example.com)`,
+		"missing setting: secret_key",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("validate: %v, want %q", err, want)
+		}
+	}
+}
+
+// TestConfigEndpoints: the file's endpoints load, get an id from their URL
+// unless they name one, and each wrong field is named.
+func TestConfigEndpoints(t *testing.T) {
+	full := map[string]string{"ORDERSYNC_API_BASE_URL": "http://x", "ORDERSYNC_SECRET_KEY": "k", "ORDERSYNC_WEBHOOK_SECRET": "s"}
+	file := `endpoints:
+  - id: erp
+    url: https://erp.example.com/hook
+    secret: ` + endpointSecret + `
+    events: [order.paid, order.status_changed]
+    description: ERP
+  - url: https://wms.example.com/hook
+    secret: ` + endpointSecret + `
+    events: [order.paid]
+`
+	cfg, err := loadTestConfig(t, file, full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.ValidateServe(); err != nil {
+		t.Fatalf("validateServe: %v", err)
+	}
+	params, err := cfg.EndpointParams()
+	if err != nil || len(params) != 2 {
+		t.Fatalf("endpointParams = %v, %v", params, err)
+	}
+	if params[0].ID != "erp" || len(params[0].Events) != 2 || params[0].Description != "ERP" {
+		t.Errorf("first endpoint %+v", params[0])
+	}
+	if !strings.HasPrefix(params[1].ID, "cfg-") || len(params[1].ID) != len("cfg-")+12 {
+		t.Errorf("derived id %q", params[1].ID)
+	}
+	for _, tc := range []struct{ name, entry, want string }{
+		{"bad url", "url: not-a-url\n    secret: " + endpointSecret + "\n    events: [order.paid]", "endpoints[0].url"},
+		{"no events", "url: https://x.example\n    secret: " + endpointSecret, "endpoints[0].events"},
+		{"unknown event", "url: https://x.example\n    secret: " + endpointSecret + "\n    events: [order.created]", "endpoints[0].events"},
+		{"bad secret", "url: https://x.example\n    secret: hunter2\n    events: [order.paid]", "endpoints[0].secret"},
+		{"bad id", "id: a.b\n    url: https://x.example\n    secret: " + endpointSecret + "\n    events: [order.paid]", "endpoints[0].id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := loadTestConfig(t, "endpoints:\n  - "+tc.entry+"\n", full)
+			if err == nil {
+				err = cfg.ValidateServe()
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want an error naming %q, got %v", tc.want, err)
+			}
+		})
+	}
+}
+
+// endpointSecret is a well-formed signing secret (whsec_ and base64).
+const endpointSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
