@@ -447,7 +447,7 @@ func (s *Server) replayDeadLetters(w http.ResponseWriter, r *http.Request) {
 	}
 	n, err := s.cfg.Replayer.ReplayDeadLetters(r.Context(), f)
 	if err != nil {
-		s.internal(w, "replay dead letters", err)
+		s.fail(w, "replay dead letters", err, "")
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]int{"replayed": n})

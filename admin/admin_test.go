@@ -73,11 +73,12 @@ func newAPIEnv(t *testing.T) *apiEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	follower, err := worker.NewFollower(worker.FollowerConfig{Upstream: client, Mirror: e.db, Reader: e.db, Syncer: syncer})
+	accounts := worker.Accounts{ordersync.DefaultAccount: syncer}
+	follower, err := worker.NewFollower(worker.FollowerConfig{Accounts: accounts, Mirror: e.db, Reader: e.db})
 	if err != nil {
 		t.Fatal(err)
 	}
-	replayer, err := worker.NewReplayer(worker.ReplayerConfig{DeadLetters: e.db, Publisher: e.queue})
+	replayer, err := worker.NewReplayer(worker.ReplayerConfig{DeadLetters: e.db, Publisher: e.queue, Accounts: accounts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,5 +474,49 @@ func TestUpstreamGateAnswersAtOnce(t *testing.T) {
 	}
 	if after := e.sim.Stats(); faults(after) != faults(before) {
 		t.Errorf("%d requests sent upstream while the gate was closed", faults(after)-faults(before))
+	}
+}
+
+// TestUnknownAccount: every endpoint that routes a request to an account
+// (link creation, tracking, replay) answers an account the process does
+// not serve the same way: 404 with the router's error, naming the account,
+// and nothing sent upstream or queued.
+func TestUnknownAccount(t *testing.T) {
+	e := newAPIEnv(t)
+	ctx := context.Background()
+	id, err := e.db.AddDeadLetter(ctx, ordersync.DeadLetter{
+		MsgID: "m-ghost", Account: "ghost", Reason: ordersync.ReasonRejected, Attempts: 1,
+		LastError: "account \"ghost\": unknown account", Body: []byte(`{"orderCode":"GHOST01","type":"Created"}`), CreatedAt: time.Now(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, want := ordersync.Accounts[int](nil).For("ghost")
+	before := e.sim.Stats()
+	for _, c := range []struct{ path, body string }{
+		{"/v1/payment-links?account=ghost", `{"amount":5.00,"orderReference":"U-1"}`},
+		{"/v1/orders/track?account=ghost", `{"orderCode":"ABC123"}`},
+		{"/v1/dead-letters/" + jsonInt(id) + "/replay", ""},
+		{"/v1/dead-letters/replay?account=ghost", ""},
+	} {
+		status, b := e.do(t, "POST", c.path, c.body)
+		var p admin.Problem
+		if err := json.Unmarshal(b, &p); err != nil || status != http.StatusNotFound || !strings.HasSuffix(p.Title, ": "+want.Error()) {
+			t.Errorf("POST %s: %d %s, want 404 ending in %q", c.path, status, b, want)
+		}
+	}
+	// A replay of every letter leaves the unknown account's alone.
+	if status, b := e.do(t, "POST", "/v1/dead-letters/replay", ""); status != 200 || !bytes.Contains(b, []byte(`"replayed":0`)) {
+		t.Errorf("replay all: %d %s, want none replayed", status, b)
+	}
+	if after := e.sim.Stats(); after.Checkouts+after.CheckoutsRejected != before.Checkouts+before.CheckoutsRejected || after.Gets != before.Gets {
+		t.Errorf("requests sent upstream for an unknown account: %+v, then %+v", before, after)
+	}
+	if ds, err := e.queue.Events().Next(ctx, 10, 500*time.Millisecond); err == nil && len(ds) > 0 {
+		t.Errorf("%d events queued for an unknown account", len(ds))
+	}
+	dl, err := e.db.FindDeadLetter(ctx, id)
+	if err != nil || dl.ReplayCount != 0 {
+		t.Errorf("the unknown account's letter: %+v, %v; want it left unreplayed", dl, err)
 	}
 }

@@ -18,6 +18,7 @@ var errorStatuses = []struct {
 	status int
 }{
 	{ordersync.ErrNotFound, http.StatusNotFound},
+	{ordersync.ErrUnknownAccount, http.StatusNotFound},
 	{ordersync.ErrInvalidEndpoint, http.StatusBadRequest},
 	{delivery.ErrInvalidSecret, http.StatusBadRequest},
 	{ordersync.ErrManagedByConfig, http.StatusConflict},

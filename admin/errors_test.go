@@ -19,6 +19,8 @@ import (
 // TestFail holds the one table from errors to answers.
 func TestFail(t *testing.T) {
 	s := &Server{cfg: (&Config{}).withDefaults()}
+	_, err := ordersync.Accounts[int]{}.For("ghost")
+	unknownAccount := fmt.Errorf("track order X: %w", err)
 	tests := []struct {
 		name       string
 		err        error
@@ -37,6 +39,7 @@ func TestFail(t *testing.T) {
 		{"bad endpoint", fmt.Errorf("create endpoint: %w", ordersync.ErrInvalidEndpoint), "", 400, "create endpoint: " + ordersync.ErrInvalidEndpoint.Error(), ""},
 		{"bad secret", fmt.Errorf("rotate: %w", delivery.ErrInvalidSecret), "", 400, "rotate: " + delivery.ErrInvalidSecret.Error(), ""},
 		{"the file's endpoint", fmt.Errorf("update: %w", ordersync.ErrManagedByConfig), "", 409, "update: " + ordersync.ErrManagedByConfig.Error(), ""},
+		{"an account not served", unknownAccount, "", 404, "track order X: " + `account "ghost": unknown account`, ""},
 		{"anything else", errors.New("disk on fire"), "", 500, "do it failed", ""},
 	}
 	for _, tt := range tests {

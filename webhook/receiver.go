@@ -225,7 +225,7 @@ const unknownAccount = "unknown"
 // Path/{account}; Close it after the HTTP server stopped.
 type Receiver struct {
 	cfg        Config
-	accounts   map[string]*account
+	accounts   ordersync.Accounts[*account]
 	unknown    *account // counts requests for accounts not configured
 	metrics    *metrics
 	recorder   *asyncRecorder // nil without a Recorder
@@ -251,7 +251,7 @@ func New(cfg Config) (*Receiver, error) {
 	}
 	rc := &Receiver{
 		cfg:        cfg,
-		accounts:   map[string]*account{ordersync.DefaultAccount: newAccount(ordersync.DefaultAccount, cfg.Secrets, m)},
+		accounts:   ordersync.Accounts[*account]{ordersync.DefaultAccount: newAccount(ordersync.DefaultAccount, cfg.Secrets, m)},
 		unknown:    &account{name: unknownAccount, requests: m.requestsOf(unknownAccount)},
 		metrics:    m,
 		retryAfter: strconv.Itoa(int(math.Ceil(cfg.RetryAfter.Seconds()))),
@@ -444,8 +444,8 @@ func (rc *Receiver) route(path string) (*account, bool) {
 	case strings.Contains(name, "/"):
 		return nil, false
 	}
-	a, ok := rc.accounts[name]
-	return a, ok
+	a, err := rc.accounts.For(name)
+	return a, err == nil
 }
 
 // freeBodyBytes is how much of a body a request may hold without drawing

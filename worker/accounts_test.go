@@ -2,6 +2,8 @@ package worker_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,5 +84,80 @@ func TestAccounts(t *testing.T) {
 	dls := e.deadLetters(t, ordersync.ReasonRejected)
 	if len(dls) != 1 || dls[0].Account != "ghost" {
 		t.Fatalf("want one rejected dead letter for account ghost, got %+v", dls)
+	}
+}
+
+// TestUnknownAccountEveryPath: the follower, the replayer and the pool
+// route through the one Accounts, so an account the deployment does not
+// serve fails the same way on each: the router's error, naming the
+// account, and nothing sent upstream.
+func TestUnknownAccountEveryPath(t *testing.T) {
+	e := newEnv(t, sim.Faults{})
+	ctx := context.Background()
+	s := e.newSyncer(t, nil, nil)
+	accounts := worker.Accounts{ordersync.DefaultAccount: s}
+	_, want := accounts.For("ghost")
+	if !errors.Is(want, worker.ErrUnknownAccount) {
+		t.Fatalf("Accounts.For: %v, want ErrUnknownAccount", want)
+	}
+	follower, err := worker.NewFollower(worker.FollowerConfig{Accounts: accounts, Mirror: e.db, Reader: e.db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayer, err := worker.NewReplayer(worker.ReplayerConfig{DeadLetters: e.db, Publisher: e.q, Accounts: accounts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := e.db.AddDeadLetter(ctx, ordersync.DeadLetter{
+		MsgID: "m-ghost", Account: "ghost", Reason: ordersync.ReasonRejected, Attempts: 1, LastError: "x",
+		Body: []byte(`{"orderCode":"GHOST01","type":"Created"}`), CreatedAt: time.Now(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	amount := ordersync.MustAmount("5.00")
+	paths := map[string]func() error{
+		"create a link": func() error {
+			_, err := follower.CreatePaymentLink(ctx, "ghost", ordersync.PaymentLinkParams{Amount: &amount})
+			return err
+		},
+		"track an order":  func() error { _, err := follower.TrackOrder(ctx, "ghost", "GHOST01"); return err },
+		"replay a letter": func() error { return replayer.ReplayDeadLetter(ctx, id) },
+		"replay an account's letters": func() error {
+			_, err := replayer.ReplayDeadLetters(ctx, ordersync.DeadLetterFilter{Account: "ghost"})
+			return err
+		},
+	}
+	for name, path := range paths {
+		if err := path(); !errors.Is(err, worker.ErrUnknownAccount) || !strings.HasSuffix(err.Error(), ": "+want.Error()) {
+			t.Errorf("%s: %v, want an error ending in %q", name, err, want)
+		}
+	}
+	// A replay of every account's letters leaves the unknown one's alone:
+	// queued again, it would only be dead-lettered anew.
+	if n, err := replayer.ReplayDeadLetters(ctx, ordersync.DeadLetterFilter{}); err != nil || n != 0 {
+		t.Errorf("replay all = %d, %v; want 0, nil", n, err)
+	}
+	if dl, err := e.db.FindDeadLetter(ctx, id); err != nil || dl.ReplayedAt != nil {
+		t.Errorf("the unknown account's letter: %+v, %v; want it unreplayed", dl, err)
+	}
+	// The pool, for an event of that account: a rejected dead letter
+	// whose error is the router's.
+	ev := e.event([]byte(`{"orderCode":"GHOST02","orderType":"FASTLINK_CHARGE","type":"Created"}`))
+	ev.Account = "ghost"
+	e.publish(t, ev)
+	e.startPool(t, s, func(c *worker.PoolConfig) { c.Accounts = accounts })
+	e.waitDrained(t, 20*time.Second)
+	var pooled *ordersync.DeadLetter
+	for _, dl := range e.deadLetters(t, ordersync.ReasonRejected) {
+		if dl.ID != id {
+			pooled = dl
+		}
+	}
+	if pooled == nil || pooled.Account != "ghost" || !strings.Contains(pooled.LastError, want.Error()) {
+		t.Errorf("the pool's dead letter: %+v, want one naming %q", pooled, want)
+	}
+	if st := e.sim.Stats(); st.Checkouts != 0 || st.Gets != 0 {
+		t.Errorf("requests sent upstream for an unknown account: %d checkouts, %d gets", st.Checkouts, st.Gets)
 	}
 }

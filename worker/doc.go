@@ -17,4 +17,11 @@
 // The Dispatcher delivers the order events the relay published to HTTP
 // endpoints, signed as Standard Webhooks, each endpoint through its own
 // consumer, in order per order, retried, dead-lettered when refused.
+//
+// Every stage is built the same way: NewX(XConfig) fills in what the
+// config leaves out (withDefaults), then refuses a missing dependency or a
+// bad value with an error naming the field ("worker: XConfig.Field is
+// required"). Accounts routes each account to its Syncer; the pool, the
+// follower and the replayer share the deployment's one, so an account it
+// does not serve fails the same way on each (ErrUnknownAccount).
 package worker

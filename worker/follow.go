@@ -11,32 +11,42 @@ import (
 	"github.com/ordersync/ordersync"
 )
 
-// orderSyncer is the one way to fetch an order and mirror it (Syncer).
-type orderSyncer interface {
-	SyncOrder(ctx context.Context, account, code string, cause ordersync.Cause) (ordersync.ApplyResult, error)
-	// UpstreamWait is what remains of the account's Retry-After gate.
-	UpstreamWait(account string) time.Duration
-}
-
-var (
-	_ orderSyncer = Accounts(nil)
-	_ orderSyncer = (*Syncer)(nil)
-)
-
 // FollowerConfig configures a Follower.
 type FollowerConfig struct {
-	Upstream ordersync.Upstream
-	// Upstreams, when set, are the upstreams of the other accounts; Upstream
-	// serves the default account.
-	Upstreams map[string]ordersync.Upstream
-	Mirror    ordersync.Mirror
-	Reader    ordersync.MirrorReader
-	Syncer    orderSyncer
+	// Accounts routes each account to its Syncer: a link is created
+	// through the account's upstream and its order fetched through the
+	// account's Syncer; a request for another account fails with
+	// ErrUnknownAccount.
+	Accounts Accounts
+	Mirror   ordersync.Mirror
+	Reader   ordersync.MirrorReader
 	// OnOrdersKnown is called once an order's keys are recorded, so events
 	// that arrived before could not be resolved are replayed.
 	OnOrdersKnown func(ctx context.Context, refs []ordersync.OrderRef)
 	Logger        *slog.Logger
 	Clock         func() time.Time
+}
+
+func (c FollowerConfig) withDefaults() FollowerConfig {
+	defaultDeps(nil, &c.Logger, &c.Clock)
+	return c
+}
+
+func (c FollowerConfig) validate() error {
+	switch {
+	case len(c.Accounts) == 0:
+		return errors.New("worker: FollowerConfig.Accounts is required")
+	case c.Mirror == nil:
+		return errors.New("worker: FollowerConfig.Mirror is required")
+	case c.Reader == nil:
+		return errors.New("worker: FollowerConfig.Reader is required")
+	}
+	for name, s := range c.Accounts {
+		if s == nil {
+			return fmt.Errorf("worker: FollowerConfig.Accounts[%q] is nil", name)
+		}
+	}
+	return nil
 }
 
 // Follower implements ordersync.Follower over the upstream and the mirror.
@@ -55,14 +65,9 @@ var _ ordersync.Follower = (*Follower)(nil)
 
 // NewFollower returns a Follower.
 func NewFollower(cfg FollowerConfig) (*Follower, error) {
-	if cfg.Upstream == nil || cfg.Mirror == nil || cfg.Reader == nil || cfg.Syncer == nil {
-		return nil, errors.New("worker: FollowerConfig.Upstream, Mirror, Reader and Syncer are required")
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = time.Now
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	return &Follower{cfg: cfg}, nil
 }
@@ -71,9 +76,9 @@ func NewFollower(cfg FollowerConfig) (*Follower, error) {
 // The first fetch follows right away; if it fails, the order stays recorded
 // and the reconciler or its first webhook fills it in.
 func (f *Follower) CreatePaymentLink(ctx context.Context, account string, params ordersync.PaymentLinkParams) (*ordersync.PaymentLinkResult, error) {
-	up, err := f.upstream(account)
+	syncer, err := f.cfg.Accounts.For(account)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("create payment link: %w", err)
 	}
 	currency, err := f.storeCurrency(ctx, account)
 	if err != nil {
@@ -84,10 +89,10 @@ func (f *Follower) CreatePaymentLink(ctx context.Context, account string, params
 	}
 	// While the upstream asks to wait, the person creating the link hears
 	// so at once rather than after the wait.
-	if wait := f.cfg.Syncer.UpstreamWait(account); wait > 0 {
+	if wait := syncer.GateWait(); wait > 0 {
 		return nil, gateClosed("create payment link", wait)
 	}
-	res, err := up.CreatePaymentLink(ctx, params)
+	res, err := syncer.upstream.CreatePaymentLink(ctx, params)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +113,7 @@ func (f *Follower) CreatePaymentLink(ctx context.Context, account string, params
 	if f.cfg.OnOrdersKnown != nil {
 		f.cfg.OnOrdersKnown(bg, []ordersync.OrderRef{ref})
 	}
-	if _, err := f.cfg.Syncer.SyncOrder(bg, account, res.OrderCode, ordersync.CauseCreate); err != nil {
+	if _, err := syncer.SyncOrder(bg, account, res.OrderCode, ordersync.CauseCreate); err != nil {
 		f.cfg.Logger.Warn("first fetch of a created order failed; the reconciler will retry", "order_code", res.OrderCode, "err", err)
 	}
 	return res, nil
@@ -138,19 +143,13 @@ func (f *Follower) storeCurrency(ctx context.Context, account string) (string, e
 	return code, nil
 }
 
-func (f *Follower) upstream(account string) (ordersync.Upstream, error) {
-	if up, ok := f.cfg.Upstreams[account]; ok {
-		return up, nil
-	}
-	if account == ordersync.DefaultAccount || f.cfg.Upstreams == nil {
-		return f.cfg.Upstream, nil
-	}
-	return nil, fmt.Errorf("create payment link: account %q: %w", account, ErrUnknownAccount)
-}
-
 // TrackOrder fetches an order created elsewhere, mirrors it and returns it.
 func (f *Follower) TrackOrder(ctx context.Context, account, code string) (*ordersync.MirroredOrder, error) {
-	res, err := f.cfg.Syncer.SyncOrder(ctx, account, code, ordersync.CauseTrack)
+	syncer, err := f.cfg.Accounts.For(account)
+	if err != nil {
+		return nil, fmt.Errorf("track order %s: %w", code, err)
+	}
+	res, err := syncer.SyncOrder(ctx, account, code, ordersync.CauseTrack)
 	if err != nil {
 		return nil, fmt.Errorf("track order %s: %w", code, err)
 	}

@@ -147,33 +147,33 @@ func (c PoolConfig) withDefaults() PoolConfig {
 func (c PoolConfig) validate() error {
 	switch {
 	case c.Source == nil:
-		return errors.New("PoolConfig.Source is required")
+		return errors.New("worker: PoolConfig.Source is required")
 	case c.Syncer == nil:
-		return errors.New("PoolConfig.Syncer is required")
+		return errors.New("worker: PoolConfig.Syncer is required")
 	case c.Mirror == nil:
-		return errors.New("PoolConfig.Mirror is required")
+		return errors.New("worker: PoolConfig.Mirror is required")
 	case c.FetchConcurrency < 1:
-		return fmt.Errorf("PoolConfig.FetchConcurrency must be ≥ 1, got %d", c.FetchConcurrency)
+		return fmt.Errorf("worker: PoolConfig.FetchConcurrency must be ≥ 1, got %d", c.FetchConcurrency)
 	case c.BatchSize < 1:
-		return fmt.Errorf("PoolConfig.BatchSize must be ≥ 1, got %d", c.BatchSize)
+		return fmt.Errorf("worker: PoolConfig.BatchSize must be ≥ 1, got %d", c.BatchSize)
 	case c.CommitDelay < 0:
-		return fmt.Errorf("PoolConfig.CommitDelay must be ≥ 0, got %v", c.CommitDelay)
+		return fmt.Errorf("worker: PoolConfig.CommitDelay must be ≥ 0, got %v", c.CommitDelay)
 	case c.PullWait < 0:
-		return fmt.Errorf("PoolConfig.PullWait must be > 0, got %v", c.PullWait)
+		return fmt.Errorf("worker: PoolConfig.PullWait must be > 0, got %v", c.PullWait)
 	case c.MaxAttempts < 1:
-		return fmt.Errorf("PoolConfig.MaxAttempts must be ≥ 1, got %d", c.MaxAttempts)
+		return fmt.Errorf("worker: PoolConfig.MaxAttempts must be ≥ 1, got %d", c.MaxAttempts)
 	case c.RetryDelay < 0:
-		return fmt.Errorf("PoolConfig.RetryDelay must be > 0, got %v", c.RetryDelay)
+		return fmt.Errorf("worker: PoolConfig.RetryDelay must be > 0, got %v", c.RetryDelay)
 	case c.ExtendInterval < 0:
-		return fmt.Errorf("PoolConfig.ExtendInterval must be > 0, got %v", c.ExtendInterval)
+		return fmt.Errorf("worker: PoolConfig.ExtendInterval must be > 0, got %v", c.ExtendInterval)
 	case c.PendingInterval < 0:
-		return fmt.Errorf("PoolConfig.PendingInterval must be > 0, got %v", c.PendingInterval)
+		return fmt.Errorf("worker: PoolConfig.PendingInterval must be > 0, got %v", c.PendingInterval)
 	case c.DrainTimeout < 0:
-		return fmt.Errorf("PoolConfig.DrainTimeout must be > 0, got %v", c.DrainTimeout)
+		return fmt.Errorf("worker: PoolConfig.DrainTimeout must be > 0, got %v", c.DrainTimeout)
 	}
 	for i, d := range c.UnresolvedRetryDelays {
 		if d <= 0 {
-			return fmt.Errorf("PoolConfig.UnresolvedRetryDelays[%d] must be > 0, got %v", i, d)
+			return fmt.Errorf("worker: PoolConfig.UnresolvedRetryDelays[%d] must be > 0, got %v", i, d)
 		}
 	}
 	return nil
@@ -213,7 +213,7 @@ type Pool struct {
 func NewPool(cfg PoolConfig) (*Pool, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("new worker pool: register metrics: %w", err)
+		return nil, err
 	}
 	m, err := newPoolMetrics(cfg.Registerer)
 	if err != nil {

@@ -101,7 +101,7 @@ func (p *Pool) fetch(ctx context.Context, account, code string) (*ordersync.Orde
 	if p.cfg.Accounts == nil {
 		return p.syncer.Fetch(ctx, account, code)
 	}
-	s, err := p.cfg.Accounts.Syncer(account)
+	s, err := p.cfg.Accounts.For(account)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -111,7 +111,7 @@ func (p *Pool) fetch(ctx context.Context, account, code string) (*ordersync.Orde
 // syncerFor is the account's Syncer, or the pool's own for an account it
 // does not know (whose events never reach the upstream).
 func (p *Pool) syncerFor(account string) *Syncer {
-	if s, err := p.cfg.Accounts.Syncer(account); err == nil {
+	if s, err := p.cfg.Accounts.For(account); err == nil {
 		return s
 	}
 	return p.syncer

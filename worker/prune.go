@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -43,6 +44,18 @@ func (c PrunerConfig) withDefaults() PrunerConfig {
 	return c
 }
 
+func (c PrunerConfig) validate() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("worker: PrunerConfig.Store is required")
+	case c.OutboxRetention < 0:
+		return fmt.Errorf("worker: PrunerConfig.OutboxRetention must be ≥ 0, got %v", c.OutboxRetention)
+	case c.EventLogRetention < 0:
+		return fmt.Errorf("worker: PrunerConfig.EventLogRetention must be ≥ 0, got %v", c.EventLogRetention)
+	}
+	return nil
+}
+
 // Pruner deletes, pass after pass, what the mirror keeps past its
 // retention, so that it does not grow without end: every webhook adds an
 // event log row, every status change an outbox message with the whole
@@ -55,11 +68,8 @@ type Pruner struct {
 // NewPruner returns a pruner.
 func NewPruner(cfg PrunerConfig) (*Pruner, error) {
 	cfg = cfg.withDefaults()
-	switch {
-	case cfg.Store == nil:
-		return nil, errors.New("worker: PrunerConfig.Store is required")
-	case cfg.OutboxRetention < 0 || cfg.EventLogRetention < 0:
-		return nil, errors.New("worker: PrunerConfig retentions must not be negative")
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	p := &Pruner{cfg: cfg, pruned: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ordersync_pruned_rows_total",

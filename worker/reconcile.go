@@ -88,15 +88,15 @@ func (c ReconcilerConfig) withDefaults() ReconcilerConfig {
 func (c ReconcilerConfig) validate() error {
 	switch {
 	case c.Syncer == nil:
-		return errors.New("ReconcilerConfig.Syncer is required")
+		return errors.New("worker: ReconcilerConfig.Syncer is required")
 	case c.Schedule == nil && c.Source == nil:
-		return errors.New("ReconcilerConfig.Schedule or Source is required")
+		return errors.New("worker: ReconcilerConfig.Schedule or Source is required")
 	case !(c.Budget > 0) || math.IsInf(c.Budget, 0):
-		return fmt.Errorf("ReconcilerConfig.Budget must be a finite number > 0, got %v", c.Budget)
+		return fmt.Errorf("worker: ReconcilerConfig.Budget must be a finite number > 0, got %v", c.Budget)
 	case c.Concurrency < 1:
-		return fmt.Errorf("ReconcilerConfig.Concurrency must be ≥ 1, got %d", c.Concurrency)
+		return fmt.Errorf("worker: ReconcilerConfig.Concurrency must be ≥ 1, got %d", c.Concurrency)
 	case c.RetryDelay < 0 || c.Idle < 0 || c.BacklogInterval < 0:
-		return fmt.Errorf("ReconcilerConfig.RetryDelay, Idle and BacklogInterval must be > 0, got %v, %v, %v", c.RetryDelay, c.Idle, c.BacklogInterval)
+		return fmt.Errorf("worker: ReconcilerConfig.RetryDelay, Idle and BacklogInterval must be > 0, got %v, %v, %v", c.RetryDelay, c.Idle, c.BacklogInterval)
 	}
 	return nil
 }
@@ -140,7 +140,7 @@ type ReconcileReport struct {
 func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("new reconciler: %w", err)
+		return nil, err
 	}
 	r := &Reconciler{
 		cfg: cfg,

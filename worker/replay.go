@@ -14,8 +14,28 @@ import (
 type ReplayerConfig struct {
 	DeadLetters ordersync.DeadLetters
 	Publisher   ordersync.EventPublisher
-	Logger      *slog.Logger
-	Clock       func() time.Time
+	// Accounts, when set, is the deployment's router (the pool's): a dead
+	// letter of an account it does not serve is not queued again, where the
+	// pool would only dead-letter it anew, and asking for one fails with
+	// ErrUnknownAccount. When nil, every account's letters are replayed.
+	Accounts Accounts
+	Logger   *slog.Logger
+	Clock    func() time.Time
+}
+
+func (c ReplayerConfig) withDefaults() ReplayerConfig {
+	defaultDeps(nil, &c.Logger, &c.Clock)
+	return c
+}
+
+func (c ReplayerConfig) validate() error {
+	switch {
+	case c.DeadLetters == nil:
+		return errors.New("worker: ReplayerConfig.DeadLetters is required")
+	case c.Publisher == nil:
+		return errors.New("worker: ReplayerConfig.Publisher is required")
+	}
+	return nil
 }
 
 // Replayer sends dead-lettered events through the normal path again: back
@@ -29,22 +49,30 @@ var _ ordersync.Replayer = (*Replayer)(nil)
 
 // NewReplayer returns a Replayer.
 func NewReplayer(cfg ReplayerConfig) (*Replayer, error) {
-	if cfg.DeadLetters == nil || cfg.Publisher == nil {
-		return nil, errors.New("worker: ReplayerConfig.DeadLetters and Publisher are required")
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = time.Now
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	return &Replayer{cfg: cfg}, nil
+}
+
+// serves routes account through Accounts: nil when it is served (or every
+// account is), ErrUnknownAccount naming it otherwise.
+func (r *Replayer) serves(account string) error {
+	if r.cfg.Accounts == nil {
+		return nil
+	}
+	_, err := r.cfg.Accounts.For(account)
+	return err
 }
 
 // ReplayDeadLetter re-queues one dead letter and marks it replayed.
 func (r *Replayer) ReplayDeadLetter(ctx context.Context, id int64) error {
 	dl, err := r.cfg.DeadLetters.FindDeadLetter(ctx, id)
 	if err != nil {
+		return fmt.Errorf("replay dead letter %d: %w", id, err)
+	}
+	if err := r.serves(dl.Account); err != nil {
 		return fmt.Errorf("replay dead letter %d: %w", id, err)
 	}
 	return r.replay(ctx, dl)
@@ -75,15 +103,31 @@ func (r *Replayer) replay(ctx context.Context, dl *ordersync.DeadLetter) error {
 	return nil
 }
 
-// ReplayDeadLetters replays every unreplayed letter the filter selects.
+// ReplayDeadLetters replays every unreplayed letter the filter selects. A
+// filter naming an account not served fails with ErrUnknownAccount; without
+// an account, the letters of accounts not served are left as they are.
 func (r *Replayer) ReplayDeadLetters(ctx context.Context, filter ordersync.DeadLetterFilter) (int, error) {
+	if filter.Account != "" {
+		if err := r.serves(filter.Account); err != nil {
+			return 0, fmt.Errorf("replay dead letters: %w", err)
+		}
+	}
 	filter.IncludeReplayed = false
 	dls, err := r.cfg.DeadLetters.ListDeadLetters(ctx, filter)
 	if err != nil {
 		return 0, fmt.Errorf("replay dead letters: %w", err)
 	}
-	n := 0
+	n, skipped := 0, 0
+	defer func() {
+		if skipped > 0 {
+			r.cfg.Logger.Warn("dead letters of accounts not served left unreplayed", "letters", skipped)
+		}
+	}()
 	for _, dl := range dls {
+		if r.serves(dl.Account) != nil {
+			skipped++
+			continue
+		}
 		if err := r.replay(ctx, dl); err != nil {
 			return n, err
 		}
@@ -101,7 +145,7 @@ func (r *Replayer) ReplayUnresolved(ctx context.Context, refs ...ordersync.Order
 	pending := map[string]bool{} // account → has unresolved letters pending
 	n := 0
 	for _, ref := range refs {
-		if ref.ID == "" && ref.Reference == "" {
+		if (ref.ID == "" && ref.Reference == "") || r.serves(ref.Account) != nil {
 			continue
 		}
 		has, checked := pending[ref.Account]

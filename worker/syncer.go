@@ -96,27 +96,27 @@ func (c SyncerConfig) withDefaults() SyncerConfig {
 func (c SyncerConfig) validate() error {
 	switch {
 	case c.Upstream == nil:
-		return errors.New("SyncerConfig.Upstream is required")
+		return errors.New("worker: SyncerConfig.Upstream is required")
 	case c.Mirror == nil:
-		return errors.New("SyncerConfig.Mirror is required")
+		return errors.New("worker: SyncerConfig.Mirror is required")
 	case c.RequestsPerSecond < 0 || math.IsNaN(c.RequestsPerSecond) || math.IsInf(c.RequestsPerSecond, 0):
-		return fmt.Errorf("SyncerConfig.RequestsPerSecond must be a finite number ≥ 0, got %v", c.RequestsPerSecond)
+		return fmt.Errorf("worker: SyncerConfig.RequestsPerSecond must be a finite number ≥ 0, got %v", c.RequestsPerSecond)
 	case c.Burst < 0:
-		return fmt.Errorf("SyncerConfig.Burst must be ≥ 0, got %d", c.Burst)
+		return fmt.Errorf("worker: SyncerConfig.Burst must be ≥ 0, got %d", c.Burst)
 	case c.Retry.Initial < 0:
-		return fmt.Errorf("SyncerConfig.Retry.Initial must be > 0, got %v", c.Retry.Initial)
+		return fmt.Errorf("worker: SyncerConfig.Retry.Initial must be > 0, got %v", c.Retry.Initial)
 	case c.Retry.Max < c.Retry.Initial:
-		return fmt.Errorf("SyncerConfig.Retry.Max (%v) must be ≥ Retry.Initial (%v)", c.Retry.Max, c.Retry.Initial)
+		return fmt.Errorf("worker: SyncerConfig.Retry.Max (%v) must be ≥ Retry.Initial (%v)", c.Retry.Max, c.Retry.Initial)
 	case c.Retry.MaxElapsed < 0:
-		return fmt.Errorf("SyncerConfig.Retry.MaxElapsed must be > 0, got %v", c.Retry.MaxElapsed)
+		return fmt.Errorf("worker: SyncerConfig.Retry.MaxElapsed must be > 0, got %v", c.Retry.MaxElapsed)
 	case c.Retry.Multiplier < 1:
-		return fmt.Errorf("SyncerConfig.Retry.Multiplier must be ≥ 1, got %v", c.Retry.Multiplier)
+		return fmt.Errorf("worker: SyncerConfig.Retry.Multiplier must be ≥ 1, got %v", c.Retry.Multiplier)
 	case c.Retry.RandomizationFactor < 0 || c.Retry.RandomizationFactor > 1:
-		return fmt.Errorf("SyncerConfig.Retry.RandomizationFactor must be in [0, 1], got %v", c.Retry.RandomizationFactor)
+		return fmt.Errorf("worker: SyncerConfig.Retry.RandomizationFactor must be in [0, 1], got %v", c.Retry.RandomizationFactor)
 	case c.Breaker.OpenFor < 0:
-		return fmt.Errorf("SyncerConfig.Breaker.OpenFor must be > 0, got %v", c.Breaker.OpenFor)
+		return fmt.Errorf("worker: SyncerConfig.Breaker.OpenFor must be > 0, got %v", c.Breaker.OpenFor)
 	case c.CredentialsProbeInterval < 0:
-		return fmt.Errorf("SyncerConfig.CredentialsProbeInterval must be > 0, got %v", c.CredentialsProbeInterval)
+		return fmt.Errorf("worker: SyncerConfig.CredentialsProbeInterval must be > 0, got %v", c.CredentialsProbeInterval)
 	}
 	return nil
 }
@@ -192,7 +192,7 @@ func (e *notUpstreamError) Unwrap() error { return e.err }
 func NewSyncer(cfg SyncerConfig) (*Syncer, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("new syncer: %w", err)
+		return nil, err
 	}
 	m, err := newSyncerMetrics(cfg.Registerer)
 	if err != nil {
@@ -440,9 +440,6 @@ func checkFetched(order *ordersync.Order, code string) error {
 func (s *Syncer) GateWait() time.Duration {
 	return max(0, time.Until(time.Unix(0, s.notBefore.Load())))
 }
-
-// UpstreamWait is GateWait: a Syncer serves one account.
-func (s *Syncer) UpstreamWait(string) time.Duration { return s.GateWait() }
 
 // gateClosed is the failure of a request not sent because the gate is
 // closed. It carries the upstream's rate limit, so a caller that knows only

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/sim"
 )
@@ -90,5 +92,29 @@ func TestAccountsEndToEnd(t *testing.T) {
 	}
 	if got := counterValue(st.Program.Registry(), "ordersync_webhook_requests_total", "account", "acme"); got < 3 {
 		t.Errorf("ordersync_webhook_requests_total{account=\"acme\"} = %v, want ≥ 3 (created, paid, cancelled)", got)
+	}
+
+	// An account the deployment does not serve: every path that routes
+	// to an account refuses it with the same error, naming it.
+	_, unknown := ordersync.Accounts[int](nil).For("ghost")
+	for path, body := range map[string]string{
+		"/v1/payment-links?account=ghost":       `{"amount":"1.00"}`,
+		"/v1/orders/track?account=ghost":        `{"orderCode":"` + codes[0] + `"}`,
+		"/v1/dead-letters/replay?account=ghost": ``,
+	} {
+		resp, err := http.Post(st.Program.AdminURL()+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p admin.Problem
+		err = json.NewDecoder(resp.Body).Decode(&p)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusNotFound || !strings.HasSuffix(p.Title, ": "+unknown.Error()) {
+			t.Errorf("POST %s: %d %q (%v), want 404 ending in %q", path, resp.StatusCode, p.Title, err, unknown)
+		}
+	}
+	db := "--database-url=" + st.Program.Config().DatabaseURL
+	if out, err := runCLI(t, "orders", "track", codes[0], "--account", "ghost", db, "--api-base-url="+st.SimURL, "--secret-key="+st.SecretKey); err == nil || !strings.Contains(err.Error(), unknown.Error()) {
+		t.Errorf("orders track --account ghost: %v\n%s; want %q", err, out, unknown)
 	}
 }

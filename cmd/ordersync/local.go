@@ -45,10 +45,10 @@ func openUpstream(ctx context.Context, flags *app.ConfigFlags, account string) (
 	if err != nil {
 		return nil, err
 	}
-	a, known := l.cfg.Upstreams()[account]
+	a, err := ordersync.Accounts[app.AccountConfig](l.cfg.Upstreams()).For(account)
 	switch {
-	case !known:
-		err = fmt.Errorf("account %q is not configured (see accounts in the config file)", account)
+	case err != nil:
+		err = fmt.Errorf("%w (see accounts in the config file)", err)
 	case a.APIBaseURL == "" && account == ordersync.DefaultAccount:
 		err = fmt.Errorf("missing setting: api_base_url (ORDERSYNC_API_BASE_URL or --api-base-url)")
 	case a.SecretKey == "" && account == ordersync.DefaultAccount:
@@ -68,7 +68,7 @@ func openUpstream(ctx context.Context, flags *app.ConfigFlags, account string) (
 		l.syncer, err = worker.NewSyncer(worker.SyncerConfig{Upstream: l.client, Mirror: l.db, Registerer: prometheus.NewRegistry(), Logger: logger})
 	}
 	if err == nil {
-		l.follower, err = worker.NewFollower(worker.FollowerConfig{Upstream: l.client, Mirror: l.db, Reader: l.db, Syncer: l.syncer, Logger: logger})
+		l.follower, err = worker.NewFollower(worker.FollowerConfig{Accounts: worker.Accounts{account: l.syncer}, Mirror: l.db, Reader: l.db, Logger: logger})
 	}
 	if err != nil {
 		l.Close()

@@ -186,7 +186,7 @@ func (p *Program) buildStages() (err error) {
 	if p.relay, err = worker.NewRelay(worker.RelayConfig{Outbox: p.db, Publisher: p.queue, Registerer: p.reg, Logger: log("relay")}); err != nil {
 		return err
 	}
-	if p.replayer, err = worker.NewReplayer(worker.ReplayerConfig{DeadLetters: p.db, Publisher: p.queue, Logger: log("replay")}); err != nil {
+	if p.replayer, err = worker.NewReplayer(worker.ReplayerConfig{DeadLetters: p.db, Publisher: p.queue, Accounts: p.syncers, Logger: log("replay")}); err != nil {
 		return err
 	}
 	onKnown := func(ctx context.Context, refs []ordersync.OrderRef) {
@@ -237,13 +237,8 @@ func (p *Program) buildStages() (err error) {
 	if err != nil {
 		return err
 	}
-	upstreams := map[string]ordersync.Upstream{}
-	for name, c := range p.clients {
-		upstreams[name] = c
-	}
 	p.follower, err = worker.NewFollower(worker.FollowerConfig{
-		Upstream: p.clients[ordersync.DefaultAccount], Upstreams: upstreams, Mirror: p.db, Reader: p.db,
-		Syncer: p.syncers, OnOrdersKnown: onKnown, Logger: log("follow"),
+		Accounts: p.syncers, Mirror: p.db, Reader: p.db, OnOrdersKnown: onKnown, Logger: log("follow"),
 	})
 	if err != nil {
 		return err
