@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -297,7 +296,7 @@ func countPaidTriggers(ctx context.Context, p *Program) (map[string]int, error) 
 		return nil, err
 	}
 	qcfg := p.cfg.queueConfig()
-	return countPerOrder(ctx, js, qcfg.OrdersStream, qcfg.SubjectPrefix+strings.TrimPrefix(ordersync.SubjectPaid, "ordersync"))
+	return countPerOrder(ctx, js, qcfg.OrdersStream, ordersync.Namespace(qcfg.SubjectPrefix).Subject(ordersync.SubjectPaid))
 }
 
 func printDemoReport(w io.Writer, r demoReport) {

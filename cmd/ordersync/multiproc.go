@@ -182,7 +182,7 @@ func newExternalRun(ctx context.Context, natsURL, databaseURL string) (*external
 func (e *externalRun) ordersStream() string { return strings.ToUpper(e.Namespace) + "_ORDERS" }
 func (e *externalRun) eventsStream() string { return strings.ToUpper(e.Namespace) + "_EVENTS" }
 func (e *externalRun) paidSubject() string {
-	return e.Namespace + strings.TrimPrefix(ordersync.SubjectPaid, "ordersync")
+	return ordersync.Namespace(e.Namespace).Subject(ordersync.SubjectPaid)
 }
 
 // Close drops the schema and deletes the run's streams and leader bucket.
