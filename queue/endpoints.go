@@ -43,9 +43,9 @@ func (q *Queue) hookSubject(events []ordersync.HookEvent) (string, error) {
 	case paid && status:
 		return q.ordersPrefix + ">", nil
 	case paid:
-		return q.ordersPrefix + "paid", nil
+		return q.ns.Subject(ordersync.SubjectPaid), nil
 	case status:
-		return q.ordersPrefix + "status.>", nil
+		return q.ns.Subject(ordersync.SubjectStatusPrefix + ">"), nil
 	}
 	return "", fmt.Errorf("%w: no events", ordersync.ErrInvalidEndpoint)
 }
@@ -139,7 +139,7 @@ func (q *Queue) OrderEventsSince(ctx context.Context, since time.Time, events []
 
 func (q *Queue) orderEvent(msg jetstream.Msg, md *jetstream.MsgMetadata) ordersync.OrderEvent {
 	ev := ordersync.OrderEvent{
-		Subject:    "ordersync.orders." + msg.Subject()[len(q.ordersPrefix):],
+		Subject:    q.ns.DomainSubject(msg.Subject()),
 		MsgID:      msg.Headers().Get(jetstream.MsgIDHeader),
 		Payload:    msg.Data(),
 		FromStatus: ordersync.Status(msg.Headers().Get(HeaderFromStatus)),

@@ -63,7 +63,7 @@ type Config struct {
 
 func (c *Config) withDefaults() {
 	if c.SubjectPrefix == "" {
-		c.SubjectPrefix = "ordersync"
+		c.SubjectPrefix = string(ordersync.DefaultNamespace)
 	}
 	if c.EventsStream == "" {
 		c.EventsStream = "ORDERSYNC_EVENTS"
@@ -152,6 +152,8 @@ type Queue struct {
 	logger   *slog.Logger
 
 	eventsPrefix string // "<prefix>.events."
+	// ns moves the domain's order subjects onto the prefix, and back.
+	ns           ordersync.Namespace
 	ordersPrefix string // "<prefix>.orders."
 }
 
@@ -180,11 +182,13 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: register metrics: %w", err)
 	}
+	ns := ordersync.Namespace(cfg.SubjectPrefix)
 	q := &Queue{
 		cfg: cfg, nc: nc, js: js, metrics: m,
 		logger:       cfg.Logger,
 		eventsPrefix: cfg.SubjectPrefix + ".events.",
-		ordersPrefix: cfg.SubjectPrefix + ".orders.",
+		ns:           ns,
+		ordersPrefix: ns.OrdersPrefix(),
 	}
 	streams := []jetstream.StreamConfig{{
 		Name:        cfg.EventsStream,
@@ -306,9 +310,8 @@ func (q *Queue) PublishEvent(ctx context.Context, ev *ordersync.InboundEvent) (b
 // says. It sends them all before it waits for the first ack, then waits for
 // the acks in order: the outbox relay's batches cost about half the CPU per
 // message this way (BenchmarkRelay), and JetStream stores the messages of
-// one connection in the order they were sent. Subjects written with
-// ordersync's default prefix ("ordersync.orders.paid", as the domain
-// constants are) are moved onto the configured prefix.
+// one connection in the order they were sent. The domain's subjects
+// (ordersync.SubjectPaid, …) are moved onto the configured prefix.
 func (q *Queue) PublishMessages(ctx context.Context, msgs []ordersync.OutboxMessage) ([]bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -363,22 +366,20 @@ func (q *Queue) sendMessage(m ordersync.OutboxMessage) (jetstream.PubAckFuture, 
 	return f, nil
 }
 
-// OrderSubject maps an order subject onto the configured prefix.
+// orderSubject maps an order subject onto the configured prefix and
+// checks it.
 func (q *Queue) orderSubject(subject string) (string, error) {
-	const domainPrefix = "ordersync.orders."
-	rest, ok := strings.CutPrefix(subject, q.ordersPrefix)
-	if !ok {
-		rest, ok = strings.CutPrefix(subject, domainPrefix)
-	}
+	subj := q.ns.Subject(subject)
+	rest, ok := strings.CutPrefix(subj, q.ordersPrefix)
 	if !ok || rest == "" {
-		return "", fmt.Errorf("publish %s: not an order subject (want %s…)", subject, domainPrefix)
+		return "", fmt.Errorf("publish %s: not an order subject (want %s…)", subject, ordersync.SubjectOrdersPrefix)
 	}
 	for _, tok := range strings.Split(rest, ".") {
 		if !validToken(tok) {
 			return "", fmt.Errorf("publish %s: invalid subject", subject)
 		}
 	}
-	return q.ordersPrefix + rest, nil
+	return subj, nil
 }
 
 // publish sends an event and waits for its ack. It uses the asynchronous

@@ -2,13 +2,9 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -137,19 +133,18 @@ type batchOrder struct {
 
 // outboxEntry is a message to queue; payload is an index into batch.payloads.
 type outboxEntry struct {
-	key            orderKey
-	subject, msgID string
-	payload        int
-	from           ordersync.Status // the status before this change; "" when created
+	key     orderKey
+	msg     ordersync.OutboxMessage
+	payload int
 }
 
 // historyEntry is a status change to record.
 type historyEntry struct {
-	key      orderKey
-	from, to ordersync.Status
-	seq      int64
-	at       time.Time
-	cause    ordersync.Cause
+	key orderKey
+	ordersync.StatusTransition
+	seq   int64
+	at    time.Time
+	cause ordersync.Cause
 }
 
 // batch is everything one ApplyOrders call writes, gathered in memory first
@@ -312,7 +307,9 @@ func stateQuerySize(n int) int {
 	return size
 }
 
-// apply works out what one params does, against the batch so far.
+// apply works out what one params does, against the batch so far: the
+// sequence guard and the bookkeeping here, what a newer fetch records by
+// ordersync.ChangeOf.
 func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState) (ordersync.ApplyResult, error) {
 	o := p.Order
 	key := orderKey{p.Account, o.OrderCode}
@@ -347,24 +344,15 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 		b.addEvent(ev)
 	}
 
-	prev := ordersync.Status(st.Status)
 	if st.FetchSeq >= p.Seq {
+		prev := ordersync.Status(st.Status)
 		return ordersync.ApplyResult{PreviousStatus: prev, Status: prev}, nil
 	}
-
-	doc := []byte(o.Raw)
-	if len(doc) == 0 {
-		var err error
-		if doc, err = json.Marshal(o); err != nil {
-			return ordersync.ApplyResult{}, fmt.Errorf("encode order detail: %w", err)
-		}
+	c, err := ordersync.ChangeOf(p.Account, st.mirrorState(), o)
+	if err != nil {
+		return ordersync.ApplyResult{}, err
 	}
-	sum := sha256.Sum256(doc)
-	hash := hex.EncodeToString(sum[:])
-	res := ordersync.ApplyResult{Applied: true, Created: !st.Fetched, Changed: !st.Fetched || st.Hash != hash, Status: o.OrderStatus}
-	if st.Fetched {
-		res.PreviousStatus = prev
-	}
+	res := ordersync.ApplyResult{Applied: true, Created: c.Created, Changed: c.Changed, PreviousStatus: c.From, Status: c.State.Status, Paid: c.Paid}
 
 	fetchedAt := p.FetchedAt
 	if fetchedAt.IsZero() {
@@ -380,47 +368,39 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 			st.LastEventAt, st.LastEventType = &at, string(ev.Type)
 		}
 	}
-	if res.Changed {
+	if c.Changed {
 		st.ChangedAt = &fetchedAt
 	}
-	status := prev
-	if res.Changed {
-		status = o.OrderStatus
-	}
-	st.scheduleNextCheck(status, fetchedAt)
-	if !res.Changed {
-		res.Status = prev
+	st.scheduleNextCheck(c.State.Status, fetchedAt)
+	if !c.Changed {
 		return res, nil
 	}
 
-	statusChanged := !st.Fetched || prev != o.OrderStatus
-	if statusChanged {
-		st.Transitions++
+	st.Status, st.Hash, st.PaidFired, st.Transitions, st.Fetched = string(c.State.Status), c.State.DocumentHash, c.State.PaidFired, c.State.Transitions, true
+	bo.changed, bo.order, bo.doc, bo.hash = true, o, c.Document, c.State.DocumentHash
+	for _, h := range c.History {
+		b.history = append(b.history, historyEntry{key, h, p.Seq, fetchedAt, p.Cause})
 	}
-	firePaid := !st.PaidFired && o.OrderStatus.IsPaidState()
-	if firePaid {
-		st.PaidFired = true
-		res.Paid = true
-	}
-	st.Status, st.Hash, st.Fetched = string(o.OrderStatus), hash, true
-	bo.changed, bo.order, bo.doc, bo.hash = true, o, doc, hash
-
-	if !statusChanged && !firePaid {
+	if len(c.Messages) == 0 {
 		return res, nil
 	}
 	payload := len(b.payloads)
 	withDoc := *o
-	withDoc.Raw = doc
+	withDoc.Raw = c.Document
 	b.payloads = append(b.payloads, ordersync.MirroredOrder{Account: p.Account, Order: withDoc, Sync: st.syncInfo()})
-	if statusChanged {
-		b.history = append(b.history, historyEntry{key, res.PreviousStatus, o.OrderStatus, p.Seq, fetchedAt, p.Cause})
-		msgID := p.Account + ":" + o.OrderCode + ":status:" + string(o.OrderStatus) + ":" + strconv.FormatInt(st.Transitions, 10)
-		b.outbox = append(b.outbox, outboxEntry{key, ordersync.SubjectStatusPrefix + string(o.OrderStatus), msgID, payload, res.PreviousStatus})
-	}
-	if firePaid {
-		b.outbox = append(b.outbox, outboxEntry{key, ordersync.SubjectPaid, p.Account + ":" + o.OrderCode + ":paid", payload, res.PreviousStatus})
+	for _, m := range c.Messages {
+		b.outbox = append(b.outbox, outboxEntry{key, m, payload})
 	}
 	return res, nil
+}
+
+// mirrorState is what ordersync.ChangeOf works out the order's change
+// against: nil when the mirror never fetched it.
+func (st *orderState) mirrorState() *ordersync.MirrorState {
+	if !st.Fetched {
+		return nil
+	}
+	return &ordersync.MirrorState{Status: ordersync.Status(st.Status), DocumentHash: st.Hash, PaidFired: st.PaidFired, Transitions: st.Transitions}
 }
 
 // addEvent logs an event; a MsgID logged earlier in the batch is replaced,
@@ -528,7 +508,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 		}
 	}
 	for _, h := range b.history {
-		history = append(history, []any{b.orders[h.key].st.ID, string(h.from), string(h.to), h.seq, h.at, string(h.cause)})
+		history = append(history, []any{b.orders[h.key].st.ID, string(h.From), string(h.To), h.seq, h.at, string(h.cause)})
 	}
 	if err := db.execSteps(ctx, tx, []writeStep{
 		{"insert line items", insertItems, items},
@@ -548,7 +528,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	created := dbTime(b.now)
 	outbox := make([][]any, len(b.outbox))
 	for i, e := range b.outbox {
-		outbox[i] = []any{b.orders[e.key].st.ID, e.key.account, e.key.code, e.subject, e.msgID, payloads[e.payload], created, string(e.from)}
+		outbox[i] = []any{b.orders[e.key].st.ID, e.key.account, e.key.code, e.msg.Subject, e.msg.MsgID, payloads[e.payload], created, string(e.msg.FromStatus)}
 	}
 	if err := db.execRows(ctx, tx, insertOutbox, outbox); err != nil {
 		return fmt.Errorf("queue outbox messages: %w", err)

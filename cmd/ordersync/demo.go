@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -267,7 +266,7 @@ func countPaidTriggers(ctx context.Context, p *app.Program) (map[string]int, err
 	}
 	cfg := p.Config()
 	qcfg := cfg.QueueConfig()
-	return queue.CountPerOrder(ctx, js, qcfg.OrdersStream, qcfg.SubjectPrefix+strings.TrimPrefix(ordersync.SubjectPaid, "ordersync"))
+	return queue.CountPerOrder(ctx, js, qcfg.OrdersStream, ordersync.Namespace(qcfg.SubjectPrefix).Subject(ordersync.SubjectPaid))
 }
 
 func printDemoReport(w io.Writer, r demoReport) {

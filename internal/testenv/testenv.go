@@ -59,7 +59,7 @@ func New(ctx context.Context, natsURL, databaseURL string) (*Run, error) {
 func (e *Run) OrdersStream() string { return strings.ToUpper(e.Namespace) + "_ORDERS" }
 func (e *Run) EventsStream() string { return strings.ToUpper(e.Namespace) + "_EVENTS" }
 func (e *Run) PaidSubject() string {
-	return e.Namespace + strings.TrimPrefix(ordersync.SubjectPaid, "ordersync")
+	return ordersync.Namespace(e.Namespace).Subject(ordersync.SubjectPaid)
 }
 
 // Close drops the schema and deletes the run's streams and leader bucket.
