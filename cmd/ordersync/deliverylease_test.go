@@ -10,6 +10,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/internal/fulfilment"
 )
 
 // TestOneDispatcherAcrossProcesses: two worker processes of one deployment
@@ -28,7 +29,7 @@ func TestOneDispatcherAcrossProcesses(t *testing.T) {
 
 	c := &admin.Client{BaseURL: programs[0].AdminURL()}
 	if err := c.Do(ctx, http.MethodPost, "/v1/endpoints", admin.EndpointParamsJSON{URL: hook.URL,
-		Events: []string{string(ordersync.HookOrderStatusChanged)}, Secret: demoEndpointSecret}, nil); err != nil {
+		Events: []string{string(ordersync.HookOrderStatusChanged)}, Secret: fulfilment.Secret}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Every process reads the endpoints again within 2 s: after that, any

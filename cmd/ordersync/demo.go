@@ -22,6 +22,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/fulfilment"
 	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/sim"
 )
@@ -80,7 +81,7 @@ type demoReport struct {
 	Deduplicated               float64
 	Mismatches                 []string
 	// HTTP is what the demo's verifying endpoint received.
-	HTTP demoDeliveries
+	HTTP fulfilment.Report
 	Took time.Duration
 }
 
@@ -89,7 +90,7 @@ type demoReport struct {
 func (r demoReport) OK() bool {
 	h := r.HTTP
 	return r.Matching == r.Orders && r.PaidMissing == 0 && r.PaidDuplicates == 0 &&
-		h.Missing == 0 && h.Duplicates == 0 && h.BadSignatures == 0 && h.OutOfOrder == 0 && h.Paid == r.PaidTriggers
+		h.Missing == 0 && h.Duplicates == 0 && h.PaidTwice == 0 && h.BadSignatures == 0 && h.OutOfOrder == 0 && h.Paid == r.PaidTriggers
 }
 
 func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoReport, err error) {
@@ -109,7 +110,7 @@ func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoRepo
 	}
 	// The endpoint outlives the pipeline, which may still be delivering
 	// when the report is made.
-	hook, err := startDemoEndpoint()
+	hook, err := fulfilment.Start(fulfilment.Faults{})
 	if err != nil {
 		return rep, err
 	}
@@ -123,7 +124,7 @@ func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoRepo
 	}
 	defer func() { err = errors.Join(err, st.Close()) }()
 	fmt.Fprintf(out, "ordersync demo: simulator at %s, webhooks at %s, admin API at %s\n", st.SimURL, st.Program.WebhookURL(), st.Program.AdminURL())
-	if err := hook.register(ctx, st.Program.AdminURL()); err != nil {
+	if err := hook.Register(ctx, &admin.Client{BaseURL: st.Program.AdminURL()}, "the demo's fulfilment"); err != nil {
 		return rep, fmt.Errorf("add the demo's endpoint: %w", err)
 	}
 	fmt.Fprintf(out, "fulfilment endpoint at %s: order.paid and order.status_changed, verified on arrival\n", hook.URL())
@@ -192,7 +193,7 @@ func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoRepo
 		statuses[o.OrderCode] = o.OrderStatus
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	rep.HTTP = hook.wait(waitCtx, triggers, statuses)
+	rep.HTTP, _ = hook.Wait(waitCtx, triggers, statuses)
 	cancel()
 	rep.Fetches = stats.Gets
 	rep.Webhooks = stats.Webhooks
