@@ -26,6 +26,7 @@ import (
 	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/internal/child"
+	"github.com/ordersync/ordersync/internal/fulfilment"
 	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/store"
@@ -158,6 +159,13 @@ type chaosReport struct {
 	Converged      bool
 	ConvergedAfter time.Duration // from SetFaults(Faults{}) to a matching mirror and no webhook pending
 
+	// Deliveries is what the faulty fulfilment endpoint received;
+	// DeliveredAfter is from the end of the faults to its last missing
+	// event (nothing undelivered).
+	Deliveries     fulfilment.Report
+	DeliveriesDone bool
+	DeliveredAfter time.Duration
+
 	Sim          sim.Stats
 	PeakRSS      int64 // of the last pipeline process
 	Took         time.Duration
@@ -188,6 +196,11 @@ type chaosRun struct {
 	db      *store.DB
 	rep     chaosReport
 	created atomic.Int64 // orders confirmed to the client
+	// hook is the fulfilment endpoint the pipeline delivers to over HTTP,
+	// failing a share of the attempts until the faults stop; nil in the
+	// multi-process run.
+	hook          *fulfilment.Endpoint
+	faultsStopped time.Time
 
 	mu        sync.Mutex
 	confirmed map[string]bool // order codes the admin API answered
@@ -224,6 +237,7 @@ func runChaos(ctx context.Context, out io.Writer, opts chaosOptions) (rep *chaos
 	fmt.Fprintf(out, "ordersync-lab chaos: %d orders, %d kills; simulator %s, pipeline pid %d (webhooks via a recording proxy at %s, admin %s, NATS %s)\n",
 		opts.Orders, opts.Kills, r.simURL, r.child.PID(), r.proxy.URL(), r.child.AdminURL(), app.RedactURL(r.child.NATSURL()))
 	fmt.Fprintf(out, "faults: %s\n", describeFaults(chaosFaults()))
+	fmt.Fprintf(out, "fulfilment endpoint %s: %s\n", r.hook.URL(), describeEndpointFaults(endpointFaults(opts.Seed)))
 
 	if err := r.drive(ctx); err != nil {
 		return &r.rep, err
@@ -287,10 +301,33 @@ func (r *chaosRun) setUp(ctx context.Context) (err error) {
 		r.tearDown()
 		return fmt.Errorf("open the pipeline's mirror: %w", err)
 	}
+	if r.hook, err = fulfilment.Start(endpointFaults(r.opts.Seed)); err != nil {
+		r.tearDown()
+		return err
+	}
+	if err := r.hook.Register(ctx, &admin.Client{BaseURL: r.child.AdminURL(), HTTP: chaosHTTP}, "the chaos run's faulty fulfilment"); err != nil {
+		r.tearDown()
+		return fmt.Errorf("add the fulfilment endpoint: %w", err)
+	}
 	return nil
 }
 
+// endpointFaults are the fulfilment endpoint's faults during the run: 5xx
+// to 20% of the attempts, 429 with Retry-After to 5%, and 2% held open past
+// the pipeline's delivery timeout (10s).
+func endpointFaults(seed uint64) fulfilment.Faults {
+	return fulfilment.Faults{Error5xx: 0.20, TooMany: 0.05, RetryAfter: 2 * time.Second, Hang: 0.02, HangFor: 15 * time.Second, Seed: seed}
+}
+
+func describeEndpointFaults(f fulfilment.Faults) string {
+	return fmt.Sprintf("5xx %.0f%%, 429 with Retry-After %s %.0f%%, hang %.0f%% (until the sender's timeout) of the attempts",
+		f.Error5xx*100, f.RetryAfter, f.TooMany*100, f.Hang*100)
+}
+
 func (r *chaosRun) tearDown() {
+	if r.hook != nil {
+		defer r.hook.Close() // after the pipeline, which may be delivering
+	}
 	if r.child != nil && r.child.PID() != 0 {
 		if err := r.child.Stop(); err != nil {
 			r.rep.fail("the pipeline did not stop cleanly on SIGTERM: %v", err)
@@ -490,7 +527,11 @@ func (r *chaosRun) converge(ctx context.Context) error {
 	if err := r.sim.SetFaults(sim.Faults{}); err != nil {
 		return err
 	}
+	if r.hook != nil {
+		r.hook.StopFaults()
+	}
 	stopped := time.Now()
+	r.faultsStopped = stopped
 	fmt.Fprintf(r.out, "%5.1fs  faults stopped; waiting for the mirror\n", time.Since(r.start).Seconds())
 	if err := r.followOrphans(ctx); err != nil {
 		return err
@@ -606,7 +647,62 @@ func (r *chaosRun) check(ctx context.Context) error {
 	if err := r.checkEventLog(ctx); err != nil {
 		return err
 	}
+	if err := r.checkDeliveries(ctx); err != nil {
+		return err
+	}
 	return r.checkDeadLetters(ctx)
+}
+
+// maxDeliveryWait bounds the wait for the endpoint's last event after the
+// faults stopped: longer than a redelivery after AckWait plus the longest
+// backoff step the faults leave pending.
+const maxDeliveryWait = 3 * time.Minute
+
+// checkDeliveries requires the fulfilment endpoint to have received, after
+// deduplication by webhook-id, one order.paid for every PAID trigger on
+// JetStream and every order's status changes up to its status upstream, in
+// each order's order, signed; duplicates by webhook-id are counted, not
+// failed, since a kill can cut off the acknowledgement of a delivery.
+func (r *chaosRun) checkDeliveries(ctx context.Context) error {
+	nc, err := nats.Connect(r.child.NATSURL(), nats.Name("ordersync-lab delivery check"))
+	if err != nil {
+		return fmt.Errorf("connect to NATS: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	triggers, err := queue.CountPerOrder(ctx, js, defaultOrdersStream, ordersync.SubjectPaid)
+	if err != nil {
+		return err
+	}
+	statuses := map[string]ordersync.Status{}
+	for _, o := range r.sim.Orders() {
+		statuses[o.OrderCode] = o.OrderStatus
+	}
+	waitCtx, cancel := context.WithDeadline(ctx, r.faultsStopped.Add(maxDeliveryWait))
+	defer cancel()
+	rep := &r.rep
+	rep.Deliveries, rep.DeliveriesDone = r.hook.Wait(waitCtx, triggers, statuses)
+	rep.DeliveredAfter = time.Since(r.faultsStopped)
+	d := rep.Deliveries
+	switch {
+	case !rep.DeliveriesDone:
+		rep.fail("the endpoint still lacks events %s after the faults stopped: order.paid for %d of %d PAID triggers, or an order's last status change", maxDeliveryWait, d.Paid, d.PaidWanted)
+	case d.Missing > 0:
+		rep.fail("%d PAID triggers never reached the endpoint", d.Missing)
+	}
+	if d.PaidTwice > 0 {
+		rep.fail("%d orders reached the endpoint as order.paid under two webhook-ids", d.PaidTwice)
+	}
+	if d.OutOfOrder > 0 {
+		rep.fail("%d events reached the endpoint before one that precedes them in their order's life", d.OutOfOrder)
+	}
+	if d.BadSignatures > 0 {
+		rep.fail("%d deliveries did not verify", d.BadSignatures)
+	}
+	return nil
 }
 
 func (r *chaosRun) checkPaid(ctx context.Context) error {
@@ -850,6 +946,21 @@ func printChaosReport(w io.Writer, r *chaosReport) {
 	fmt.Fprintf(w, "  PAID triggers on JetStream    %d for %d orders now PAID or FINALIZED: %d missing, %d orders with more than one\n", r.PaidTriggers, r.PaidOrders, r.PaidMissing, r.PaidDuplicates)
 	fmt.Fprintf(w, "  webhooks answered 2xx         %d distinct, %d missing from the event log after waiting %.1fs for redeliveries (%d delivery attempts through the proxy, %d answered non-2xx)\n",
 		r.Acked2xx, r.AckedMissing, r.EventLogWait.Seconds(), r.ProxyAttempts, r.ProxyFailures)
+	if d := r.Deliveries; d.Attempts > 0 {
+		done := "NOT complete"
+		if r.DeliveriesDone {
+			done = "complete"
+		}
+		fmt.Fprintf(w, "  delivered over HTTP           %s %s after the faults stopped: order.paid for %d of %d PAID triggers (%d missing, %d under two webhook-ids), %d status changes, %d out of order, %d bad signatures\n",
+			done, r.DeliveredAfter.Round(10*time.Millisecond), d.Paid, d.PaidWanted, d.Missing, d.PaidTwice, d.Changes, d.OutOfOrder, d.BadSignatures)
+		fmt.Fprintf(w, "  endpoint attempts             %d, %d answered with a fault; %d webhook-ids delivered more than once (%d extra deliveries, deduplicated)\n",
+			d.Attempts, d.Injected, d.Duplicates, d.Redelivered)
+		if !r.DeliveriesDone || d.OutOfOrder > 0 {
+			for _, n := range d.Notes {
+				fmt.Fprintf(w, "    %s\n", n)
+			}
+		}
+	}
 	fmt.Fprintf(w, "  dead letters                  %d, %d of them justified and replayed\n", r.DeadLetters, r.DeadLettersJustified)
 	for _, n := range r.DeadLetterNotes[:min(10, len(r.DeadLetterNotes))] {
 		fmt.Fprintf(w, "    %s\n", n)

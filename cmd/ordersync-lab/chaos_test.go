@@ -14,8 +14,9 @@ import (
 // with every fault on, is killed with SIGKILL once mid-run and restarted,
 // and must end with a mirror identical to the simulator, exactly one PAID
 // trigger per paid order on JetStream, every webhook answered 2xx in the
-// event log and no unjustified dead letter. `ordersync-lab chaos` is the full
-// size.
+// event log, no unjustified dead letter, and a faulty fulfilment endpoint
+// that received every PAID and every status change, signed, in each order's
+// order, once per webhook-id. `ordersync-lab chaos` is the full size.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos test takes about 40s; skipped with -short")
@@ -25,7 +26,7 @@ func TestChaos(t *testing.T) {
 	opts.ConvergeWithin = 30 * time.Second
 	opts.exe = testBinary
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
 	rep, err := runChaos(ctx, &out, opts)
@@ -46,6 +47,9 @@ func TestChaos(t *testing.T) {
 		t.Errorf("webhook faults missing: %+v", rep.Sim.Webhooks)
 	case rep.PaidOrders == 0 || rep.Matching != opts.Orders+rep.Unconfirmed:
 		t.Errorf("%d paid orders, %d matching of %d created (+%d unconfirmed)", rep.PaidOrders, rep.Matching, opts.Orders, rep.Unconfirmed)
+	}
+	if d := rep.Deliveries; !rep.DeliveriesDone || d.PaidWanted == 0 || d.Paid != d.PaidWanted || d.Injected == 0 {
+		t.Errorf("deliveries: %+v, complete %v; want every PAID delivered through injected faults", d, rep.DeliveriesDone)
 	}
 	for _, kind := range []sim.FaultKind{sim.FaultServerError, sim.FaultRateLimit, sim.FaultHang, sim.FaultOtherProduct} {
 		if rep.Sim.Faults[kind] == 0 {

@@ -10,11 +10,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,6 +61,7 @@ type Endpoint struct {
 	changes  int               // distinct status changes
 	badSig   int               // deliveries whose signature did not verify
 	disorder int               // events that arrived before one that precedes them
+	notes    []string          // the first disorders, described
 }
 
 // order is what an endpoint knows of one order.
@@ -66,6 +70,16 @@ type order struct {
 	changes   int              // status changes received
 	paidAfter int              // changes received when order.paid arrived; -1 before
 	firstPaid int              // index of the first change to PAID or FINALIZED; -1 before
+	trail     []string         // what arrived, in order, for the notes
+}
+
+// disordered counts an event that arrived out of order and notes the first
+// few, with what the order had received before.
+func (e *Endpoint) disordered(code, what string, o *order) {
+	e.disorder++
+	if len(e.notes) < 10 {
+		e.notes = append(e.notes, fmt.Sprintf("%s: %s after %s", code, what, strings.Join(o.trail, ", ")))
+	}
 }
 
 // Start listens on a loopback port and serves until Close.
@@ -169,24 +183,34 @@ func (e *Endpoint) receive(w http.ResponseWriter, r *http.Request) {
 		// order.paid follows the status change that paid the order and
 		// precedes the next one.
 		if e.paid[code] == 1 && o.firstPaid >= 0 && o.changes != o.firstPaid+1 {
-			e.disorder++
+			e.disordered(code, "order.paid", o)
 		}
 		o.paidAfter = o.changes
+		o.trail = append(o.trail, "paid")
 	case ordersync.HookOrderStatusChanged:
 		e.changes++
+		what := fmt.Sprintf("%v→%s", fromText(change.From), change.To)
 		if (o.changes > 0 && (change.From == nil || *change.From != o.last)) || (o.changes == 0 && change.From != nil) {
-			e.disorder++
+			e.disordered(code, what, o)
 		}
 		if o.firstPaid < 0 && (change.To == ordersync.StatusPaid || change.To == ordersync.StatusFinalized) {
 			o.firstPaid = o.changes
 			if o.paidAfter >= 0 { // order.paid came before the change that paid the order
-				e.disorder++
+				e.disordered(code, what, o)
 			}
 		}
 		o.last = change.To
+		o.trail = append(o.trail, what)
 		o.changes++
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+func fromText(s *ordersync.Status) string {
+	if s == nil {
+		return "∅"
+	}
+	return string(*s)
 }
 
 // Report is what an endpoint received, against what it should have: an
@@ -205,6 +229,9 @@ type Report struct {
 	OutOfOrder int
 	// Attempts is every request; Injected those answered with a fault.
 	Attempts, Injected int
+	// Notes describe the first events out of order and orders whose last
+	// status change is not the expected status.
+	Notes []string
 }
 
 // Wait waits until every order with a PAID trigger has its order.paid and
@@ -228,7 +255,8 @@ func (e *Endpoint) Wait(ctx context.Context, triggers map[string]int, statuses m
 func (e *Endpoint) Report(triggers map[string]int, statuses map[string]ordersync.Status) (r Report, complete bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	r = Report{BadSignatures: e.badSig, Changes: e.changes, OutOfOrder: e.disorder, Attempts: e.attempts, Injected: e.injected}
+	r = Report{BadSignatures: e.badSig, Changes: e.changes, OutOfOrder: e.disorder, Attempts: e.attempts, Injected: e.injected,
+		Notes: slices.Clone(e.notes)}
 	complete = true
 	for code, n := range triggers {
 		if n == 0 {
@@ -249,6 +277,11 @@ func (e *Endpoint) Report(triggers map[string]int, statuses map[string]ordersync
 	}
 	for code, st := range statuses {
 		if o := e.orders[code]; o == nil || o.last != st {
+			if complete && o != nil {
+				r.Notes = append(r.Notes, fmt.Sprintf("%s: is %s, received %s", code, st, strings.Join(o.trail, ", ")))
+			} else if complete {
+				r.Notes = append(r.Notes, fmt.Sprintf("%s: is %s, received nothing", code, st))
+			}
 			complete = false
 		}
 	}
