@@ -282,8 +282,18 @@ type OrderEventDelivery interface {
 
 // OrderEventSource hands out one endpoint's order events.
 type OrderEventSource interface {
-	// Next waits up to wait for at least one event and returns at most max;
-	// an empty slice, not an error, when none arrived.
+	// Resume is called by a new reader before its first Next. Events an
+	// earlier reader (one that stopped acting by stoppedBy: another process
+	// before it took over, or this one) left unsettled come back only after
+	// the queue's ack wait, while later events are there at once. So Resume
+	// takes back what was left, holding any later event that arrives
+	// meanwhile, until all of it is back or the ack wait after stoppedBy has
+	// passed; the next Next returns everything it holds, in the order
+	// published, however many. It returns an error only when ctx ends.
+	Resume(ctx context.Context, stoppedBy time.Time) error
+	// Next waits up to wait for at least one event and returns at most max
+	// (see Resume), in the order published; an empty slice, not an error,
+	// when none arrived.
 	Next(ctx context.Context, max int, wait time.Duration) ([]OrderEventDelivery, error)
 }
 

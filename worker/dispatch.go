@@ -115,8 +115,10 @@ func (c DispatcherConfig) validate() error {
 // Per order, an endpoint receives events in the order they were
 // published: each order's events wait in a lane behind the one being
 // delivered or retried, while other orders' lanes flow. The lanes are this
-// process's; processes sharing an endpoint's consumer may each hold events
-// of the same order (see the README).
+// process's, so one process delivers at a time (the deliveries lease), and
+// a runner that starts where another stopped (after a takeover, a restart,
+// a change of the endpoint's events) first takes back the events left
+// unsettled (OrderEventSource.Resume).
 type Dispatcher struct {
 	cfg     DispatcherConfig
 	wake    chan struct{}
@@ -124,6 +126,11 @@ type Dispatcher struct {
 
 	mu      sync.Mutex
 	runners map[string]*runner
+	// running is when Run started: any earlier holder of the lease had
+	// stopped by then. stopped is when each endpoint's last runner in this
+	// process was stopped.
+	running time.Time
+	stopped map[string]time.Time
 	wg      sync.WaitGroup
 }
 
@@ -142,7 +149,7 @@ func NewDispatcher(cfg DispatcherConfig) (*Dispatcher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	d := &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), runners: map[string]*runner{}}
+	d := &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), runners: map[string]*runner{}, stopped: map[string]time.Time{}}
 	d.metrics = dispatchMetrics{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ordersync_delivery_events_total",
@@ -190,8 +197,12 @@ func (d *Dispatcher) Notify() {
 
 // Run delivers until ctx ends, then waits for its goroutines. Events in
 // flight when it stops stay unacknowledged and come back, to this process
-// or another, after the consumer's ack wait.
+// or another, after the consumer's ack wait; the next Run waits for them
+// before it delivers a later event of the same endpoint.
 func (d *Dispatcher) Run(ctx context.Context) error {
+	d.mu.Lock()
+	d.running = time.Now()
+	d.mu.Unlock()
 	t := time.NewTicker(d.cfg.Refresh)
 	defer t.Stop()
 	log := startLogWriter(d.cfg.Log, d.cfg.Logger)
@@ -245,6 +256,7 @@ func (d *Dispatcher) sync(ctx context.Context, log *logWriter) error {
 		}
 		r.cancel()
 		delete(d.runners, id)
+		d.stopped[id] = time.Now()
 		if !slices.ContainsFunc(eps, func(e *ordersync.Endpoint) bool { return e.ID == id }) {
 			d.forget(ctx, id)
 		}
@@ -258,7 +270,13 @@ func (d *Dispatcher) sync(ctx context.Context, log *logWriter) error {
 			d.cfg.Logger.Error("deliveries: open the endpoint's consumer", "endpoint", id, "err", err)
 			continue
 		}
-		d.runners[id] = d.start(ctx, ep, src, log)
+		// The events the endpoint's last runner, here or in another
+		// process, left unsettled: that one stopped by then.
+		stoppedBy := d.running
+		if at, ok := d.stopped[id]; ok && at.After(stoppedBy) {
+			stoppedBy = at
+		}
+		d.runners[id] = d.start(ctx, ep, src, log, stoppedBy)
 	}
 	return nil
 }
@@ -281,6 +299,7 @@ func (d *Dispatcher) Forget(ctx context.Context, id string) error {
 	if r, ok := d.runners[id]; ok {
 		r.cancel()
 		delete(d.runners, id)
+		d.stopped[id] = time.Now()
 	}
 	d.mu.Unlock()
 	d.forget(ctx, id)
@@ -429,6 +448,9 @@ type runner struct {
 	cancel context.CancelFunc
 	sem    chan struct{}
 
+	// stoppedBy is when the runner before this one stopped (see Resume).
+	stoppedBy time.Time
+
 	mu      sync.Mutex
 	limit   *rate.Limiter // nil: no rate cap
 	limitAt float64       // the rate limit was made for
@@ -450,9 +472,9 @@ const maxHeld = 500
 // consumer's ack wait (30s).
 const extendEvery = 10 * time.Second
 
-func (d *Dispatcher) start(ctx context.Context, ep *ordersync.Endpoint, src ordersync.OrderEventSource, log *logWriter) *runner {
+func (d *Dispatcher) start(ctx context.Context, ep *ordersync.Endpoint, src ordersync.OrderEventSource, log *logWriter, stoppedBy time.Time) *runner {
 	rctx, cancel := context.WithCancel(ctx)
-	r := &runner{d: d, src: src, log: log, ctx: rctx, cancel: cancel, sem: make(chan struct{}, d.cfg.Concurrency),
+	r := &runner{d: d, src: src, log: log, stoppedBy: stoppedBy, ctx: rctx, cancel: cancel, sem: make(chan struct{}, d.cfg.Concurrency),
 		lanes: map[string][]*held{}, heldAt: map[*held]time.Time{}, space: make(chan struct{}, 1)}
 	r.ep.Store(ep)
 	d.wg.Add(1)
@@ -470,6 +492,11 @@ func (r *runner) run() {
 	log := r.d.cfg.Logger.With("endpoint", id)
 	gauge := r.d.metrics.oldest.WithLabelValues(id)
 	defer gauge.Set(0)
+	// An order's earlier event another runner left unsettled must not be
+	// overtaken by its later one.
+	if err := r.src.Resume(r.ctx, r.stoppedBy); err != nil {
+		return
+	}
 	extended := time.Now()
 	for r.ctx.Err() == nil {
 		r.mu.Lock()

@@ -8,12 +8,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/delivery"
@@ -668,5 +670,51 @@ func TestDispatchWaitingEventOutlastsAckWait(t *testing.T) {
 	}
 	if len(got) != 3 || got[0].typ != "order.paid" || got[1].typ != "order.paid" || got[2].status != "FINALIZED" {
 		t.Errorf("requests %v, want paid (503), paid, FINALIZED once", seen)
+	}
+}
+
+// A dispatcher that stops while it holds an order's event, unsettled,
+// hands over to another (as when the deliveries lease moves): the next one
+// must deliver that event before the order's later one, although the queue
+// hands the held event out again only after the ack wait while the later
+// one is there at once.
+func TestDispatchTakeoverKeepsOrder(t *testing.T) {
+	e := newDispatchEnv(t)
+	srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
+		if n == 0 { // the first holder's attempt: it keeps the event to retry
+			w.Header().Set("Retry-After", "60")
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	e.addEndpoint(t, srv.URL)
+	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true))
+	waitFor(t, 10*time.Second, "the first attempt", func() bool { return len(srv.requests()) == 1 })
+	// The first holder stops with PAID unsettled; the cleanup still waits
+	// for its Run.
+	e.cancel()
+	err := <-e.done
+	e.done <- err
+
+	e.publishOrders(t, orderMsg("A1", ordersync.StatusFinalized, 2, false))
+	next, err := worker.NewDispatcher(worker.DispatcherConfig{
+		Endpoints: e.db, DeadLetters: e.db, Log: e.db, Stream: e.q, Registerer: prometheus.NewRegistry(), Logger: e.logger,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- next.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	waitFor(t, 60*time.Second, "PAID and FINALIZED delivered", func() bool { return len(srv.requests()) >= 3 })
+	time.Sleep(time.Second)
+	var seen []string
+	for _, r := range srv.requests() {
+		seen = append(seen, r.typ+"/"+r.status)
+	}
+	if want := []string{"order.paid/PAID", "order.paid/PAID", "order.status_changed/FINALIZED"}; !slices.Equal(seen, want) {
+		t.Errorf("the endpoint received %v, want %v (PAID refused, then PAID and FINALIZED in order)", seen, want)
 	}
 }
