@@ -200,6 +200,61 @@ type DeliveryDeadLetters interface {
 	MarkDeliveryDeadLetterReplayed(ctx context.Context, id int64, at time.Time) error
 }
 
+// DeliveryOutcome is how the delivery of one order event to one endpoint
+// ended.
+type DeliveryOutcome string
+
+// Delivery outcomes, as the delivery log records them.
+const (
+	// DeliveryDelivered: the endpoint answered 2xx.
+	DeliveryDelivered DeliveryOutcome = "delivered"
+	// DeliveryDeadLettered: refused for good or out of retries; a delivery
+	// dead letter keeps it for a replay.
+	DeliveryDeadLettered DeliveryOutcome = "dead_lettered"
+	// DeliveryGone: the endpoint answered 410 Gone and was disabled; the
+	// event waits in its consumer until the endpoint is enabled again.
+	DeliveryGone DeliveryOutcome = "gone"
+)
+
+// DeliveryRecord is a row of the delivery log: how the delivery of one order
+// event to one endpoint last ended. A later end of the same delivery (a
+// redelivery, a replay) replaces it, so an order keeps one row per event
+// and endpoint however often each was tried.
+type DeliveryRecord struct {
+	// WebhookID is the delivery's webhook-id: it names one event at one
+	// endpoint.
+	WebhookID  string
+	EndpointID string
+	Event      HookEvent
+	Account    string
+	OrderCode  string
+	// OrderStatus is the status of the order the event carried.
+	OrderStatus Status
+	Outcome     DeliveryOutcome
+	// Attempts is how many requests the delivery took; Status is the last
+	// one's HTTP status (0: no answer).
+	Attempts int
+	Status   int
+	// Detail says why a delivery did not happen, or that it was a replay.
+	Detail string
+	// At is when it ended.
+	At time.Time
+}
+
+// DeliveryFilter selects delivery log rows, newest first.
+type DeliveryFilter struct {
+	Account   string
+	OrderCode string
+	Limit     int
+}
+
+// DeliveryLog is where HTTP deliveries record how each ended.
+type DeliveryLog interface {
+	// RecordDeliveries writes rows, each replacing the row of its
+	// webhook-id.
+	RecordDeliveries(ctx context.Context, recs []DeliveryRecord) error
+}
+
 // OrderEvent is one message of the orders stream, as the outbox relay
 // published it.
 type OrderEvent struct {
@@ -227,8 +282,18 @@ type OrderEventDelivery interface {
 
 // OrderEventSource hands out one endpoint's order events.
 type OrderEventSource interface {
-	// Next waits up to wait for at least one event and returns at most max;
-	// an empty slice, not an error, when none arrived.
+	// Resume is called by a new reader before its first Next. Events an
+	// earlier reader (one that stopped acting by stoppedBy: another process
+	// before it took over, or this one) left unsettled come back only after
+	// the queue's ack wait, while later events are there at once. So Resume
+	// takes back what was left, holding any later event that arrives
+	// meanwhile, until all of it is back or the ack wait after stoppedBy has
+	// passed; the next Next returns everything it holds, in the order
+	// published, however many. It returns an error only when ctx ends.
+	Resume(ctx context.Context, stoppedBy time.Time) error
+	// Next waits up to wait for at least one event and returns at most max
+	// (see Resume), in the order published; an empty slice, not an error,
+	// when none arrived.
 	Next(ctx context.Context, max int, wait time.Duration) ([]OrderEventDelivery, error)
 }
 

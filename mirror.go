@@ -356,6 +356,9 @@ type MirrorReader interface {
 	StoreCurrency(ctx context.Context, account string) (string, error)
 	CountOrdersByStatus(ctx context.Context) (map[Status]int, error)
 	ListEvents(ctx context.Context, filter EventFilter) ([]EventRecord, error)
+	// ListDeliveries returns how the deliveries of order events to HTTP
+	// endpoints ended, newest first.
+	ListDeliveries(ctx context.Context, filter DeliveryFilter) ([]DeliveryRecord, error)
 }
 
 // DeadLetters is the dead-letter store.
@@ -373,11 +376,13 @@ type Outbox interface {
 }
 
 // Retention is the part of the mirror that forgets what has served its
-// purpose: outbox messages long published, event log rows long past. Each
-// call deletes at most limit rows, oldest first, and says how many.
+// purpose: outbox messages long published, event log and delivery log rows
+// long past. Each call deletes at most limit rows, oldest first, and says
+// how many.
 type Retention interface {
 	PruneSentOutbox(ctx context.Context, sentBefore time.Time, limit int) (int, error)
 	PruneEventLog(ctx context.Context, receivedBefore time.Time, limit int) (int, error)
+	PruneDeliveryLog(ctx context.Context, endedBefore time.Time, limit int) (int, error)
 }
 
 // ReconcileSource lists orders for an on-demand reconcile, most overdue

@@ -250,16 +250,25 @@ func TestOrdersEndpoints(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// The order's delivery to an HTTP endpoint, a second after its webhook.
+	if err := e.db.RecordDeliveries(context.Background(), []ordersync.DeliveryRecord{{WebhookID: "msg_paid", EndpointID: "erp",
+		Event: ordersync.HookOrderPaid, Account: "default", OrderCode: codes[0], OrderStatus: ordersync.StatusPaid,
+		Outcome: ordersync.DeliveryDelivered, Attempts: 2, Status: 204, At: now.Add(time.Second)}}); err != nil {
+		t.Fatal(err)
+	}
+	delivery := `{"kind":"delivery","at":"` + now.Add(time.Second).UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano) +
+		`","type":"order.paid","orderCode":"` + codes[0] + `","orderStatus":"PAID","endpointId":"erp","webhookId":"msg_paid","attempts":2,"status":204,"outcome":"delivered"}`
 	for _, tc := range []struct {
 		path       string
 		status     int
 		want, lack []string
 	}{
-		{"/v1/orders/" + codes[0] + "/events", 200, []string{`"msgId":"ev-paid"`, `"outcome":"synced"`}, []string{"ev-unheld"}},
-		{"/v1/events?orderId=424242", 200, []string{`"msgId":"ev-unheld"`, `"detail":"unresolved"`}, []string{"ev-paid"}},
-		{"/v1/events?orderCode=" + codes[0], 200, []string{`"msgId":"ev-paid"`}, []string{"ev-unheld"}},
-		{"/v1/events?limit=1", 200, []string{`"msgId":"ev-paid"`}, []string{"ev-unheld"}},
-		{"/v1/events?msgId=ev-unheld", 200, []string{`"msgId":"ev-unheld"`}, []string{"ev-paid"}},
+		{"/v1/orders/" + codes[0] + "/events", 200, []string{`{"events":[` + delivery + `,{"kind":"webhook","at":`, `"msgId":"ev-paid"`, `"outcome":"synced"`}, []string{"ev-unheld"}},
+		{"/v1/events?orderId=424242", 200, []string{`"msgId":"ev-unheld"`, `"detail":"unresolved"`}, []string{"ev-paid", "msg_paid"}},
+		{"/v1/events?orderCode=" + codes[0], 200, []string{`"msgId":"ev-paid"`, delivery}, []string{"ev-unheld"}},
+		{"/v1/events?orderCode=" + codes[0] + "&limit=1", 200, []string{delivery}, []string{"ev-paid"}},
+		{"/v1/events?limit=1", 200, []string{`"msgId":"ev-paid"`}, []string{"ev-unheld", "msg_paid"}},
+		{"/v1/events?msgId=ev-unheld", 200, []string{`"msgId":"ev-unheld"`}, []string{"ev-paid", "msg_paid"}},
 		{"/v1/events?orderId=1", 200, []string{`{"events":[]}`}, nil},
 		{"/v1/events?limit=many", 400, []string{"limit"}, nil},
 	} {

@@ -1,9 +1,11 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -14,6 +16,12 @@ import (
 // endpointAckWait is how long an endpoint's deliverer may hold an event
 // without extending it before another process gets it.
 const endpointAckWait = 30 * time.Second
+
+// handBackMargin is added to the ack wait before a new reader of an
+// endpoint's consumer starts: the earlier reader's last extension may reach
+// the server a little after it stopped, and the server's timer notices an
+// expired ack wait a little after it ran out.
+const handBackMargin = time.Second
 
 // endpointMaxAckPending bounds the events one endpoint holds unsettled
 // across every process, so a failing endpoint keeps a bounded backlog in
@@ -153,14 +161,89 @@ func (q *Queue) orderEvent(msg jetstream.Msg, md *jetstream.MsgMetadata) ordersy
 type orderEventSource struct {
 	q *Queue
 	c jetstream.Consumer
+	// early is what Resume took back, with what came meanwhile: the first
+	// Next returns it.
+	early []ordersync.OrderEventDelivery
+}
+
+// Resume counts the events handed out and not settled, then fetches until
+// that many have come back as redeliveries: the server queues an event for
+// redelivery once its ack wait ran out (or it was refused), and serves that
+// queue before any event not yet handed out, so what arrives before them is
+// later and is held with them. An earlier reader that stopped by stoppedBy
+// leaves nothing pending past its ack wait from then, which bounds the
+// wait; a consumer it cannot read costs that whole wait.
+func (s *orderEventSource) Resume(ctx context.Context, stoppedBy time.Time) error {
+	until := stoppedBy.Add(endpointAckWait + handBackMargin)
+	info, err := s.c.Info(ctx)
+	switch {
+	case err == nil && info.NumAckPending == 0:
+		return nil
+	case err != nil:
+		// Without the count, wait out the bound and take nothing early.
+		if err := sleepUntil(ctx, until); err != nil {
+			return fmt.Errorf("resume order events: %w", err)
+		}
+		return nil
+	}
+	back, extended := 0, time.Now()
+	for back < info.NumAckPending && time.Now().Before(until) {
+		ds, err := s.next(ctx, endpointMaxAckPending, min(time.Until(until), time.Second))
+		if ctx.Err() != nil {
+			return fmt.Errorf("resume order events: %w", ctx.Err())
+		}
+		for _, d := range ds {
+			if d.(*orderEventDelivery).delivered > 1 {
+				back++
+			}
+		}
+		s.early = append(s.early, ds...)
+		// What is held must not run out its own ack wait meanwhile.
+		if time.Since(extended) >= endpointAckWait/3 {
+			extended = time.Now()
+			for _, d := range s.early {
+				_ = d.Extend()
+			}
+		}
+		if err != nil && len(ds) == 0 {
+			if err := sleepUntil(ctx, time.Now().Add(min(time.Until(until), time.Second))); err != nil {
+				return fmt.Errorf("resume order events: %w", err)
+			}
+		}
+	}
+	sortBySequence(s.early)
+	return nil
+}
+
+func sleepUntil(ctx context.Context, t time.Time) error {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
 }
 
 // Next asks for what is there now and, when nothing is, waits for one
-// event and takes what else arrived with it (see eventSource.Next).
+// event and takes what else arrived with it (see eventSource.Next). A
+// batch is sorted by stream sequence: redeliveries come in the order their
+// ack waits ran out, which need not be the order published.
 func (s *orderEventSource) Next(ctx context.Context, max int, wait time.Duration) ([]ordersync.OrderEventDelivery, error) {
 	if max < 1 {
 		return nil, fmt.Errorf("next order events: max %d must be at least 1", max)
 	}
+	if early := s.early; len(early) > 0 {
+		s.early = nil
+		return early, nil
+	}
+	out, err := s.next(ctx, max, wait)
+	sortBySequence(out)
+	return out, err
+}
+
+func (s *orderEventSource) next(ctx context.Context, max int, wait time.Duration) ([]ordersync.OrderEventDelivery, error) {
 	out, err := s.collect(ctx, nil, func() (jetstream.MessageBatch, error) { return s.c.FetchNoWait(max) })
 	if len(out) > 0 || wait <= 0 {
 		return out, orderFetchError(ctx, out, err)
@@ -188,7 +271,11 @@ func (s *orderEventSource) collect(ctx context.Context, out []ordersync.OrderEve
 				return out, batch.Error()
 			}
 			md, _ := msg.Metadata()
-			out = append(out, &orderEventDelivery{msg: msg, ev: s.q.orderEvent(msg, md)})
+			d := &orderEventDelivery{msg: msg, ev: s.q.orderEvent(msg, md)}
+			if md != nil {
+				d.seq, d.delivered = md.Sequence.Stream, md.NumDelivered
+			}
+			out = append(out, d)
 		case <-ctx.Done():
 			go func() {
 				for msg := range msgs {
@@ -215,6 +302,16 @@ func orderFetchError(ctx context.Context, out []ordersync.OrderEventDelivery, er
 type orderEventDelivery struct {
 	msg jetstream.Msg
 	ev  ordersync.OrderEvent
+	seq uint64 // in the stream
+	// delivered counts the times the consumer handed it out, this one
+	// included: more than once is a redelivery.
+	delivered uint64
+}
+
+func sortBySequence(out []ordersync.OrderEventDelivery) {
+	slices.SortStableFunc(out, func(a, b ordersync.OrderEventDelivery) int {
+		return cmp.Compare(a.(*orderEventDelivery).seq, b.(*orderEventDelivery).seq)
+	})
 }
 
 func (d *orderEventDelivery) Event() ordersync.OrderEvent { return d.ev }

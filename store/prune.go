@@ -70,6 +70,25 @@ SELECT account FROM accounts WHERE account IS NOT NULL`); err != nil {
 	return n, err
 }
 
+// PruneDeliveryLog deletes up to limit delivery log rows that ended before
+// endedBefore, oldest first, and returns how many it deleted.
+func (db *DB) PruneDeliveryLog(ctx context.Context, endedBefore time.Time, limit int) (int, error) {
+	if limit < 1 {
+		return 0, fmt.Errorf("prune delivery log: limit must be positive, got %d", limit)
+	}
+	var n int
+	err := db.inTx(ctx, "prune delivery log", func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, db.rebind(`DELETE FROM delivery_log WHERE webhook_id IN (
+    SELECT webhook_id FROM delivery_log WHERE ended_at < ? ORDER BY ended_at LIMIT ?)`), dbTime(endedBefore), limit)
+		if err != nil {
+			return err
+		}
+		n, err = rowsAffected(res)
+		return err
+	})
+	return n, err
+}
+
 func rowsAffected(res sql.Result) (int, error) {
 	n, err := res.RowsAffected()
 	return int(n), err

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,7 +31,9 @@ import (
 type DispatcherConfig struct {
 	Endpoints   ordersync.Endpoints
 	DeadLetters ordersync.DeliveryDeadLetters
-	Stream      ordersync.OrderEventStream
+	// Log records how each delivery ended, for the order's event log.
+	Log    ordersync.DeliveryLog
+	Stream ordersync.OrderEventStream
 	// Timeout bounds one attempt, answer included. Default 10s.
 	Timeout time.Duration
 	// RetryWindow is how long after an event was published its retries
@@ -96,6 +99,8 @@ func (c DispatcherConfig) validate() error {
 		return errors.New("worker: DispatcherConfig.Endpoints is required")
 	case c.DeadLetters == nil:
 		return errors.New("worker: DispatcherConfig.DeadLetters is required")
+	case c.Log == nil:
+		return errors.New("worker: DispatcherConfig.Log is required")
 	case c.Stream == nil:
 		return errors.New("worker: DispatcherConfig.Stream is required")
 	}
@@ -110,8 +115,10 @@ func (c DispatcherConfig) validate() error {
 // Per order, an endpoint receives events in the order they were
 // published: each order's events wait in a lane behind the one being
 // delivered or retried, while other orders' lanes flow. The lanes are this
-// process's; processes sharing an endpoint's consumer may each hold events
-// of the same order (see the README).
+// process's, so one process delivers at a time (the deliveries lease), and
+// a runner that starts where another stopped (after a takeover, a restart,
+// a change of the endpoint's events) first takes back the events left
+// unsettled (OrderEventSource.Resume).
 type Dispatcher struct {
 	cfg     DispatcherConfig
 	wake    chan struct{}
@@ -119,6 +126,11 @@ type Dispatcher struct {
 
 	mu      sync.Mutex
 	runners map[string]*runner
+	// running is when Run started: any earlier holder of the lease had
+	// stopped by then. stopped is when each endpoint's last runner in this
+	// process was stopped.
+	running time.Time
+	stopped map[string]time.Time
 	wg      sync.WaitGroup
 }
 
@@ -137,7 +149,7 @@ func NewDispatcher(cfg DispatcherConfig) (*Dispatcher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	d := &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), runners: map[string]*runner{}}
+	d := &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), runners: map[string]*runner{}, stopped: map[string]time.Time{}}
 	d.metrics = dispatchMetrics{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ordersync_delivery_events_total",
@@ -185,13 +197,18 @@ func (d *Dispatcher) Notify() {
 
 // Run delivers until ctx ends, then waits for its goroutines. Events in
 // flight when it stops stay unacknowledged and come back, to this process
-// or another, after the consumer's ack wait.
+// or another, after the consumer's ack wait; the next Run waits for them
+// before it delivers a later event of the same endpoint.
 func (d *Dispatcher) Run(ctx context.Context) error {
+	d.mu.Lock()
+	d.running = time.Now()
+	d.mu.Unlock()
 	t := time.NewTicker(d.cfg.Refresh)
 	defer t.Stop()
+	log := startLogWriter(d.cfg.Log, d.cfg.Logger)
 	failing := false
 	for {
-		err := d.sync(ctx)
+		err := d.sync(ctx, log)
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
 			d.cfg.Logger.Error("deliveries: read endpoints", "err", err)
@@ -208,6 +225,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			}
 			d.mu.Unlock()
 			d.wg.Wait()
+			log.close()
 			return nil
 		case <-d.wake:
 		case <-t.C:
@@ -216,7 +234,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 }
 
 // sync starts, restarts and stops runners to match the endpoints.
-func (d *Dispatcher) sync(ctx context.Context) error {
+func (d *Dispatcher) sync(ctx context.Context, log *logWriter) error {
 	eps, err := d.cfg.Endpoints.ListEndpoints(ctx)
 	if err != nil {
 		return err
@@ -238,6 +256,7 @@ func (d *Dispatcher) sync(ctx context.Context) error {
 		}
 		r.cancel()
 		delete(d.runners, id)
+		d.stopped[id] = time.Now()
 		if !slices.ContainsFunc(eps, func(e *ordersync.Endpoint) bool { return e.ID == id }) {
 			d.forget(ctx, id)
 		}
@@ -251,7 +270,13 @@ func (d *Dispatcher) sync(ctx context.Context) error {
 			d.cfg.Logger.Error("deliveries: open the endpoint's consumer", "endpoint", id, "err", err)
 			continue
 		}
-		d.runners[id] = d.start(ctx, ep, src)
+		// The events the endpoint's last runner, here or in another
+		// process, left unsettled: that one stopped by then.
+		stoppedBy := d.running
+		if at, ok := d.stopped[id]; ok && at.After(stoppedBy) {
+			stoppedBy = at
+		}
+		d.runners[id] = d.start(ctx, ep, src, log, stoppedBy)
 	}
 	return nil
 }
@@ -274,6 +299,7 @@ func (d *Dispatcher) Forget(ctx context.Context, id string) error {
 	if r, ok := d.runners[id]; ok {
 		r.cancel()
 		delete(d.runners, id)
+		d.stopped[id] = time.Now()
 	}
 	d.mu.Unlock()
 	d.forget(ctx, id)
@@ -417,9 +443,13 @@ type runner struct {
 	d      *Dispatcher
 	ep     atomic.Pointer[ordersync.Endpoint]
 	src    ordersync.OrderEventSource
+	log    *logWriter
 	ctx    context.Context
 	cancel context.CancelFunc
 	sem    chan struct{}
+
+	// stoppedBy is when the runner before this one stopped (see Resume).
+	stoppedBy time.Time
 
 	mu      sync.Mutex
 	limit   *rate.Limiter // nil: no rate cap
@@ -442,9 +472,9 @@ const maxHeld = 500
 // consumer's ack wait (30s).
 const extendEvery = 10 * time.Second
 
-func (d *Dispatcher) start(ctx context.Context, ep *ordersync.Endpoint, src ordersync.OrderEventSource) *runner {
+func (d *Dispatcher) start(ctx context.Context, ep *ordersync.Endpoint, src ordersync.OrderEventSource, log *logWriter, stoppedBy time.Time) *runner {
 	rctx, cancel := context.WithCancel(ctx)
-	r := &runner{d: d, src: src, ctx: rctx, cancel: cancel, sem: make(chan struct{}, d.cfg.Concurrency),
+	r := &runner{d: d, src: src, log: log, stoppedBy: stoppedBy, ctx: rctx, cancel: cancel, sem: make(chan struct{}, d.cfg.Concurrency),
 		lanes: map[string][]*held{}, heldAt: map[*held]time.Time{}, space: make(chan struct{}, 1)}
 	r.ep.Store(ep)
 	d.wg.Add(1)
@@ -462,6 +492,11 @@ func (r *runner) run() {
 	log := r.d.cfg.Logger.With("endpoint", id)
 	gauge := r.d.metrics.oldest.WithLabelValues(id)
 	defer gauge.Set(0)
+	// An order's earlier event another runner left unsettled must not be
+	// overtaken by its later one.
+	if err := r.src.Resume(r.ctx, r.stoppedBy); err != nil {
+		return
+	}
 	extended := time.Now()
 	for r.ctx.Err() == nil {
 		r.mu.Lock()
@@ -527,13 +562,22 @@ func (r *runner) limiter(perSecond float64) *rate.Limiter {
 	return r.limit
 }
 
+// eventOrder is what an event's payload says of its order.
+type eventOrder struct {
+	Account     string           `json:"account"`
+	OrderCode   string           `json:"orderCode"`
+	OrderStatus ordersync.Status `json:"orderStatus"`
+}
+
+func orderOf(payload []byte) eventOrder {
+	var o eventOrder
+	_ = json.Unmarshal(payload, &o)
+	return o
+}
+
 // laneKey is the lane of an event: its account and order code.
 func laneKey(payload []byte) string {
-	var o struct {
-		Account   string `json:"account"`
-		OrderCode string `json:"orderCode"`
-	}
-	_ = json.Unmarshal(payload, &o)
+	o := orderOf(payload)
 	return o.Account + "/" + o.OrderCode
 }
 
@@ -600,7 +644,8 @@ func (r *runner) drain(key string) {
 }
 
 // deliver tries one event until it is delivered, refused for good or out
-// of time, and reports whether it was settled.
+// of time, and reports whether it was settled. How it ended goes to the
+// delivery log before the event is settled.
 func (r *runner) deliver(dl ordersync.OrderEventDelivery) bool {
 	ev := dl.Event()
 	ep := r.endpoint()
@@ -618,6 +663,12 @@ func (r *runner) deliver(dl ordersync.OrderEventDelivery) bool {
 		return dl.Ack(r.ctx) == nil
 	}
 	id := WebhookID(ep.ID, ev.MsgID)
+	o := orderOf(ev.Payload)
+	rec := ordersync.DeliveryRecord{WebhookID: id, EndpointID: ep.ID, Event: hookEv, Account: o.Account,
+		OrderCode: o.OrderCode, OrderStatus: o.OrderStatus}
+	if _, ok := dl.(replayed); ok {
+		rec.Detail = "replay"
+	}
 	bo := newBackoff()
 	for attempts := 1; ; attempts++ {
 		ep = r.endpoint()
@@ -637,29 +688,33 @@ func (r *runner) deliver(dl ordersync.OrderEventDelivery) bool {
 			return false
 		}
 		r.d.metrics.attempts.WithLabelValues(ep.ID, res.label).Inc()
+		rec.Attempts, rec.Status = attempts, res.status
 		switch res.verdict {
 		case delivered:
 			r.d.metrics.events.WithLabelValues(ep.ID, "delivered").Inc()
 			r.d.metrics.lag.WithLabelValues(ep.ID).Observe(time.Since(published).Seconds())
-			return dl.Ack(r.ctx) == nil
+			rec.Outcome = ordersync.DeliveryDelivered
+			return r.log.add(r.ctx, rec) && dl.Ack(r.ctx) == nil
 		case gone:
 			r.d.cfg.Logger.Warn("deliveries: endpoint answered 410 Gone; disabling it", "endpoint", ep.ID)
 			if err := r.d.cfg.Endpoints.DisableEndpoint(r.ctx, ep.ID, ordersync.DisabledGone); err != nil {
 				r.d.cfg.Logger.Error("deliveries: disable endpoint", "endpoint", ep.ID, "err", err)
 			}
 			r.d.metrics.disabled.WithLabelValues(ep.ID).Set(1)
+			rec.Outcome, rec.Detail = ordersync.DeliveryGone, "410 Gone: the endpoint is disabled; its events wait until it is enabled"
+			r.log.add(r.ctx, rec)
 			r.cancel()
 			r.d.Notify()
 			return false
 		case permanent:
-			return r.deadLetter(dl, ep, hookEv, id, body, attempts, res)
+			return r.deadLetter(dl, rec, body, "refused", res)
 		}
 		wait := res.retryAfter
 		if wait <= 0 {
 			wait = bo.NextBackOff()
 		}
 		if time.Since(published)+wait > r.d.cfg.RetryWindow {
-			return r.deadLetter(dl, ep, hookEv, id, body, attempts, res)
+			return r.deadLetter(dl, rec, body, "out of retries", res)
 		}
 		if sleep(r.ctx, wait) != nil {
 			return false
@@ -667,28 +722,32 @@ func (r *runner) deliver(dl ordersync.OrderEventDelivery) bool {
 	}
 }
 
-func (r *runner) deadLetter(dl ordersync.OrderEventDelivery, ep *ordersync.Endpoint, ev ordersync.HookEvent, id string, body []byte, attempts int, res attemptResult) bool {
-	ev0 := dl.Event()
-	var o struct {
-		Account   string `json:"account"`
-		OrderCode string `json:"orderCode"`
-	}
-	_ = json.Unmarshal(ev0.Payload, &o)
+// deadLetter settles an event as a delivery dead letter; rec is its
+// delivery so far, why says how it ended.
+func (r *runner) deadLetter(dl ordersync.OrderEventDelivery, rec ordersync.DeliveryRecord, body []byte, why string, res attemptResult) bool {
 	letter := ordersync.DeliveryDeadLetter{
-		EndpointID: ep.ID, Event: ev, WebhookID: id, Account: o.Account, OrderCode: o.OrderCode,
-		Attempts: attempts, LastStatus: res.status, LastBody: res.answer, Body: body,
+		EndpointID: rec.EndpointID, Event: rec.Event, WebhookID: rec.WebhookID, Account: rec.Account, OrderCode: rec.OrderCode,
+		Attempts: rec.Attempts, LastStatus: res.status, LastBody: res.answer, Body: body,
 	}
+	// The start of the answer on one line: the log shows it in a table.
+	answer := strings.Join(strings.Fields(ordersync.Clip(res.answer, 200)), " ")
 	if res.err != nil {
 		letter.LastError = res.err.Error()
+		answer = letter.LastError
 	}
-	if _, err := r.d.cfg.DeadLetters.AddDeliveryDeadLetter(r.ctx, letter); err != nil {
+	letterID, err := r.d.cfg.DeadLetters.AddDeliveryDeadLetter(r.ctx, letter)
+	if err != nil {
 		// Not settled: it comes back and is tried again.
-		r.d.cfg.Logger.Error("deliveries: record dead letter", "endpoint", ep.ID, "webhook_id", id, "err", err)
+		r.d.cfg.Logger.Error("deliveries: record dead letter", "endpoint", rec.EndpointID, "webhook_id", rec.WebhookID, "err", err)
 		return false
 	}
-	r.d.cfg.Logger.Warn("deliveries: dead letter", "endpoint", ep.ID, "webhook_id", id, "event", ev, "status", res.status, "attempts", attempts)
-	r.d.metrics.events.WithLabelValues(ep.ID, "dead_lettered").Inc()
-	return dl.Ack(r.ctx) == nil
+	r.d.cfg.Logger.Warn("deliveries: dead letter", "endpoint", rec.EndpointID, "webhook_id", rec.WebhookID, "event", rec.Event, "status", res.status, "attempts", rec.Attempts)
+	r.d.metrics.events.WithLabelValues(rec.EndpointID, "dead_lettered").Inc()
+	rec.Outcome, rec.Detail = ordersync.DeliveryDeadLettered, fmt.Sprintf("dead letter %d: %s", letterID, why)
+	if answer != "" {
+		rec.Detail += ": " + answer
+	}
+	return r.log.add(r.ctx, rec) && dl.Ack(r.ctx) == nil
 }
 
 func (d *Dispatcher) once(ctx context.Context, ep *ordersync.Endpoint, id string, body []byte) ordersync.DeliveryReport {
@@ -741,6 +800,12 @@ func (d *Dispatcher) ReplayDeadLetter(ctx context.Context, id int64) (ordersync.
 			return rep, err
 		}
 		d.metrics.events.WithLabelValues(ep.ID, "delivered").Inc()
+		rec := ordersync.DeliveryRecord{WebhookID: dl.WebhookID, EndpointID: ep.ID, Event: dl.Event, Account: dl.Account,
+			OrderCode: dl.OrderCode, Outcome: ordersync.DeliveryDelivered, Attempts: 1, Status: rep.Status,
+			Detail: fmt.Sprintf("replay of delivery dead letter %d", id)}
+		if err := d.cfg.Log.RecordDeliveries(ctx, []ordersync.DeliveryRecord{rec}); err != nil {
+			return rep, err
+		}
 	}
 	return rep, nil
 }

@@ -8,12 +8,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/delivery"
@@ -98,7 +100,7 @@ func newDispatchEnv(t testing.TB) *dispatchEnv {
 	e := &dispatchEnv{env: newEnv(t, sim.Faults{})}
 	var err error
 	e.d, err = worker.NewDispatcher(worker.DispatcherConfig{
-		Endpoints: e.db, DeadLetters: e.db, Stream: e.q, Registerer: e.reg, Logger: e.logger,
+		Endpoints: e.db, DeadLetters: e.db, Log: e.db, Stream: e.q, Registerer: e.reg, Logger: e.logger,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -162,6 +164,19 @@ func (e *dispatchEnv) publishOrders(t testing.TB, msgs ...ordersync.OutboxMessag
 	}
 }
 
+// deliveries waits until the delivery log holds n rows of an order, and
+// returns them, newest first.
+func (e *dispatchEnv) deliveries(t testing.TB, code string, n int) []ordersync.DeliveryRecord {
+	t.Helper()
+	var recs []ordersync.DeliveryRecord
+	waitFor(t, 10*time.Second, fmt.Sprintf("%d delivery log rows of %s", n, code), func() bool {
+		var err error
+		recs, err = e.db.ListDeliveries(context.Background(), ordersync.DeliveryFilter{Account: "default", OrderCode: code})
+		return err == nil && len(recs) == n
+	})
+	return recs
+}
+
 func TestDispatchDeliversSignedEvents(t *testing.T) {
 	e := newDispatchEnv(t)
 	srv := newEndpointServer(t, hookSecret, nil)
@@ -204,6 +219,22 @@ func TestDispatchDeliversSignedEvents(t *testing.T) {
 	}
 	if n := counterValue(t, e.reg, "ordersync_delivery_events_total", map[string]string{"endpoint": ep.ID, "outcome": "delivered"}); n != 3 {
 		t.Errorf("delivered events metric = %v, want 3", n)
+	}
+	// The delivery log: one row per event and endpoint, as each ended.
+	recs := e.deliveries(t, "A1", 4)
+	byID := map[string]ordersync.DeliveryRecord{}
+	for _, r := range recs {
+		byID[r.WebhookID] = r
+	}
+	for i, r := range got {
+		d, ok := byID[r.id]
+		if !ok || d.EndpointID != ep.ID || string(d.Event) != wantTypes[i] || d.Outcome != ordersync.DeliveryDelivered ||
+			d.Attempts != 1 || d.Status != http.StatusNoContent || d.OrderStatus != ordersync.Status(r.status) || d.At.Before(r.at.Add(-time.Second)) {
+			t.Errorf("delivery log row of request %d (%s): %+v", i, r.id, d)
+		}
+	}
+	if d, ok := byID[paidOnly.requests()[0].id]; !ok || d.EndpointID != po.ID || d.Event != ordersync.HookOrderPaid {
+		t.Errorf("delivery log row of the paid-only endpoint: %+v", d)
 	}
 }
 
@@ -304,6 +335,16 @@ func TestDispatchGoneDisablesEndpoint(t *testing.T) {
 	if dls, _ := e.db.ListDeliveryDeadLetters(context.Background(), ordersync.DeliveryDeadLetterFilter{}); len(dls) != 0 {
 		t.Errorf("410 made dead letters: %v", dls)
 	}
+	// The orders' event logs say why their events went no further.
+	recs, _ := e.db.ListDeliveries(context.Background(), ordersync.DeliveryFilter{})
+	if len(recs) == 0 {
+		t.Error("no delivery log row after a 410")
+	}
+	for _, r := range recs {
+		if r.Outcome != ordersync.DeliveryGone || r.Status != http.StatusGone || r.EndpointID != ep.ID {
+			t.Errorf("delivery log after a 410: %+v", r)
+		}
+	}
 }
 
 // A 4xx other than 410 and 429 is permanent: one attempt, a dead letter
@@ -336,6 +377,11 @@ func TestDispatchPermanentToDeadLetterAndReplay(t *testing.T) {
 		dl.OrderCode != "A1" || dl.WebhookID != first[0].id || string(dl.Body) != string(first[0].body) {
 		t.Fatalf("%d requests; letter %+v", len(first), dl)
 	}
+	if recs := e.deliveries(t, "A1", 1); recs[0].Outcome != ordersync.DeliveryDeadLettered || recs[0].WebhookID != dl.WebhookID ||
+		recs[0].Status != 422 || recs[0].Attempts != 1 || recs[0].OrderStatus != ordersync.StatusPaid ||
+		!strings.HasPrefix(recs[0].Detail, fmt.Sprintf("dead letter %d: refused: no such order", dl.ID)) {
+		t.Errorf("delivery log row of the dead letter: %+v", recs[0])
+	}
 	mu.Lock()
 	fail = false
 	mu.Unlock()
@@ -349,6 +395,10 @@ func TestDispatchPermanentToDeadLetterAndReplay(t *testing.T) {
 	}
 	if dls, _ := e.db.ListDeliveryDeadLetters(context.Background(), ordersync.DeliveryDeadLetterFilter{EndpointID: ep.ID}); len(dls) != 0 {
 		t.Errorf("the replayed letter is still pending")
+	}
+	if recs := e.deliveries(t, "A1", 1); recs[0].Outcome != ordersync.DeliveryDelivered || recs[0].Status != 200 ||
+		recs[0].OrderStatus != ordersync.StatusPaid || recs[0].Detail != fmt.Sprintf("replay of delivery dead letter %d", dl.ID) {
+		t.Errorf("delivery log row after the replay: %+v", recs[0])
 	}
 }
 
@@ -548,7 +598,7 @@ func TestDispatchTimeoutRetries(t *testing.T) {
 func TestDispatchRetriesExhausted(t *testing.T) {
 	e := &dispatchEnv{env: newEnv(t, sim.Faults{})}
 	d, err := worker.NewDispatcher(worker.DispatcherConfig{
-		Endpoints: e.db, DeadLetters: e.db, Stream: e.q, Registerer: e.reg, Logger: e.logger, RetryWindow: 3 * time.Second,
+		Endpoints: e.db, DeadLetters: e.db, Log: e.db, Stream: e.q, Registerer: e.reg, Logger: e.logger, RetryWindow: 3 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -620,5 +670,51 @@ func TestDispatchWaitingEventOutlastsAckWait(t *testing.T) {
 	}
 	if len(got) != 3 || got[0].typ != "order.paid" || got[1].typ != "order.paid" || got[2].status != "FINALIZED" {
 		t.Errorf("requests %v, want paid (503), paid, FINALIZED once", seen)
+	}
+}
+
+// A dispatcher that stops while it holds an order's event, unsettled,
+// hands over to another (as when the deliveries lease moves): the next one
+// must deliver that event before the order's later one, although the queue
+// hands the held event out again only after the ack wait while the later
+// one is there at once.
+func TestDispatchTakeoverKeepsOrder(t *testing.T) {
+	e := newDispatchEnv(t)
+	srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
+		if n == 0 { // the first holder's attempt: it keeps the event to retry
+			w.Header().Set("Retry-After", "60")
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	e.addEndpoint(t, srv.URL)
+	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true))
+	waitFor(t, 10*time.Second, "the first attempt", func() bool { return len(srv.requests()) == 1 })
+	// The first holder stops with PAID unsettled; the cleanup still waits
+	// for its Run.
+	e.cancel()
+	err := <-e.done
+	e.done <- err
+
+	e.publishOrders(t, orderMsg("A1", ordersync.StatusFinalized, 2, false))
+	next, err := worker.NewDispatcher(worker.DispatcherConfig{
+		Endpoints: e.db, DeadLetters: e.db, Log: e.db, Stream: e.q, Registerer: prometheus.NewRegistry(), Logger: e.logger,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- next.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	waitFor(t, 60*time.Second, "PAID and FINALIZED delivered", func() bool { return len(srv.requests()) >= 3 })
+	time.Sleep(time.Second)
+	var seen []string
+	for _, r := range srv.requests() {
+		seen = append(seen, r.typ+"/"+r.status)
+	}
+	if want := []string{"order.paid/PAID", "order.paid/PAID", "order.status_changed/FINALIZED"}; !slices.Equal(seen, want) {
+		t.Errorf("the endpoint received %v, want %v (PAID refused, then PAID and FINALIZED in order)", seen, want)
 	}
 }

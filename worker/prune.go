@@ -20,7 +20,8 @@ type PrunerConfig struct {
 	// pruned.
 	OutboxRetention time.Duration
 	// EventLogRetention keeps event log rows this long after they were
-	// received; 0 keeps them forever.
+	// received, and delivery log rows this long after their delivery
+	// ended: the two make an order's event log. 0 keeps them forever.
 	EventLogRetention time.Duration
 	// Interval between passes. Default 10m.
 	Interval time.Duration
@@ -59,7 +60,7 @@ func (c PrunerConfig) validate() error {
 // Pruner deletes, pass after pass, what the mirror keeps past its
 // retention, so that it does not grow without end: every webhook adds an
 // event log row, every status change an outbox message with the whole
-// order.
+// order, every order event a delivery log row per endpoint.
 type Pruner struct {
 	cfg    PrunerConfig
 	pruned *prometheus.CounterVec
@@ -73,12 +74,12 @@ func NewPruner(cfg PrunerConfig) (*Pruner, error) {
 	}
 	p := &Pruner{cfg: cfg, pruned: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ordersync_pruned_rows_total",
-		Help: "Rows the pruner deleted past their retention, by table (outbox, event_log).",
+		Help: "Rows the pruner deleted past their retention, by table (outbox, event_log, delivery_log).",
 	}, []string{"table"})}
 	if err := cfg.Registerer.Register(p.pruned); err != nil {
 		return nil, err
 	}
-	for _, table := range []string{"outbox", "event_log"} {
+	for _, table := range []string{"outbox", "event_log", "delivery_log"} {
 		p.pruned.WithLabelValues(table) // exported at 0 from the start
 	}
 	return p, nil
@@ -86,7 +87,7 @@ func NewPruner(cfg PrunerConfig) (*Pruner, error) {
 
 // PruneReport is what one pass deleted.
 type PruneReport struct {
-	Outbox, EventLog int
+	Outbox, EventLog, DeliveryLog int
 }
 
 // Prune runs one pass: for each table with a retention, deletes chunk
@@ -102,6 +103,7 @@ func (p *Pruner) Prune(ctx context.Context) (PruneReport, error) {
 	}{
 		{"outbox", p.cfg.OutboxRetention, p.cfg.Store.PruneSentOutbox, &rep.Outbox},
 		{"event_log", p.cfg.EventLogRetention, p.cfg.Store.PruneEventLog, &rep.EventLog},
+		{"delivery_log", p.cfg.EventLogRetention, p.cfg.Store.PruneDeliveryLog, &rep.DeliveryLog},
 	}
 	for _, t := range tables {
 		if t.retention == 0 {
@@ -137,9 +139,9 @@ func (p *Pruner) Run(ctx context.Context) error {
 		rep, err := p.Prune(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			p.cfg.Logger.Error("prune pass", "err", err, "outbox", rep.Outbox, "event_log", rep.EventLog)
-		case rep.Outbox > 0 || rep.EventLog > 0:
-			p.cfg.Logger.Info("pruned past retention", "outbox", rep.Outbox, "event_log", rep.EventLog)
+			p.cfg.Logger.Error("prune pass", "err", err, "outbox", rep.Outbox, "event_log", rep.EventLog, "delivery_log", rep.DeliveryLog)
+		case rep.Outbox > 0 || rep.EventLog > 0 || rep.DeliveryLog > 0:
+			p.cfg.Logger.Info("pruned past retention", "outbox", rep.Outbox, "event_log", rep.EventLog, "delivery_log", rep.DeliveryLog)
 		}
 		select {
 		case <-ctx.Done():

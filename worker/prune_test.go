@@ -17,8 +17,8 @@ import (
 )
 
 // TestPruner: a pass deletes, chunk after chunk, every published outbox
-// message and event log row past its retention, keeps the rest and the
-// unpublished messages, and counts what it deleted.
+// message, event log row and delivery log row past its retention, keeps
+// the rest and the unpublished messages, and counts what it deleted.
 func TestPruner(t *testing.T) {
 	ctx := context.Background()
 	db, err := store.Open(ctx, store.Config{URL: filepath.Join(t.TempDir(), "mirror.db")})
@@ -60,6 +60,16 @@ func TestPruner(t *testing.T) {
 	if err := db.RecordEvents(ctx, events); err != nil {
 		t.Fatal(err)
 	}
+	// Delivery log, under the event log's retention: two deliveries 40
+	// days old, one from yesterday.
+	var deliveries []ordersync.DeliveryRecord
+	for i, age := range []time.Duration{40 * 24 * time.Hour, 40 * 24 * time.Hour, 24 * time.Hour} {
+		deliveries = append(deliveries, ordersync.DeliveryRecord{WebhookID: fmt.Sprint("msg_", i), EndpointID: "erp", Event: ordersync.HookOrderPaid,
+			Account: "default", OrderCode: "pr0", Outcome: ordersync.DeliveryDelivered, Attempts: 1, Status: 200, At: now.Add(-age)})
+	}
+	if err := db.RecordDeliveries(ctx, deliveries); err != nil {
+		t.Fatal(err)
+	}
 
 	reg := prometheus.NewRegistry()
 	p, err := worker.NewPruner(worker.PrunerConfig{Store: db, OutboxRetention: 48 * time.Hour, EventLogRetention: 30 * 24 * time.Hour,
@@ -68,8 +78,8 @@ func TestPruner(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := p.Prune(ctx)
-	if err != nil || rep != (worker.PruneReport{Outbox: 5, EventLog: 3}) {
-		t.Fatalf("Prune = %+v, %v; want 5 outbox messages and 3 event log rows", rep, err)
+	if err != nil || rep != (worker.PruneReport{Outbox: 5, EventLog: 3, DeliveryLog: 2}) {
+		t.Fatalf("Prune = %+v, %v; want 5 outbox messages, 3 event log rows and 2 delivery log rows", rep, err)
 	}
 	if rep, err := p.Prune(ctx); err != nil || rep != (worker.PruneReport{}) {
 		t.Errorf("second Prune = %+v, %v; want nothing left to prune", rep, err)
@@ -80,9 +90,13 @@ func TestPruner(t *testing.T) {
 	if rows, err := db.ListEvents(ctx, ordersync.EventFilter{Account: "default"}); err != nil || len(rows) != 2 {
 		t.Errorf("event log after pruning: %d rows, %v; want yesterday's 2", len(rows), err)
 	}
+	if rows, err := db.ListDeliveries(ctx, ordersync.DeliveryFilter{Account: "default"}); err != nil || len(rows) != 1 {
+		t.Errorf("delivery log after pruning: %d rows, %v; want yesterday's 1", len(rows), err)
+	}
 	want := `
-# HELP ordersync_pruned_rows_total Rows the pruner deleted past their retention, by table (outbox, event_log).
+# HELP ordersync_pruned_rows_total Rows the pruner deleted past their retention, by table (outbox, event_log, delivery_log).
 # TYPE ordersync_pruned_rows_total counter
+ordersync_pruned_rows_total{table="delivery_log"} 2
 ordersync_pruned_rows_total{table="event_log"} 3
 ordersync_pruned_rows_total{table="outbox"} 5
 `

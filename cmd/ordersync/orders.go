@@ -191,11 +191,14 @@ func newOrdersEventsCommand() *cobra.Command {
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "events",
-		Short: "List the webhooks heard about an order, in the mirror or not, newest first",
+		Short: "List the webhooks heard about an order, in the mirror or not, and its deliveries, newest first",
 		Long: `events lists the event log: every webhook received, with its signature
 verdict and what became of it. With --order-code or --order-id it answers
 "did we hear about this order?", also for orders the mirror does not hold
-(an event dead-lettered as unresolved, another product's order).`,
+(an event dead-lettered as unresolved, another product's order). With
+--order-code it also shows how each of the order's events reached each HTTP
+endpoint: delivered, dead-lettered or waiting for an endpoint that answered
+410 Gone, with the webhook-id, the attempts and the last HTTP status.`,
 		Args: cobra.NoArgs,
 	}
 	flags := app.AddConfigFlags(cmd.Flags(), app.ScopeMirror)
@@ -210,29 +213,59 @@ verdict and what became of it. With --order-code or --order-id it answers
 			return err
 		}
 		defer l.Close()
-		events, err := l.db.ListEvents(cmd.Context(), ordersync.EventFilter{Account: account, OrderCode: strings.TrimSpace(code),
+		code = strings.TrimSpace(code)
+		events, err := l.db.ListEvents(cmd.Context(), ordersync.EventFilter{Account: account, OrderCode: code,
 			OrderID: ordersync.ID(strings.TrimSpace(id)), Limit: limit})
 		if err != nil {
 			return err
 		}
-		if asJSON {
-			return writeIndented(cmd.OutOrStdout(), admin.EventList{Events: admin.EventsJSON(events)})
+		var deliveries []ordersync.DeliveryRecord
+		if code != "" {
+			if deliveries, err = l.db.ListDeliveries(cmd.Context(), ordersync.DeliveryFilter{Account: account, OrderCode: code, Limit: limit}); err != nil {
+				return err
+			}
 		}
-		printEventTable(cmd.OutOrStdout(), events)
+		log := admin.NewEventList(events, deliveries, limit)
+		if asJSON {
+			return writeIndented(cmd.OutOrStdout(), log)
+		}
+		printEventTable(cmd.OutOrStdout(), log.Events)
 		return nil
 	}
 	return cmd
 }
 
-func printEventTable(w io.Writer, events []ordersync.EventRecord) {
+func printEventTable(w io.Writer, events []admin.EventJSON) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RECEIVED\tTYPE\tCODE\tID\tREFERENCE\tSIGNATURE\tOUTCOME\tDETAIL")
+	fmt.Fprintln(tw, "AT\tTYPE\tCODE\tID\tREFERENCE\tSIGNATURE\tOUTCOME\tDETAIL")
 	for _, e := range events {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", when(e.ReceivedAt), dash(string(e.Type)), dash(e.OrderCode),
-			dash(string(e.OrderID)), dash(e.OrderReference), dash(string(e.Signature)), dash(string(e.Outcome)), dash(e.Detail))
+		detail := e.Detail
+		if e.Kind == admin.EventKindDelivery {
+			detail = deliveryDetail(e)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", when(e.At), dash(e.Type), dash(e.OrderCode),
+			dash(string(e.OrderID)), dash(e.OrderReference), dash(e.Signature), dash(e.Outcome), dash(detail))
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w, plural(len(events), "event"))
+}
+
+// deliveryDetail says in a line where a delivery went and how it ended:
+// "PAID to ep_…, HTTP 204, 1 attempt, msg_…".
+func deliveryDetail(e admin.EventJSON) string {
+	to := "to " + e.EndpointID
+	if e.OrderStatus != "" {
+		to = string(e.OrderStatus) + " " + to
+	}
+	answer := "no answer"
+	if e.Status > 0 {
+		answer = fmt.Sprintf("HTTP %d", e.Status)
+	}
+	parts := []string{to, answer, plural(e.Attempts, "attempt"), e.WebhookID}
+	if e.Detail != "" {
+		parts = append(parts, e.Detail)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func newOrdersTrackCommand() *cobra.Command {

@@ -267,7 +267,7 @@ func (p *Program) buildStages() (err error) {
 	var deliverer ordersync.Deliverer
 	if p.roles.worker {
 		p.dispatcher, err = worker.NewDispatcher(worker.DispatcherConfig{
-			Endpoints: p.db, DeadLetters: p.db, Stream: p.queue, Registerer: p.reg, Logger: log("delivery"),
+			Endpoints: p.db, DeadLetters: p.db, Log: p.db, Stream: p.queue, Registerer: p.reg, Logger: log("delivery"),
 		})
 		if err != nil {
 			return err

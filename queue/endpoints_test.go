@@ -1,0 +1,89 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// TestResumeTakesBackFirst: events a reader refused come back to the next
+// reader of the endpoint's consumer before a later one, in the order
+// published although refused in reverse; and Resume waits for events still
+// held only within its bound.
+func TestResumeTakesBackFirst(t *testing.T) {
+	_, q := embeddedQueue(t, uniqueConfig())
+	ctx := context.Background()
+	msg := func(status ordersync.Status, n int) ordersync.OutboxMessage {
+		return ordersync.OutboxMessage{Subject: ordersync.SubjectStatusPrefix + string(status), MsgID: fmt.Sprintf("A1:%d", n),
+			Payload: fmt.Appendf(nil, `{"orderCode":"A1","orderStatus":%q}`, status)}
+	}
+	from := time.Now().Add(-time.Minute)
+	open := func() ordersync.OrderEventSource {
+		t.Helper()
+		src, err := q.EndpointEvents(ctx, "ep1", ordersync.HookEvents, from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return src
+	}
+	first := open()
+	if _, err := q.PublishMessages(ctx, []ordersync.OutboxMessage{msg(ordersync.StatusPending, 1), msg(ordersync.StatusPaid, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	var held []ordersync.OrderEventDelivery
+	for deadline := time.Now().Add(5 * time.Second); len(held) < 2 && time.Now().Before(deadline); {
+		ds, err := first.Next(ctx, 10, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, ds...)
+	}
+	if len(held) != 2 {
+		t.Fatalf("the first reader got %d events, want 2", len(held))
+	}
+	for _, d := range slices.Backward(held) {
+		if err := d.(*orderEventDelivery).msg.Nak(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := q.PublishMessages(ctx, []ordersync.OutboxMessage{msg(ordersync.StatusFinalized, 3)}); err != nil {
+		t.Fatal(err)
+	}
+
+	next := open()
+	start := time.Now()
+	if err := next.Resume(ctx, start); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Resume took %v for events already refused, want them back at once", took)
+	}
+	var ids []string
+	for deadline := time.Now().Add(5 * time.Second); len(ids) < 3 && time.Now().Before(deadline); {
+		ds, err := next.Next(ctx, 1, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			ids = append(ids, d.Event().MsgID)
+		}
+	}
+	if want := []string{"A1:1", "A1:2", "A1:3"}; !slices.Equal(ids, want) {
+		t.Errorf("the next reader got %v, want %v", ids, want)
+	}
+
+	// Those three are held, unsettled. A reader whose predecessor stopped
+	// longer ago than the ack wait does not wait for them.
+	late := open()
+	start = time.Now()
+	if err := late.Resume(ctx, start.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Resume past its bound took %v", took)
+	}
+}

@@ -1,0 +1,116 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/ordersync/ordersync"
+)
+
+// upsertDeliveries writes delivery log rows; a webhook-id already there is
+// a delivery that ended again, and takes the new end. A row that does not
+// know the order's status (a dead letter replayed) keeps the one recorded.
+var upsertDeliveries = rowsSQL{
+	prefix: `INSERT INTO delivery_log (webhook_id, endpoint_id, event, account, order_code, order_status, outcome, attempts, status, detail, ended_at) VALUES `,
+	cols:   11,
+	suffix: ` ON CONFLICT (webhook_id) DO UPDATE SET
+    order_status = CASE WHEN excluded.order_status <> '' THEN excluded.order_status ELSE delivery_log.order_status END,
+    outcome = excluded.outcome,
+    attempts = excluded.attempts,
+    status = excluded.status,
+    detail = excluded.detail,
+    ended_at = excluded.ended_at`,
+}
+
+// RecordDeliveries writes delivery log rows, each replacing the row of its
+// webhook-id, in one transaction.
+func (db *DB) RecordDeliveries(ctx context.Context, recs []ordersync.DeliveryRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	op := fmt.Sprintf("record %d deliveries", len(recs))
+	now := time.Now()
+	// One statement must not touch a row twice: the last end of a
+	// webhook-id wins.
+	at := make(map[string]int, len(recs))
+	rows := make([][]any, 0, len(recs))
+	for _, r := range recs {
+		switch {
+		case r.WebhookID == "" || r.EndpointID == "":
+			return fmt.Errorf("%s: delivery %q: WebhookID and EndpointID are required", op, r.WebhookID)
+		case r.Event == "" || r.Outcome == "":
+			return fmt.Errorf("%s: delivery %s: Event and Outcome are required", op, r.WebhookID)
+		}
+		if r.At.IsZero() {
+			r.At = now
+		}
+		row := []any{r.WebhookID, r.EndpointID, string(r.Event), r.Account, r.OrderCode, string(r.OrderStatus),
+			string(r.Outcome), r.Attempts, r.Status, ordersync.Clip(r.Detail, maxDetail), dbTime(r.At)}
+		if i, ok := at[r.WebhookID]; ok {
+			rows[i] = row
+			continue
+		}
+		at[r.WebhookID] = len(rows)
+		rows = append(rows, row)
+	}
+	return db.inTx(ctx, op, func(tx *sqlx.Tx) error {
+		return db.execRows(ctx, tx, upsertDeliveries, rows)
+	})
+}
+
+type deliveryRow struct {
+	WebhookID   string    `db:"webhook_id"`
+	EndpointID  string    `db:"endpoint_id"`
+	Event       string    `db:"event"`
+	Account     string    `db:"account"`
+	OrderCode   string    `db:"order_code"`
+	OrderStatus string    `db:"order_status"`
+	Outcome     string    `db:"outcome"`
+	Attempts    int       `db:"attempts"`
+	Status      int       `db:"status"`
+	Detail      string    `db:"detail"`
+	EndedAt     time.Time `db:"ended_at"`
+}
+
+// ListDeliveries returns delivery log rows, newest first. Limit defaults to
+// 100 and is capped at 1000.
+func (db *DB) ListDeliveries(ctx context.Context, filter ordersync.DeliveryFilter) ([]ordersync.DeliveryRecord, error) {
+	where := []string{"1 = 1"}
+	var args []any
+	if filter.Account != "" {
+		where, args = append(where, "account = ?"), append(args, filter.Account)
+	}
+	if filter.OrderCode != "" {
+		where, args = append(where, "order_code = ?"), append(args, filter.OrderCode)
+	}
+	args = append(args, clampLimit(filter.Limit, defaultListLimit, maxListLimit))
+	query := `SELECT webhook_id, endpoint_id, event, account, order_code, order_status, outcome, attempts, status, detail, ended_at
+FROM delivery_log WHERE ` + strings.Join(where, " AND ") + ` ORDER BY ended_at DESC, webhook_id DESC LIMIT ?`
+
+	var recs []ordersync.DeliveryRecord
+	err := db.inReadTx(ctx, "list deliveries", func(tx *sqlx.Tx) error {
+		var rows []deliveryRow
+		if err := tx.SelectContext(ctx, &rows, db.rebind(query), args...); err != nil {
+			return err
+		}
+		recs = make([]ordersync.DeliveryRecord, len(rows))
+		for i, r := range rows {
+			recs[i] = ordersync.DeliveryRecord{
+				WebhookID: r.WebhookID, EndpointID: r.EndpointID, Event: ordersync.HookEvent(r.Event), Account: r.Account,
+				OrderCode: r.OrderCode, OrderStatus: ordersync.Status(r.OrderStatus), Outcome: ordersync.DeliveryOutcome(r.Outcome),
+				Attempts: r.Attempts, Status: r.Status, Detail: r.Detail, At: r.EndedAt.UTC(),
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+var _ ordersync.DeliveryLog = (*DB)(nil)

@@ -1,0 +1,85 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/batch"
+)
+
+// logBatch is the most delivery log rows one write takes.
+const logBatch = 200
+
+// logWriteTimeout bounds one write of the delivery log: lanes wait for it.
+const logWriteTimeout = 10 * time.Second
+
+// logWriter writes the delivery log in batches: what the lanes settled
+// while the last write ran goes in one transaction, so a busy endpoint
+// costs a write per batch, not one per delivery.
+type logWriter struct {
+	log    ordersync.DeliveryLog
+	logger *slog.Logger
+	ch     chan logEntry
+	done   chan struct{}
+}
+
+type logEntry struct {
+	rec     ordersync.DeliveryRecord
+	written chan struct{}
+}
+
+func startLogWriter(log ordersync.DeliveryLog, logger *slog.Logger) *logWriter {
+	w := &logWriter{log: log, logger: logger, ch: make(chan logEntry, logBatch), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		batch.Drain(w.ch, logBatch, w.write)
+	}()
+	return w
+}
+
+// add records how a delivery ended and waits for the write, so that the
+// event is settled only after its row is in: a process killed in between
+// leaves it to be delivered and recorded again. It reports false only when
+// ctx ends first. A failed write is logged here and does not hold the
+// delivery back: the endpoint has its answer either way.
+func (w *logWriter) add(ctx context.Context, rec ordersync.DeliveryRecord) bool {
+	if rec.At.IsZero() {
+		rec.At = time.Now()
+	}
+	e := logEntry{rec: rec, written: make(chan struct{})}
+	select {
+	case w.ch <- e:
+	case <-ctx.Done():
+		return false
+	}
+	select {
+	case <-e.written:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (w *logWriter) write(entries []logEntry) {
+	recs := make([]ordersync.DeliveryRecord, len(entries))
+	for i, e := range entries {
+		recs[i] = e.rec
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), logWriteTimeout)
+	defer cancel()
+	if err := w.log.RecordDeliveries(ctx, recs); err != nil {
+		w.logger.Error("deliveries: write the delivery log", "rows", len(recs), "err", err)
+	}
+	for _, e := range entries {
+		close(e.written)
+	}
+}
+
+// close writes what is queued and waits for the writer. Nothing may add
+// after it.
+func (w *logWriter) close() {
+	close(w.ch)
+	<-w.done
+}
