@@ -70,21 +70,11 @@ once, every webhook answered 2xx is in the event log, dead letters hold only
 genuinely permanent failures, and the mirror converged within
 --converge-within after the faults stopped.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			exe, err := ordersyncBinary(cmd.Context(), cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
+		RunE: withBinary(func(cmd *cobra.Command, exe string) error {
 			opts.exe = exe
 			rep, err := runChaos(cmd.Context(), cmd.OutOrStdout(), opts)
-			if err != nil {
-				return err
-			}
-			if !rep.OK() {
-				return errors.New("chaos test failed")
-			}
-			return nil
-		},
+			return verdict("chaos", rep, err)
+		}),
 	}
 	f := cmd.Flags()
 	f.IntVar(&opts.Orders, "orders", opts.Orders, "orders to create through the pipeline")
@@ -664,15 +654,11 @@ const maxDeliveryWait = 3 * time.Minute
 // each order's order, signed; duplicates by webhook-id are counted, not
 // failed, since a kill can cut off the acknowledgement of a delivery.
 func (r *chaosRun) checkDeliveries(ctx context.Context) error {
-	nc, err := nats.Connect(r.child.NATSURL(), nats.Name("ordersync-lab delivery check"))
-	if err != nil {
-		return fmt.Errorf("connect to NATS: %w", err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
+	js, closeJS, err := connectJetStream(r.child.NATSURL(), "ordersync-lab delivery check")
 	if err != nil {
 		return err
 	}
+	defer closeJS()
 	triggers, err := queue.CountPerOrder(ctx, js, defaultOrdersStream, ordersync.SubjectPaid)
 	if err != nil {
 		return err
@@ -713,15 +699,11 @@ func (r *chaosRun) checkPaid(ctx context.Context) error {
 // requires exactly one message for every order PAID or FINALIZED in the
 // simulator, and none with more than one, waiting up to 15s for the relay.
 func checkPaidTriggers(ctx context.Context, natsURL, stream, subject string, truth func() []ordersync.Order, rep *chaosReport) error {
-	nc, err := nats.Connect(natsURL, nats.Name("ordersync PAID check"))
-	if err != nil {
-		return fmt.Errorf("connect to NATS: %w", err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
+	js, closeJS, err := connectJetStream(natsURL, "ordersync-lab PAID check")
 	if err != nil {
 		return err
 	}
+	defer closeJS()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		triggers, err := queue.CountPerOrder(ctx, js, stream, subject)
@@ -847,15 +829,11 @@ const maxEventLogWait = 2 * time.Minute
 // eventsHeld is how many events the pipeline's queue has not settled yet:
 // never delivered, or delivered and waiting for an ack or a redelivery.
 func eventsHeld(ctx context.Context, natsURL, stream, consumer string) (uint64, error) {
-	nc, err := nats.Connect(natsURL, nats.Name("ordersync chaos queue check"))
+	js, closeJS, err := connectJetStream(natsURL, "ordersync-lab queue check")
 	if err != nil {
 		return 0, err
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return 0, err
-	}
+	defer closeJS()
 	cons, err := js.Consumer(ctx, stream, consumer)
 	if err != nil {
 		return 0, err
@@ -865,6 +843,20 @@ func eventsHeld(ctx context.Context, natsURL, stream, consumer string) (uint64, 
 		return 0, err
 	}
 	return info.NumPending + uint64(info.NumAckPending), nil
+}
+
+// connectJetStream connects to the pipeline's NATS as a reader beside it;
+// closeJS closes the connection.
+func connectJetStream(natsURL, name string) (js jetstream.JetStream, closeJS func(), err error) {
+	nc, err := nats.Connect(natsURL, nats.Name(name))
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to NATS: %w", err)
+	}
+	if js, err = jetstream.New(nc); err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return js, nc.Close, nil
 }
 
 // pipelineAckWait is the queue's default AckWait (queue.Config), which

@@ -106,11 +106,7 @@ and measures two things, each on a fresh pipeline:
 
 It reports the figures against the targets and exits 0 either way.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			exe, err := ordersyncBinary(cmd.Context(), cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
+		RunE: withBinary(func(cmd *cobra.Command, exe string) error {
 			opts.exe = exe
 			rep, err := runLoadtest(cmd.Context(), cmd.OutOrStdout(), opts)
 			if err != nil {
@@ -118,7 +114,7 @@ It reports the figures against the targets and exits 0 either way.`,
 			}
 			printLoadReport(cmd.OutOrStdout(), rep)
 			return nil
-		},
+		}),
 	}
 	f := cmd.Flags()
 	f.DurationVar(&opts.Duration, "duration", opts.Duration, "length of the ingest phase")

@@ -52,6 +52,30 @@ func newRootCommand() *cobra.Command {
 	return root
 }
 
+// withBinary is the RunE of a lab command: it finds the ordersync binary
+// to run, then runs.
+func withBinary(run func(cmd *cobra.Command, exe string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		exe, err := ordersyncBinary(cmd.Context(), cmd.ErrOrStderr())
+		if err != nil {
+			return err
+		}
+		return run(cmd, exe)
+	}
+}
+
+// verdict turns a run's report into the command's exit: an error when the
+// run could not finish or a guarantee failed.
+func verdict(name string, rep interface{ OK() bool }, err error) error {
+	switch {
+	case err != nil:
+		return err
+	case !rep.OK():
+		return fmt.Errorf("%s test failed", name)
+	}
+	return nil
+}
+
 // built is the temporary directory of an ordersync the lab built.
 var built string
 

@@ -94,11 +94,7 @@ fetches in flight each) against the simulator with 50 ms GET latency: N
 orders with one webhook each, orders/s until mirrored, upstream fetches
 per order.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			exe, err := ordersyncBinary(cmd.Context(), cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
+		RunE: withBinary(func(cmd *cobra.Command, exe string) error {
 			opts.Chaos.exe = exe
 			if opts.NATSURL == "" {
 				opts.NATSURL = os.Getenv("ORDERSYNC_NATS_URL")
@@ -114,14 +110,8 @@ per order.`,
 				return err
 			}
 			rep, err := runMultiproc(cmd.Context(), cmd.OutOrStdout(), opts)
-			if err != nil {
-				return err
-			}
-			if !rep.OK() {
-				return errors.New("multiproc test failed")
-			}
-			return nil
-		},
+			return verdict("multiproc", rep, err)
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.NATSURL, "nats-url", "", "external NATS server (default ORDERSYNC_NATS_URL)")
