@@ -108,7 +108,7 @@ func TestStagesNameTheMissingField(t *testing.T) {
 	}
 	dispatcher := func(edit func(*worker.DispatcherConfig)) func() error {
 		return func() error {
-			cfg := worker.DispatcherConfig{Endpoints: e.db, DeadLetters: e.db, Stream: e.q}
+			cfg := worker.DispatcherConfig{Endpoints: e.db, DeadLetters: e.db, Log: e.db, Stream: e.q}
 			edit(&cfg)
 			_, err := worker.NewDispatcher(cfg)
 			return err
@@ -150,6 +150,7 @@ func TestStagesNameTheMissingField(t *testing.T) {
 		{"worker: PrunerConfig.EventLogRetention must be ≥ 0", pruner(func(c *worker.PrunerConfig) { c.EventLogRetention = -time.Hour })},
 		{"worker: DispatcherConfig.Endpoints is required", dispatcher(func(c *worker.DispatcherConfig) { c.Endpoints = nil })},
 		{"worker: DispatcherConfig.DeadLetters is required", dispatcher(func(c *worker.DispatcherConfig) { c.DeadLetters = nil })},
+		{"worker: DispatcherConfig.Log is required", dispatcher(func(c *worker.DispatcherConfig) { c.Log = nil })},
 		{"worker: DispatcherConfig.Stream is required", dispatcher(func(c *worker.DispatcherConfig) { c.Stream = nil })},
 		{"worker: SyncerConfig.Upstream is required", syncer(func(c *worker.SyncerConfig) { c.Upstream = nil })},
 		{"worker: SyncerConfig.Mirror is required", syncer(func(c *worker.SyncerConfig) { c.Mirror = nil })},

@@ -35,8 +35,8 @@ const RunMainEnv = "ORDERSYNC_TEST_RUN_MAIN"
 // chaos test and the load generator measure the real binary, with its own
 // GC settings, and kill it with SIGKILL.
 type Config struct {
-	// Exe is the ordersync binary: os.Executable() in a command, the test
-	// binary (with Env holding RunMainEnv=1) in a test.
+	// Exe is the ordersync binary: the one the lab found or built, or a
+	// test binary of cmd/ordersync (with Env holding RunMainEnv=1).
 	Exe string
 	// Env is added to the environment. Inherited ORDERSYNC_* variables are
 	// dropped so a developer's settings never leak into the child.
