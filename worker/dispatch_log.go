@@ -12,12 +12,18 @@ import (
 // logBatch is the most delivery log rows one write takes.
 const logBatch = 200
 
+// logLinger is how long a write waits for more rows after the first: the
+// lanes wait for their rows, so it delays their acks by that much at most,
+// and rows settled at a steady pace share a commit instead of one each.
+const logLinger = 2 * time.Millisecond
+
 // logWriteTimeout bounds one write of the delivery log: lanes wait for it.
 const logWriteTimeout = 10 * time.Second
 
 // logWriter writes the delivery log in batches: what the lanes settled
-// while the last write ran goes in one transaction, so a busy endpoint
-// costs a write per batch, not one per delivery.
+// while the last write ran, or within logLinger of the first row, goes in
+// one transaction, so an endpoint costs a write per batch, not one per
+// delivery.
 type logWriter struct {
 	log    ordersync.DeliveryLog
 	logger *slog.Logger
@@ -34,7 +40,22 @@ func startLogWriter(log ordersync.DeliveryLog, logger *slog.Logger) *logWriter {
 	w := &logWriter{log: log, logger: logger, ch: make(chan logEntry, logBatch), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		batch.Drain(w.ch, logBatch, w.write)
+		batch.Drain(w.ch, logBatch, func(entries []logEntry) {
+			deadline := time.After(logLinger)
+		gather:
+			for len(entries) < logBatch {
+				select {
+				case e, ok := <-w.ch:
+					if !ok {
+						break gather
+					}
+					entries = append(entries, e)
+				case <-deadline:
+					break gather
+				}
+			}
+			w.write(entries)
+		})
 	}()
 	return w
 }
