@@ -282,7 +282,7 @@ func (s *Server) orderEvents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "find order", err, fmt.Sprintf("order %s is not in the mirror", code))
 		return
 	}
-	const limit = 1000
+	const limit = maxEventLimit
 	events, err := s.cfg.Orders.ListEvents(r.Context(), ordersync.EventFilter{Account: account, OrderCode: code, OrderID: o.Order.OrderID, Limit: limit})
 	if err != nil {
 		s.internal(w, "list events", err)
@@ -332,7 +332,7 @@ func NewEventList(events []ordersync.EventRecord, deliveries []ordersync.Deliver
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	filter := ordersync.EventFilter{Account: s.account(r), OrderCode: strings.TrimSpace(q.Get("orderCode")),
-		OrderID: ordersync.ID(strings.TrimSpace(q.Get("orderId"))), MsgID: strings.TrimSpace(q.Get("msgId")), Limit: defaultEventLimit}
+		OrderID: ordersync.ID(strings.TrimSpace(q.Get("orderId"))), MsgID: strings.TrimSpace(q.Get("msgId"))}
 	if !queryCount(w, q, "limit", &filter.Limit) {
 		return
 	}

@@ -161,8 +161,8 @@ func (q *Queue) orderEvent(msg jetstream.Msg, md *jetstream.MsgMetadata) ordersy
 type orderEventSource struct {
 	q *Queue
 	c jetstream.Consumer
-	// early is what Resume took back, with what came meanwhile: the first
-	// Next returns it.
+	// early is what Resume took back, with what came meanwhile, in stream
+	// order: the next calls of Next return it, max at a time.
 	early []ordersync.OrderEventDelivery
 }
 
@@ -234,9 +234,11 @@ func (s *orderEventSource) Next(ctx context.Context, max int, wait time.Duration
 	if max < 1 {
 		return nil, fmt.Errorf("next order events: max %d must be at least 1", max)
 	}
-	if early := s.early; len(early) > 0 {
-		s.early = nil
-		return early, nil
+	if len(s.early) > 0 {
+		n := min(max, len(s.early))
+		out := s.early[:n:n]
+		s.early = s.early[n:]
+		return out, nil
 	}
 	out, err := s.next(ctx, max, wait)
 	sortBySequence(out)

@@ -68,6 +68,9 @@ func TestResumeTakesBackFirst(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(ds) > 1 {
+			t.Errorf("Next(max 1) after Resume returned %d events", len(ds))
+		}
 		for _, d := range ds {
 			ids = append(ids, d.Event().MsgID)
 		}

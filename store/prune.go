@@ -13,13 +13,20 @@ import (
 // sentBefore, oldest first, and returns how many it deleted. A message not
 // yet published is never deleted, however old.
 func (db *DB) PruneSentOutbox(ctx context.Context, sentBefore time.Time, limit int) (int, error) {
+	return db.pruneBefore(ctx, "prune sent outbox", "outbox", "id", "sent_at", sentBefore, limit)
+}
+
+// pruneBefore deletes up to limit rows of table whose column is before t,
+// oldest first, one statement through the column's index, and returns how
+// many it deleted. Rows whose column is NULL are never deleted.
+func (db *DB) pruneBefore(ctx context.Context, op, table, key, column string, t time.Time, limit int) (int, error) {
 	if limit < 1 {
-		return 0, fmt.Errorf("prune sent outbox: limit must be positive, got %d", limit)
+		return 0, fmt.Errorf("%s: limit must be positive, got %d", op, limit)
 	}
 	var n int
-	err := db.inTx(ctx, "prune sent outbox", func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, db.rebind(`DELETE FROM outbox WHERE id IN (
-    SELECT id FROM outbox WHERE sent_at < ? ORDER BY sent_at LIMIT ?)`), dbTime(sentBefore), limit)
+	err := db.inTx(ctx, op, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, db.rebind(`DELETE FROM `+table+` WHERE `+key+` IN (
+    SELECT `+key+` FROM `+table+` WHERE `+column+` < ? ORDER BY `+column+` LIMIT ?)`), dbTime(t), limit)
 		if err != nil {
 			return err
 		}
@@ -73,20 +80,7 @@ SELECT account FROM accounts WHERE account IS NOT NULL`); err != nil {
 // PruneDeliveryLog deletes up to limit delivery log rows that ended before
 // endedBefore, oldest first, and returns how many it deleted.
 func (db *DB) PruneDeliveryLog(ctx context.Context, endedBefore time.Time, limit int) (int, error) {
-	if limit < 1 {
-		return 0, fmt.Errorf("prune delivery log: limit must be positive, got %d", limit)
-	}
-	var n int
-	err := db.inTx(ctx, "prune delivery log", func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, db.rebind(`DELETE FROM delivery_log WHERE webhook_id IN (
-    SELECT webhook_id FROM delivery_log WHERE ended_at < ? ORDER BY ended_at LIMIT ?)`), dbTime(endedBefore), limit)
-		if err != nil {
-			return err
-		}
-		n, err = rowsAffected(res)
-		return err
-	})
-	return n, err
+	return db.pruneBefore(ctx, "prune delivery log", "delivery_log", "webhook_id", "ended_at", endedBefore, limit)
 }
 
 func rowsAffected(res sql.Result) (int, error) {

@@ -463,6 +463,8 @@ type runner struct {
 // held is one event in a lane.
 type held struct {
 	d ordersync.OrderEventDelivery
+	// order is what its payload says of its order, read once.
+	order eventOrder
 }
 
 // maxHeld bounds the events one endpoint's runner holds in this process.
@@ -575,18 +577,15 @@ func orderOf(payload []byte) eventOrder {
 	return o
 }
 
-// laneKey is the lane of an event: its account and order code.
-func laneKey(payload []byte) string {
-	o := orderOf(payload)
-	return o.Account + "/" + o.OrderCode
-}
+// lane is the lane of an event: its account and order code.
+func (o eventOrder) lane() string { return o.Account + "/" + o.OrderCode }
 
 // enqueue puts an event at the end of its order's lane, starting the lane
 // when it was empty.
 func (r *runner) enqueue(dl ordersync.OrderEventDelivery) {
 	ev := dl.Event()
-	key := laneKey(ev.Payload)
-	h := &held{d: dl}
+	h := &held{d: dl, order: orderOf(ev.Payload)}
+	key := h.order.lane()
 	at := ev.PublishedAt
 	if at.IsZero() {
 		at = time.Now()
@@ -619,7 +618,7 @@ func (r *runner) drain(key string) {
 		}
 		h := lane[0]
 		r.mu.Unlock()
-		settled := r.deliver(h.d)
+		settled := r.deliver(h)
 		r.mu.Lock()
 		if !settled {
 			// Stopping, or the store failed: this event and those behind
@@ -646,7 +645,8 @@ func (r *runner) drain(key string) {
 // deliver tries one event until it is delivered, refused for good or out
 // of time, and reports whether it was settled. How it ended goes to the
 // delivery log before the event is settled.
-func (r *runner) deliver(dl ordersync.OrderEventDelivery) bool {
+func (r *runner) deliver(h *held) bool {
+	dl, o := h.d, h.order
 	ev := dl.Event()
 	ep := r.endpoint()
 	hookEv, ok := ordersync.HookEventOf(ev.Subject)
@@ -663,7 +663,6 @@ func (r *runner) deliver(dl ordersync.OrderEventDelivery) bool {
 		return dl.Ack(r.ctx) == nil
 	}
 	id := WebhookID(ep.ID, ev.MsgID)
-	o := orderOf(ev.Payload)
 	rec := ordersync.DeliveryRecord{WebhookID: id, EndpointID: ep.ID, Event: hookEv, Account: o.Account,
 		OrderCode: o.OrderCode, OrderStatus: o.OrderStatus}
 	if _, ok := dl.(replayed); ok {

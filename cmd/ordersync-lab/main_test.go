@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -34,5 +35,24 @@ func TestOrdersyncBinaryFlag(t *testing.T) {
 	binaryPath = t.TempDir() + "/missing"
 	if _, err := ordersyncBinary(t.Context(), &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--ordersync") {
 		t.Errorf("a missing --ordersync binary: %v, want an error naming the flag", err)
+	}
+}
+
+type report bool
+
+func (r report) OK() bool { return bool(r) }
+
+// TestVerdict: a run that could not finish fails with its error; one that
+// finished fails when a guarantee did not hold, naming the run.
+func TestVerdict(t *testing.T) {
+	if err := verdict("chaos", report(true), nil); err != nil {
+		t.Errorf("a passing run: %v", err)
+	}
+	if err := verdict("chaos", report(false), nil); err == nil || err.Error() != "chaos test failed" {
+		t.Errorf("a failing run: %v", err)
+	}
+	cut := errors.New("cut off")
+	if err := verdict("multiproc", nil, cut); !errors.Is(err, cut) {
+		t.Errorf("a run that could not finish: %v", err)
 	}
 }
