@@ -16,8 +16,8 @@ const migrationBenchEnv = "ORDERSYNC_BENCH_MIGRATION_ORDERS"
 // TestMigrationPaidAtTime times migration 8 (paid_at, status_changed_at
 // and their indexes) on a mirror made by version 7: orders with documents
 // the size of the service's and a status history of one to three rows each
-// (pending; then paid for six in ten; then finalized or cancelled for one in
-// five). It measures: it is skipped unless migrationBenchEnv is set.
+// (pending; then paid for six in ten; then finalized or cancelled for half
+// of those). It measures: it is skipped unless migrationBenchEnv is set.
 func TestMigrationPaidAtTime(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv(migrationBenchEnv))
 	if n <= 0 {
