@@ -103,7 +103,7 @@ func TestTokenIdentity(t *testing.T) {
 }
 
 func TestAuditOutcomes(t *testing.T) {
-	for status, want := range map[int]string{200: "ok", 204: "ok", 403: "403", 500: "500", 302: "302"} {
+	for status, want := range map[int]string{200: "ok", 204: "ok", 403: "403", 500: "500", 303: "ok", 100: "100"} {
 		if got := OutcomeOfStatus(status); got != want {
 			t.Errorf("OutcomeOfStatus(%d) = %q, want %q", status, got, want)
 		}

@@ -35,9 +35,11 @@ type AuditRecord struct {
 	Outcome string
 }
 
-// OutcomeOfStatus is the outcome of an action answered with an HTTP status.
+// OutcomeOfStatus is the outcome of an action answered with an HTTP status:
+// ok for a success or a redirect (a console form answers with the page to
+// see next), the status for a refusal or a failure.
 func OutcomeOfStatus(status int) string {
-	if status >= 200 && status < 300 {
+	if status >= 200 && status < 400 {
 		return OutcomeOK
 	}
 	return strconv.Itoa(status)
