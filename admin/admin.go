@@ -529,7 +529,7 @@ func (s *Server) replayDeadLetters(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	noteObject(r, "dead letters "+r.URL.RawQuery)
+	noteObject(r, strings.TrimSpace("dead letters "+r.URL.RawQuery))
 	n, err := s.cfg.Replayer.ReplayDeadLetters(r.Context(), f)
 	if err != nil {
 		s.fail(w, "replay dead letters", err, "")
