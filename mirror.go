@@ -384,12 +384,14 @@ type Outbox interface {
 
 // Retention is the part of the mirror that forgets what has served its
 // purpose: outbox messages long published, event log and delivery log rows
-// long past. Each call deletes at most limit rows, oldest first, and says
-// how many.
+// long past, audit records past their retention, console sessions expired.
+// Each call deletes at most limit rows, oldest first, and says how many.
 type Retention interface {
 	PruneSentOutbox(ctx context.Context, sentBefore time.Time, limit int) (int, error)
 	PruneEventLog(ctx context.Context, receivedBefore time.Time, limit int) (int, error)
 	PruneDeliveryLog(ctx context.Context, endedBefore time.Time, limit int) (int, error)
+	PruneAuditLog(ctx context.Context, before time.Time, limit int) (int, error)
+	PruneConsoleSessions(ctx context.Context, expiredBefore time.Time, limit int) (int, error)
 }
 
 // ReconcileSource lists orders for an on-demand reconcile, most overdue

@@ -8,7 +8,6 @@ package admin
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,11 +43,28 @@ type Config struct {
 	DeliveryDeadLetters ordersync.DeliveryDeadLetters
 	Deliverer           ordersync.Deliverer
 	SecretGrace         time.Duration
-	// Tokens, when any, are the bearer tokens every request but /healthz
-	// and /readyz must carry. Several allow rotation. Without any, the API
-	// answers only requests addressed to a loopback name (see guard).
-	Tokens []string
-	Logger *slog.Logger
+	// Tokens, when any, are the bearer tokens every API request but
+	// /healthz and /readyz must carry, and the tokens the console signs in
+	// with; each token's role decides whether it may act. Several allow
+	// rotation. Without any, the listener answers only requests addressed
+	// to a loopback name (see guard), as the operator "loopback".
+	Tokens []ordersync.AdminToken
+	// Audit records every action (and serves GET /v1/audit); nil records
+	// nothing.
+	Audit ordersync.AuditLog
+	// Sessions keeps the console's sessions; the console cannot sign in
+	// without it.
+	Sessions ordersync.ConsoleSessions
+	// SessionTTL is how long a console session lasts; default
+	// DefaultSessionTTL.
+	SessionTTL time.Duration
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// (for the sign-in limiter) and whose X-Forwarded-Proto: https makes
+	// the console's cookies Secure.
+	TrustedProxies ordersync.Proxies
+	Logger         *slog.Logger
+	// Clock stamps audit records and sessions; default time.Now.
+	Clock func() time.Time
 }
 
 func (c *Config) withDefaults() Config {
@@ -59,6 +75,12 @@ func (c *Config) withDefaults() Config {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
 	return cfg
 }
 
@@ -66,13 +88,17 @@ func (c *Config) validate() error {
 	if c.Orders == nil {
 		return errors.New("admin: Config.Orders is required")
 	}
+	if err := ordersync.ValidateAdminTokens(c.Tokens); err != nil {
+		return fmt.Errorf("admin: Config.Tokens: %w", err)
+	}
 	return nil
 }
 
 // Server is the admin API handler.
 type Server struct {
-	cfg Config
-	mux *http.ServeMux
+	cfg     Config
+	mux     *router
+	limiter *signInLimiter
 }
 
 // New returns the API handler.
@@ -81,7 +107,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, mux: newRouter(), limiter: newSignInLimiter()}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -100,34 +126,34 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("POST /v1/dead-letters/{id}/replay", when(cfg.Replayer != nil, "replay", s.replayDeadLetter))
 	s.mux.HandleFunc("POST /v1/dead-letters/replay", when(cfg.Replayer != nil, "replay", s.replayDeadLetters))
 	s.routeEndpoints()
+	s.mux.HandleFunc("GET /v1/audit", when(cfg.Audit != nil, "the audit trail", s.listAudit))
+	s.routeConsole()
 	return s, nil
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler: the guard first, then who asks (a
+// bearer token for the API, a session for the console, loopback without
+// tokens), then the route, as that principal's role allows.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.guard(w, r) {
 		return
 	}
-	if len(s.cfg.Tokens) > 0 && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !s.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="ordersync"`)
-		writeProblem(w, http.StatusUnauthorized, "a valid bearer token is required", nil)
-		return
+	switch {
+	case r.URL.Path == "/healthz" || r.URL.Path == "/readyz":
+		s.mux.ServeHTTP(w, r)
+	case isConsolePath(r.URL.Path):
+		s.serveConsole(w, r)
+	case len(s.cfg.Tokens) == 0:
+		s.serveAs(w, r, ordersync.Loopback, ordersync.ViaAPI)
+	default:
+		t, ok := s.bearer(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ordersync"`)
+			writeProblem(w, http.StatusUnauthorized, "a valid bearer token is required", nil)
+			return
+		}
+		s.serveAs(w, r, ordersync.Principal{Name: t.Name, Role: t.Role}, ordersync.ViaAPI)
 	}
-	s.mux.ServeHTTP(w, r)
-}
-
-// authorized compares the bearer token with every configured one in
-// constant time.
-func (s *Server) authorized(r *http.Request) bool {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || token == "" {
-		return false
-	}
-	match := 0
-	for _, t := range s.cfg.Tokens {
-		match |= subtle.ConstantTimeCompare([]byte(token), []byte(t))
-	}
-	return match == 1
 }
 
 func (s *Server) account(r *http.Request) string {
@@ -376,6 +402,7 @@ func (s *Server) trackOrder(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, "invalid request", map[string][]string{"orderCode": {"The field is required."}})
 		return
 	}
+	noteObject(r, "order "+req.OrderCode)
 	o, err := s.cfg.Follower.TrackOrder(r.Context(), s.account(r), req.OrderCode)
 	if err != nil {
 		s.fail(w, "track order", err, "")
@@ -394,6 +421,7 @@ func (s *Server) createPaymentLink(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "create payment link", err, "")
 		return
 	}
+	noteObject(r, "order "+res.OrderCode)
 	writeJSON(w, http.StatusOK, res)
 }
 
@@ -501,6 +529,7 @@ func (s *Server) replayDeadLetters(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	noteObject(r, strings.TrimSpace("dead letters "+r.URL.RawQuery))
 	n, err := s.cfg.Replayer.ReplayDeadLetters(r.Context(), f)
 	if err != nil {
 		s.fail(w, "replay dead letters", err, "")

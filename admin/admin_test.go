@@ -32,9 +32,17 @@ type apiEnv struct {
 	db    *store.DB
 	queue *queue.Queue
 	ready error
+	api   *admin.Server
 }
 
 func newAPIEnv(t *testing.T) *apiEnv {
+	t.Helper()
+	return newAPIEnvWith(t, nil)
+}
+
+// newAPIEnvWith is newAPIEnv with the API's configuration edited by
+// configure (tokens, the audit trail) before it starts.
+func newAPIEnvWith(t *testing.T, configure func(e *apiEnv, c *admin.Config)) *apiEnv {
 	t.Helper()
 	ctx := context.Background()
 	e := &apiEnv{}
@@ -83,16 +91,20 @@ func newAPIEnv(t *testing.T) *apiEnv {
 		t.Fatal(err)
 	}
 	reg.MustRegister(metrics.NewOrdersCollector(e.db, 0, nil))
-	api, err := admin.New(admin.Config{
+	cfg := admin.Config{
 		Orders: e.db, DeadLetters: e.db, Follower: follower, Replayer: replayer,
 		Metrics: metrics.Handler(reg), Ready: func(context.Context) error { return e.ready },
-	})
+	}
+	if configure != nil {
+		configure(e, &cfg)
+	}
+	api, err := admin.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	e.url = srv.URL
+	e.url, e.api = srv.URL, api
 	return e
 }
 
@@ -387,7 +399,7 @@ func TestTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	api, err := admin.New(admin.Config{Orders: db, Tokens: []string{"old-token", "new-token"}})
+	api, err := admin.New(admin.Config{Orders: db, Tokens: operators("old-token", "new-token")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,6 +121,7 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "create endpoint", err, "")
 		return
 	}
+	noteObject(r, "endpoint "+ep.ID)
 	s.changed()
 	out := EndpointJSONOf(ep)
 	out.Secret = ep.Secret

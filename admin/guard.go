@@ -13,8 +13,10 @@ import (
 )
 
 // guard refuses what a browser can be made to send to the admin API from
-// another site: writes in a form's or text/plain's shape (no CORS preflight),
-// requests whose Origin is another site, and, without tokens, requests
+// another site: API writes in a form's or text/plain's shape (no CORS
+// preflight), console writes in any shape but a form's (which then need
+// their CSRF token), requests whose Origin is another site, and, without
+// tokens, requests
 // addressed to a name other than loopback's (DNS rebinding: a foreign name
 // resolved to 127.0.0.1 makes the browser treat the API as that site's). It
 // answers the refusal and returns false, or returns true.
@@ -28,6 +30,17 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
 		writeProblem(w, http.StatusForbidden, fmt.Sprintf("cross-origin request refused: Origin %q is not this admin API (%s)",
 			clip(origin), clip(r.Host)), nil)
 		return false
+	}
+	if isWrite(r.Method) && isConsolePath(r.URL.Path) {
+		// The console's forms: a browser's form encoding, which only a page
+		// of this origin can post with its CSRF token (serveConsole).
+		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || mt != "application/x-www-form-urlencoded" {
+			writeProblem(w, http.StatusUnsupportedMediaType, fmt.Sprintf("a console form is posted as application/x-www-form-urlencoded, got %q",
+				clip(r.Header.Get("Content-Type"))), nil)
+			return false
+		}
+		return true
 	}
 	if isWrite(r.Method) && (r.ContentLength != 0 || r.Header.Get("Content-Type") != "") {
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))

@@ -85,7 +85,7 @@ func TestGuardWithTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	api, err := admin.New(admin.Config{Orders: db, Tokens: []string{"tok"}})
+	api, err := admin.New(admin.Config{Orders: db, Tokens: operators("tok")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -586,39 +586,10 @@ func (rc *Receiver) reject(acct *account, r *http.Request, body []byte, received
 	})
 }
 
-// clientIP names who sent a request: the connection's peer, or, when that
-// peer is a trusted proxy, the right-most address in X-Forwarded-For that is
-// not itself a trusted proxy.
+// clientIP names who sent a request, believing X-Forwarded-For only from
+// a trusted proxy.
 func (rc *Receiver) clientIP(r *http.Request) string {
-	peer, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	addr := peer.Addr().Unmap()
-	if !rc.trusted(addr) {
-		return addr.String()
-	}
-	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
-	for i := len(hops) - 1; i >= 0; i-- {
-		hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-		if err != nil {
-			break
-		}
-		if hop = hop.Unmap(); !rc.trusted(hop) {
-			return hop.String()
-		}
-		addr = hop
-	}
-	return addr.String()
-}
-
-func (rc *Receiver) trusted(a netip.Addr) bool {
-	for _, p := range rc.cfg.TrustedProxies {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return ordersync.Proxies(rc.cfg.TrustedProxies).Client(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
 }
 
 // MsgID is the queue's deduplication key of a webhook: the first 32 hex

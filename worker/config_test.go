@@ -148,6 +148,7 @@ func TestStagesNameTheMissingField(t *testing.T) {
 		{"worker: PrunerConfig.Store is required", pruner(func(c *worker.PrunerConfig) { c.Store = nil })},
 		{"worker: PrunerConfig.OutboxRetention must be ≥ 0", pruner(func(c *worker.PrunerConfig) { c.OutboxRetention = -time.Hour })},
 		{"worker: PrunerConfig.EventLogRetention must be ≥ 0", pruner(func(c *worker.PrunerConfig) { c.EventLogRetention = -time.Hour })},
+		{"worker: PrunerConfig.AuditRetention must be ≥ 0", pruner(func(c *worker.PrunerConfig) { c.AuditRetention = -time.Hour })},
 		{"worker: DispatcherConfig.Endpoints is required", dispatcher(func(c *worker.DispatcherConfig) { c.Endpoints = nil })},
 		{"worker: DispatcherConfig.DeadLetters is required", dispatcher(func(c *worker.DispatcherConfig) { c.DeadLetters = nil })},
 		{"worker: DispatcherConfig.Log is required", dispatcher(func(c *worker.DispatcherConfig) { c.Log = nil })},

@@ -23,6 +23,8 @@ type PrunerConfig struct {
 	// received, and delivery log rows this long after their delivery
 	// ended: the two make an order's event log. 0 keeps them forever.
 	EventLogRetention time.Duration
+	// AuditRetention keeps audit records this long; 0 keeps them forever.
+	AuditRetention time.Duration
 	// Interval between passes. Default 10m.
 	Interval time.Duration
 	// Chunk is the most rows one delete removes: each is a short write
@@ -53,6 +55,8 @@ func (c PrunerConfig) validate() error {
 		return fmt.Errorf("worker: PrunerConfig.OutboxRetention must be ≥ 0, got %v", c.OutboxRetention)
 	case c.EventLogRetention < 0:
 		return fmt.Errorf("worker: PrunerConfig.EventLogRetention must be ≥ 0, got %v", c.EventLogRetention)
+	case c.AuditRetention < 0:
+		return fmt.Errorf("worker: PrunerConfig.AuditRetention must be ≥ 0, got %v", c.AuditRetention)
 	}
 	return nil
 }
@@ -60,7 +64,8 @@ func (c PrunerConfig) validate() error {
 // Pruner deletes, pass after pass, what the mirror keeps past its
 // retention, so that it does not grow without end: every webhook adds an
 // event log row, every status change an outbox message with the whole
-// order, every order event a delivery log row per endpoint.
+// order, every order event a delivery log row per endpoint, every action an
+// audit record, every sign-in a console session.
 type Pruner struct {
 	cfg    PrunerConfig
 	pruned *prometheus.CounterVec
@@ -74,12 +79,12 @@ func NewPruner(cfg PrunerConfig) (*Pruner, error) {
 	}
 	p := &Pruner{cfg: cfg, pruned: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ordersync_pruned_rows_total",
-		Help: "Rows the pruner deleted past their retention, by table (outbox, event_log, delivery_log).",
+		Help: "Rows the pruner deleted past their retention, by table (outbox, event_log, delivery_log, audit_log, console_sessions).",
 	}, []string{"table"})}
 	if err := cfg.Registerer.Register(p.pruned); err != nil {
 		return nil, err
 	}
-	for _, table := range []string{"outbox", "event_log", "delivery_log"} {
+	for _, table := range []string{"outbox", "event_log", "delivery_log", "audit_log", "console_sessions"} {
 		p.pruned.WithLabelValues(table) // exported at 0 from the start
 	}
 	return p, nil
@@ -87,7 +92,7 @@ func NewPruner(cfg PrunerConfig) (*Pruner, error) {
 
 // PruneReport is what one pass deleted.
 type PruneReport struct {
-	Outbox, EventLog, DeliveryLog int
+	Outbox, EventLog, DeliveryLog, AuditLog, ConsoleSessions int
 }
 
 // Prune runs one pass: for each table with a retention, deletes chunk
@@ -104,10 +109,16 @@ func (p *Pruner) Prune(ctx context.Context) (PruneReport, error) {
 		{"outbox", p.cfg.OutboxRetention, p.cfg.Store.PruneSentOutbox, &rep.Outbox},
 		{"event_log", p.cfg.EventLogRetention, p.cfg.Store.PruneEventLog, &rep.EventLog},
 		{"delivery_log", p.cfg.EventLogRetention, p.cfg.Store.PruneDeliveryLog, &rep.DeliveryLog},
+		{"audit_log", p.cfg.AuditRetention, p.cfg.Store.PruneAuditLog, &rep.AuditLog},
+		// A session is done with the moment it expires: no retention.
+		{"console_sessions", sessionsExpired, p.cfg.Store.PruneConsoleSessions, &rep.ConsoleSessions},
 	}
 	for _, t := range tables {
 		if t.retention == 0 {
 			continue
+		}
+		if t.retention == sessionsExpired {
+			t.retention = 0
 		}
 		for {
 			n, err := t.prune(ctx, now.Add(-t.retention), p.cfg.Chunk)
@@ -124,8 +135,16 @@ func (p *Pruner) Prune(ctx context.Context) (PruneReport, error) {
 	return rep, nil
 }
 
+// sessionsExpired marks the console sessions' row of a pass: pruned once
+// expired, whatever the retentions.
+const sessionsExpired time.Duration = -1
+
 // Enabled reports whether there is anything to prune: a retention set.
-func (p *Pruner) Enabled() bool { return p.cfg.OutboxRetention > 0 || p.cfg.EventLogRetention > 0 }
+// Expired console sessions are pruned in every pass that runs; a lookup
+// refuses them anyway, so without passes they only take room.
+func (p *Pruner) Enabled() bool {
+	return p.cfg.OutboxRetention > 0 || p.cfg.EventLogRetention > 0 || p.cfg.AuditRetention > 0
+}
 
 // Run prunes at once and then every Interval until ctx ends. It does
 // nothing unless Enabled.
@@ -139,9 +158,11 @@ func (p *Pruner) Run(ctx context.Context) error {
 		rep, err := p.Prune(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			p.cfg.Logger.Error("prune pass", "err", err, "outbox", rep.Outbox, "event_log", rep.EventLog, "delivery_log", rep.DeliveryLog)
-		case rep.Outbox > 0 || rep.EventLog > 0 || rep.DeliveryLog > 0:
-			p.cfg.Logger.Info("pruned past retention", "outbox", rep.Outbox, "event_log", rep.EventLog, "delivery_log", rep.DeliveryLog)
+			p.cfg.Logger.Error("prune pass", "err", err, "outbox", rep.Outbox, "event_log", rep.EventLog, "delivery_log", rep.DeliveryLog,
+				"audit_log", rep.AuditLog, "console_sessions", rep.ConsoleSessions)
+		case rep != PruneReport{}:
+			p.cfg.Logger.Info("pruned past retention", "outbox", rep.Outbox, "event_log", rep.EventLog, "delivery_log", rep.DeliveryLog,
+				"audit_log", rep.AuditLog, "console_sessions", rep.ConsoleSessions)
 		}
 		select {
 		case <-ctx.Done():

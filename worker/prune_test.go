@@ -71,15 +71,29 @@ func TestPruner(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Audit trail: three records 500 days old, one from yesterday; console
+	// sessions: one expired a minute ago, one expiring in an hour.
+	for i, age := range []time.Duration{500 * 24 * time.Hour, 500 * 24 * time.Hour, 500 * 24 * time.Hour, 24 * time.Hour} {
+		if err := db.RecordAudit(ctx, ordersync.AuditRecord{At: now.Add(-age), Actor: "ops", Via: ordersync.ViaAPI, Action: "dead-letter.replay",
+			Object: fmt.Sprint("dead-letter ", i), Outcome: ordersync.OutcomeOK}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, expires := range map[string]time.Time{"gone": now.Add(-time.Minute), "live": now.Add(time.Hour)} {
+		if err := db.CreateConsoleSession(ctx, ordersync.ConsoleSession{ID: id, TokenIdentity: "ti", TokenName: "ops", CreatedAt: now.Add(-2 * time.Hour), ExpiresAt: expires}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	reg := prometheus.NewRegistry()
 	p, err := worker.NewPruner(worker.PrunerConfig{Store: db, OutboxRetention: 48 * time.Hour, EventLogRetention: 30 * 24 * time.Hour,
-		Chunk: 2, Registerer: reg, Clock: func() time.Time { return now }})
+		AuditRetention: 400 * 24 * time.Hour, Chunk: 2, Registerer: reg, Clock: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep, err := p.Prune(ctx)
-	if err != nil || rep != (worker.PruneReport{Outbox: 5, EventLog: 3, DeliveryLog: 2}) {
-		t.Fatalf("Prune = %+v, %v; want 5 outbox messages, 3 event log rows and 2 delivery log rows", rep, err)
+	if err != nil || rep != (worker.PruneReport{Outbox: 5, EventLog: 3, DeliveryLog: 2, AuditLog: 3, ConsoleSessions: 1}) {
+		t.Fatalf("Prune = %+v, %v; want 5 outbox messages, 3 event log rows, 2 delivery log rows, 3 audit records, 1 session", rep, err)
 	}
 	if rep, err := p.Prune(ctx); err != nil || rep != (worker.PruneReport{}) {
 		t.Errorf("second Prune = %+v, %v; want nothing left to prune", rep, err)
@@ -93,9 +107,17 @@ func TestPruner(t *testing.T) {
 	if rows, err := db.ListDeliveries(ctx, ordersync.DeliveryFilter{Account: "default"}); err != nil || len(rows) != 1 {
 		t.Errorf("delivery log after pruning: %d rows, %v; want yesterday's 1", len(rows), err)
 	}
+	if page, err := db.ListAudit(ctx, ordersync.AuditFilter{}); err != nil || len(page.Records) != 1 {
+		t.Errorf("audit trail after pruning: %+v, %v; want yesterday's record", page.Records, err)
+	}
+	if _, err := db.FindConsoleSession(ctx, "live", now); err != nil {
+		t.Errorf("the live session: %v", err)
+	}
 	want := `
-# HELP ordersync_pruned_rows_total Rows the pruner deleted past their retention, by table (outbox, event_log, delivery_log).
+# HELP ordersync_pruned_rows_total Rows the pruner deleted past their retention, by table (outbox, event_log, delivery_log, audit_log, console_sessions).
 # TYPE ordersync_pruned_rows_total counter
+ordersync_pruned_rows_total{table="audit_log"} 3
+ordersync_pruned_rows_total{table="console_sessions"} 1
 ordersync_pruned_rows_total{table="delivery_log"} 2
 ordersync_pruned_rows_total{table="event_log"} 3
 ordersync_pruned_rows_total{table="outbox"} 5

@@ -240,7 +240,9 @@ func TestCLI(t *testing.T) {
 
 // TestDLQReplayToken: replay asks the running service, with its admin token.
 func TestDLQReplayToken(t *testing.T) {
-	st := startTestStack(t, app.StackOptions{Configure: func(c *app.Config) { c.AdminTokens = []string{"s3cret"} }})
+	st := startTestStack(t, app.StackOptions{Configure: func(c *app.Config) {
+		c.AdminTokens = []ordersync.AdminToken{{Name: "ops", Role: ordersync.RoleOperator, Token: "s3cret"}}
+	}})
 	admin := "--admin-url=" + st.Program.AdminURL()
 	if _, err := runCLI(t, "dlq", "replay", "--all", admin); err == nil || !strings.Contains(err.Error(), "bearer token") {
 		t.Fatalf("replay without the token: %v", err)

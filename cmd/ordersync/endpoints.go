@@ -40,7 +40,7 @@ small verifying receiver for trying it out.`,
 
 // adminFlags are the flags of a command that asks the running service:
 // its admin API and the token to send default to admin_listen and the
-// first of admin_tokens, read from the same file and environment as serve.
+// first operator token of admin_tokens, read from the same file and environment as serve.
 type adminFlags struct {
 	config     *app.ConfigFlags
 	url, token string
@@ -49,7 +49,7 @@ type adminFlags struct {
 func addAdminFlags(cmd *cobra.Command) *adminFlags {
 	f := &adminFlags{config: app.AddConfigFlags(cmd.Flags(), app.ScopeAdmin)}
 	cmd.Flags().StringVar(&f.url, "admin-url", "", "the running service's admin API (default: http:// and admin_listen)")
-	cmd.Flags().StringVar(&f.token, "token", "", "the bearer token to send (default: the first of admin_tokens, ORDERSYNC_ADMIN_TOKEN)")
+	cmd.Flags().StringVar(&f.token, "token", "", "the bearer token to send (default: the first operator's of admin_tokens, ORDERSYNC_ADMIN_TOKEN)")
 	return f
 }
 
@@ -63,8 +63,8 @@ func (f *adminFlags) client() (*admin.Client, error) {
 	if c.BaseURL == "" {
 		c.BaseURL = adminBaseURL(cfg.AdminListen)
 	}
-	if c.Token == "" && len(cfg.AdminTokens) > 0 {
-		c.Token = cfg.AdminTokens[0]
+	if t, ok := ordersync.FirstOperator(cfg.AdminTokens); c.Token == "" && ok {
+		c.Token = t.Token
 	}
 	return c, nil
 }

@@ -91,6 +91,11 @@ that carry only its orderId resolve.`,
 		}
 		defer l.Close()
 		res, err := l.follower.CreatePaymentLink(cmd.Context(), account, params)
+		object := "order"
+		if err == nil {
+			object = "order " + res.OrderCode
+		}
+		l.audit(cmd.Context(), "payment-link.create", object, err)
 		if err != nil {
 			return inFlagTerms(err)
 		}

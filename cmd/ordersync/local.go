@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/user"
+	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -81,4 +84,26 @@ func (l *local) Close() {
 	if l.db != nil {
 		_ = l.db.Close()
 	}
+}
+
+// audit records in the audit trail an action this command took itself,
+// not through the admin API, as the operating-system user who ran it. A
+// trail that cannot be written is said on stderr, not the command's
+// failure: the action has happened.
+func (l *local) audit(ctx context.Context, action, object string, err error) {
+	rec := ordersync.AuditRecord{Actor: osUser(), Via: ordersync.ViaCLI, Action: action, Object: object, Outcome: ordersync.OutcomeOfError(err)}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if aerr := l.db.RecordAudit(ctx, rec); aerr != nil {
+		fmt.Fprintf(os.Stderr, "ordersync: the audit trail did not record %s: %v\n", action, aerr)
+	}
+}
+
+// osUser names who runs this process: the user's login name, or its id
+// where the system cannot name it.
+func osUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "uid " + strconv.Itoa(os.Getuid())
 }

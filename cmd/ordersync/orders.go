@@ -292,6 +292,7 @@ func newOrdersTrackCommand() *cobra.Command {
 		tracked := []*ordersync.MirroredOrder{}
 		for _, code := range args {
 			m, err := l.follower.TrackOrder(cmd.Context(), account, code)
+			l.audit(cmd.Context(), "order.track", "order "+code, err)
 			if err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", code, inUserTerms(err))
 				failed++

@@ -51,6 +51,11 @@ func newReconcileCommand() *cobra.Command {
 			bar.show(fmt.Sprintf("reconciling: %d of %d checked, %d changed, %d failed", r.Fetched+r.Failed, r.Candidates, len(r.Changed), r.Failed))
 		})
 		bar.done()
+		outcome := err
+		if err == nil && rep.Failed > 0 {
+			outcome = fmt.Errorf("%d of %d orders could not be fetched", rep.Failed, rep.Candidates)
+		}
+		l.audit(cmd.Context(), "reconcile", fmt.Sprintf("%s: %d orders checked, %d changed", account, rep.Candidates, len(rep.Changed)), outcome)
 		if err != nil {
 			return err
 		}
@@ -112,6 +117,7 @@ func newMigrateCommand() *cobra.Command {
 			return err
 		}
 		defer l.Close()
+		l.audit(cmd.Context(), "schema.migrate", app.RedactURL(l.cfg.DatabaseURL), nil)
 		fmt.Fprintf(cmd.OutOrStdout(), "schema of %s is up to date\n", app.RedactURL(l.cfg.DatabaseURL))
 		return nil
 	}

@@ -30,7 +30,7 @@ func newRootCommand() *cobra.Command {
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddGroup(
 		&cobra.Group{ID: groupOperate, Title: "Run the service:"},
-		&cobra.Group{ID: groupData, Title: "Orders, payment links, dead letters and fulfilment endpoints:"},
+		&cobra.Group{ID: groupData, Title: "Orders, payment links, dead letters, fulfilment endpoints and the audit trail:"},
 		&cobra.Group{ID: groupTry, Title: "Try it without an account:"},
 	)
 	add := func(group string, cmds ...*cobra.Command) {
@@ -40,7 +40,7 @@ func newRootCommand() *cobra.Command {
 		}
 	}
 	add(groupOperate, newServeCommand(), newCheckCommand(), newMigrateCommand(), newReconcileCommand())
-	add(groupData, newOrdersCommand(), newLinksCommand(), newDLQCommand(), newEndpointsCommand())
+	add(groupData, newOrdersCommand(), newLinksCommand(), newDLQCommand(), newEndpointsCommand(), newAuditCommand())
 	add(groupTry, newDemoCommand(), newSimCommand())
 	root.AddCommand(newVersionCommand())
 	return root

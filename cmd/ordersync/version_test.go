@@ -59,7 +59,7 @@ func TestHelpGroups(t *testing.T) {
 		commands []string
 	}{
 		{"Run the service:", []string{"serve", "migrate", "reconcile"}},
-		{"Orders, payment links, dead letters and fulfilment endpoints:", []string{"orders", "links", "dlq", "endpoints"}},
+		{"Orders, payment links, dead letters, fulfilment endpoints and the audit trail:", []string{"orders", "links", "dlq", "endpoints", "audit"}},
 		{"Try it without an account:", []string{"demo", "sim"}},
 		{"Additional Commands:", []string{"version"}},
 	}

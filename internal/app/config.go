@@ -93,9 +93,13 @@ type Config struct {
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	// AdminListen is the back-office API's address.
 	AdminListen string `yaml:"admin_listen"`
-	// AdminTokens are the admin API's bearer tokens; without one it listens
-	// on loopback only.
-	AdminTokens []string `yaml:"admin_tokens"`
+	// AdminTokens are the admin API's and the console's tokens, each with
+	// a name (what the audit trail records) and a role; without one the
+	// admin listener answers on loopback only. In the file an entry is a
+	// plain token (an operator's, named token-N) or {name, role, token};
+	// ORDERSYNC_ADMIN_TOKEN replaces the operators' and
+	// ORDERSYNC_ADMIN_VIEWER_TOKEN the viewers'.
+	AdminTokens []ordersync.AdminToken `yaml:"admin_tokens"`
 
 	// Workers is how many upstream fetches run at once.
 	Workers int `yaml:"workers"`
@@ -116,6 +120,8 @@ type Config struct {
 	OutboxRetention time.Duration `yaml:"outbox_retention"`
 	// EventLogRetention keeps event log rows this long (0: forever).
 	EventLogRetention time.Duration `yaml:"event_log_retention"`
+	// AuditRetention keeps the audit trail this long (0: forever).
+	AuditRetention time.Duration `yaml:"audit_retention"`
 
 	// Endpoints receive order events over HTTP (Standard Webhooks). They
 	// are written into the database at every start: the file owns these
@@ -240,6 +246,9 @@ func DefaultConfig() Config {
 		ReconcileRPS:      worker.DefaultReconcileBudget,
 		ReconcileInterval: reconcileIntervalUnset,
 		OutboxRetention:   7 * 24 * time.Hour,
+		// Thirteen months and a few days: a yearly audit finds the whole of
+		// the year it looks at, whenever in the next month it runs.
+		AuditRetention: 400 * 24 * time.Hour,
 		// A day lets a receiver deploy the new secret at its pace.
 		EndpointSecretGrace: 24 * time.Hour,
 		LogLevel:            "info",
@@ -280,6 +289,9 @@ type value struct {
 	kind  string // the flag's type in help: string, strings, int, float, bool, duration
 	parse func(c *Config, v string) error
 	show  func(c *Config) string
+	// node, when set, reads the setting's YAML value itself: for a value
+	// the file can give in a richer shape than a flag's text.
+	node func(c *Config, n *yaml.Node) error
 }
 
 func str(dst func(*Config) *string) value {
@@ -380,7 +392,8 @@ var settings = []setting{
 	{key: "tls_key_file", env: "ORDERSYNC_TLS_KEY_FILE", usage: "the key of tls_cert_file", set: str(func(c *Config) *string { return &c.TLSKeyFile })},
 	{key: "trusted_proxies", env: "ORDERSYNC_TRUSTED_PROXIES", usage: "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated", set: list(func(c *Config) *[]string { return &c.TrustedProxies })},
 	{key: "admin_listen", env: "ORDERSYNC_ADMIN_LISTEN", usage: "admin API address (beyond loopback only with admin tokens)", scope: ScopeAdmin, set: str(func(c *Config) *string { return &c.AdminListen })},
-	{key: "admin_tokens", env: "ORDERSYNC_ADMIN_TOKEN", usage: "bearer tokens the admin API accepts, comma-separated (the client commands send the first)", set: list(func(c *Config) *[]string { return &c.AdminTokens })},
+	{key: "admin_tokens", env: "ORDERSYNC_ADMIN_TOKEN", usage: "operator tokens of the admin API and console, comma-separated (the client commands send the first operator's); in the file also {name, role, token} entries", set: adminTokens(ordersync.RoleOperator)},
+	{key: "admin_viewer_tokens", env: "ORDERSYNC_ADMIN_VIEWER_TOKEN", usage: "viewer tokens (read, never act) of the admin API and console, comma-separated", set: adminTokens(ordersync.RoleViewer)},
 	{key: "workers", env: "ORDERSYNC_WORKERS", usage: "concurrent upstream fetches", set: integer(func(c *Config) *int { return &c.Workers })},
 	{key: "upstream_rps", env: "ORDERSYNC_UPSTREAM_RPS", usage: "cap on upstream requests per second, 0 = none", set: number(func(c *Config) *float64 { return &c.UpstreamRPS })},
 	{key: "upstream_timeout", env: "ORDERSYNC_UPSTREAM_TIMEOUT", usage: "timeout of one upstream request", scope: ScopeUpstream, set: duration(func(c *Config) *time.Duration { return &c.UpstreamTimeout })},
@@ -389,9 +402,98 @@ var settings = []setting{
 	{key: "reconcile_budget", env: "ORDERSYNC_RECONCILE_BUDGET", usage: "replaced by reconcile_rps (requests per second); refused", replaced: true, set: integer(func(c *Config) *int { return &c.ReconcileBudget })},
 	{key: "outbox_retention", env: "ORDERSYNC_OUTBOX_RETENTION", usage: "how long published outbox messages are kept, 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.OutboxRetention })},
 	{key: "event_log_retention", env: "ORDERSYNC_EVENT_LOG_RETENTION", usage: "how long event log and delivery log rows are kept (an order's event log), 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.EventLogRetention })},
+	{key: "audit_retention", env: "ORDERSYNC_AUDIT_RETENTION", usage: "how long the audit trail of actions is kept, 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.AuditRetention })},
 	{key: "endpoint_secret_grace", env: "ORDERSYNC_ENDPOINT_SECRET_GRACE", usage: "how long a replaced endpoint secret keeps signing deliveries", set: duration(func(c *Config) *time.Duration { return &c.EndpointSecretGrace })},
 	{key: "log_level", env: "ORDERSYNC_LOG_LEVEL", usage: "debug, info, warn or error", set: str(func(c *Config) *string { return &c.LogLevel })},
 	{key: "log_format", env: "ORDERSYNC_LOG_FORMAT", usage: "text or json", set: str(func(c *Config) *string { return &c.LogFormat })},
+}
+
+// adminTokens is the value of the tokens of one role. Its text, from the
+// environment or a flag, is a list of plain tokens that replaces the
+// tokens of that role (named token-N for operators, viewer-N for viewers)
+// and keeps the other role's. In the file, admin_tokens is a list whose
+// entries are plain tokens (operators) or {name, role, token}, and it
+// replaces every token the file gave before.
+func adminTokens(role ordersync.Role) value {
+	prefix := "token-"
+	if role == ordersync.RoleViewer {
+		prefix = "viewer-"
+	}
+	plain := func(tokens []string) []ordersync.AdminToken {
+		out := make([]ordersync.AdminToken, len(tokens))
+		for i, t := range tokens {
+			out[i] = ordersync.AdminToken{Name: fmt.Sprintf("%s%d", prefix, i+1), Role: role, Token: t}
+		}
+		return out
+	}
+	v := value{kind: "strings",
+		parse: func(c *Config, v string) error {
+			others := slices.DeleteFunc(slices.Clone(c.AdminTokens), func(t ordersync.AdminToken) bool { return t.Role == role })
+			c.AdminTokens = append(others, plain(splitList(v))...)
+			return nil
+		},
+		show: func(c *Config) string {
+			var out []string
+			for _, t := range c.AdminTokens {
+				if t.Role == role {
+					out = append(out, t.Token)
+				}
+			}
+			return strings.Join(out, ",")
+		}}
+	if role == ordersync.RoleOperator {
+		v.node = func(c *Config, n *yaml.Node) error {
+			tokens, err := adminTokensNode(n, prefix)
+			if err != nil {
+				return err
+			}
+			c.AdminTokens = tokens
+			return nil
+		}
+	}
+	return v
+}
+
+// adminTokensNode reads admin_tokens from the file: one token, or a list
+// of plain tokens and {name, role, token} mappings.
+func adminTokensNode(n *yaml.Node, prefix string) ([]ordersync.AdminToken, error) {
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		items = n.Content
+	}
+	var out []ordersync.AdminToken
+	for i, item := range items {
+		t := ordersync.AdminToken{Name: fmt.Sprintf("%s%d", prefix, i+1), Role: ordersync.RoleOperator}
+		switch item.Kind {
+		case yaml.ScalarNode:
+			t.Token = item.Value
+		case yaml.MappingNode:
+			for j := 0; j+1 < len(item.Content); j += 2 {
+				k, v := item.Content[j], item.Content[j+1]
+				if v.Kind != yaml.ScalarNode {
+					return nil, fmt.Errorf("entry %d (line %d): %s: want a single value", i+1, v.Line, k.Value)
+				}
+				switch k.Value {
+				case "name":
+					t.Name = v.Value
+				case "token":
+					t.Token = v.Value
+				case "role":
+					r, err := ordersync.ParseRole(v.Value)
+					if err != nil {
+						return nil, fmt.Errorf("entry %d (line %d): %w", i+1, v.Line, err)
+					}
+					t.Role = r
+				default:
+					return nil, fmt.Errorf("entry %d (line %d): %q is not a token setting (want name, role, token)", i+1, k.Line, k.Value)
+				}
+			}
+		default:
+			return nil, fmt.Errorf("entry %d (line %d): want a token or {name, role, token}", i+1, item.Line)
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 func splitList(v string) []string {
@@ -529,6 +631,12 @@ func loadFile(cfg *Config, path string) []error {
 		st, ok := settingByKey(k.Value)
 		if !ok {
 			errs = append(errs, at(k, k.Value, errors.New("not a setting (the settings are listed in configs/ordersync.example.yaml)")))
+			continue
+		}
+		if st.set.node != nil {
+			if err := st.set.node(cfg, v); err != nil {
+				errs = append(errs, at(v, k.Value, err))
+			}
 			continue
 		}
 		text, err := nodeText(v, st.set.kind)
@@ -745,8 +853,12 @@ func (c *Config) ValidateServe() error {
 	if c.EndpointSecretGrace < 0 {
 		bad("bad setting: endpoint_secret_grace must not be negative, got %s", c.EndpointSecretGrace)
 	}
+	if c.AuditRetention < 0 {
+		bad("bad setting: audit_retention must not be negative, got %s", c.AuditRetention)
+	}
 	for _, check := range []func() error{
 		func() error { _, err := parseRoles(c.Role); return err },
+		func() error { return c.checkAdminTokens() },
 		func() error { _, err := parseCIDRs(c.TrustedProxies); return err },
 		c.checkAdminListen,
 		c.checkReconcile,
@@ -842,6 +954,15 @@ func parseCIDRs(list []string) ([]netip.Prefix, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// checkAdminTokens names every token that would make the roles or the
+// audit trail ambiguous.
+func (c *Config) checkAdminTokens() error {
+	if err := ordersync.ValidateAdminTokens(c.AdminTokens); err != nil {
+		return fmt.Errorf("bad setting: admin_tokens: %w", err)
+	}
+	return nil
 }
 
 // checkAdminListen refuses an admin address beyond loopback unless the API

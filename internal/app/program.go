@@ -254,7 +254,7 @@ func (p *Program) buildStages() (err error) {
 		p.reconcilers = append(p.reconcilers, rec)
 	}
 	p.pruner, err = worker.NewPruner(worker.PrunerConfig{
-		Store: p.db, OutboxRetention: p.cfg.OutboxRetention, EventLogRetention: p.cfg.EventLogRetention,
+		Store: p.db, OutboxRetention: p.cfg.OutboxRetention, EventLogRetention: p.cfg.EventLogRetention, AuditRetention: p.cfg.AuditRetention,
 		Registerer: p.reg, Logger: log("prune"),
 	})
 	if err != nil {
@@ -274,10 +274,15 @@ func (p *Program) buildStages() (err error) {
 		}
 		deliverer = p.dispatcher
 	}
+	adminProxies, err := parseCIDRs(p.cfg.TrustedProxies)
+	if err != nil {
+		return err
+	}
 	api, err := admin.New(admin.Config{
 		Orders: p.db, DeadLetters: p.db, Follower: p.follower, Replayer: p.replayer,
 		Endpoints: p.db, DeliveryDeadLetters: p.db, Deliverer: deliverer, SecretGrace: p.cfg.EndpointSecretGrace,
-		Metrics: metrics.Handler(p.reg), Ready: p.ready, Tokens: p.cfg.AdminTokens, Logger: log("admin"),
+		Metrics: metrics.Handler(p.reg), Ready: p.ready, Tokens: p.cfg.AdminTokens, Audit: p.db, Sessions: p.db,
+		TrustedProxies: adminProxies, Logger: log("admin"),
 	})
 	if err != nil {
 		return err

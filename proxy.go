@@ -1,0 +1,52 @@
+package ordersync
+
+import (
+	"net/netip"
+	"strings"
+)
+
+// Proxies are the peers (load balancers, TLS terminators) whose
+// X-Forwarded-For and X-Forwarded-Proto are believed.
+type Proxies []netip.Prefix
+
+// Trusts reports whether the connection's peer, an address:port, is one of
+// the proxies.
+func (p Proxies) Trusts(remoteAddr string) bool {
+	peer, err := netip.ParseAddrPort(remoteAddr)
+	return err == nil && p.contains(peer.Addr().Unmap())
+}
+
+func (p Proxies) contains(a netip.Addr) bool {
+	for _, prefix := range p {
+		if prefix.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// Client names who sent a request: the connection's peer, or, when that
+// peer is a trusted proxy, the right-most address in X-Forwarded-For (its
+// values, in order) that is not itself a trusted proxy.
+func (p Proxies) Client(remoteAddr string, forwardedFor []string) string {
+	peer, err := netip.ParseAddrPort(remoteAddr)
+	if err != nil {
+		return remoteAddr
+	}
+	addr := peer.Addr().Unmap()
+	if !p.contains(addr) {
+		return addr.String()
+	}
+	hops := strings.Split(strings.Join(forwardedFor, ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break
+		}
+		if hop = hop.Unmap(); !p.contains(hop) {
+			return hop.String()
+		}
+		addr = hop
+	}
+	return addr.String()
+}
