@@ -40,7 +40,7 @@ func newRootCommand() *cobra.Command {
 		}
 	}
 	add(groupOperate, newServeCommand(), newCheckCommand(), newMigrateCommand(), newReconcileCommand())
-	add(groupData, newOrdersCommand(), newLinksCommand(), newDLQCommand(), newEndpointsCommand())
+	add(groupData, newOrdersCommand(), newReportCommand(), newLinksCommand(), newDLQCommand(), newEndpointsCommand())
 	add(groupTry, newDemoCommand(), newSimCommand())
 	root.AddCommand(newVersionCommand())
 	return root
