@@ -187,6 +187,12 @@ func TallyDays(days []DaySpan, entries []ReportEntry) []DayTotals {
 	return out
 }
 
+// FormatMinorUnits writes an amount of currency as a report does: with the
+// currency's decimal places when that loses no digit, else as it is.
+func FormatMinorUnits(a Amount, currency string) string {
+	return inMinorUnits(a, currency).String()
+}
+
 // inMinorUnits writes a with the currency's decimal places (0 as 0.00 in
 // USD, 1.5 as 1.500 in KWD) when that loses no digit; otherwise, or for a
 // currency not known, as it is: a report never rounds.
