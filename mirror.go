@@ -366,6 +366,9 @@ type MirrorReader interface {
 	// ListDeliveries returns how the deliveries of order events to HTTP
 	// endpoints ended, newest first.
 	ListDeliveries(ctx context.Context, filter DeliveryFilter) ([]DeliveryRecord, error)
+	// DailyTotals sums the account's orders per calendar day and currency:
+	// created, paid, cancelled unpaid, finalized and reversed.
+	DailyTotals(ctx context.Context, params DailyTotalsParams) (DailyTotals, error)
 }
 
 // DeadLetters is the dead-letter store.

@@ -119,6 +119,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /v1/orders/{orderCode}", s.showOrder)
 	s.mux.HandleFunc("GET /v1/orders/{orderCode}/events", s.orderEvents)
 	s.mux.HandleFunc("GET /v1/events", s.listEvents)
+	s.mux.HandleFunc("GET /v1/reports/daily", s.dailyTotals)
 	s.mux.HandleFunc("POST /v1/orders/track", when(cfg.Follower != nil, "tracking", s.trackOrder))
 	s.mux.HandleFunc("POST /v1/payment-links", when(cfg.Follower != nil, "link creation", s.createPaymentLink))
 	s.mux.HandleFunc("GET /v1/dead-letters", when(cfg.DeadLetters != nil, "dead letters", s.listDeadLetters))

@@ -10,7 +10,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -82,6 +84,13 @@ type demoReport struct {
 	Mismatches                 []string
 	// HTTP is what the demo's verifying endpoint received.
 	HTTP fulfilment.Report
+	// Daily is the run's daily totals per currency, as GET
+	// /v1/reports/daily answers them (UTC, summed over the run's days).
+	Daily []demoDaily
+	// DailyMatch: each currency's net is what the simulator's buyers paid
+	// and kept paid.
+	DailyMatch bool
+
 	Took time.Duration
 }
 
@@ -90,7 +99,16 @@ type demoReport struct {
 func (r demoReport) OK() bool {
 	h := r.HTTP
 	return r.Matching == r.Orders && r.PaidMissing == 0 && r.PaidDuplicates == 0 &&
-		h.Missing == 0 && h.Duplicates == 0 && h.PaidTwice == 0 && h.BadSignatures == 0 && h.OutOfOrder == 0 && h.Paid == r.PaidTriggers
+		h.Missing == 0 && h.Duplicates == 0 && h.PaidTwice == 0 && h.BadSignatures == 0 && h.OutOfOrder == 0 && h.Paid == r.PaidTriggers &&
+		r.DailyMatch
+}
+
+// demoDaily is one currency's figures of the run's days.
+type demoDaily struct {
+	Currency               string
+	Paid, Reversed         int
+	PaidTotal, ReversedSum ordersync.Amount
+	Net, Want              ordersync.Amount
 }
 
 func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoReport, err error) {
@@ -201,6 +219,9 @@ func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoRepo
 	rep.Deduplicated = counterValue(reg, "ordersync_webhook_requests_total", "outcome", "duplicate")
 	rep.LagP50 = histogramQuantile(reg, "ordersync_sync_lag_seconds", 0.50)
 	rep.LagP99 = histogramQuantile(reg, "ordersync_sync_lag_seconds", 0.99)
+	if err := demoDailyTotals(ctx, st, start, &rep); err != nil {
+		return rep, err
+	}
 	rep.Took = time.Since(start)
 	printDemoReport(out, rep)
 	return rep, nil
@@ -286,6 +307,11 @@ func printDemoReport(w io.Writer, r demoReport) {
 	h := r.HTTP
 	fmt.Fprintf(w, "  delivered over HTTP         order.paid for %d of the %d PAID triggers (%d missing), %d status changes (%d out of order per order), %d duplicate webhook-ids, %d bad signatures\n",
 		h.Paid, h.PaidWanted, h.Missing, h.Changes, h.OutOfOrder, h.Duplicates, h.BadSignatures)
+	for _, d := range r.Daily {
+		fmt.Fprintf(w, "  daily total (report daily)  %s %s net: %d paid %s, %d reversed %s; the buyers paid and kept %s\n",
+			d.Currency, ordersync.FormatMinorUnits(d.Net, d.Currency), d.Paid, ordersync.FormatMinorUnits(d.PaidTotal, d.Currency),
+			d.Reversed, ordersync.FormatMinorUnits(d.ReversedSum, d.Currency), ordersync.FormatMinorUnits(d.Want, d.Currency))
+	}
 	fmt.Fprintf(w, "  upstream fetches per order  %.2f (%d fetches)\n", perOrder, r.Fetches)
 	fmt.Fprintf(w, "  sync lag p50 / p99          %s / %s (webhook received → mirror committed)\n", r.LagP50, r.LagP99)
 	fmt.Fprintf(w, "  webhooks                    %d delivered by the simulator, %d sent twice on purpose, %d reordered; %.0f deduplicated by JetStream\n",
@@ -355,5 +381,57 @@ func family(g prometheus.Gatherer, name string) []*dto.Metric {
 			return mf.GetMetric()
 		}
 	}
+	return nil
+}
+
+// demoDailyTotals reads the run's daily totals through the admin API, as a
+// back office would, and works out from the simulator what they must say:
+// the net of each currency is the total of the orders its buyers paid and
+// did not have reversed. (Paid and reversed alone may differ: an order
+// reversed before the mirror saw it paid counts in neither.)
+func demoDailyTotals(ctx context.Context, st *app.Stack, start time.Time, rep *demoReport) error {
+	from := start.UTC().Format(ordersync.DateLayout)
+	to := time.Now().UTC().AddDate(0, 0, 1).Format(ordersync.DateLayout)
+	var totals ordersync.DailyTotals
+	if err := (&admin.Client{BaseURL: st.Program.AdminURL()}).Do(ctx, http.MethodGet, "/v1/reports/daily?tz=UTC&from="+from+"&to="+to, nil, &totals); err != nil {
+		return fmt.Errorf("daily totals: %w", err)
+	}
+	byCurrency := map[string]*demoDaily{}
+	currency := func(cur string) *demoDaily {
+		d := byCurrency[cur]
+		if d == nil {
+			zero := ordersync.AmountFromInt(0)
+			d = &demoDaily{Currency: cur, PaidTotal: zero, ReversedSum: zero, Net: zero, Want: zero}
+			byCurrency[cur] = d
+		}
+		return d
+	}
+	for _, day := range totals.Days {
+		d := currency(day.Currency)
+		for _, v := range []struct {
+			s   string
+			dst *ordersync.Amount
+		}{{day.Paid.Total, &d.PaidTotal}, {day.Reversed.Total, &d.ReversedSum}, {day.Net, &d.Net}} {
+			a, err := ordersync.ParseAmount(v.s)
+			if err != nil {
+				return fmt.Errorf("daily totals of %s: %q: %w", day.Date, v.s, err)
+			}
+			*v.dst = v.dst.Add(a)
+		}
+		d.Paid += day.Paid.Count
+		d.Reversed += day.Reversed.Count
+	}
+	for _, o := range st.Sim.Orders() {
+		if o.OrderStatus.IsPaidState() {
+			d := currency(o.Store.CurrencyCode)
+			d.Want = d.Want.Add(o.Total)
+		}
+	}
+	rep.Daily, rep.DailyMatch = nil, true
+	for _, d := range byCurrency {
+		rep.Daily = append(rep.Daily, *d)
+		rep.DailyMatch = rep.DailyMatch && d.Net.Equal(d.Want)
+	}
+	slices.SortFunc(rep.Daily, func(a, b demoDaily) int { return strings.Compare(a.Currency, b.Currency) })
 	return nil
 }

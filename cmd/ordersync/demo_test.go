@@ -25,6 +25,9 @@ func TestDemo(t *testing.T) {
 	if rep.PaidTriggers == 0 || h.Paid != rep.PaidTriggers || h.PaidWanted != rep.PaidTriggers || h.Changes < rep.Orders {
 		t.Errorf("HTTP deliveries %+v for %d PAID triggers and %d orders", h, rep.PaidTriggers, rep.Orders)
 	}
+	if len(rep.Daily) == 0 || !rep.DailyMatch || rep.Daily[0].Paid == 0 || !strings.Contains(out.String(), "daily total (report daily)  ") {
+		t.Errorf("the daily totals %+v do not match what the buyers paid:\n%s", rep.Daily, out.String())
+	}
 	if !strings.Contains(out.String(), "delivered over HTTP         order.paid for ") {
 		t.Errorf("the report lacks the HTTP deliveries:\n%s", out.String())
 	}

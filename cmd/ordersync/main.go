@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"syscall"
+	// Report days in any zone, also on a machine without a zone database.
+	_ "time/tzdata"
 )
 
 func main() {

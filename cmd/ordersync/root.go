@@ -40,7 +40,7 @@ func newRootCommand() *cobra.Command {
 		}
 	}
 	add(groupOperate, newServeCommand(), newCheckCommand(), newMigrateCommand(), newReconcileCommand())
-	add(groupData, newOrdersCommand(), newLinksCommand(), newDLQCommand(), newEndpointsCommand(), newAuditCommand())
+	add(groupData, newOrdersCommand(), newReportCommand(), newLinksCommand(), newDLQCommand(), newEndpointsCommand(), newAuditCommand())
 	add(groupTry, newDemoCommand(), newSimCommand())
 	root.AddCommand(newVersionCommand())
 	return root

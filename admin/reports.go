@@ -1,0 +1,61 @@
+package admin
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// ParseDailyTotals reads a daily report's range and zone as the API and the
+// CLI take them: from and to as YYYY-MM-DD (to excluded), tz an IANA zone
+// name ("" for the store's). A bad value is a *ordersync.ValidationError
+// keyed by the parameter's name.
+func ParseDailyTotals(account, from, to, tz string) (ordersync.DailyTotalsParams, error) {
+	p := ordersync.DailyTotalsParams{Account: account}
+	fields := map[string][]string{}
+	var err error
+	if from == "" {
+		fields["from"] = []string{"is required: a date, YYYY-MM-DD"}
+	} else if p.From, err = ordersync.ParseDate(from); err != nil {
+		fields["from"] = []string{err.Error()}
+	}
+	if to == "" {
+		fields["to"] = []string{"is required: a date, YYYY-MM-DD, the day after the last one reported"}
+	} else if p.To, err = ordersync.ParseDate(to); err != nil {
+		fields["to"] = []string{err.Error()}
+	}
+	if tz = strings.TrimSpace(tz); tz != "" {
+		// LoadLocation also opens files for names with a path in them:
+		// only zone names are accepted.
+		if strings.Contains(tz, "..") || strings.HasPrefix(tz, "/") {
+			fields["tz"] = []string{"unknown time zone " + tz + ": want an IANA name such as America/New_York or UTC"}
+		} else if p.Location, err = time.LoadLocation(tz); err != nil {
+			fields["tz"] = []string{"unknown time zone " + tz + ": want an IANA name such as America/New_York or UTC"}
+		}
+	}
+	if len(fields) > 0 {
+		return p, &ordersync.ValidationError{Title: "invalid report query", Fields: fields}
+	}
+	return p, p.Validate()
+}
+
+// dailyTotals answers GET /v1/reports/daily.
+func (s *Server) dailyTotals(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	params, err := ParseDailyTotals(s.account(r), q.Get("from"), q.Get("to"), q.Get("tz"))
+	if err != nil {
+		s.fail(w, "daily totals", err, "")
+		return
+	}
+	totals, err := s.cfg.Orders.DailyTotals(r.Context(), params)
+	if err != nil {
+		s.fail(w, "daily totals", err, "")
+		return
+	}
+	if totals.Days == nil {
+		totals.Days = []ordersync.DayTotals{}
+	}
+	writeJSON(w, http.StatusOK, totals)
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/internal/app"
+)
+
+func newReportCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "report", Short: "Reports from the mirror for the back office"}
+	cmd.AddCommand(newReportDailyCommand())
+	return cmd
+}
+
+func newReportDailyCommand() *cobra.Command {
+	var from, to, tz, account string
+	var asJSON, asCSV bool
+	cmd := &cobra.Command{
+		Use:   "daily",
+		Short: "Totals per calendar day and currency: created, paid, cancelled, finalized, reversed, net",
+		Long: `daily sums the mirror's orders per calendar day of a time zone and per
+currency, exactly: links created that day; orders paid that day (by when
+ordersync learned of the payment: the service gives no payment time);
+never-paid orders cancelled that day; orders finalized that day; orders paid
+and later cancelled (reversed), on the day of the cancellation; and net,
+paid less reversed, which is not the provider's payout. Days are [--from,
+--to), in --tz (default: the store's time zone of the account's orders,
+else UTC); days with nothing are left out. See docs/back-office.md.`,
+		Args: cobra.NoArgs,
+	}
+	flags := app.AddConfigFlags(cmd.Flags(), app.ScopeMirror)
+	cmd.Flags().StringVar(&from, "from", "", "first day, YYYY-MM-DD (required)")
+	cmd.Flags().StringVar(&to, "to", "", "the day after the last one, YYYY-MM-DD (required; excluded)")
+	cmd.Flags().StringVar(&tz, "tz", "", "IANA time zone of the days, e.g. America/New_York (default: the store's, else UTC)")
+	cmd.Flags().StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the admin API's shape) instead of a table")
+	cmd.Flags().BoolVar(&asCSV, "csv", false, "print CSV instead of a table")
+	cmd.MarkFlagsMutuallyExclusive("json", "csv")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		params, err := admin.ParseDailyTotals(account, from, to, tz)
+		var ve *ordersync.ValidationError
+		if errors.As(err, &ve) {
+			// The API's parameters are the command's flags.
+			var parts []string
+			for _, name := range ve.FieldNames() {
+				parts = append(parts, "--"+name+": "+strings.Join(ve.Fields[name], "; "))
+			}
+			return errors.New(strings.Join(parts, ", "))
+		}
+		if err != nil {
+			return err
+		}
+		l, err := openMirror(cmd.Context(), flags)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		totals, err := l.db.DailyTotals(cmd.Context(), params)
+		if err != nil {
+			return err
+		}
+		if totals.Days == nil {
+			totals.Days = []ordersync.DayTotals{}
+		}
+		switch {
+		case asJSON:
+			return writeIndented(cmd.OutOrStdout(), totals)
+		case asCSV:
+			return writeDailyCSV(cmd.OutOrStdout(), totals)
+		}
+		printDailyTable(cmd.OutOrStdout(), totals)
+		return nil
+	}
+	return cmd
+}
+
+// dailyCSVHeader names the CSV's columns; columns are only ever appended.
+var dailyCSVHeader = []string{"date", "tz", "currency",
+	"created_count", "created_total", "paid_count", "paid_total", "cancelled_count", "cancelled_total",
+	"finalized_count", "finalized_total", "reversed_count", "reversed_total", "net"}
+
+func writeDailyCSV(w io.Writer, totals ordersync.DailyTotals) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(dailyCSVHeader); err != nil {
+		return err
+	}
+	for _, d := range totals.Days {
+		row := []string{d.Date, totals.TZ, d.Currency}
+		for _, t := range []ordersync.Tally{d.Created, d.Paid, d.Cancelled, d.Finalized, d.Reversed} {
+			row = append(row, strconv.Itoa(t.Count), t.Total)
+		}
+		if err := cw.Write(append(row, d.Net)); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func printDailyTable(w io.Writer, totals ordersync.DailyTotals) {
+	fmt.Fprintf(w, "Days in %s; paid is when ordersync learned of the payment; net is paid less reversed, not the payout.\n", totals.TZ)
+	if len(totals.Days) == 0 {
+		fmt.Fprintln(w, "No orders on these days.")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "DATE\tCURRENCY\tCREATED\tPAID\tCANCELLED\tFINALIZED\tREVERSED\tNET\t")
+	cell := func(t ordersync.Tally) string { return fmt.Sprintf("%d / %s", t.Count, t.Total) }
+	for _, d := range totals.Days {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", d.Date, d.Currency,
+			cell(d.Created), cell(d.Paid), cell(d.Cancelled), cell(d.Finalized), cell(d.Reversed), d.Net)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w, "Each figure: orders / total.")
+}
