@@ -123,7 +123,7 @@ WHERE id > ? AND raw_document IS NOT NULL ORDER BY id LIMIT ?`), last, batch); e
 }
 
 // sortColumns are the columns of the sort keys.
-var sortColumns = map[string]string{"created": "created_at", "total": "total_key"}
+var sortColumns = map[string]string{"created": "created_at", "paid": "paid_at", "total": "total_key"}
 
 // ListOrders returns a page of fetched orders in the filter's sort, with
 // line items and metadata but without the raw document. Orders with the
@@ -147,11 +147,7 @@ func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) (ord
 	where, args := db.orderWhere(filter)
 	out := ordersync.OrderPage{Limit: clampLimit(filter.Limit, defaultListLimit, maxListLimit), Offset: max(filter.Offset, 0)}
 
-	col, ok := sortColumns[sort.Key()]
-	if !ok || !filter.PaidFrom.IsZero() || !filter.PaidTo.IsZero() {
-		return ordersync.OrderPage{}, fmt.Errorf("list orders: the mirror records no paid time yet")
-	}
-	dir, cmp := "ASC", ">"
+	col, dir, cmp := sortColumns[sort.Key()], "ASC", ">"
 	if sort.Desc() {
 		dir, cmp = "DESC", "<"
 	}
@@ -250,6 +246,11 @@ func (r *orderRow) cursor(sort ordersync.OrderSort) *ordersync.OrderCursor {
 			t := r.CreatedAt.UTC()
 			c.Time = &t
 		}
+	case "paid":
+		if r.PaidAt != nil {
+			t := r.PaidAt.UTC()
+			c.Time = &t
+		}
 	case "total":
 		if r.TotalKey != nil {
 			total := r.Total
@@ -280,7 +281,7 @@ func (db *DB) orderWhere(f ordersync.OrderFilter) ([]string, []any) {
 	for _, r := range []struct {
 		col      string
 		from, to time.Time
-	}{{"created_at", f.CreatedFrom, f.CreatedTo}, {"created_at", f.Since, time.Time{}}} {
+	}{{"created_at", f.CreatedFrom, f.CreatedTo}, {"created_at", f.Since, time.Time{}}, {"paid_at", f.PaidFrom, f.PaidTo}} {
 		if !r.from.IsZero() {
 			add(r.col+" >= ?", dbTime(r.from))
 		}

@@ -82,6 +82,8 @@ func listCodes(t *testing.T, db *DB, f ordersync.OrderFilter) []string {
 func TestListOrdersFiltersAndSearch(t *testing.T) {
 	day := func(d int) time.Time { return time.Date(2026, 10, d, 0, 0, 0, 0, time.UTC) }
 	amount := func(s string) *ordersync.Amount { a := ordersync.MustAmount(s); return &a }
+	// paid is when the fetch with seq saw the order paid (fetched's time).
+	paid := func(seq int) time.Time { return time.Date(2026, 10, 10, 18, 5, seq, 0, time.UTC) }
 	eachDialect(t, func(t *testing.T, url string) {
 		db := openDB(t, url)
 		loadSearchOrders(t, db)
@@ -122,6 +124,11 @@ func TestListOrdersFiltersAndSearch(t *testing.T) {
 			{"created ascending", def(ordersync.OrderFilter{Sort: ordersync.SortCreatedAsc}), []string{"s-a", "s-b", "s-c", "s-d", "s-e"}},
 			{"totals sort as numbers", def(ordersync.OrderFilter{Sort: ordersync.SortTotalDesc}), []string{"s-e", "s-b", "s-c", "s-d", "s-a"}},
 			{"totals ascending", def(ordersync.OrderFilter{Sort: ordersync.SortTotalAsc}), []string{"s-a", "s-d", "s-c", "s-b", "s-e"}},
+			{"paid range is [from, to)", def(ordersync.OrderFilter{PaidFrom: paid(3), PaidTo: paid(5)}), []string{"s-c"}},
+			{"paid from", def(ordersync.OrderFilter{PaidFrom: paid(3)}), []string{"s-e", "s-c"}},
+			{"paid to", def(ordersync.OrderFilter{PaidTo: paid(3)}), []string{"s-b"}},
+			{"paid, newest first, then never paid", def(ordersync.OrderFilter{Sort: ordersync.SortPaidDesc}), []string{"s-e", "s-c", "s-b", "s-d", "s-a"}},
+			{"paid, oldest first, then never paid", def(ordersync.OrderFilter{Sort: ordersync.SortPaidAsc}), []string{"s-b", "s-c", "s-e", "s-a", "s-d"}},
 			{"combined", def(ordersync.OrderFilter{Q: "jose", CreatedFrom: day(11), Currency: "USD", MinTotal: amount("50"), Sort: ordersync.SortTotalAsc}), []string{"s-b", "s-e"}},
 		}
 		for _, tt := range tests {
@@ -159,7 +166,7 @@ func TestListOrdersPages(t *testing.T) {
 			more = append(more, searchOrder{code: fmt.Sprintf("s-t%d", i), status: ordersync.StatusPending, day: 12, total: "20.50"}.params(t, int64(30+i)))
 		}
 		apply(t, db, more...)
-		for _, sort := range []ordersync.OrderSort{ordersync.SortCreatedDesc, ordersync.SortCreatedAsc, ordersync.SortTotalDesc, ordersync.SortTotalAsc} {
+		for _, sort := range ordersync.OrderSorts {
 			all := listCodes(t, db, ordersync.OrderFilter{Account: ordersync.DefaultAccount, Sort: sort})
 			var walked []string
 			f := ordersync.OrderFilter{Account: ordersync.DefaultAccount, Sort: sort, Limit: 2, Count: true}
@@ -209,15 +216,15 @@ func TestListOrdersCursorWhileOrdersArrive(t *testing.T) {
 				seq++
 				code := fmt.Sprintf("%s%03d", prefix, seq)
 				codes = append(codes, code)
-				batch = append(batch, searchOrder{code: code, status: ordersync.StatusPending, day: 10 + rng.IntN(5), total: fmt.Sprintf("%d.%02d", rng.IntN(4), rng.IntN(3))}.params(t, seq))
+				status := []ordersync.Status{ordersync.StatusPending, ordersync.StatusPaid}[rng.IntN(2)]
+				p := searchOrder{code: code, status: status, day: 10 + rng.IntN(5), total: fmt.Sprintf("%d.%02d", rng.IntN(4), rng.IntN(3))}.params(t, seq)
+				p.FetchedAt = time.Date(2026, 10, 20, 0, 0, rng.IntN(5), 0, time.UTC) // paid times that tie
+				batch = append(batch, p)
 			}
 			apply(t, db, batch...)
 			return codes
 		}
 		for _, sort := range ordersync.OrderSorts {
-			if sort.Key() == "paid" {
-				continue
-			}
 			before := newOrders("w", 40)
 			var walked []string
 			f := ordersync.OrderFilter{Account: ordersync.DefaultAccount, Sort: sort, Limit: 7}

@@ -28,6 +28,8 @@ INSERT INTO search_backfill (pending) VALUES (1);
 -- starts where the last one stopped without sorting.
 CREATE INDEX orders_account_created_id ON orders (account, created_at, id);
 DROP INDEX orders_account_created_at;
+CREATE INDEX orders_account_paid_id ON orders (account, paid_at, id) WHERE paid_at IS NOT NULL;
+DROP INDEX orders_account_paid_at;
 CREATE INDEX orders_account_total_id ON orders (account, total_key, id);
 CREATE INDEX orders_account_currency_created ON orders (account, store_currency_code, created_at, id);
 CREATE INDEX orders_buyer_email ON orders (account, buyer_email) WHERE buyer_email <> '';
@@ -40,6 +42,8 @@ DROP INDEX orders_buyer_phone;
 DROP INDEX orders_buyer_email;
 DROP INDEX orders_account_currency_created;
 DROP INDEX orders_account_total_id;
+CREATE INDEX orders_account_paid_at ON orders (account, paid_at DESC) WHERE paid_at IS NOT NULL;
+DROP INDEX orders_account_paid_id;
 CREATE INDEX orders_account_created_at ON orders (account, created_at DESC);
 DROP INDEX orders_account_created_id;
 DROP TABLE search_backfill;
