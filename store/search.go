@@ -144,7 +144,7 @@ func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) (ord
 	if filter.After != nil && filter.After.Sort != sort {
 		return ordersync.OrderPage{}, fmt.Errorf("list orders: the cursor continues sort %s, not %s", filter.After.Sort, sort)
 	}
-	where, args := db.orderWhere(filter)
+	from, where, args := db.orderWhere(filter)
 	out := ordersync.OrderPage{Limit: clampLimit(filter.Limit, defaultListLimit, maxListLimit), Offset: max(filter.Offset, 0)}
 
 	col, dir, cmp := sortColumns[sort.Key()], "ASC", ">"
@@ -174,7 +174,7 @@ func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) (ord
 	err := db.inReadTx(ctx, "list orders", func(tx *sqlx.Tx) error {
 		if filter.Count {
 			var n int
-			if err := tx.GetContext(ctx, &n, db.rebind(`SELECT COUNT(*) FROM orders WHERE `+strings.Join(where, " AND ")), args...); err != nil {
+			if err := tx.GetContext(ctx, &n, db.rebind(`SELECT COUNT(*) FROM `+from+` WHERE `+strings.Join(where, " AND ")), args...); err != nil {
 				return err
 			}
 			out.Total = &n
@@ -182,7 +182,7 @@ func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) (ord
 		var rows []orderRow
 		offset := out.Offset
 		if !skipValued {
-			q := `SELECT ` + orderRowColumns + ` FROM orders WHERE ` + strings.Join(valued, " AND ") +
+			q := `SELECT ` + orderRowColumns + ` FROM ` + from + ` WHERE ` + strings.Join(valued, " AND ") +
 				` ORDER BY ` + col + ` ` + dir + `, id ` + dir + ` LIMIT ? OFFSET ?`
 			if err := tx.SelectContext(ctx, &rows, db.rebind(q), append(valuedArgs, want, offset)...); err != nil {
 				return err
@@ -191,7 +191,7 @@ func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) (ord
 				// The offset reaches past the valued part: what is left
 				// of it applies to the unvalued part.
 				var n int
-				if err := tx.GetContext(ctx, &n, db.rebind(`SELECT COUNT(*) FROM orders WHERE `+strings.Join(valued, " AND ")), valuedArgs...); err != nil {
+				if err := tx.GetContext(ctx, &n, db.rebind(`SELECT COUNT(*) FROM `+from+` WHERE `+strings.Join(valued, " AND ")), valuedArgs...); err != nil {
 					return err
 				}
 				offset = max(offset-n, 0)
@@ -201,7 +201,7 @@ func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) (ord
 		}
 		if len(rows) < want {
 			var more []orderRow
-			q := `SELECT ` + orderRowColumns + ` FROM orders WHERE ` + strings.Join(unvalued, " AND ") +
+			q := `SELECT ` + orderRowColumns + ` FROM ` + from + ` WHERE ` + strings.Join(unvalued, " AND ") +
 				` ORDER BY id ` + dir + ` LIMIT ? OFFSET ?`
 			if err := tx.SelectContext(ctx, &more, db.rebind(q), append(unvaluedArgs, want-len(rows), offset)...); err != nil {
 				return err
@@ -260,11 +260,24 @@ func (r *orderRow) cursor(sort ordersync.OrderSort) *ordersync.OrderCursor {
 	return c
 }
 
-// orderWhere is the filter's conditions, cursor and offset aside: the
-// fetched orders it selects.
-func (db *DB) orderWhere(f ordersync.OrderFilter) ([]string, []any) {
-	where := []string{"raw_document IS NOT NULL"}
+// orderWhere is what the filter selects, cursor and offset aside: the
+// table (orders, or the orders a search found), the conditions, and their
+// arguments in the order of their placeholders.
+func (db *DB) orderWhere(f ordersync.OrderFilter) (string, []string, []any) {
+	from, where := "orders", []string{"raw_document IS NOT NULL"}
 	var args []any
+	if q := strings.TrimSpace(f.Q); q != "" {
+		// The orders a search finds drive the query: SQLite, which keeps
+		// no statistics here, would rather walk the sort's index and test
+		// every order against the search, and a CROSS JOIN is how it is
+		// told which table to start from.
+		join := " JOIN "
+		if db.dialect == DialectSQLite {
+			join = " CROSS JOIN "
+		}
+		found, a := db.searchCondition(f.Account, q)
+		from, args = "("+found+") AS found"+join+"orders ON orders.id = found.found_id", a
+	}
 	add := func(cond string, a ...any) {
 		where, args = append(where, cond), append(args, a...)
 	}
@@ -298,20 +311,17 @@ func (db *DB) orderWhere(f ordersync.OrderFilter) ([]string, []any) {
 	if f.MaxTotal != nil {
 		add("total_key <= ?", totalKey(*f.MaxTotal))
 	}
-	if q := strings.TrimSpace(f.Q); q != "" {
-		cond, a := db.searchCondition(f.Account, q)
-		add(cond, a...)
-	}
-	return where, args
+	return from, where, args
 }
 
 // searchIdentifiers are the columns a search matches exactly, each the
 // second column of an index that begins with the account.
 var searchIdentifiers = []string{"order_code", "order_id", "order_reference", "buyer_email", "buyer_phone", "payment_authorization_code"}
 
-// searchCondition selects the orders whose identifiers equal q or whose
-// buyer name has, for every word of q, a word that begins with it: one
-// union of index lookups, so that a search reads only the orders it finds.
+// searchCondition is the row ids (column found_id) of the orders whose
+// identifiers equal q or whose buyer name has, for every word of q, a word
+// that begins with it: a union of index lookups, so that a search reads
+// only the orders it finds.
 func (db *DB) searchCondition(account, q string) (string, []any) {
 	acct, acctArgs := "", []any{}
 	if account != "" {
@@ -320,7 +330,9 @@ func (db *DB) searchCondition(account, q string) (string, []any) {
 	var parts []string
 	var args []any
 	for _, c := range searchIdentifiers {
-		parts = append(parts, `SELECT id FROM orders WHERE `+acct+c+` = ?`)
+		// "<> ''" lets SQLite use the partial indexes, which it cannot
+		// know a parameter satisfies.
+		parts = append(parts, `SELECT id AS found_id FROM orders WHERE `+acct+c+` = ? AND `+c+` <> ''`)
 		args = append(append(args, acctArgs...), q)
 	}
 	if words := ordersync.NameTokens(q); len(words) > 0 {
@@ -330,7 +342,7 @@ func (db *DB) searchCondition(account, q string) (string, []any) {
 			match = "token LIKE ?"
 			pattern = func(w string) string { return w + "%" }
 		}
-		name := `SELECT t0.order_row FROM order_name_tokens t0 WHERE ` + strings.ReplaceAll(acct, "account", "t0.account") + `t0.` + match
+		name := `SELECT t0.order_row AS found_id FROM order_name_tokens t0 WHERE ` + strings.ReplaceAll(acct, "account", "t0.account") + `t0.` + match
 		args = append(append(args, acctArgs...), pattern(words[0]))
 		for i, w := range words[1:] {
 			t := fmt.Sprintf("t%d", i+1)
@@ -339,5 +351,5 @@ func (db *DB) searchCondition(account, q string) (string, []any) {
 		}
 		parts = append(parts, name)
 	}
-	return "id IN (" + strings.Join(parts, " UNION ") + ")", args
+	return strings.Join(parts, " UNION "), args
 }
