@@ -114,21 +114,31 @@ func makeBenchQueryOrder(rng *rand.Rand, i, n int) benchQueryOrder {
 // loadBenchQueryOrders fills an empty mirror with n orders through a bulk
 // path: multi-row inserts of the columns the listing reads, the name
 // tokens the upsert would write, and two line items and a metadata entry
-// per order copied in SQL.
-func loadBenchQueryOrders(t *testing.T, db *DB, n int) {
+// per order copied in SQL. At version 8 (before migration 9) it writes
+// neither total_key nor name tokens, which the migration adds.
+func loadBenchQueryOrders(t *testing.T, db *DB, n int, version8 bool) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(20, 26))
 	overriding := ""
 	if db.dialect == DialectPostgres {
 		overriding = " OVERRIDING SYSTEM VALUE"
 	}
-	insertOrders := rowsSQL{prefix: "INSERT INTO orders (" + strings.Join(benchQueryColumns, ", ") + ")" + overriding + " VALUES ", cols: len(benchQueryColumns)}
+	columns := benchQueryColumns
+	keyAt := slices.Index(columns, "total_key")
+	if version8 {
+		columns = slices.Delete(slices.Clone(columns), keyAt, keyAt+1)
+	}
+	insertOrders := rowsSQL{prefix: "INSERT INTO orders (" + strings.Join(columns, ", ") + ")" + overriding + " VALUES ", cols: len(columns)}
 	const perTx = 5000
 	start := time.Now()
 	for from := 1; from <= n; from += perTx {
 		var orders, tokens [][]any
 		for i := from; i < from+perTx && i <= n; i++ {
 			o := makeBenchQueryOrder(rng, i, n)
+			if version8 {
+				orders = append(orders, slices.Delete(o.values, keyAt, keyAt+1))
+				continue
+			}
 			orders = append(orders, o.values)
 			for _, tk := range o.tokens {
 				tokens = append(tokens, []any{ordersync.DefaultAccount, tk, int64(i)})
@@ -274,7 +284,7 @@ func TestOrderQueryTimes(t *testing.T) {
 			t.Fatal(err)
 		}
 		if have == 0 {
-			loadBenchQueryOrders(t, db, n)
+			loadBenchQueryOrders(t, db, n, false)
 		} else if have != n {
 			t.Fatalf("the kept mirror holds %d orders, not %d", have, n)
 		}
@@ -343,6 +353,47 @@ func TestOrderQueryTimes(t *testing.T) {
 		test(t, url)
 	})
 	t.Run(DialectPostgres, func(t *testing.T) { test(t, postgresURL(t)) })
+}
+
+// migrationSearchBenchEnv, set to a number of orders (1000000 for the
+// figure in docs/benchmarks.md), runs TestMigrationSearchTime.
+const migrationSearchBenchEnv = "ORDERSYNC_BENCH_MIGRATION_SEARCH_ORDERS"
+
+// TestMigrationSearchTime times migration 9 and its backfill (total_key
+// and the name tokens of every order) on a mirror at version 8 filled as
+// TestOrderQueryTimes fills one. It measures: it is skipped unless
+// migrationSearchBenchEnv is set.
+func TestMigrationSearchTime(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv(migrationSearchBenchEnv))
+	if n <= 0 {
+		t.Skipf("set %s to a number of orders to time migration 9", migrationSearchBenchEnv)
+	}
+	eachDialect(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		db := openDB(t, url)
+		provider, unlock, err := db.migrations(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := provider.DownTo(ctx, 8); err != nil {
+			unlock()
+			t.Fatalf("migrate down to 8: %v", err)
+		}
+		unlock()
+		loadBenchQueryOrders(t, db, n, true)
+		start := time.Now()
+		if err := db.Migrate(ctx); err != nil {
+			t.Fatalf("migrate up: %v", err)
+		}
+		t.Logf("%s: migration 9 and its backfill on %d orders took %s", db.dialect, n, time.Since(start).Round(time.Millisecond))
+		var tokens, keys int
+		if err := db.read.GetContext(ctx, &tokens, `SELECT COUNT(*) FROM order_name_tokens`); err != nil || tokens == 0 {
+			t.Fatalf("%d name tokens after the backfill: %v", tokens, err)
+		}
+		if err := db.read.GetContext(ctx, &keys, `SELECT COUNT(*) FROM orders WHERE total_key IS NOT NULL`); err != nil || keys != n {
+			t.Fatalf("%d total keys after the backfill, want %d: %v", keys, n, err)
+		}
+	})
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

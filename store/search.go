@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,6 +62,15 @@ func nameTokenRows(account string, row int64, o *ordersync.Order) [][]any {
 	return rows
 }
 
+// The statements of backfillSearch: VALUES columns are column1, column2 in
+// both dialects, and PostgreSQL reads their parameters as text, so the row
+// id goes as its decimal text.
+var (
+	backfillTotalKeys = rowsSQL{prefix: `UPDATE orders SET total_key = v.column2 FROM (VALUES `, cols: 2,
+		suffix: `) AS v WHERE orders.id = CAST(v.column1 AS BIGINT)`}
+	backfillTokens = rowsSQL{prefix: insertTokens.prefix, cols: insertTokens.cols, suffix: ` ON CONFLICT DO NOTHING`}
+)
+
 // backfillSearch fills total_key and the name tokens of orders mirrored
 // before migration 00009, when its mark says they are pending, a thousand
 // orders per transaction, then clears the mark. It runs under the
@@ -89,20 +99,19 @@ func (db *DB) backfillSearch(ctx context.Context) error {
 WHERE id > ? AND raw_document IS NOT NULL ORDER BY id LIMIT ?`), last, batch); err != nil {
 				return err
 			}
-			var tokens [][]any
+			var keys, tokens [][]any
 			for _, r := range rows {
 				if r.Total != nil {
-					if _, err := tx.ExecContext(ctx, db.rebind(`UPDATE orders SET total_key = ? WHERE id = ?`), totalKey(*r.Total), r.ID); err != nil {
-						return err
-					}
+					keys = append(keys, []any{strconv.FormatInt(r.ID, 10), totalKey(*r.Total)})
 				}
 				for _, t := range ordersync.NameTokens(r.BuyerName) {
 					tokens = append(tokens, []any{r.Account, t, r.ID})
 				}
 			}
-			insert := insertTokens
-			insert.suffix = ` ON CONFLICT DO NOTHING`
-			return db.execRows(ctx, tx, insert, tokens)
+			if err := db.execRows(ctx, tx, backfillTotalKeys, keys); err != nil {
+				return err
+			}
+			return db.execRows(ctx, tx, backfillTokens, tokens)
 		})
 		if err != nil {
 			return err
