@@ -258,27 +258,6 @@ type DeadLetterFilter struct {
 	Limit          int
 }
 
-// OrderFilter selects mirrored orders, newest first; zero fields select all.
-type OrderFilter struct {
-	Account string
-	// Statuses, when any, select orders in one of them.
-	Statuses []Status
-	// Since selects orders created upstream at or after it.
-	Since time.Time
-	Limit int
-	// Offset skips that many orders.
-	Offset int
-}
-
-// OrderPage is one page of a listing: the orders from Offset on, at most
-// Limit (the filter's, after the mirror's default and cap), and how many
-// orders the filter selects in all.
-type OrderPage struct {
-	Orders        []*MirroredOrder
-	Total         int
-	Offset, Limit int
-}
-
 // ReconcileFilter selects orders the reconciler should re-fetch.
 type ReconcileFilter struct {
 	Account string

@@ -179,12 +179,14 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // OrderList is the body of GET /v1/orders.
 type OrderList struct {
 	Orders []*ordersync.MirroredOrder `json:"orders"`
-	// Count is how many orders this page holds; Total, how many the filter
-	// selects in all, from Offset on in pages of Limit.
-	Count  int `json:"count"`
-	Total  int `json:"total"`
-	Offset int `json:"offset"`
-	Limit  int `json:"limit"`
+	// Count is how many orders this page holds. NextCursor, null on the
+	// last page, asks for the next one (cursor=). Total, how many the
+	// filter selects in all, is there when asked for (count=exact).
+	Count      int     `json:"count"`
+	NextCursor *string `json:"nextCursor"`
+	Total      *int    `json:"total,omitempty"`
+	Offset     int     `json:"offset"`
+	Limit      int     `json:"limit"`
 }
 
 // NewOrderList is the answer for one page of a listing: never a null list.
@@ -193,7 +195,12 @@ func NewOrderList(page ordersync.OrderPage) OrderList {
 	if orders == nil {
 		orders = []*ordersync.MirroredOrder{}
 	}
-	return OrderList{Orders: orders, Count: len(orders), Total: page.Total, Offset: page.Offset, Limit: page.Limit}
+	var next *string
+	if page.Next != nil {
+		s := page.Next.String()
+		next = &s
+	}
+	return OrderList{Orders: orders, Count: len(orders), NextCursor: next, Total: page.Total, Offset: page.Offset, Limit: page.Limit}
 }
 
 // ParseStatuses reads a status filter: statuses separated by commas, in
@@ -218,22 +225,13 @@ func ParseStatuses(values []string) ([]ordersync.Status, error) {
 }
 
 func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	filter := ordersync.OrderFilter{Account: s.account(r)}
-	var err error
-	if filter.Statuses, err = ParseStatuses(q["status"]); err != nil {
-		writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{"status": {err.Error()}})
+	filter, err := ParseOrderQuery(r.URL.Query(), time.Now())
+	var qe *QueryError
+	if errors.As(err, &qe) {
+		writeProblem(w, http.StatusBadRequest, "invalid query", qe.Fields)
 		return
 	}
-	if v := q.Get("since"); v != "" {
-		if filter.Since, err = ParseSince(v, time.Now()); err != nil {
-			writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{"since": {err.Error()}})
-			return
-		}
-	}
-	if !queryCount(w, q, "limit", &filter.Limit) || !queryCount(w, q, "offset", &filter.Offset) {
-		return
-	}
+	filter.Account = s.account(r)
 	page, err := s.cfg.Orders.ListOrders(r.Context(), filter)
 	if err != nil {
 		s.internal(w, "list orders", err)

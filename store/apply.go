@@ -25,7 +25,7 @@ var orderColumns = []string{
 	"raw_document", "document_hash",
 	"first_seen_at", "last_synced_at", "last_event_at", "last_event_type",
 	"fetch_count", "fetch_seq", "paid_fired", "status_transitions",
-	"changed_at", "next_check_at", "paid_at", "status_changed_at",
+	"changed_at", "next_check_at", "paid_at", "status_changed_at", "total_key",
 }
 
 // The multi-row statements of ApplyOrders.
@@ -75,7 +75,8 @@ var (
     order_code = CASE WHEN excluded.order_code <> '' THEN excluded.order_code ELSE event_log.order_code END,
     signature = CASE WHEN excluded.signature <> '' THEN excluded.signature ELSE event_log.signature END`,
 	}
-	applyStatements = []rowsSQL{upsertOrders, touchOrders, deleteItems, deleteMetadata, insertItems, insertMetadata, insertHistory, insertOutbox, upsertEvents}
+	applyStatements = []rowsSQL{upsertOrders, touchOrders, deleteItems, deleteMetadata, insertItems, insertMetadata, insertHistory, insertOutbox, upsertEvents,
+		deleteTokens, insertTokens}
 )
 
 // orderState is what ApplyOrders knows about a mirrored order: read once per
@@ -492,6 +493,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	if err := db.execSteps(ctx, tx, []writeStep{
 		{"delete replaced line items", deleteItems, replaced},
 		{"delete replaced metadata", deleteMetadata, replaced},
+		{"delete replaced name tokens", deleteTokens, replaced},
 		{"update sync bookkeeping", touchOrders, touched},
 	}); err != nil {
 		return err
@@ -515,7 +517,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 		return fmt.Errorf("write orders: %w", err)
 	}
 
-	var items, metadata, history [][]any
+	var items, metadata, history, tokens [][]any
 	for _, k := range b.keys {
 		bo := b.orders[k]
 		if !bo.changed {
@@ -535,6 +537,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 		for i, m := range bo.order.Metadata {
 			metadata = append(metadata, []any{row, i, m.Name, m.Value})
 		}
+		tokens = append(tokens, nameTokenRows(k.account, row, bo.order)...)
 	}
 	for _, h := range b.history {
 		history = append(history, []any{b.orders[h.key].st.ID, string(h.From), string(h.To), h.seq, h.at, string(h.cause)})
@@ -543,6 +546,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 		{"insert line items", insertItems, items},
 		{"insert metadata", insertMetadata, metadata},
 		{"insert status history", insertHistory, history},
+		{"insert name tokens", insertTokens, tokens},
 	}); err != nil {
 		return err
 	}
@@ -607,6 +611,7 @@ func orderValues(account string, bo *batchOrder, st *orderState) []any {
 		dbTime(st.FirstSeenAt), nullTimePtr(st.LastSyncedAt), nullTimePtr(st.LastEventAt), st.LastEventType,
 		st.FetchCount, st.FetchSeq, st.PaidFired, st.Transitions,
 		nullTimePtr(st.ChangedAt), nullTimePtr(st.NextCheckAt), nullTimePtr(st.PaidAt), nullTimePtr(st.StatusChangedAt),
+		totalKey(o.Total),
 	}
 }
 

@@ -31,6 +31,9 @@ func (db *DB) Migrate(ctx context.Context) error {
 	for _, r := range results {
 		db.logger.InfoContext(ctx, "applied migration", "version", r.Source.Version, "duration", r.Duration)
 	}
+	if err := db.backfillSearch(ctx); err != nil {
+		return fmt.Errorf("migrate %s store: %w", db.dialect, err)
+	}
 	return nil
 }
 

@@ -59,13 +59,14 @@ type orderRow struct {
 	FetchSeq            int64            `db:"fetch_seq"`
 	PaidAt              *time.Time       `db:"paid_at"`
 	StatusChangedAt     *time.Time       `db:"status_changed_at"`
+	TotalKey            *string          `db:"total_key"`
 }
 
 const orderRowColumns = `id, account, order_code, order_id, order_reference, name, description, status,
 subtotal, shipping_amount, discount_amount, surcharge_amount, total, payment_link_url, success_url, cancel_url, created_at,
 store_name, store_country_code, store_currency_code, store_currency_symbol, store_locale, store_timezone,
 has_payment, payment_authorization_code, payment_voucher_url, buyer_name, buyer_phone, buyer_email,
-first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count, fetch_seq, paid_at, status_changed_at`
+first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count, fetch_seq, paid_at, status_changed_at, total_key`
 
 type itemRow struct {
 	OrderRow   int64             `db:"order_row"`
@@ -196,52 +197,6 @@ func (db *DB) loadDetails(ctx context.Context, tx *sqlx.Tx, rows []int64, orders
 		}
 	}
 	return nil
-}
-
-// ListOrders returns a page of fetched orders, newest first (by upstream
-// creation), with line items and metadata but without the raw document,
-// and how many orders the filter selects in all. Limit defaults to 100 and
-// is capped at 1000.
-func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) (ordersync.OrderPage, error) {
-	where := []string{"raw_document IS NOT NULL"}
-	var args []any
-	if filter.Account != "" {
-		where, args = append(where, "account = ?"), append(args, filter.Account)
-	}
-	if len(filter.Statuses) > 0 {
-		where = append(where, "status IN ("+placeholders(len(filter.Statuses))+")")
-		for _, st := range filter.Statuses {
-			args = append(args, string(st))
-		}
-	}
-	if !filter.Since.IsZero() {
-		where, args = append(where, "created_at >= ?"), append(args, dbTime(filter.Since))
-	}
-	count := `SELECT COUNT(*) FROM orders WHERE ` + strings.Join(where, " AND ")
-	query := `SELECT ` + orderRowColumns + ` FROM orders WHERE ` + strings.Join(where, " AND ") +
-		` ORDER BY created_at DESC, account, order_code LIMIT ? OFFSET ?`
-	out := ordersync.OrderPage{Limit: clampLimit(filter.Limit, defaultListLimit, maxListLimit), Offset: max(filter.Offset, 0)}
-	page := append(args[:len(args):len(args)], out.Limit, out.Offset)
-
-	err := db.inReadTx(ctx, "list orders", func(tx *sqlx.Tx) error {
-		if err := tx.GetContext(ctx, &out.Total, db.rebind(count), args...); err != nil {
-			return err
-		}
-		var rows []orderRow
-		if err := tx.SelectContext(ctx, &rows, db.rebind(query), page...); err != nil {
-			return err
-		}
-		out.Orders = make([]*ordersync.MirroredOrder, len(rows))
-		ids := make([]int64, len(rows))
-		for i := range rows {
-			out.Orders[i], ids[i] = rows[i].mirrored(), rows[i].ID
-		}
-		return db.loadDetails(ctx, tx, ids, out.Orders)
-	})
-	if err != nil {
-		return ordersync.OrderPage{}, err
-	}
-	return out, nil
 }
 
 // StoreCurrency returns the currency code of the account's most recently

@@ -56,7 +56,7 @@ func TestCLI(t *testing.T) {
 			t.Errorf("orders list lacks %s", c)
 		}
 	}
-	if out, err = runCLI(t, "orders", "list", db, "--status", "paid", "--json"); err != nil || !strings.Contains(out, `"count": 2`) || !strings.Contains(out, `"total": 2`) {
+	if out, err = runCLI(t, "orders", "list", db, "--status", "paid", "--json", "--count"); err != nil || !strings.Contains(out, `"count": 2`) || !strings.Contains(out, `"total": 2`) {
 		t.Errorf("orders list --status paid --json: %v\n%s", err, out)
 	}
 	// Several statuses, comma-separated or repeated; pages that say where
@@ -66,10 +66,10 @@ func TestCLI(t *testing.T) {
 			t.Errorf("orders list %v: %v\n%s", args, err, out)
 		}
 	}
-	if out, err = runCLI(t, "orders", "list", db, "--limit", "2", "--offset", "2"); err != nil || !strings.Contains(out, "orders 3–4 of 5 (next page: --offset 4)") {
+	if out, err = runCLI(t, "orders", "list", db, "--limit", "2", "--offset", "2", "--count"); err != nil || !strings.Contains(out, "orders 3–4 of 5 (next page: --offset 4)") {
 		t.Errorf("orders list --limit 2 --offset 2: %v\n%s", err, out)
 	}
-	if out, err = runCLI(t, "orders", "list", db, "--limit", "2", "--offset", "4", "--json"); err != nil ||
+	if out, err = runCLI(t, "orders", "list", db, "--limit", "2", "--offset", "4", "--json", "--count"); err != nil ||
 		!strings.Contains(out, `"count": 1`) || !strings.Contains(out, `"total": 5`) || !strings.Contains(out, `"offset": 4`) || !strings.Contains(out, `"limit": 2`) {
 		t.Errorf("orders list --limit 2 --offset 4 --json: %v\n%s", err, out)
 	}
@@ -78,6 +78,36 @@ func TestCLI(t *testing.T) {
 	}
 	if _, err = runCLI(t, "orders", "list", db, "--status", "SHIPPED"); err == nil {
 		t.Error("an unknown status was accepted")
+	}
+	// Search by a buyer's name regardless of case; a listing by cursor.
+	if out, err = runCLI(t, "orders", "list", db, "--search", "ANA", "--json"); err != nil || !strings.Contains(out, `"count": 2`) {
+		t.Errorf("orders list --search ANA: %v\n%s", err, out)
+	}
+	first, err := runCLI(t, "orders", "list", db, "--limit", "3", "--sort", "created_asc")
+	_, next, found := strings.Cut(first, "(next page: --cursor ")
+	if err != nil || !found || !strings.Contains(first, "orders 1–3") {
+		t.Fatalf("orders list --limit 3 --sort created_asc: %v\n%s", err, first)
+	}
+	next = strings.TrimSuffix(strings.TrimSpace(next), ")")
+	if out, err = runCLI(t, "orders", "list", db, "--limit", "3", "--sort", "created_asc", "--cursor", next); err != nil || !strings.Contains(out, "2 orders after the cursor\n") {
+		t.Errorf("orders list --cursor: %v\n%s", err, out)
+	}
+	seen := map[string]int{}
+	for _, line := range strings.Split(first+out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			seen[f[0]]++
+		}
+	}
+	for _, c := range codes {
+		if seen[c] != 1 {
+			t.Errorf("order %s on %d of the two pages:\n%s\n%s", c, seen[c], first, out)
+		}
+	}
+	for _, args := range [][]string{{"--tz", "Nowhere/Else", "--created-from", "2026-01-01"}, {"--sort", "price"}, {"--min-total", "ten"}} {
+		_, err := runCLI(t, append([]string{"orders", "list", db}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), args[0]+":") {
+			t.Errorf("orders list %v: %v, want an error naming %s", args, err, args[0])
+		}
 	}
 	if out, err = runCLI(t, "orders", "show", codes[0], db); err != nil || !strings.Contains(out, "PAID") || !strings.Contains(out, "Fetches") {
 		t.Errorf("orders show: %v\n%s", err, out)

@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,37 +25,63 @@ func newOrdersCommand() *cobra.Command {
 	return cmd
 }
 
+// orderListFlags are the flags of orders list that the admin API's query
+// parameters mirror: flag name → parameter name.
+var orderListFlags = []struct{ flag, param, usage string }{
+	{"search", "q", "find by order code, order id, reference, buyer email, phone or authorization code (exactly), or by the buyer's name (words or their beginnings, regardless of case and accents)"},
+	{"since", "since", "only orders created since: RFC 3339 time, YYYY-MM-DD, or a duration back from now (24h); not with --created-from"},
+	{"created-from", "createdFrom", "only orders created at or after: RFC 3339 time, or YYYY-MM-DD (midnight in --tz)"},
+	{"created-to", "createdTo", "only orders created before: RFC 3339 time, or YYYY-MM-DD (midnight in --tz)"},
+	{"paid-from", "paidFrom", "only orders ordersync learned were paid at or after: RFC 3339 time, or YYYY-MM-DD (midnight in --tz)"},
+	{"paid-to", "paidTo", "only orders ordersync learned were paid before: RFC 3339 time, or YYYY-MM-DD (midnight in --tz)"},
+	{"tz", "tz", "IANA time zone the dates of the ranges are read in (default UTC)"},
+	{"currency", "currency", "only orders in this currency (ISO 4217 code)"},
+	{"min-total", "minTotal", "only orders whose total is at least this amount"},
+	{"max-total", "maxTotal", "only orders whose total is at most this amount"},
+	{"sort", "sort", "created_desc (default), created_asc, paid_desc, paid_asc, total_desc or total_asc"},
+	{"cursor", "cursor", "continue a listing where the previous page ended (its next-page cursor)"},
+}
+
 func newOrdersListCommand() *cobra.Command {
-	var since, account string
-	var statuses []string
-	var asJSON bool
+	var account string
+	var asJSON, count bool
 	var limit, offset int
+	var statuses []string
+	values := make([]string, len(orderListFlags))
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List mirrored orders, newest first",
+		Short: "List and find mirrored orders, newest first by default",
 		Args:  cobra.NoArgs,
 	}
 	flags := app.AddConfigFlags(cmd.Flags(), app.ScopeMirror)
+	for i, f := range orderListFlags {
+		cmd.Flags().StringVar(&values[i], f.flag, "", f.usage)
+	}
 	cmd.Flags().StringSliceVar(&statuses, "status", nil, "only these statuses: PENDING, PAID, CANCELLED, FINALIZED (comma-separated or repeated)")
-	cmd.Flags().StringVar(&since, "since", "", "only orders created since: RFC 3339 time, YYYY-MM-DD, or a duration back from now (24h)")
 	cmd.Flags().StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many orders (max 1000)")
-	cmd.Flags().IntVar(&offset, "offset", 0, "skip this many orders (the next page starts at offset + limit)")
+	cmd.Flags().IntVar(&offset, "offset", 0, "skip this many orders (prefer --cursor: pages by offset shift as orders arrive)")
+	cmd.Flags().BoolVar(&count, "count", false, "also count every order the filter selects (a pass over all of them)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the admin API's shape) instead of a table")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if limit < 0 || offset < 0 {
-			return fmt.Errorf("--limit and --offset must be whole numbers ≥ 0 (got %d and %d)", limit, offset)
-		}
-		filter := ordersync.OrderFilter{Account: account, Limit: limit, Offset: offset}
-		var err error
-		if filter.Statuses, err = admin.ParseStatuses(statuses); err != nil {
-			return fmt.Errorf("--status: %w", err)
-		}
-		if since != "" {
-			if filter.Since, err = admin.ParseSince(since, time.Now()); err != nil {
-				return fmt.Errorf("--since: %w", err)
+		q := url.Values{"limit": {strconv.Itoa(limit)}, "offset": {strconv.Itoa(offset)}, "status": statuses}
+		for i, f := range orderListFlags {
+			if values[i] != "" {
+				q.Set(f.param, values[i])
 			}
 		}
+		if count {
+			q.Set("count", "exact")
+		}
+		filter, err := admin.ParseOrderQuery(q, time.Now())
+		var qe *admin.QueryError
+		if errors.As(err, &qe) {
+			return flagErrors(qe, map[string]string{"status": "status", "limit": "limit", "offset": "offset"})
+		}
+		if err != nil {
+			return err
+		}
+		filter.Account = account
 		l, err := openMirror(cmd.Context(), flags)
 		if err != nil {
 			return err
@@ -65,10 +95,30 @@ func newOrdersListCommand() *cobra.Command {
 			return writeIndented(cmd.OutOrStdout(), admin.NewOrderList(page))
 		}
 		printOrderTable(cmd.OutOrStdout(), page.Orders)
-		fmt.Fprintln(cmd.OutOrStdout(), pageSummary(page))
+		fmt.Fprintln(cmd.OutOrStdout(), pageSummary(page, filter.After != nil))
 		return nil
 	}
 	return cmd
+}
+
+// flagErrors is a refused query in the CLI's terms: each parameter named
+// by its flag.
+func flagErrors(qe *admin.QueryError, extra map[string]string) error {
+	flagOf := maps.Clone(extra)
+	for _, f := range orderListFlags {
+		flagOf[f.param] = f.flag
+	}
+	var msgs []string
+	for _, p := range admin.OrderQueryParams {
+		for _, m := range qe.Fields[p] {
+			name := flagOf[p]
+			if name == "" {
+				name = p
+			}
+			msgs = append(msgs, "--"+name+": "+m)
+		}
+	}
+	return errors.New(strings.Join(msgs, "\n"))
 }
 
 func printOrderTable(w io.Writer, orders []*ordersync.MirroredOrder) {
@@ -90,24 +140,45 @@ func printOrderTable(w io.Writer, orders []*ordersync.MirroredOrder) {
 	_ = tw.Flush()
 }
 
-// pageSummary says which orders of how many a page shows, and how to ask
-// for the next.
-func pageSummary(p ordersync.OrderPage) string {
+// pageSummary says which orders a page shows, of how many when that is
+// known (counted, or the last page of a listing begun without a cursor),
+// and how to ask for the next: by offset when the listing pages by offset,
+// else by cursor.
+func pageSummary(p ordersync.OrderPage, byCursor bool) string {
 	n := len(p.Orders)
+	total := p.Total
+	if total == nil && p.Next == nil && !byCursor && (n > 0 || p.Offset == 0) {
+		t := p.Offset + n
+		total = &t
+	}
+	var s string
 	switch {
-	case p.Total == 0:
+	case byCursor && total == nil:
+		s = plural(n, "order") + " after the cursor"
+	case n == 0 && total != nil && *total == 0:
 		return "no orders"
-	case n == p.Total:
-		return plural(n, "order")
 	case n == 0:
-		return fmt.Sprintf("no orders from offset %d: %s in all", p.Offset, plural(p.Total, "order"))
+		s = fmt.Sprintf("no orders from offset %d", p.Offset)
+	case total != nil && n == *total:
+		return plural(n, "order")
+	case n == 1:
+		s = fmt.Sprintf("order %d", p.Offset+1)
+	default:
+		s = fmt.Sprintf("orders %d–%d", p.Offset+1, p.Offset+n)
 	}
-	s := fmt.Sprintf("orders %d–%d of %d", p.Offset+1, p.Offset+n, p.Total)
-	if n == 1 {
-		s = fmt.Sprintf("order %d of %d", p.Offset+1, p.Total)
+	if total != nil {
+		if n == 0 {
+			s += fmt.Sprintf(": %s in all", plural(*total, "order"))
+		} else {
+			s += fmt.Sprintf(" of %d", *total)
+		}
 	}
-	if p.Offset+n < p.Total {
+	switch {
+	case p.Next == nil:
+	case p.Offset > 0 && !byCursor:
 		s += fmt.Sprintf(" (next page: --offset %d)", p.Offset+n)
+	default:
+		s += " (next page: --cursor " + p.Next.String() + ")"
 	}
 	return s
 }
@@ -301,7 +372,8 @@ func newOrdersTrackCommand() *cobra.Command {
 			tracked = append(tracked, m)
 		}
 		if asJSON {
-			if err := writeIndented(cmd.OutOrStdout(), admin.NewOrderList(ordersync.OrderPage{Orders: tracked, Total: len(tracked), Limit: len(tracked)})); err != nil {
+			n := len(tracked)
+			if err := writeIndented(cmd.OutOrStdout(), admin.NewOrderList(ordersync.OrderPage{Orders: tracked, Total: &n, Limit: n})); err != nil {
 				return err
 			}
 		} else if len(tracked) > 0 {

@@ -1,0 +1,364 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/ordersync/ordersync"
+)
+
+// The widths of totalKey: every amount ordersync.ParseAmount accepts fits.
+const (
+	totalKeyIntegerDigits  = ordersync.MaxAmountIntegerDigits
+	totalKeyFractionDigits = ordersync.MaxAmountFractionDigits
+)
+
+// totalKey is an amount as fixed-width text whose byte order is the
+// numbers' order, so that an index on TEXT filters and sorts totals exactly
+// in both dialects: "1" then the integer and fraction digits zero-padded for
+// zero and above, "0" then the nines' complement of those digits below
+// zero. 17.99 and 17.990 have the same key.
+func totalKey(a ordersync.Amount) string {
+	s := a.String()
+	neg := a.Sign() < 0
+	s = strings.TrimPrefix(s, "-")
+	whole, frac, _ := strings.Cut(s, ".")
+	var b strings.Builder
+	b.Grow(1 + totalKeyIntegerDigits + totalKeyFractionDigits)
+	digits := strings.Repeat("0", totalKeyIntegerDigits-len(whole)) + whole + frac + strings.Repeat("0", totalKeyFractionDigits-len(frac))
+	if !neg {
+		b.WriteByte('1')
+		b.WriteString(digits)
+		return b.String()
+	}
+	b.WriteByte('0')
+	for i := 0; i < len(digits); i++ {
+		b.WriteByte('9' - digits[i] + '0')
+	}
+	return b.String()
+}
+
+// The name tokens' statements of ApplyOrders.
+var (
+	deleteTokens = rowsSQL{prefix: `DELETE FROM order_name_tokens WHERE order_row IN (`, cols: 1, suffix: `)`}
+	insertTokens = rowsSQL{prefix: `INSERT INTO order_name_tokens (account, token, order_row) VALUES `, cols: 3}
+)
+
+// nameTokenRows are the order_name_tokens rows of an order's buyer name.
+func nameTokenRows(account string, row int64, o *ordersync.Order) [][]any {
+	if o.Payment == nil || o.Payment.Buyer == nil {
+		return nil
+	}
+	tokens := ordersync.NameTokens(o.Payment.Buyer.Name)
+	rows := make([][]any, len(tokens))
+	for i, t := range tokens {
+		rows[i] = []any{account, t, row}
+	}
+	return rows
+}
+
+// The statements of backfillSearch: VALUES columns are column1, column2 in
+// both dialects, and PostgreSQL reads their parameters as text, so the row
+// id goes as its decimal text.
+var (
+	backfillTotalKeys = rowsSQL{prefix: `UPDATE orders SET total_key = v.column2 FROM (VALUES `, cols: 2,
+		suffix: `) AS v WHERE orders.id = CAST(v.column1 AS BIGINT)`}
+	backfillTokens = rowsSQL{prefix: insertTokens.prefix, cols: insertTokens.cols, suffix: ` ON CONFLICT DO NOTHING`}
+)
+
+// backfillSearch fills total_key and the name tokens of orders mirrored
+// before migration 00009, when its mark says they are pending, a thousand
+// orders per transaction, then clears the mark. It runs under the
+// migration lock.
+func (db *DB) backfillSearch(ctx context.Context) error {
+	var pending int
+	if err := db.write.GetContext(ctx, &pending, `SELECT COUNT(*) FROM search_backfill`); err != nil {
+		return fmt.Errorf("read the search backfill mark: %w", err)
+	}
+	if pending == 0 {
+		return nil
+	}
+	type row struct {
+		ID        int64             `db:"id"`
+		Account   string            `db:"account"`
+		Total     *ordersync.Amount `db:"total"`
+		BuyerName string            `db:"buyer_name"`
+	}
+	const batch = 1000
+	var last int64
+	filled := 0
+	for {
+		var rows []row
+		err := db.inTx(ctx, "fill search columns", func(tx *sqlx.Tx) error {
+			if err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT id, account, total, buyer_name FROM orders
+WHERE id > ? AND raw_document IS NOT NULL ORDER BY id LIMIT ?`), last, batch); err != nil {
+				return err
+			}
+			var keys, tokens [][]any
+			for _, r := range rows {
+				if r.Total != nil {
+					keys = append(keys, []any{strconv.FormatInt(r.ID, 10), totalKey(*r.Total)})
+				}
+				for _, t := range ordersync.NameTokens(r.BuyerName) {
+					tokens = append(tokens, []any{r.Account, t, r.ID})
+				}
+			}
+			if err := db.execRows(ctx, tx, backfillTotalKeys, keys); err != nil {
+				return err
+			}
+			return db.execRows(ctx, tx, backfillTokens, tokens)
+		})
+		if err != nil {
+			return err
+		}
+		filled += len(rows)
+		if len(rows) < batch {
+			break
+		}
+		last = rows[len(rows)-1].ID
+	}
+	if _, err := db.write.ExecContext(ctx, `DELETE FROM search_backfill`); err != nil {
+		return fmt.Errorf("clear the search backfill mark: %w", err)
+	}
+	if filled > 0 {
+		db.logger.InfoContext(ctx, "filled the search columns of mirrored orders", "orders", filled)
+	}
+	return nil
+}
+
+// sortColumns are the columns of the sort keys.
+var sortColumns = map[string]string{"created": "created_at", "paid": "paid_at", "total": "total_key"}
+
+// ListOrders returns a page of fetched orders in the filter's sort, with
+// line items and metadata but without the raw document. Orders with the
+// sort's value come first, by (value, row), then those without one (no paid
+// time yet), by row: each part is a range of an index, and a cursor names
+// the part it stopped in. Limit defaults to 100 and is capped at 1000.
+func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) (ordersync.OrderPage, error) {
+	sort := filter.Sort
+	if sort == "" {
+		sort = ordersync.SortCreatedDesc
+	}
+	if _, err := ordersync.ParseOrderSort(string(sort)); err != nil {
+		return ordersync.OrderPage{}, fmt.Errorf("list orders: %w", err)
+	}
+	if !filter.Since.IsZero() && !filter.CreatedFrom.IsZero() {
+		return ordersync.OrderPage{}, fmt.Errorf("list orders: Since and CreatedFrom cannot both be given")
+	}
+	if filter.After != nil && filter.After.Sort != sort {
+		return ordersync.OrderPage{}, fmt.Errorf("list orders: the cursor continues sort %s, not %s", filter.After.Sort, sort)
+	}
+	from, where, args := db.orderWhere(filter)
+	out := ordersync.OrderPage{Limit: clampLimit(filter.Limit, defaultListLimit, maxListLimit), Offset: max(filter.Offset, 0)}
+
+	col, dir, cmp := sortColumns[sort.Key()], "ASC", ">"
+	if sort.Desc() {
+		dir, cmp = "DESC", "<"
+	}
+	// valued is the part with the sort's value, after the cursor when it
+	// stopped there; unvalued, the part without, after the cursor when it
+	// stopped there.
+	valued := append(where[:len(where):len(where)], col+" IS NOT NULL")
+	valuedArgs := args[:len(args):len(args)]
+	unvalued := append(where[:len(where):len(where)], col+" IS NULL")
+	unvaluedArgs := args[:len(args):len(args)]
+	after := filter.After
+	skipValued := false
+	if after != nil {
+		if key, ok := cursorKey(after); ok {
+			valued = append(valued, "("+col+", id) "+cmp+" (?, ?)")
+			valuedArgs = append(valuedArgs, key, after.Row)
+		} else {
+			skipValued = true
+			unvalued = append(unvalued, "id "+cmp+" ?")
+			unvaluedArgs = append(unvaluedArgs, after.Row)
+		}
+	}
+	want := out.Limit + 1 // one more than the page tells whether another follows
+	err := db.inReadTx(ctx, "list orders", func(tx *sqlx.Tx) error {
+		if filter.Count {
+			var n int
+			if err := tx.GetContext(ctx, &n, db.rebind(`SELECT COUNT(*) FROM `+from+` WHERE `+strings.Join(where, " AND ")), args...); err != nil {
+				return err
+			}
+			out.Total = &n
+		}
+		var rows []orderRow
+		offset := out.Offset
+		if !skipValued {
+			q := `SELECT ` + orderRowColumns + ` FROM ` + from + ` WHERE ` + strings.Join(valued, " AND ") +
+				` ORDER BY ` + col + ` ` + dir + `, id ` + dir + ` LIMIT ? OFFSET ?`
+			if err := tx.SelectContext(ctx, &rows, db.rebind(q), append(valuedArgs, want, offset)...); err != nil {
+				return err
+			}
+			if len(rows) < want && offset > 0 {
+				// The offset reaches past the valued part: what is left
+				// of it applies to the unvalued part.
+				var n int
+				if err := tx.GetContext(ctx, &n, db.rebind(`SELECT COUNT(*) FROM `+from+` WHERE `+strings.Join(valued, " AND ")), valuedArgs...); err != nil {
+					return err
+				}
+				offset = max(offset-n, 0)
+			} else {
+				offset = 0
+			}
+		}
+		if len(rows) < want {
+			var more []orderRow
+			q := `SELECT ` + orderRowColumns + ` FROM ` + from + ` WHERE ` + strings.Join(unvalued, " AND ") +
+				` ORDER BY id ` + dir + ` LIMIT ? OFFSET ?`
+			if err := tx.SelectContext(ctx, &more, db.rebind(q), append(unvaluedArgs, want-len(rows), offset)...); err != nil {
+				return err
+			}
+			rows = append(rows, more...)
+		}
+		if len(rows) == want {
+			rows = rows[:out.Limit]
+			out.Next = rows[len(rows)-1].cursor(sort)
+		}
+		out.Orders = make([]*ordersync.MirroredOrder, len(rows))
+		ids := make([]int64, len(rows))
+		for i := range rows {
+			out.Orders[i], ids[i] = rows[i].mirrored(), rows[i].ID
+		}
+		return db.loadDetails(ctx, tx, ids, out.Orders)
+	})
+	if err != nil {
+		return ordersync.OrderPage{}, err
+	}
+	return out, nil
+}
+
+// cursorKey is the sort value a cursor stopped at, as its column holds it,
+// and false when it stopped among the orders without one.
+func cursorKey(c *ordersync.OrderCursor) (any, bool) {
+	switch {
+	case c.Total != nil:
+		return totalKey(*c.Total), true
+	case c.Time != nil:
+		return dbTime(*c.Time), true
+	}
+	return nil, false
+}
+
+// cursor is where a listing in sort that ends with r continues.
+func (r *orderRow) cursor(sort ordersync.OrderSort) *ordersync.OrderCursor {
+	c := &ordersync.OrderCursor{Sort: sort, Row: r.ID}
+	switch sort.Key() {
+	case "created":
+		if r.CreatedAt != nil {
+			t := r.CreatedAt.UTC()
+			c.Time = &t
+		}
+	case "paid":
+		if r.PaidAt != nil {
+			t := r.PaidAt.UTC()
+			c.Time = &t
+		}
+	case "total":
+		if r.TotalKey != nil {
+			total := r.Total
+			c.Total = &total
+		}
+	}
+	return c
+}
+
+// orderWhere is what the filter selects, cursor and offset aside: the
+// table (orders, or the orders a search found), the conditions, and their
+// arguments in the order of their placeholders.
+func (db *DB) orderWhere(f ordersync.OrderFilter) (string, []string, []any) {
+	from, where := "orders", []string{"raw_document IS NOT NULL"}
+	var args []any
+	if q := strings.TrimSpace(f.Q); q != "" {
+		// The orders a search finds drive the query: SQLite, which keeps
+		// no statistics here, would rather walk the sort's index and test
+		// every order against the search, and a CROSS JOIN is how it is
+		// told which table to start from.
+		join := " JOIN "
+		if db.dialect == DialectSQLite {
+			join = " CROSS JOIN "
+		}
+		found, a := db.searchCondition(f.Account, q)
+		from, args = "("+found+") AS found"+join+"orders ON orders.id = found.found_id", a
+	}
+	add := func(cond string, a ...any) {
+		where, args = append(where, cond), append(args, a...)
+	}
+	if f.Account != "" {
+		add("account = ?", f.Account)
+	}
+	if len(f.Statuses) > 0 {
+		st := make([]any, len(f.Statuses))
+		for i, s := range f.Statuses {
+			st[i] = string(s)
+		}
+		add("status IN ("+placeholders(len(st))+")", st...)
+	}
+	for _, r := range []struct {
+		col      string
+		from, to time.Time
+	}{{"created_at", f.CreatedFrom, f.CreatedTo}, {"created_at", f.Since, time.Time{}}, {"paid_at", f.PaidFrom, f.PaidTo}} {
+		if !r.from.IsZero() {
+			add(r.col+" >= ?", dbTime(r.from))
+		}
+		if !r.to.IsZero() {
+			add(r.col+" < ?", dbTime(r.to))
+		}
+	}
+	if f.Currency != "" {
+		add("store_currency_code = ?", f.Currency)
+	}
+	if f.MinTotal != nil {
+		add("total_key >= ?", totalKey(*f.MinTotal))
+	}
+	if f.MaxTotal != nil {
+		add("total_key <= ?", totalKey(*f.MaxTotal))
+	}
+	return from, where, args
+}
+
+// searchIdentifiers are the columns a search matches exactly, each the
+// second column of an index that begins with the account.
+var searchIdentifiers = []string{"order_code", "order_id", "order_reference", "buyer_email", "buyer_phone", "payment_authorization_code"}
+
+// searchCondition is the row ids (column found_id) of the orders whose
+// identifiers equal q or whose buyer name has, for every word of q, a word
+// that begins with it: a union of index lookups, so that a search reads
+// only the orders it finds.
+func (db *DB) searchCondition(account, q string) (string, []any) {
+	acct, acctArgs := "", []any{}
+	if account != "" {
+		acct, acctArgs = "account = ? AND ", []any{account}
+	}
+	var parts []string
+	var args []any
+	for _, c := range searchIdentifiers {
+		// "<> ''" lets SQLite use the partial indexes, which it cannot
+		// know a parameter satisfies.
+		parts = append(parts, `SELECT id AS found_id FROM orders WHERE `+acct+c+` = ? AND `+c+` <> ''`)
+		args = append(append(args, acctArgs...), q)
+	}
+	if words := ordersync.NameTokens(q); len(words) > 0 {
+		match := "token GLOB ?"
+		pattern := func(w string) string { return w + "*" }
+		if db.dialect == DialectPostgres {
+			match = "token LIKE ?"
+			pattern = func(w string) string { return w + "%" }
+		}
+		name := `SELECT t0.order_row AS found_id FROM order_name_tokens t0 WHERE ` + strings.ReplaceAll(acct, "account", "t0.account") + `t0.` + match
+		args = append(append(args, acctArgs...), pattern(words[0]))
+		for i, w := range words[1:] {
+			t := fmt.Sprintf("t%d", i+1)
+			name += ` AND EXISTS (SELECT 1 FROM order_name_tokens ` + t + ` WHERE ` + t + `.order_row = t0.order_row AND ` + t + `.` + match + `)`
+			args = append(args, pattern(w))
+		}
+		parts = append(parts, name)
+	}
+	return strings.Join(parts, " UNION "), args
+}

@@ -1,0 +1,322 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// searchOrder is an order of the search tests: its code and what differs.
+type searchOrder struct {
+	code     string
+	account  string
+	status   ordersync.Status
+	day      int
+	total    string
+	currency string
+	buyer    []string // name, email, phone, authorization code
+	ref      string
+}
+
+func (so searchOrder) params(t testing.TB, seq int64) ordersync.ApplyParams {
+	t.Helper()
+	o := orderDoc(t, so.code, int(seq), so.status, func(doc map[string]any) {
+		doc["created"] = fmt.Sprintf("2026-10-%02dT12:00:00.000Z", so.day)
+		doc["total"] = json.Number(so.total)
+		if so.currency != "" {
+			doc["store"].(map[string]any)["currencyCode"] = so.currency
+		}
+		if so.ref != "" {
+			doc["orderReference"] = so.ref
+		}
+		if so.buyer != nil {
+			doc["payment"] = map[string]any{"authorizationCode": so.buyer[3], "voucherUrl": "",
+				"buyer": map[string]any{"name": so.buyer[0], "email": so.buyer[1], "phone": so.buyer[2]}}
+		}
+	})
+	p := fetched(o, seq)
+	if so.account != "" {
+		p.Account = so.account
+	}
+	return p
+}
+
+var searchOrders = []searchOrder{
+	{code: "s-a", status: ordersync.StatusPending, day: 10, total: "5.00"},
+	{code: "s-b", status: ordersync.StatusPaid, day: 11, total: "100.00", buyer: []string{"José Peña", "jose@example.com", "+50370001111", "A111"}},
+	{code: "s-c", status: ordersync.StatusPaid, day: 12, total: "20.50", currency: "EUR", buyer: []string{"MARÍA José Ruiz", "maria@example.com", "+50370002222", "B222"}},
+	{code: "s-d", status: ordersync.StatusCancelled, day: 13, total: "9.99"},
+	{code: "s-e", status: ordersync.StatusFinalized, day: 14, total: "1000", ref: "INV-7", buyer: []string{"Joselyn Smith", "js@example.com", "+50370003333", "C333"}},
+	{code: "s-x", account: "other", status: ordersync.StatusPaid, day: 15, total: "50", buyer: []string{"José Otro", "jose@example.com", "+50370001111", "A111"}},
+}
+
+func loadSearchOrders(t *testing.T, db *DB) {
+	t.Helper()
+	var batch []ordersync.ApplyParams
+	for i, so := range searchOrders {
+		batch = append(batch, so.params(t, int64(i+1)))
+	}
+	apply(t, db, batch...)
+}
+
+func listCodes(t *testing.T, db *DB, f ordersync.OrderFilter) []string {
+	t.Helper()
+	page, err := db.ListOrders(context.Background(), f)
+	if err != nil {
+		t.Fatalf("ListOrders(%+v): %v", f, err)
+	}
+	codes := []string{}
+	for _, m := range page.Orders {
+		codes = append(codes, m.Order.OrderCode)
+	}
+	return codes
+}
+
+func TestListOrdersFiltersAndSearch(t *testing.T) {
+	day := func(d int) time.Time { return time.Date(2026, 10, d, 0, 0, 0, 0, time.UTC) }
+	amount := func(s string) *ordersync.Amount { a := ordersync.MustAmount(s); return &a }
+	// paid is when the fetch with seq saw the order paid (fetched's time).
+	paid := func(seq int) time.Time { return time.Date(2026, 10, 10, 18, 5, seq, 0, time.UTC) }
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		loadSearchOrders(t, db)
+		def := func(f ordersync.OrderFilter) ordersync.OrderFilter { f.Account = ordersync.DefaultAccount; return f }
+		tests := []struct {
+			name   string
+			filter ordersync.OrderFilter
+			want   []string
+		}{
+			{"name, case and accents", def(ordersync.OrderFilter{Q: "jose"}), []string{"s-e", "s-c", "s-b"}},
+			{"name in capitals with an accent", def(ordersync.OrderFilter{Q: "JOSÉ"}), []string{"s-e", "s-c", "s-b"}},
+			{"word prefix with ñ", def(ordersync.OrderFilter{Q: "peñ"}), []string{"s-b"}},
+			{"folded ñ", def(ordersync.OrderFilter{Q: "PENA"}), []string{"s-b"}},
+			{"two words in any order", def(ordersync.OrderFilter{Q: "ruiz  JOS"}), []string{"s-c"}},
+			{"every word must match", def(ordersync.OrderFilter{Q: "jose smith"}), []string{"s-e"}},
+			{"maria without its accent", def(ordersync.OrderFilter{Q: "maria"}), []string{"s-c"}},
+			{"inside a word does not match", def(ordersync.OrderFilter{Q: "osé"}), []string{}},
+			{"no such name", def(ordersync.OrderFilter{Q: "nobody"}), []string{}},
+			{"buyer email", def(ordersync.OrderFilter{Q: "maria@example.com"}), []string{"s-c"}},
+			{"buyer phone", def(ordersync.OrderFilter{Q: "+50370001111"}), []string{"s-b"}},
+			{"authorization code", def(ordersync.OrderFilter{Q: "C333"}), []string{"s-e"}},
+			{"order code", def(ordersync.OrderFilter{Q: "s-d"}), []string{"s-d"}},
+			{"order id", def(ordersync.OrderFilter{Q: "3"}), []string{"s-c"}},
+			{"reference", def(ordersync.OrderFilter{Q: "INV-7"}), []string{"s-e"}},
+			{"default reference", def(ordersync.OrderFilter{Q: "ref-s-a"}), []string{"s-a"}},
+			{"identifiers are exact", def(ordersync.OrderFilter{Q: "INV"}), []string{}},
+			{"another account's buyer", ordersync.OrderFilter{Account: "other", Q: "jose"}, []string{"s-x"}},
+			{"search and status", def(ordersync.OrderFilter{Q: "jose", Statuses: []ordersync.Status{ordersync.StatusPaid}}), []string{"s-c", "s-b"}},
+			{"created range is [from, to)", def(ordersync.OrderFilter{CreatedFrom: day(11), CreatedTo: day(13)}), []string{"s-c", "s-b"}},
+			{"created from only", def(ordersync.OrderFilter{CreatedFrom: day(13)}), []string{"s-e", "s-d"}},
+			{"created to only", def(ordersync.OrderFilter{CreatedTo: day(11).Add(12 * time.Hour)}), []string{"s-a"}},
+			{"created to includes the instant before", def(ordersync.OrderFilter{CreatedTo: day(11).Add(12*time.Hour + time.Microsecond)}), []string{"s-b", "s-a"}},
+			{"since", def(ordersync.OrderFilter{Since: day(14)}), []string{"s-e"}},
+			{"currency", def(ordersync.OrderFilter{Currency: "EUR"}), []string{"s-c"}},
+			{"min total is inclusive and numeric", def(ordersync.OrderFilter{MinTotal: amount("20.5")}), []string{"s-e", "s-c", "s-b"}},
+			{"max total", def(ordersync.OrderFilter{MaxTotal: amount("20.500")}), []string{"s-d", "s-c", "s-a"}},
+			{"total range", def(ordersync.OrderFilter{MinTotal: amount("9.99"), MaxTotal: amount("100")}), []string{"s-d", "s-c", "s-b"}},
+			{"created ascending", def(ordersync.OrderFilter{Sort: ordersync.SortCreatedAsc}), []string{"s-a", "s-b", "s-c", "s-d", "s-e"}},
+			{"totals sort as numbers", def(ordersync.OrderFilter{Sort: ordersync.SortTotalDesc}), []string{"s-e", "s-b", "s-c", "s-d", "s-a"}},
+			{"totals ascending", def(ordersync.OrderFilter{Sort: ordersync.SortTotalAsc}), []string{"s-a", "s-d", "s-c", "s-b", "s-e"}},
+			{"paid range is [from, to)", def(ordersync.OrderFilter{PaidFrom: paid(3), PaidTo: paid(5)}), []string{"s-c"}},
+			{"paid from", def(ordersync.OrderFilter{PaidFrom: paid(3)}), []string{"s-e", "s-c"}},
+			{"paid to", def(ordersync.OrderFilter{PaidTo: paid(3)}), []string{"s-b"}},
+			{"paid, newest first, then never paid", def(ordersync.OrderFilter{Sort: ordersync.SortPaidDesc}), []string{"s-e", "s-c", "s-b", "s-d", "s-a"}},
+			{"paid, oldest first, then never paid", def(ordersync.OrderFilter{Sort: ordersync.SortPaidAsc}), []string{"s-b", "s-c", "s-e", "s-a", "s-d"}},
+			{"combined", def(ordersync.OrderFilter{Q: "jose", CreatedFrom: day(11), Currency: "USD", MinTotal: amount("50"), Sort: ordersync.SortTotalAsc}), []string{"s-b", "s-e"}},
+		}
+		for _, tt := range tests {
+			if got := listCodes(t, db, tt.filter); !slices.Equal(got, tt.want) {
+				t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+			}
+		}
+		if _, err := db.ListOrders(context.Background(), def(ordersync.OrderFilter{Since: day(1), CreatedFrom: day(1)})); err == nil {
+			t.Error("Since with CreatedFrom: no error")
+		}
+
+		// A new document replaces the name's words.
+		renamed := searchOrders[1]
+		renamed.buyer = []string{"Ana Núñez", "ana@example.com", "+50370009999", "Z999"}
+		renamed.status = ordersync.StatusFinalized
+		apply(t, db, renamed.params(t, 20))
+		if got := listCodes(t, db, def(ordersync.OrderFilter{Q: "pena"})); len(got) != 0 {
+			t.Errorf("old name still found after the buyer changed: %q", got)
+		}
+		if got := listCodes(t, db, def(ordersync.OrderFilter{Q: "nunez"})); !slices.Equal(got, []string{"s-b"}) {
+			t.Errorf("new name: %q, want [s-b]", got)
+		}
+	})
+}
+
+// TestListOrdersPages walks every sort in pages of two and finds what one
+// page of all holds, in the same order; the count is exact when asked for.
+func TestListOrdersPages(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		loadSearchOrders(t, db)
+		// Ties on the created time and the total: the row breaks them.
+		var more []ordersync.ApplyParams
+		for i := range 5 {
+			more = append(more, searchOrder{code: fmt.Sprintf("s-t%d", i), status: ordersync.StatusPending, day: 12, total: "20.50"}.params(t, int64(30+i)))
+		}
+		apply(t, db, more...)
+		for _, sort := range ordersync.OrderSorts {
+			all := listCodes(t, db, ordersync.OrderFilter{Account: ordersync.DefaultAccount, Sort: sort})
+			var walked []string
+			f := ordersync.OrderFilter{Account: ordersync.DefaultAccount, Sort: sort, Limit: 2, Count: true}
+			for range 20 {
+				page, err := db.ListOrders(context.Background(), f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if page.Total == nil || *page.Total != 10 {
+					t.Errorf("%s: total %v, want 10", sort, page.Total)
+				}
+				for _, m := range page.Orders {
+					walked = append(walked, m.Order.OrderCode)
+				}
+				if page.Next == nil {
+					break
+				}
+				// The cursor travels as its token.
+				if f.After, err = ordersync.ParseOrderCursor(page.Next.String(), sort); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(all) != 10 || !slices.Equal(walked, all) {
+				t.Errorf("%s: pages %q, want %q", sort, walked, all)
+			}
+			// Offset pages agree with the listing.
+			if got := listCodes(t, db, ordersync.OrderFilter{Account: ordersync.DefaultAccount, Sort: sort, Offset: 3, Limit: 4}); !slices.Equal(got, all[3:7]) {
+				t.Errorf("%s offset 3: %q, want %q", sort, got, all[3:7])
+			}
+		}
+	})
+}
+
+// TestListOrdersCursorWhileOrdersArrive walks listings while new orders
+// arrive between pages, some with the created time and total of the
+// orders around the cursor: every order there at the start comes exactly
+// once, and no order twice.
+func TestListOrdersCursorWhileOrdersArrive(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		rng := rand.New(rand.NewPCG(7, 9))
+		seq := int64(0)
+		newOrders := func(prefix string, n int) []string {
+			var batch []ordersync.ApplyParams
+			var codes []string
+			for range n {
+				seq++
+				code := fmt.Sprintf("%s%03d", prefix, seq)
+				codes = append(codes, code)
+				status := []ordersync.Status{ordersync.StatusPending, ordersync.StatusPaid}[rng.IntN(2)]
+				p := searchOrder{code: code, status: status, day: 10 + rng.IntN(5), total: fmt.Sprintf("%d.%02d", rng.IntN(4), rng.IntN(3))}.params(t, seq)
+				p.FetchedAt = time.Date(2026, 10, 20, 0, 0, rng.IntN(5), 0, time.UTC) // paid times that tie
+				batch = append(batch, p)
+			}
+			apply(t, db, batch...)
+			return codes
+		}
+		for _, sort := range ordersync.OrderSorts {
+			before := newOrders("w", 40)
+			var walked []string
+			f := ordersync.OrderFilter{Account: ordersync.DefaultAccount, Sort: sort, Limit: 7}
+			for {
+				page, err := db.ListOrders(context.Background(), f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range page.Orders {
+					walked = append(walked, m.Order.OrderCode)
+				}
+				if page.Next == nil {
+					break
+				}
+				f.After = page.Next
+				newOrders("n", 5)
+			}
+			seen := map[string]int{}
+			for _, c := range walked {
+				seen[c]++
+				if seen[c] == 2 {
+					t.Errorf("%s: %s came twice", sort, c)
+				}
+			}
+			for _, c := range before {
+				if seen[c] == 0 {
+					t.Errorf("%s: %s, there before the walk, never came", sort, c)
+				}
+			}
+		}
+	})
+}
+
+// TestSearchBackfill: orders mirrored before migration 00009 become
+// searchable and sortable by total once it ran.
+func TestSearchBackfill(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		loadSearchOrders(t, db)
+		ctx := context.Background()
+		for _, q := range []string{`DELETE FROM order_name_tokens`, `UPDATE orders SET total_key = NULL`, `INSERT INTO search_backfill (pending) VALUES (1)`} {
+			if _, err := db.write.ExecContext(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := listCodes(t, db, ordersync.OrderFilter{Account: ordersync.DefaultAccount, Q: "jose"}); len(got) != 0 {
+			t.Fatalf("found %q before the backfill", got)
+		}
+		if err := db.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := listCodes(t, db, ordersync.OrderFilter{Account: ordersync.DefaultAccount, Q: "jose"}); !slices.Equal(got, []string{"s-e", "s-c", "s-b"}) {
+			t.Errorf("after the backfill: %q", got)
+		}
+		if got := listCodes(t, db, ordersync.OrderFilter{Account: ordersync.DefaultAccount, Sort: ordersync.SortTotalDesc}); !slices.Equal(got, []string{"s-e", "s-b", "s-c", "s-d", "s-a"}) {
+			t.Errorf("totals after the backfill: %q", got)
+		}
+		var pending int
+		if err := db.read.Get(&pending, `SELECT COUNT(*) FROM search_backfill`); err != nil || pending != 0 {
+			t.Errorf("backfill mark: %d, %v", pending, err)
+		}
+	})
+}
+
+func TestTotalKeyOrdersAsNumbers(t *testing.T) {
+	values := []string{"0", "-0.00", "0.001", "-0.001", "17.99", "17.990", "18", "-18", "-17.99", "100", "99.999999999999999999",
+		"-99.999999999999999999", "123456789012345678901234", "-123456789012345678901234", "0.000000000000000001", "1e3", "999.5"}
+	amounts := make([]ordersync.Amount, len(values))
+	for i, v := range values {
+		amounts[i] = ordersync.MustAmount(v)
+	}
+	for i, a := range amounts {
+		for j, b := range amounts {
+			ka, kb := totalKey(a), totalKey(b)
+			want := a.Cmp(b)
+			got := 0
+			switch {
+			case ka < kb:
+				got = -1
+			case ka > kb:
+				got = 1
+			}
+			if got != want {
+				t.Errorf("%s vs %s: keys compare %d, numbers %d (%s, %s)", values[i], values[j], got, want, ka, kb)
+			}
+		}
+	}
+	sorted := slices.Clone(values)
+	sort.Slice(sorted, func(i, j int) bool {
+		return totalKey(ordersync.MustAmount(sorted[i])) < totalKey(ordersync.MustAmount(sorted[j]))
+	})
+	if sorted[0] != "-123456789012345678901234" || sorted[len(sorted)-1] != "123456789012345678901234" {
+		t.Errorf("sorted by key: %q", sorted)
+	}
+}
