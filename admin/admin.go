@@ -48,7 +48,13 @@ type Config struct {
 	// and /readyz must carry. Several allow rotation. Without any, the API
 	// answers only requests addressed to a loopback name (see guard).
 	Tokens []string
-	Logger *slog.Logger
+	// Exports serves /v1/exports/…; ExportBatchSize is how many orders one
+	// of its reads takes (default 1,000) and MaxExports how many exports run
+	// at once (default 2).
+	Exports         ordersync.OrderExporter
+	ExportBatchSize int
+	MaxExports      int
+	Logger          *slog.Logger
 }
 
 func (c *Config) withDefaults() Config {
@@ -58,6 +64,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxExports <= 0 {
+		cfg.MaxExports = defaultMaxExports
 	}
 	return cfg
 }
@@ -73,6 +82,8 @@ func (c *Config) validate() error {
 type Server struct {
 	cfg Config
 	mux *http.ServeMux
+	// exportSlots holds a token per running export.
+	exportSlots chan struct{}
 }
 
 // New returns the API handler.
@@ -100,6 +111,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("POST /v1/dead-letters/{id}/replay", when(cfg.Replayer != nil, "replay", s.replayDeadLetter))
 	s.mux.HandleFunc("POST /v1/dead-letters/replay", when(cfg.Replayer != nil, "replay", s.replayDeadLetters))
 	s.routeEndpoints()
+	s.routeExports()
 	return s, nil
 }
 

@@ -111,13 +111,13 @@ func ParseSettings(s Settings) (Options, error) {
 	default:
 		bad("profile", s.Profile, []string{string(Plain), string(Excel)})
 	}
-	switch s.Delimiter {
-	case "", ",":
+	switch strings.ToLower(s.Delimiter) {
+	case "", ",", "comma":
 		opts.Delimiter = ','
-	case ";":
+	case ";", "semicolon":
 		opts.Delimiter = ';'
 	default:
-		bad("delimiter", s.Delimiter, []string{`","`, `";"`})
+		bad("delimiter", s.Delimiter, []string{`","`, `";"`, "comma", "semicolon"})
 	}
 	switch d := strings.ToLower(strings.TrimSpace(s.Decimal)); d {
 	case "", "point":

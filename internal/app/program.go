@@ -277,7 +277,7 @@ func (p *Program) buildStages() (err error) {
 	api, err := admin.New(admin.Config{
 		Orders: p.db, DeadLetters: p.db, Follower: p.follower, Replayer: p.replayer,
 		Endpoints: p.db, DeliveryDeadLetters: p.db, Deliverer: deliverer, SecretGrace: p.cfg.EndpointSecretGrace,
-		Metrics: metrics.Handler(p.reg), Ready: p.ready, Tokens: p.cfg.AdminTokens, Logger: log("admin"),
+		Metrics: metrics.Handler(p.reg), Ready: p.ready, Tokens: p.cfg.AdminTokens, Exports: p.db, Logger: log("admin"),
 	})
 	if err != nil {
 		return err
