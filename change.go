@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // MirrorState is what the mirror keeps of a fetched order to work out its
@@ -115,4 +116,22 @@ func ChangeOf(account string, prev *MirrorState, next *Order) (Change, error) {
 		c.Messages = append(c.Messages, message(SubjectPaid, ids+"paid"))
 	}
 	return c, nil
+}
+
+// AnnouncesPayment reports whether a webhook of this type says the order
+// was paid: SuccessPayment, or Finalized, which only a paid order reaches.
+func (t EventType) AnnouncesPayment() bool {
+	return t == EventSuccessPayment || t == EventFinalized
+}
+
+// PaidAt is when ordersync learned that an order was paid, worked out when
+// a fetch made at fetchedAt first sees it in a paid state: the receipt of
+// the earliest webhook that announced the payment (announced, nil when none
+// did), else the fetch itself. A webhook received after that fetch did not
+// tell ordersync anything it had not learned, so the fetch's time stands.
+func PaidAt(announced *time.Time, fetchedAt time.Time) time.Time {
+	if announced != nil && announced.Before(fetchedAt) {
+		return *announced
+	}
+	return fetchedAt
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 )
 
 const (
@@ -328,5 +329,29 @@ func TestNamespaceSubjects(t *testing.T) {
 	}
 	if got := ns.OrdersPrefix(); got != "shop.orders." {
 		t.Errorf("OrdersPrefix = %q", got)
+	}
+}
+
+func TestPaidAt(t *testing.T) {
+	fetch := time.Date(2026, 3, 8, 7, 0, 0, 0, time.UTC)
+	before, after := fetch.Add(-time.Minute), fetch.Add(time.Minute)
+	for _, tc := range []struct {
+		name      string
+		announced *time.Time
+		want      time.Time
+	}{
+		{"no webhook: the fetch", nil, fetch},
+		{"an earlier webhook: its receipt", &before, before},
+		{"a webhook after the fetch: the fetch", &after, fetch},
+		{"a webhook at the fetch: the fetch", &fetch, fetch},
+	} {
+		if got := PaidAt(tc.announced, fetch); !got.Equal(tc.want) {
+			t.Errorf("%s: PaidAt = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	for typ, want := range map[EventType]bool{EventSuccessPayment: true, EventFinalized: true, EventCreated: false, EventCancelled: false, EventSuccessReverse: false, EventPaymentError: false} {
+		if typ.AnnouncesPayment() != want {
+			t.Errorf("%s.AnnouncesPayment() = %v, want %v", typ, !want, want)
+		}
 	}
 }

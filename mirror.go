@@ -26,6 +26,13 @@ type SyncInfo struct {
 	// FetchSeq is the sequence of the fetch the mirror holds; a fetch with a
 	// lower sequence never overwrites it.
 	FetchSeq int64 `json:"fetchSeq"`
+	// PaidAt is when ordersync learned the order was paid (PaidAt); nil
+	// until it does. The service gives no payment time of its own.
+	PaidAt *time.Time `json:"paidAt"`
+	// StatusChangedAt is when the fetch that saw the last status change
+	// was made; nil before the first fetch. A document can change without
+	// its status changing.
+	StatusChangedAt *time.Time `json:"statusChangedAt"`
 }
 
 // MirroredOrder is an order as the mirror holds it.

@@ -25,7 +25,7 @@ var orderColumns = []string{
 	"raw_document", "document_hash",
 	"first_seen_at", "last_synced_at", "last_event_at", "last_event_type",
 	"fetch_count", "fetch_seq", "paid_fired", "status_transitions",
-	"changed_at", "next_check_at",
+	"changed_at", "next_check_at", "paid_at", "status_changed_at",
 }
 
 // The multi-row statements of ApplyOrders.
@@ -98,6 +98,9 @@ type orderState struct {
 	FetchCount    int64      `db:"fetch_count"`
 	ChangedAt     *time.Time `db:"changed_at"`
 	ExpiresAt     *time.Time `db:"expires_at"`
+	// PaidAt is written once, by the apply that first sees the order paid.
+	PaidAt          *time.Time `db:"paid_at"`
+	StatusChangedAt *time.Time `db:"status_changed_at"`
 	// NextCheckAt is when the reconciler next checks the order; nil when
 	// its status is final.
 	NextCheckAt *time.Time `db:"-"`
@@ -105,12 +108,14 @@ type orderState struct {
 
 func (st *orderState) syncInfo() ordersync.SyncInfo {
 	return ordersync.SyncInfo{
-		FirstSeenAt:   st.FirstSeenAt.UTC(),
-		LastSyncedAt:  utcPtr(st.LastSyncedAt),
-		LastEventAt:   utcPtr(st.LastEventAt),
-		LastEventType: ordersync.EventType(st.LastEventType),
-		FetchCount:    st.FetchCount,
-		FetchSeq:      st.FetchSeq,
+		FirstSeenAt:     st.FirstSeenAt.UTC(),
+		LastSyncedAt:    utcPtr(st.LastSyncedAt),
+		LastEventAt:     utcPtr(st.LastEventAt),
+		LastEventType:   ordersync.EventType(st.LastEventType),
+		FetchCount:      st.FetchCount,
+		FetchSeq:        st.FetchSeq,
+		PaidAt:          utcPtr(st.PaidAt),
+		StatusChangedAt: utcPtr(st.StatusChangedAt),
 	}
 }
 
@@ -129,6 +134,9 @@ type batchOrder struct {
 	order   *ordersync.Order
 	doc     []byte
 	hash    string
+	// announced is the receipt of the earliest webhook logged for the
+	// order that announced its payment, kept while it is not yet paid.
+	announced *time.Time
 }
 
 // outboxEntry is a message to queue; payload is an index into batch.payloads.
@@ -158,6 +166,9 @@ type batch struct {
 	payloads []ordersync.MirroredOrder
 	events   []ordersync.EventRecord
 	eventAt  map[string]int // msg id → index in events
+	// announced holds, for the orders the batch may find paid for the first
+	// time, the earliest receipt of a logged webhook announcing it.
+	announced map[orderKey]time.Time
 }
 
 // ApplyOrders writes a batch of fetched orders, their status history,
@@ -201,6 +212,9 @@ func (db *DB) ApplyOrders(ctx context.Context, params []ordersync.ApplyParams) (
 			now: time.Now(), orders: make(map[orderKey]*batchOrder, n), keys: make([]orderKey, 0, n),
 			history: make([]historyEntry, 0, n), outbox: make([]outboxEntry, 0, 2*n), payloads: make([]ordersync.MirroredOrder, 0, n),
 			events: make([]ordersync.EventRecord, 0, n), eventAt: make(map[string]int, n),
+		}
+		if b.announced, err = db.paymentAnnouncements(ctx, tx, params, states); err != nil {
+			return err
 		}
 		results = make([]ordersync.ApplyResult, len(params))
 		for i := range params {
@@ -293,7 +307,8 @@ func (db *DB) lockOrderStates(ctx context.Context, tx *sqlx.Tx, params []ordersy
 // stateQuery reads the states of n orders of one account.
 func stateQuery(n int) string {
 	return `SELECT id, account, order_code, status, fetch_seq, document_hash, raw_document IS NOT NULL AS fetched, paid_fired,
-       status_transitions, first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count, changed_at, expires_at
+       status_transitions, first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count, changed_at, expires_at,
+       paid_at, status_changed_at
 FROM orders WHERE account = ? AND order_code IN (` + placeholders(n) + `)`
 }
 
@@ -320,6 +335,9 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 			st = &orderState{Account: p.Account, Code: o.OrderCode, FirstSeenAt: dbTime(b.now)}
 		}
 		bo = &batchOrder{st: st, hadDetails: st.Fetched}
+		if at, ok := b.announced[key]; ok {
+			bo.announced = &at
+		}
 		b.orders[key] = bo
 		b.keys = append(b.keys, key)
 	}
@@ -342,6 +360,10 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 		}
 		ev.Outcome = ordersync.OutcomeSynced
 		b.addEvent(ev)
+		if ev.Type.AnnouncesPayment() && (bo.announced == nil || ev.ReceivedAt.Before(*bo.announced)) {
+			at := ev.ReceivedAt
+			bo.announced = &at
+		}
 	}
 
 	if st.FetchSeq >= p.Seq {
@@ -370,6 +392,13 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 	}
 	if c.Changed {
 		st.ChangedAt = &fetchedAt
+	}
+	if len(c.History) > 0 {
+		st.StatusChangedAt = &fetchedAt
+	}
+	if c.Paid && st.PaidAt == nil {
+		paidAt := dbTime(ordersync.PaidAt(bo.announced, fetchedAt))
+		st.PaidAt = &paidAt
 	}
 	st.scheduleNextCheck(c.State.Status, fetchedAt)
 	if !c.Changed {
@@ -577,7 +606,7 @@ func orderValues(account string, bo *batchOrder, st *orderState) []any {
 		string(bo.doc), bo.hash,
 		dbTime(st.FirstSeenAt), nullTimePtr(st.LastSyncedAt), nullTimePtr(st.LastEventAt), st.LastEventType,
 		st.FetchCount, st.FetchSeq, st.PaidFired, st.Transitions,
-		nullTimePtr(st.ChangedAt), nullTimePtr(st.NextCheckAt),
+		nullTimePtr(st.ChangedAt), nullTimePtr(st.NextCheckAt), nullTimePtr(st.PaidAt), nullTimePtr(st.StatusChangedAt),
 	}
 }
 
@@ -607,4 +636,52 @@ func nullTimePtr(t *time.Time) any {
 		return nil
 	}
 	return dbTime(*t)
+}
+
+// paymentAnnouncements reads, for each order of the batch that a fetch may
+// find paid for the first time, the earliest receipt of a webhook logged for
+// it that announced the payment: a webhook may have come before a fetch that
+// saw the order still unpaid, or with a fetch that lost to a newer one.
+func (db *DB) paymentAnnouncements(ctx context.Context, tx *sqlx.Tx, params []ordersync.ApplyParams, states map[orderKey]*orderState) (map[orderKey]time.Time, error) {
+	byAccount := map[string][]string{}
+	seen := map[orderKey]bool{}
+	for _, p := range params {
+		k := orderKey{p.Account, p.Order.OrderCode}
+		if seen[k] || !p.Order.OrderStatus.IsPaidState() {
+			continue
+		}
+		if st := states[k]; st != nil && (st.PaidFired || st.PaidAt != nil) {
+			continue
+		}
+		seen[k] = true
+		byAccount[k.account] = append(byAccount[k.account], k.code)
+	}
+	announced := map[orderKey]time.Time{}
+	types := []any{string(ordersync.EventSuccessPayment), string(ordersync.EventFinalized)}
+	for account, codes := range byAccount {
+		for len(codes) > 0 {
+			chunk := codes[:min(len(codes), maxInParams)]
+			codes = codes[len(chunk):]
+			args := append([]any{account}, types...)
+			for _, c := range chunk {
+				args = append(args, c)
+			}
+			var rows []struct {
+				Code       string    `db:"order_code"`
+				ReceivedAt time.Time `db:"received_at"`
+			}
+			query := `SELECT order_code, received_at FROM event_log
+WHERE account = ? AND type IN (?, ?) AND order_code <> '' AND order_code IN (` + placeholders(len(chunk)) + `)`
+			if err := tx.SelectContext(ctx, &rows, db.rebind(query), args...); err != nil {
+				return nil, fmt.Errorf("read payment webhooks: %w", err)
+			}
+			for _, r := range rows {
+				k := orderKey{account, r.Code}
+				if at, ok := announced[k]; !ok || r.ReceivedAt.Before(at) {
+					announced[k] = dbTime(r.ReceivedAt)
+				}
+			}
+		}
+	}
+	return announced, nil
 }

@@ -36,10 +36,12 @@ var payloadDocs = []string{
 
 func payloadOf(doc []byte) ordersync.MirroredOrder {
 	seen := time.Date(2026, 10, 10, 18, 0, 0, 0, time.UTC)
+	paid, changed := seen.Add(1500*time.Millisecond), seen.Add(2*time.Second)
 	return ordersync.MirroredOrder{
 		Account: "acme & co",
 		Order:   ordersync.Order{Raw: doc},
-		Sync:    ordersync.SyncInfo{FirstSeenAt: seen, LastSyncedAt: &seen, LastEventType: ordersync.EventCreated, FetchCount: 2, FetchSeq: 7},
+		Sync: ordersync.SyncInfo{FirstSeenAt: seen, LastSyncedAt: &seen, LastEventType: ordersync.EventCreated, FetchCount: 2, FetchSeq: 7,
+			PaidAt: &paid, StatusChangedAt: &changed},
 	}
 }
 

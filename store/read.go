@@ -57,13 +57,15 @@ type orderRow struct {
 	LastEventType       string           `db:"last_event_type"`
 	FetchCount          int64            `db:"fetch_count"`
 	FetchSeq            int64            `db:"fetch_seq"`
+	PaidAt              *time.Time       `db:"paid_at"`
+	StatusChangedAt     *time.Time       `db:"status_changed_at"`
 }
 
 const orderRowColumns = `id, account, order_code, order_id, order_reference, name, description, status,
 subtotal, shipping_amount, discount_amount, surcharge_amount, total, payment_link_url, success_url, cancel_url, created_at,
 store_name, store_country_code, store_currency_code, store_currency_symbol, store_locale, store_timezone,
 has_payment, payment_authorization_code, payment_voucher_url, buyer_name, buyer_phone, buyer_email,
-first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count, fetch_seq`
+first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count, fetch_seq, paid_at, status_changed_at`
 
 type itemRow struct {
 	OrderRow   int64             `db:"order_row"`
@@ -126,12 +128,14 @@ func (r *orderRow) mirrored() *ordersync.MirroredOrder {
 		Account: r.Account,
 		Order:   o,
 		Sync: ordersync.SyncInfo{
-			FirstSeenAt:   r.FirstSeenAt.UTC(),
-			LastSyncedAt:  utcPtr(r.LastSyncedAt),
-			LastEventAt:   utcPtr(r.LastEventAt),
-			LastEventType: ordersync.EventType(r.LastEventType),
-			FetchCount:    r.FetchCount,
-			FetchSeq:      r.FetchSeq,
+			FirstSeenAt:     r.FirstSeenAt.UTC(),
+			LastSyncedAt:    utcPtr(r.LastSyncedAt),
+			LastEventAt:     utcPtr(r.LastEventAt),
+			LastEventType:   ordersync.EventType(r.LastEventType),
+			FetchCount:      r.FetchCount,
+			FetchSeq:        r.FetchSeq,
+			PaidAt:          utcPtr(r.PaidAt),
+			StatusChangedAt: utcPtr(r.StatusChangedAt),
 		},
 	}
 }

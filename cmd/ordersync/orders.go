@@ -169,6 +169,9 @@ func printOrder(w io.Writer, m *ordersync.MirroredOrder) {
 		row("Authorization", o.Payment.AuthorizationCode)
 		row("Voucher", o.Payment.VoucherURL)
 	}
+	// The service gives no payment time: this is when ordersync learned it.
+	row("Paid (learned)", timeString(m.Sync.PaidAt))
+	row("Status changed", timeString(m.Sync.StatusChangedAt))
 	row("First seen", when(m.Sync.FirstSeenAt))
 	row("Last synced", timeString(m.Sync.LastSyncedAt))
 	row("Last event", strings.TrimSpace(string(m.Sync.LastEventType)+" "+timeString(m.Sync.LastEventAt)))
