@@ -184,7 +184,10 @@ func TestExportEndpoints(t *testing.T) {
 	first := recs[1]
 	for name, want := range map[string]string{"order_code": "o004", "total": "13.10", "buyer_phone": "+50370000000",
 		"order_reference": "=1+1", "authorization_code": "-204981", "buyer_email": "@jose@example.com",
-		"created_at": "2026-10-09T22:00:00-06:00", "created_at_utc": "2026-10-10T04:00:00Z"} {
+		"created_at": "2026-10-09T22:00:00-06:00", "created_at_utc": "2026-10-10T04:00:00Z",
+		// Learned paid by the fetch at 23:00 UTC: no webhook announced it.
+		"paid_at": "2026-10-10T17:00:00-06:00", "paid_at_utc": "2026-10-10T23:00:00Z",
+		"status_changed_at": "2026-10-10T17:00:00-06:00", "status_changed_at_utc": "2026-10-10T23:00:00Z"} {
 		if got := col(first, name); got != want {
 			t.Errorf("%s = %q, want %q", name, got, want)
 		}

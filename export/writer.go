@@ -161,13 +161,12 @@ func (ew *Writer) order(e *ordersync.ExportedOrder) error {
 				buyer = *o.Payment.Buyer
 			}
 		}
-		// paid_at and status_changed_at stay empty until the mirror
-		// records them (migration 00008).
+		paid, changed := timeOf(e.Sync.PaidAt), timeOf(e.Sync.StatusChangedAt)
 		return ew.row(o.OrderCode, string(o.OrderID), o.OrderReference, string(o.OrderStatus), cur,
 			amountText(o.Subtotal, cur), amountText(o.Total, cur),
-			ew.local(o.Created.Time), utc(o.Created.Time), "", "", "",
+			ew.local(o.Created.Time), utc(o.Created.Time), ew.local(paid), utc(paid), ew.local(changed),
 			buyer.Name, buyer.Email, buyer.Phone, auth,
-			"", e.Account, o.Name,
+			utc(changed), e.Account, o.Name,
 			amountText(o.TotalDetails.ShippingAmount, cur), amountText(o.TotalDetails.DiscountAmount, cur),
 			amountText(o.TotalDetails.SurchargeAmount, cur))
 	case OrderLines:
@@ -243,6 +242,14 @@ func (ew *Writer) local(t time.Time) string {
 		return ""
 	}
 	return t.In(ew.opts.Location).Format(time.RFC3339Nano)
+}
+
+// timeOf is a time the mirror may not have; zero when it has none.
+func timeOf(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
 }
 
 // utc writes t in UTC; "" for no time.

@@ -88,6 +88,9 @@ func TestOrderRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := paidOrder("yY7Mcnd", "USD", "15.9", ordersync.Buyer{Name: "José Peña", Email: "jose@example.com", Phone: "+50370001234"})
+	paid := time.Date(2026, 10, 10, 18, 4, 59, 123456e3, time.UTC)
+	changed := time.Date(2026, 10, 10, 18, 5, 0, 0, time.UTC)
+	o.Sync.PaidAt, o.Sync.StatusChangedAt = &paid, &changed
 	recs := readCSV(t, write(t, Options{Kind: Orders, Location: loc}, o), ',')
 	row := map[string]string{}
 	for i, name := range recs[0] {
@@ -97,11 +100,25 @@ func TestOrderRow(t *testing.T) {
 		"order_code": "yY7Mcnd", "order_id": "22805", "status": "PAID", "currency": "USD", "total": "15.90", "subtotal": "15.90",
 		"created_at": "2026-10-10T12:00:12.345-06:00", "created_at_utc": "2026-10-10T18:00:12.345Z",
 		"buyer_name": "José Peña", "buyer_phone": "+50370001234", "authorization_code": "204981",
-		"paid_at": "", "status_changed_at": "", "account": "default", "shipping_amount": "0.00",
+		"paid_at": "2026-10-10T12:04:59.123456-06:00", "paid_at_utc": "2026-10-10T18:04:59.123456Z",
+		"status_changed_at": "2026-10-10T12:05:00-06:00", "status_changed_at_utc": "2026-10-10T18:05:00Z",
+		"account": "default", "shipping_amount": "0.00",
 	}
 	for k, v := range want {
 		if row[k] != v {
 			t.Errorf("%s = %q, want %q", k, row[k], v)
+		}
+	}
+}
+
+// An order not known to be paid has no paid time: its cells are empty.
+func TestUnpaidOrderRow(t *testing.T) {
+	o := paidOrder("p", "USD", "1", ordersync.Buyer{})
+	o.Order.OrderStatus, o.Order.Payment = ordersync.StatusPending, nil
+	recs := readCSV(t, write(t, Options{Kind: Orders}, o), ',')
+	for _, name := range []string{"paid_at", "paid_at_utc", "status_changed_at", "status_changed_at_utc", "buyer_name", "authorization_code"} {
+		if got := recs[1][slices.Index(recs[0], name)]; got != "" {
+			t.Errorf("%s = %q, want empty", name, got)
 		}
 	}
 }

@@ -114,6 +114,16 @@ func TestExportOrdersKeyset(t *testing.T) {
 		if len(full) != 1 || len(full[0].Order.LineItems) != 2 || full[0].Order.LineItems[1].PromoPrice == nil {
 			t.Fatalf("with details: %+v", full)
 		}
+		if full[0].Sync.StatusChangedAt == nil || full[0].Sync.PaidAt != nil {
+			t.Errorf("a cancelled order's times: paid %v, status changed %v", full[0].Sync.PaidAt, full[0].Sync.StatusChangedAt)
+		}
+		var paid []ordersync.ExportedOrder
+		if err := db.ExportOrders(ctx, ordersync.ExportParams{Filter: ordersync.OrderFilter{Account: "other"}}, collect(&paid)); err != nil {
+			t.Fatal(err)
+		}
+		if len(paid) != 1 || paid[0].Sync.PaidAt == nil {
+			t.Errorf("a paid order's export has no paid time: %+v", paid)
+		}
 		changes := full[0].StatusChanges
 		if len(changes) != 1 || changes[0].From != "" || changes[0].To != ordersync.StatusCancelled || changes[0].Cause != ordersync.CauseWebhook || changes[0].At.IsZero() {
 			t.Errorf("status changes of e: %+v", changes)
