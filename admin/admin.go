@@ -65,6 +65,12 @@ type Config struct {
 	Logger         *slog.Logger
 	// Clock stamps audit records and sessions; default time.Now.
 	Clock func() time.Time
+	// Exports serves /v1/exports/…; ExportBatchSize is how many orders one
+	// of its reads takes (default 1,000) and MaxExports how many exports run
+	// at once (default 2).
+	Exports         ordersync.OrderExporter
+	ExportBatchSize int
+	MaxExports      int
 }
 
 func (c *Config) withDefaults() Config {
@@ -80,6 +86,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
+	}
+	if cfg.MaxExports <= 0 {
+		cfg.MaxExports = defaultMaxExports
 	}
 	return cfg
 }
@@ -99,6 +108,8 @@ type Server struct {
 	cfg     Config
 	mux     *router
 	limiter *signInLimiter
+	// exportSlots holds a token per running export.
+	exportSlots chan struct{}
 }
 
 // New returns the API handler.
@@ -129,6 +140,7 @@ func New(cfg Config) (*Server, error) {
 	s.routeEndpoints()
 	s.mux.HandleFunc("GET /v1/audit", when(cfg.Audit != nil, "the audit trail", s.listAudit))
 	s.routeConsole()
+	s.routeExports()
 	return s, nil
 }
 

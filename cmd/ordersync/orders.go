@@ -21,7 +21,7 @@ import (
 
 func newOrdersCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "orders", Short: "Read the mirror and track orders created elsewhere"}
-	cmd.AddCommand(newOrdersListCommand(), newOrdersShowCommand(), newOrdersEventsCommand(), newOrdersTrackCommand())
+	cmd.AddCommand(newOrdersListCommand(), newOrdersShowCommand(), newOrdersEventsCommand(), newOrdersTrackCommand(), newOrdersExportCommand())
 	return cmd
 }
 

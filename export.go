@@ -1,0 +1,51 @@
+package ordersync
+
+import (
+	"context"
+	"time"
+)
+
+// ExportParams selects what an export reads from the mirror.
+type ExportParams struct {
+	// Filter selects the orders, as a listing does; its Limit and Offset do
+	// not apply: an export has every order the rest of the filter selects.
+	Filter OrderFilter
+	// LineItems and StatusChanges say whether each order comes with its
+	// line items and its recorded status changes.
+	LineItems     bool
+	StatusChanges bool
+	// BatchSize is how many orders one read takes (default 1,000).
+	BatchSize int
+}
+
+// StatusChange is one recorded status transition of an order: when the
+// mirror saw it (the time of the fetch that found the new status, not a
+// time the service reports) and why that fetch ran.
+type StatusChange struct {
+	StatusTransition
+	At    time.Time
+	Cause Cause
+}
+
+// ExportedOrder is one order as an export reads it.
+type ExportedOrder struct {
+	*MirroredOrder
+	// StatusChanges are the order's transitions, oldest first, when the
+	// export asked for them.
+	StatusChanges []StatusChange
+}
+
+// OrderExporter reads the mirror for exports: in batches, each its own
+// short read, so that an export of any size holds no long transaction
+// (which would keep SQLite's WAL from being checkpointed) and no more than
+// a batch in memory.
+type OrderExporter interface {
+	// ExportOrders calls fn with the orders params select, newest first
+	// (by upstream creation; orders without a creation time last), a batch
+	// at a time. It stops at fn's first error or the context's end and
+	// returns it.
+	ExportOrders(ctx context.Context, params ExportParams, fn func(batch []ExportedOrder) error) error
+	// StoreTimeZone is the time zone the account's latest fetched order
+	// names for its store, "" before the first.
+	StoreTimeZone(ctx context.Context, account string) (string, error)
+}

@@ -1,0 +1,207 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// exportCodes runs an export and returns the order codes in the order it
+// gave them, and the size of each batch.
+func exportCodes(t *testing.T, db *DB, params ordersync.ExportParams) ([]string, []int) {
+	t.Helper()
+	var codes []string
+	var sizes []int
+	err := db.ExportOrders(context.Background(), params, func(batch []ordersync.ExportedOrder) error {
+		sizes = append(sizes, len(batch))
+		for _, o := range batch {
+			codes = append(codes, o.Order.OrderCode)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("ExportOrders: %v", err)
+	}
+	return codes, sizes
+}
+
+func TestExportOrdersKeyset(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		ctx := context.Background()
+		created := func(v any) func(map[string]any) {
+			return func(doc map[string]any) {
+				if v == nil {
+					delete(doc, "created")
+					return
+				}
+				doc["created"] = v
+			}
+		}
+		// Applied in this order, so row ids follow it: ties in creation time
+		// are broken by row id, and orders without a creation time come last.
+		specs := []struct {
+			code    string
+			created any
+			status  ordersync.Status
+		}{
+			{"a", "2026-10-10T12:00:00.000Z", ordersync.StatusPaid},
+			{"b", "2026-10-12T12:00:00.000Z", ordersync.StatusPending},
+			{"c", "2026-10-12T12:00:00.000Z", ordersync.StatusPaid},
+			{"d", nil, ordersync.StatusPaid},
+			{"e", "2026-10-12T12:00:00.000Z", ordersync.StatusCancelled},
+			{"f", "2026-10-11T08:30:00.123Z", ordersync.StatusPaid},
+			{"g", nil, ordersync.StatusPending},
+			{"h", "2026-10-13T00:00:00.000Z", ordersync.StatusPaid},
+		}
+		for i, s := range specs {
+			apply(t, db, fetched(orderDoc(t, s.code, i+1, s.status, created(s.created)), int64(i+1)))
+		}
+		other := fetched(orderDoc(t, "z", 99, ordersync.StatusPaid), 99)
+		other.Account = "other"
+		apply(t, db, other)
+		if err := db.RecordOrderRef(ctx, ordersync.OrderRef{Account: ordersync.DefaultAccount, Code: "unfetched"}); err != nil {
+			t.Fatal(err)
+		}
+
+		all := []string{"h", "b", "c", "e", "f", "a", "d", "g"}
+		for _, size := range []int{1, 2, 3, 8, 1000} {
+			codes, sizes := exportCodes(t, db, ordersync.ExportParams{Filter: ordersync.OrderFilter{Account: ordersync.DefaultAccount}, BatchSize: size})
+			if !slices.Equal(codes, all) {
+				t.Errorf("batch size %d: %q, want %q", size, codes, all)
+			}
+			for _, n := range sizes {
+				if n > size || n == 0 {
+					t.Errorf("batch size %d: a batch of %d (%v)", size, n, sizes)
+				}
+			}
+		}
+		for _, tt := range []struct {
+			name   string
+			filter ordersync.OrderFilter
+			want   []string
+		}{
+			{"status", ordersync.OrderFilter{Account: ordersync.DefaultAccount, Statuses: []ordersync.Status{ordersync.StatusPaid}}, []string{"h", "c", "f", "a", "d"}},
+			{"since leaves out orders without a creation time", ordersync.OrderFilter{Account: ordersync.DefaultAccount, Since: time.Date(2026, 10, 11, 8, 30, 0, 123e6, time.UTC)}, []string{"h", "b", "c", "e", "f"}},
+			{"other account", ordersync.OrderFilter{Account: "other"}, []string{"z"}},
+			{"limit and offset do not apply", ordersync.OrderFilter{Account: ordersync.DefaultAccount, Limit: 1, Offset: 3}, all},
+		} {
+			if codes, _ := exportCodes(t, db, ordersync.ExportParams{Filter: tt.filter, BatchSize: 2}); !slices.Equal(codes, tt.want) {
+				t.Errorf("%s: %q, want %q", tt.name, codes, tt.want)
+			}
+		}
+
+		// Line items and status changes come only when asked for.
+		var plain, full []ordersync.ExportedOrder
+		collect := func(dst *[]ordersync.ExportedOrder) func([]ordersync.ExportedOrder) error {
+			return func(b []ordersync.ExportedOrder) error { *dst = append(*dst, b...); return nil }
+		}
+		filter := ordersync.OrderFilter{Account: ordersync.DefaultAccount, Statuses: []ordersync.Status{ordersync.StatusCancelled}}
+		if err := db.ExportOrders(ctx, ordersync.ExportParams{Filter: filter}, collect(&plain)); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.ExportOrders(ctx, ordersync.ExportParams{Filter: filter, LineItems: true, StatusChanges: true}, collect(&full)); err != nil {
+			t.Fatal(err)
+		}
+		if len(plain) != 1 || len(plain[0].Order.LineItems) != 0 || plain[0].StatusChanges != nil || plain[0].Order.Total.String() != "15.89" {
+			t.Errorf("without details: %+v", plain)
+		}
+		if len(full) != 1 || len(full[0].Order.LineItems) != 2 || full[0].Order.LineItems[1].PromoPrice == nil {
+			t.Fatalf("with details: %+v", full)
+		}
+		if full[0].Sync.StatusChangedAt == nil || full[0].Sync.PaidAt != nil {
+			t.Errorf("a cancelled order's times: paid %v, status changed %v", full[0].Sync.PaidAt, full[0].Sync.StatusChangedAt)
+		}
+		var paid []ordersync.ExportedOrder
+		if err := db.ExportOrders(ctx, ordersync.ExportParams{Filter: ordersync.OrderFilter{Account: "other"}}, collect(&paid)); err != nil {
+			t.Fatal(err)
+		}
+		if len(paid) != 1 || paid[0].Sync.PaidAt == nil {
+			t.Errorf("a paid order's export has no paid time: %+v", paid)
+		}
+		changes := full[0].StatusChanges
+		if len(changes) != 1 || changes[0].From != "" || changes[0].To != ordersync.StatusCancelled || changes[0].Cause != ordersync.CauseWebhook || changes[0].At.IsZero() {
+			t.Errorf("status changes of e: %+v", changes)
+		}
+	})
+}
+
+func TestExportStatusChangesInOrder(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		apply(t, db, fetched(orderDoc(t, "s", 1, ordersync.StatusPending), 1))
+		apply(t, db, fetched(orderDoc(t, "s", 1, ordersync.StatusPaid), 2))
+		apply(t, db, fetched(orderDoc(t, "s", 1, ordersync.StatusCancelled), 3))
+		var got []string
+		err := db.ExportOrders(context.Background(), ordersync.ExportParams{StatusChanges: true}, func(b []ordersync.ExportedOrder) error {
+			for _, o := range b {
+				for _, c := range o.StatusChanges {
+					got = append(got, fmt.Sprintf("%s>%s@%s", c.From, c.To, c.At.Format(time.TimeOnly)))
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{">PENDING@18:05:01", "PENDING>PAID@18:05:02", "PAID>CANCELLED@18:05:03"}
+		if !slices.Equal(got, want) {
+			t.Errorf("status changes %q, want %q", got, want)
+		}
+	})
+}
+
+// An export stops at its callback's error and at the context's end, and
+// reads nothing more.
+func TestExportOrdersStops(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		for i := range 6 {
+			apply(t, db, fetched(orderDoc(t, fmt.Sprintf("o%d", i), i+1, ordersync.StatusPaid), int64(i+1)))
+		}
+		boom := errors.New("boom")
+		calls := 0
+		err := db.ExportOrders(context.Background(), ordersync.ExportParams{BatchSize: 2}, func([]ordersync.ExportedOrder) error {
+			calls++
+			return boom
+		})
+		if !errors.Is(err, boom) || calls != 1 {
+			t.Errorf("after the callback's error: %v, %d calls", err, calls)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		calls = 0
+		err = db.ExportOrders(ctx, ordersync.ExportParams{BatchSize: 2}, func([]ordersync.ExportedOrder) error {
+			calls++
+			cancel()
+			return nil
+		})
+		if !errors.Is(err, context.Canceled) || calls != 1 {
+			t.Errorf("after the context's end: %v, %d calls", err, calls)
+		}
+	})
+}
+
+func TestStoreTimeZone(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		ctx := context.Background()
+		if zone, err := db.StoreTimeZone(ctx, ordersync.DefaultAccount); err != nil || zone != "" {
+			t.Fatalf("empty mirror: %q, %v", zone, err)
+		}
+		apply(t, db, fetched(orderDoc(t, "a", 1, ordersync.StatusPending), 1))
+		apply(t, db, fetched(orderDoc(t, "b", 2, ordersync.StatusPending, func(doc map[string]any) {
+			doc["store"].(map[string]any)["timezone"] = "Europe/Madrid"
+		}), 2))
+		if zone, err := db.StoreTimeZone(ctx, ordersync.DefaultAccount); err != nil || zone != "Europe/Madrid" {
+			t.Errorf("StoreTimeZone = %q, %v; want the latest order's Europe/Madrid", zone, err)
+		}
+		if zone, _ := db.StoreTimeZone(ctx, "other"); zone != "" {
+			t.Errorf("another account's zone: %q", zone)
+		}
+	})
+}
