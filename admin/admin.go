@@ -181,6 +181,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 		defer cancel()
 		if err := s.cfg.Ready(ctx); err != nil {
+			// Not an error of the request: any reason not to be ready is a
+			// 503 naming it, which is what a load balancer reads.
 			writeProblem(w, http.StatusServiceUnavailable, "not ready: "+err.Error(), nil)
 			return
 		}
@@ -246,7 +248,7 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) {
 	filter.Account = s.account(r)
 	page, err := s.cfg.Orders.ListOrders(r.Context(), filter)
 	if err != nil {
-		s.internal(w, "list orders", err)
+		s.fail(w, "list orders", err, "")
 		return
 	}
 	writeJSON(w, http.StatusOK, NewOrderList(page))
@@ -322,12 +324,12 @@ func (s *Server) orderEvents(w http.ResponseWriter, r *http.Request) {
 	const limit = maxEventLimit
 	events, err := s.cfg.Orders.ListEvents(r.Context(), ordersync.EventFilter{Account: account, OrderCode: code, OrderID: o.Order.OrderID, Limit: limit})
 	if err != nil {
-		s.internal(w, "list events", err)
+		s.fail(w, "list events", err, "")
 		return
 	}
 	deliveries, err := s.cfg.Orders.ListDeliveries(r.Context(), ordersync.DeliveryFilter{Account: account, OrderCode: code, Limit: limit})
 	if err != nil {
-		s.internal(w, "list deliveries", err)
+		s.fail(w, "list deliveries", err, "")
 		return
 	}
 	writeJSON(w, http.StatusOK, NewEventList(events, deliveries, limit))
@@ -379,13 +381,13 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 	filter.Limit = min(filter.Limit, maxEventLimit)
 	events, err := s.cfg.Orders.ListEvents(r.Context(), filter)
 	if err != nil {
-		s.internal(w, "list events", err)
+		s.fail(w, "list events", err, "")
 		return
 	}
 	var deliveries []ordersync.DeliveryRecord
 	if filter.OrderCode != "" {
 		if deliveries, err = s.cfg.Orders.ListDeliveries(r.Context(), ordersync.DeliveryFilter{Account: filter.Account, OrderCode: filter.OrderCode, Limit: filter.Limit}); err != nil {
-			s.internal(w, "list deliveries", err)
+			s.fail(w, "list deliveries", err, "")
 			return
 		}
 	}
@@ -491,7 +493,7 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 	}
 	dls, err := s.cfg.DeadLetters.ListDeadLetters(r.Context(), f)
 	if err != nil {
-		s.internal(w, "list dead letters", err)
+		s.fail(w, "list dead letters", err, "")
 		return
 	}
 	out := make([]DeadLetterJSON, 0, len(dls))
@@ -547,11 +549,6 @@ func (s *Server) replayDeadLetters(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]int{"replayed": n})
-}
-
-func (s *Server) internal(w http.ResponseWriter, op string, err error) {
-	s.cfg.Logger.Error("admin API", "op", op, "err", err)
-	writeProblem(w, http.StatusInternalServerError, op+" failed", nil)
 }
 
 // maxRequestBody bounds what the API reads from a client.

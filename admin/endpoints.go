@@ -107,7 +107,7 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	if body.Secret == "" {
 		var err error
 		if body.Secret, err = delivery.NewSecret(); err != nil {
-			s.internal(w, "create endpoint", err)
+			s.fail(w, "create endpoint", err, "")
 			return
 		}
 	} else if err := delivery.ValidateSecret(body.Secret); err != nil {
@@ -132,7 +132,7 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 	eps, err := s.cfg.Endpoints.ListEndpoints(r.Context())
 	if err != nil {
-		s.internal(w, "list endpoints", err)
+		s.fail(w, "list endpoints", err, "")
 		return
 	}
 	out := make([]EndpointJSON, len(eps))
@@ -197,7 +197,7 @@ func (s *Server) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) {
 	if body.Secret == "" {
 		var err error
 		if body.Secret, err = delivery.NewSecret(); err != nil {
-			s.internal(w, "rotate endpoint secret", err)
+			s.fail(w, "rotate endpoint secret", err, "")
 			return
 		}
 	} else if err := delivery.ValidateSecret(body.Secret); err != nil {
@@ -279,7 +279,7 @@ func (s *Server) listDeliveryDeadLetters(w http.ResponseWriter, r *http.Request)
 	}
 	dls, err := s.cfg.DeliveryDeadLetters.ListDeliveryDeadLetters(r.Context(), f)
 	if err != nil {
-		s.internal(w, "list delivery dead letters", err)
+		s.fail(w, "list delivery dead letters", err, "")
 		return
 	}
 	out := make([]DeliveryDeadLetterJSON, len(dls))

@@ -10,57 +10,101 @@ import (
 	"github.com/ordersync/ordersync/delivery"
 )
 
-// errorStatuses is the one table from the domain's errors to the statuses
-// the API answers them with; fail consults it after the errors that carry
-// more than a status (validation, the upstream's).
-var errorStatuses = []struct {
-	err    error
+// errorRow is one line of the table from errors to answers: the errors it
+// matches, the status they are answered with, and, for the rows whose
+// answer says more than the error's text, how the problem is written.
+type errorRow struct {
+	name   string
+	match  func(error) bool
 	status int
-}{
-	{ordersync.ErrNotFound, http.StatusNotFound},
-	{ordersync.ErrUnknownAccount, http.StatusNotFound},
-	{ordersync.ErrInvalidEndpoint, http.StatusBadRequest},
-	{delivery.ErrInvalidSecret, http.StatusBadRequest},
-	{ordersync.ErrManagedByConfig, http.StatusConflict},
-	{ordersync.ErrEndpointDisabled, http.StatusConflict},
-	{ordersync.ErrConflict, http.StatusConflict},
+	// problem gives the answer's title and fields; nil means the error's
+	// text as the title.
+	problem func(err error, notFound string) (string, map[string][]string)
+	// retryAfter passes on the wait the upstream asked for.
+	retryAfter bool
 }
 
-// fail answers the error of op: a request the service (or ordersync for
-// it) refused is 400 with its fields; the upstream unavailable, 503 with
-// the wait it asked for; another upstream failure, 502; a domain error, its
-// status from errorStatuses, a 404 titled notFound when one is given; any
-// other error, 500, logged.
+// errorTable is the one table from the domain's errors to the statuses the
+// API answers them with; every handler answers its errors through fail,
+// which takes the first row that matches. The order matters where one error
+// matches two rows: an upstream 400 carries its ValidationError and an
+// upstream 404 wraps ErrNotFound, so those rows come before the upstream's
+// own; anything no row matches is a 500.
+var errorTable = []errorRow{
+	{name: "validation", match: isValidation, status: http.StatusBadRequest, problem: validationProblem},
+	{name: "not found", match: is(ordersync.ErrNotFound), status: http.StatusNotFound, problem: notFoundProblem},
+	{name: "unknown account", match: is(ordersync.ErrUnknownAccount), status: http.StatusNotFound},
+	{name: "upstream unavailable", match: isUpstream(true), status: http.StatusServiceUnavailable, retryAfter: true},
+	{name: "upstream failed", match: isUpstream(false), status: http.StatusBadGateway},
+	{name: "invalid endpoint", match: is(ordersync.ErrInvalidEndpoint), status: http.StatusBadRequest},
+	{name: "invalid secret", match: is(delivery.ErrInvalidSecret), status: http.StatusBadRequest},
+	{name: "managed by config", match: is(ordersync.ErrManagedByConfig), status: http.StatusConflict},
+	{name: "endpoint disabled", match: is(ordersync.ErrEndpointDisabled), status: http.StatusConflict},
+	{name: "conflict", match: is(ordersync.ErrConflict), status: http.StatusConflict},
+}
+
+// rowFor is the row that answers err, or false when none does.
+func rowFor(err error) (errorRow, bool) {
+	for _, row := range errorTable {
+		if row.match(err) {
+			return row, true
+		}
+	}
+	return errorRow{}, false
+}
+
+// fail answers the error of op by its row in errorTable; notFound, when
+// given, is the title of a 404 (what was not found, in the caller's words).
+// An error no row matches is a 500, logged.
 func (s *Server) fail(w http.ResponseWriter, op string, err error, notFound string) {
-	var ve *ordersync.ValidationError
+	row, ok := rowFor(err)
+	if !ok {
+		s.cfg.Logger.Error("admin API", "op", op, "err", err)
+		writeProblem(w, http.StatusInternalServerError, op+" failed", nil)
+		return
+	}
+	title, fields := err.Error(), map[string][]string(nil)
+	if row.problem != nil {
+		title, fields = row.problem(err, notFound)
+	}
 	var ue *ordersync.UpstreamError
-	switch {
-	case errors.As(err, &ve):
-		writeProblem(w, http.StatusBadRequest, ve.Title, ve.Fields)
-		return
-	case errors.Is(err, ordersync.ErrNotFound) && notFound != "":
-		writeProblem(w, http.StatusNotFound, notFound, nil)
-		return
-	case errors.Is(err, ordersync.ErrNotFound):
-		writeProblem(w, http.StatusNotFound, err.Error(), nil)
-		return
-	case errors.As(err, &ue) && ue.Retryable():
-		if ue.RetryAfter > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(int((ue.RetryAfter+time.Second-1)/time.Second)))
-		}
-		writeProblem(w, http.StatusServiceUnavailable, err.Error(), nil)
-		return
-	case errors.As(err, &ue):
-		writeProblem(w, http.StatusBadGateway, err.Error(), nil)
-		return
+	if row.retryAfter && errors.As(err, &ue) && ue.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((ue.RetryAfter+time.Second-1)/time.Second)))
 	}
-	for _, e := range errorStatuses {
-		if errors.Is(err, e.err) {
-			writeProblem(w, e.status, err.Error(), nil)
-			return
-		}
+	writeProblem(w, row.status, title, fields)
+}
+
+func is(target error) func(error) bool {
+	return func(err error) bool { return errors.Is(err, target) }
+}
+
+func isValidation(err error) bool {
+	var ve *ordersync.ValidationError
+	return errors.As(err, &ve)
+}
+
+// validationProblem answers a refused request with the refusal's own title
+// and fields, as the payment link service does.
+func validationProblem(err error, _ string) (string, map[string][]string) {
+	var ve *ordersync.ValidationError
+	errors.As(err, &ve)
+	return ve.Title, ve.Fields
+}
+
+func notFoundProblem(err error, notFound string) (string, map[string][]string) {
+	if notFound != "" {
+		return notFound, nil
 	}
-	s.internal(w, op, err)
+	return err.Error(), nil
+}
+
+// isUpstream matches the upstream's failures that may (retryable) or may
+// not succeed later.
+func isUpstream(retryable bool) func(error) bool {
+	return func(err error) bool {
+		var ue *ordersync.UpstreamError
+		return errors.As(err, &ue) && ue.Retryable() == retryable
+	}
 }
 
 // when is h where the process has what h needs (on), and otherwise a 501

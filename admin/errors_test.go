@@ -40,6 +40,11 @@ func TestFail(t *testing.T) {
 		{"bad secret", fmt.Errorf("rotate: %w", delivery.ErrInvalidSecret), "", 400, "rotate: " + delivery.ErrInvalidSecret.Error(), ""},
 		{"the file's endpoint", fmt.Errorf("update: %w", ordersync.ErrManagedByConfig), "", 409, "update: " + ordersync.ErrManagedByConfig.Error(), ""},
 		{"an account not served", unknownAccount, "", 404, "track order X: " + `account "ghost": unknown account`, ""},
+		{"not found, unnamed", fmt.Errorf("find: %w", ordersync.ErrNotFound), "", 404, "find: not found", ""},
+		{"a disabled endpoint", fmt.Errorf("test: %w", ordersync.ErrEndpointDisabled), "", 409, "test: " + ordersync.ErrEndpointDisabled.Error(), ""},
+		{"a conflict", fmt.Errorf("create: %w", ordersync.ErrConflict), "", 409, "create: conflict", ""},
+		{"an upstream refusal", &ordersync.UpstreamError{Kind: ordersync.UpstreamValidation, Op: "create payment link", StatusCode: 400,
+			Validation: &ordersync.ValidationError{Title: "bad", Fields: map[string][]string{"amount": {"x"}}}}, "", 400, "bad", ""},
 		{"anything else", errors.New("disk on fire"), "", 500, "do it failed", ""},
 	}
 	for _, tt := range tests {
@@ -54,6 +59,69 @@ func TestFail(t *testing.T) {
 				t.Errorf("got %d %q Retry-After %q, want %d %q %q", w.Code, p.Title, w.Header().Get("Retry-After"), tt.status, tt.title, tt.retryAfter)
 			}
 		})
+	}
+}
+
+// TestErrorTableRowsReachable: every row of the table answers an error of
+// its own, so no row hides behind an earlier one (as the not-found row once
+// hid behind a special case before the table), and every row is named here.
+func TestErrorTableRowsReachable(t *testing.T) {
+	samples := map[string]error{
+		"validation":           &ordersync.ValidationError{Title: "t"},
+		"not found":            fmt.Errorf("find order: %w", ordersync.ErrNotFound),
+		"unknown account":      fmt.Errorf("track: %w", ordersync.ErrUnknownAccount),
+		"upstream unavailable": &ordersync.UpstreamError{Kind: ordersync.UpstreamServer, Op: "get order X", StatusCode: 502},
+		"upstream failed":      &ordersync.UpstreamError{Kind: ordersync.UpstreamProtocol, Op: "get order X", StatusCode: 200},
+		"invalid endpoint":     fmt.Errorf("create endpoint: %w", ordersync.ErrInvalidEndpoint),
+		"invalid secret":       fmt.Errorf("rotate: %w", delivery.ErrInvalidSecret),
+		"managed by config":    fmt.Errorf("update: %w", ordersync.ErrManagedByConfig),
+		"endpoint disabled":    fmt.Errorf("test: %w", ordersync.ErrEndpointDisabled),
+		"conflict":             fmt.Errorf("create: %w", ordersync.ErrConflict),
+	}
+	seen := map[string]bool{}
+	for _, row := range errorTable {
+		if seen[row.name] {
+			t.Errorf("two rows named %q", row.name)
+		}
+		seen[row.name] = true
+		sample, ok := samples[row.name]
+		if !ok {
+			t.Errorf("row %q has no sample error here", row.name)
+			continue
+		}
+		got, ok := rowFor(sample)
+		if !ok || got.name != row.name {
+			t.Errorf("row %q is unreachable: its sample is answered by %q", row.name, got.name)
+		}
+	}
+	for name := range samples {
+		if !seen[name] {
+			t.Errorf("sample %q names no row of the table", name)
+		}
+	}
+}
+
+// TestNotFoundRowAnswers: a store's ErrNotFound is answered by the table's
+// not-found row, whose 404 takes the caller's title, through a real handler.
+func TestNotFoundRowAnswers(t *testing.T) {
+	if row, ok := rowFor(fmt.Errorf("find order: %w", ordersync.ErrNotFound)); !ok || row.name != "not found" {
+		t.Fatalf("ErrNotFound is answered by %q, want the not-found row", row.name)
+	}
+	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	api, err := New(Config{Orders: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	api.ServeHTTP(w, httptest.NewRequest("GET", "http://127.0.0.1:9090/v1/orders/nope42", nil))
+	var p Problem
+	_ = json.Unmarshal(w.Body.Bytes(), &p)
+	if w.Code != http.StatusNotFound || p.Title != "order nope42 is not in the mirror" {
+		t.Errorf("got %d %q, want 404 naming the order", w.Code, p.Title)
 	}
 }
 

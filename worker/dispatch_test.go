@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,14 +94,41 @@ type dispatchEnv struct {
 	d      *worker.Dispatcher
 	cancel context.CancelFunc
 	done   chan error
+	// listed counts the dispatcher's reads of the endpoints, which begin
+	// each of its syncs, one after another.
+	listed *countingEndpoints
+}
+
+// countingEndpoints is the store's endpoints, counting ListEndpoints calls.
+type countingEndpoints struct {
+	ordersync.Endpoints
+	calls atomic.Int64
+}
+
+func (c *countingEndpoints) ListEndpoints(ctx context.Context) ([]*ordersync.Endpoint, error) {
+	c.calls.Add(1)
+	return c.Endpoints.ListEndpoints(ctx)
+}
+
+// synced returns once the dispatcher has acted on the endpoints as they are
+// now: a read begun after this call saw them, and the read after it begins
+// only when that sync is done.
+func (e *dispatchEnv) synced(t testing.TB) {
+	t.Helper()
+	until := e.listed.calls.Load() + 2
+	waitFor(t, 10*time.Second, "the dispatcher to sync the endpoints", func() bool {
+		e.d.Notify()
+		return e.listed.calls.Load() >= until
+	})
 }
 
 func newDispatchEnv(t testing.TB) *dispatchEnv {
 	t.Helper()
 	e := &dispatchEnv{env: newEnv(t, sim.Faults{})}
+	e.listed = &countingEndpoints{Endpoints: e.db}
 	var err error
 	e.d, err = worker.NewDispatcher(worker.DispatcherConfig{
-		Endpoints: e.db, DeadLetters: e.db, Log: e.db, Stream: e.q, Registerer: e.reg, Logger: e.logger,
+		Endpoints: e.listed, DeadLetters: e.db, Log: e.db, Stream: e.q, Registerer: e.reg, Logger: e.logger,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -327,8 +355,12 @@ func TestDispatchGoneDisablesEndpoint(t *testing.T) {
 	waitFor(t, 5*time.Second, "the disabled gauge", func() bool {
 		return counterValue(t, e.reg, "ordersync_delivery_endpoint_disabled", map[string]string{"endpoint": ep.ID}) == 1
 	})
+	// Once the dispatcher has synced the disabled endpoint its runner is
+	// stopped; the window after it proves no request follows (the only
+	// sleep: a thing that must not happen has no signal).
+	e.synced(t)
 	n := len(srv.requests())
-	time.Sleep(3 * time.Second)
+	time.Sleep(300 * time.Millisecond)
 	if len(srv.requests()) != n {
 		t.Errorf("a disabled endpoint still receives: %d requests, then %d", n, len(srv.requests()))
 	}
@@ -451,8 +483,7 @@ func TestDispatchRunTimeChanges(t *testing.T) {
 	if _, err := e.db.RotateEndpointSecret(ctx, ep.ID, newSecret, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	e.d.Notify()
-	time.Sleep(500 * time.Millisecond)
+	e.synced(t)
 	e.publishOrders(t, orderMsg("A2", ordersync.StatusPaid, 1, true))
 	waitFor(t, 10*time.Second, "a delivery to the new URL", func() bool { return len(second.requests()) == 1 })
 	r := second.requests()[0]
@@ -465,10 +496,11 @@ func TestDispatchRunTimeChanges(t *testing.T) {
 	if _, err := e.db.UpdateEndpoint(ctx, ep.ID, ordersync.EndpointUpdate{Disabled: &off}); err != nil {
 		t.Fatal(err)
 	}
-	e.d.Notify()
-	time.Sleep(500 * time.Millisecond)
+	e.synced(t)
 	e.publishOrders(t, orderMsg("A3", ordersync.StatusPaid, 1, true))
-	time.Sleep(2 * time.Second)
+	// A window that proves A3 is not delivered while the endpoint is
+	// disabled: what must not happen has no signal to wait for.
+	time.Sleep(300 * time.Millisecond)
 	if n := len(second.requests()); n != 1 {
 		t.Fatalf("a disabled endpoint received %d", n)
 	}
@@ -487,11 +519,12 @@ func TestDispatchRunTimeChanges(t *testing.T) {
 	if _, err := e.db.UpdateEndpoint(ctx, ep.ID, ordersync.EndpointUpdate{Events: []ordersync.HookEvent{ordersync.HookOrderStatusChanged}}); err != nil {
 		t.Fatal(err)
 	}
-	e.d.Notify()
-	time.Sleep(500 * time.Millisecond)
+	e.synced(t)
 	e.publishOrders(t, orderMsg("A4", ordersync.StatusPaid, 1, true), orderMsg("A4", ordersync.StatusFinalized, 2, false))
 	waitFor(t, 10*time.Second, "A4's status change", func() bool { return len(second.requests()) == 3 })
-	time.Sleep(500 * time.Millisecond)
+	// A window that proves A4's PAID event, published first, is not
+	// delivered after all: the filter left it out.
+	time.Sleep(300 * time.Millisecond)
 	if got := second.requests(); len(got) != 3 || got[2].typ != "order.status_changed" || got[2].order != "A4" {
 		t.Errorf("after changing the events to status changes only: %d requests, last %s %s", len(got), got[len(got)-1].typ, got[len(got)-1].order)
 	}

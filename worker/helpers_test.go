@@ -19,10 +19,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/fake"
 	"github.com/ordersync/ordersync/paymentlink"
 	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/store"
+	"github.com/ordersync/ordersync/store/storetest"
 	"github.com/ordersync/ordersync/worker"
 )
 
@@ -30,11 +32,15 @@ const simKey = "sk_test_worker"
 
 // env is the real pipeline around a pool: the simulator behind a real HTTP
 // listener and client, a SQLite mirror in a temp dir, and an embedded
-// JetStream queue.
+// JetStream queue. newFakeEnv's has the simulator and an in-memory mirror
+// only, for the tests of a stage that are not about the database or the
+// queue.
 type env struct {
-	sim      *sim.Server
-	simURL   string
-	client   *paymentlink.Client
+	sim    *sim.Server
+	simURL string
+	client *paymentlink.Client
+	// mirror is db, or the fake mirror when db and the queue are nil.
+	mirror   storetest.Store
 	db       *store.DB
 	nc       *nats.Conn
 	q        *queue.Queue
@@ -53,13 +59,12 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func newEnv(t testing.TB, faults sim.Faults) *env {
+// newFakeEnv is the simulator behind a real HTTP listener and client, and
+// the mirror in memory (fake.Store): no database, no queue.
+func newFakeEnv(t testing.TB, faults sim.Faults) *env {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	e := &env{reg: prometheus.NewRegistry()}
+	e := &env{reg: prometheus.NewRegistry(), mirror: fake.NewStore()}
 	e.logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-
 	var err error
 	if e.sim, err = sim.New(sim.Config{SecretKey: simKey, Faults: faults, Seed: 42}); err != nil {
 		t.Fatalf("sim.New: %v", err)
@@ -69,11 +74,20 @@ func newEnv(t testing.TB, faults sim.Faults) *env {
 		t.Fatalf("sim Listen: %v", err)
 	}
 	e.client = newClient(t, e.simURL, simKey)
+	return e
+}
 
+func newEnv(t testing.TB, faults sim.Faults) *env {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	e := newFakeEnv(t, faults)
+	var err error
 	if e.db, err = store.Open(ctx, store.Config{URL: filepath.Join(t.TempDir(), "mirror.db")}); err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}
 	t.Cleanup(func() { e.db.Close() })
+	e.mirror = e.db
 
 	emb, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: t.TempDir()})
 	if err != nil {
@@ -123,7 +137,7 @@ func (e *env) newSyncer(t testing.TB, up ordersync.Upstream, edit func(*worker.S
 		up = e.client
 	}
 	cfg := worker.SyncerConfig{
-		Upstream: up, Mirror: e.db, Registerer: e.reg, Logger: e.logger,
+		Upstream: up, Mirror: e.mirror, Registerer: e.reg, Logger: e.logger,
 		Retry:   worker.RetryConfig{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond, MaxElapsed: 200 * time.Millisecond},
 		Breaker: worker.BreakerConfig{ConsecutiveFailures: 5, OpenFor: 200 * time.Millisecond},
 	}
@@ -193,7 +207,7 @@ func (e *env) createOrders(t testing.TB, n int) []ordersync.PaymentLinkResult {
 		if err != nil {
 			t.Fatalf("sim CreatePaymentLink: %v", err)
 		}
-		if err := e.db.RecordOrderRef(ctx, ordersync.OrderRef{
+		if err := e.mirror.RecordOrderRef(ctx, ordersync.OrderRef{
 			Account: ordersync.DefaultAccount, Code: res.OrderCode, ID: res.OrderID,
 			Reference: fmt.Sprintf("ref-%s-%d", t.Name(), i),
 		}); err != nil {
@@ -285,7 +299,7 @@ func (e *env) assertMirrorMatchesSim(t testing.TB, codes []string) {
 		if !ok {
 			t.Fatalf("sim has no order %s", code)
 		}
-		got, err := e.db.FindOrderByCode(ctx, ordersync.DefaultAccount, code)
+		got, err := e.mirror.FindOrderByCode(ctx, ordersync.DefaultAccount, code)
 		if err != nil {
 			t.Errorf("mirror order %s: %v", code, err)
 			continue
@@ -298,7 +312,7 @@ func (e *env) assertMirrorMatchesSim(t testing.TB, codes []string) {
 
 func (e *env) deadLetters(t testing.TB, reason ordersync.DeadLetterReason) []*ordersync.DeadLetter {
 	t.Helper()
-	dls, err := e.db.ListDeadLetters(context.Background(), ordersync.DeadLetterFilter{Reason: reason, IncludeReplayed: true, Limit: 1000})
+	dls, err := e.mirror.ListDeadLetters(context.Background(), ordersync.DeadLetterFilter{Reason: reason, IncludeReplayed: true, Limit: 1000})
 	if err != nil {
 		t.Fatalf("ListDeadLetters: %v", err)
 	}

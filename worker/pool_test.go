@@ -316,19 +316,22 @@ func TestPoolDrainAcksCommitted(t *testing.T) {
 // target, the pool starts no fetch and the events wait in the queue; between
 // a quarter of the target and the target it holds, but not for long, so the
 // events sync; when no webhooks come it is back at full concurrency; and a
-// drain that begins while it yields runs at full speed. The interval is
-// long enough (the hold's bound is 20 of them, 400 ms) that the first two
-// checks end before the bound lets a fetch through.
+// drain that begins while it yields runs at full speed. The test counts
+// the pool's reads of Pressure (one per interval, each followed by its
+// decision) instead of sleeping, so the first two checks end before the
+// hold's bound (20 reads) lets a fetch through however slow the machine.
 func TestPoolYieldsToWebhooks(t *testing.T) {
 	const target = 2 * time.Millisecond
 	e := newEnv(t, sim.Faults{})
 	first, second := e.createOrders(t, 10), e.createOrders(t, 10)
 	var wait atomic.Int64 // the publish wait Pressure reports; 0: no webhooks
 	wait.Store(int64(10 * time.Millisecond))
+	var reads atomic.Int64 // how many times the pool read Pressure
 	stop := e.startPool(t, e.newSyncer(t, nil, nil), func(c *worker.PoolConfig) {
 		c.PressureTarget, c.PressureInterval = target, 20*time.Millisecond
 		c.DrainTimeout = 5 * time.Second
 		c.Pressure = func() (time.Duration, int64) {
+			reads.Add(1)
 			if w := wait.Load(); w > 0 {
 				return time.Duration(w), 100
 			}
@@ -337,6 +340,13 @@ func TestPoolYieldsToWebhooks(t *testing.T) {
 	})
 	limit := func() float64 { return counterValue(t, e.reg, "ordersync_worker_fetch_limit", nil) }
 	waitFor(t, 2*time.Second, "the fetch limit to fall to 0", func() bool { return limit() == 0 })
+	// decided waits until the pool has taken n more decisions: the read
+	// after the n-th is made once the n-th decision was applied.
+	decided := func(n int64) {
+		t.Helper()
+		until := reads.Load() + n + 1
+		waitFor(t, 5*time.Second, "the pool's pressure checks", func() bool { return reads.Load() >= until })
+	}
 
 	publishCreated := func(orders []ordersync.PaymentLinkResult) []string {
 		var codes []string
@@ -347,12 +357,16 @@ func TestPoolYieldsToWebhooks(t *testing.T) {
 		return codes
 	}
 	firstCodes := publishCreated(first)
-	time.Sleep(100 * time.Millisecond) // 5 intervals
+	waitFor(t, 2*time.Second, "the pool to hold the first events", func() bool {
+		_, ackPending, _ := e.consumerState(t)
+		return ackPending == len(first)
+	})
+	decided(5)
 	if gets := e.sim.Stats().Gets; gets != 0 {
 		t.Fatalf("%d fetches while the receiver was short of CPU, want none", gets)
 	}
 	wait.Store(int64(target * 2 / 5)) // under half the target, over a quarter of it: hold
-	time.Sleep(60 * time.Millisecond) // 3 intervals more, under the 20 it holds for
+	decided(3)                        // under the 20 it holds for
 	if l, gets := limit(), e.sim.Stats().Gets; l != 0 || gets != 0 {
 		t.Fatalf("between a quarter of the target and the target: limit %v and %d fetches, want the limit held at 0 and none", l, gets)
 	}

@@ -15,7 +15,7 @@ import (
 // leave no faster than the configured cap. Only a lower bound on the time
 // is asserted: a slow machine cannot make it fail.
 func TestRequestsPerSecondCap(t *testing.T) {
-	e := newEnv(t, sim.Faults{})
+	e := newFakeEnv(t, sim.Faults{})
 	s := e.newSyncer(t, nil, func(c *worker.SyncerConfig) { c.RequestsPerSecond, c.Burst = 40, 1 })
 	orders := e.createOrders(t, 41)
 	start := time.Now()

@@ -10,14 +10,21 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/fake"
 	"github.com/ordersync/ordersync/store"
 )
 
-// gatedMirror is the real store, counting AllocateFetchSeq round trips and
+// seqStore is a mirror that reads its sequence: the fake or store.DB.
+type seqStore interface {
+	ordersync.Mirror
+	ordersync.FetchSeqReader
+}
+
+// gatedMirror is a mirror, counting AllocateFetchSeq round trips and
 // holding the first one until release is closed, and counting reads of the
 // sequence.
 type gatedMirror struct {
-	*store.DB
+	seqStore
 	calls   atomic.Int32
 	reads   atomic.Int32
 	release chan struct{}
@@ -25,26 +32,21 @@ type gatedMirror struct {
 
 func (g *gatedMirror) CurrentFetchSeq(ctx context.Context) (int64, error) {
 	g.reads.Add(1)
-	return g.DB.CurrentFetchSeq(ctx)
+	return g.seqStore.CurrentFetchSeq(ctx)
 }
 
 func (g *gatedMirror) AllocateFetchSeq(ctx context.Context, n int) (int64, error) {
 	if g.calls.Add(1) == 1 {
 		<-g.release
 	}
-	return g.DB.AllocateFetchSeq(ctx, n)
+	return g.seqStore.AllocateFetchSeq(ctx, n)
 }
 
 // TestSeqAllocatorGroupsWaiters: callers that queue while a round trip is
 // running share the next one, and every number is distinct.
 func TestSeqAllocatorGroupsWaiters(t *testing.T) {
 	const waiters = 200
-	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "seq.db")})
-	if err != nil {
-		t.Fatalf("store.Open: %v", err)
-	}
-	t.Cleanup(func() { db.Close() })
-	m := &gatedMirror{DB: db, release: make(chan struct{})}
+	m := &gatedMirror{seqStore: fake.NewStore(), release: make(chan struct{})}
 	a := newSeqAllocator(m)
 
 	var wg sync.WaitGroup
@@ -107,12 +109,7 @@ func TestSeqAllocatorGroupsWaiters(t *testing.T) {
 // TestSeqAllocatorCallerGivesUp: a waiting caller whose context ends returns
 // at once; the others are still served.
 func TestSeqAllocatorCallerGivesUp(t *testing.T) {
-	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "seq.db")})
-	if err != nil {
-		t.Fatalf("store.Open: %v", err)
-	}
-	t.Cleanup(func() { db.Close() })
-	m := &gatedMirror{DB: db, release: make(chan struct{})}
+	m := &gatedMirror{seqStore: fake.NewStore(), release: make(chan struct{})}
 	a := newSeqAllocator(m)
 
 	leader := make(chan error, 1)
@@ -171,7 +168,7 @@ func TestSeqAllocatorAcrossProcesses(t *testing.T) {
 		wantWrites func(calls int) bool
 	}{
 		{"reads the sequence", func() (ordersync.Mirror, *atomic.Int32) {
-			m := &gatedMirror{DB: open(), release: make(chan struct{})}
+			m := &gatedMirror{seqStore: open(), release: make(chan struct{})}
 			close(m.release)
 			return m, &m.calls
 		}, func(calls int) bool { return calls <= 2 }},

@@ -40,7 +40,7 @@ func (h *holdFirstUpstream) GetOrder(ctx context.Context, code string) (*ordersy
 // TestSyncerLaterFetchWins: a fetch that started earlier but finishes later
 // does not overwrite the mirror.
 func TestSyncerLaterFetchWins(t *testing.T) {
-	e := newEnv(t, sim.Faults{})
+	e := newFakeEnv(t, sim.Faults{})
 	code := e.createOrders(t, 1)[0].OrderCode
 	up := &holdFirstUpstream{Upstream: e.client, code: code, answered: make(chan struct{}), release: make(chan struct{})}
 	s := e.newSyncer(t, up, nil)
@@ -69,7 +69,7 @@ func TestSyncerLaterFetchWins(t *testing.T) {
 	if r := <-older; r.Applied {
 		t.Errorf("older fetch finishing last was applied: %+v", r)
 	}
-	got, err := e.db.FindOrderByCode(ctx, ordersync.DefaultAccount, code)
+	got, err := e.mirror.FindOrderByCode(ctx, ordersync.DefaultAccount, code)
 	if err != nil {
 		t.Fatalf("FindOrderByCode: %v", err)
 	}
@@ -84,7 +84,7 @@ func TestSyncerLaterFetchWins(t *testing.T) {
 // TestSyncerPermanentErrors: an unknown order is permanent, not an outage,
 // and is not retried.
 func TestSyncerPermanentErrors(t *testing.T) {
-	e := newEnv(t, sim.Faults{})
+	e := newFakeEnv(t, sim.Faults{})
 	s := e.newSyncer(t, nil, nil)
 	_, err := s.SyncOrder(context.Background(), ordersync.DefaultAccount, "Nope999", ordersync.CauseTrack)
 	switch {
@@ -142,7 +142,7 @@ func (r *recordingUpstream) snapshot() []call {
 // callers, not only the one that got it: no request leaves before it.
 func TestSyncerRetryAfterHoldsEveryCaller(t *testing.T) {
 	const retryAfter = time.Second
-	e := newEnv(t, sim.Faults{RateLimitRate: 1, RetryAfter: retryAfter})
+	e := newFakeEnv(t, sim.Faults{RateLimitRate: 1, RetryAfter: retryAfter})
 	orders := e.createOrders(t, 4)
 	first429 := make(chan struct{})
 	var once sync.Once
@@ -207,7 +207,7 @@ func TestSyncerRetryAfterHoldsEveryCaller(t *testing.T) {
 // TestSyncerBreakerOpensOnServerErrors: a run of 5xx opens the breaker;
 // while open, fetches fail fast as an outage without a request.
 func TestSyncerBreakerOpensOnServerErrors(t *testing.T) {
-	e := newEnv(t, sim.Faults{ServerErrorRate: 1})
+	e := newFakeEnv(t, sim.Faults{ServerErrorRate: 1})
 	code := e.createOrders(t, 1)[0].OrderCode
 	s := e.newSyncer(t, nil, func(c *worker.SyncerConfig) {
 		c.Breaker = worker.BreakerConfig{ConsecutiveFailures: 3, OpenFor: time.Minute}
@@ -241,7 +241,7 @@ func TestSyncerBreakerOpensOnServerErrors(t *testing.T) {
 // TestSyncerRetriesExhausted: transient failures past MaxElapsed end as an
 // outage, with retries counted.
 func TestSyncerRetriesExhausted(t *testing.T) {
-	e := newEnv(t, sim.Faults{ServerErrorRate: 1})
+	e := newFakeEnv(t, sim.Faults{ServerErrorRate: 1})
 	code := e.createOrders(t, 1)[0].OrderCode
 	s := e.newSyncer(t, nil, func(c *worker.SyncerConfig) {
 		c.Breaker.ConsecutiveFailures = 1000

@@ -127,7 +127,22 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// Every PAID or FINALIZED order fired the PAID trigger exactly once.
-	time.Sleep(300 * time.Millisecond)
+	// The relay marks a message sent only once JetStream acked it, so an
+	// empty outbox means every trigger the mirror queued is in the stream.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pending, err := st.Program.DB().PendingOutbox(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the outbox still holds %s after 10s", pending[0].MsgID)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	triggers, err := countPaidTriggers(context.Background(), st.Program)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,487 @@
+// Package storetest is the conformance suite of the root package's store
+// interfaces: the behaviour the worker relies on from any mirror (the
+// sequence guard, the outbox's exactly-once PAID trigger, dead letters, the
+// reconciler's schedule, the logs). store.DB runs it on SQLite and
+// PostgreSQL; fake.Store runs it in memory, which is what keeps the fake
+// honest.
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// Store is what the suite exercises: the interfaces the worker's stages
+// write and read the mirror through.
+type Store interface {
+	ordersync.Mirror
+	ordersync.OrderCodesResolver
+	ordersync.FetchSeqReader
+	ordersync.MirrorReader
+	ordersync.DeadLetters
+	ordersync.Outbox
+	ordersync.CheckSchedule
+	ordersync.DeliveryLog
+}
+
+// Run runs every case of the suite, each against a fresh, empty store from
+// open.
+func Run(t *testing.T, open func(t *testing.T) Store) {
+	t.Helper()
+	for _, c := range []struct {
+		name string
+		test func(t *testing.T, s Store)
+	}{
+		{"FetchSeqGrows", testFetchSeqGrows},
+		{"EarlierFetchNeverOverwritesLater", testEarlierFetchNeverOverwritesLater},
+		{"ApplyResults", testApplyResults},
+		{"OutboxPaidExactlyOnce", testOutboxPaidExactlyOnce},
+		{"OutboxFinalizedFiresPaid", testOutboxFinalizedFiresPaid},
+		{"ResolveOrderCodes", testResolveOrderCodes},
+		{"EventLogUpserts", testEventLogUpserts},
+		{"DeadLetters", testDeadLetters},
+		{"CheckSchedule", testCheckSchedule},
+		{"DeliveryLog", testDeliveryLog},
+		{"Readers", testReaders},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.test(t, open(t)) })
+	}
+}
+
+const account = ordersync.DefaultAccount
+
+// order is an order detail built in code; name makes two documents of one
+// status differ.
+func order(code string, id int, status ordersync.Status, name string) *ordersync.Order {
+	o := &ordersync.Order{
+		OrderID: ordersync.ID(fmt.Sprint(id)), OrderCode: code, OrderReference: "ref-" + code, Name: name,
+		OrderStatus: status, Subtotal: ordersync.MustAmount("10.50"), Total: ordersync.MustAmount("10.50"),
+		Store:   ordersync.StoreInfo{Name: "Tienda", CountryCode: "SV", CurrencyCode: "USD", CurrencySymbol: "$"},
+		Created: ordersync.Timestamp{Time: time.Date(2026, 10, 10, 18, 0, id%60, 0, time.UTC)},
+	}
+	if status.IsPaidState() {
+		o.Payment = &ordersync.Payment{AuthorizationCode: "204981", Buyer: &ordersync.Buyer{Name: "Ana"}}
+	}
+	return o
+}
+
+func params(o *ordersync.Order, seq int64, events ...ordersync.EventRecord) ordersync.ApplyParams {
+	return ordersync.ApplyParams{Account: account, Order: o, Seq: seq, FetchedAt: time.Now(), Cause: ordersync.CauseWebhook, Events: events}
+}
+
+func apply(t *testing.T, s Store, ps ...ordersync.ApplyParams) []ordersync.ApplyResult {
+	t.Helper()
+	res, err := s.ApplyOrders(context.Background(), ps)
+	if err != nil {
+		t.Fatalf("ApplyOrders: %v", err)
+	}
+	if len(res) != len(ps) {
+		t.Fatalf("ApplyOrders: %d results for %d params", len(res), len(ps))
+	}
+	return res
+}
+
+func seqs(t *testing.T, s Store, n int) []int64 {
+	t.Helper()
+	first, err := s.AllocateFetchSeq(context.Background(), n)
+	if err != nil {
+		t.Fatalf("AllocateFetchSeq: %v", err)
+	}
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = first + int64(i)
+	}
+	return out
+}
+
+func find(t *testing.T, s Store, code string) *ordersync.MirroredOrder {
+	t.Helper()
+	m, err := s.FindOrderByCode(context.Background(), account, code)
+	if err != nil {
+		t.Fatalf("FindOrderByCode(%s): %v", code, err)
+	}
+	return m
+}
+
+func pending(t *testing.T, s Store) []ordersync.OutboxMessage {
+	t.Helper()
+	msgs, err := s.PendingOutbox(context.Background(), 1000)
+	if err != nil {
+		t.Fatalf("PendingOutbox: %v", err)
+	}
+	return msgs
+}
+
+// testFetchSeqGrows: numbers are consecutive within a reservation and grow
+// across them; the current value is the last handed out.
+func testFetchSeqGrows(t *testing.T, s Store) {
+	ctx := context.Background()
+	if _, err := s.AllocateFetchSeq(ctx, 0); err == nil {
+		t.Error("AllocateFetchSeq(0) succeeded")
+	}
+	var last int64
+	for _, n := range []int{1, 3, 1, 5} {
+		first, err := s.AllocateFetchSeq(ctx, n)
+		if err != nil {
+			t.Fatalf("AllocateFetchSeq(%d): %v", n, err)
+		}
+		if first <= last {
+			t.Fatalf("AllocateFetchSeq(%d) = %d, not above %d", n, first, last)
+		}
+		last = first + int64(n) - 1
+		cur, err := s.CurrentFetchSeq(ctx)
+		if err != nil || cur != last {
+			t.Fatalf("CurrentFetchSeq = %d, %v; want %d", cur, err, last)
+		}
+	}
+}
+
+// testEarlierFetchNeverOverwritesLater: a fetch that started earlier (a
+// lower sequence) and is applied later changes nothing but the event log,
+// in separate calls and within one batch.
+func testEarlierFetchNeverOverwritesLater(t *testing.T, s Store) {
+	ctx := context.Background()
+	n := seqs(t, s, 4)
+	apply(t, s, params(order("Later01", 1, ordersync.StatusPaid, "x"), n[1]))
+	res := apply(t, s, params(order("Later01", 1, ordersync.StatusPending, "x"), n[0], ordersync.EventRecord{MsgID: "late-1", Type: "Created"}))
+	if res[0].Applied || res[0].Status != ordersync.StatusPaid {
+		t.Errorf("earlier fetch applied last: %+v, want not applied, status PAID", res[0])
+	}
+	if m := find(t, s, "Later01"); m.Order.OrderStatus != ordersync.StatusPaid || m.Sync.FetchSeq != n[1] {
+		t.Errorf("mirror holds %s at seq %d, want PAID at %d", m.Order.OrderStatus, m.Sync.FetchSeq, n[1])
+	}
+	evs, err := s.ListEvents(ctx, ordersync.EventFilter{MsgID: "late-1"})
+	if err != nil || len(evs) != 1 || evs[0].Outcome != ordersync.OutcomeSynced || evs[0].OrderCode != "Later01" {
+		t.Errorf("a stale fetch's event: %+v, %v; want one row, synced, of Later01", evs, err)
+	}
+
+	res = apply(t, s,
+		params(order("Later02", 2, ordersync.StatusPaid, "x"), n[3]),
+		params(order("Later02", 2, ordersync.StatusPending, "x"), n[2]))
+	if !res[0].Applied || res[1].Applied {
+		t.Errorf("one batch, newer then older: applied %v, %v; want true, false", res[0].Applied, res[1].Applied)
+	}
+	if m := find(t, s, "Later02"); m.Order.OrderStatus != ordersync.StatusPaid || m.Sync.FetchSeq != n[3] {
+		t.Errorf("mirror holds %s at seq %d, want PAID at %d", m.Order.OrderStatus, m.Sync.FetchSeq, n[3])
+	}
+	// The same sequence twice is not newer either.
+	if res := apply(t, s, params(order("Later02", 2, ordersync.StatusFinalized, "x"), n[3])); res[0].Applied {
+		t.Errorf("a repeated sequence applied: %+v", res[0])
+	}
+}
+
+// testApplyResults: what an apply reports, and what an unchanged document
+// still updates.
+func testApplyResults(t *testing.T, s Store) {
+	n := seqs(t, s, 3)
+	if _, err := s.ApplyOrders(context.Background(), []ordersync.ApplyParams{params(order("Res01", 1, ordersync.StatusPending, "x"), 0)}); err == nil {
+		t.Error("ApplyOrders with Seq 0 succeeded")
+	}
+	r := apply(t, s, params(order("Res01", 1, ordersync.StatusPending, "x"), n[0]))[0]
+	if want := (ordersync.ApplyResult{Applied: true, Created: true, Changed: true, Status: ordersync.StatusPending}); r != want {
+		t.Errorf("first apply: %+v, want %+v", r, want)
+	}
+	r = apply(t, s, params(order("Res01", 1, ordersync.StatusPending, "x"), n[1]))[0]
+	if want := (ordersync.ApplyResult{Applied: true, PreviousStatus: ordersync.StatusPending, Status: ordersync.StatusPending}); r != want {
+		t.Errorf("same document again: %+v, want %+v", r, want)
+	}
+	if m := find(t, s, "Res01"); m.Sync.FetchCount != 2 || m.Sync.FetchSeq != n[1] || m.Sync.LastSyncedAt == nil {
+		t.Errorf("sync after an unchanged fetch: %+v, want 2 fetches at seq %d", m.Sync, n[1])
+	}
+	r = apply(t, s, params(order("Res01", 1, ordersync.StatusCancelled, "x"), n[2]))[0]
+	if want := (ordersync.ApplyResult{Applied: true, Changed: true, PreviousStatus: ordersync.StatusPending, Status: ordersync.StatusCancelled}); r != want {
+		t.Errorf("status change: %+v, want %+v", r, want)
+	}
+}
+
+// testOutboxPaidExactlyOnce: each status change queues its message, the
+// PAID trigger is queued once however often the order is seen paid, and a
+// message marked sent is not pending again.
+func testOutboxPaidExactlyOnce(t *testing.T, s Store) {
+	ctx := context.Background()
+	n := seqs(t, s, 5)
+	steps := []struct {
+		status ordersync.Status
+		name   string
+		paid   bool
+	}{
+		{ordersync.StatusPending, "a", false},
+		{ordersync.StatusPaid, "a", true},
+		{ordersync.StatusPaid, "b", false}, // a new document, still PAID
+		{ordersync.StatusFinalized, "b", false},
+		{ordersync.StatusFinalized, "b", false}, // unchanged
+	}
+	for i, st := range steps {
+		if r := apply(t, s, params(order("Once01", 7, st.status, st.name), n[i]))[0]; r.Paid != st.paid {
+			t.Errorf("step %d (%s): Paid %v, want %v", i, st.status, r.Paid, st.paid)
+		}
+	}
+	msgs := pending(t, s)
+	var got []string
+	ids := map[string]bool{}
+	for _, m := range msgs {
+		got = append(got, m.Subject)
+		if ids[m.MsgID] {
+			t.Errorf("message id %s twice", m.MsgID)
+		}
+		ids[m.MsgID] = true
+		// The payload is the order as mirrored (MirroredOrder's JSON).
+		var payload struct {
+			Account   string `json:"account"`
+			OrderCode string `json:"orderCode"`
+		}
+		if err := json.Unmarshal(m.Payload, &payload); err != nil || payload.OrderCode != "Once01" || payload.Account != account {
+			t.Errorf("payload of %s: %v, order %s/%s", m.MsgID, err, payload.Account, payload.OrderCode)
+		}
+	}
+	want := []string{
+		ordersync.SubjectStatusPrefix + "PENDING", ordersync.SubjectStatusPrefix + "PAID", ordersync.SubjectPaid,
+		ordersync.SubjectStatusPrefix + "FINALIZED",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("outbox subjects %v, want %v (oldest first)", got, want)
+	}
+	if msgs[3].FromStatus != ordersync.StatusPaid || msgs[0].FromStatus != "" {
+		t.Errorf("from statuses %q, %q; want \"\" and PAID", msgs[0].FromStatus, msgs[3].FromStatus)
+	}
+	if err := s.MarkOutboxSent(ctx, []int64{msgs[0].ID, msgs[1].ID}, time.Now()); err != nil {
+		t.Fatalf("MarkOutboxSent: %v", err)
+	}
+	if err := s.MarkOutboxSent(ctx, []int64{msgs[0].ID, 1 << 40}, time.Now()); err != nil {
+		t.Fatalf("MarkOutboxSent of sent and unknown ids: %v", err)
+	}
+	left := pending(t, s)
+	if len(left) != 2 || left[0].ID != msgs[2].ID || left[1].ID != msgs[3].ID {
+		t.Errorf("pending after marking two sent: %v, want the last two", left)
+	}
+}
+
+// testOutboxFinalizedFiresPaid: an order first seen FINALIZED fires PAID.
+func testOutboxFinalizedFiresPaid(t *testing.T, s Store) {
+	n := seqs(t, s, 1)
+	if r := apply(t, s, params(order("Fin01", 8, ordersync.StatusFinalized, "x"), n[0]))[0]; !r.Paid {
+		t.Errorf("first seen FINALIZED: %+v, want Paid", r)
+	}
+	var subjects []string
+	for _, m := range pending(t, s) {
+		subjects = append(subjects, m.Subject)
+	}
+	if want := []string{ordersync.SubjectStatusPrefix + "FINALIZED", ordersync.SubjectPaid}; !slices.Equal(subjects, want) {
+		t.Errorf("outbox %v, want %v", subjects, want)
+	}
+}
+
+// testResolveOrderCodes: keys recorded before a fetch resolve to the code;
+// unknown keys are ErrNotFound; a recorded order is not found until fetched.
+func testResolveOrderCodes(t *testing.T, s Store) {
+	ctx := context.Background()
+	if err := s.RecordOrderRef(ctx, ordersync.OrderRef{Account: account, Code: "Ref01", ID: "31", Reference: "r-31"}); err != nil {
+		t.Fatalf("RecordOrderRef: %v", err)
+	}
+	for _, ref := range []ordersync.OrderRef{{Account: account, ID: "31"}, {Account: account, Reference: "r-31"}, {Account: account, Code: "Ref01"}} {
+		if code, err := s.ResolveOrderCode(ctx, ref); err != nil || code != "Ref01" {
+			t.Errorf("ResolveOrderCode(%+v) = %q, %v; want Ref01", ref, code, err)
+		}
+	}
+	for _, ref := range []ordersync.OrderRef{{Account: account, ID: "99"}, {Account: "other", ID: "31"}, {Account: account, ID: "32", Reference: "r-31"}, {Account: account}} {
+		if _, err := s.ResolveOrderCode(ctx, ref); !errors.Is(err, ordersync.ErrNotFound) {
+			t.Errorf("ResolveOrderCode(%+v): %v, want ErrNotFound", ref, err)
+		}
+	}
+	codes, err := s.ResolveOrderCodes(ctx, account, []ordersync.ID{"31", "99"})
+	if err != nil || len(codes) != 1 || codes["31"] != "Ref01" {
+		t.Errorf("ResolveOrderCodes = %v, %v; want only 31 → Ref01", codes, err)
+	}
+	if _, err := s.FindOrderByCode(ctx, account, "Ref01"); !errors.Is(err, ordersync.ErrNotFound) {
+		t.Errorf("FindOrderByCode of an order never fetched: %v, want ErrNotFound", err)
+	}
+	n := seqs(t, s, 1)
+	apply(t, s, params(order("Ref01", 31, ordersync.StatusPending, "fetched"), n[0]))
+	if err := s.RecordOrderRef(ctx, ordersync.OrderRef{Account: account, Code: "Ref01", ID: "31"}); err != nil {
+		t.Fatalf("RecordOrderRef after the fetch: %v", err)
+	}
+	if m := find(t, s, "Ref01"); m.Order.Name != "fetched" || m.Sync.FetchSeq != n[0] {
+		t.Errorf("RecordOrderRef overwrote the fetched order: %+v", m)
+	}
+}
+
+// testEventLogUpserts: a MsgID is one row, taking the latest outcome.
+func testEventLogUpserts(t *testing.T, s Store) {
+	ctx := context.Background()
+	ev := ordersync.EventRecord{MsgID: "ev-1", Account: account, ReceivedAt: time.Now(), Type: "Created", OrderID: "5", Outcome: ordersync.OutcomeIgnored}
+	if err := s.RecordEvents(ctx, []ordersync.EventRecord{ev}); err != nil {
+		t.Fatalf("RecordEvents: %v", err)
+	}
+	ev.Outcome, ev.Detail, ev.Type = ordersync.OutcomeRejected, "why", ""
+	if err := s.RecordEvents(ctx, []ordersync.EventRecord{ev}); err != nil {
+		t.Fatalf("RecordEvents again: %v", err)
+	}
+	evs, err := s.ListEvents(ctx, ordersync.EventFilter{Account: account, OrderID: "5"})
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("ListEvents = %v, %v; want one row", evs, err)
+	}
+	if evs[0].Outcome != ordersync.OutcomeRejected || evs[0].Detail != "why" || evs[0].Type != "Created" {
+		t.Errorf("upserted row %+v, want rejected, its detail, the type kept", evs[0])
+	}
+	if err := s.RecordEvents(ctx, []ordersync.EventRecord{{MsgID: "ev-2"}}); err == nil {
+		t.Error("RecordEvents without an account succeeded")
+	}
+}
+
+// testDeadLetters: letters are kept whole, found, listed newest first by
+// filter, updated while not replayed, and marked replayed.
+func testDeadLetters(t *testing.T, s Store) {
+	ctx := context.Background()
+	body := []byte(`{"orderId":"41","orderType":"FASTLINK_CHARGE","type":"SuccessPayment"}`)
+	first, err := s.AddDeadLetter(ctx, ordersync.DeadLetter{MsgID: "dl-1", Account: account, Reason: ordersync.ReasonUnresolved, Attempts: 1, OrderID: "41", Body: body, Headers: map[string]string{"A": "b"}})
+	if err != nil {
+		t.Fatalf("AddDeadLetter: %v", err)
+	}
+	second, err := s.AddDeadLetter(ctx, ordersync.DeadLetter{MsgID: "dl-2", Account: account, Reason: ordersync.ReasonUnknownOrder, LastError: "404"})
+	if err != nil {
+		t.Fatalf("AddDeadLetter: %v", err)
+	}
+	again, err := s.AddDeadLetter(ctx, ordersync.DeadLetter{MsgID: "dl-1", Account: account, Reason: ordersync.ReasonUnresolved, Attempts: 3, OrderID: "41", Body: body})
+	if err != nil || again != first {
+		t.Errorf("the same MsgID again: id %d, %v; want %d (updated)", again, err, first)
+	}
+	dl, err := s.FindDeadLetter(ctx, first)
+	if err != nil || dl.Attempts != 3 || string(dl.Body) != string(body) || dl.OrderID != "41" {
+		t.Errorf("FindDeadLetter = %+v, %v", dl, err)
+	}
+	if _, err := s.FindDeadLetter(ctx, second+100); !errors.Is(err, ordersync.ErrNotFound) {
+		t.Errorf("FindDeadLetter of an unknown id: %v, want ErrNotFound", err)
+	}
+	all, err := s.ListDeadLetters(ctx, ordersync.DeadLetterFilter{})
+	if err != nil || len(all) != 2 || all[0].ID != second {
+		t.Errorf("ListDeadLetters = %d letters, %v; want 2, newest first", len(all), err)
+	}
+	byReason, _ := s.ListDeadLetters(ctx, ordersync.DeadLetterFilter{Reason: ordersync.ReasonUnresolved})
+	byOrder, _ := s.ListDeadLetters(ctx, ordersync.DeadLetterFilter{OrderID: "41"})
+	if len(byReason) != 1 || len(byOrder) != 1 || byReason[0].ID != first || byOrder[0].ID != first {
+		t.Errorf("by reason %d letters, by order %d; want dl-1 each", len(byReason), len(byOrder))
+	}
+	evs, err := s.ListEvents(ctx, ordersync.EventFilter{MsgID: "dl-1"})
+	if err != nil || len(evs) != 1 || evs[0].Outcome != ordersync.OutcomeDeadLettered || evs[0].Type != "SuccessPayment" {
+		t.Errorf("event log of a dead letter: %+v, %v; want dead_lettered, its type", evs, err)
+	}
+	if err := s.MarkDeadLetterReplayed(ctx, first, time.Now()); err != nil {
+		t.Fatalf("MarkDeadLetterReplayed: %v", err)
+	}
+	if err := s.MarkDeadLetterReplayed(ctx, second+100, time.Now()); !errors.Is(err, ordersync.ErrNotFound) {
+		t.Errorf("MarkDeadLetterReplayed of an unknown id: %v, want ErrNotFound", err)
+	}
+	left, _ := s.ListDeadLetters(ctx, ordersync.DeadLetterFilter{})
+	withReplayed, _ := s.ListDeadLetters(ctx, ordersync.DeadLetterFilter{IncludeReplayed: true})
+	if len(left) != 1 || len(withReplayed) != 2 {
+		t.Errorf("after a replay: %d listed, %d with replayed; want 1, 2", len(left), len(withReplayed))
+	}
+	if dl, _ := s.FindDeadLetter(ctx, first); dl == nil || dl.ReplayedAt == nil || dl.ReplayCount != 1 {
+		t.Errorf("replayed letter %+v, want ReplayedAt set, ReplayCount 1", dl)
+	}
+	// A replayed letter failing again is a new letter.
+	if id, err := s.AddDeadLetter(ctx, ordersync.DeadLetter{MsgID: "dl-1", Account: account, Reason: ordersync.ReasonUnresolved}); err != nil || id == first {
+		t.Errorf("dl-1 failing after its replay: id %d, %v; want a new letter", id, err)
+	}
+}
+
+// testCheckSchedule: an order that can change is on the schedule, a claim
+// moves it to retryAt, a final one leaves it, DeferCheck moves it.
+func testCheckSchedule(t *testing.T, s Store) {
+	ctx := context.Background()
+	n := seqs(t, s, 2)
+	apply(t, s, params(order("Due01", 51, ordersync.StatusPending, "x"), n[0]), params(order("Due02", 52, ordersync.StatusCancelled, "x"), n[1]))
+	later := time.Now().Add(24 * time.Hour)
+	backlog, err := s.CheckBacklog(ctx, account, later)
+	if err != nil || backlog.Due != 1 || backlog.Oldest.IsZero() || backlog.Oldest.After(later) {
+		t.Fatalf("CheckBacklog = %+v, %v; want one due", backlog, err)
+	}
+	retryAt := later.Add(time.Hour)
+	due, err := s.ClaimDueChecks(ctx, account, later, 10, retryAt)
+	if err != nil || len(due) != 1 || due[0].Code != "Due01" || due[0].ID != "51" {
+		t.Fatalf("ClaimDueChecks = %+v, %v; want Due01 alone (Due02 is final)", due, err)
+	}
+	if again, _ := s.ClaimDueChecks(ctx, account, later, 10, retryAt); len(again) != 0 {
+		t.Errorf("claimed twice: %+v", again)
+	}
+	if b, _ := s.CheckBacklog(ctx, account, retryAt); b.Due != 1 {
+		t.Errorf("a claimed check is not due again at retryAt: %+v", b)
+	}
+	if err := s.DeferCheck(ctx, account, "Due01", retryAt.Add(time.Hour)); err != nil {
+		t.Fatalf("DeferCheck: %v", err)
+	}
+	if b, _ := s.CheckBacklog(ctx, account, retryAt); b.Due != 0 {
+		t.Errorf("deferred check still due at retryAt: %+v", b)
+	}
+	if err := s.DeferCheck(ctx, account, "Due02", time.Now()); err != nil {
+		t.Fatalf("DeferCheck of a final order: %v", err)
+	}
+	if b, _ := s.CheckBacklog(ctx, account, later.Add(48*time.Hour)); b.Due != 1 {
+		t.Errorf("a final order came on the schedule: %+v", b)
+	}
+	if _, err := s.ClaimDueChecks(ctx, account, later, 0, retryAt); err == nil {
+		t.Error("ClaimDueChecks with limit 0 succeeded")
+	}
+}
+
+// testDeliveryLog: a webhook-id is one row, the last end of it.
+func testDeliveryLog(t *testing.T, s Store) {
+	ctx := context.Background()
+	at := time.Now()
+	rec := ordersync.DeliveryRecord{WebhookID: "wh-1", EndpointID: "ep_1", Event: ordersync.HookEvent("order.paid"), Account: account,
+		OrderCode: "Del01", OrderStatus: ordersync.StatusPaid, Outcome: ordersync.DeliveryDeadLettered, Attempts: 3, Status: 500, At: at}
+	other := rec
+	other.WebhookID, other.At = "wh-2", at.Add(time.Second)
+	if err := s.RecordDeliveries(ctx, []ordersync.DeliveryRecord{rec, other}); err != nil {
+		t.Fatalf("RecordDeliveries: %v", err)
+	}
+	rec.Outcome, rec.Status, rec.At = ordersync.DeliveryDelivered, 200, at.Add(2*time.Second)
+	if err := s.RecordDeliveries(ctx, []ordersync.DeliveryRecord{rec}); err != nil {
+		t.Fatalf("RecordDeliveries again: %v", err)
+	}
+	got, err := s.ListDeliveries(ctx, ordersync.DeliveryFilter{Account: account, OrderCode: "Del01"})
+	if err != nil || len(got) != 2 || got[0].WebhookID != "wh-1" || got[0].Outcome != ordersync.DeliveryDelivered || got[0].Status != 200 {
+		t.Errorf("ListDeliveries = %+v, %v; want wh-1 delivered first, then wh-2", got, err)
+	}
+	if err := s.RecordDeliveries(ctx, []ordersync.DeliveryRecord{{WebhookID: "wh-3"}}); err == nil {
+		t.Error("RecordDeliveries without an endpoint succeeded")
+	}
+}
+
+// testReaders: the back office's reads of what was applied.
+func testReaders(t *testing.T, s Store) {
+	ctx := context.Background()
+	if cur, err := s.StoreCurrency(ctx, account); err != nil || cur != "" {
+		t.Errorf("StoreCurrency of an empty mirror = %q, %v", cur, err)
+	}
+	n := seqs(t, s, 3)
+	apply(t, s,
+		params(order("Read01", 1, ordersync.StatusPending, "x"), n[0]),
+		params(order("Read02", 2, ordersync.StatusPaid, "x"), n[1]),
+		params(order("Read03", 3, ordersync.StatusPaid, "x"), n[2]))
+	if cur, err := s.StoreCurrency(ctx, account); err != nil || cur != "USD" {
+		t.Errorf("StoreCurrency = %q, %v; want USD", cur, err)
+	}
+	counts, err := s.CountOrdersByStatus(ctx)
+	if err != nil || counts[ordersync.StatusPaid] != 2 || counts[ordersync.StatusPending] != 1 || counts[ordersync.StatusCancelled] != 0 {
+		t.Errorf("CountOrdersByStatus = %v, %v", counts, err)
+	}
+	if _, ok := counts[ordersync.StatusCancelled]; !ok {
+		t.Error("CountOrdersByStatus leaves out a status no order has")
+	}
+	page, err := s.ListOrders(ctx, ordersync.OrderFilter{Account: account, Statuses: []ordersync.Status{ordersync.StatusPaid}, Limit: 1})
+	if err != nil || page.Total != 2 || len(page.Orders) != 1 || page.Orders[0].Order.OrderCode != "Read03" {
+		t.Errorf("ListOrders = %+v, %v; want 2 in all, Read03 (the newest) on a page of 1", page, err)
+	}
+	m := find(t, s, "Read02")
+	if m.Account != account || m.Order.OrderStatus != ordersync.StatusPaid || m.Order.Total.String() != "10.50" || len(m.Order.Raw) == 0 {
+		t.Errorf("FindOrderByCode = %+v", m)
+	}
+}
