@@ -287,6 +287,8 @@ type DueCheck struct {
 	OrderRef
 	// Due is when the check was due.
 	Due time.Time
+	// State is what the schedule knows of the order when it was claimed.
+	State CheckState
 }
 
 // CheckBacklog is how far behind its schedule the reconciler is.

@@ -28,6 +28,30 @@ type dueRow struct {
 	Due       *time.Time `db:"next_check_at"`
 }
 
+// claimRow is one due order as a claim reads it: with what the schedule
+// knows of it, so the check can say why it is made.
+type claimRow struct {
+	dueRow
+	Status        string     `db:"status"`
+	FirstSeenAt   time.Time  `db:"first_seen_at"`
+	LastEventAt   *time.Time `db:"last_event_at"`
+	ChangedAt     *time.Time `db:"changed_at"`
+	LastEventType string     `db:"last_event_type"`
+}
+
+func (r claimRow) due() ordersync.DueCheck {
+	active := r.FirstSeenAt
+	for _, t := range []*time.Time{r.LastEventAt, r.ChangedAt} {
+		if t != nil && t.After(active) {
+			active = *t
+		}
+	}
+	ref := r.ref()
+	return ordersync.DueCheck{OrderRef: ref, Due: r.Due.UTC(), State: ordersync.CheckState{
+		Code: r.Code, Status: ordersync.Status(r.Status), ActiveAt: active.UTC(), LastEventType: ordersync.EventType(r.LastEventType), ExpiresAt: ref.ExpiresAt,
+	}}
+}
+
 func (r dueRow) ref() ordersync.OrderRef {
 	ref := ordersync.OrderRef{Account: r.Account, Code: r.Code, ID: ordersync.ID(r.ID), Reference: r.Reference}
 	if r.ExpiresAt != nil {
@@ -99,8 +123,9 @@ func (db *DB) ClaimDueChecks(ctx context.Context, account string, now time.Time,
 	}
 	var due []ordersync.DueCheck
 	err := db.inTx(ctx, op, func(tx *sqlx.Tx) error {
-		var rows []dueRow
-		err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT account, order_code, order_id, order_reference, expires_at, next_check_at
+		var rows []claimRow
+		err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT account, order_code, order_id, order_reference, expires_at, next_check_at,
+    status, first_seen_at, last_event_at, changed_at, last_event_type
 FROM orders WHERE account = ? AND next_check_at IS NOT NULL AND next_check_at <= ?
 ORDER BY next_check_at, order_code LIMIT ?`+lock), account, dbTime(now), min(limit, maxInParams))
 		if err != nil {
@@ -113,7 +138,7 @@ ORDER BY next_check_at, order_code LIMIT ?`+lock), account, dbTime(now), min(lim
 		codes = append(codes, dbTime(retryAt), account)
 		due = make([]ordersync.DueCheck, len(rows))
 		for i, r := range rows {
-			due[i] = ordersync.DueCheck{OrderRef: r.ref(), Due: r.Due.UTC()}
+			due[i] = r.due()
 			codes = append(codes, r.Code)
 		}
 		_, err = tx.ExecContext(ctx, db.rebind(`UPDATE orders SET next_check_at = ?

@@ -132,6 +132,9 @@ type ReconcileReport struct {
 	Unchanged  int
 	Changed    []ReconcileChange
 	Failed     int
+	// ByReason counts the checks by why they were due; checks not due by
+	// the schedule (RunOnce) are not counted.
+	ByReason map[ordersync.CheckReason]int
 	// FirstError is the first failure, for the caller to show.
 	FirstError error
 }
@@ -188,7 +191,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		wg.Go(func() {
 			for c := range work {
 				var rep ReconcileReport
-				r.check(ctx, c.OrderRef, r.budget.Wait, &rep, &sync.Mutex{}, nil)
+				r.check(ctx, c.OrderRef, r.reasonOf(c), r.budget.Wait, &rep, &sync.Mutex{}, nil)
 				switch {
 				case rep.Failed == 0 || ctx.Err() != nil:
 				case IsOutage(rep.FirstError):
@@ -277,11 +280,15 @@ func (r *Reconciler) CheckDue(ctx context.Context, now time.Time, limit int) (Re
 	if err != nil {
 		return ReconcileReport{}, err
 	}
-	refs := make([]ordersync.OrderRef, len(due))
-	for i, c := range due {
-		refs[i] = c.OrderRef
+	return r.checkAll(ctx, due, func(context.Context) error { return nil }, nil)
+}
+
+// reasonOf says why a claimed check is due (ordersync.DueReason).
+func (r *Reconciler) reasonOf(c ordersync.DueCheck) ordersync.CheckReason {
+	if reason := ordersync.DueReason(c.State, r.cfg.Clock()); reason != "" {
+		return reason
 	}
-	return r.checkAll(ctx, refs, func(context.Context) error { return nil }, nil)
+	return ordersync.CheckQuiet
 }
 
 // RunOnce checks, now, the orders filter selects (at most 10,000 unless
@@ -303,15 +310,25 @@ func (r *Reconciler) RunOnce(ctx context.Context, filter ordersync.ReconcileFilt
 	if err != nil {
 		return ReconcileReport{}, err
 	}
-	return r.checkAll(ctx, refs, func(context.Context) error { return nil }, progress)
+	due := make([]ordersync.DueCheck, len(refs))
+	for i, ref := range refs {
+		due[i] = ordersync.DueCheck{OrderRef: ref}
+	}
+	return r.checkAll(ctx, due, func(context.Context) error { return nil }, progress)
 }
 
-func (r *Reconciler) checkAll(ctx context.Context, refs []ordersync.OrderRef, admit func(context.Context) error, progress func(ReconcileReport)) (ReconcileReport, error) {
-	rep := ReconcileReport{Candidates: len(refs)}
+// checkAll checks the orders of due; those with a due time (claimed from
+// the schedule) are counted by reason.
+func (r *Reconciler) checkAll(ctx context.Context, due []ordersync.DueCheck, admit func(context.Context) error, progress func(ReconcileReport)) (ReconcileReport, error) {
+	rep := ReconcileReport{Candidates: len(due)}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, r.cfg.Concurrency)
-	for _, ref := range refs {
+	for _, c := range due {
+		var reason ordersync.CheckReason
+		if !c.Due.IsZero() {
+			reason = r.reasonOf(c)
+		}
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -320,18 +337,25 @@ func (r *Reconciler) checkAll(ctx context.Context, refs []ordersync.OrderRef, ad
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			r.check(ctx, ref, admit, &rep, &mu, progress)
+			r.check(ctx, c.OrderRef, reason, admit, &rep, &mu, progress)
 		})
 	}
 	wg.Wait()
 	return rep, nil
 }
 
-// check fetches one order and adds the outcome to rep.
-func (r *Reconciler) check(ctx context.Context, ref ordersync.OrderRef, admit func(context.Context) error, rep *ReconcileReport, mu *sync.Mutex, progress func(ReconcileReport)) {
+// check fetches one order, due for reason ("" when not due by the
+// schedule), and adds the outcome to rep.
+func (r *Reconciler) check(ctx context.Context, ref ordersync.OrderRef, reason ordersync.CheckReason, admit func(context.Context) error, rep *ReconcileReport, mu *sync.Mutex, progress func(ReconcileReport)) {
 	res, err := r.cfg.Syncer.CheckOrder(ctx, ref.Account, ref.Code, admit)
 	mu.Lock()
 	defer mu.Unlock()
+	if reason != "" {
+		if rep.ByReason == nil {
+			rep.ByReason = map[ordersync.CheckReason]int{}
+		}
+		rep.ByReason[reason]++
+	}
 	if progress != nil {
 		defer func() { progress(*rep) }()
 	}

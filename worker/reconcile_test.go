@@ -74,7 +74,7 @@ func TestReconcilerCatchesMissedChanges(t *testing.T) {
 	if rep, err := rec.CheckDue(ctx, time.Now(), 100); err != nil || rep.Candidates != 0 {
 		t.Fatalf("checks due right after the orders were fetched: %+v, %v; want none", rep, err)
 	}
-	offset = ordersync.CheckMinInterval + time.Second
+	offset = ordersync.CheckActiveInterval + time.Second
 	later := clock()
 	rep, err := rec.CheckDue(ctx, later, 100)
 	if err != nil {
@@ -119,7 +119,7 @@ func TestReconcilerStaysWithinBudget(t *testing.T) {
 	rec, err := worker.NewReconciler(worker.ReconcilerConfig{
 		Schedule: e.db, Syncer: s, Budget: budget, Registerer: reg, Logger: e.logger,
 		// Every order is due.
-		Clock: func() time.Time { return time.Now().Add(time.Minute) },
+		Clock: func() time.Time { return time.Now().Add(ordersync.CheckActiveInterval + time.Minute) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +220,7 @@ func TestReconcilerDefersOrdersTheServiceRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	due := time.Now().Add(ordersync.CheckMinInterval + time.Second)
+	due := time.Now().Add(ordersync.CheckFirstFetch + time.Second)
 	rep, err := rec.CheckDue(ctx, due, 10)
 	if err != nil || rep.Failed != 1 || !worker.IsPermanent(rep.FirstError) {
 		t.Fatalf("check of an unknown order: %+v, %v; want one permanent failure", rep, err)
