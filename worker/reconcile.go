@@ -45,6 +45,19 @@ type ReconcilerConfig struct {
 	// BacklogInterval is how often the backlog gauges are read from the
 	// schedule. Default 5s.
 	BacklogInterval time.Duration
+	// Heartbeats, when set, are the receivers' heartbeats: a gap in their
+	// uptime, 503 answers or every webhook refused is evidence that
+	// webhooks were lost (ObserveReceivers).
+	Heartbeats ordersync.ReceiverHeartbeats
+	// HeartbeatInterval is how often receivers beat; three without a beat
+	// count as away. Default ordersync.DefaultHeartbeatInterval.
+	HeartbeatInterval time.Duration
+	// EvidenceWindow: on evidence of lost webhooks, the open orders active
+	// within it are checked densely. Default DefaultEvidenceWindow.
+	EvidenceWindow time.Duration
+	// EvidenceHold is how long the record must stay clean before the
+	// schedule relaxes. Default DefaultEvidenceHold.
+	EvidenceHold time.Duration
 	// OnDrift is called for each order whose status a check found changed:
 	// a webhook that never arrived (kind missed_webhook).
 	OnDrift    func(kind string)
@@ -81,6 +94,15 @@ func (c ReconcilerConfig) withDefaults() ReconcilerConfig {
 	if c.BacklogInterval == 0 {
 		c.BacklogInterval = 5 * time.Second
 	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = ordersync.DefaultHeartbeatInterval
+	}
+	if c.EvidenceWindow == 0 {
+		c.EvidenceWindow = DefaultEvidenceWindow
+	}
+	if c.EvidenceHold == 0 {
+		c.EvidenceHold = DefaultEvidenceHold
+	}
 	defaultDeps(&c.Registerer, &c.Logger, &c.Clock)
 	return c
 }
@@ -95,6 +117,8 @@ func (c ReconcilerConfig) validate() error {
 		return fmt.Errorf("worker: ReconcilerConfig.Budget must be a finite number > 0, got %v", c.Budget)
 	case c.Concurrency < 1:
 		return fmt.Errorf("worker: ReconcilerConfig.Concurrency must be ≥ 1, got %d", c.Concurrency)
+	case c.HeartbeatInterval < 0 || c.EvidenceWindow < 0 || c.EvidenceHold < 0:
+		return fmt.Errorf("worker: ReconcilerConfig.HeartbeatInterval, EvidenceWindow and EvidenceHold must be > 0, got %v, %v, %v", c.HeartbeatInterval, c.EvidenceWindow, c.EvidenceHold)
 	case c.RetryDelay < 0 || c.Idle < 0 || c.BacklogInterval < 0:
 		return fmt.Errorf("worker: ReconcilerConfig.RetryDelay, Idle and BacklogInterval must be > 0, got %v, %v, %v", c.RetryDelay, c.Idle, c.BacklogInterval)
 	}
@@ -117,6 +141,11 @@ type Reconciler struct {
 	checks  *prometheus.CounterVec
 	due     prometheus.Gauge
 	overdue prometheus.Gauge
+	// requests counts the upstream requests of due checks by why they
+	// were due; evidenceSeen the evidence of lost webhooks by kind.
+	requests     *prometheus.CounterVec
+	evidenceSeen *prometheus.CounterVec
+	ev           evidence
 }
 
 // ReconcileChange is one order a check found different from the mirror.
@@ -162,6 +191,14 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 			Name: "ordersync_reconcile_overdue_seconds",
 			Help: "How long the most overdue reconcile check has been due; 0 when none is.",
 		}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersync_reconcile_requests_total",
+			Help: "Upstream requests of the reconciler's due checks, retries included, by why the check was due (active, quiet, payment_in_flight, expiry, evidence, catch_up).",
+		}, []string{"reason"}),
+		evidenceSeen: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersync_reconcile_evidence_total",
+			Help: "Evidence that webhooks were lost, which tightens the schedule, by kind (missed_webhook, receiver_away, receiver_unavailable, all_refused).",
+		}, []string{"kind"}),
 	}
 	var err error
 	if r.checks, err = collect.Register(cfg.Registerer, r.checks); err != nil {
@@ -169,6 +206,18 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	}
 	for _, o := range []string{checkUnchanged, checkChanged, checkFailed} {
 		r.checks.WithLabelValues(o)
+	}
+	if r.requests, err = collect.Register(cfg.Registerer, r.requests); err != nil {
+		return nil, fmt.Errorf("new reconciler: %w", err)
+	}
+	for _, reason := range ordersync.CheckReasons {
+		r.requests.WithLabelValues(string(reason))
+	}
+	if r.evidenceSeen, err = collect.Register(cfg.Registerer, r.evidenceSeen); err != nil {
+		return nil, fmt.Errorf("new reconciler: %w", err)
+	}
+	for _, k := range evidenceKinds {
+		r.evidenceSeen.WithLabelValues(k)
 	}
 	if r.due, err = collect.Register(cfg.Registerer, r.due); err != nil {
 		return nil, fmt.Errorf("new reconciler: %w", err)
@@ -191,7 +240,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		wg.Go(func() {
 			for c := range work {
 				var rep ReconcileReport
-				r.check(ctx, c.OrderRef, r.reasonOf(c), r.budget.Wait, &rep, &sync.Mutex{}, nil)
+				r.check(ctx, c, r.reasonOf(c), r.budget.Wait, &rep, &sync.Mutex{}, nil)
 				switch {
 				case rep.Failed == 0 || ctx.Err() != nil:
 				case IsOutage(rep.FirstError):
@@ -243,11 +292,15 @@ func (r *Reconciler) claimLoop(ctx context.Context, work chan<- ordersync.DueChe
 	return nil
 }
 
-// backlogLoop keeps the due and overdue gauges current.
+// backlogLoop keeps the due and overdue gauges current and reads the
+// receivers' heartbeats.
 func (r *Reconciler) backlogLoop(ctx context.Context) {
 	for {
 		if err := r.ObserveBacklog(ctx); err != nil && ctx.Err() == nil {
 			r.cfg.Logger.Warn("read the reconcile backlog", "err", err)
+		}
+		if err := r.ObserveReceivers(ctx, r.cfg.Clock()); err != nil && ctx.Err() == nil {
+			r.cfg.Logger.Warn("read the receivers' heartbeats", "err", err)
 		}
 		if sleep(ctx, r.cfg.BacklogInterval) != nil {
 			return
@@ -283,12 +336,26 @@ func (r *Reconciler) CheckDue(ctx context.Context, now time.Time, limit int) (Re
 	return r.checkAll(ctx, due, func(context.Context) error { return nil }, nil)
 }
 
-// reasonOf says why a claimed check is due (ordersync.DueReason).
+// reasonOf says why a claimed check is due: catch-up after the receivers
+// were away, evidence for an order otherwise quiet while the account's
+// schedule is tightened, else the schedule's rule (ordersync.DueReason).
 func (r *Reconciler) reasonOf(c ordersync.DueCheck) ordersync.CheckReason {
-	if reason := ordersync.DueReason(c.State, r.cfg.Clock()); reason != "" {
-		return reason
+	now := r.cfg.Clock()
+	r.ev.mu.Lock()
+	caughtUp := r.ev.catchUp[c.Code]
+	delete(r.ev.catchUp, c.Code)
+	r.ev.mu.Unlock()
+	if caughtUp {
+		return ordersync.CheckCatchUp
 	}
-	return ordersync.CheckQuiet
+	reason := ordersync.DueReason(c.State, now)
+	if reason == "" || reason == ordersync.CheckQuiet {
+		if r.ev.tight(now, c.State.ActiveAt) {
+			return ordersync.CheckEvidence
+		}
+		return ordersync.CheckQuiet
+	}
+	return reason
 }
 
 // RunOnce checks, now, the orders filter selects (at most 10,000 unless
@@ -337,17 +404,50 @@ func (r *Reconciler) checkAll(ctx context.Context, due []ordersync.DueCheck, adm
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			r.check(ctx, c.OrderRef, reason, admit, &rep, &mu, progress)
+			r.check(ctx, c, reason, admit, &rep, &mu, progress)
 		})
 	}
 	wg.Wait()
 	return rep, nil
 }
 
+// afterCheck takes a change the check found as evidence of lost webhooks,
+// and keeps an order the evidence may concern on dense checks while the
+// account's schedule is tightened.
+func (r *Reconciler) afterCheck(ctx context.Context, c ordersync.DueCheck, res ordersync.ApplyResult) {
+	now := r.cfg.Clock()
+	if res.Applied && res.PreviousStatus != "" && res.PreviousStatus != res.Status {
+		if err := r.Tighten(ctx, now, evidenceMissedWebhook); err != nil {
+			r.cfg.Logger.Error("tighten the schedule on a missed webhook", "err", err)
+		}
+		return // a found change makes the order active: checked densely anyway
+	}
+	if r.cfg.Schedule != nil && res.Status.CanChange() && r.ev.tight(now, c.State.ActiveAt) {
+		if err := r.cfg.Schedule.PullCheck(ctx, c.Account, c.Code, now.Add(ordersync.CheckActiveInterval)); err != nil {
+			r.cfg.Logger.Error("keep the check of an order dense", "order_code", c.Code, "err", err)
+		}
+	}
+}
+
 // check fetches one order, due for reason ("" when not due by the
 // schedule), and adds the outcome to rep.
-func (r *Reconciler) check(ctx context.Context, ref ordersync.OrderRef, reason ordersync.CheckReason, admit func(context.Context) error, rep *ReconcileReport, mu *sync.Mutex, progress func(ReconcileReport)) {
+func (r *Reconciler) check(ctx context.Context, c ordersync.DueCheck, reason ordersync.CheckReason, admit func(context.Context) error, rep *ReconcileReport, mu *sync.Mutex, progress func(ReconcileReport)) {
+	ref := c.OrderRef
+	if reason != "" {
+		requests := r.requests.WithLabelValues(string(reason))
+		wait := admit
+		admit = func(ctx context.Context) error {
+			if err := wait(ctx); err != nil {
+				return err
+			}
+			requests.Inc()
+			return nil
+		}
+	}
 	res, err := r.cfg.Syncer.CheckOrder(ctx, ref.Account, ref.Code, admit)
+	if reason != "" && err == nil && ctx.Err() == nil {
+		r.afterCheck(ctx, c, res)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if reason != "" {
