@@ -19,6 +19,8 @@ import (
 // orderChecker fetches an order as a reconciler's check (Syncer.CheckOrder).
 type orderChecker interface {
 	CheckOrder(ctx context.Context, account, code string, admit func(ctx context.Context) error) (ordersync.ApplyResult, error)
+	// RateLimits counts the upstream's 429 answers so far.
+	RateLimits() int64
 }
 
 // ReconcilerConfig configures the reconciler.
@@ -69,11 +71,22 @@ type ReconcilerConfig struct {
 }
 
 // DefaultReconcileBudget is the reconciler's default budget in upstream
-// requests per second: twice what the promise in the README needs at its
-// limit (1,000 orders active in the last hour and 9,000 quieter ones open
-// need about 10 per second), so a burst of new orders is absorbed within a
-// minute or two. The README explains the figure.
-const DefaultReconcileBudget = 20
+// requests per second: below DefaultUpstreamRPS, the cap on all of an
+// account's requests, itself below the 10 a second a payment provider is
+// assumed to allow a merchant. It keeps the promise for 1,000 orders active
+// in the last hour and 6,000 quieter ones. docs/reconciler.md explains the
+// figures.
+const DefaultReconcileBudget = 6
+
+// DefaultUpstreamRPS is the default cap on every upstream request of an
+// account (webhook-driven fetches, checks, the admin API): 80% of the 10
+// requests a second assumed allowed, leaving room for the merchant's other
+// uses of the same key.
+const DefaultUpstreamRPS = 8
+
+// budgetRecovery is how long the reconciler takes to climb back to its
+// whole budget after halving it on a 429.
+const budgetRecovery = 5 * time.Minute
 
 func (c ReconcilerConfig) withDefaults() ReconcilerConfig {
 	if c.Account == "" {
@@ -146,6 +159,12 @@ type Reconciler struct {
 	requests     *prometheus.CounterVec
 	evidenceSeen *prometheus.CounterVec
 	ev           evidence
+	// limit is the budget now in use, halved on each new 429 and climbing
+	// back over budgetRecovery; rateLimits is the 429 count last seen.
+	limitMu     sync.Mutex
+	rateLimits  int64
+	adjustedAt  time.Time
+	budgetGauge prometheus.Gauge
 }
 
 // ReconcileChange is one order a check found different from the mirror.
@@ -195,6 +214,10 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 			Name: "ordersync_reconcile_requests_total",
 			Help: "Upstream requests of the reconciler's due checks, retries included, by why the check was due (active, quiet, payment_in_flight, expiry, evidence, catch_up).",
 		}, []string{"reason"}),
+		budgetGauge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ordersync_reconcile_budget_rps",
+			Help: "The reconciler's budget in use: reconcile_rps, halved on each 429 from the upstream and climbing back over 5 minutes.",
+		}),
 		evidenceSeen: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ordersync_reconcile_evidence_total",
 			Help: "Evidence that webhooks were lost, which tightens the schedule, by kind (missed_webhook, receiver_away, receiver_unavailable, all_refused).",
@@ -219,6 +242,11 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	for _, k := range evidenceKinds {
 		r.evidenceSeen.WithLabelValues(k)
 	}
+	if r.budgetGauge, err = collect.Register(cfg.Registerer, r.budgetGauge); err != nil {
+		return nil, fmt.Errorf("new reconciler: %w", err)
+	}
+	r.budgetGauge.Set(cfg.Budget)
+	r.rateLimits = cfg.Syncer.RateLimits()
 	if r.due, err = collect.Register(cfg.Registerer, r.due); err != nil {
 		return nil, fmt.Errorf("new reconciler: %w", err)
 	}
@@ -240,7 +268,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		wg.Go(func() {
 			for c := range work {
 				var rep ReconcileReport
-				r.check(ctx, c, r.reasonOf(c), r.budget.Wait, &rep, &sync.Mutex{}, nil)
+				r.check(ctx, c, r.reasonOf(c), r.admit, &rep, &sync.Mutex{}, nil)
 				switch {
 				case rep.Failed == 0 || ctx.Err() != nil:
 				case IsOutage(rep.FirstError):
@@ -260,6 +288,30 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	close(work)
 	wg.Wait()
 	return err
+}
+
+// admit waits for the budget, after fitting it to the upstream's 429s: a
+// new one halves it (down to an eighth), and it climbs back to the
+// whole budget over budgetRecovery. The reconciler so backs off before the
+// webhook-driven fetches, which share the account's limit, feel it again.
+func (r *Reconciler) admit(ctx context.Context) error {
+	r.limitMu.Lock()
+	now := time.Now()
+	limit := float64(r.budget.Limit())
+	if n := r.cfg.Syncer.RateLimits(); n != r.rateLimits {
+		r.rateLimits = n
+		limit = max(limit/2, r.cfg.Budget/8)
+		r.cfg.Logger.Info("the upstream answered 429: reconciler budget halved", "budget_rps", limit)
+	} else if limit < r.cfg.Budget {
+		limit = min(r.cfg.Budget, limit+r.cfg.Budget*now.Sub(r.adjustedAt).Seconds()/budgetRecovery.Seconds())
+	}
+	r.adjustedAt = now
+	if limit != float64(r.budget.Limit()) {
+		r.budget.SetLimitAt(now, rate.Limit(limit))
+		r.budgetGauge.Set(limit)
+	}
+	r.limitMu.Unlock()
+	return r.budget.Wait(ctx)
 }
 
 // claimLoop hands due checks to the workers. It claims about a second of
