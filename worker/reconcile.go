@@ -71,17 +71,17 @@ type ReconcilerConfig struct {
 }
 
 // DefaultReconcileBudget is the reconciler's default budget in upstream
-// requests per second: below DefaultUpstreamRPS, the cap on all of an
-// account's requests, itself below the 10 a second a payment provider is
+// requests per second: below DefaultUpstreamRPS, the recommended cap on
+// all of an account's requests, itself below the 10 a second a payment provider is
 // assumed to allow a merchant. It keeps the promise for 1,000 orders active
 // in the last hour and 6,000 quieter ones. docs/reconciler.md explains the
 // figures.
 const DefaultReconcileBudget = 6
 
-// DefaultUpstreamRPS is the default cap on every upstream request of an
-// account (webhook-driven fetches, checks, the admin API): 80% of the 10
+// DefaultUpstreamRPS is the recommended cap on every upstream request of
+// an account (webhook-driven fetches, checks, the admin API): 80% of the 10
 // requests a second assumed allowed, leaving room for the merchant's other
-// uses of the same key.
+// uses of the same key. Not yet upstream_rps's default: docs/reconciler.md.
 const DefaultUpstreamRPS = 8
 
 // budgetRecovery is how long the reconciler takes to climb back to its

@@ -100,8 +100,8 @@ type Config struct {
 	// Workers is how many upstream fetches run at once.
 	Workers int `yaml:"workers"`
 	// UpstreamRPS caps each account's requests per second to the payment
-	// link service (0: none); the default stays below what a provider is
-	// assumed to allow a merchant (docs/reconciler.md).
+	// link service (0: none); worker.DefaultUpstreamRPS is the recommended
+	// cap (docs/reconciler.md).
 	UpstreamRPS float64 `yaml:"upstream_rps"`
 	// UpstreamTimeout bounds one upstream request.
 	UpstreamTimeout time.Duration `yaml:"upstream_timeout"`
@@ -247,7 +247,6 @@ func DefaultConfig() Config {
 		AdminListen:     "127.0.0.1:9090",
 		Workers:         64,
 		UpstreamTimeout: 10 * time.Second,
-		UpstreamRPS:     worker.DefaultUpstreamRPS,
 		ReconcileRPS:    worker.DefaultReconcileBudget,
 		// Why these defaults: docs/reconciler.md.
 		ReconcileEvidenceWindow: worker.DefaultEvidenceWindow,
@@ -397,7 +396,7 @@ var settings = []setting{
 	{key: "admin_listen", env: "ORDERSYNC_ADMIN_LISTEN", usage: "admin API address (beyond loopback only with admin tokens)", scope: ScopeAdmin, set: str(func(c *Config) *string { return &c.AdminListen })},
 	{key: "admin_tokens", env: "ORDERSYNC_ADMIN_TOKEN", usage: "bearer tokens the admin API accepts, comma-separated (the client commands send the first)", set: list(func(c *Config) *[]string { return &c.AdminTokens })},
 	{key: "workers", env: "ORDERSYNC_WORKERS", usage: "concurrent upstream fetches", set: integer(func(c *Config) *int { return &c.Workers })},
-	{key: "upstream_rps", env: "ORDERSYNC_UPSTREAM_RPS", usage: "cap on each account's upstream requests per second (default 8: below the 10 a second assumed allowed a merchant), 0 = none", set: number(func(c *Config) *float64 { return &c.UpstreamRPS })},
+	{key: "upstream_rps", env: "ORDERSYNC_UPSTREAM_RPS", usage: "cap on each account's upstream requests per second, 0 = none (8 recommended: below the 10 a second assumed allowed a merchant)", set: number(func(c *Config) *float64 { return &c.UpstreamRPS })},
 	{key: "upstream_timeout", env: "ORDERSYNC_UPSTREAM_TIMEOUT", usage: "timeout of one upstream request", scope: ScopeUpstream, set: duration(func(c *Config) *time.Duration { return &c.UpstreamTimeout })},
 	{key: "reconcile_rps", env: "ORDERSYNC_RECONCILE_RPS", usage: "upstream requests per second the reconciler may spend on checks that are due, 0 = reconciler off", set: number(func(c *Config) *float64 { return &c.ReconcileRPS })},
 	{key: "reconcile_evidence_window", env: "ORDERSYNC_RECONCILE_EVIDENCE_WINDOW", usage: "on evidence of lost webhooks, open orders active within this long are checked densely (default 2h: the likeliest to change next)", set: duration(func(c *Config) *time.Duration { return &c.ReconcileEvidenceWindow })},
