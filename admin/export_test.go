@@ -277,7 +277,9 @@ func TestExportBadInput(t *testing.T) {
 
 // The caller is named by a digest of its token, never the token.
 func TestExportLogsTheCaller(t *testing.T) {
-	e := newExportEnv(t, 1, func(c *admin.Config, _ *http.Server) { c.Tokens = []ordersync.AdminToken{{Name: "exporter", Role: ordersync.RoleOperator, Token: "tok-secret-1"}} })
+	e := newExportEnv(t, 1, func(c *admin.Config, _ *http.Server) {
+		c.Tokens = []ordersync.AdminToken{{Name: "exporter", Role: ordersync.RoleOperator, Token: "tok-secret-1"}}
+	})
 	req, _ := http.NewRequest("GET", e.url+"/v1/exports/orders", nil)
 	req.Header.Set("Authorization", "Bearer tok-secret-1")
 	resp, err := http.DefaultClient.Do(req)
