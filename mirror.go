@@ -347,6 +347,10 @@ type MirrorReader interface {
 	// ListDeliveries returns how the deliveries of order events to HTTP
 	// endpoints ended, newest first.
 	ListDeliveries(ctx context.Context, filter DeliveryFilter) ([]DeliveryRecord, error)
+}
+
+// Reports answers the back office's reports from the mirror.
+type Reports interface {
 	// DailyTotals sums the account's orders per calendar day and currency:
 	// created, paid, cancelled unpaid, finalized and reversed.
 	DailyTotals(ctx context.Context, params DailyTotalsParams) (DailyTotals, error)

@@ -68,7 +68,9 @@ type Config struct {
 	// Exports serves /v1/exports/…; ExportBatchSize is how many orders one
 	// of its reads takes (default 1,000) and MaxExports how many exports run
 	// at once (default 2).
-	Exports         ordersync.OrderExporter
+	Exports ordersync.OrderExporter
+	// Reports serves /v1/reports/….
+	Reports         ordersync.Reports
 	ExportBatchSize int
 	MaxExports      int
 }
@@ -130,7 +132,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /v1/orders/{orderCode}", s.showOrder)
 	s.mux.HandleFunc("GET /v1/orders/{orderCode}/events", s.orderEvents)
 	s.mux.HandleFunc("GET /v1/events", s.listEvents)
-	s.mux.HandleFunc("GET /v1/reports/daily", s.dailyTotals)
+	s.mux.HandleFunc("GET /v1/reports/daily", when(cfg.Reports != nil, "reports", s.dailyTotals))
 	s.mux.HandleFunc("POST /v1/orders/track", when(cfg.Follower != nil, "tracking", s.trackOrder))
 	s.mux.HandleFunc("POST /v1/payment-links", when(cfg.Follower != nil, "link creation", s.createPaymentLink))
 	s.mux.HandleFunc("GET /v1/dead-letters", when(cfg.DeadLetters != nil, "dead letters", s.listDeadLetters))

@@ -92,7 +92,7 @@ func newAPIEnvWith(t *testing.T, configure func(e *apiEnv, c *admin.Config)) *ap
 	}
 	reg.MustRegister(metrics.NewOrdersCollector(e.db, 0, nil))
 	cfg := admin.Config{
-		Orders: e.db, DeadLetters: e.db, Follower: follower, Replayer: replayer,
+		Orders: e.db, Reports: e.db, DeadLetters: e.db, Follower: follower, Replayer: replayer,
 		Metrics: metrics.Handler(reg), Ready: func(context.Context) error { return e.ready },
 	}
 	if configure != nil {

@@ -64,7 +64,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 	}
 	page, err := s.cfg.Audit.ListAudit(r.Context(), f)
 	if err != nil {
-		s.internal(w, "list audit", err)
+		s.fail(w, "list audit", err, "")
 		return
 	}
 	out := AuditList{Records: make([]AuditJSON, len(page.Records)), Count: len(page.Records)}

@@ -101,7 +101,7 @@ func (s *Server) serveConsole(w http.ResponseWriter, r *http.Request) {
 	p, cookie, err := s.consolePrincipal(r)
 	if err != nil {
 		if !errors.Is(err, errNoSession) {
-			s.internal(w, "find console session", err)
+			s.fail(w, "find console session", err, "")
 			return
 		}
 		if isWrite(r.Method) {
@@ -233,7 +233,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, status int, name s
 	p.CSRF = s.csrfToken(w, r, session)
 	var buf bytes.Buffer
 	if err := consoleTemplates.ExecuteTemplate(&buf, name, p); err != nil {
-		s.internal(w, "render "+name, err)
+		s.fail(w, "render "+name, err, "")
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -289,7 +289,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	sess := ordersync.ConsoleSession{ID: sessionID(cookie), TokenIdentity: token.Identity(), TokenName: token.Name,
 		CreatedAt: now, ExpiresAt: now.Add(s.cfg.SessionTTL)}
 	if err := s.cfg.Sessions.CreateConsoleSession(r.Context(), sess); err != nil {
-		s.internal(w, "create console session", err)
+		s.fail(w, "create console session", err, "")
 		return
 	}
 	if rq := requestOf(r); rq != nil {
@@ -308,7 +308,7 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), auditTimeout)
 		defer cancel()
 		if err := s.cfg.Sessions.DeleteConsoleSession(ctx, sessionID(c.Value)); err != nil {
-			s.internal(w, "end console session", err)
+			s.fail(w, "end console session", err, "")
 			return
 		}
 	}

@@ -117,7 +117,7 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, kind export.Kind
 		log.Info("export cancelled: the client went away", "err", err)
 		panic(http.ErrAbortHandler)
 	case !out.sent:
-		s.internal(w, "export", err)
+		s.fail(w, "export", err, "")
 	default:
 		// The status and some rows are out: only cutting the connection
 		// tells the client the file is not whole (a CSV has no trailer).

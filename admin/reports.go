@@ -49,7 +49,7 @@ func (s *Server) dailyTotals(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "daily totals", err, "")
 		return
 	}
-	totals, err := s.cfg.Orders.DailyTotals(r.Context(), params)
+	totals, err := s.cfg.Reports.DailyTotals(r.Context(), params)
 	if err != nil {
 		s.fail(w, "daily totals", err, "")
 		return

@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -318,17 +319,24 @@ func (s *Store) ApplyOrders(_ context.Context, params []ordersync.ApplyParams) (
 	return results, nil
 }
 
-// scheduleNextCheck is store.DB's: the domain's schedule, from the order's
-// last activity.
-func (o *order) scheduleNextCheck(status ordersync.Status, at time.Time) {
+// activeAt is the order's last activity as the schedule reads it: when it
+// was first seen, its last webhook or its last fetched change.
+func (o *order) activeAt() time.Time {
 	active := o.sync.FirstSeenAt
 	for _, t := range []*time.Time{o.sync.LastEventAt, o.changedAt} {
 		if t != nil && t.After(active) {
 			active = *t
 		}
 	}
+	return active
+}
+
+// scheduleNextCheck is store.DB's: the domain's schedule, from the order's
+// last activity.
+func (o *order) scheduleNextCheck(status ordersync.Status, at time.Time) {
+	active := o.activeAt()
 	o.nextCheck = nil
-	cs := ordersync.CheckState{Status: status, ActiveAt: active, LastEventType: o.sync.LastEventType, ExpiresAt: o.ref.ExpiresAt}
+	cs := ordersync.CheckState{Code: o.ref.Code, Status: status, ActiveAt: active, LastEventType: o.sync.LastEventType, ExpiresAt: o.ref.ExpiresAt}
 	if due, ok := ordersync.NextCheck(cs, at); ok {
 		due = dbTime(due)
 		o.nextCheck = &due
@@ -558,6 +566,45 @@ func (s *Store) DeferCheck(_ context.Context, account, code string, at time.Time
 	return nil
 }
 
+// PullCheck brings the check of an order still on the schedule to at,
+// unless it is due sooner.
+func (s *Store) PullCheck(_ context.Context, account, code string, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o := s.orders[key{account, code}]; o != nil && o.nextCheck != nil && o.nextCheck.After(at) {
+		at = dbTime(at)
+		o.nextCheck = &at
+	}
+	return nil
+}
+
+// PullChecks is store.DB's: account's open orders last active at or after
+// activeSince are due at at, most recently active first, or minGap after
+// their last fetch if that is later.
+func (s *Store) PullChecks(_ context.Context, account string, activeSince, at time.Time, minGap time.Duration) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var pulled []*order
+	for k, o := range s.orders {
+		if k.account == account && o.nextCheck != nil && !o.activeAt().Before(activeSince) {
+			pulled = append(pulled, o)
+		}
+	}
+	slices.SortFunc(pulled, func(a, b *order) int {
+		return cmp.Or(b.activeAt().Compare(a.activeAt()), cmp.Compare(a.ref.Code, b.ref.Code))
+	})
+	codes := make([]string, 0, len(pulled))
+	for i, o := range pulled {
+		due := dbTime(at).Add(time.Duration(i-len(pulled)) * time.Microsecond)
+		if o.sync.LastSyncedAt != nil && o.sync.LastSyncedAt.Add(minGap).After(due) {
+			due = dbTime(o.sync.LastSyncedAt.Add(minGap))
+		}
+		o.nextCheck = &due
+		codes = append(codes, o.ref.Code)
+	}
+	return codes, nil
+}
+
 func (o *order) mirrored() *ordersync.MirroredOrder {
 	return &ordersync.MirroredOrder{Account: o.ref.Account, Order: o.detail, Sync: o.sync}
 }
@@ -574,7 +621,14 @@ func (s *Store) FindOrderByCode(_ context.Context, account, code string) (*order
 }
 
 // ListOrders returns a page of fetched orders, newest first by creation.
+// It answers the account, status and since filters with offset pages; the
+// back office's search, ranges, sorts and cursors are store.DB's alone, and
+// asking the fake for them is an error rather than a wrong answer.
 func (s *Store) ListOrders(_ context.Context, f ordersync.OrderFilter) (ordersync.OrderPage, error) {
+	if f.Q != "" || !f.CreatedFrom.IsZero() || !f.CreatedTo.IsZero() || !f.PaidFrom.IsZero() || !f.PaidTo.IsZero() ||
+		f.Currency != "" || f.MinTotal != nil || f.MaxTotal != nil || (f.Sort != "" && f.Sort != ordersync.SortCreatedDesc) || f.After != nil {
+		return ordersync.OrderPage{}, errors.New("fake.Store: ListOrders answers only the account, status and since filters")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var all []*order
@@ -591,11 +645,15 @@ func (s *Store) ListOrders(_ context.Context, f ordersync.OrderFilter) (ordersyn
 	slices.SortFunc(all, func(a, b *order) int {
 		return cmp.Or(b.detail.Created.Time.Compare(a.detail.Created.Time), cmp.Compare(a.ref.Account, b.ref.Account), cmp.Compare(a.ref.Code, b.ref.Code))
 	})
-	page := ordersync.OrderPage{Total: len(all), Offset: max(f.Offset, 0), Limit: clampLimit(f.Limit), Orders: []*ordersync.MirroredOrder{}}
+	page := ordersync.OrderPage{Offset: max(f.Offset, 0), Limit: clampLimit(f.Limit), Orders: []*ordersync.MirroredOrder{}}
 	for _, o := range all[min(page.Offset, len(all)):min(page.Offset+page.Limit, len(all))] {
 		m := o.mirrored()
 		m.Order.Raw = nil // as store.DB: a listing carries no documents
 		page.Orders = append(page.Orders, m)
+	}
+	if f.Count {
+		total := len(all)
+		page.Total = &total
 	}
 	return page, nil
 }

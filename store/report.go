@@ -130,3 +130,5 @@ WHERE account = ? AND store_timezone <> '' ORDER BY id DESC LIMIT 1`), account)
 	}
 	return loc, nil
 }
+
+var _ ordersync.Reports = (*DB)(nil)
