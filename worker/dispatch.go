@@ -3,8 +3,6 @@ package worker
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -311,41 +309,6 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-// WebhookID is the webhook-id of an order event at an endpoint: the same
-// for every attempt and every replay, different per endpoint.
-func WebhookID(endpointID, msgID string) string {
-	sum := sha256.Sum256([]byte(endpointID + "\x00" + msgID))
-	return "msg_" + base64.RawURLEncoding.EncodeToString(sum[:18])
-}
-
-// eventBody is the body of an order event: the mirrored order as
-// published, under "data", with "statusChange": {"from", "to"} added ("from"
-// is null for an order the mirror did not know).
-func eventBody(ev ordersync.HookEvent, at time.Time, e ordersync.OrderEvent) ([]byte, error) {
-	var data map[string]json.RawMessage
-	if err := json.Unmarshal(e.Payload, &data); err != nil || data == nil {
-		return nil, fmt.Errorf("decode order event %s: not a JSON object: %v", e.MsgID, err)
-	}
-	var to ordersync.Status
-	_ = json.Unmarshal(data["orderStatus"], &to)
-	change := struct {
-		From *ordersync.Status `json:"from"`
-		To   ordersync.Status  `json:"to"`
-	}{To: to}
-	if e.FromStatus != "" {
-		change.From = &e.FromStatus
-	}
-	var err error
-	if data["statusChange"], err = json.Marshal(change); err != nil {
-		return nil, err
-	}
-	return json.Marshal(struct {
-		Type      ordersync.HookEvent        `json:"type"`
-		Timestamp time.Time                  `json:"timestamp"`
-		Data      map[string]json.RawMessage `json:"data"`
-	}{ev, at.UTC(), data})
 }
 
 // verdict is what one attempt's answer means.
@@ -657,12 +620,12 @@ func (r *runner) deliver(h *held) bool {
 	if published.IsZero() {
 		published = time.Now()
 	}
-	body, err := eventBody(hookEv, published, ev)
+	body, err := delivery.OrderEventBody(string(hookEv), published, ev.Payload, string(ev.FromStatus))
 	if err != nil {
 		r.d.cfg.Logger.Error("deliveries: encode event", "endpoint", ep.ID, "msg_id", ev.MsgID, "err", err)
 		return dl.Ack(r.ctx) == nil
 	}
-	id := WebhookID(ep.ID, ev.MsgID)
+	id := delivery.WebhookID(ep.ID, ev.MsgID)
 	rec := ordersync.DeliveryRecord{WebhookID: id, EndpointID: ep.ID, Event: hookEv, Account: o.Account,
 		OrderCode: o.OrderCode, OrderStatus: o.OrderStatus}
 	if _, ok := dl.(replayed); ok {
@@ -767,16 +730,11 @@ func (d *Dispatcher) Ping(ctx context.Context, endpointID string) (ordersync.Del
 		return ordersync.DeliveryReport{}, err
 	}
 	now := time.Now()
-	data, _ := json.Marshal(map[string]string{"endpoint": ep.ID})
-	body, err := json.Marshal(struct {
-		Type      string          `json:"type"`
-		Timestamp time.Time       `json:"timestamp"`
-		Data      json.RawMessage `json:"data"`
-	}{delivery.EventPing, now.UTC(), data})
+	body, err := delivery.PingBody(ep.ID, now)
 	if err != nil {
 		return ordersync.DeliveryReport{}, err
 	}
-	return d.once(ctx, ep, WebhookID(ep.ID, "ping:"+now.Format(time.RFC3339Nano)), body), nil
+	return d.once(ctx, ep, delivery.WebhookID(ep.ID, "ping:"+now.Format(time.RFC3339Nano)), body), nil
 }
 
 // ReplayDeadLetter sends a delivery dead letter again, once, with its

@@ -222,8 +222,8 @@ func TestDispatchDeliversSignedEvents(t *testing.T) {
 		if r.verify != nil || r.sigs != 1 || r.ctype != "application/json" {
 			t.Errorf("request %d: verify %v, %d signatures, Content-Type %q", i, r.verify, r.sigs, r.ctype)
 		}
-		if r.typ != wantTypes[i] || r.order != "A1" || r.id != worker.WebhookID(ep.ID, wantIDs[i]) {
-			t.Errorf("request %d: type %s order %s id %s; want %s A1 %s", i, r.typ, r.order, r.id, wantTypes[i], worker.WebhookID(ep.ID, wantIDs[i]))
+		if r.typ != wantTypes[i] || r.order != "A1" || r.id != delivery.WebhookID(ep.ID, wantIDs[i]) {
+			t.Errorf("request %d: type %s order %s id %s; want %s A1 %s", i, r.typ, r.order, r.id, wantTypes[i], delivery.WebhookID(ep.ID, wantIDs[i]))
 		}
 	}
 	var body map[string]json.RawMessage
@@ -242,7 +242,7 @@ func TestDispatchDeliversSignedEvents(t *testing.T) {
 	if _, err := time.Parse(time.RFC3339, strings.Trim(string(body["timestamp"]), `"`)); err != nil || len(body) != 3 {
 		t.Errorf("body %s: want type, RFC 3339 timestamp and data", got[2].body)
 	}
-	if r := paidOnly.requests()[0]; r.typ != "order.paid" || r.id != worker.WebhookID(po.ID, "default:A1:paid") || r.id == got[2].id {
+	if r := paidOnly.requests()[0]; r.typ != "order.paid" || r.id != delivery.WebhookID(po.ID, "default:A1:paid") || r.id == got[2].id {
 		t.Errorf("paid-only endpoint got %s %s", r.typ, r.id)
 	}
 	if n := counterValue(t, e.reg, "ordersync_delivery_events_total", map[string]string{"endpoint": ep.ID, "outcome": "delivered"}); n != 3 {
