@@ -414,20 +414,11 @@ type runner struct {
 	// stoppedBy is when the runner before this one stopped (see Resume).
 	stoppedBy time.Time
 
+	lanes *lanes
+
 	mu      sync.Mutex
 	limit   *rate.Limiter // nil: no rate cap
 	limitAt float64       // the rate limit was made for
-	lanes   map[string][]*held
-	held    int
-	heldAt  map[*held]time.Time
-	space   chan struct{}
-}
-
-// held is one event in a lane.
-type held struct {
-	d ordersync.OrderEventDelivery
-	// order is what its payload says of its order, read once.
-	order eventOrder
 }
 
 // maxHeld bounds the events one endpoint's runner holds in this process.
@@ -440,7 +431,7 @@ const extendEvery = 10 * time.Second
 func (d *Dispatcher) start(ctx context.Context, ep *ordersync.Endpoint, src ordersync.OrderEventSource, log *logWriter, stoppedBy time.Time) *runner {
 	rctx, cancel := context.WithCancel(ctx)
 	r := &runner{d: d, src: src, log: log, stoppedBy: stoppedBy, ctx: rctx, cancel: cancel, sem: make(chan struct{}, d.cfg.Concurrency),
-		lanes: map[string][]*held{}, heldAt: map[*held]time.Time{}, space: make(chan struct{}, 1)}
+		lanes: newLanes()}
 	r.ep.Store(ep)
 	d.wg.Add(1)
 	go func() {
@@ -464,22 +455,13 @@ func (r *runner) run() {
 	}
 	extended := time.Now()
 	for r.ctx.Err() == nil {
-		r.mu.Lock()
-		room := maxHeld - r.held
-		oldest := time.Time{}
-		for _, at := range r.heldAt {
-			if oldest.IsZero() || at.Before(oldest) {
-				oldest = at
-			}
-		}
+		room := maxHeld - r.lanes.len()
+		oldest := r.lanes.oldest()
 		var extend []*held
 		if time.Since(extended) >= extendEvery {
 			extended = time.Now()
-			for h := range r.heldAt {
-				extend = append(extend, h)
-			}
+			extend = r.lanes.all()
 		}
-		r.mu.Unlock()
 		// Every event held, the one being retried and those waiting behind
 		// it in their lanes, stays ours: one whose ack wait ran out would be
 		// handed out again, to this process or another, out of its order.
@@ -493,7 +475,7 @@ func (r *runner) run() {
 		}
 		if room <= 0 {
 			select {
-			case <-r.space:
+			case <-r.lanes.space:
 			case <-time.After(time.Second):
 			case <-r.ctx.Done():
 			}
@@ -547,19 +529,12 @@ func (o eventOrder) lane() string { return o.Account + "/" + o.OrderCode }
 // when it was empty.
 func (r *runner) enqueue(dl ordersync.OrderEventDelivery) {
 	ev := dl.Event()
-	h := &held{d: dl, order: orderOf(ev.Payload)}
-	key := h.order.lane()
-	at := ev.PublishedAt
-	if at.IsZero() {
-		at = time.Now()
+	h := &held{d: dl, order: orderOf(ev.Payload), at: ev.PublishedAt}
+	if h.at.IsZero() {
+		h.at = time.Now()
 	}
-	r.mu.Lock()
-	r.held++
-	r.heldAt[h] = at
-	lane, busy := r.lanes[key]
-	r.lanes[key] = append(lane, h)
-	r.mu.Unlock()
-	if busy {
+	key := h.order.lane()
+	if !r.lanes.push(key, h) {
 		return
 	}
 	r.d.wg.Add(1)
@@ -572,36 +547,21 @@ func (r *runner) enqueue(dl ordersync.OrderEventDelivery) {
 // drain delivers a lane's events one after the other until it is empty.
 func (r *runner) drain(key string) {
 	for {
-		r.mu.Lock()
-		lane := r.lanes[key]
-		if len(lane) == 0 || r.ctx.Err() != nil {
-			delete(r.lanes, key)
-			r.mu.Unlock()
+		if r.ctx.Err() != nil {
+			r.lanes.drop(key)
 			return
 		}
-		h := lane[0]
-		r.mu.Unlock()
-		settled := r.deliver(h)
-		r.mu.Lock()
-		if !settled {
+		h, ok := r.lanes.head(key)
+		if !ok {
+			return
+		}
+		if !r.deliver(h) {
 			// Stopping, or the store failed: this event and those behind
 			// it stay unsettled and come back after the ack wait, in order.
-			for _, h := range r.lanes[key] {
-				delete(r.heldAt, h)
-			}
-			r.held -= len(r.lanes[key])
-			delete(r.lanes, key)
-			r.mu.Unlock()
+			r.lanes.drop(key)
 			return
 		}
-		r.lanes[key] = r.lanes[key][1:]
-		r.held--
-		delete(r.heldAt, h)
-		r.mu.Unlock()
-		select {
-		case r.space <- struct{}{}:
-		default:
-		}
+		r.lanes.pop(key)
 	}
 }
 
