@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -23,6 +24,14 @@ type DispatcherConfig struct {
 	Stream ordersync.OrderEventStream
 	// Timeout bounds one attempt, answer included. Default 10s.
 	Timeout time.Duration
+	// RetryInitial is the first wait of an event's retries, which double
+	// from it up to an hour. Default 1s.
+	RetryInitial time.Duration
+	// AckWait is how long the endpoint's consumer lets this process hold
+	// an event before another may get it; what is held is extended every
+	// third of it. At least 3s (the runner's loop extends between its
+	// fetches, which wait up to a second). Default 30s.
+	AckWait time.Duration
 	// RetryWindow is how long after an event was published its retries
 	// go on before it becomes a dead letter. Default 72h.
 	RetryWindow time.Duration
@@ -44,6 +53,12 @@ type DispatcherConfig struct {
 func (c DispatcherConfig) withDefaults() DispatcherConfig {
 	if c.Timeout <= 0 {
 		c.Timeout = 10 * time.Second
+	}
+	if c.RetryInitial <= 0 {
+		c.RetryInitial = retryInitial
+	}
+	if c.AckWait <= 0 {
+		c.AckWait = 30 * time.Second
 	}
 	if c.RetryWindow <= 0 {
 		c.RetryWindow = 72 * time.Hour
@@ -78,6 +93,8 @@ func (c DispatcherConfig) validate() error {
 		return errors.New("worker: DispatcherConfig.Log is required")
 	case c.Stream == nil:
 		return errors.New("worker: DispatcherConfig.Stream is required")
+	case c.AckWait < 3*time.Second:
+		return fmt.Errorf("worker: DispatcherConfig.AckWait %s must be at least 3s", c.AckWait)
 	}
 	return nil
 }
@@ -202,7 +219,7 @@ func (d *Dispatcher) sync(ctx context.Context, log *logWriter) error {
 		if _, ok := d.runners[id]; ok {
 			continue
 		}
-		src, err := d.cfg.Stream.EndpointEvents(ctx, id, ep.Events, ep.CreatedAt)
+		src, err := d.cfg.Stream.EndpointEvents(ctx, id, ep.Events, ep.CreatedAt, d.cfg.AckWait)
 		if err != nil {
 			d.cfg.Logger.Error("deliveries: open the endpoint's consumer", "endpoint", id, "err", err)
 			continue

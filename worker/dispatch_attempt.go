@@ -102,17 +102,18 @@ func classify(code int, retryAfter string, now time.Time, maxRetryAfter time.Dur
 	return permanent, "3xx", 0
 }
 
-// newBackoff is the retry schedule of one event.
-func newBackoff() *backoff.ExponentialBackOff {
+// newBackoff is the retry schedule of one event, from initial.
+func newBackoff(initial time.Duration) *backoff.ExponentialBackOff {
 	b := backoff.NewExponentialBackOff()
-	b.InitialInterval, b.Multiplier, b.MaxInterval, b.RandomizationFactor = retryInitial, retryMultiplier, retryMaxInterval, retryJitter
+	b.InitialInterval, b.Multiplier, b.MaxInterval, b.RandomizationFactor = initial, retryMultiplier, retryMaxInterval, retryJitter
 	b.MaxElapsedTime = 0 // the window is measured from publication, by the caller
 	b.Reset()
 	return b
 }
 
 // RetrySchedule returns the nominal waits (before jitter) between the
-// attempts of one event within window: the published schedule.
+// attempts of one event within window: the published schedule, that of the
+// default RetryInitial.
 func RetrySchedule(window time.Duration) []time.Duration {
 	var out []time.Duration
 	total, wait := time.Duration(0), retryInitial

@@ -38,10 +38,6 @@ type runner struct {
 // maxHeld bounds the events one endpoint's runner holds in this process.
 const maxHeld = 500
 
-// extendEvery is how often held events are extended: well within the
-// consumer's ack wait (30s).
-const extendEvery = 10 * time.Second
-
 func (d *Dispatcher) start(ctx context.Context, ep *ordersync.Endpoint, src ordersync.OrderEventSource, log *logWriter, stoppedBy time.Time) *runner {
 	rctx, cancel := context.WithCancel(ctx)
 	r := &runner{d: d, src: src, log: log, stoppedBy: stoppedBy, ctx: rctx, cancel: cancel, sem: make(chan struct{}, d.cfg.Concurrency),
@@ -72,7 +68,8 @@ func (r *runner) run() {
 		room := maxHeld - r.lanes.len()
 		oldest := r.lanes.oldest()
 		var extend []*held
-		if time.Since(extended) >= extendEvery {
+		// Well within the consumer's ack wait.
+		if time.Since(extended) >= r.d.cfg.AckWait/3 {
 			extended = time.Now()
 			extend = r.lanes.all()
 		}
@@ -205,7 +202,7 @@ func (r *runner) deliver(h *held) bool {
 	if _, ok := dl.(replayed); ok {
 		rec.Detail = "replay"
 	}
-	bo := newBackoff()
+	bo := newBackoff(r.d.cfg.RetryInitial)
 	for attempts := 1; ; attempts++ {
 		ep = r.endpoint()
 		if lim := r.limiter(ep.RatePerSecond); lim != nil {

@@ -122,14 +122,24 @@ func (e *dispatchEnv) synced(t testing.TB) {
 	})
 }
 
-func newDispatchEnv(t testing.TB) *dispatchEnv {
+// shortAckWait is the endpoint consumers' ack wait in the tests that wait
+// it out: the shortest the dispatcher accepts.
+const shortAckWait = 3 * time.Second
+
+// newDispatchEnv starts a dispatcher; edits change its configuration
+// (the test-sized waits) before it starts.
+func newDispatchEnv(t testing.TB, edits ...func(*worker.DispatcherConfig)) *dispatchEnv {
 	t.Helper()
 	e := &dispatchEnv{env: newEnv(t, sim.Faults{})}
 	e.listed = &countingEndpoints{Endpoints: e.db}
-	var err error
-	e.d, err = worker.NewDispatcher(worker.DispatcherConfig{
+	cfg := worker.DispatcherConfig{
 		Endpoints: e.listed, DeadLetters: e.db, Log: e.db, Stream: e.q, Registerer: e.reg, Logger: e.logger,
-	})
+	}
+	for _, edit := range edits {
+		edit(&cfg)
+	}
+	var err error
+	e.d, err = worker.NewDispatcher(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,13 +325,18 @@ func TestDispatchRetryKeepsOrderAndWebhookID(t *testing.T) {
 	}
 }
 
+// A 429 or 503's Retry-After replaces the schedule's wait. The schedule
+// starts at 10ms here, so a retry that ignored the 1s asked for would come
+// far sooner.
 func TestDispatchHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
 	for _, code := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
 		t.Run(strconv(code), func(t *testing.T) {
-			e := newDispatchEnv(t)
+			t.Parallel()
+			e := newDispatchEnv(t, func(c *worker.DispatcherConfig) { c.RetryInitial = 10 * time.Millisecond })
 			srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
 				if n == 0 {
-					w.Header().Set("Retry-After", "3")
+					w.Header().Set("Retry-After", "1")
 					return code
 				}
 				return http.StatusOK
@@ -330,9 +345,9 @@ func TestDispatchHonoursRetryAfter(t *testing.T) {
 			e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true))
 			waitFor(t, 20*time.Second, "the retry", func() bool { return len(srv.requests()) == 2 })
 			got := srv.requests()
-			// Without Retry-After the first retry comes after 0.5-1.5s.
-			if gap := got[1].at.Sub(got[0].at); gap < 2900*time.Millisecond {
-				t.Errorf("retried after %v, want Retry-After's 3s", gap)
+			// Without Retry-After the first retry comes after 5-15ms.
+			if gap := got[1].at.Sub(got[0].at); gap < 900*time.Millisecond {
+				t.Errorf("retried after %v, want Retry-After's 1s", gap)
 			}
 			if got[0].id != got[1].id {
 				t.Errorf("webhook-id changed: %s, %s", got[0].id, got[1].id)
@@ -593,16 +608,18 @@ func TestRetrySchedule(t *testing.T) {
 	t.Logf("%d retries over %v: %v…", len(s), total, s[:14])
 }
 
-// An endpoint that does not answer within the default 10s timeout is
-// retried, with the same webhook-id.
+// An endpoint that does not answer within the timeout (2s here, 10s by
+// default) is retried, with the same webhook-id.
 func TestDispatchTimeoutRetries(t *testing.T) {
-	e := newDispatchEnv(t)
+	t.Parallel()
+	const timeout = 2 * time.Second
+	e := newDispatchEnv(t, func(c *worker.DispatcherConfig) { c.Timeout = timeout })
 	release := make(chan struct{})
 	srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
 		if n == 0 {
 			select {
 			case <-release:
-			case <-time.After(15 * time.Second):
+			case <-time.After(10 * timeout):
 			}
 		}
 		return http.StatusOK
@@ -612,8 +629,8 @@ func TestDispatchTimeoutRetries(t *testing.T) {
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true))
 	waitFor(t, 20*time.Second, "the retry after the timeout", func() bool { return len(srv.requests()) == 2 })
 	got := srv.requests()
-	if gap := got[1].at.Sub(got[0].at); gap < 10*time.Second {
-		t.Errorf("retried %v after the first attempt, before the 10s timeout", gap)
+	if gap := got[1].at.Sub(got[0].at); gap < timeout {
+		t.Errorf("retried %v after the first attempt, before the %v timeout", gap, timeout)
 	}
 	if got[0].id != got[1].id {
 		t.Errorf("webhook-id changed: %s, %s", got[0].id, got[1].id)
@@ -680,14 +697,17 @@ func TestDispatchRate(t *testing.T) {
 }
 
 // An event waiting behind its order's retried one for longer than the
-// consumer's ack wait is neither handed out again nor delivered twice.
+// consumer's ack wait (shortened here from 30s) is neither handed out again
+// nor delivered twice.
 func TestDispatchWaitingEventOutlastsAckWait(t *testing.T) {
-	e := newDispatchEnv(t)
+	t.Parallel()
+	e := newDispatchEnv(t, func(c *worker.DispatcherConfig) { c.AckWait = shortAckWait })
 	var first sync.Once
 	srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
 		code := http.StatusOK
 		first.Do(func() {
-			w.Header().Set("Retry-After", "40") // beyond the 30s ack wait
+			// Beyond the ack wait, by more than one extension's period.
+			w.Header().Set("Retry-After", fmt.Sprint(int(2*shortAckWait/time.Second)))
 			code = http.StatusServiceUnavailable
 		})
 		return code
@@ -695,6 +715,8 @@ func TestDispatchWaitingEventOutlastsAckWait(t *testing.T) {
 	e.addEndpoint(t, srv.URL)
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true), orderMsg("A1", ordersync.StatusFinalized, 2, false))
 	waitFor(t, 60*time.Second, "three requests", func() bool { return len(srv.requests()) >= 3 })
+	// A window that proves no event is delivered again: what must not
+	// happen has no signal to wait for.
 	time.Sleep(2 * time.Second)
 	got := srv.requests()
 	var seen []string
@@ -712,7 +734,10 @@ func TestDispatchWaitingEventOutlastsAckWait(t *testing.T) {
 // hands the held event out again only after the ack wait while the later
 // one is there at once.
 func TestDispatchTakeoverKeepsOrder(t *testing.T) {
-	e := newDispatchEnv(t)
+	t.Parallel()
+	// Both holders use the short ack wait, the second waits it out.
+	short := func(c *worker.DispatcherConfig) { c.AckWait = shortAckWait }
+	e := newDispatchEnv(t, short)
 	srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
 		if n == 0 { // the first holder's attempt: it keeps the event to retry
 			w.Header().Set("Retry-After", "60")
@@ -730,9 +755,11 @@ func TestDispatchTakeoverKeepsOrder(t *testing.T) {
 	e.done <- err
 
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusFinalized, 2, false))
-	next, err := worker.NewDispatcher(worker.DispatcherConfig{
+	cfg := worker.DispatcherConfig{
 		Endpoints: e.db, DeadLetters: e.db, Log: e.db, Stream: e.q, Registerer: prometheus.NewRegistry(), Logger: e.logger,
-	})
+	}
+	short(&cfg)
+	next, err := worker.NewDispatcher(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -742,6 +769,8 @@ func TestDispatchTakeoverKeepsOrder(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 
 	waitFor(t, 60*time.Second, "PAID and FINALIZED delivered", func() bool { return len(srv.requests()) >= 3 })
+	// A window that proves nothing more arrives: what must not happen has
+	// no signal to wait for.
 	time.Sleep(time.Second)
 	var seen []string
 	for _, r := range srv.requests() {
