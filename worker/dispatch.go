@@ -37,6 +37,10 @@ type DispatcherConfig struct {
 	RetryWindow time.Duration
 	// MaxRetryAfter caps the wait a 429 or 503 may ask for. Default 1h.
 	MaxRetryAfter time.Duration
+	// MaxHeld bounds the events one endpoint's runner holds in this
+	// process, replayed ones included; the rest wait in the stream.
+	// Default 500.
+	MaxHeld int
 	// Concurrency bounds the requests in flight to one endpoint. Default 8.
 	Concurrency int
 	// Refresh is how often the endpoints are read again, so changes made
@@ -65,6 +69,9 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 	}
 	if c.MaxRetryAfter <= 0 {
 		c.MaxRetryAfter = time.Hour
+	}
+	if c.MaxHeld <= 0 {
+		c.MaxHeld = 500
 	}
 	if c.Concurrency <= 0 {
 		c.Concurrency = 8
@@ -118,6 +125,8 @@ type Dispatcher struct {
 
 	mu      sync.Mutex
 	runners map[string]*runner
+	// started is closed, and replaced, when runners start.
+	started chan struct{}
 	// running is when Run started: any earlier holder of the lease had
 	// stopped by then. stopped is when each endpoint's last runner in this
 	// process was stopped.
@@ -132,7 +141,7 @@ func NewDispatcher(cfg DispatcherConfig) (*Dispatcher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	d := &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), runners: map[string]*runner{}, stopped: map[string]time.Time{}}
+	d := &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), runners: map[string]*runner{}, stopped: map[string]time.Time{}, started: make(chan struct{})}
 	var err error
 	if d.metrics, err = newDispatchMetrics(cfg.Registerer); err != nil {
 		return nil, err
@@ -231,6 +240,8 @@ func (d *Dispatcher) sync(ctx context.Context, log *logWriter) error {
 			stoppedBy = at
 		}
 		d.runners[id] = d.start(ctx, ep, src, log, stoppedBy)
+		close(d.started)
+		d.started = make(chan struct{})
 	}
 	return nil
 }

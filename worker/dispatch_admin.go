@@ -79,22 +79,39 @@ func (d *Dispatcher) Replay(ctx context.Context, endpointID string, since time.T
 		return 0, fmt.Errorf("replay to endpoint %s: %w", ep.ID, ordersync.ErrEndpointDisabled)
 	}
 	d.Notify()
-	var r *runner
-	for r == nil {
-		d.mu.Lock()
-		r = d.runners[ep.ID]
-		d.mu.Unlock()
-		if r == nil && sleep(ctx, 50*time.Millisecond) != nil {
-			return 0, fmt.Errorf("replay to endpoint %s: %w", ep.ID, ctx.Err())
-		}
+	r, err := d.runnerOf(ctx, ep.ID)
+	if err != nil {
+		return 0, fmt.Errorf("replay to endpoint %s: %w", ep.ID, err)
 	}
 	n := 0
 	err = d.cfg.Stream.OrderEventsSince(ctx, since, ep.Events, func(ev ordersync.OrderEvent) error {
+		// Like the events read from the consumer, replayed ones wait in
+		// the stream while the runner holds as many as it may.
+		if err := r.lanes.waitRoom(ctx, d.cfg.MaxHeld); err != nil {
+			return err
+		}
 		r.enqueue(replayed{ev})
 		n++
 		return nil
 	})
 	return n, err
+}
+
+// runnerOf waits for the endpoint's runner.
+func (d *Dispatcher) runnerOf(ctx context.Context, id string) (*runner, error) {
+	for {
+		d.mu.Lock()
+		r, started := d.runners[id], d.started
+		d.mu.Unlock()
+		if r != nil {
+			return r, nil
+		}
+		select {
+		case <-started:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // replayed is an event read again from the stream: nothing to settle.

@@ -35,9 +35,6 @@ type runner struct {
 	limitAt float64       // the rate limit was made for
 }
 
-// maxHeld bounds the events one endpoint's runner holds in this process.
-const maxHeld = 500
-
 func (d *Dispatcher) start(ctx context.Context, ep *ordersync.Endpoint, src ordersync.OrderEventSource, log *logWriter, stoppedBy time.Time) *runner {
 	rctx, cancel := context.WithCancel(ctx)
 	r := &runner{d: d, src: src, log: log, stoppedBy: stoppedBy, ctx: rctx, cancel: cancel, sem: make(chan struct{}, d.cfg.Concurrency),
@@ -65,7 +62,7 @@ func (r *runner) run() {
 	}
 	extended := time.Now()
 	for r.ctx.Err() == nil {
-		room := maxHeld - r.lanes.len()
+		room, freed := r.lanes.room(r.d.cfg.MaxHeld)
 		oldest := r.lanes.oldest()
 		var extend []*held
 		// Well within the consumer's ack wait.
@@ -86,7 +83,7 @@ func (r *runner) run() {
 		}
 		if room <= 0 {
 			select {
-			case <-r.lanes.space:
+			case <-freed:
 			case <-time.After(time.Second):
 			case <-r.ctx.Done():
 			}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"container/heap"
+	"context"
 	"sync"
 	"time"
 
@@ -30,12 +31,42 @@ type lanes struct {
 	mu    sync.Mutex
 	byKey map[string][]*held
 	ages  ageHeap
-	// space receives when an event is settled and leaves.
-	space chan struct{}
+	// freed is closed, and replaced, when events leave: everyone waiting
+	// for room sees it.
+	freed chan struct{}
 }
 
 func newLanes() *lanes {
-	return &lanes{byKey: map[string][]*held{}, space: make(chan struct{}, 1)}
+	return &lanes{byKey: map[string][]*held{}, freed: make(chan struct{})}
+}
+
+// room returns how many more events fit under max, and a channel closed
+// when some leave.
+func (l *lanes) room(max int) (int, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return max - len(l.ages), l.freed
+}
+
+// waitRoom waits until fewer than max events are held, or ctx ends.
+func (l *lanes) waitRoom(ctx context.Context, max int) error {
+	for {
+		n, freed := l.room(max)
+		if n > 0 {
+			return nil
+		}
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// free wakes those waiting for room; l.mu is held.
+func (l *lanes) free() {
+	close(l.freed)
+	l.freed = make(chan struct{})
 }
 
 // push puts h at the end of the lane key and reports whether the lane was
@@ -69,12 +100,9 @@ func (l *lanes) pop(key string) {
 	if len(lane) > 0 {
 		heap.Remove(&l.ages, lane[0].index)
 		l.byKey[key] = lane[1:]
+		l.free()
 	}
 	l.mu.Unlock()
-	select {
-	case l.space <- struct{}{}:
-	default:
-	}
 }
 
 // drop ends the lane key with every event in it, unsettled: they come back
@@ -84,6 +112,9 @@ func (l *lanes) drop(key string) {
 	defer l.mu.Unlock()
 	for _, h := range l.byKey[key] {
 		heap.Remove(&l.ages, h.index)
+	}
+	if len(l.byKey[key]) > 0 {
+		l.free()
 	}
 	delete(l.byKey, key)
 }

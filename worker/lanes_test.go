@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -64,9 +65,12 @@ func TestLanes(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			const max = 10
 			l := newLanes()
+			prev := 0
 			for i, s := range tc.steps {
 				var got string
+				_, freed := l.room(max)
 				switch s.op {
 				case "push":
 					s.ev.index = -1
@@ -80,13 +84,22 @@ func TestLanes(t *testing.T) {
 					}
 				case "pop":
 					l.pop(s.key)
-					select {
-					case <-l.space:
-					default:
-						t.Errorf("step %d: pop did not signal space", i)
-					}
 				case "drop":
 					l.drop(s.key)
+				}
+				// Those waiting for room wake when, and only when, events left.
+				signalled := false
+				select {
+				case <-freed:
+					signalled = true
+				default:
+				}
+				if signalled != (s.n < prev) {
+					t.Errorf("step %d %s %s: room signalled %v, %d held before and %d after", i, s.op, s.key, signalled, prev, s.n)
+				}
+				prev = s.n
+				if n, _ := l.room(max); n != max-s.n {
+					t.Errorf("step %d: room %d, want %d", i, n, max-s.n)
 				}
 				if got != s.want {
 					t.Errorf("step %d %s %s: got %q, want %q", i, s.op, s.key, got, s.want)
@@ -100,5 +113,31 @@ func TestLanes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// waitRoom returns once an event leaves a full set of lanes, or when its
+// context ends.
+func TestLanesWaitRoom(t *testing.T) {
+	l := newLanes()
+	l.push("a", &held{at: time.Now()})
+	if err := l.waitRoom(context.Background(), 2); err != nil {
+		t.Fatalf("waitRoom with room: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := l.waitRoom(ctx, 1); err == nil {
+		t.Fatal("waitRoom on full lanes returned nil after its context ended")
+	}
+	done := make(chan error, 1)
+	go func() { done <- l.waitRoom(context.Background(), 1) }()
+	select {
+	case err := <-done:
+		t.Fatalf("waitRoom on full lanes returned %v before an event left", err)
+	default:
+	}
+	l.pop("a")
+	if err := <-done; err != nil {
+		t.Fatalf("waitRoom after a pop: %v", err)
 	}
 }
