@@ -110,15 +110,27 @@ func TestReportViews(t *testing.T) {
 			Code     string `db:"order_code"`
 			Ref      string `db:"order_reference"`
 			Currency string `db:"currency"`
-			Position int    `db:"position"`
-			SubTotal string `db:"sub_total"`
+			Line     int    `db:"line_number"`
+			SubTotal string `db:"line_subtotal"`
 		}
-		if err := db.read.Select(&lines, `SELECT order_code, order_reference, currency, position, CAST(sub_total AS TEXT) AS sub_total
-FROM report_order_lines WHERE order_code = 'kwd-a' ORDER BY position`); err != nil {
+		if err := db.read.Select(&lines, `SELECT order_code, order_reference, currency, line_number, CAST(line_subtotal AS TEXT) AS line_subtotal
+FROM report_order_lines WHERE order_code = 'kwd-a' ORDER BY line_number`); err != nil {
 			t.Fatal(err)
 		}
-		if len(lines) != 2 || lines[0].Ref != "ref-kwd-a" || lines[0].Currency != "KWD" || lines[1].SubTotal != "0.99" {
+		if len(lines) != 2 || lines[0].Ref != "ref-kwd-a" || lines[0].Currency != "KWD" || lines[0].Line != 1 || lines[1].SubTotal != "0.99" {
 			t.Errorf("report_order_lines of kwd-a = %+v", lines)
+		}
+
+		var entry struct {
+			Number int    `db:"entry_number"`
+			Ref    string `db:"order_reference"`
+			Value  string `db:"value"`
+		}
+		if err := db.read.Get(&entry, `SELECT entry_number, order_reference, value FROM report_order_metadata WHERE order_code = 'kwd-a' AND name = 'numero_orden'`); err != nil {
+			t.Fatal(err)
+		}
+		if entry.Number != 1 || entry.Ref != "ref-kwd-a" || entry.Value != "A-1042" {
+			t.Errorf("report_order_metadata of kwd-a = %+v", entry)
 		}
 
 		apply(t, db, fetched(orderDoc(t, "odd", 300, ordersync.StatusCancelled, priced("USD", "10.999")), 40))

@@ -1,6 +1,6 @@
--- The reporting views a back-office system reads (docs/schema.md): one row
--- per fetched order, order line and status change, with the order's
--- reference, currency and status on every row. Amounts come as the exact
+-- The reporting views a back-office system reads (docs/schema.md): one
+-- row per fetched order, order line, metadata entry and status change,
+-- each with its order's code and reference. Amounts come as the exact
 -- decimal the mirror holds and, for orders, also as an integer of the
 -- currency's minor units, so that SUM is exact in SQLite too (its decimal
 -- TEXT would sum through floating point). The integers are columns of
@@ -24,7 +24,7 @@ CREATE TABLE minor_backfill (pending INTEGER NOT NULL);
 INSERT INTO minor_backfill (pending) VALUES (1);
 
 CREATE VIEW report_orders AS
-SELECT account, order_code, order_id, order_reference, status,
+SELECT account, order_code, order_id, order_reference, name AS order_name, status,
        store_currency_code AS currency, store_timezone,
        created_at, paid_at, status_changed_at, last_synced_at,
        minor_units,
@@ -40,20 +40,26 @@ WHERE raw_document IS NOT NULL;
 
 CREATE VIEW report_order_lines AS
 SELECT o.account, o.order_code, o.order_reference, o.status,
-       o.store_currency_code AS currency,
-       li.position, li.product_id, li.sku, li.name,
-       li.price, li.promo_price, li.quantity, li.sub_total
+       o.store_currency_code AS currency, o.created_at,
+       li.position + 1 AS line_number, li.product_id, li.sku, li.name,
+       li.price, li.promo_price, li.quantity, li.sub_total AS line_subtotal
 FROM order_line_items li
 JOIN orders o ON o.id = li.order_row;
 
 CREATE VIEW report_status_changes AS
 SELECT h.id, o.account, o.order_code, o.order_reference,
-       o.store_currency_code AS currency,
        h.from_status, h.to_status, h.at, h.cause
 FROM status_history h
 JOIN orders o ON o.id = h.order_row;
 
+CREATE VIEW report_order_metadata AS
+SELECT o.account, o.order_code, o.order_reference,
+       m.position + 1 AS entry_number, m.name, m.value
+FROM order_metadata m
+JOIN orders o ON o.id = m.order_row;
+
 -- +goose Down
+DROP VIEW report_order_metadata;
 DROP VIEW report_status_changes;
 DROP VIEW report_order_lines;
 DROP VIEW report_orders;
