@@ -90,7 +90,9 @@ func (s *Server) serveConsole(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", contentSecurityPolicy)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: with no-referrer a browser sends
+	// "Origin: null" on a form post, which the guard refuses.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("X-Frame-Options", "DENY")
 	if isWrite(r.Method) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBody)
