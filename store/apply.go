@@ -626,7 +626,7 @@ func (st *orderState) scheduleNextCheck(status ordersync.Status, now time.Time) 
 			active = *t
 		}
 	}
-	cs := ordersync.CheckState{Code: st.Code, Status: status, ActiveAt: active, LastEventType: ordersync.EventType(st.LastEventType)}
+	cs := ordersync.CheckState{Status: status, ActiveAt: active, LastEventType: ordersync.EventType(st.LastEventType)}
 	if st.ExpiresAt != nil {
 		cs.ExpiresAt = *st.ExpiresAt
 	}

@@ -47,7 +47,7 @@ var backfillMinor = rowsSQL{
 }
 
 // backfillMinorUnits fills the minor-unit columns of orders mirrored before
-// migration 00012, when its mark says they are pending, a thousand orders
+// migration 00011, when its mark says they are pending, a thousand orders
 // per transaction, then clears the mark. It runs under the migration lock.
 func (db *DB) backfillMinorUnits(ctx context.Context) error {
 	var pending int

@@ -148,7 +148,7 @@ FROM report_order_lines WHERE order_code = 'kwd-a' ORDER BY line_number`); err !
 	})
 }
 
-// TestMinorUnitsBackfill: orders mirrored before migration 00012 get their
+// TestMinorUnitsBackfill: orders mirrored before migration 00011 get their
 // integer amounts once it ran.
 func TestMinorUnitsBackfill(t *testing.T) {
 	eachDialect(t, func(t *testing.T, url string) {
