@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 
 	"github.com/jmoiron/sqlx"
@@ -50,13 +49,6 @@ var backfillMinor = rowsSQL{
 // migration 00011, when its mark says they are pending, a thousand orders
 // per transaction, then clears the mark. It runs under the migration lock.
 func (db *DB) backfillMinorUnits(ctx context.Context) error {
-	var pending int
-	if err := db.write.GetContext(ctx, &pending, `SELECT COUNT(*) FROM minor_backfill`); err != nil {
-		return fmt.Errorf("read the minor units backfill mark: %w", err)
-	}
-	if pending == 0 {
-		return nil
-	}
 	type row struct {
 		ID        int64             `db:"id"`
 		Currency  string            `db:"store_currency_code"`
@@ -76,38 +68,18 @@ func (db *DB) backfillMinorUnits(ctx context.Context) error {
 		}
 		return nil
 	}
-	const batch = 1000
-	var last int64
-	filled := 0
-	for {
+	return db.backfill(ctx, "minor-unit columns", "minor_backfill", func(tx *sqlx.Tx, after int64, limit int) (int64, int, error) {
 		var rows []row
-		err := db.inTx(ctx, "fill minor units", func(tx *sqlx.Tx) error {
-			if err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT id, store_currency_code, subtotal, shipping_amount, discount_amount, surcharge_amount, total
-FROM orders WHERE id > ? AND raw_document IS NOT NULL ORDER BY id LIMIT ?`), last, batch); err != nil {
-				return err
-			}
-			values := make([][]any, len(rows))
-			for i, r := range rows {
-				c := r.Currency
-				values[i] = []any{strconv.FormatInt(r.ID, 10), strconv.Itoa(ordersync.MinorScale(c)),
-					text(r.Subtotal, c), text(r.Shipping, c), text(r.Discount, c), text(r.Surcharge, c), text(r.Total, c)}
-			}
-			return db.execRows(ctx, tx, backfillMinor, values)
-		})
-		if err != nil {
-			return err
+		if err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT id, store_currency_code, subtotal, shipping_amount, discount_amount, surcharge_amount, total
+FROM orders WHERE id > ? AND raw_document IS NOT NULL ORDER BY id LIMIT ?`), after, limit); err != nil || len(rows) == 0 {
+			return after, 0, err
 		}
-		filled += len(rows)
-		if len(rows) < batch {
-			break
+		values := make([][]any, len(rows))
+		for i, r := range rows {
+			c := r.Currency
+			values[i] = []any{strconv.FormatInt(r.ID, 10), strconv.Itoa(ordersync.MinorScale(c)),
+				text(r.Subtotal, c), text(r.Shipping, c), text(r.Discount, c), text(r.Surcharge, c), text(r.Total, c)}
 		}
-		last = rows[len(rows)-1].ID
-	}
-	if _, err := db.write.ExecContext(ctx, `DELETE FROM minor_backfill`); err != nil {
-		return fmt.Errorf("clear the minor units backfill mark: %w", err)
-	}
-	if filled > 0 {
-		db.logger.InfoContext(ctx, "filled the minor-unit columns of mirrored orders", "orders", filled)
-	}
-	return nil
+		return rows[len(rows)-1].ID, len(rows), db.execRows(ctx, tx, backfillMinor, values)
+	})
 }

@@ -76,59 +76,32 @@ var (
 // orders per transaction, then clears the mark. It runs under the
 // migration lock.
 func (db *DB) backfillSearch(ctx context.Context) error {
-	var pending int
-	if err := db.write.GetContext(ctx, &pending, `SELECT COUNT(*) FROM search_backfill`); err != nil {
-		return fmt.Errorf("read the search backfill mark: %w", err)
-	}
-	if pending == 0 {
-		return nil
-	}
 	type row struct {
 		ID        int64             `db:"id"`
 		Account   string            `db:"account"`
 		Total     *ordersync.Amount `db:"total"`
 		BuyerName string            `db:"buyer_name"`
 	}
-	const batch = 1000
-	var last int64
-	filled := 0
-	for {
+	return db.backfill(ctx, "search columns", "search_backfill", func(tx *sqlx.Tx, after int64, limit int) (int64, int, error) {
 		var rows []row
-		err := db.inTx(ctx, "fill search columns", func(tx *sqlx.Tx) error {
-			if err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT id, account, total, buyer_name FROM orders
-WHERE id > ? AND raw_document IS NOT NULL ORDER BY id LIMIT ?`), last, batch); err != nil {
-				return err
-			}
-			var keys, tokens [][]any
-			for _, r := range rows {
-				if r.Total != nil {
-					keys = append(keys, []any{strconv.FormatInt(r.ID, 10), totalKey(*r.Total)})
-				}
-				for _, t := range ordersync.NameTokens(r.BuyerName) {
-					tokens = append(tokens, []any{r.Account, t, r.ID})
-				}
-			}
-			if err := db.execRows(ctx, tx, backfillTotalKeys, keys); err != nil {
-				return err
-			}
-			return db.execRows(ctx, tx, backfillTokens, tokens)
-		})
-		if err != nil {
-			return err
+		if err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT id, account, total, buyer_name FROM orders
+WHERE id > ? AND raw_document IS NOT NULL ORDER BY id LIMIT ?`), after, limit); err != nil || len(rows) == 0 {
+			return after, 0, err
 		}
-		filled += len(rows)
-		if len(rows) < batch {
-			break
+		var keys, tokens [][]any
+		for _, r := range rows {
+			if r.Total != nil {
+				keys = append(keys, []any{strconv.FormatInt(r.ID, 10), totalKey(*r.Total)})
+			}
+			for _, t := range ordersync.NameTokens(r.BuyerName) {
+				tokens = append(tokens, []any{r.Account, t, r.ID})
+			}
 		}
-		last = rows[len(rows)-1].ID
-	}
-	if _, err := db.write.ExecContext(ctx, `DELETE FROM search_backfill`); err != nil {
-		return fmt.Errorf("clear the search backfill mark: %w", err)
-	}
-	if filled > 0 {
-		db.logger.InfoContext(ctx, "filled the search columns of mirrored orders", "orders", filled)
-	}
-	return nil
+		if err := db.execRows(ctx, tx, backfillTotalKeys, keys); err != nil {
+			return after, 0, err
+		}
+		return rows[len(rows)-1].ID, len(rows), db.execRows(ctx, tx, backfillTokens, tokens)
+	})
 }
 
 // sortColumns are the columns of the sort keys.
