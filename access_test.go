@@ -1,7 +1,9 @@
 package ordersync
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -113,6 +115,9 @@ func TestAuditOutcomes(t *testing.T) {
 	}
 	if got := OutcomeOfError(errors.New("boom")); got != "boom" {
 		t.Errorf("OutcomeOfError = %q", got)
+	}
+	if got := OutcomeOfError(fmt.Errorf("export: %w", context.Canceled)); got != OutcomeCancelled {
+		t.Errorf("OutcomeOfError(cancelled) = %q, want %q", got, OutcomeCancelled)
 	}
 	if got := OutcomeOfError(errors.New(strings.Repeat("x", 2000))); len(got) != len(Clip(got, 500)) || len(got) > 510 {
 		t.Errorf("OutcomeOfError kept %d bytes, want it clipped to 500", len(got))

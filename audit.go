@@ -2,6 +2,7 @@ package ordersync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -20,6 +21,11 @@ const (
 // OutcomeOK is the outcome of an action that succeeded; any other outcome
 // is the HTTP status it was answered with ("403") or the error.
 const OutcomeOK = "ok"
+
+// OutcomeCancelled is the outcome of an action whose caller went away
+// before it ended (a client that closed the connection, an interrupted
+// command): what it did until then stands.
+const OutcomeCancelled = "cancelled"
 
 // AuditRecord is one action in the audit trail: who (the token's name or
 // the operating-system user, never a token), as which role, which way,
@@ -49,6 +55,9 @@ func OutcomeOfStatus(status int) string {
 func OutcomeOfError(err error) string {
 	if err == nil {
 		return OutcomeOK
+	}
+	if errors.Is(err, context.Canceled) {
+		return OutcomeCancelled
 	}
 	return Clip(err.Error(), 500)
 }

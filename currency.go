@@ -1,6 +1,9 @@
 package ordersync
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // minorUnits are the decimal places of ISO 4217 currencies (the list's
 // "minor unit"), for the currencies of the regions the service's stores
@@ -29,4 +32,38 @@ const MaxMinorUnits = 3
 func MinorUnits(currency string) (int, bool) {
 	n, ok := minorUnits[strings.ToUpper(strings.TrimSpace(currency))]
 	return n, ok
+}
+
+// MinorScale is the number of decimal places MinorAmount counts in: the
+// currency's minor units, or MaxMinorUnits when the currency is not known.
+func MinorScale(currency string) int {
+	if n, ok := MinorUnits(currency); ok {
+		return n
+	}
+	return MaxMinorUnits
+}
+
+// MinorAmount returns a as a whole number of the currency's minor units at
+// MinorScale (1799 for 17.99 USD, 1500 for 1.5 KWD), so that sums of them
+// are exact in any database. It reports false when no int64 says the amount
+// exactly: more decimal places than the scale (10.999 USD, which the
+// service may send) or beyond the int64 range; a caller never rounds.
+func MinorAmount(a Amount, currency string) (int64, bool) {
+	scale := MinorScale(currency)
+	if a.DecimalPlaces() > scale {
+		return 0, false
+	}
+	s, neg := strings.CutPrefix(a.String(), "-")
+	whole, frac, _ := strings.Cut(s, ".")
+	// The places beyond the scale are zeros (DecimalPlaces said so).
+	frac = (frac + strings.Repeat("0", scale))[:scale]
+	digits := whole + frac
+	if neg {
+		digits = "-" + digits
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return n, true
 }

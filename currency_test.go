@@ -61,3 +61,38 @@ func TestValidateFor(t *testing.T) {
 		t.Fatalf("a negative amount with a typo: %v, want both messages on amount", err)
 	}
 }
+
+// TestMinorAmount: exact integers of minor units, or none.
+func TestMinorAmount(t *testing.T) {
+	tests := []struct {
+		amount, currency string
+		want             int64
+		ok               bool
+	}{
+		{"17.99", "USD", 1799, true},
+		{"6.5", "USD", 650, true},
+		{"0.10", "usd", 10, true},
+		{"10", "USD", 1000, true},
+		{"10.000", "USD", 1000, true},
+		{"-0.01", "USD", -1, true},
+		{"1.5", "KWD", 1500, true},
+		{"0.125", "KWD", 125, true},
+		{"1500", "JPY", 1500, true},
+		{"1e3", "JPY", 1000, true},
+		{"0", "CLP", 0, true},
+		{"1.234", "XXX", 1234, true}, // not known: MaxMinorUnits
+		{"10.999", "USD", 0, false},
+		{"0.5", "JPY", 0, false},
+		{"1.2345", "XXX", 0, false},
+		{"92233720368547758.07", "USD", 9223372036854775807, true},
+		{"92233720368547758.08", "USD", 0, false},
+		{"-92233720368547758.08", "USD", -9223372036854775808, true},
+		{"999999999999999999999999", "USD", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := MinorAmount(MustAmount(tt.amount), tt.currency)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("MinorAmount(%s %s) = %d, %v; want %d, %v", tt.amount, tt.currency, got, ok, tt.want, tt.ok)
+		}
+	}
+}

@@ -7,8 +7,9 @@ import (
 
 // ExportParams selects what an export reads from the mirror.
 type ExportParams struct {
-	// Filter selects the orders, as a listing does; its Limit and Offset do
-	// not apply: an export has every order the rest of the filter selects.
+	// Filter selects and sorts the orders, as a listing does; its After,
+	// Limit, Offset and Count do not apply: an export has every order the
+	// rest of the filter selects, in the order a listing's pages give them.
 	Filter OrderFilter
 	// LineItems and StatusChanges say whether each order comes with its
 	// line items and its recorded status changes.
@@ -40,8 +41,8 @@ type ExportedOrder struct {
 // (which would keep SQLite's WAL from being checkpointed) and no more than
 // a batch in memory.
 type OrderExporter interface {
-	// ExportOrders calls fn with the orders params select, newest first
-	// (by upstream creation; orders without a creation time last), a batch
+	// ExportOrders calls fn with the orders params select, in the filter's
+	// sort (the listing's: orders without the sort's value last), a batch
 	// at a time. It stops at fn's first error or the context's end and
 	// returns it.
 	ExportOrders(ctx context.Context, params ExportParams, fn func(batch []ExportedOrder) error) error

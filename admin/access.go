@@ -58,6 +58,7 @@ var actions = map[string]struct {
 	"POST /v1/delivery-dead-letters/{id}/replay": {"delivery-dead-letter.replay", "delivery-dead-letter", false},
 	"POST /console/sign-in":                      {"console.sign-in", "", true},
 	"POST /console/sign-out":                     {"console.sign-out", "", false},
+	"POST /console/orders/{id}/resync":           {"order.track", "order", false},
 }
 
 // sessionRoutes act on the caller's own session, not on the service: a

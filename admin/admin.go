@@ -160,6 +160,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveConsole(w, r)
 	case len(s.cfg.Tokens) == 0:
 		s.serveAs(w, r, ordersync.Loopback, ordersync.ViaAPI)
+	case isDownload(r) && r.Header.Get("Authorization") == "":
+		s.serveDownload(w, r)
 	default:
 		t, ok := s.bearer(r)
 		if !ok {

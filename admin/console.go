@@ -74,6 +74,7 @@ func (s *Server) routeConsole() {
 	})
 	s.mux.HandleFunc("POST /console/sign-in", s.signIn)
 	s.mux.HandleFunc("POST /console/sign-out", s.signOut)
+	s.routeConsoleOrders()
 }
 
 // openConsole reports whether a console request needs no session: the
@@ -89,7 +90,9 @@ func (s *Server) serveConsole(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", contentSecurityPolicy)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: with no-referrer a browser sends
+	// "Origin: null" on a form post, which the guard refuses.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("X-Frame-Options", "DENY")
 	if isWrite(r.Method) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBody)
@@ -315,4 +318,26 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: s.secure(r)})
 	http.Redirect(w, r, "/console/sign-in", http.StatusSeeOther)
+}
+
+// isDownload reports whether r asks for a file the console links to (an
+// export), which a browser fetches with its session cookie, not a bearer.
+func isDownload(r *http.Request) bool {
+	return r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/exports/")
+}
+
+// serveDownload serves a download by the console session: with tokens
+// configured and no session, 401 as for any API request without a bearer.
+func (s *Server) serveDownload(w http.ResponseWriter, r *http.Request) {
+	p, _, err := s.consolePrincipal(r)
+	if errors.Is(err, errNoSession) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ordersync"`)
+		writeProblem(w, http.StatusUnauthorized, "a valid bearer token or console session is required", nil)
+		return
+	}
+	if err != nil {
+		s.fail(w, "find console session", err, "")
+		return
+	}
+	s.serveAs(w, r, p, ordersync.ViaConsole)
 }

@@ -1,10 +1,9 @@
 package admin
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"errors"
 	"fmt"
-	"log/slog"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
@@ -40,49 +39,74 @@ func (s *Server) routeExports() {
 	}
 }
 
+// exportPaging are the listing's query parameters that page rather than
+// filter: an export is the whole view, so a listing's URL, its page
+// included, exports every order its filter selects.
+var exportPaging = []string{"cursor", "limit", "offset", "count"}
+
 // export streams the export of kind that the query asks for: the orders
-// the listing's filters select (account, status, since), in the format and
-// profile asked, a batch of the mirror at a time. A failure after the first
-// bytes went out cuts the connection, so the client sees an error instead
-// of a file that merely looks whole.
+// the listing's filters select (ParseOrderQuery, the same parameters as
+// GET /v1/orders) in the listing's sort, in the format and profile asked,
+// a batch of the mirror at a time. A failure after the first bytes went
+// out cuts the connection, so the client sees an error instead of a file
+// that merely looks whole. Every export, refused or not, is recorded in
+// the audit trail with its filter and how it ended: it reads buyers' data.
 func (s *Server) export(w http.ResponseWriter, r *http.Request, kind export.Kind) {
+	action := "export." + string(kind)
+	object, outcome := ordersync.Clip(r.URL.RawQuery, 500), ""
+	defer func() { s.recordAudit(r, action, object, outcome) }()
+	refuse := func(status int, title string, fields map[string][]string) {
+		outcome = ordersync.OutcomeOfStatus(status)
+		writeProblem(w, status, title, fields)
+	}
+
 	// A bare ';' is no separator here: delimiter=; means what it says
 	// (Go's own parsing drops a pair holding one).
 	q, err := url.ParseQuery(strings.ReplaceAll(r.URL.RawQuery, ";", "%3B"))
 	if err != nil {
-		writeProblem(w, http.StatusBadRequest, "the query is not valid: "+err.Error(), nil)
+		refuse(http.StatusBadRequest, "the query is not valid: "+err.Error(), nil)
 		return
 	}
-	filter := ordersync.OrderFilter{Account: s.cfg.Account}
+	account := s.cfg.Account
 	if a := q.Get("account"); a != "" {
-		filter.Account = a
+		account = a
 	}
-	if filter.Statuses, err = ParseStatuses(q["status"]); err != nil {
-		writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{"status": {err.Error()}})
-		return
+	filterQuery := maps.Clone(q)
+	for _, p := range exportPaging {
+		delete(filterQuery, p)
 	}
-	if v := q.Get("since"); v != "" {
-		if filter.Since, err = ParseSince(v, time.Now()); err != nil {
-			writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{"since": {err.Error()}})
-			return
-		}
+	// Both parsers run, so one answer names every bad parameter.
+	fields := map[string][]string{}
+	filter, err := ParseOrderQuery(filterQuery, time.Now())
+	var qe *QueryError
+	if errors.As(err, &qe) {
+		maps.Copy(fields, qe.Fields)
 	}
+	filter.Account = account
 	opts, err := export.ParseSettings(export.Settings{Kind: string(kind), Format: q.Get("format"), Profile: q.Get("profile"),
 		Delimiter: q.Get("delimiter"), Decimal: q.Get("decimal")})
-	if err != nil {
-		s.fail(w, "export", err, "")
+	var ve *ordersync.ValidationError
+	if errors.As(err, &ve) {
+		for k, v := range ve.Fields {
+			fields[k] = append(fields[k], v...)
+		}
+	}
+	if len(fields) > 0 {
+		refuse(http.StatusBadRequest, "invalid query", fields)
 		return
 	}
+	object = ordersync.Clip(FilterQuery(filter), 500)
 
 	select {
 	case s.exportSlots <- struct{}{}:
 		defer func() { <-s.exportSlots }()
 	default:
 		w.Header().Set("Retry-After", fmt.Sprint(int(exportRetryAfter/time.Second)))
-		writeProblem(w, http.StatusServiceUnavailable, fmt.Sprintf("%d exports are running, the most at once: try again later", cap(s.exportSlots)), nil)
+		refuse(http.StatusServiceUnavailable, fmt.Sprintf("%d exports are running, the most at once: try again later", cap(s.exportSlots)), nil)
 		return
 	}
 	if opts.Location, err = export.Zone(r.Context(), s.cfg.Exports, filter.Account, q.Get("tz")); err != nil {
+		outcome = ordersync.OutcomeOfError(err)
 		s.fail(w, "export", err, "")
 		return
 	}
@@ -101,7 +125,6 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, kind export.Kind
 	h.Set("Ordersync-Time-Zone", opts.Location.String())
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
-	s.auditExport(r, filter, opts)
 
 	start := time.Now()
 	out := &sentWriter{w: w}
@@ -109,11 +132,18 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, kind export.Kind
 		extend()
 		return rc.Flush()
 	})
-	log := s.cfg.Logger.With("kind", string(kind), "account", filter.Account, "rows", rows, "duration", time.Since(start).Round(time.Millisecond))
+	var actor string
+	if p, ok := PrincipalOf(r.Context()); ok {
+		actor = p.Name
+	}
+	log := s.cfg.Logger.With("actor", actor, "kind", string(kind), "account", filter.Account, "rows", rows,
+		"duration", time.Since(start).Round(time.Millisecond))
+	outcome = ordersync.OutcomeOfError(err)
 	switch {
 	case err == nil:
 		log.Info("export finished")
 	case r.Context().Err() != nil:
+		outcome = ordersync.OutcomeCancelled
 		log.Info("export cancelled: the client went away", "err", err)
 		panic(http.ErrAbortHandler)
 	case !out.sent:
@@ -124,36 +154,6 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, kind export.Kind
 		log.Error("export failed midway: connection cut", "err", err)
 		panic(http.ErrAbortHandler)
 	}
-}
-
-// auditExport records who exported what: an export is an action on
-// buyers' data. It is the one place an export is recorded.
-func (s *Server) auditExport(r *http.Request, filter ordersync.OrderFilter, opts export.Options) {
-	statuses := make([]string, len(filter.Statuses))
-	for i, st := range filter.Statuses {
-		statuses[i] = string(st)
-	}
-	attrs := []slog.Attr{
-		slog.String("caller", s.caller(r)), slog.String("remote", r.RemoteAddr),
-		slog.String("kind", string(opts.Kind)), slog.String("format", string(opts.Format)), slog.String("profile", string(opts.Profile)),
-		slog.String("account", filter.Account), slog.String("status", strings.Join(statuses, ",")),
-	}
-	if !filter.Since.IsZero() {
-		attrs = append(attrs, slog.Time("since", filter.Since))
-	}
-	s.cfg.Logger.LogAttrs(r.Context(), slog.LevelInfo, "export started", attrs...)
-}
-
-// caller names who sent a request as far as the API knows: the bearer
-// token by the first 12 hex digits of its SHA-256 (never the token), or
-// loopback when the API runs without tokens.
-func (s *Server) caller(r *http.Request) string {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if len(s.cfg.Tokens) == 0 || !ok || token == "" {
-		return "loopback (no admin tokens)"
-	}
-	sum := sha256.Sum256([]byte(token))
-	return "token sha256:" + hex.EncodeToString(sum[:6])
 }
 
 func contentType(opts export.Options) string {

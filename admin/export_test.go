@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"database/sql"
 	"encoding/csv"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +15,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -76,12 +81,40 @@ func (h *hookedExporter) ExportOrders(ctx context.Context, params ordersync.Expo
 }
 
 // exportEnv is the admin API over a SQLite mirror of n paid orders, read
-// two orders a batch, its log in logs.
+// two orders a batch, its log in logs, each audit record it writes also
+// sent to audited.
 type exportEnv struct {
-	url  string
-	srv  *httptest.Server
-	hook *hookedExporter
-	logs *syncBuffer
+	url     string
+	srv     *httptest.Server
+	hook    *hookedExporter
+	logs    *syncBuffer
+	audited chan ordersync.AuditRecord
+}
+
+// hookedAudit is the mirror's audit trail, telling each record it wrote.
+type hookedAudit struct {
+	*store.DB
+	recorded chan ordersync.AuditRecord
+}
+
+func (h hookedAudit) RecordAudit(ctx context.Context, rec ordersync.AuditRecord) error {
+	err := h.DB.RecordAudit(ctx, rec)
+	if err == nil {
+		h.recorded <- rec
+	}
+	return err
+}
+
+// nextAudit is the next audit record the server wrote.
+func (e *exportEnv) nextAudit(t *testing.T) ordersync.AuditRecord {
+	t.Helper()
+	select {
+	case rec := <-e.audited:
+		return rec
+	case <-time.After(10 * time.Second):
+		t.Fatal("no audit record written")
+		return ordersync.AuditRecord{}
+	}
 }
 
 func newExportEnv(t *testing.T, n int, configure func(*admin.Config, *http.Server)) *exportEnv {
@@ -110,8 +143,8 @@ func newExportEnv(t *testing.T, n int, configure func(*admin.Config, *http.Serve
 	if _, err := db.ApplyOrders(ctx, params); err != nil {
 		t.Fatal(err)
 	}
-	e := &exportEnv{hook: &hookedExporter{DB: db, ended: make(chan error, 8)}, logs: &syncBuffer{}}
-	cfg := admin.Config{Orders: db, Exports: e.hook, ExportBatchSize: 2,
+	e := &exportEnv{hook: &hookedExporter{DB: db, ended: make(chan error, 8)}, logs: &syncBuffer{}, audited: make(chan ordersync.AuditRecord, 16)}
+	cfg := admin.Config{Orders: db, Exports: e.hook, ExportBatchSize: 2, Audit: hookedAudit{DB: db, recorded: e.audited},
 		Logger: slog.New(slog.NewJSONHandler(e.logs, nil))}
 	srv := httptest.NewUnstartedServer(nil)
 	if configure != nil {
@@ -241,12 +274,17 @@ func TestExportEndpoints(t *testing.T) {
 		t.Errorf("JSON Lines Content-Type %q", ct)
 	}
 
-	// Who ran each export is logged, at INFO.
-	if n := strings.Count(e.logs.String(), `"msg":"export started"`); n != 8 {
-		t.Errorf("%d exports logged as started, want 8:\n%s", n, e.logs)
+	// Each export is in the audit trail, as the request's principal.
+	want := []string{"export.orders", "export.orders", "export.order-lines", "export.status-changes", "export.orders",
+		"export.order-lines", "export.orders", "export.orders"}
+	for i, action := range want {
+		rec := e.nextAudit(t)
+		if rec.Action != action || rec.Actor != ordersync.Loopback.Name || rec.Outcome != ordersync.OutcomeOK || !strings.HasPrefix(rec.Object, "account=default") {
+			t.Errorf("audit record %d: %+v, want %s by %s", i, rec, action, ordersync.Loopback.Name)
+		}
 	}
-	if !strings.Contains(e.logs.String(), `"caller":"loopback (no admin tokens)"`) {
-		t.Errorf("the log does not say who ran the export:\n%s", e.logs)
+	if n := strings.Count(e.logs.String(), `"actor":"`+ordersync.Loopback.Name+`"`); n != 8 {
+		t.Errorf("%d exports logged with their actor, want 8:\n%s", n, e.logs)
 	}
 }
 
@@ -275,22 +313,48 @@ func TestExportBadInput(t *testing.T) {
 	}
 }
 
-// The caller is named by a digest of its token, never the token.
-func TestExportLogsTheCaller(t *testing.T) {
-	e := newExportEnv(t, 1, func(c *admin.Config, _ *http.Server) {
-		c.Tokens = []ordersync.AdminToken{{Name: "exporter", Role: ordersync.RoleOperator, Token: "tok-secret-1"}}
+// An export is an action on buyers' data: the audit trail names the
+// token that ran it and the filter, never the token itself.
+func TestExportIsAudited(t *testing.T) {
+	e := newExportEnv(t, 3, func(c *admin.Config, _ *http.Server) {
+		c.Tokens = []ordersync.AdminToken{{Name: "exporter", Role: ordersync.RoleViewer, Token: "tok-secret-1"}}
 	})
-	req, _ := http.NewRequest("GET", e.url+"/v1/exports/orders", nil)
-	req.Header.Set("Authorization", "Bearer tok-secret-1")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	get := func(path string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", e.url+path, nil)
+		req.Header.Set("Authorization", "Bearer tok-secret-1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	logs := e.logs.String()
-	if resp.StatusCode != 200 || !strings.Contains(logs, `"caller":"token sha256:`) || strings.Contains(logs, "tok-secret-1") {
-		t.Errorf("%d; log:\n%s", resp.StatusCode, logs)
+	if resp, b := get("/v1/exports/order-lines?q=Jos%C3%A9&currency=usd&minTotal=10&status=PAID&format=jsonl&cursor=ignored&limit=1"); resp.StatusCode != 200 {
+		t.Fatalf("export by a viewer: %d %s", resp.StatusCode, b)
+	}
+	e.nextAudit(t)
+	if resp, b := get("/v1/exports/orders?paidFrom=yesterday"); resp.StatusCode != 400 {
+		t.Fatalf("a bad export: %d %s", resp.StatusCode, b)
+	}
+	e.nextAudit(t)
+	resp, b := get("/v1/audit?action=export.order-lines")
+	var trail admin.AuditList
+	if err := json.Unmarshal(b, &trail); err != nil || resp.StatusCode != 200 || len(trail.Records) != 1 {
+		t.Fatalf("GET /v1/audit: %d %v %s", resp.StatusCode, err, b)
+	}
+	got := trail.Records[0]
+	if got.Actor != "exporter" || got.Role != string(ordersync.RoleViewer) || got.Via != string(ordersync.ViaAPI) || got.Outcome != "ok" ||
+		got.Object != "account=default&currency=USD&minTotal=10&q=Jos%C3%A9&status=PAID" {
+		t.Errorf("the export's audit record: %+v", got)
+	}
+	resp, b = get("/v1/audit?action=export.orders")
+	if err := json.Unmarshal(b, &trail); err != nil || len(trail.Records) != 1 || trail.Records[0].Outcome != "400" || trail.Records[0].Actor != "exporter" {
+		t.Errorf("the refused export's audit record: %s", b)
+	}
+	if strings.Contains(e.logs.String(), "tok-secret-1") || !strings.Contains(e.logs.String(), `"actor":"exporter"`) {
+		t.Errorf("the log names the token, or not the exporter:\n%s", e.logs)
 	}
 }
 
@@ -321,6 +385,9 @@ func TestExportLimit(t *testing.T) {
 	resp, b, _ := e.get(t, "/v1/exports/status-changes")
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("a third export: %d (Retry-After %q) %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+	if rec := e.nextAudit(t); rec.Action != "export.status-changes" || rec.Outcome != "503" {
+		t.Errorf("the refused export's audit record: %+v", rec)
 	}
 	close(e.hook.release)
 	for range 2 {
@@ -368,6 +435,9 @@ func TestExportCancelledByClient(t *testing.T) {
 	if n := e.hook.batches.Load(); n != 1 {
 		t.Errorf("%d batches read of 10, want 1: the export went on after the client left", n)
 	}
+	if rec := e.nextAudit(t); rec.Action != "export.orders" || rec.Outcome != ordersync.OutcomeCancelled {
+		t.Errorf("the cancelled export's audit record: %+v", rec)
+	}
 }
 
 // A read that fails after rows went out cuts the connection: the client
@@ -391,6 +461,9 @@ func TestExportFailsMidway(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), "export failed midway") {
 		t.Errorf("the failure is not logged:\n%s", e.logs)
+	}
+	if rec := e.nextAudit(t); rec.Outcome != errInjected.Error() {
+		t.Errorf("the failed export's audit record: %+v", rec)
 	}
 
 	e.hook.failAt = 1
@@ -420,5 +493,171 @@ func TestExportOutlastsServerTimeouts(t *testing.T) {
 	}
 	if err := <-e.hook.ended; err != nil {
 		t.Errorf("the export ended with %v", err)
+	}
+}
+
+// mirrorURLs are a fresh SQLite file and, when ORDERSYNC_TEST_POSTGRES_URL
+// is set, a fresh PostgreSQL schema dropped at cleanup.
+func mirrorURLs(t *testing.T) map[string]string {
+	t.Helper()
+	urls := map[string]string{store.DialectSQLite: "sqlite:" + filepath.Join(t.TempDir(), "m.db")}
+	base := os.Getenv("ORDERSYNC_TEST_POSTGRES_URL")
+	if base == "" {
+		t.Log("PostgreSQL skipped: set ORDERSYNC_TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+		return urls
+	}
+	conn, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	suffix := make([]byte, 6)
+	_, _ = rand.Read(suffix)
+	schema := "ordersync_admin_test_" + hex.EncodeToString(suffix)
+	if _, err := conn.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := conn.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	u, err := neturl.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	urls[store.DialectPostgres] = u.String()
+	return urls
+}
+
+// TestExportIsTheListingView holds "export this view" to its word: the
+// query of a listing, given to an export, gives exactly the orders every
+// page of the listing gives, in the same order, on both dialects; a bad
+// filter is a 400 naming it, as the listing's is.
+func TestExportIsTheListingView(t *testing.T) {
+	for dialect, url := range mirrorURLs(t) {
+		t.Run(dialect, func(t *testing.T) {
+			ctx := context.Background()
+			db, err := store.Open(ctx, store.Config{URL: url})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			names := []string{"José Peña", "Ana Núñez", "JOSEFINA Ruiz", "Pedro José Alas"}
+			var params []ordersync.ApplyParams
+			for i := range 30 {
+				currency := "USD"
+				if i%5 == 0 {
+					currency = "EUR"
+				}
+				status := []string{"PAID", "PENDING", "FINALIZED"}[i%3]
+				payment := ""
+				if status != "PENDING" {
+					payment = fmt.Sprintf(`,"payment":{"authorizationCode":"A%d","buyer":{"name":%q,"phone":"+503700%02d","email":"b%d@example.com"}}`, i, names[i%4], i, i)
+				}
+				doc := fmt.Sprintf(`{"orderId":%d,"orderCode":"v%02d","orderReference":"R-%d","name":"Pedido","orderStatus":%q,"lineItems":[],
+"subtotal":%d.5,"totalDetails":{"shippingAmount":0,"discountAmount":0,"surchargeAmount":0},"total":%d.5,
+"store":{"currencyCode":%q,"timezone":"America/El_Salvador"}%s,"created":"2026-10-%02dT12:00:00.000Z"}`,
+					2000+i, i, i, status, 5+i%7*10, 5+i%7*10, currency, payment, 10+i%4)
+				o, err := ordersync.DecodeOrder([]byte(doc))
+				if err != nil {
+					t.Fatal(err)
+				}
+				params = append(params, ordersync.ApplyParams{Account: ordersync.DefaultAccount, Order: o, Seq: int64(i + 1),
+					FetchedAt: time.Date(2026, 10, 13, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Hour), Cause: ordersync.CauseWebhook})
+			}
+			if _, err := db.ApplyOrders(ctx, params); err != nil {
+				t.Fatal(err)
+			}
+			api, err := admin.New(admin.Config{Orders: db, Exports: db, ExportBatchSize: 3, Audit: db,
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(api)
+			t.Cleanup(srv.Close)
+			get := func(path string) (int, []byte) {
+				t.Helper()
+				resp, err := http.Get(srv.URL + path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				b, err := io.ReadAll(resp.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return resp.StatusCode, b
+			}
+
+			for _, view := range []string{
+				"q=jose&paidFrom=2026-10-13T05:00:00Z&currency=USD&minTotal=25",
+				"q=jose&paidFrom=2026-10-13&tz=America/New_York&currency=usd&minTotal=25&sort=total_asc",
+				"paidFrom=2026-10-13T03:00:00Z&paidTo=2026-10-14&sort=paid_desc",
+				"createdFrom=2026-10-11&createdTo=2026-10-13&maxTotal=45.5&status=PAID&status=PENDING&sort=created_asc",
+			} {
+				var listed []string
+				for cursor := ""; ; {
+					status, b := get("/v1/orders?limit=4&" + view + cursor)
+					var page struct {
+						Orders []struct {
+							OrderCode string `json:"orderCode"`
+						} `json:"orders"`
+						NextCursor *string `json:"nextCursor"`
+					}
+					if err := json.Unmarshal(b, &page); err != nil || status != 200 {
+						t.Fatalf("list %s: %d %v %s", view, status, err, b)
+					}
+					for _, o := range page.Orders {
+						listed = append(listed, o.OrderCode)
+					}
+					if page.NextCursor == nil {
+						break
+					}
+					cursor = "&cursor=" + *page.NextCursor
+				}
+				if len(listed) < 2 {
+					t.Fatalf("view %s lists %q: the test needs a view of several orders", view, listed)
+				}
+				// The listing's URL as it is, its page size included.
+				status, b := get("/v1/exports/orders?format=jsonl&limit=4&" + view)
+				if status != 200 {
+					t.Fatalf("export %s: %d %s", view, status, b)
+				}
+				var exported []string
+				for line := range strings.Lines(string(b)) {
+					var row map[string]string
+					if err := json.Unmarshal([]byte(line), &row); err != nil {
+						t.Fatal(err)
+					}
+					exported = append(exported, row["order_code"])
+				}
+				if !slices.Equal(exported, listed) {
+					t.Errorf("view %s:\nexport  %q\nlisting %q", view, exported, listed)
+				}
+			}
+
+			for query, params := range map[string][]string{
+				"minTotal=ten":                           {"minTotal"},
+				"paidFrom=yesterday&currency=dollars":    {"paidFrom", "currency"},
+				"sort=newest":                            {"sort"},
+				"createdFrom=2026-10-12&since=24h":       {"since"},
+				"paidFrom=2026-10-12&paidTo=2026-10-11":  {"paidTo"},
+				"tz=Mars/Olympus&createdFrom=2026-10-12": {"tz"},
+				"maxTotal=1&minTotal=2&format=xlsx":      {"maxTotal", "format"},
+			} {
+				status, b := get("/v1/exports/orders?" + query)
+				var p admin.Problem
+				_ = json.Unmarshal(b, &p)
+				for _, param := range params {
+					if status != http.StatusBadRequest || len(p.Errors[param]) == 0 {
+						t.Errorf("%s: %d %s, want 400 naming %s", query, status, b, param)
+					}
+				}
+			}
+		})
 	}
 }

@@ -149,3 +149,44 @@ func ParseTimeBound(v string, loc *time.Location) (time.Time, error) {
 	}
 	return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time (2026-03-08T00:00:00-05:00) nor a date (YYYY-MM-DD, read in tz)", v)
 }
+
+// FilterQuery is the query string that selects what f selects, its page
+// aside (cursor, limit, offset, count): the account, then each filter
+// ParseOrderQuery reads, times in UTC (a since given as a duration becomes
+// the time it meant), keys sorted. The audit trail names the orders an
+// export read by it, and ParseOrderQuery reads it back to the same filter.
+func FilterQuery(f ordersync.OrderFilter) string {
+	q := url.Values{}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	at := func(k string, t time.Time) {
+		if !t.IsZero() {
+			q.Set(k, t.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	amount := func(k string, a *ordersync.Amount) {
+		if a != nil {
+			q.Set(k, a.String())
+		}
+	}
+	set("account", f.Account)
+	set("q", f.Q)
+	for _, st := range f.Statuses {
+		q.Add("status", string(st))
+	}
+	at("since", f.Since)
+	at("createdFrom", f.CreatedFrom)
+	at("createdTo", f.CreatedTo)
+	at("paidFrom", f.PaidFrom)
+	at("paidTo", f.PaidTo)
+	set("currency", f.Currency)
+	amount("minTotal", f.MinTotal)
+	amount("maxTotal", f.MaxTotal)
+	if f.Sort != ordersync.SortCreatedDesc {
+		set("sort", string(f.Sort))
+	}
+	return q.Encode()
+}

@@ -336,7 +336,7 @@ func (o *order) activeAt() time.Time {
 func (o *order) scheduleNextCheck(status ordersync.Status, at time.Time) {
 	active := o.activeAt()
 	o.nextCheck = nil
-	cs := ordersync.CheckState{Code: o.ref.Code, Status: status, ActiveAt: active, LastEventType: o.sync.LastEventType, ExpiresAt: o.ref.ExpiresAt}
+	cs := ordersync.CheckState{Status: status, ActiveAt: active, LastEventType: o.sync.LastEventType, ExpiresAt: o.ref.ExpiresAt}
 	if due, ok := ordersync.NextCheck(cs, at); ok {
 		due = dbTime(due)
 		o.nextCheck = &due
@@ -564,45 +564,6 @@ func (s *Store) DeferCheck(_ context.Context, account, code string, at time.Time
 		o.nextCheck = &at
 	}
 	return nil
-}
-
-// PullCheck brings the check of an order still on the schedule to at,
-// unless it is due sooner.
-func (s *Store) PullCheck(_ context.Context, account, code string, at time.Time) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if o := s.orders[key{account, code}]; o != nil && o.nextCheck != nil && o.nextCheck.After(at) {
-		at = dbTime(at)
-		o.nextCheck = &at
-	}
-	return nil
-}
-
-// PullChecks is store.DB's: account's open orders last active at or after
-// activeSince are due at at, most recently active first, or minGap after
-// their last fetch if that is later.
-func (s *Store) PullChecks(_ context.Context, account string, activeSince, at time.Time, minGap time.Duration) ([]string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var pulled []*order
-	for k, o := range s.orders {
-		if k.account == account && o.nextCheck != nil && !o.activeAt().Before(activeSince) {
-			pulled = append(pulled, o)
-		}
-	}
-	slices.SortFunc(pulled, func(a, b *order) int {
-		return cmp.Or(b.activeAt().Compare(a.activeAt()), cmp.Compare(a.ref.Code, b.ref.Code))
-	})
-	codes := make([]string, 0, len(pulled))
-	for i, o := range pulled {
-		due := dbTime(at).Add(time.Duration(i-len(pulled)) * time.Microsecond)
-		if o.sync.LastSyncedAt != nil && o.sync.LastSyncedAt.Add(minGap).After(due) {
-			due = dbTime(o.sync.LastSyncedAt.Add(minGap))
-		}
-		o.nextCheck = &due
-		codes = append(codes, o.ref.Code)
-	}
-	return codes, nil
 }
 
 func (o *order) mirrored() *ordersync.MirroredOrder {

@@ -26,6 +26,7 @@ var orderColumns = []string{
 	"first_seen_at", "last_synced_at", "last_event_at", "last_event_type",
 	"fetch_count", "fetch_seq", "paid_fired", "status_transitions",
 	"changed_at", "next_check_at", "paid_at", "status_changed_at", "total_key",
+	"minor_units", "subtotal_minor", "shipping_amount_minor", "discount_amount_minor", "surcharge_amount_minor", "total_minor",
 }
 
 // The multi-row statements of ApplyOrders.
@@ -601,7 +602,7 @@ func orderValues(account string, bo *batchOrder, st *orderState) []any {
 	if pay.Buyer != nil {
 		buyer = *pay.Buyer
 	}
-	return []any{
+	return append([]any{
 		account, o.OrderCode, string(o.OrderID), o.OrderReference, o.Name, o.Description, string(o.OrderStatus),
 		o.Subtotal, o.TotalDetails.ShippingAmount, o.TotalDetails.DiscountAmount, o.TotalDetails.SurchargeAmount, o.Total,
 		o.PaymentLinkURL, o.SuccessURL, o.CancelURL, nullTime(o.Created.Time),
@@ -612,7 +613,7 @@ func orderValues(account string, bo *batchOrder, st *orderState) []any {
 		st.FetchCount, st.FetchSeq, st.PaidFired, st.Transitions,
 		nullTimePtr(st.ChangedAt), nullTimePtr(st.NextCheckAt), nullTimePtr(st.PaidAt), nullTimePtr(st.StatusChangedAt),
 		totalKey(o.Total),
-	}
+	}, minorValues(o)...)
 }
 
 // scheduleNextCheck sets when the reconciler next checks the order, as of
@@ -625,7 +626,7 @@ func (st *orderState) scheduleNextCheck(status ordersync.Status, now time.Time) 
 			active = *t
 		}
 	}
-	cs := ordersync.CheckState{Code: st.Code, Status: status, ActiveAt: active, LastEventType: ordersync.EventType(st.LastEventType)}
+	cs := ordersync.CheckState{Status: status, ActiveAt: active, LastEventType: ordersync.EventType(st.LastEventType)}
 	if st.ExpiresAt != nil {
 		cs.ExpiresAt = *st.ExpiresAt
 	}

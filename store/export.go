@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -16,71 +15,32 @@ import (
 // defaultExportBatch is how many orders one read of an export takes.
 const defaultExportBatch = 1000
 
-// exportWhere is the condition an export's filter puts on orders: the
-// listing's filters.
-func exportWhere(filter ordersync.OrderFilter) ([]string, []any) {
-	where := []string{"raw_document IS NOT NULL"}
-	var args []any
-	if filter.Account != "" {
-		where, args = append(where, "account = ?"), append(args, filter.Account)
-	}
-	if len(filter.Statuses) > 0 {
-		where = append(where, "status IN ("+placeholders(len(filter.Statuses))+")")
-		for _, st := range filter.Statuses {
-			args = append(args, string(st))
-		}
-	}
-	if !filter.Since.IsZero() {
-		where, args = append(where, "created_at >= ?"), append(args, dbTime(filter.Since))
-	}
-	return where, args
-}
-
-// ExportOrders calls fn with the orders params select, newest first, in
-// batches read each in its own read transaction. Pages are keyset pages on
-// (created_at DESC, id ASC), the order of the creation-time indexes (whose
-// entries end in the row id), so each read starts where the last ended
-// instead of counting past what it already gave; orders without a creation
-// time follow, by id. A batch sees the mirror as it was when it was read:
-// an order that changes during an export is written as one batch saw it,
-// and an order created during it may or may not appear.
+// ExportOrders calls fn with the orders params select, in the filter's
+// sort, in batches read each in its own read transaction. A batch is a
+// listing's page: the same query as ListOrders (selectOrders), continued
+// after the last order of the batch before by the same keyset, so an export
+// holds exactly the orders every page of the listing would, and each read
+// starts where the last ended instead of counting past what it already
+// gave. The filter's After, Limit and Offset do not apply: an export is the
+// whole view. A batch sees the mirror as it was when it was read: an order
+// that changes during an export is written as one batch saw it, and an
+// order created during it may or may not appear.
 func (db *DB) ExportOrders(ctx context.Context, params ordersync.ExportParams, fn func(batch []ordersync.ExportedOrder) error) error {
 	size := params.BatchSize
 	if size <= 0 {
 		size = defaultExportBatch
 	}
-	where, args := exportWhere(params.Filter)
-	base := `SELECT ` + orderRowColumns + ` FROM orders WHERE ` + strings.Join(where, " AND ")
-	dated := db.rebind(base + ` AND created_at IS NOT NULL AND created_at <= ? AND (created_at < ? OR id > ?)
-ORDER BY created_at DESC, id LIMIT ?`)
-	datedFirst := db.rebind(base + ` AND created_at IS NOT NULL ORDER BY created_at DESC, id LIMIT ?`)
-	undated := db.rebind(base + ` AND created_at IS NULL AND id > ? ORDER BY id LIMIT ?`)
-
-	var (
-		lastAt    time.Time
-		lastID    int64
-		started   bool
-		undatedOn = params.Filter.Since.IsZero() // a creation bound excludes orders without a creation time
-		inUndated bool
-	)
+	filter := params.Filter
+	filter.After, filter.Limit, filter.Offset, filter.Count = nil, 0, 0, false
+	sort, err := checkFilter(filter)
+	if err != nil {
+		return fmt.Errorf("export orders: %w", err)
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var (
-			query string
-			qargs = args[:len(args):len(args)]
-		)
-		switch {
-		case inUndated:
-			query, qargs = undated, append(qargs, lastID, size)
-		case started:
-			at := dbTime(lastAt)
-			query, qargs = dated, append(qargs, at, at, lastID, size)
-		default:
-			query, qargs = datedFirst, append(qargs, size)
-		}
-		batch, rows, err := db.exportBatch(ctx, query, qargs, params)
+		batch, rows, err := db.exportBatch(ctx, filter, sort, size, params)
 		if err != nil {
 			return err
 		}
@@ -88,30 +48,24 @@ ORDER BY created_at DESC, id LIMIT ?`)
 			if err := fn(batch); err != nil {
 				return err
 			}
-			last := rows[len(rows)-1]
-			lastID, started = last.ID, true
-			if last.CreatedAt != nil {
-				lastAt = *last.CreatedAt
-			}
 		}
-		if len(batch) == size {
-			continue
-		}
-		if inUndated || !undatedOn {
+		if len(batch) < size {
 			return nil
 		}
-		inUndated, lastID = true, 0
+		filter.After = rows[len(rows)-1].cursor(sort)
 	}
 }
 
 // exportBatch reads one batch of an export in one read transaction.
-func (db *DB) exportBatch(ctx context.Context, query string, args []any, params ordersync.ExportParams) ([]ordersync.ExportedOrder, []orderRow, error) {
+func (db *DB) exportBatch(ctx context.Context, filter ordersync.OrderFilter, sort ordersync.OrderSort, size int,
+	params ordersync.ExportParams) ([]ordersync.ExportedOrder, []orderRow, error) {
 	var (
 		rows  []orderRow
 		batch []ordersync.ExportedOrder
 	)
 	err := db.inReadTx(ctx, "export orders", func(tx *sqlx.Tx) error {
-		if err := tx.SelectContext(ctx, &rows, query, args...); err != nil {
+		var err error
+		if rows, err = db.selectOrders(ctx, tx, filter, sort, size, 0); err != nil {
 			return err
 		}
 		batch = make([]ordersync.ExportedOrder, len(rows))

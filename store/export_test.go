@@ -44,7 +44,8 @@ func TestExportOrdersKeyset(t *testing.T) {
 			}
 		}
 		// Applied in this order, so row ids follow it: ties in creation time
-		// are broken by row id, and orders without a creation time come last.
+		// are broken by row id (newest row first, as the listing does), and
+		// orders without a creation time come last.
 		specs := []struct {
 			code    string
 			created any
@@ -69,7 +70,7 @@ func TestExportOrdersKeyset(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		all := []string{"h", "b", "c", "e", "f", "a", "d", "g"}
+		all := []string{"h", "e", "c", "b", "f", "a", "g", "d"}
 		for _, size := range []int{1, 2, 3, 8, 1000} {
 			codes, sizes := exportCodes(t, db, ordersync.ExportParams{Filter: ordersync.OrderFilter{Account: ordersync.DefaultAccount}, BatchSize: size})
 			if !slices.Equal(codes, all) {
@@ -87,9 +88,11 @@ func TestExportOrdersKeyset(t *testing.T) {
 			want   []string
 		}{
 			{"status", ordersync.OrderFilter{Account: ordersync.DefaultAccount, Statuses: []ordersync.Status{ordersync.StatusPaid}}, []string{"h", "c", "f", "a", "d"}},
-			{"since leaves out orders without a creation time", ordersync.OrderFilter{Account: ordersync.DefaultAccount, Since: time.Date(2026, 10, 11, 8, 30, 0, 123e6, time.UTC)}, []string{"h", "b", "c", "e", "f"}},
+			{"since leaves out orders without a creation time", ordersync.OrderFilter{Account: ordersync.DefaultAccount, Since: time.Date(2026, 10, 11, 8, 30, 0, 123e6, time.UTC)}, []string{"h", "e", "c", "b", "f"}},
+			{"the listing's sort", ordersync.OrderFilter{Account: ordersync.DefaultAccount, Sort: ordersync.SortCreatedAsc}, []string{"a", "f", "b", "c", "e", "h", "d", "g"}},
 			{"other account", ordersync.OrderFilter{Account: "other"}, []string{"z"}},
-			{"limit and offset do not apply", ordersync.OrderFilter{Account: ordersync.DefaultAccount, Limit: 1, Offset: 3}, all},
+			{"limit, offset and a cursor do not apply", ordersync.OrderFilter{Account: ordersync.DefaultAccount, Limit: 1, Offset: 3,
+				After: &ordersync.OrderCursor{Sort: ordersync.SortCreatedDesc, Row: 1}}, all},
 		} {
 			if codes, _ := exportCodes(t, db, ordersync.ExportParams{Filter: tt.filter, BatchSize: 2}); !slices.Equal(codes, tt.want) {
 				t.Errorf("%s: %q, want %q", tt.name, codes, tt.want)
@@ -202,6 +205,76 @@ func TestStoreTimeZone(t *testing.T) {
 		}
 		if zone, _ := db.StoreTimeZone(ctx, "other"); zone != "" {
 			t.Errorf("another account's zone: %q", zone)
+		}
+	})
+}
+
+// TestExportIsTheListing holds an export to the listing: for every filter
+// and sort, the orders an export gives, batch after batch, are the orders
+// every page of ListOrders gives, in the same order.
+func TestExportIsTheListing(t *testing.T) {
+	day := func(d int) time.Time { return time.Date(2026, 10, d, 0, 0, 0, 0, time.UTC) }
+	amount := func(s string) *ordersync.Amount { a := ordersync.MustAmount(s); return &a }
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		ctx := context.Background()
+		loadSearchOrders(t, db)
+		// More orders than a batch or a page, with ties in every sort key.
+		var more []ordersync.ApplyParams
+		for i := range 23 {
+			so := searchOrder{code: fmt.Sprintf("m-%02d", i), status: []ordersync.Status{ordersync.StatusPaid, ordersync.StatusPending, ordersync.StatusFinalized}[i%3],
+				day: 10 + i%5, total: []string{"20.50", "100", "7.25"}[i%3], buyer: []string{"José Núñez", fmt.Sprintf("m%d@example.com", i), "+503700", "M1"}}
+			if i%4 == 0 {
+				so.currency = "EUR"
+			}
+			more = append(more, so.params(t, int64(100+i)))
+		}
+		apply(t, db, more...)
+
+		def := func(f ordersync.OrderFilter) ordersync.OrderFilter { f.Account = ordersync.DefaultAccount; return f }
+		filters := []ordersync.OrderFilter{
+			def(ordersync.OrderFilter{}),
+			def(ordersync.OrderFilter{Q: "jose", PaidFrom: time.Date(2026, 10, 10, 18, 5, 3, 0, time.UTC), Currency: "USD", MinTotal: amount("20.5")}),
+			def(ordersync.OrderFilter{Q: "JOSÉ", Statuses: []ordersync.Status{ordersync.StatusPaid, ordersync.StatusFinalized}}),
+			def(ordersync.OrderFilter{CreatedFrom: day(11), CreatedTo: day(14), MaxTotal: amount("100")}),
+			def(ordersync.OrderFilter{Since: day(12), Currency: "EUR"}),
+			def(ordersync.OrderFilter{PaidTo: time.Date(2026, 10, 10, 18, 7, 0, 0, time.UTC)}),
+			{Account: "other"},
+		}
+		for _, f := range filters {
+			for _, sort := range ordersync.OrderSorts {
+				f.Sort = sort
+				var listed []string
+				page := f
+				page.Limit = 4
+				for {
+					p, err := db.ListOrders(ctx, page)
+					if err != nil {
+						t.Fatalf("ListOrders(%+v): %v", page, err)
+					}
+					for _, m := range p.Orders {
+						listed = append(listed, m.Order.OrderCode)
+					}
+					if p.Next == nil {
+						break
+					}
+					page.After = p.Next
+				}
+				exported, _ := exportCodes(t, db, ordersync.ExportParams{Filter: f, BatchSize: 3})
+				if !slices.Equal(exported, listed) {
+					t.Errorf("filter %+v, sort %s:\nexport  %q\nlisting %q", f, sort, exported, listed)
+				}
+			}
+		}
+		// The filter that the API test also holds selects something, so the
+		// comparison above is not between two empty lists.
+		if codes, _ := exportCodes(t, db, ordersync.ExportParams{Filter: filters[1]}); len(codes) < 2 {
+			t.Errorf("q, paidFrom, currency and minTotal export %q: want several orders", codes)
+		}
+		err := db.ExportOrders(ctx, ordersync.ExportParams{Filter: def(ordersync.OrderFilter{Since: day(1), CreatedFrom: day(1)})},
+			func([]ordersync.ExportedOrder) error { return nil })
+		if err == nil {
+			t.Error("Since with CreatedFrom: no error")
 		}
 	})
 }

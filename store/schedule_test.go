@@ -52,21 +52,21 @@ func TestCheckScheduleFollowsActivity(t *testing.T) {
 			}
 		}
 		at(1, 0, ordersync.StatusPending)
-		want("created", ordersync.FirstCheckAfter("a"))
+		want("created", ordersync.CheckMinInterval)
 		at(2, 10*time.Minute, ordersync.StatusPending)
-		want("quiet check 10m after creation", 10*time.Minute+ordersync.CheckActiveInterval)
+		want("quiet check 10m after creation", 10*time.Minute+10*time.Minute/4)
 		at(3, 30*time.Minute, ordersync.StatusPending)
-		want("quiet check 30m after creation", 30*time.Minute+ordersync.CheckActiveInterval)
+		want("quiet check 30m after creation", 30*time.Minute+ordersync.CheckActiveMaxInterval)
 		at(4, 2*time.Hour, ordersync.StatusPending)
-		want("quiet check 2h after creation", 2*time.Hour+ordersync.CheckMaxInterval)
+		want("quiet check 2h after creation", 2*time.Hour+30*time.Minute)
 		at(5, 3*time.Hour, ordersync.StatusPending, ordersync.EventRecord{MsgID: "m1", ReceivedAt: t0.Add(3 * time.Hour), Type: ordersync.EventUpdated})
-		want("a webhook", 3*time.Hour+ordersync.FirstCheckAfter("a"))
+		want("a webhook", 3*time.Hour+ordersync.CheckMinInterval)
 		at(6, 5*time.Hour, ordersync.StatusPending, ordersync.EventRecord{MsgID: "m2", ReceivedAt: t0.Add(5*time.Hour - 10*time.Minute), Type: ordersync.EventPaymentError})
 		want("a payment error 10m ago", 5*time.Hour+ordersync.CheckInFlightInterval)
 		at(7, 8*time.Hour, ordersync.StatusPaid)
-		want("a fetched change", 8*time.Hour+ordersync.FirstCheckAfter("a"))
+		want("a fetched change", 8*time.Hour+ordersync.CheckMinInterval)
 		at(8, 9*time.Hour, ordersync.StatusPaid)
-		want("quiet check 1h after the change", 9*time.Hour+ordersync.CheckMaxInterval)
+		want("quiet check 1h after the change", 9*time.Hour+15*time.Minute)
 		at(9, 10*time.Hour, ordersync.StatusFinalized)
 		want("finalized", -1)
 		due, err := db.ClaimDueChecks(context.Background(), ordersync.DefaultAccount, t0.Add(1000*time.Hour), 10, t0)
@@ -84,11 +84,10 @@ func TestClaimDueChecks(t *testing.T) {
 		db := openDB(t, url)
 		ctx := context.Background()
 		t0 := time.Now().UTC().Add(time.Hour).Truncate(time.Second)
-		// Order i was created at t0 + 5i minutes: first due between 1 and 4
-		// minutes later (ordersync.FirstCheckAfter), so in the order of i.
+		// Order i was created at t0 + i minutes: due 15s later.
 		for i, code := range []string{"c0", "c1", "c2", "c3", "c4"} {
 			p := fetched(orderDoc(t, code, i+1, ordersync.StatusPending), int64(i+1))
-			p.FetchedAt = t0.Add(time.Duration(5*i) * time.Minute)
+			p.FetchedAt = t0.Add(time.Duration(i) * time.Minute)
 			apply(t, db, p)
 		}
 		gone := fetched(orderDoc(t, "gone", 9, ordersync.StatusCancelled), 9)
@@ -100,17 +99,17 @@ func TestClaimDueChecks(t *testing.T) {
 		if err := db.RecordOrderRef(ctx, ordersync.OrderRef{Account: ordersync.DefaultAccount, Code: "placeholder"}); err != nil {
 			t.Fatal(err)
 		}
-		if got := nextCheckAt(t, db, "placeholder"); got == nil || got.Sub(time.Now()) > ordersync.CheckFirstFetch {
-			t.Errorf("a recorded placeholder is due at %v, want within %s", got, ordersync.CheckFirstFetch)
+		if got := nextCheckAt(t, db, "placeholder"); got == nil || got.Sub(time.Now()) > ordersync.CheckMinInterval {
+			t.Errorf("a recorded placeholder is due at %v, want within %s", got, ordersync.CheckMinInterval)
 		}
 
-		now := t0.Add(15*time.Minute + ordersync.CheckActiveInterval + 30*time.Second) // c0..c3 are due
+		now := t0.Add(3*time.Minute + 30*time.Second) // c0..c3 are due
 		backlog, err := db.CheckBacklog(ctx, ordersync.DefaultAccount, now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The placeholder, due within 15s of the wall clock, is overdue too.
-		if backlog.Due != 5 || !backlog.Oldest.Before(t0.Add(ordersync.CheckFirstFetch+time.Second)) {
+		if backlog.Due != 5 || !backlog.Oldest.Before(t0.Add(ordersync.CheckMinInterval+time.Second)) {
 			t.Errorf("backlog %+v, want 5 due, the oldest at or before t0+15s", backlog)
 		}
 

@@ -76,59 +76,32 @@ var (
 // orders per transaction, then clears the mark. It runs under the
 // migration lock.
 func (db *DB) backfillSearch(ctx context.Context) error {
-	var pending int
-	if err := db.write.GetContext(ctx, &pending, `SELECT COUNT(*) FROM search_backfill`); err != nil {
-		return fmt.Errorf("read the search backfill mark: %w", err)
-	}
-	if pending == 0 {
-		return nil
-	}
 	type row struct {
 		ID        int64             `db:"id"`
 		Account   string            `db:"account"`
 		Total     *ordersync.Amount `db:"total"`
 		BuyerName string            `db:"buyer_name"`
 	}
-	const batch = 1000
-	var last int64
-	filled := 0
-	for {
+	return db.backfill(ctx, "search columns", "search_backfill", func(tx *sqlx.Tx, after int64, limit int) (int64, int, error) {
 		var rows []row
-		err := db.inTx(ctx, "fill search columns", func(tx *sqlx.Tx) error {
-			if err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT id, account, total, buyer_name FROM orders
-WHERE id > ? AND raw_document IS NOT NULL ORDER BY id LIMIT ?`), last, batch); err != nil {
-				return err
-			}
-			var keys, tokens [][]any
-			for _, r := range rows {
-				if r.Total != nil {
-					keys = append(keys, []any{strconv.FormatInt(r.ID, 10), totalKey(*r.Total)})
-				}
-				for _, t := range ordersync.NameTokens(r.BuyerName) {
-					tokens = append(tokens, []any{r.Account, t, r.ID})
-				}
-			}
-			if err := db.execRows(ctx, tx, backfillTotalKeys, keys); err != nil {
-				return err
-			}
-			return db.execRows(ctx, tx, backfillTokens, tokens)
-		})
-		if err != nil {
-			return err
+		if err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT id, account, total, buyer_name FROM orders
+WHERE id > ? AND raw_document IS NOT NULL ORDER BY id LIMIT ?`), after, limit); err != nil || len(rows) == 0 {
+			return after, 0, err
 		}
-		filled += len(rows)
-		if len(rows) < batch {
-			break
+		var keys, tokens [][]any
+		for _, r := range rows {
+			if r.Total != nil {
+				keys = append(keys, []any{strconv.FormatInt(r.ID, 10), totalKey(*r.Total)})
+			}
+			for _, t := range ordersync.NameTokens(r.BuyerName) {
+				tokens = append(tokens, []any{r.Account, t, r.ID})
+			}
 		}
-		last = rows[len(rows)-1].ID
-	}
-	if _, err := db.write.ExecContext(ctx, `DELETE FROM search_backfill`); err != nil {
-		return fmt.Errorf("clear the search backfill mark: %w", err)
-	}
-	if filled > 0 {
-		db.logger.InfoContext(ctx, "filled the search columns of mirrored orders", "orders", filled)
-	}
-	return nil
+		if err := db.execRows(ctx, tx, backfillTotalKeys, keys); err != nil {
+			return after, 0, err
+		}
+		return rows[len(rows)-1].ID, len(rows), db.execRows(ctx, tx, backfillTokens, tokens)
+	})
 }
 
 // sortColumns are the columns of the sort keys.
@@ -140,82 +113,24 @@ var sortColumns = map[string]string{"created": "created_at", "paid": "paid_at", 
 // time yet), by row: each part is a range of an index, and a cursor names
 // the part it stopped in. Limit defaults to 100 and is capped at 1000.
 func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) (ordersync.OrderPage, error) {
-	sort := filter.Sort
-	if sort == "" {
-		sort = ordersync.SortCreatedDesc
-	}
-	if _, err := ordersync.ParseOrderSort(string(sort)); err != nil {
+	sort, err := checkFilter(filter)
+	if err != nil {
 		return ordersync.OrderPage{}, fmt.Errorf("list orders: %w", err)
 	}
-	if !filter.Since.IsZero() && !filter.CreatedFrom.IsZero() {
-		return ordersync.OrderPage{}, fmt.Errorf("list orders: Since and CreatedFrom cannot both be given")
-	}
-	if filter.After != nil && filter.After.Sort != sort {
-		return ordersync.OrderPage{}, fmt.Errorf("list orders: the cursor continues sort %s, not %s", filter.After.Sort, sort)
-	}
-	from, where, args := db.orderWhere(filter)
 	out := ordersync.OrderPage{Limit: clampLimit(filter.Limit, defaultListLimit, maxListLimit), Offset: max(filter.Offset, 0)}
-
-	col, dir, cmp := sortColumns[sort.Key()], "ASC", ">"
-	if sort.Desc() {
-		dir, cmp = "DESC", "<"
-	}
-	// valued is the part with the sort's value, after the cursor when it
-	// stopped there; unvalued, the part without, after the cursor when it
-	// stopped there.
-	valued := append(where[:len(where):len(where)], col+" IS NOT NULL")
-	valuedArgs := args[:len(args):len(args)]
-	unvalued := append(where[:len(where):len(where)], col+" IS NULL")
-	unvaluedArgs := args[:len(args):len(args)]
-	after := filter.After
-	skipValued := false
-	if after != nil {
-		if key, ok := cursorKey(after); ok {
-			valued = append(valued, "("+col+", id) "+cmp+" (?, ?)")
-			valuedArgs = append(valuedArgs, key, after.Row)
-		} else {
-			skipValued = true
-			unvalued = append(unvalued, "id "+cmp+" ?")
-			unvaluedArgs = append(unvaluedArgs, after.Row)
-		}
-	}
 	want := out.Limit + 1 // one more than the page tells whether another follows
-	err := db.inReadTx(ctx, "list orders", func(tx *sqlx.Tx) error {
+	err = db.inReadTx(ctx, "list orders", func(tx *sqlx.Tx) error {
 		if filter.Count {
+			from, where, args := db.orderWhere(filter)
 			var n int
 			if err := tx.GetContext(ctx, &n, db.rebind(`SELECT COUNT(*) FROM `+from+` WHERE `+strings.Join(where, " AND ")), args...); err != nil {
 				return err
 			}
 			out.Total = &n
 		}
-		var rows []orderRow
-		offset := out.Offset
-		if !skipValued {
-			q := `SELECT ` + orderRowColumns + ` FROM ` + from + ` WHERE ` + strings.Join(valued, " AND ") +
-				` ORDER BY ` + col + ` ` + dir + `, id ` + dir + ` LIMIT ? OFFSET ?`
-			if err := tx.SelectContext(ctx, &rows, db.rebind(q), append(valuedArgs, want, offset)...); err != nil {
-				return err
-			}
-			if len(rows) < want && offset > 0 {
-				// The offset reaches past the valued part: what is left
-				// of it applies to the unvalued part.
-				var n int
-				if err := tx.GetContext(ctx, &n, db.rebind(`SELECT COUNT(*) FROM `+from+` WHERE `+strings.Join(valued, " AND ")), valuedArgs...); err != nil {
-					return err
-				}
-				offset = max(offset-n, 0)
-			} else {
-				offset = 0
-			}
-		}
-		if len(rows) < want {
-			var more []orderRow
-			q := `SELECT ` + orderRowColumns + ` FROM ` + from + ` WHERE ` + strings.Join(unvalued, " AND ") +
-				` ORDER BY id ` + dir + ` LIMIT ? OFFSET ?`
-			if err := tx.SelectContext(ctx, &more, db.rebind(q), append(unvaluedArgs, want-len(rows), offset)...); err != nil {
-				return err
-			}
-			rows = append(rows, more...)
+		rows, err := db.selectOrders(ctx, tx, filter, sort, want, out.Offset)
+		if err != nil {
+			return err
 		}
 		if len(rows) == want {
 			rows = rows[:out.Limit]
@@ -232,6 +147,83 @@ func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) (ord
 		return ordersync.OrderPage{}, err
 	}
 	return out, nil
+}
+
+// checkFilter refuses what no listing or export can follow, and returns the
+// filter's sort with its default filled in.
+func checkFilter(filter ordersync.OrderFilter) (ordersync.OrderSort, error) {
+	sort := filter.Sort
+	if sort == "" {
+		sort = ordersync.SortCreatedDesc
+	}
+	if _, err := ordersync.ParseOrderSort(string(sort)); err != nil {
+		return "", err
+	}
+	if !filter.Since.IsZero() && !filter.CreatedFrom.IsZero() {
+		return "", fmt.Errorf("Since and CreatedFrom cannot both be given")
+	}
+	if filter.After != nil && filter.After.Sort != sort {
+		return "", fmt.Errorf("the cursor continues sort %s, not %s", filter.After.Sort, sort)
+	}
+	return sort, nil
+}
+
+// selectOrders reads up to want rows of the orders filter selects, in
+// sort, after filter.After and offset more: the one query of a listing's
+// page and of an export's batch, so that both select and order alike.
+func (db *DB) selectOrders(ctx context.Context, tx *sqlx.Tx, filter ordersync.OrderFilter, sort ordersync.OrderSort, want, offset int) ([]orderRow, error) {
+	from, where, args := db.orderWhere(filter)
+	col, dir, cmp := sortColumns[sort.Key()], "ASC", ">"
+	if sort.Desc() {
+		dir, cmp = "DESC", "<"
+	}
+	// valued is the part with the sort's value, after the cursor when it
+	// stopped there; unvalued, the part without, after the cursor when it
+	// stopped there.
+	valued := append(where[:len(where):len(where)], col+" IS NOT NULL")
+	valuedArgs := args[:len(args):len(args)]
+	unvalued := append(where[:len(where):len(where)], col+" IS NULL")
+	unvaluedArgs := args[:len(args):len(args)]
+	skipValued := false
+	if after := filter.After; after != nil {
+		if key, ok := cursorKey(after); ok {
+			valued = append(valued, "("+col+", id) "+cmp+" (?, ?)")
+			valuedArgs = append(valuedArgs, key, after.Row)
+		} else {
+			skipValued = true
+			unvalued = append(unvalued, "id "+cmp+" ?")
+			unvaluedArgs = append(unvaluedArgs, after.Row)
+		}
+	}
+	var rows []orderRow
+	if !skipValued {
+		q := `SELECT ` + orderRowColumns + ` FROM ` + from + ` WHERE ` + strings.Join(valued, " AND ") +
+			` ORDER BY ` + col + ` ` + dir + `, id ` + dir + ` LIMIT ? OFFSET ?`
+		if err := tx.SelectContext(ctx, &rows, db.rebind(q), append(valuedArgs, want, offset)...); err != nil {
+			return nil, err
+		}
+		if len(rows) < want && offset > 0 {
+			// The offset reaches past the valued part: what is left of it
+			// applies to the unvalued part.
+			var n int
+			if err := tx.GetContext(ctx, &n, db.rebind(`SELECT COUNT(*) FROM `+from+` WHERE `+strings.Join(valued, " AND ")), valuedArgs...); err != nil {
+				return nil, err
+			}
+			offset = max(offset-n, 0)
+		} else {
+			offset = 0
+		}
+	}
+	if len(rows) < want {
+		var more []orderRow
+		q := `SELECT ` + orderRowColumns + ` FROM ` + from + ` WHERE ` + strings.Join(unvalued, " AND ") +
+			` ORDER BY id ` + dir + ` LIMIT ? OFFSET ?`
+		if err := tx.SelectContext(ctx, &more, db.rebind(q), append(unvaluedArgs, want-len(rows), offset)...); err != nil {
+			return nil, err
+		}
+		rows = append(rows, more...)
+	}
+	return rows, nil
 }
 
 // cursorKey is the sort value a cursor stopped at, as its column holds it,

@@ -147,9 +147,6 @@ type Syncer struct {
 	// waiting for the upstream (the Retry-After gate, the rate limit):
 	// while there are any, the reconciler's checks wait (see giveWay).
 	foreground atomic.Int64
-	// rateLimited counts the 429 answers, for the reconciler to back off
-	// (RateLimits).
-	rateLimited atomic.Int64
 }
 
 // fetchOptions make a fetch other than a webhook's. The zero value is a
@@ -248,15 +245,6 @@ func (s *Syncer) breakerStateChanged(_ string, from, to gobreaker.State) {
 		s.log.Info("upstream circuit breaker closed: fetching resumed")
 	}
 }
-
-// WaitingFetches counts the fetches other than the reconciler's checks
-// that are waiting for the upstream now: the checks give way while any are.
-func (s *Syncer) WaitingFetches() int64 { return s.foreground.Load() }
-
-// RateLimits counts the upstream's 429 answers to any fetch since the
-// Syncer started: the reconciler halves its budget when it grows, so that
-// webhook-driven fetches keep the merchant's limit.
-func (s *Syncer) RateLimits() int64 { return s.rateLimited.Load() }
 
 // BreakerClosed reports whether the circuit breaker lets requests through
 // normally.
@@ -365,9 +353,6 @@ func (s *Syncer) attempt(ctx context.Context, code string, opts fetchOptions) (f
 	}
 	if ue.RetryAfter > 0 {
 		s.holdUntil(time.Now().Add(ue.RetryAfter))
-	}
-	if ue.Kind == ordersync.UpstreamRateLimited {
-		s.rateLimited.Add(1)
 	}
 	s.metrics.fetchRequests.WithLabelValues(string(ue.Kind)).Inc()
 	if ue.Kind == ordersync.UpstreamUnauthorized {

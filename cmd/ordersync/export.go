@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/export"
 	"github.com/ordersync/ordersync/internal/app"
@@ -17,52 +16,50 @@ import (
 
 func newOrdersExportCommand() *cobra.Command {
 	var (
-		set                        export.Settings
-		tz, since, account, output string
-		statuses                   []string
+		set    export.Settings
+		output string
 	)
 	cmd := &cobra.Command{
-		Use:   "export --kind orders|order-lines|status-changes --output FILE",
+		Use:   "export --kind orders|order-lines|status-changes --output FILE [filters]",
 		Short: "Export the mirror's orders, their line items or their status changes as CSV or JSON Lines",
-		Long: `export writes what the filters select, newest first, reading the mirror a
-batch at a time (the same file GET /v1/exports/KIND streams). The file is
-written beside FILE and renamed to it only when whole: a failed export leaves
-no partial file behind. The columns and what each means are in
-docs/back-office.md (Exports).`,
+		Long: `export writes every order the filters select, in the order of --sort
+(newest first by default), reading the mirror a batch at a time: the same
+filters as orders list and GET /v1/orders, the same file GET
+/v1/exports/KIND streams. The file is written beside FILE and renamed to it
+only when whole: a failed export leaves no partial file behind. The export is
+recorded in the audit trail as the operating-system user who ran it. The
+columns and what each means are in docs/back-office.md (Exports).`,
 		Args: cobra.NoArgs,
 	}
 	flags := app.AddConfigFlags(cmd.Flags(), app.ScopeMirror)
+	// The listing's filters, but its paging: an export is the whole view.
+	ff := addOrderFilterFlags(cmd.Flags(), "cursor")
+	cmd.Flags().Lookup("tz").Usage = "IANA time zone the dates of the ranges are read in (default UTC) and the local time columns are written in (default: the store's, else UTC)"
 	cmd.Flags().StringVar(&set.Kind, "kind", string(export.Orders), "what a row is: orders, order-lines or status-changes")
 	cmd.Flags().StringVar(&set.Format, "format", string(export.CSV), "csv or jsonl (JSON Lines, the CSV's columns as keys)")
 	cmd.Flags().StringVar(&set.Profile, "profile", string(export.Plain), "plain (every value as mirrored) or excel (byte-order mark, formula-safe text cells); CSV only")
 	cmd.Flags().StringVar(&set.Delimiter, "delimiter", ",", `the CSV's delimiter: "," or ";"`)
 	cmd.Flags().StringVar(&set.Decimal, "decimal", "point", "point or comma: how amounts are written in a CSV")
-	cmd.Flags().StringVar(&tz, "tz", "", "IANA time zone of the local time columns (default: the store's, else UTC)")
-	cmd.Flags().StringSliceVar(&statuses, "status", nil, "only these statuses: PENDING, PAID, CANCELLED, FINALIZED (comma-separated or repeated)")
-	cmd.Flags().StringVar(&since, "since", "", "only orders created since: RFC 3339 time, YYYY-MM-DD, or a duration back from now (24h)")
-	cmd.Flags().StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
 	cmd.Flags().StringVarP(&output, "output", "o", "", `the file to write ("-": standard output)`)
 	_ = cmd.MarkFlagRequired("output")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+	cmd.RunE = func(cmd *cobra.Command, _ []string) (err error) {
 		opts, err := export.ParseSettings(set)
 		if err != nil {
 			return err
 		}
-		filter := ordersync.OrderFilter{Account: account}
-		if filter.Statuses, err = admin.ParseStatuses(statuses); err != nil {
-			return fmt.Errorf("--status: %w", err)
-		}
-		if since != "" {
-			if filter.Since, err = admin.ParseSince(since, time.Now()); err != nil {
-				return fmt.Errorf("--since: %w", err)
-			}
+		filter, err := ff.filter(nil, nil)
+		if err != nil {
+			return err
 		}
 		l, err := openMirror(cmd.Context(), flags)
 		if err != nil {
 			return err
 		}
 		defer l.Close()
-		if opts.Location, err = export.Zone(cmd.Context(), l.db, account, tz); err != nil {
+		// An export reads buyers' data: the trail says who, what and how it
+		// ended (an interrupt records it as cancelled).
+		defer func() { l.audit(cmd.Context(), "export."+string(opts.Kind), admin.FilterQuery(filter), err) }()
+		if opts.Location, err = export.Zone(cmd.Context(), l.db, filter.Account, ff.param("tz")); err != nil {
 			return err
 		}
 		report := cmd.OutOrStdout()

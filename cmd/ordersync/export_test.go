@@ -95,4 +95,44 @@ func TestOrdersExportCommand(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("the output directory holds %d files, want only orders.csv (no partial files)", len(entries))
 	}
+
+	// The same filter flags as orders list select the same orders, in the
+	// same order; a bad one is named by its flag.
+	filters := []string{"--search", "ana", "--status", "paid", "--currency", "kwd", "--min-total", "1.5", "--paid-from", "2026-03-29", "--sort", "created_asc"}
+	list, err := runCLI(t, append([]string{"orders", "list", db, "--json", "--limit", "1"}, filters...)...)
+	if err != nil {
+		t.Fatalf("orders list: %v\n%s", err, list)
+	}
+	out, err = runCLI(t, append([]string{"orders", "export", db, "--format", "jsonl", "--output", "-"}, filters...)...)
+	if err != nil || strings.Count(out, `"order_code":`) != 2 || strings.Index(out, `"order_code":"c00"`) > strings.Index(out, `"order_code":"c02"`) ||
+		!strings.Contains(list, `"orderCode": "c00"`) {
+		t.Errorf("export with the listing's filters: %v\n%s\nlist:\n%s", err, out, list)
+	}
+	for flag, value := range map[string]string{"--min-total": "ten", "--paid-from": "yesterday", "--sort": "newest", "--status": "SHIPPED"} {
+		if _, err := runCLI(t, "orders", "export", db, "--output", "-", flag, value); err == nil || !strings.Contains(err.Error(), flag+":") {
+			t.Errorf("%s %s: %v, want an error naming %s", flag, value, err, flag)
+		}
+	}
+	if _, err := runCLI(t, "orders", "export", db, "--output", "-", "--cursor", "x"); err == nil || !strings.Contains(err.Error(), "unknown flag") {
+		t.Errorf("--cursor: %v, want unknown (an export is the whole view)", err)
+	}
+
+	// Each export ran is in the audit trail as the operating-system user.
+	mirror, err := store.Open(context.Background(), store.Config{URL: strings.TrimPrefix(db, "--database-url=")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mirror.Close()
+	// Two orders exports ran; the refused ones read nothing and are not.
+	trail, err := mirror.ListAudit(context.Background(), ordersync.AuditFilter{Action: "export.orders"})
+	if err != nil || len(trail.Records) != 2 {
+		t.Fatalf("the trail's orders exports: %v %+v", err, trail.Records)
+	}
+	if rec := trail.Records[0]; rec.Actor != osUser() || rec.Via != ordersync.ViaCLI || rec.Outcome != ordersync.OutcomeOK ||
+		rec.Object != "account=default&currency=KWD&minTotal=1.5&paidFrom=2026-03-29T00%3A00%3A00Z&q=ana&sort=created_asc&status=PAID" {
+		t.Errorf("the CLI export's audit record: %+v (want by %s)", rec, osUser())
+	}
+	if trail, _ := mirror.ListAudit(context.Background(), ordersync.AuditFilter{Action: "export.order-lines"}); len(trail.Records) != 1 || trail.Records[0].Object != "account=default&status=PAID" {
+		t.Errorf("the order-lines export's audit record: %+v", trail.Records)
+	}
 }

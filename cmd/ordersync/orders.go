@@ -7,12 +7,14 @@ import (
 	"io"
 	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
@@ -42,46 +44,83 @@ var orderListFlags = []struct{ flag, param, usage string }{
 	{"cursor", "cursor", "continue a listing where the previous page ended (its next-page cursor)"},
 }
 
+// orderFilterFlags are the flags that select orders, shared by orders list
+// and orders export so that both select alike: the admin API's filter
+// parameters in kebab case (orderListFlags), the statuses and the account.
+type orderFilterFlags struct {
+	values   []string
+	statuses []string
+	account  string
+}
+
+// addOrderFilterFlags adds the filter flags to fs, but those named in except.
+func addOrderFilterFlags(fs *pflag.FlagSet, except ...string) *orderFilterFlags {
+	ff := &orderFilterFlags{values: make([]string, len(orderListFlags))}
+	for i, f := range orderListFlags {
+		if !slices.Contains(except, f.flag) {
+			fs.StringVar(&ff.values[i], f.flag, "", f.usage)
+		}
+	}
+	fs.StringSliceVar(&ff.statuses, "status", nil, "only these statuses: PENDING, PAID, CANCELLED, FINALIZED (comma-separated or repeated)")
+	fs.StringVar(&ff.account, "account", ordersync.DefaultAccount, "merchant account")
+	return ff
+}
+
+// param is the value of the flag of the query parameter name, "" unset.
+func (ff *orderFilterFlags) param(name string) string {
+	for i, f := range orderListFlags {
+		if f.param == name {
+			return ff.values[i]
+		}
+	}
+	return ""
+}
+
+// filter reads the flags, with the further query parameters extra, through
+// the admin API's own parser; a refusal names each flag.
+func (ff *orderFilterFlags) filter(extra url.Values, extraFlags map[string]string) (ordersync.OrderFilter, error) {
+	q := url.Values{"status": ff.statuses}
+	for i, f := range orderListFlags {
+		if ff.values[i] != "" {
+			q.Set(f.param, ff.values[i])
+		}
+	}
+	maps.Copy(q, extra)
+	filter, err := admin.ParseOrderQuery(q, time.Now())
+	var qe *admin.QueryError
+	if errors.As(err, &qe) {
+		return ordersync.OrderFilter{}, flagErrors(qe, extraFlags)
+	}
+	if err != nil {
+		return ordersync.OrderFilter{}, err
+	}
+	filter.Account = ff.account
+	return filter, nil
+}
+
 func newOrdersListCommand() *cobra.Command {
-	var account string
 	var asJSON, count bool
 	var limit, offset int
-	var statuses []string
-	values := make([]string, len(orderListFlags))
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List and find mirrored orders, newest first by default",
 		Args:  cobra.NoArgs,
 	}
 	flags := app.AddConfigFlags(cmd.Flags(), app.ScopeMirror)
-	for i, f := range orderListFlags {
-		cmd.Flags().StringVar(&values[i], f.flag, "", f.usage)
-	}
-	cmd.Flags().StringSliceVar(&statuses, "status", nil, "only these statuses: PENDING, PAID, CANCELLED, FINALIZED (comma-separated or repeated)")
-	cmd.Flags().StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
+	ff := addOrderFilterFlags(cmd.Flags())
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many orders (max 1000)")
 	cmd.Flags().IntVar(&offset, "offset", 0, "skip this many orders (prefer --cursor: pages by offset shift as orders arrive)")
 	cmd.Flags().BoolVar(&count, "count", false, "also count every order the filter selects (a pass over all of them)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the admin API's shape) instead of a table")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		q := url.Values{"limit": {strconv.Itoa(limit)}, "offset": {strconv.Itoa(offset)}, "status": statuses}
-		for i, f := range orderListFlags {
-			if values[i] != "" {
-				q.Set(f.param, values[i])
-			}
-		}
+		q := url.Values{"limit": {strconv.Itoa(limit)}, "offset": {strconv.Itoa(offset)}}
 		if count {
 			q.Set("count", "exact")
 		}
-		filter, err := admin.ParseOrderQuery(q, time.Now())
-		var qe *admin.QueryError
-		if errors.As(err, &qe) {
-			return flagErrors(qe, map[string]string{"status": "status", "limit": "limit", "offset": "offset"})
-		}
+		filter, err := ff.filter(q, map[string]string{"limit": "limit", "offset": "offset"})
 		if err != nil {
 			return err
 		}
-		filter.Account = account
 		l, err := openMirror(cmd.Context(), flags)
 		if err != nil {
 			return err
@@ -104,7 +143,8 @@ func newOrdersListCommand() *cobra.Command {
 // flagErrors is a refused query in the CLI's terms: each parameter named
 // by its flag.
 func flagErrors(qe *admin.QueryError, extra map[string]string) error {
-	flagOf := maps.Clone(extra)
+	flagOf := map[string]string{"status": "status"}
+	maps.Copy(flagOf, extra)
 	for _, f := range orderListFlags {
 		flagOf[f.param] = f.flag
 	}

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
-
-	"github.com/ordersync/ordersync/worker"
 )
 
 func loadTestConfig(t *testing.T, file string, env map[string]string, args ...string) (Config, error) {
@@ -157,10 +155,10 @@ func TestReplacedReconcileSettings(t *testing.T) {
 		on   bool
 		rps  float64
 	}{
-		{"default", "", nil, true, worker.DefaultReconcileBudget},
+		{"default", "", nil, true, 20},
 		{"rps", "reconcile_rps: 5\n", nil, true, 5},
 		{"rps 0", "", []string{"--reconcile-rps", "0"}, false, 0},
-		{"interval 0 still turns it off", "reconcile_interval: 0s\n", nil, false, worker.DefaultReconcileBudget},
+		{"interval 0 still turns it off", "reconcile_interval: 0s\n", nil, false, 20},
 	}
 	for _, tc := range on {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,331 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// The console's Orders and Order pages: the listing's query in the URL,
+// read by ParseOrderQuery like the API's, and one order's detail and
+// timeline.
+
+// routeConsoleOrders adds the Orders and Order pages and the time-zone
+// switch.
+func (s *Server) routeConsoleOrders() {
+	s.mux.HandleFunc("GET /console/orders", s.ordersPage)
+	s.mux.HandleFunc("GET /console/orders/{code}", s.orderPage)
+	s.mux.HandleFunc("POST /console/orders/{id}/resync", when(s.cfg.Follower != nil, "tracking", s.resyncOrder))
+	s.mux.HandleFunc("GET /console/zone", s.switchZone)
+}
+
+// Console page sizes: a screenful, and at most what a page weighs well.
+const (
+	defaultConsoleLimit = 50
+	maxConsoleLimit     = 200
+)
+
+// zoneCookie remembers, per browser, whether times show in the store's
+// time zone ("store", the default) or in UTC ("utc").
+const zoneCookie = "ordersync_zone"
+
+// zoneOf is the zone the console shows times in for r: UTC when the
+// browser chose it or the store names no (known) zone, else the store's.
+func (s *Server) zoneOf(r *http.Request, storeZone string) (*time.Location, string) {
+	if c, err := r.Cookie(zoneCookie); err == nil && c.Value == "utc" {
+		return time.UTC, "utc"
+	}
+	if storeZone == "" {
+		return time.UTC, "store"
+	}
+	loc, err := time.LoadLocation(storeZone)
+	if err != nil || storeZone == "Local" {
+		return time.UTC, "store"
+	}
+	return loc, "store"
+}
+
+// storeZone is the time zone of the account's store, "" when unknown.
+func (s *Server) storeZone(ctx context.Context, account string) string {
+	if s.cfg.Exports == nil {
+		return ""
+	}
+	tz, err := s.cfg.Exports.StoreTimeZone(ctx, account)
+	if err != nil {
+		s.cfg.Logger.Warn("admin: read the store's time zone", "account", account, "err", err)
+		return ""
+	}
+	return tz
+}
+
+// switchZone remembers the browser's choice of zone and goes back to the
+// page it came from. It changes nothing on the server, so it is a link
+// (GET) that needs no role and leaves no audit record.
+func (s *Server) switchZone(w http.ResponseWriter, r *http.Request) {
+	zone := r.URL.Query().Get("zone")
+	if zone != "utc" && zone != "store" {
+		writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{"zone": {fmt.Sprintf("%q: want store or utc", zone)}})
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: zoneCookie, Value: zone, Path: "/console/", MaxAge: 365 * 24 * 3600,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(r)})
+	back := r.URL.Query().Get("back")
+	// Only a console path: a link elsewhere would make this an open redirect.
+	if !strings.HasPrefix(back, "/console/") || strings.HasPrefix(back, "//") || strings.Contains(back, "\\") {
+		back = "/console/orders"
+	}
+	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
+// Moment is a time as the console shows it: in the page's zone, with UTC
+// for the hover and the machine-readable attribute.
+type Moment struct {
+	Shown, UTC, ISO string
+}
+
+func momentOf(t time.Time, loc *time.Location) Moment {
+	if t.IsZero() {
+		return Moment{}
+	}
+	return Moment{Shown: t.In(loc).Format("2006-01-02 15:04 MST"), UTC: t.UTC().Format("2006-01-02 15:04:05 UTC"),
+		ISO: t.UTC().Format(time.RFC3339)}
+}
+
+func momentOfPtr(t *time.Time, loc *time.Location) Moment {
+	if t == nil {
+		return Moment{}
+	}
+	return momentOf(*t, loc)
+}
+
+// ZoneSwitch is the header's time-zone switch of a page.
+type ZoneSwitch struct {
+	Mode, Store, Back string
+}
+
+// OrdersView is the Orders page.
+type OrdersView struct {
+	Query    url.Values
+	Errors   map[string][]string
+	Statuses []ordersync.Status
+	Sorts    []ordersync.OrderSort
+	Rows     []OrderRow
+	NextURL  string
+	Export   string
+	Zone     ZoneSwitch
+	Searched bool
+}
+
+// Value is the query's value of the parameter name, for the form.
+func (v *OrdersView) Value(name string) string { return v.Query.Get(name) }
+
+// OrderRow is one order of the Orders page.
+type OrderRow struct {
+	Code, Reference, Status, Buyer, Total, Currency string
+	Created, Paid                                   Moment
+}
+
+func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
+	account := s.account(r)
+	zoneName := s.storeZone(r.Context(), account)
+	loc, mode := s.zoneOf(r, zoneName)
+	q := r.URL.Query()
+	// Dates of the form mean midnight in the zone the page shows.
+	if q.Get("tz") == "" {
+		q.Set("tz", loc.String())
+	}
+	view := &OrdersView{Query: q, Statuses: ordersync.Statuses, Sorts: ordersync.OrderSorts,
+		Zone: ZoneSwitch{Mode: mode, Store: zoneName, Back: r.URL.RequestURI()}}
+	for _, p := range OrderQueryParams {
+		if p != "tz" && p != "sort" && q.Get(p) != "" {
+			view.Searched = true
+		}
+	}
+	filter, err := ParseOrderQuery(q, time.Now())
+	var qe *QueryError
+	if errors.As(err, &qe) {
+		view.Errors = qe.Fields
+		s.page(w, r, http.StatusBadRequest, "orders.html", &Page{Title: "Orders", Data: view})
+		return
+	}
+	filter.Account = account
+	if filter.Limit == 0 {
+		filter.Limit = defaultConsoleLimit
+	}
+	filter.Limit = min(filter.Limit, maxConsoleLimit)
+	page, err := s.cfg.Orders.ListOrders(r.Context(), filter)
+	if err != nil {
+		s.fail(w, "list orders", err, "")
+		return
+	}
+	for _, o := range page.Orders {
+		row := OrderRow{Code: o.Order.OrderCode, Reference: o.Order.OrderReference, Status: string(o.Order.OrderStatus),
+			Total: o.Order.Total.String(), Currency: o.Order.Store.CurrencyCode,
+			Created: momentOf(o.Order.Created.Time, loc), Paid: momentOfPtr(o.Sync.PaidAt, loc)}
+		if p := o.Order.Payment; p != nil && p.Buyer != nil {
+			row.Buyer = p.Buyer.Email
+		}
+		view.Rows = append(view.Rows, row)
+	}
+	if page.Next != nil {
+		next := cloneValues(q)
+		next.Set("cursor", page.Next.String())
+		next.Del("offset")
+		view.NextURL = "/console/orders?" + next.Encode()
+	}
+	// The export selects what the filter does, every page of it.
+	exp := cloneValues(q)
+	for _, p := range []string{"cursor", "limit", "offset", "count"} {
+		exp.Del(p)
+	}
+	exp.Set("format", "csv")
+	view.Export = "/v1/exports/orders?" + exp.Encode()
+	s.page(w, r, http.StatusOK, "orders.html", &Page{Title: "Orders", Data: view})
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range v {
+		if len(vs) > 0 && vs[0] != "" {
+			out[k] = slices.Clone(vs)
+		}
+	}
+	return out
+}
+
+// OrderView is the Order page.
+type OrderView struct {
+	Order    *ordersync.MirroredOrder
+	Lines    []LineRow
+	Created  Moment
+	Synced   Moment
+	Paid     Moment
+	Timeline []TimelineEntry
+	Raw      string
+	Zone     ZoneSwitch
+	MayAct   bool
+	Resynced bool
+}
+
+// LineRow is one line item as the Order page shows it.
+type LineRow struct {
+	SKU, Name, Price, Quantity, SubTotal string
+}
+
+// TimelineEntry is one thing that happened to an order.
+type TimelineEntry struct {
+	At           Moment
+	at           time.Time
+	Kind, Detail string
+}
+
+func (s *Server) orderPage(w http.ResponseWriter, r *http.Request) {
+	s.showOrderPage(w, r, r.PathValue("code"), false)
+}
+
+// resyncOrder fetches the order now, as POST /v1/orders/track does, and
+// shows the page with what the fetch found.
+func (s *Server) resyncOrder(w http.ResponseWriter, r *http.Request) {
+	code := r.PathValue("id")
+	if _, err := s.cfg.Follower.TrackOrder(r.Context(), s.account(r), code); err != nil {
+		s.fail(w, "track order", err, "")
+		return
+	}
+	s.showOrderPage(w, r, code, true)
+}
+
+func (s *Server) showOrderPage(w http.ResponseWriter, r *http.Request, code string, resynced bool) {
+	ctx, account := r.Context(), s.account(r)
+	o, err := s.cfg.Orders.FindOrderByCode(ctx, account, code)
+	if err != nil {
+		s.fail(w, "find order", err, fmt.Sprintf("order %s is not in the mirror", code))
+		return
+	}
+	loc, mode := s.zoneOf(r, o.Order.Store.Timezone)
+	view := &OrderView{Order: o, Created: momentOf(o.Order.Created.Time, loc), Synced: momentOfPtr(o.Sync.LastSyncedAt, loc),
+		Paid: momentOfPtr(o.Sync.PaidAt, loc), Resynced: resynced,
+		Zone: ZoneSwitch{Mode: mode, Store: o.Order.Store.Timezone, Back: "/console/orders/" + url.PathEscape(code)}}
+	if p, ok := PrincipalOf(ctx); ok {
+		view.MayAct = p.Role.May(ordersync.AccessAct)
+	}
+	for _, l := range o.Order.LineItems {
+		price := l.Price.String()
+		if l.PromoPrice != nil {
+			price = l.PromoPrice.String() + " (was " + price + ")"
+		}
+		view.Lines = append(view.Lines, LineRow{SKU: l.SKU, Name: l.Name, Price: price,
+			Quantity: fmt.Sprint(l.Quantity), SubTotal: l.SubTotal.String()})
+	}
+	if raw := o.Order.Raw; len(raw) > 0 {
+		var doc any
+		if json.Unmarshal(raw, &doc) == nil {
+			if b, err := json.MarshalIndent(doc, "", "  "); err == nil {
+				view.Raw = string(b)
+			}
+		}
+	}
+	if view.Timeline, err = s.timeline(ctx, o, loc); err != nil {
+		s.fail(w, "read the order's timeline", err, "")
+		return
+	}
+	s.page(w, r, http.StatusOK, "order.html", &Page{Title: "Order " + code, Data: view})
+}
+
+// timeline is everything the mirror still keeps of what happened to o,
+// newest first: webhooks heard, status changes seen by fetches, and
+// deliveries to HTTP endpoints.
+func (s *Server) timeline(ctx context.Context, o *ordersync.MirroredOrder, loc *time.Location) ([]TimelineEntry, error) {
+	var out []TimelineEntry
+	add := func(at time.Time, kind, detail string) {
+		out = append(out, TimelineEntry{At: momentOf(at, loc), at: at, Kind: kind, Detail: detail})
+	}
+	events, err := s.cfg.Orders.ListEvents(ctx, ordersync.EventFilter{Account: o.Account, OrderCode: o.Order.OrderCode,
+		OrderID: o.Order.OrderID, Limit: maxEventLimit})
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	for _, e := range events {
+		add(e.ReceivedAt, "Webhook "+string(e.Type), strings.TrimSpace(string(e.Outcome)+" "+e.Detail))
+	}
+	deliveries, err := s.cfg.Orders.ListDeliveries(ctx, ordersync.DeliveryFilter{Account: o.Account, OrderCode: o.Order.OrderCode, Limit: maxEventLimit})
+	if err != nil {
+		return nil, fmt.Errorf("list deliveries: %w", err)
+	}
+	for _, d := range deliveries {
+		add(d.At, "Delivery "+string(d.Event), fmt.Sprintf("endpoint %s: %s after %d attempt(s), last HTTP status %d %s",
+			d.EndpointID, d.Outcome, d.Attempts, d.Status, d.Detail))
+	}
+	if s.cfg.Exports != nil {
+		// The exporter is what reads status changes; the code finds the one
+		// order (and perhaps another naming it, which is skipped).
+		err := s.cfg.Exports.ExportOrders(ctx, ordersync.ExportParams{Filter: ordersync.OrderFilter{Account: o.Account, Q: o.Order.OrderCode},
+			StatusChanges: true}, func(batch []ordersync.ExportedOrder) error {
+			for _, e := range batch {
+				if e.Order.OrderCode != o.Order.OrderCode {
+					continue
+				}
+				for _, c := range e.StatusChanges {
+					from := string(c.From)
+					if from == "" {
+						from = "first seen"
+					}
+					add(c.At, "Status "+from+" → "+string(c.To), "fetch caused by "+string(c.Cause))
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read status changes: %w", err)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b TimelineEntry) int { return b.at.Compare(a.at) })
+	return out, nil
+}

@@ -1,0 +1,123 @@
+package admin_test
+
+import (
+	"encoding/csv"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/sim"
+)
+
+var exportLink = regexp.MustCompile(`href="(/v1/exports/orders\?[^"]+)"`)
+
+// newConsoleEnv is the API with the two roles' tokens, sessions, exports
+// and two orders from the simulator: A-1 paid by sim.DefaultBuyer, A-2
+// pending. It returns the env and the two orders' codes.
+func newConsoleEnv(t *testing.T) (*apiEnv, []string) {
+	t.Helper()
+	e := newAPIEnvWith(t, func(e *apiEnv, c *admin.Config) {
+		c.Tokens, c.Audit, c.Sessions, c.Exports = roleTokens, e.db, e.db, e.db
+	})
+	var codes []string
+	for _, ref := range []string{"A-1", "A-2"} {
+		var res ordersync.PaymentLinkResult
+		body := `{"lineItems":[{"product":{"name":"Combo","price":"6.50"},"quantity":2}],"orderReference":"` + ref + `"}`
+		if st := apiDo(t, e.url, "POST", "/v1/payment-links", "ops-token", body, &res); st != http.StatusOK {
+			t.Fatalf("create %s: %d", ref, st)
+		}
+		codes = append(codes, res.OrderCode)
+	}
+	if _, err := e.sim.Pay(codes[0], sim.DefaultBuyer); err != nil {
+		t.Fatal(err)
+	}
+	if st := apiDo(t, e.url, "POST", "/v1/orders/track", "ops-token", `{"orderCode":"`+codes[0]+`"}`, nil); st != http.StatusOK {
+		t.Fatalf("track: %d", st)
+	}
+	return e, codes
+}
+
+// TestConsoleOrders: the Orders page finds an order by its reference and
+// by its buyer's email, refuses a bad filter naming it, links the export
+// of its view, which the session downloads (and nothing without it); the
+// Order page shows the detail and timeline; re-sync needs an operator and
+// the form's CSRF token.
+func TestConsoleOrders(t *testing.T) {
+	e, codes := newConsoleEnv(t)
+	b := newBrowser(t, e.url)
+	if resp := b.signIn("ops-token"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign in: %d", resp.StatusCode)
+	}
+	for _, q := range []string{"A-1", sim.DefaultBuyer.Email} {
+		resp, page := b.do("GET", "/console/orders?q="+url.QueryEscape(q), nil)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(page, codes[0]) || strings.Contains(page, codes[1]) {
+			t.Errorf("search %q: %d, want only %s:\n%s", q, resp.StatusCode, codes[0], page)
+		}
+	}
+	resp, page := b.do("GET", "/console/orders?minTotal=ten", nil)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "minTotal") {
+		t.Errorf("bad filter: %d\n%s", resp.StatusCode, page)
+	}
+
+	// The export of the view "paid orders" by the session.
+	_, page = b.do("GET", "/console/orders?status=PAID", nil)
+	href := exportLink.FindStringSubmatch(page)
+	if href == nil {
+		t.Fatalf("no export link:\n%s", page)
+	}
+	link := strings.ReplaceAll(href[1], "&amp;", "&")
+	resp, body := b.do("GET", link, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("export by session: %d %s", resp.StatusCode, body)
+	}
+	rows, err := csv.NewReader(strings.NewReader(body)).ReadAll()
+	if err != nil || len(rows) != 2 || !strings.Contains(strings.Join(rows[1], ","), codes[0]) {
+		t.Errorf("export of the paid orders: %v %q", err, rows)
+	}
+	if st := apiDo(t, e.url, "GET", link, "", "", nil); st != http.StatusUnauthorized {
+		t.Errorf("export without session or bearer: %d, want 401", st)
+	}
+
+	resp, page = b.do("GET", "/console/orders/"+codes[0], nil)
+	for _, want := range []string{"A-1", sim.DefaultBuyer.Email, "Timeline", "Status first seen → PENDING", "PENDING → PAID", "Re-sync now"} {
+		if resp.StatusCode != http.StatusOK || !strings.Contains(page, want) {
+			t.Errorf("order page: %d, lacks %q", resp.StatusCode, want)
+		}
+	}
+	if strings.Contains(page, "disabled") {
+		t.Errorf("an operator's re-sync button is disabled")
+	}
+	if resp, _ := b.do("POST", "/console/orders/"+codes[0]+"/resync", url.Values{}); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("re-sync without CSRF token: %d, want 403", resp.StatusCode)
+	}
+	resp, page = b.do("POST", "/console/orders/"+codes[0]+"/resync", url.Values{"csrf": {b.csrf(page)}})
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "Re-synced") {
+		t.Errorf("re-sync: %d\n%s", resp.StatusCode, page)
+	}
+
+	viewer := newBrowser(t, e.url)
+	viewer.signIn("eve-token")
+	_, page = viewer.do("GET", "/console/orders/"+codes[0], nil)
+	if !strings.Contains(page, "disabled") {
+		t.Errorf("a viewer's re-sync button is not disabled")
+	}
+	if resp, _ := viewer.do("POST", "/console/orders/"+codes[0]+"/resync", url.Values{"csrf": {viewer.csrf(page)}}); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("re-sync as viewer: %d, want 403", resp.StatusCode)
+	}
+
+	// The zone switch is remembered and shows times in UTC.
+	resp, _ = b.do("GET", "/console/zone?zone=utc&back=/console/orders", nil)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/orders" {
+		t.Errorf("zone switch: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if _, page = b.do("GET", "/console/orders", nil); !strings.Contains(page, " UTC</time>") {
+		t.Errorf("times not in UTC after the switch:\n%s", page)
+	}
+	if resp, _ = b.do("GET", "/console/zone?zone=utc&back=//evil.example/", nil); resp.Header.Get("Location") != "/console/orders" {
+		t.Errorf("zone switch goes back off the console: %s", resp.Header.Get("Location"))
+	}
+}
