@@ -304,8 +304,10 @@ type OrderEventStream interface {
 	// EndpointEvents creates or updates the endpoint's consumer, selecting
 	// events, and returns its source. A new consumer starts at the events
 	// published from `from` on (the endpoint's creation), however late the
-	// consumer itself is created.
-	EndpointEvents(ctx context.Context, endpointID string, events []HookEvent, from time.Time) (OrderEventSource, error)
+	// consumer itself is created. ackWait is how long a reader may hold an
+	// event without extending it before the event is handed out again; zero
+	// is the queue's default.
+	EndpointEvents(ctx context.Context, endpointID string, events []HookEvent, from time.Time, ackWait time.Duration) (OrderEventSource, error)
 	// DeleteEndpointEvents deletes the endpoint's consumer; deleting one
 	// that does not exist is not an error.
 	DeleteEndpointEvents(ctx context.Context, endpointID string) error

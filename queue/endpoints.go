@@ -14,7 +14,8 @@ import (
 )
 
 // endpointAckWait is how long an endpoint's deliverer may hold an event
-// without extending it before another process gets it.
+// without extending it before another process gets it, unless the
+// deliverer asks for another.
 const endpointAckWait = 30 * time.Second
 
 // handBackMargin is added to the ack wait before a new reader of an
@@ -59,7 +60,10 @@ func (q *Queue) hookSubject(events []ordersync.HookEvent) (string, error) {
 }
 
 // EndpointEvents creates or updates the endpoint's durable consumer.
-func (q *Queue) EndpointEvents(ctx context.Context, endpointID string, events []ordersync.HookEvent, from time.Time) (ordersync.OrderEventSource, error) {
+func (q *Queue) EndpointEvents(ctx context.Context, endpointID string, events []ordersync.HookEvent, from time.Time, ackWait time.Duration) (ordersync.OrderEventSource, error) {
+	if ackWait <= 0 {
+		ackWait = endpointAckWait
+	}
 	subject, err := q.hookSubject(events)
 	if err != nil {
 		return nil, fmt.Errorf("endpoint %s consumer: %w", endpointID, err)
@@ -69,7 +73,7 @@ func (q *Queue) EndpointEvents(ctx context.Context, endpointID string, events []
 		Durable:       name,
 		Description:   "ordersync deliveries to endpoint " + endpointID,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       endpointAckWait,
+		AckWait:       ackWait,
 		MaxAckPending: endpointMaxAckPending,
 		DeliverPolicy: jetstream.DeliverByStartTimePolicy,
 		OptStartTime:  &from,
@@ -83,7 +87,7 @@ func (q *Queue) EndpointEvents(ctx context.Context, endpointID string, events []
 	}); err != nil {
 		return nil, fmt.Errorf("create or update consumer %s: %w", name, err)
 	}
-	return &orderEventSource{q: q, c: c}, nil
+	return &orderEventSource{q: q, c: c, ackWait: ackWait}, nil
 }
 
 // DeleteEndpointEvents deletes the endpoint's consumer.
@@ -161,6 +165,8 @@ func (q *Queue) orderEvent(msg jetstream.Msg, md *jetstream.MsgMetadata) ordersy
 type orderEventSource struct {
 	q *Queue
 	c jetstream.Consumer
+	// ackWait is the consumer's.
+	ackWait time.Duration
 	// early is what Resume took back, with what came meanwhile, in stream
 	// order: the next calls of Next return it, max at a time.
 	early []ordersync.OrderEventDelivery
@@ -174,7 +180,7 @@ type orderEventSource struct {
 // leaves nothing pending past its ack wait from then, which bounds the
 // wait; a consumer it cannot read costs that whole wait.
 func (s *orderEventSource) Resume(ctx context.Context, stoppedBy time.Time) error {
-	until := stoppedBy.Add(endpointAckWait + handBackMargin)
+	until := stoppedBy.Add(s.ackWait + handBackMargin)
 	info, err := s.c.Info(ctx)
 	switch {
 	case err == nil && info.NumAckPending == 0:
@@ -199,7 +205,7 @@ func (s *orderEventSource) Resume(ctx context.Context, stoppedBy time.Time) erro
 		}
 		s.early = append(s.early, ds...)
 		// What is held must not run out its own ack wait meanwhile.
-		if time.Since(extended) >= endpointAckWait/3 {
+		if time.Since(extended) >= s.ackWait/3 {
 			extended = time.Now()
 			for _, d := range s.early {
 				_ = d.Extend()

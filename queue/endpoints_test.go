@@ -24,7 +24,7 @@ func TestResumeTakesBackFirst(t *testing.T) {
 	from := time.Now().Add(-time.Minute)
 	open := func() ordersync.OrderEventSource {
 		t.Helper()
-		src, err := q.EndpointEvents(ctx, "ep1", ordersync.HookEvents, from)
+		src, err := q.EndpointEvents(ctx, "ep1", ordersync.HookEvents, from, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

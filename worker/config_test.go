@@ -153,6 +153,7 @@ func TestStagesNameTheMissingField(t *testing.T) {
 		{"worker: DispatcherConfig.DeadLetters is required", dispatcher(func(c *worker.DispatcherConfig) { c.DeadLetters = nil })},
 		{"worker: DispatcherConfig.Log is required", dispatcher(func(c *worker.DispatcherConfig) { c.Log = nil })},
 		{"worker: DispatcherConfig.Stream is required", dispatcher(func(c *worker.DispatcherConfig) { c.Stream = nil })},
+		{"worker: DispatcherConfig.AckWait 2s must be at least 3s", dispatcher(func(c *worker.DispatcherConfig) { c.AckWait = 2 * time.Second })},
 		{"worker: SyncerConfig.Upstream is required", syncer(func(c *worker.SyncerConfig) { c.Upstream = nil })},
 		{"worker: SyncerConfig.Mirror is required", syncer(func(c *worker.SyncerConfig) { c.Mirror = nil })},
 		{"worker: PoolConfig.Source is required", pool(func(c *worker.PoolConfig) { c.Source = nil })},

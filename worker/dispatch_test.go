@@ -5,205 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/delivery"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/worker"
 )
-
-const hookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-
-// received is one request an endpoint got.
-type received struct {
-	at      time.Time
-	id      string
-	typ     string
-	order   string
-	status  string
-	sigs    int
-	verify  error
-	ctype   string
-	headers http.Header
-	body    []byte
-}
-
-// endpointServer is a real HTTP endpoint on loopback that verifies what it
-// receives with secret and answers with answer(n) for its nth request.
-type endpointServer struct {
-	*httptest.Server
-	mu     sync.Mutex
-	got    []received
-	answer func(n int, r received, w http.ResponseWriter) int
-}
-
-func newEndpointServer(t *testing.T, secret string, answer func(n int, r received, w http.ResponseWriter) int) *endpointServer {
-	t.Helper()
-	s := &endpointServer{answer: answer}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		rec := received{at: time.Now(), id: r.Header.Get(delivery.HeaderID), ctype: r.Header.Get("Content-Type"),
-			sigs: len(strings.Fields(r.Header.Get(delivery.HeaderSignature))), headers: r.Header.Clone(), body: body}
-		rec.verify = delivery.Verify(secret, r.Header, body, 0)
-		var ev struct {
-			Type string `json:"type"`
-			Data struct {
-				OrderCode   string `json:"orderCode"`
-				OrderStatus string `json:"orderStatus"`
-			} `json:"data"`
-		}
-		_ = json.Unmarshal(body, &ev)
-		rec.typ, rec.order, rec.status = ev.Type, ev.Data.OrderCode, ev.Data.OrderStatus
-		s.mu.Lock()
-		n := len(s.got)
-		s.got = append(s.got, rec)
-		s.mu.Unlock()
-		code := http.StatusNoContent
-		if s.answer != nil {
-			code = s.answer(n, rec, w)
-		}
-		if code != 0 { // 0: the answer was written
-			w.WriteHeader(code)
-		}
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *endpointServer) requests() []received {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]received(nil), s.got...)
-}
-
-// dispatchEnv is a dispatcher over a real SQLite store and embedded NATS.
-type dispatchEnv struct {
-	*env
-	d      *worker.Dispatcher
-	cancel context.CancelFunc
-	done   chan error
-	// listed counts the dispatcher's reads of the endpoints, which begin
-	// each of its syncs, one after another.
-	listed *countingEndpoints
-}
-
-// countingEndpoints is the store's endpoints, counting ListEndpoints calls.
-type countingEndpoints struct {
-	ordersync.Endpoints
-	calls atomic.Int64
-}
-
-func (c *countingEndpoints) ListEndpoints(ctx context.Context) ([]*ordersync.Endpoint, error) {
-	c.calls.Add(1)
-	return c.Endpoints.ListEndpoints(ctx)
-}
-
-// synced returns once the dispatcher has acted on the endpoints as they are
-// now: a read begun after this call saw them, and the read after it begins
-// only when that sync is done.
-func (e *dispatchEnv) synced(t testing.TB) {
-	t.Helper()
-	until := e.listed.calls.Load() + 2
-	waitFor(t, 10*time.Second, "the dispatcher to sync the endpoints", func() bool {
-		e.d.Notify()
-		return e.listed.calls.Load() >= until
-	})
-}
-
-func newDispatchEnv(t testing.TB) *dispatchEnv {
-	t.Helper()
-	e := &dispatchEnv{env: newEnv(t, sim.Faults{})}
-	e.listed = &countingEndpoints{Endpoints: e.db}
-	var err error
-	e.d, err = worker.NewDispatcher(worker.DispatcherConfig{
-		Endpoints: e.listed, DeadLetters: e.db, Log: e.db, Stream: e.q, Registerer: e.reg, Logger: e.logger,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	e.cancel, e.done = cancel, make(chan error, 1)
-	go func() { e.done <- e.d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-e.done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	return e
-}
-
-// addEndpoint creates an endpoint and waits until its consumer exists, so
-// that events published from then on reach it.
-func (e *dispatchEnv) addEndpoint(t testing.TB, url string, events ...ordersync.HookEvent) *ordersync.Endpoint {
-	t.Helper()
-	if len(events) == 0 {
-		events = ordersync.HookEvents
-	}
-	ep, err := e.db.CreateEndpoint(context.Background(), ordersync.EndpointParams{URL: url, Events: events, Secret: hookSecret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.d.Notify()
-	e.waitConsumer(t, ep.ID)
-	return ep
-}
-
-func (e *dispatchEnv) waitConsumer(t testing.TB, id string) {
-	t.Helper()
-	js, err := jetstream.New(e.nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 10*time.Second, "the endpoint's consumer", func() bool {
-		_, err := js.Consumer(context.Background(), e.queueCfg.OrdersStream, e.queueCfg.Consumer+"-endpoint-"+id)
-		return err == nil
-	})
-}
-
-// orderMsg is the outbox message the mirror queues for an order's status
-// change (paid=false) or its PAID trigger.
-func orderMsg(code string, status ordersync.Status, transition int, paid bool) ordersync.OutboxMessage {
-	payload := fmt.Sprintf(`{"orderCode":%q,"orderId":1,"orderStatus":%q,"account":"default","sync":{"fetchSeq":%d}}`, code, status, transition)
-	m := ordersync.OutboxMessage{Account: "default", OrderCode: code, Payload: []byte(payload),
-		Subject: ordersync.SubjectStatusPrefix + string(status), MsgID: fmt.Sprintf("default:%s:status:%s:%d", code, status, transition)}
-	if paid {
-		m.Subject, m.MsgID = ordersync.SubjectPaid, "default:"+code+":paid"
-	}
-	return m
-}
-
-func (e *dispatchEnv) publishOrders(t testing.TB, msgs ...ordersync.OutboxMessage) {
-	t.Helper()
-	if _, err := e.q.PublishMessages(context.Background(), msgs); err != nil {
-		t.Fatalf("PublishMessages: %v", err)
-	}
-}
-
-// deliveries waits until the delivery log holds n rows of an order, and
-// returns them, newest first.
-func (e *dispatchEnv) deliveries(t testing.TB, code string, n int) []ordersync.DeliveryRecord {
-	t.Helper()
-	var recs []ordersync.DeliveryRecord
-	waitFor(t, 10*time.Second, fmt.Sprintf("%d delivery log rows of %s", n, code), func() bool {
-		var err error
-		recs, err = e.db.ListDeliveries(context.Background(), ordersync.DeliveryFilter{Account: "default", OrderCode: code})
-		return err == nil && len(recs) == n
-	})
-	return recs
-}
 
 func TestDispatchDeliversSignedEvents(t *testing.T) {
 	e := newDispatchEnv(t)
@@ -222,8 +36,8 @@ func TestDispatchDeliversSignedEvents(t *testing.T) {
 		if r.verify != nil || r.sigs != 1 || r.ctype != "application/json" {
 			t.Errorf("request %d: verify %v, %d signatures, Content-Type %q", i, r.verify, r.sigs, r.ctype)
 		}
-		if r.typ != wantTypes[i] || r.order != "A1" || r.id != worker.WebhookID(ep.ID, wantIDs[i]) {
-			t.Errorf("request %d: type %s order %s id %s; want %s A1 %s", i, r.typ, r.order, r.id, wantTypes[i], worker.WebhookID(ep.ID, wantIDs[i]))
+		if r.typ != wantTypes[i] || r.order != "A1" || r.id != delivery.WebhookID(ep.ID, wantIDs[i]) {
+			t.Errorf("request %d: type %s order %s id %s; want %s A1 %s", i, r.typ, r.order, r.id, wantTypes[i], delivery.WebhookID(ep.ID, wantIDs[i]))
 		}
 	}
 	var body map[string]json.RawMessage
@@ -242,7 +56,7 @@ func TestDispatchDeliversSignedEvents(t *testing.T) {
 	if _, err := time.Parse(time.RFC3339, strings.Trim(string(body["timestamp"]), `"`)); err != nil || len(body) != 3 {
 		t.Errorf("body %s: want type, RFC 3339 timestamp and data", got[2].body)
 	}
-	if r := paidOnly.requests()[0]; r.typ != "order.paid" || r.id != worker.WebhookID(po.ID, "default:A1:paid") || r.id == got[2].id {
+	if r := paidOnly.requests()[0]; r.typ != "order.paid" || r.id != delivery.WebhookID(po.ID, "default:A1:paid") || r.id == got[2].id {
 		t.Errorf("paid-only endpoint got %s %s", r.typ, r.id)
 	}
 	if n := counterValue(t, e.reg, "ordersync_delivery_events_total", map[string]string{"endpoint": ep.ID, "outcome": "delivered"}); n != 3 {
@@ -315,13 +129,18 @@ func TestDispatchRetryKeepsOrderAndWebhookID(t *testing.T) {
 	}
 }
 
+// A 429 or 503's Retry-After replaces the schedule's wait. The schedule
+// starts at 10ms here, so a retry that ignored the 1s asked for would come
+// far sooner.
 func TestDispatchHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
 	for _, code := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
 		t.Run(strconv(code), func(t *testing.T) {
-			e := newDispatchEnv(t)
+			t.Parallel()
+			e := newDispatchEnv(t, func(c *worker.DispatcherConfig) { c.RetryInitial = 10 * time.Millisecond })
 			srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
 				if n == 0 {
-					w.Header().Set("Retry-After", "3")
+					w.Header().Set("Retry-After", "1")
 					return code
 				}
 				return http.StatusOK
@@ -330,9 +149,9 @@ func TestDispatchHonoursRetryAfter(t *testing.T) {
 			e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true))
 			waitFor(t, 20*time.Second, "the retry", func() bool { return len(srv.requests()) == 2 })
 			got := srv.requests()
-			// Without Retry-After the first retry comes after 0.5-1.5s.
-			if gap := got[1].at.Sub(got[0].at); gap < 2900*time.Millisecond {
-				t.Errorf("retried after %v, want Retry-After's 3s", gap)
+			// Without Retry-After the first retry comes after 5-15ms.
+			if gap := got[1].at.Sub(got[0].at); gap < 900*time.Millisecond {
+				t.Errorf("retried after %v, want Retry-After's 1s", gap)
 			}
 			if got[0].id != got[1].id {
 				t.Errorf("webhook-id changed: %s, %s", got[0].id, got[1].id)
@@ -540,43 +359,6 @@ func TestDispatchRunTimeChanges(t *testing.T) {
 	})
 }
 
-// A replay redelivers past events with the webhook-ids of the first time.
-func TestDispatchReplaySince(t *testing.T) {
-	e := newDispatchEnv(t)
-	srv := newEndpointServer(t, hookSecret, nil)
-	ep := e.addEndpoint(t, srv.URL)
-	before := time.Now().Add(-time.Second)
-	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, false), orderMsg("A1", ordersync.StatusPaid, 1, true))
-	waitFor(t, 10*time.Second, "two deliveries", func() bool { return len(srv.requests()) == 2 })
-	n, err := e.d.Replay(context.Background(), ep.ID, before)
-	if err != nil || n != 2 {
-		t.Fatalf("Replay = %d, %v; want 2", n, err)
-	}
-	waitFor(t, 10*time.Second, "two replayed deliveries", func() bool { return len(srv.requests()) == 4 })
-	got := srv.requests()
-	for i := range 2 {
-		if got[i].id != got[i+2].id || got[i].typ != got[i+2].typ {
-			t.Errorf("replay %d: %s %s, first time %s %s", i, got[i+2].typ, got[i+2].id, got[i].typ, got[i].id)
-		}
-	}
-	if n, _ := e.d.Replay(context.Background(), ep.ID, time.Now().Add(time.Minute)); n != 0 {
-		t.Errorf("a replay from the future queued %d", n)
-	}
-}
-
-func TestDispatchPing(t *testing.T) {
-	e := newDispatchEnv(t)
-	srv := newEndpointServer(t, hookSecret, nil)
-	ep := e.addEndpoint(t, srv.URL)
-	rep, err := e.d.Ping(context.Background(), ep.ID)
-	if err != nil || !rep.Delivered || rep.Status != http.StatusNoContent {
-		t.Fatalf("Ping = %+v, %v", rep, err)
-	}
-	if r := srv.requests()[0]; r.typ != "ping" || r.verify != nil || r.id != rep.WebhookID {
-		t.Errorf("ping request %s %s verify %v", r.typ, r.id, r.verify)
-	}
-}
-
 // The published schedule: 1s doubling to an hour, within three days.
 func TestRetrySchedule(t *testing.T) {
 	s := worker.RetrySchedule(72 * time.Hour)
@@ -593,16 +375,18 @@ func TestRetrySchedule(t *testing.T) {
 	t.Logf("%d retries over %v: %v…", len(s), total, s[:14])
 }
 
-// An endpoint that does not answer within the default 10s timeout is
-// retried, with the same webhook-id.
+// An endpoint that does not answer within the timeout (2s here, 10s by
+// default) is retried, with the same webhook-id.
 func TestDispatchTimeoutRetries(t *testing.T) {
-	e := newDispatchEnv(t)
+	t.Parallel()
+	const timeout = 2 * time.Second
+	e := newDispatchEnv(t, func(c *worker.DispatcherConfig) { c.Timeout = timeout })
 	release := make(chan struct{})
 	srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
 		if n == 0 {
 			select {
 			case <-release:
-			case <-time.After(15 * time.Second):
+			case <-time.After(10 * timeout):
 			}
 		}
 		return http.StatusOK
@@ -612,8 +396,8 @@ func TestDispatchTimeoutRetries(t *testing.T) {
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true))
 	waitFor(t, 20*time.Second, "the retry after the timeout", func() bool { return len(srv.requests()) == 2 })
 	got := srv.requests()
-	if gap := got[1].at.Sub(got[0].at); gap < 10*time.Second {
-		t.Errorf("retried %v after the first attempt, before the 10s timeout", gap)
+	if gap := got[1].at.Sub(got[0].at); gap < timeout {
+		t.Errorf("retried %v after the first attempt, before the %v timeout", gap, timeout)
 	}
 	if got[0].id != got[1].id {
 		t.Errorf("webhook-id changed: %s, %s", got[0].id, got[1].id)
@@ -676,78 +460,5 @@ func TestDispatchRate(t *testing.T) {
 	// One at once, then one every 250ms: eight gaps of 250ms.
 	if span := got[8].at.Sub(got[0].at); span < 1900*time.Millisecond {
 		t.Errorf("nine deliveries at 4/s took %v, want about 2s", span)
-	}
-}
-
-// An event waiting behind its order's retried one for longer than the
-// consumer's ack wait is neither handed out again nor delivered twice.
-func TestDispatchWaitingEventOutlastsAckWait(t *testing.T) {
-	e := newDispatchEnv(t)
-	var first sync.Once
-	srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
-		code := http.StatusOK
-		first.Do(func() {
-			w.Header().Set("Retry-After", "40") // beyond the 30s ack wait
-			code = http.StatusServiceUnavailable
-		})
-		return code
-	})
-	e.addEndpoint(t, srv.URL)
-	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true), orderMsg("A1", ordersync.StatusFinalized, 2, false))
-	waitFor(t, 60*time.Second, "three requests", func() bool { return len(srv.requests()) >= 3 })
-	time.Sleep(2 * time.Second)
-	got := srv.requests()
-	var seen []string
-	for _, r := range got {
-		seen = append(seen, r.typ+"/"+r.status)
-	}
-	if len(got) != 3 || got[0].typ != "order.paid" || got[1].typ != "order.paid" || got[2].status != "FINALIZED" {
-		t.Errorf("requests %v, want paid (503), paid, FINALIZED once", seen)
-	}
-}
-
-// A dispatcher that stops while it holds an order's event, unsettled,
-// hands over to another (as when the deliveries lease moves): the next one
-// must deliver that event before the order's later one, although the queue
-// hands the held event out again only after the ack wait while the later
-// one is there at once.
-func TestDispatchTakeoverKeepsOrder(t *testing.T) {
-	e := newDispatchEnv(t)
-	srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
-		if n == 0 { // the first holder's attempt: it keeps the event to retry
-			w.Header().Set("Retry-After", "60")
-			return http.StatusServiceUnavailable
-		}
-		return http.StatusOK
-	})
-	e.addEndpoint(t, srv.URL)
-	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true))
-	waitFor(t, 10*time.Second, "the first attempt", func() bool { return len(srv.requests()) == 1 })
-	// The first holder stops with PAID unsettled; the cleanup still waits
-	// for its Run.
-	e.cancel()
-	err := <-e.done
-	e.done <- err
-
-	e.publishOrders(t, orderMsg("A1", ordersync.StatusFinalized, 2, false))
-	next, err := worker.NewDispatcher(worker.DispatcherConfig{
-		Endpoints: e.db, DeadLetters: e.db, Log: e.db, Stream: e.q, Registerer: prometheus.NewRegistry(), Logger: e.logger,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- next.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-
-	waitFor(t, 60*time.Second, "PAID and FINALIZED delivered", func() bool { return len(srv.requests()) >= 3 })
-	time.Sleep(time.Second)
-	var seen []string
-	for _, r := range srv.requests() {
-		seen = append(seen, r.typ+"/"+r.status)
-	}
-	if want := []string{"order.paid/PAID", "order.paid/PAID", "order.status_changed/FINALIZED"}; !slices.Equal(seen, want) {
-		t.Errorf("the endpoint received %v, want %v (PAID refused, then PAID and FINALIZED in order)", seen, want)
 	}
 }

@@ -1,0 +1,126 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/delivery"
+)
+
+// The retry schedule: exponential from retryInitial, doubling, capped at
+// retryMaxInterval, each wait randomised by ±50%. Published in the README.
+const (
+	retryInitial     = time.Second
+	retryMultiplier  = 2
+	retryMaxInterval = time.Hour
+	retryJitter      = 0.5
+)
+
+// maxAnswer is how much of an endpoint's answer is read and kept.
+const maxAnswer = 1024
+
+// verdict is what one attempt's answer means.
+type verdict int
+
+const (
+	delivered verdict = iota
+	retry
+	permanent
+	gone
+)
+
+// attemptResult is one attempt's answer.
+type attemptResult struct {
+	verdict    verdict
+	status     int // 0: no answer
+	answer     string
+	err        error
+	retryAfter time.Duration // from a 429 or 503, capped; 0 when none
+	label      string
+}
+
+// attempt sends one signed request and classifies the answer.
+func (d *Dispatcher) attempt(ctx context.Context, ep *ordersync.Endpoint, id string, body []byte) attemptResult {
+	now := time.Now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(body))
+	if err != nil {
+		return attemptResult{verdict: permanent, err: fmt.Errorf("build request: %w", err), label: "network"}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "ordersync-webhooks")
+	if err := delivery.Sign(req.Header, id, now, body, ep.SigningSecrets(now)...); err != nil {
+		return attemptResult{verdict: permanent, err: err, label: "network"}
+	}
+	resp, err := d.cfg.Client.Do(req)
+	d.metrics.duration.WithLabelValues(ep.ID).Observe(time.Since(now).Seconds())
+	if err != nil {
+		label := "network"
+		var ne net.Error
+		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+			label = "timeout"
+		}
+		return attemptResult{verdict: retry, err: err, label: label}
+	}
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	r := attemptResult{status: resp.StatusCode, answer: string(answer)}
+	r.verdict, r.label, r.retryAfter = classify(resp.StatusCode, resp.Header.Get("Retry-After"), time.Now(), d.cfg.MaxRetryAfter)
+	return r
+}
+
+// classify says what an answer's status means, its label in the attempts
+// metric, and for a 429 or 503 the wait its Retry-After asks for, capped at
+// maxRetryAfter (0 when none).
+func classify(code int, retryAfter string, now time.Time, maxRetryAfter time.Duration) (verdict, string, time.Duration) {
+	switch {
+	case code >= 200 && code < 300:
+		return delivered, "2xx", 0
+	case code == http.StatusGone:
+		return gone, "410", 0
+	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
+		label := "429"
+		if code == http.StatusServiceUnavailable {
+			label = "5xx"
+		}
+		wait, _ := ordersync.ParseRetryAfter(retryAfter, now, maxRetryAfter)
+		return retry, label, wait
+	case code >= 500:
+		return retry, "5xx", 0
+	case code >= 400:
+		return permanent, "4xx", 0
+	}
+	return permanent, "3xx", 0
+}
+
+// newBackoff is the retry schedule of one event, from initial.
+func newBackoff(initial time.Duration) *backoff.ExponentialBackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.Multiplier, b.MaxInterval, b.RandomizationFactor = initial, retryMultiplier, retryMaxInterval, retryJitter
+	b.MaxElapsedTime = 0 // the window is measured from publication, by the caller
+	b.Reset()
+	return b
+}
+
+// RetrySchedule returns the nominal waits (before jitter) between the
+// attempts of one event within window: the published schedule, that of the
+// default RetryInitial.
+func RetrySchedule(window time.Duration) []time.Duration {
+	var out []time.Duration
+	total, wait := time.Duration(0), retryInitial
+	for total+wait <= window {
+		out = append(out, wait)
+		total += wait
+		wait = min(wait*retryMultiplier, retryMaxInterval)
+	}
+	return out
+}

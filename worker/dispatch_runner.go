@@ -1,0 +1,281 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/delivery"
+)
+
+// runner delivers one endpoint's events.
+type runner struct {
+	d      *Dispatcher
+	ep     atomic.Pointer[ordersync.Endpoint]
+	src    ordersync.OrderEventSource
+	log    *logWriter
+	ctx    context.Context
+	cancel context.CancelFunc
+	sem    chan struct{}
+
+	// stoppedBy is when the runner before this one stopped (see Resume).
+	stoppedBy time.Time
+
+	lanes *lanes
+
+	mu      sync.Mutex
+	limit   *rate.Limiter // nil: no rate cap
+	limitAt float64       // the rate limit was made for
+}
+
+func (d *Dispatcher) start(ctx context.Context, ep *ordersync.Endpoint, src ordersync.OrderEventSource, log *logWriter, stoppedBy time.Time) *runner {
+	rctx, cancel := context.WithCancel(ctx)
+	r := &runner{d: d, src: src, log: log, stoppedBy: stoppedBy, ctx: rctx, cancel: cancel, sem: make(chan struct{}, d.cfg.Concurrency),
+		lanes: newLanes()}
+	r.ep.Store(ep)
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		r.run()
+	}()
+	return r
+}
+
+func (r *runner) endpoint() *ordersync.Endpoint { return r.ep.Load() }
+
+func (r *runner) run() {
+	id := r.endpoint().ID
+	log := r.d.cfg.Logger.With("endpoint", id)
+	gauge := r.d.metrics.oldest.WithLabelValues(id)
+	defer gauge.Set(0)
+	// An order's earlier event another runner left unsettled must not be
+	// overtaken by its later one.
+	if err := r.src.Resume(r.ctx, r.stoppedBy); err != nil {
+		return
+	}
+	extended := time.Now()
+	for r.ctx.Err() == nil {
+		room, freed := r.lanes.room(r.d.cfg.MaxHeld)
+		oldest := r.lanes.oldest()
+		var extend []*held
+		// Well within the consumer's ack wait.
+		if time.Since(extended) >= r.d.cfg.AckWait/3 {
+			extended = time.Now()
+			extend = r.lanes.all()
+		}
+		// Every event held, the one being retried and those waiting behind
+		// it in their lanes, stays ours: one whose ack wait ran out would be
+		// handed out again, to this process or another, out of its order.
+		for _, h := range extend {
+			_ = h.d.Extend()
+		}
+		if oldest.IsZero() {
+			gauge.Set(0)
+		} else {
+			gauge.Set(time.Since(oldest).Seconds())
+		}
+		if room <= 0 {
+			select {
+			case <-freed:
+			case <-time.After(time.Second):
+			case <-r.ctx.Done():
+			}
+			continue
+		}
+		ds, err := r.src.Next(r.ctx, min(room, 100), time.Second)
+		if err != nil {
+			if r.ctx.Err() == nil {
+				log.Warn("deliveries: fetch order events", "err", err)
+				_ = sleep(r.ctx, time.Second)
+			}
+			continue
+		}
+		for _, dl := range ds {
+			r.enqueue(dl)
+		}
+	}
+}
+
+// limiter returns the endpoint's rate limit, made again when the
+// configured rate changed; nil when there is none.
+func (r *runner) limiter(perSecond float64) *rate.Limiter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if perSecond != r.limitAt {
+		r.limitAt, r.limit = perSecond, nil
+		if perSecond > 0 {
+			r.limit = rate.NewLimiter(rate.Limit(perSecond), 1)
+		}
+	}
+	return r.limit
+}
+
+// eventOrder is what an event's payload says of its order.
+type eventOrder struct {
+	Account     string           `json:"account"`
+	OrderCode   string           `json:"orderCode"`
+	OrderStatus ordersync.Status `json:"orderStatus"`
+}
+
+func orderOf(payload []byte) eventOrder {
+	var o eventOrder
+	_ = json.Unmarshal(payload, &o)
+	return o
+}
+
+// lane is the lane of an event: its account and order code.
+func (o eventOrder) lane() string { return o.Account + "/" + o.OrderCode }
+
+// enqueue puts an event at the end of its order's lane, starting the lane
+// when it was empty.
+func (r *runner) enqueue(dl ordersync.OrderEventDelivery) {
+	ev := dl.Event()
+	h := &held{d: dl, order: orderOf(ev.Payload), at: ev.PublishedAt}
+	if h.at.IsZero() {
+		h.at = time.Now()
+	}
+	key := h.order.lane()
+	if !r.lanes.push(key, h) {
+		return
+	}
+	r.d.wg.Add(1)
+	go func() {
+		defer r.d.wg.Done()
+		r.drain(key)
+	}()
+}
+
+// drain delivers a lane's events one after the other until it is empty.
+func (r *runner) drain(key string) {
+	for {
+		if r.ctx.Err() != nil {
+			r.lanes.drop(key)
+			return
+		}
+		h, ok := r.lanes.head(key)
+		if !ok {
+			return
+		}
+		if !r.deliver(h) {
+			// Stopping, or the store failed: this event and those behind
+			// it stay unsettled and come back after the ack wait, in order.
+			r.lanes.drop(key)
+			return
+		}
+		r.lanes.pop(key)
+	}
+}
+
+// deliver tries one event until it is delivered, refused for good or out
+// of time, and reports whether it was settled. How it ended goes to the
+// delivery log before the event is settled.
+func (r *runner) deliver(h *held) bool {
+	dl, o := h.d, h.order
+	ev := dl.Event()
+	ep := r.endpoint()
+	hookEv, ok := ordersync.HookEventOf(ev.Subject)
+	if !ok || !ep.Wants(hookEv) {
+		return dl.Ack(r.ctx) == nil
+	}
+	published := ev.PublishedAt
+	if published.IsZero() {
+		published = time.Now()
+	}
+	body, err := delivery.OrderEventBody(string(hookEv), published, ev.Payload, string(ev.FromStatus))
+	if err != nil {
+		r.d.cfg.Logger.Error("deliveries: encode event", "endpoint", ep.ID, "msg_id", ev.MsgID, "err", err)
+		return dl.Ack(r.ctx) == nil
+	}
+	id := delivery.WebhookID(ep.ID, ev.MsgID)
+	rec := ordersync.DeliveryRecord{WebhookID: id, EndpointID: ep.ID, Event: hookEv, Account: o.Account,
+		OrderCode: o.OrderCode, OrderStatus: o.OrderStatus}
+	if _, ok := dl.(replayed); ok {
+		rec.Detail = "replay"
+	}
+	bo := newBackoff(r.d.cfg.RetryInitial)
+	for attempts := 1; ; attempts++ {
+		ep = r.endpoint()
+		if lim := r.limiter(ep.RatePerSecond); lim != nil {
+			if err := lim.Wait(r.ctx); err != nil {
+				return false
+			}
+		}
+		select {
+		case r.sem <- struct{}{}:
+		case <-r.ctx.Done():
+			return false
+		}
+		res := r.d.attempt(r.ctx, ep, id, body)
+		<-r.sem
+		if r.ctx.Err() != nil {
+			return false
+		}
+		r.d.metrics.attempts.WithLabelValues(ep.ID, res.label).Inc()
+		rec.Attempts, rec.Status = attempts, res.status
+		switch res.verdict {
+		case delivered:
+			r.d.metrics.events.WithLabelValues(ep.ID, "delivered").Inc()
+			r.d.metrics.lag.WithLabelValues(ep.ID).Observe(time.Since(published).Seconds())
+			rec.Outcome = ordersync.DeliveryDelivered
+			return r.log.add(r.ctx, rec) && dl.Ack(r.ctx) == nil
+		case gone:
+			r.d.cfg.Logger.Warn("deliveries: endpoint answered 410 Gone; disabling it", "endpoint", ep.ID)
+			if err := r.d.cfg.Endpoints.DisableEndpoint(r.ctx, ep.ID, ordersync.DisabledGone); err != nil {
+				r.d.cfg.Logger.Error("deliveries: disable endpoint", "endpoint", ep.ID, "err", err)
+			}
+			r.d.metrics.disabled.WithLabelValues(ep.ID).Set(1)
+			rec.Outcome, rec.Detail = ordersync.DeliveryGone, "410 Gone: the endpoint is disabled; its events wait until it is enabled"
+			r.log.add(r.ctx, rec)
+			r.cancel()
+			r.d.Notify()
+			return false
+		case permanent:
+			return r.deadLetter(dl, rec, body, "refused", res)
+		}
+		wait := res.retryAfter
+		if wait <= 0 {
+			wait = bo.NextBackOff()
+		}
+		if time.Since(published)+wait > r.d.cfg.RetryWindow {
+			return r.deadLetter(dl, rec, body, "out of retries", res)
+		}
+		if sleep(r.ctx, wait) != nil {
+			return false
+		}
+	}
+}
+
+// deadLetter settles an event as a delivery dead letter; rec is its
+// delivery so far, why says how it ended.
+func (r *runner) deadLetter(dl ordersync.OrderEventDelivery, rec ordersync.DeliveryRecord, body []byte, why string, res attemptResult) bool {
+	letter := ordersync.DeliveryDeadLetter{
+		EndpointID: rec.EndpointID, Event: rec.Event, WebhookID: rec.WebhookID, Account: rec.Account, OrderCode: rec.OrderCode,
+		Attempts: rec.Attempts, LastStatus: res.status, LastBody: res.answer, Body: body,
+	}
+	// The start of the answer on one line: the log shows it in a table.
+	answer := strings.Join(strings.Fields(ordersync.Clip(res.answer, 200)), " ")
+	if res.err != nil {
+		letter.LastError = res.err.Error()
+		answer = letter.LastError
+	}
+	letterID, err := r.d.cfg.DeadLetters.AddDeliveryDeadLetter(r.ctx, letter)
+	if err != nil {
+		// Not settled: it comes back and is tried again.
+		r.d.cfg.Logger.Error("deliveries: record dead letter", "endpoint", rec.EndpointID, "webhook_id", rec.WebhookID, "err", err)
+		return false
+	}
+	r.d.cfg.Logger.Warn("deliveries: dead letter", "endpoint", rec.EndpointID, "webhook_id", rec.WebhookID, "event", rec.Event, "status", res.status, "attempts", rec.Attempts)
+	r.d.metrics.events.WithLabelValues(rec.EndpointID, "dead_lettered").Inc()
+	rec.Outcome, rec.Detail = ordersync.DeliveryDeadLettered, fmt.Sprintf("dead letter %d: %s", letterID, why)
+	if answer != "" {
+		rec.Detail += ": " + answer
+	}
+	return r.log.add(r.ctx, rec) && dl.Ack(r.ctx) == nil
+}
