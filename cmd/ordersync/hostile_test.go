@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/webhook"
@@ -148,6 +150,13 @@ type hostile struct {
 	webhookAddr, adminAddr string
 	stop                   chan struct{}
 	wg                     sync.WaitGroup
+	// floodPace and oversizePace cap the unsigned and the oversize
+	// requests a second. The attacker shares the test's process, whose
+	// peak RSS the test bounds, and its own garbage grows with the rate it
+	// reaches: unpaced, a quiet machine sent three times what a busy one
+	// did and the same code went over the bound. Paced, the load is the
+	// same on every machine.
+	floodPace, oversizePace *rate.Limiter
 
 	unsigned, tooLarge, busy atomic.Int64 // answers seen
 	// slowClosed collects how long each slow or half-sent connection
@@ -172,6 +181,9 @@ func (h *hostile) flood(senders int) {
 	for i := range senders {
 		h.wg.Go(func() {
 			for n := 0; !h.stopped(); n++ {
+				if h.floodPace.Wait(context.Background()) != nil {
+					return
+				}
 				resp, err := client.Post("http://"+h.webhookAddr+webhook.Path, "application/json",
 					strings.NewReader(fmt.Sprintf(`{"orderId":"%d-%d"}`, i, n)))
 				if err != nil {
@@ -192,6 +204,9 @@ func (h *hostile) oversize(conns int, body []byte) {
 	for i := range conns {
 		h.wg.Go(func() {
 			for !h.stopped() {
+				if h.oversizePace.Wait(context.Background()) != nil {
+					return
+				}
 				c, err := net.Dial("tcp", h.webhookAddr)
 				if err != nil {
 					continue
@@ -274,8 +289,12 @@ func TestHostileLoad(t *testing.T) {
 		attack        = 20 * time.Second
 		floodSenders  = 16
 		oversizeConns = 300
-		slowConns     = 100 // per listener
-		orders        = 100
+		// floodPerSecond and oversizePerSecond pace the attack (see
+		// hostile): more than the earlier, unpaced runs reached (README).
+		floodPerSecond    = 1000
+		oversizePerSecond = 2000
+		slowConns         = 100 // per listener
+		orders            = 100
 	)
 	dir := t.TempDir()
 	st := startTestStack(t, app.StackOptions{DataDir: dir, Seed: 13})
@@ -304,9 +323,11 @@ func TestHostileLoad(t *testing.T) {
 	})
 
 	h := &hostile{
-		webhookAddr: strings.TrimPrefix(strings.TrimSuffix(st.Program.WebhookURL(), webhook.Path), "http://"),
-		adminAddr:   strings.TrimPrefix(st.Program.AdminURL(), "http://"),
-		stop:        make(chan struct{}),
+		webhookAddr:  strings.TrimPrefix(strings.TrimSuffix(st.Program.WebhookURL(), webhook.Path), "http://"),
+		adminAddr:    strings.TrimPrefix(st.Program.AdminURL(), "http://"),
+		stop:         make(chan struct{}),
+		floodPace:    rate.NewLimiter(floodPerSecond, floodSenders),
+		oversizePace: rate.NewLimiter(oversizePerSecond, oversizeConns),
 	}
 	start := time.Now()
 	h.slow(h.webhookAddr, webhook.Path, slowConns)
@@ -383,9 +404,13 @@ func TestHostileLoad(t *testing.T) {
 		t.Errorf("%d of %d slow connections closed by the server, the longest after %s; want all within 40 s", len(h.slowClosed), h.slowOpened, longest)
 	}
 	// The bounds the README states: storage grows by the valid orders
-	// only; memory by the body budget and a per-connection cost.
-	if growth := dbGrowth + walGrowth; growth > 16<<20 {
-		t.Errorf("database and WAL grew by %.1f MiB, over 16 MiB", mib(growth))
+	// only; memory by the body budget and a per-connection cost. The WAL
+	// holds the valid orders' page writes until a checkpoint starts it
+	// over, so its size varies from run to run; since the search tokens,
+	// total keys and minor-unit columns, an order writes more pages, and
+	// 100 orders have left 10-19 MiB.
+	if growth := dbGrowth + walGrowth; growth > 24<<20 {
+		t.Errorf("database and WAL grew by %.1f MiB, over 24 MiB", mib(growth))
 	}
 	conns := int64(floodSenders + oversizeConns + 2*slowConns)
 	if bound := int64(8<<20) + conns*(64<<10) + 64<<20; peakRSS.Load()-baseRSS > bound {
