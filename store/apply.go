@@ -14,49 +14,133 @@ import (
 	"github.com/ordersync/ordersync"
 )
 
-// orderColumns are the columns of a fully written order, in the order
-// orderValues produces them.
-var orderColumns = []string{
-	"account", "order_code", "order_id", "order_reference", "name", "description", "status",
-	"subtotal", "shipping_amount", "discount_amount", "surcharge_amount", "total",
-	"payment_link_url", "success_url", "cancel_url", "created_at",
-	"store_name", "store_country_code", "store_currency_code", "store_currency_symbol", "store_locale", "store_timezone",
-	"has_payment", "payment_authorization_code", "payment_voucher_url", "buyer_name", "buyer_phone", "buyer_email",
-	"raw_document", "document_hash",
-	"first_seen_at", "last_synced_at", "last_event_at", "last_event_type",
-	"fetch_count", "fetch_seq", "paid_fired", "status_transitions",
-	"changed_at", "next_check_at", "paid_at", "status_changed_at", "total_key",
-	"minor_units", "subtotal_minor", "shipping_amount_minor", "discount_amount_minor", "surcharge_amount_minor", "total_minor",
+// orderWrite is what one row of orders is written from: the order's key and
+// state and, when its document changed, the document.
+type orderWrite struct {
+	key   orderKey
+	st    *orderState
+	o     *ordersync.Order // nil when only the bookkeeping is written
+	doc   []byte
+	hash  string
+	pay   ordersync.Payment
+	buyer ordersync.Buyer
+}
+
+// orderField is one column of the orders table and how its value is taken
+// from the row: declared together, so a column cannot drift from its value.
+type orderField struct {
+	column string
+	value  func(r *orderWrite) any
+}
+
+// orderFields are the columns of a fully written order.
+var orderFields = []orderField{
+	{"account", func(r *orderWrite) any { return r.key.account }},
+	{"order_code", func(r *orderWrite) any { return r.key.code }},
+	{"order_id", func(r *orderWrite) any { return string(r.o.OrderID) }},
+	{"order_reference", func(r *orderWrite) any { return r.o.OrderReference }},
+	{"name", func(r *orderWrite) any { return r.o.Name }},
+	{"description", func(r *orderWrite) any { return r.o.Description }},
+	{"status", func(r *orderWrite) any { return string(r.o.OrderStatus) }},
+	{"subtotal", func(r *orderWrite) any { return r.o.Subtotal }},
+	{"shipping_amount", func(r *orderWrite) any { return r.o.TotalDetails.ShippingAmount }},
+	{"discount_amount", func(r *orderWrite) any { return r.o.TotalDetails.DiscountAmount }},
+	{"surcharge_amount", func(r *orderWrite) any { return r.o.TotalDetails.SurchargeAmount }},
+	{"total", func(r *orderWrite) any { return r.o.Total }},
+	{"payment_link_url", func(r *orderWrite) any { return r.o.PaymentLinkURL }},
+	{"success_url", func(r *orderWrite) any { return r.o.SuccessURL }},
+	{"cancel_url", func(r *orderWrite) any { return r.o.CancelURL }},
+	{"created_at", func(r *orderWrite) any { return nullTime(r.o.Created.Time) }},
+	{"store_name", func(r *orderWrite) any { return r.o.Store.Name }},
+	{"store_country_code", func(r *orderWrite) any { return r.o.Store.CountryCode }},
+	{"store_currency_code", func(r *orderWrite) any { return r.o.Store.CurrencyCode }},
+	{"store_currency_symbol", func(r *orderWrite) any { return r.o.Store.CurrencySymbol }},
+	{"store_locale", func(r *orderWrite) any { return r.o.Store.Locale }},
+	{"store_timezone", func(r *orderWrite) any { return r.o.Store.Timezone }},
+	{"has_payment", func(r *orderWrite) any { return r.o.Payment != nil }},
+	{"payment_authorization_code", func(r *orderWrite) any { return r.pay.AuthorizationCode }},
+	{"payment_voucher_url", func(r *orderWrite) any { return r.pay.VoucherURL }},
+	{"buyer_name", func(r *orderWrite) any { return r.buyer.Name }},
+	{"buyer_phone", func(r *orderWrite) any { return r.buyer.Phone }},
+	{"buyer_email", func(r *orderWrite) any { return r.buyer.Email }},
+	{"raw_document", func(r *orderWrite) any { return string(r.doc) }},
+	{"document_hash", func(r *orderWrite) any { return r.hash }},
+	{"first_seen_at", func(r *orderWrite) any { return dbTime(r.st.FirstSeenAt) }},
+	{"last_synced_at", func(r *orderWrite) any { return nullTimePtr(r.st.LastSyncedAt) }},
+	{"last_event_at", func(r *orderWrite) any { return nullTimePtr(r.st.LastEventAt) }},
+	{"last_event_type", func(r *orderWrite) any { return r.st.LastEventType }},
+	{"fetch_count", func(r *orderWrite) any { return r.st.FetchCount }},
+	{"fetch_seq", func(r *orderWrite) any { return r.st.FetchSeq }},
+	{"paid_fired", func(r *orderWrite) any { return r.st.PaidFired }},
+	{"status_transitions", func(r *orderWrite) any { return r.st.Transitions }},
+	{"changed_at", func(r *orderWrite) any { return nullTimePtr(r.st.ChangedAt) }},
+	{"next_check_at", func(r *orderWrite) any { return nullTimePtr(r.st.NextCheckAt) }},
+	{"paid_at", func(r *orderWrite) any { return nullTimePtr(r.st.PaidAt) }},
+	{"status_changed_at", func(r *orderWrite) any { return nullTimePtr(r.st.StatusChangedAt) }},
+	{"total_key", func(r *orderWrite) any { return totalKey(r.o.Total) }},
+	{"minor_units", func(r *orderWrite) any { return ordersync.MinorScale(r.o.Store.CurrencyCode) }},
+	{"subtotal_minor", func(r *orderWrite) any { return minorAmount(r.o.Subtotal, r.o.Store.CurrencyCode) }},
+	{"shipping_amount_minor", func(r *orderWrite) any { return minorAmount(r.o.TotalDetails.ShippingAmount, r.o.Store.CurrencyCode) }},
+	{"discount_amount_minor", func(r *orderWrite) any { return minorAmount(r.o.TotalDetails.DiscountAmount, r.o.Store.CurrencyCode) }},
+	{"surcharge_amount_minor", func(r *orderWrite) any { return minorAmount(r.o.TotalDetails.SurchargeAmount, r.o.Store.CurrencyCode) }},
+	{"total_minor", func(r *orderWrite) any { return minorAmount(r.o.Total, r.o.Store.CurrencyCode) }},
+}
+
+// touchFields are the sync bookkeeping of an order whose document did not
+// change: they read the state only.
+var touchFields = pickOrderFields("account", "order_code", "first_seen_at", "fetch_seq", "fetch_count",
+	"last_synced_at", "last_event_at", "last_event_type", "next_check_at")
+
+// pickOrderFields are the named orderFields, in the order given.
+func pickOrderFields(columns ...string) []orderField {
+	picked := make([]orderField, len(columns))
+	for i, c := range columns {
+		j := slices.IndexFunc(orderFields, func(f orderField) bool { return f.column == c })
+		if j < 0 {
+			panic("store: no order field " + c)
+		}
+		picked[i] = orderFields[j]
+	}
+	return picked
+}
+
+// values are the row's values of fields, in their order.
+func (r *orderWrite) values(fields []orderField) []any {
+	vals := make([]any, len(fields))
+	for i, f := range fields {
+		vals[i] = f.value(r)
+	}
+	return vals
+}
+
+// upsertOrderFields inserts rows of fields and, on conflict, sets every
+// one but the key and first_seen_at (and so keeps expires_at too), which
+// belong to ordersync, not to the document.
+func upsertOrderFields(fields []orderField, returning string) rowsSQL {
+	columns := make([]string, len(fields))
+	var set []string
+	for i, f := range fields {
+		columns[i] = f.column
+		if f.column != "account" && f.column != "order_code" && f.column != "first_seen_at" {
+			set = append(set, f.column+" = excluded."+f.column)
+		}
+	}
+	return rowsSQL{
+		prefix: "INSERT INTO orders (" + strings.Join(columns, ", ") + ") VALUES ",
+		cols:   len(fields),
+		suffix: " ON CONFLICT (account, order_code) DO UPDATE SET " + strings.Join(set, ", ") + returning,
+	}
 }
 
 // The multi-row statements of ApplyOrders.
 var (
 	// upsertOrders writes every column of fetched orders and returns their
 	// row ids, which their line items, metadata, history and outbox
-	// messages are keyed by. On conflict it keeps the row's first_seen_at
-	// and expires_at, which belong to ordersync, not to the document.
-	upsertOrders = func() rowsSQL {
-		var set []string
-		for _, c := range orderColumns {
-			if c != "account" && c != "order_code" && c != "first_seen_at" {
-				set = append(set, c+" = excluded."+c)
-			}
-		}
-		return rowsSQL{
-			prefix: "INSERT INTO orders (" + strings.Join(orderColumns, ", ") + ") VALUES ",
-			cols:   len(orderColumns),
-			suffix: " ON CONFLICT (account, order_code) DO UPDATE SET " + strings.Join(set, ", ") + " RETURNING id, account, order_code",
-		}
-	}()
+	// messages are keyed by.
+	upsertOrders = upsertOrderFields(orderFields, " RETURNING id, account, order_code")
 	// touchOrders updates only the sync bookkeeping of orders whose
 	// document did not change (the rows exist: the insert never happens).
-	touchOrders = rowsSQL{
-		prefix: `INSERT INTO orders (account, order_code, first_seen_at, fetch_seq, fetch_count, last_synced_at, last_event_at, last_event_type, next_check_at) VALUES `,
-		cols:   9,
-		suffix: ` ON CONFLICT (account, order_code) DO UPDATE SET fetch_seq = excluded.fetch_seq, fetch_count = excluded.fetch_count,
-    last_synced_at = excluded.last_synced_at, last_event_at = excluded.last_event_at, last_event_type = excluded.last_event_type,
-    next_check_at = excluded.next_check_at`,
-	}
+	touchOrders    = upsertOrderFields(touchFields, "")
 	deleteItems    = rowsSQL{prefix: `DELETE FROM order_line_items WHERE order_row IN (`, cols: 1, suffix: `)`}
 	deleteMetadata = rowsSQL{prefix: `DELETE FROM order_metadata WHERE order_row IN (`, cols: 1, suffix: `)`}
 	insertItems    = rowsSQL{prefix: `INSERT INTO order_line_items (order_row, position, product_id, sku, name, price, promo_price, quantity, image_url, sub_total) VALUES `, cols: 10}
@@ -481,12 +565,11 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 		st := bo.st
 		if !bo.changed {
 			if bo.synced {
-				touched = append(touched, []any{k.account, k.code, st.FirstSeenAt, st.FetchSeq, st.FetchCount,
-					nullTimePtr(st.LastSyncedAt), nullTimePtr(st.LastEventAt), st.LastEventType, nullTimePtr(st.NextCheckAt)})
+				touched = append(touched, (&orderWrite{key: k, st: st}).values(touchFields))
 			}
 			continue
 		}
-		full = append(full, orderValues(k.account, bo, st))
+		full = append(full, newOrderWrite(k, bo).values(orderFields))
 		if bo.hadDetails {
 			replaced = append(replaced, []any{st.ID})
 		}
@@ -591,29 +674,16 @@ func eventValues(ev ordersync.EventRecord) []any {
 		ev.OrderReference, ev.OrderCode, string(ev.Signature), string(ev.Outcome), ev.Detail}
 }
 
-// orderValues are the orderColumns of a changed order.
-func orderValues(account string, bo *batchOrder, st *orderState) []any {
-	o := bo.order
-	var pay ordersync.Payment
-	if o.Payment != nil {
-		pay = *o.Payment
+// newOrderWrite is the row of a changed order.
+func newOrderWrite(k orderKey, bo *batchOrder) *orderWrite {
+	r := &orderWrite{key: k, st: bo.st, o: bo.order, doc: bo.doc, hash: bo.hash}
+	if r.o.Payment != nil {
+		r.pay = *r.o.Payment
 	}
-	var buyer ordersync.Buyer
-	if pay.Buyer != nil {
-		buyer = *pay.Buyer
+	if r.pay.Buyer != nil {
+		r.buyer = *r.pay.Buyer
 	}
-	return append([]any{
-		account, o.OrderCode, string(o.OrderID), o.OrderReference, o.Name, o.Description, string(o.OrderStatus),
-		o.Subtotal, o.TotalDetails.ShippingAmount, o.TotalDetails.DiscountAmount, o.TotalDetails.SurchargeAmount, o.Total,
-		o.PaymentLinkURL, o.SuccessURL, o.CancelURL, nullTime(o.Created.Time),
-		o.Store.Name, o.Store.CountryCode, o.Store.CurrencyCode, o.Store.CurrencySymbol, o.Store.Locale, o.Store.Timezone,
-		o.Payment != nil, pay.AuthorizationCode, pay.VoucherURL, buyer.Name, buyer.Phone, buyer.Email,
-		string(bo.doc), bo.hash,
-		dbTime(st.FirstSeenAt), nullTimePtr(st.LastSyncedAt), nullTimePtr(st.LastEventAt), st.LastEventType,
-		st.FetchCount, st.FetchSeq, st.PaidFired, st.Transitions,
-		nullTimePtr(st.ChangedAt), nullTimePtr(st.NextCheckAt), nullTimePtr(st.PaidAt), nullTimePtr(st.StatusChangedAt),
-		totalKey(o.Total),
-	}, minorValues(o)...)
+	return r
 }
 
 // scheduleNextCheck sets when the reconciler next checks the order, as of

@@ -20,20 +20,6 @@ func minorAmount(a ordersync.Amount, currency string) any {
 	return n
 }
 
-// minorValues are the minor_units and *_minor columns of an order, in
-// orderColumns' order.
-func minorValues(o *ordersync.Order) []any {
-	c := o.Store.CurrencyCode
-	return []any{
-		ordersync.MinorScale(c),
-		minorAmount(o.Subtotal, c),
-		minorAmount(o.TotalDetails.ShippingAmount, c),
-		minorAmount(o.TotalDetails.DiscountAmount, c),
-		minorAmount(o.TotalDetails.SurchargeAmount, c),
-		minorAmount(o.Total, c),
-	}
-}
-
 // backfillMinor writes the minor-unit columns; PostgreSQL reads VALUES
 // parameters as text, hence the casts.
 var backfillMinor = rowsSQL{

@@ -5,121 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
 	"golang.org/x/time/rate"
 
 	"github.com/ordersync/ordersync"
 )
-
-// RetryConfig shapes the jittered exponential backoff of one fetch.
-type RetryConfig struct {
-	Initial time.Duration // first wait, default 100ms
-	Max     time.Duration // cap of one wait, default 5s
-	// MaxElapsed is the budget of one fetch; past it the fetch fails with
-	// ErrRetriesExhausted. Default 20s.
-	MaxElapsed          time.Duration
-	Multiplier          float64 // default 2
-	RandomizationFactor float64 // jitter, ±50% by default
-}
-
-// BreakerConfig shapes the circuit breaker in front of the upstream.
-type BreakerConfig struct {
-	// ConsecutiveFailures is how many transient failures in a row open the
-	// breaker. Default 10.
-	ConsecutiveFailures uint32
-	// OpenFor is how long the breaker fails fast before it lets one probe
-	// request through. Default 5s.
-	OpenFor time.Duration
-}
-
-// SyncerConfig configures a Syncer.
-type SyncerConfig struct {
-	Upstream ordersync.Upstream
-	Mirror   ordersync.Mirror
-	// RequestsPerSecond caps the requests sent to the upstream; 0 means
-	// unlimited. Burst is the bucket size, default a tenth of a second's
-	// worth (at least 1).
-	RequestsPerSecond float64
-	Burst             int
-	Retry             RetryConfig
-	Breaker           BreakerConfig
-	// CredentialsProbeInterval is how often one request is let through while
-	// fetching is paused on rejected credentials. Default 10s.
-	CredentialsProbeInterval time.Duration
-	// Registerer receives the fetch and mirror collectors; nil keeps them
-	// unregistered.
-	Registerer prometheus.Registerer
-	Logger     *slog.Logger
-	// Clock stamps fetches; default time.Now. Waits use real timers.
-	Clock func() time.Time
-}
-
-func (c SyncerConfig) withDefaults() SyncerConfig {
-	if c.Burst == 0 && c.RequestsPerSecond > 0 {
-		c.Burst = max(1, int(math.Ceil(c.RequestsPerSecond/10)))
-	}
-	if c.Retry.Initial == 0 {
-		c.Retry.Initial = 100 * time.Millisecond
-	}
-	if c.Retry.Max == 0 {
-		c.Retry.Max = 5 * time.Second
-	}
-	if c.Retry.MaxElapsed == 0 {
-		c.Retry.MaxElapsed = 20 * time.Second
-	}
-	if c.Retry.Multiplier == 0 {
-		c.Retry.Multiplier = 2
-	}
-	if c.Retry.RandomizationFactor == 0 {
-		c.Retry.RandomizationFactor = 0.5
-	}
-	if c.Breaker.ConsecutiveFailures == 0 {
-		c.Breaker.ConsecutiveFailures = 10
-	}
-	if c.Breaker.OpenFor == 0 {
-		c.Breaker.OpenFor = 5 * time.Second
-	}
-	if c.CredentialsProbeInterval == 0 {
-		c.CredentialsProbeInterval = 10 * time.Second
-	}
-	defaultDeps(&c.Registerer, &c.Logger, &c.Clock)
-	return c
-}
-
-func (c SyncerConfig) validate() error {
-	switch {
-	case c.Upstream == nil:
-		return errors.New("worker: SyncerConfig.Upstream is required")
-	case c.Mirror == nil:
-		return errors.New("worker: SyncerConfig.Mirror is required")
-	case c.RequestsPerSecond < 0 || math.IsNaN(c.RequestsPerSecond) || math.IsInf(c.RequestsPerSecond, 0):
-		return fmt.Errorf("worker: SyncerConfig.RequestsPerSecond must be a finite number ≥ 0, got %v", c.RequestsPerSecond)
-	case c.Burst < 0:
-		return fmt.Errorf("worker: SyncerConfig.Burst must be ≥ 0, got %d", c.Burst)
-	case c.Retry.Initial < 0:
-		return fmt.Errorf("worker: SyncerConfig.Retry.Initial must be > 0, got %v", c.Retry.Initial)
-	case c.Retry.Max < c.Retry.Initial:
-		return fmt.Errorf("worker: SyncerConfig.Retry.Max (%v) must be ≥ Retry.Initial (%v)", c.Retry.Max, c.Retry.Initial)
-	case c.Retry.MaxElapsed < 0:
-		return fmt.Errorf("worker: SyncerConfig.Retry.MaxElapsed must be > 0, got %v", c.Retry.MaxElapsed)
-	case c.Retry.Multiplier < 1:
-		return fmt.Errorf("worker: SyncerConfig.Retry.Multiplier must be ≥ 1, got %v", c.Retry.Multiplier)
-	case c.Retry.RandomizationFactor < 0 || c.Retry.RandomizationFactor > 1:
-		return fmt.Errorf("worker: SyncerConfig.Retry.RandomizationFactor must be in [0, 1], got %v", c.Retry.RandomizationFactor)
-	case c.Breaker.OpenFor < 0:
-		return fmt.Errorf("worker: SyncerConfig.Breaker.OpenFor must be > 0, got %v", c.Breaker.OpenFor)
-	case c.CredentialsProbeInterval < 0:
-		return fmt.Errorf("worker: SyncerConfig.CredentialsProbeInterval must be > 0, got %v", c.CredentialsProbeInterval)
-	}
-	return nil
-}
 
 // Syncer fetches orders from the upstream and applies them to the mirror.
 // It is safe for concurrent use; all its callers share one rate limit, one
@@ -162,22 +56,10 @@ type fetchOptions struct {
 	admit func(ctx context.Context) error
 }
 
-// giveWayPoll is how often a check waiting for other fetches to leave looks
-// again: far below the interval of any budget the reconciler runs at.
-const giveWayPoll = 10 * time.Millisecond
-
 // fetched is the result of one successful request.
 type fetched struct {
 	order *ordersync.Order
 	seq   int64
-}
-
-// credentialsPause stops fetching while the upstream rejects the key.
-type credentialsPause struct {
-	mu        sync.Mutex
-	paused    bool
-	probing   bool
-	nextProbe time.Time
 }
 
 // notUpstreamError marks a failure inside the breaker that says nothing
@@ -227,35 +109,6 @@ func NewSyncer(cfg SyncerConfig) (*Syncer, error) {
 		OnStateChange: s.breakerStateChanged,
 	})
 	return s, nil
-}
-
-func (s *Syncer) breakerStateChanged(_ string, from, to gobreaker.State) {
-	switch to {
-	case gobreaker.StateOpen:
-		s.breakerOpenedAt.Store(time.Now().UnixNano())
-		s.metrics.breakerOpen.Set(1)
-		if from == gobreaker.StateClosed {
-			s.log.Warn("upstream circuit breaker opened: fetches fail fast",
-				"consecutive_failures", s.cfg.Breaker.ConsecutiveFailures, "open_for", s.cfg.Breaker.OpenFor)
-		}
-	case gobreaker.StateHalfOpen:
-		s.metrics.breakerOpen.Set(1)
-	case gobreaker.StateClosed:
-		s.metrics.breakerOpen.Set(0)
-		s.log.Info("upstream circuit breaker closed: fetching resumed")
-	}
-}
-
-// BreakerClosed reports whether the circuit breaker lets requests through
-// normally.
-func (s *Syncer) BreakerClosed() bool { return s.breaker.State() == gobreaker.StateClosed }
-
-// CredentialsPaused reports whether fetching is paused on rejected
-// credentials.
-func (s *Syncer) CredentialsPaused() bool {
-	s.cred.mu.Lock()
-	defer s.cred.mu.Unlock()
-	return s.cred.paused
 }
 
 // Fetch fetches the order detail of code. The returned seq was taken from
@@ -368,59 +221,6 @@ func (s *Syncer) attempt(ctx context.Context, code string, opts fetchOptions) (f
 	return fetched{}, ue
 }
 
-// waitTurn waits until a request may leave: past the Retry-After gate (an
-// interactive fetch does not wait there) and the credentials pause, then
-// the rate limit. A reconciler's check (opts.admit set) first passes its
-// own budget and then gives way to the other fetches, which count
-// themselves as waiting meanwhile.
-func (s *Syncer) waitTurn(ctx context.Context, code string, opts fetchOptions) (probe bool, err error) {
-	check := opts.admit != nil
-	if check {
-		if err := opts.admit(ctx); err != nil {
-			return false, fmt.Errorf("wait for the reconcile budget: %w", err)
-		}
-	} else {
-		s.foreground.Add(1)
-		defer s.foreground.Add(-1)
-	}
-	if opts.interactive {
-		if wait := s.GateWait(); wait > 0 {
-			return false, gateClosed(fetchOp(code), wait)
-		}
-	} else if err := s.waitGate(ctx); err != nil {
-		return false, err
-	}
-	if probe, err = s.admitCredentials(code); err != nil {
-		return false, err
-	}
-	if check {
-		err = s.giveWay(ctx)
-	} else if s.limiter != nil {
-		if err = s.limiter.Wait(ctx); err != nil {
-			err = fmt.Errorf("wait for the upstream rate limit: %w", err)
-		}
-	}
-	if err != nil {
-		s.endProbe(probe, false)
-		return false, err
-	}
-	return probe, nil
-}
-
-// giveWay waits until no other fetch is waiting for the upstream and the
-// rate limit has a request to spare now, and takes it: a check never takes
-// a turn a webhook's fetch is queued for.
-func (s *Syncer) giveWay(ctx context.Context) error {
-	for {
-		if s.foreground.Load() == 0 && (s.limiter == nil || s.limiter.Allow()) {
-			return nil
-		}
-		if err := sleep(ctx, giveWayPoll); err != nil {
-			return fmt.Errorf("give way to the other fetches: %w", err)
-		}
-	}
-}
-
 // checkFetched rejects a detail that is not the order asked for.
 func checkFetched(order *ordersync.Order, code string) error {
 	switch {
@@ -433,104 +233,6 @@ func checkFetched(order *ordersync.Order, code string) error {
 			Title: fmt.Sprintf("the service answered with order %s", order.OrderCode)}
 	}
 	return nil
-}
-
-// GateWait is what remains of the shared Retry-After gate: zero when
-// requests may leave.
-func (s *Syncer) GateWait() time.Duration {
-	return max(0, time.Until(time.Unix(0, s.notBefore.Load())))
-}
-
-// gateClosed is the failure of a request not sent because the gate is
-// closed. It carries the upstream's rate limit, so a caller that knows only
-// ordersync.UpstreamError answers 503 with the Retry-After.
-func gateClosed(op string, wait time.Duration) *OutageError {
-	return &OutageError{Op: op, Cause: ErrRateLimited, Wait: wait,
-		Err: &ordersync.UpstreamError{Kind: ordersync.UpstreamRateLimited, Op: op, RetryAfter: wait}}
-}
-
-// waitGate waits until the shared Retry-After has passed.
-func (s *Syncer) waitGate(ctx context.Context) error {
-	for {
-		wait := time.Until(time.Unix(0, s.notBefore.Load()))
-		if wait <= 0 {
-			return nil
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("wait for the upstream's Retry-After: %w", ctx.Err())
-		case <-t.C:
-		}
-	}
-}
-
-// holdUntil moves the shared gate forward to t; it never moves it back.
-func (s *Syncer) holdUntil(t time.Time) {
-	n := t.UnixNano()
-	for {
-		cur := s.notBefore.Load()
-		if cur >= n || s.notBefore.CompareAndSwap(cur, n) {
-			return
-		}
-	}
-}
-
-// breakerWait is what remains of the breaker's open period.
-func (s *Syncer) breakerWait() time.Duration {
-	opened := time.Unix(0, s.breakerOpenedAt.Load())
-	return max(s.cfg.Retry.Initial, time.Until(opened.Add(s.cfg.Breaker.OpenFor)))
-}
-
-// admitCredentials lets a request through unless fetching is paused; while
-// paused, one caller per probe interval is let through as the probe.
-func (s *Syncer) admitCredentials(code string) (probe bool, err error) {
-	s.cred.mu.Lock()
-	defer s.cred.mu.Unlock()
-	if !s.cred.paused {
-		return false, nil
-	}
-	now := time.Now()
-	if s.cred.probing || now.Before(s.cred.nextProbe) {
-		wait := max(s.cfg.Retry.Initial, s.cred.nextProbe.Sub(now))
-		return false, &OutageError{Op: fetchOp(code), Cause: ErrCredentialsRejected, Wait: wait}
-	}
-	s.cred.probing = true
-	s.cred.nextProbe = now.Add(s.cfg.CredentialsProbeInterval)
-	return true, nil
-}
-
-// endProbe ends a probe; accepted resumes fetching.
-func (s *Syncer) endProbe(probe, accepted bool) {
-	if !probe {
-		return
-	}
-	s.cred.mu.Lock()
-	defer s.cred.mu.Unlock()
-	s.cred.probing = false
-	if accepted && s.cred.paused {
-		s.cred.paused = false
-		s.metrics.credentialsRejected.Set(0)
-		s.log.Info("upstream accepts the credentials again: fetching resumed")
-	}
-}
-
-// rejectCredentials pauses fetching and returns the wait until the next
-// probe.
-func (s *Syncer) rejectCredentials(ue *ordersync.UpstreamError) time.Duration {
-	s.cred.mu.Lock()
-	defer s.cred.mu.Unlock()
-	now := time.Now()
-	s.cred.probing = false
-	if !s.cred.paused {
-		s.cred.paused = true
-		s.cred.nextProbe = now.Add(s.cfg.CredentialsProbeInterval)
-		s.metrics.credentialsRejected.Set(1)
-		s.log.Error("upstream rejected the secret key: fetching paused until a probe succeeds; check the configured secret key",
-			"status", ue.StatusCode, "probe_interval", s.cfg.CredentialsProbeInterval)
-	}
-	return max(s.cfg.Retry.Initial, s.cred.nextProbe.Sub(now))
 }
 
 // SyncOrder fetches one order and applies it to the mirror, as the CLI, the

@@ -243,10 +243,12 @@ func (p *Program) buildStages() (err error) {
 	if err != nil {
 		return err
 	}
+	// Each account's reconciler counts its drift through the account's own
+	// Syncer, so the drift carries the account's label.
 	for name, syncer := range p.syncers {
 		rec, err := worker.NewReconciler(worker.ReconcilerConfig{
 			Schedule: p.db, Source: p.db, Syncer: syncer, Account: name, Budget: p.cfg.ReconcileRPS,
-			OnDrift: p.pool.RecordDrift, Registerer: accountRegisterer(p.reg, name), Logger: log("reconcile").With("account", name),
+			OnDrift: syncer.RecordDrift, Registerer: accountRegisterer(p.reg, name), Logger: log("reconcile").With("account", name),
 		})
 		if err != nil {
 			return err

@@ -1,0 +1,203 @@
+package ordersync
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// The dependency rule lives in one place, the imports column of
+// docs/architecture.md's table; this test reads it there so the doc and
+// the code cannot drift apart.
+const architectureDoc = "docs/architecture.md"
+
+// TestArchitectureImports fails when a package imports a package of this
+// module that its row in docs/architecture.md does not name, when the row
+// names one it does not import, or when a package has no row.
+func TestArchitectureImports(t *testing.T) {
+	doc, err := os.ReadFile(architectureDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed, err := parseArchitectureTable(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imports, err := moduleImports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range checkArchitecture(allowed, imports) {
+		t.Error(v)
+	}
+}
+
+// TestCheckArchitectureFindsForbiddenImport shows the check above catches
+// the mistake it is for: the receiver importing the store.
+func TestCheckArchitectureFindsForbiddenImport(t *testing.T) {
+	doc := []byte("| package | owns | imports (of this module) |\n|---|---|---|\n" +
+		"| `ordersync` (root) | the domain | nothing |\n" +
+		"| `store` | the mirror | root |\n" +
+		"| `webhook` | the receiver | root, `metrics` |\n" +
+		"| `metrics` | the registry | root |\n")
+	allowed, err := parseArchitectureTable(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imports := map[string][]string{
+		"":        nil,
+		"store":   {""},
+		"metrics": {""},
+		"webhook": {"", "metrics", "store"},
+	}
+	got := checkArchitecture(allowed, imports)
+	want := []string{"webhook imports store, which docs/architecture.md does not allow"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("violations = %q, want %q", got, want)
+	}
+	imports["webhook"] = []string{"", "metrics"}
+	imports["queue"] = []string{""}
+	got = checkArchitecture(allowed, imports)
+	want = []string{"queue has no row in docs/architecture.md's table"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("violations = %q, want %q", got, want)
+	}
+}
+
+var (
+	tableRow   = regexp.MustCompile("^\\| `([^`]+)`( \\(root\\))? \\|")
+	backticked = regexp.MustCompile("`([^`]+)`")
+)
+
+// parseArchitectureTable reads the table's rows: the package (relative to
+// the module, "" for the root) and the packages of the module it may
+// import. The last cell is "nothing", or a list of backticked packages
+// with "root" for the root package.
+func parseArchitectureTable(doc []byte) (map[string][]string, error) {
+	allowed := make(map[string][]string)
+	for _, line := range strings.Split(string(doc), "\n") {
+		m := tableRow.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		pkg := m[1]
+		if m[2] != "" {
+			pkg = ""
+		}
+		cells := strings.Split(strings.TrimSuffix(strings.TrimSpace(line), "|"), " | ")
+		last := strings.TrimSpace(cells[len(cells)-1])
+		deps := []string{}
+		switch {
+		case last == "nothing":
+		default:
+			for _, part := range strings.Split(last, ", ") {
+				part = strings.TrimSpace(part)
+				if part == "root" {
+					deps = append(deps, "")
+					continue
+				}
+				d := backticked.FindStringSubmatch(part)
+				if d == nil || d[0] != part {
+					return nil, fmt.Errorf("%s: row %q: the imports cell must be \"nothing\" or a list of root and `packages`, got %q", architectureDoc, pkg, part)
+				}
+				deps = append(deps, d[1])
+			}
+		}
+		if _, dup := allowed[pkg]; dup {
+			return nil, fmt.Errorf("%s: two rows for %q", architectureDoc, pkg)
+		}
+		allowed[pkg] = deps
+	}
+	if len(allowed) == 0 {
+		return nil, errors.New(architectureDoc + ": no package table")
+	}
+	return allowed, nil
+}
+
+// moduleImports lists each package of the module (relative to the module,
+// "" for the root) with the packages of the module it imports, tests
+// aside: tests may start whatever they need.
+func moduleImports() (map[string][]string, error) {
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Module", "./...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list: %w: %s", err, stderr.String())
+	}
+	imports := make(map[string][]string)
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p struct {
+			ImportPath string
+			Imports    []string
+			Module     struct{ Path string }
+		}
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("go list: decode: %w", err)
+		}
+		rel := func(path string) (string, bool) {
+			if path == p.Module.Path {
+				return "", true
+			}
+			r, ok := strings.CutPrefix(path, p.Module.Path+"/")
+			return r, ok
+		}
+		pkg, _ := rel(p.ImportPath)
+		deps := []string{}
+		for _, imp := range p.Imports {
+			if r, ok := rel(imp); ok {
+				deps = append(deps, r)
+			}
+		}
+		imports[pkg] = deps
+	}
+	return imports, nil
+}
+
+// checkArchitecture compares the imports with the table and says what
+// differs, one sentence per difference.
+func checkArchitecture(allowed, imports map[string][]string) []string {
+	name := func(pkg string) string {
+		if pkg == "" {
+			return "the root package"
+		}
+		return pkg
+	}
+	var v []string
+	for pkg, deps := range imports {
+		ok, found := allowed[pkg]
+		if !found {
+			v = append(v, fmt.Sprintf("%s has no row in %s's table", name(pkg), architectureDoc))
+			continue
+		}
+		for _, d := range deps {
+			if !slices.Contains(ok, d) {
+				v = append(v, fmt.Sprintf("%s imports %s, which %s does not allow", name(pkg), name(d), architectureDoc))
+			}
+		}
+		for _, d := range ok {
+			if !slices.Contains(deps, d) {
+				v = append(v, fmt.Sprintf("%s's row in %s names %s, which it does not import", name(pkg), architectureDoc, name(d)))
+			}
+		}
+	}
+	for pkg := range allowed {
+		if _, found := imports[pkg]; !found {
+			v = append(v, fmt.Sprintf("%s has a row in %s but is no package of this module", name(pkg), architectureDoc))
+		}
+	}
+	sort.Strings(v)
+	return v
+}

@@ -1,0 +1,37 @@
+package delivery_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ordersync/ordersync/delivery"
+)
+
+// bodyAllocBudget is the most allocations building the body of one order
+// event may cost, for a mirrored order with three line items (a copy of an
+// outbox payload). It sits about a tenth above the count when it was set,
+// so that a change of Go's encoding/json does not fail it, while decoding
+// the order twice does.
+const bodyAllocBudget = 138
+
+// TestOrderEventBodyAllocBudget holds the delivery body's build to its
+// allocation budget: a count, not a time, so it does not depend on the
+// machine.
+func TestOrderEventBodyAllocBudget(t *testing.T) {
+	payload, err := os.ReadFile(filepath.Join("testdata", "order_payload.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 3, 1, 9, 31, 2, 0, time.UTC)
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := delivery.OrderEventBody(delivery.EventOrderPaid, at, payload, "PENDING"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("%.0f allocations per body (budget %d)", allocs, bodyAllocBudget)
+	if allocs > bodyAllocBudget {
+		t.Errorf("building a delivery body allocates %.0f times, over its budget of %d", allocs, bodyAllocBudget)
+	}
+}

@@ -1,0 +1,49 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/ordersync/ordersync"
+)
+
+// applyAllocBudget is the most allocations the mirror write of one new
+// order may cost on SQLite: the order with three line items, its webhook's
+// event log row, its history and its outbox message, in one ApplyOrders
+// call. It sits about a tenth above the count when it was set, so that a
+// change of Go's runtime or of the driver does not fail it, while a second
+// encoding of the document or a statement built anew per call does.
+const applyAllocBudget = 410
+
+// TestApplyAllocBudget holds the mirror write to its allocation budget: a
+// count, not a time, so it does not depend on the machine.
+func TestApplyAllocBudget(t *testing.T) {
+	db := openDB(t, sqliteURL(t))
+	ctx := context.Background()
+	const runs = 100
+	// The orders are decoded before counting starts: decoding is the
+	// fetch's cost, not the write's.
+	params := make([][]ordersync.ApplyParams, runs+1) // AllocsPerRun runs once more to warm up
+	for i := range params {
+		code := fmt.Sprintf("alloc%03d", i)
+		o, err := ordersync.DecodeOrder(fmt.Appendf(nil, benchDoc, i+1, code, code, code, "alloc", ordersync.StatusPending, i, code))
+		if err != nil {
+			t.Fatal(err)
+		}
+		params[i] = []ordersync.ApplyParams{{Account: "default", Order: o, Seq: int64(i + 1), Cause: ordersync.CauseWebhook,
+			Events: []ordersync.EventRecord{{MsgID: fmt.Sprintf("msg-alloc-%03d", i), Type: ordersync.EventCreated}}}}
+	}
+	next := 0
+	allocs := testing.AllocsPerRun(runs, func() {
+		res, err := db.ApplyOrders(ctx, params[next])
+		if err != nil || !res[0].Created {
+			t.Fatalf("ApplyOrders: %v, %+v", err, res)
+		}
+		next++
+	})
+	t.Logf("%.0f allocations per new order (budget %d)", allocs, applyAllocBudget)
+	if allocs > applyAllocBudget {
+		t.Errorf("the mirror write allocates %.0f times per new order, over its budget of %d", allocs, applyAllocBudget)
+	}
+}

@@ -1,0 +1,204 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/ordersync/ordersync"
+)
+
+// giveWayPoll is how often a check waiting for other fetches to leave looks
+// again: far below the interval of any budget the reconciler runs at.
+const giveWayPoll = 10 * time.Millisecond
+
+// credentialsPause stops fetching while the upstream rejects the key.
+type credentialsPause struct {
+	mu        sync.Mutex
+	paused    bool
+	probing   bool
+	nextProbe time.Time
+}
+
+func (s *Syncer) breakerStateChanged(_ string, from, to gobreaker.State) {
+	switch to {
+	case gobreaker.StateOpen:
+		s.breakerOpenedAt.Store(time.Now().UnixNano())
+		s.metrics.breakerOpen.Set(1)
+		if from == gobreaker.StateClosed {
+			s.log.Warn("upstream circuit breaker opened: fetches fail fast",
+				"consecutive_failures", s.cfg.Breaker.ConsecutiveFailures, "open_for", s.cfg.Breaker.OpenFor)
+		}
+	case gobreaker.StateHalfOpen:
+		s.metrics.breakerOpen.Set(1)
+	case gobreaker.StateClosed:
+		s.metrics.breakerOpen.Set(0)
+		s.log.Info("upstream circuit breaker closed: fetching resumed")
+	}
+}
+
+// BreakerClosed reports whether the circuit breaker lets requests through
+// normally.
+func (s *Syncer) BreakerClosed() bool { return s.breaker.State() == gobreaker.StateClosed }
+
+// CredentialsPaused reports whether fetching is paused on rejected
+// credentials.
+func (s *Syncer) CredentialsPaused() bool {
+	s.cred.mu.Lock()
+	defer s.cred.mu.Unlock()
+	return s.cred.paused
+}
+
+// waitTurn waits until a request may leave: past the Retry-After gate (an
+// interactive fetch does not wait there) and the credentials pause, then
+// the rate limit. A reconciler's check (opts.admit set) first passes its
+// own budget and then gives way to the other fetches, which count
+// themselves as waiting meanwhile.
+func (s *Syncer) waitTurn(ctx context.Context, code string, opts fetchOptions) (probe bool, err error) {
+	check := opts.admit != nil
+	if check {
+		if err := opts.admit(ctx); err != nil {
+			return false, fmt.Errorf("wait for the reconcile budget: %w", err)
+		}
+	} else {
+		s.foreground.Add(1)
+		defer s.foreground.Add(-1)
+	}
+	if opts.interactive {
+		if wait := s.GateWait(); wait > 0 {
+			return false, gateClosed(fetchOp(code), wait)
+		}
+	} else if err := s.waitGate(ctx); err != nil {
+		return false, err
+	}
+	if probe, err = s.admitCredentials(code); err != nil {
+		return false, err
+	}
+	if check {
+		err = s.giveWay(ctx)
+	} else if s.limiter != nil {
+		if err = s.limiter.Wait(ctx); err != nil {
+			err = fmt.Errorf("wait for the upstream rate limit: %w", err)
+		}
+	}
+	if err != nil {
+		s.endProbe(probe, false)
+		return false, err
+	}
+	return probe, nil
+}
+
+// giveWay waits until no other fetch is waiting for the upstream and the
+// rate limit has a request to spare now, and takes it: a check never takes
+// a turn a webhook's fetch is queued for.
+func (s *Syncer) giveWay(ctx context.Context) error {
+	for {
+		if s.foreground.Load() == 0 && (s.limiter == nil || s.limiter.Allow()) {
+			return nil
+		}
+		if err := sleep(ctx, giveWayPoll); err != nil {
+			return fmt.Errorf("give way to the other fetches: %w", err)
+		}
+	}
+}
+
+// GateWait is what remains of the shared Retry-After gate: zero when
+// requests may leave.
+func (s *Syncer) GateWait() time.Duration {
+	return max(0, time.Until(time.Unix(0, s.notBefore.Load())))
+}
+
+// gateClosed is the failure of a request not sent because the gate is
+// closed. It carries the upstream's rate limit, so a caller that knows only
+// ordersync.UpstreamError answers 503 with the Retry-After.
+func gateClosed(op string, wait time.Duration) *OutageError {
+	return &OutageError{Op: op, Cause: ErrRateLimited, Wait: wait,
+		Err: &ordersync.UpstreamError{Kind: ordersync.UpstreamRateLimited, Op: op, RetryAfter: wait}}
+}
+
+// waitGate waits until the shared Retry-After has passed.
+func (s *Syncer) waitGate(ctx context.Context) error {
+	for {
+		wait := time.Until(time.Unix(0, s.notBefore.Load()))
+		if wait <= 0 {
+			return nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("wait for the upstream's Retry-After: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// holdUntil moves the shared gate forward to t; it never moves it back.
+func (s *Syncer) holdUntil(t time.Time) {
+	n := t.UnixNano()
+	for {
+		cur := s.notBefore.Load()
+		if cur >= n || s.notBefore.CompareAndSwap(cur, n) {
+			return
+		}
+	}
+}
+
+// breakerWait is what remains of the breaker's open period.
+func (s *Syncer) breakerWait() time.Duration {
+	opened := time.Unix(0, s.breakerOpenedAt.Load())
+	return max(s.cfg.Retry.Initial, time.Until(opened.Add(s.cfg.Breaker.OpenFor)))
+}
+
+// admitCredentials lets a request through unless fetching is paused; while
+// paused, one caller per probe interval is let through as the probe.
+func (s *Syncer) admitCredentials(code string) (probe bool, err error) {
+	s.cred.mu.Lock()
+	defer s.cred.mu.Unlock()
+	if !s.cred.paused {
+		return false, nil
+	}
+	now := time.Now()
+	if s.cred.probing || now.Before(s.cred.nextProbe) {
+		wait := max(s.cfg.Retry.Initial, s.cred.nextProbe.Sub(now))
+		return false, &OutageError{Op: fetchOp(code), Cause: ErrCredentialsRejected, Wait: wait}
+	}
+	s.cred.probing = true
+	s.cred.nextProbe = now.Add(s.cfg.CredentialsProbeInterval)
+	return true, nil
+}
+
+// endProbe ends a probe; accepted resumes fetching.
+func (s *Syncer) endProbe(probe, accepted bool) {
+	if !probe {
+		return
+	}
+	s.cred.mu.Lock()
+	defer s.cred.mu.Unlock()
+	s.cred.probing = false
+	if accepted && s.cred.paused {
+		s.cred.paused = false
+		s.metrics.credentialsRejected.Set(0)
+		s.log.Info("upstream accepts the credentials again: fetching resumed")
+	}
+}
+
+// rejectCredentials pauses fetching and returns the wait until the next
+// probe.
+func (s *Syncer) rejectCredentials(ue *ordersync.UpstreamError) time.Duration {
+	s.cred.mu.Lock()
+	defer s.cred.mu.Unlock()
+	now := time.Now()
+	s.cred.probing = false
+	if !s.cred.paused {
+		s.cred.paused = true
+		s.cred.nextProbe = now.Add(s.cfg.CredentialsProbeInterval)
+		s.metrics.credentialsRejected.Set(1)
+		s.log.Error("upstream rejected the secret key: fetching paused until a probe succeeds; check the configured secret key",
+			"status", ue.StatusCode, "probe_interval", s.cfg.CredentialsProbeInterval)
+	}
+	return max(s.cfg.Retry.Initial, s.cred.nextProbe.Sub(now))
+}
