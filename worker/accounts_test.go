@@ -53,9 +53,12 @@ func TestAccounts(t *testing.T) {
 	evMine := e.webhook(mine.OrderID, ordersync.EventCreated)
 	evTheirs := e.webhook(theirs.OrderID, ordersync.EventCreated)
 	evTheirs.Account = "acme"
+	// A payment webhook for acme's unpaid order: drift, counted under acme.
+	evTheirsPaid := e.webhook(theirs.OrderID, ordersync.EventSuccessPayment)
+	evTheirsPaid.Account = "acme"
 	evGhost := e.event([]byte(`{"orderCode":"GHOST01","orderType":"FASTLINK_CHARGE","type":"Created"}`))
 	evGhost.Account = "ghost"
-	e.publish(t, evMine, evTheirs, evGhost)
+	e.publish(t, evMine, evTheirs, evTheirsPaid, evGhost)
 	e.startPool(t, def, func(c *worker.PoolConfig) {
 		c.Accounts = worker.Accounts{ordersync.DefaultAccount: def, "acme": acme}
 	})
@@ -84,6 +87,12 @@ func TestAccounts(t *testing.T) {
 	dls := e.deadLetters(t, ordersync.ReasonRejected)
 	if len(dls) != 1 || dls[0].Account != "ghost" {
 		t.Fatalf("want one rejected dead letter for account ghost, got %+v", dls)
+	}
+	for account, want := range map[string]float64{"acme": 1, ordersync.DefaultAccount: 0} {
+		labels := map[string]string{"account": account, "kind": "status_mismatch"}
+		if got := counterValue(t, e.reg, "ordersync_drift_total", labels); got != want {
+			t.Errorf("drift %v = %v, want %v", labels, got, want)
+		}
 	}
 }
 

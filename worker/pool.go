@@ -236,10 +236,6 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	return p, nil
 }
 
-// RecordDrift counts a drift of the given kind, for stages that find drift
-// outside the pool (the reconciler's missed webhooks).
-func (p *Pool) RecordDrift(kind string) { p.syncer.RecordDrift(kind) }
-
 // Run pulls and processes events until ctx is cancelled, then drains: it
 // stops pulling, lets running fetches and commits finish (cancelling them
 // after DrainTimeout), settles every delivery it holds and returns. A Pool

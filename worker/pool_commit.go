@@ -106,7 +106,7 @@ func (p *Pool) afterApply(ctx context.Context, applied []commitItem, results []o
 	for i, ci := range applied {
 		r := results[i]
 		if r.Applied && !r.Created && r.PreviousStatus != r.Status && hasCause(ci.items, ordersync.CauseReconcile) {
-			p.syncer.RecordDrift(driftMissedWebhook)
+			p.syncerFor(ci.params.Account).RecordDrift(driftMissedWebhook)
 			p.log.Info("reconcile found a status change no webhook announced",
 				"order_code", ci.params.Order.OrderCode, "from", r.PreviousStatus, "to", r.Status)
 		}

@@ -122,7 +122,7 @@ func (p *Pool) syncerFor(account string) *Syncer {
 func (p *Pool) observeDrift(r *round, status ordersync.Status) {
 	for _, it := range r.items {
 		if implied, ok := it.e.Type.ImpliedStatus(); ok && implied != status {
-			p.syncer.RecordDrift(driftStatusMismatch)
+			p.syncerFor(r.key.account).RecordDrift(driftStatusMismatch)
 			p.log.Debug("event announced a status the order does not have",
 				"msg_id", it.ev.MsgID, "order_code", r.key.code, "event_type", it.e.Type, "announced", implied, "fetched", status)
 		}
