@@ -38,10 +38,16 @@ type gatedReplayer struct {
 	ordersync.Replayer
 	hold    atomic.Bool
 	release chan struct{}
+	// entered has a value for each replay held.
+	entered chan struct{}
 }
 
 func (g *gatedReplayer) ReplayDeadLetter(ctx context.Context, id int64) error {
 	if g.hold.Load() {
+		select {
+		case g.entered <- struct{}{}:
+		default:
+		}
 		select {
 		case <-g.release:
 		case <-ctx.Done():
@@ -78,7 +84,7 @@ func newActionsEnv(t *testing.T) *actionsEnv {
 			}
 		})
 		c.Deliverer = d
-		a.gate = &gatedReplayer{Replayer: c.Replayer, release: make(chan struct{})}
+		a.gate = &gatedReplayer{Replayer: c.Replayer, release: make(chan struct{}), entered: make(chan struct{}, 16)}
 		c.Replayer = a.gate
 	})
 	t.Cleanup(a.api.Close)
@@ -238,6 +244,10 @@ func TestConsoleDeadLetters(t *testing.T) {
 		if resp.StatusCode != 200 || !strings.Contains(page, want) {
 			t.Errorf("dead letters page: %d, lacks %q", resp.StatusCode, want)
 		}
+	}
+	_, page = ops.do("GET", "/console/dead-letters?limit=1000", nil)
+	if rows := strings.Count(page, `class="inline replay"`); rows != 100 || len(page) > 100<<10 {
+		t.Errorf("a page asked for 1,000 letters lists %d and weighs %d bytes, want 100 at most 100 KB", rows, len(page))
 	}
 	_, page = ops.do("GET", "/console/dead-letters?reason=unresolved", nil)
 	if !strings.Contains(page, "4 letter(s) match") || strings.Contains(page, "<td>malformed</td>") ||
@@ -407,5 +417,36 @@ func TestConsoleEndpoints(t *testing.T) {
 		if !strings.Contains(strings.Join(seen, "\n"), want) {
 			t.Errorf("trail lacks %q:\n%s", want, strings.Join(seen, "\n"))
 		}
+	}
+}
+
+// TestReplayJobStopsAtClose: closing the server stops a running job and
+// waits for it; the letters it had not replayed are still dead letters,
+// its page says it stopped, and no job starts after.
+func TestReplayJobStopsAtClose(t *testing.T) {
+	a := newActionsEnv(t)
+	ids := a.addLetters(t, 3, ordersync.ReasonUnresolved, ordersync.DefaultAccount)
+	ops, csrf := signedIn(t, a.url, "ops-token")
+	a.gate.hold.Store(true)
+	id, resp := startJob(t, ops, csrf, "")
+	if id == 0 {
+		t.Fatalf("start a job: %d", resp.StatusCode)
+	}
+	a.gate.release <- struct{}{} // the newest letter goes through
+	<-a.gate.entered
+	<-a.gate.entered // the job holds the next
+	a.api.Close()
+	job, ok, err := a.api.WaitReplayJob(context.Background(), id)
+	if err != nil || !ok || job.Running || !job.Stopped || job.Matched != 3 || job.Replayed != 1 || job.Failed != 1 {
+		t.Errorf("job after Close: %+v, %v %v; want stopped: 1 replayed, the one in hand given up", job, ok, err)
+	}
+	if got := a.replayCounts(t, ids); fmt.Sprint(got) != "[0 0 1]" {
+		t.Errorf("replay counts %v, want the newest letter alone replayed", got)
+	}
+	if _, page := ops.do("GET", fmt.Sprintf("/console/dead-letters/jobs/%d", id), nil); !strings.Contains(page, "Stopped before the end") {
+		t.Errorf("the stopped job's page:\n%s", page)
+	}
+	if _, resp := startJob(t, ops, csrf, ""); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("a job after Close: %d, want 503", resp.StatusCode)
 	}
 }

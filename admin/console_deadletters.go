@@ -30,6 +30,10 @@ func (s *Server) routeConsoleDeadLetters() {
 	s.mux.HandleFunc("POST /console/dead-letters/replay", when(replay, "replay", s.consoleReplayDeadLetters))
 }
 
+// maxLetterPage is the most letters the page lists at once: each row
+// carries its replay form, and a page must weigh at most 100 KB.
+const maxLetterPage = 100
+
 // jobRefresh is how often a running job's page reloads itself (a Refresh
 // header: no script, and the page reads the same without it).
 const jobRefresh = "2"
@@ -125,7 +129,7 @@ func (s *Server) showDeadLetters(w http.ResponseWriter, r *http.Request, q url.V
 	if f.Limit == 0 {
 		f.Limit = defaultConsoleLimit
 	}
-	f.Limit = min(f.Limit, maxConsoleLimit)
+	f.Limit = min(f.Limit, maxLetterPage)
 	letters, err := s.cfg.DeadLetters.ListDeadLetters(ctx, f)
 	if err != nil {
 		s.fail(w, "list dead letters", err, "")
@@ -250,6 +254,10 @@ func (s *Server) consoleReplayDeadLetters(w http.ResponseWriter, r *http.Request
 	if errors.Is(err, errJobRunning) {
 		s.showDeadLetters(w, r, q, http.StatusConflict,
 			fmt.Sprintf("Replay job %d is still running: wait for it to end, then start another.", job.ID))
+		return
+	}
+	if errors.Is(err, errClosing) {
+		writeProblem(w, http.StatusServiceUnavailable, "this process is shutting down: start the job again on the one that takes over", nil)
 		return
 	}
 	if err != nil {

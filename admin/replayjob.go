@@ -81,6 +81,9 @@ func newReplayJobs() *replayJobs {
 // queue as fast as it can, and one at a time keeps that to one stream.
 var errJobRunning = errors.New("a replay job is running")
 
+// errClosing refuses a job once the server closes.
+var errClosing = errors.New("the server is shutting down")
+
 // start begins a job replaying what f selects, unless one is running.
 func (s *Server) startReplayJob(f ordersync.DeadLetterFilter, query, actor string) (ReplayJob, error) {
 	js := s.jobs
@@ -92,7 +95,7 @@ func (s *Server) startReplayJob(f ordersync.DeadLetterFilter, query, actor strin
 		}
 	}
 	if js.ctx.Err() != nil {
-		return ReplayJob{}, errors.New("the server is closing")
+		return ReplayJob{}, errClosing
 	}
 	js.nextID++
 	f.IncludeReplayed, f.BeforeID, f.Limit = false, 0, 0
@@ -216,8 +219,9 @@ func (s *Server) WaitReplayJob(ctx context.Context, id int64) (ReplayJob, bool, 
 	return rec, ok, nil
 }
 
-// Close stops the running replay job, if any, and waits for it: the
-// letters it had not reached stay dead letters, listed for the next one.
+// Close stops the running replay job, if any (the letter in hand is given
+// up unless it is on the queue already), and waits for it: the letters it
+// had not replayed stay dead letters, listed for the next one.
 // Call it before closing what the Replayer publishes to.
 func (s *Server) Close() {
 	s.jobs.cancel()
