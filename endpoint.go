@@ -248,9 +248,9 @@ type DeliveryFilter struct {
 	Limit     int
 }
 
-// EndpointHealth is how the deliveries to one endpoint ended over a
+// DeliveryHealth is how the deliveries to one endpoint ended over a
 // period, as the delivery log holds them.
-type EndpointHealth struct {
+type DeliveryHealth struct {
 	// Delivered counts deliveries the endpoint took; Failed those that
 	// became dead letters or met a 410 Gone.
 	Delivered, Failed int
@@ -260,7 +260,7 @@ type EndpointHealth struct {
 
 // SuccessRate is the share of deliveries the endpoint took, and false
 // when there were none to judge by.
-func (h EndpointHealth) SuccessRate() (float64, bool) {
+func (h DeliveryHealth) SuccessRate() (float64, bool) {
 	n := h.Delivered + h.Failed
 	if n == 0 {
 		return 0, false

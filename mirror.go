@@ -348,9 +348,9 @@ type MirrorReader interface {
 	// ListDeliveries returns how the deliveries of order events to HTTP
 	// endpoints ended, newest first.
 	ListDeliveries(ctx context.Context, filter DeliveryFilter) ([]DeliveryRecord, error)
-	// EndpointHealth is how the deliveries that ended at or after since
+	// DeliveryHealth is how the deliveries that ended at or after since
 	// went, per endpoint id, from the delivery log: every process's.
-	EndpointHealth(ctx context.Context, since time.Time) (map[string]EndpointHealth, error)
+	DeliveryHealth(ctx context.Context, since time.Time) (map[string]DeliveryHealth, error)
 }
 
 // Reports answers the back office's reports from the mirror.

@@ -77,7 +77,7 @@ func (s *Server) showEndpoints(w http.ResponseWriter, r *http.Request, status in
 		return
 	}
 	now := s.cfg.Clock()
-	health, err := s.cfg.Orders.EndpointHealth(ctx, now.Add(-healthWindow))
+	health, err := s.cfg.Orders.DeliveryHealth(ctx, now.Add(-healthWindow))
 	if err != nil {
 		s.fail(w, "read endpoint health", err, "")
 		return

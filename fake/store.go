@@ -716,12 +716,12 @@ func (s *Store) RecordDeliveries(_ context.Context, recs []ordersync.DeliveryRec
 	return nil
 }
 
-// EndpointHealth counts the deliveries ended at or after since per
+// DeliveryHealth counts the deliveries ended at or after since per
 // endpoint, with each one's latest failure.
-func (s *Store) EndpointHealth(_ context.Context, since time.Time) (map[string]ordersync.EndpointHealth, error) {
+func (s *Store) DeliveryHealth(_ context.Context, since time.Time) (map[string]ordersync.DeliveryHealth, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[string]ordersync.EndpointHealth{}
+	out := map[string]ordersync.DeliveryHealth{}
 	for _, d := range s.deliveries {
 		if d.At.Before(since) {
 			continue

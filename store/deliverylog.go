@@ -109,11 +109,11 @@ FROM delivery_log WHERE ` + strings.Join(where, " AND ") + ` ORDER BY ended_at D
 	return recs, nil
 }
 
-// EndpointHealth counts, per endpoint, the deliveries that ended at or
+// DeliveryHealth counts, per endpoint, the deliveries that ended at or
 // after since, and finds each one's latest failure, in one read. Both
 // walk the log's index on ended_at, so the period bounds the work.
-func (db *DB) EndpointHealth(ctx context.Context, since time.Time) (map[string]ordersync.EndpointHealth, error) {
-	out := map[string]ordersync.EndpointHealth{}
+func (db *DB) DeliveryHealth(ctx context.Context, since time.Time) (map[string]ordersync.DeliveryHealth, error) {
+	out := map[string]ordersync.DeliveryHealth{}
 	err := db.inReadTx(ctx, "read endpoint health", func(tx *sqlx.Tx) error {
 		var counts []struct {
 			EndpointID string `db:"endpoint_id"`
@@ -126,7 +126,7 @@ FROM delivery_log WHERE ended_at >= ? GROUP BY endpoint_id`), string(ordersync.D
 			return err
 		}
 		for _, c := range counts {
-			h := ordersync.EndpointHealth{Delivered: c.Delivered, Failed: c.N - c.Delivered}
+			h := ordersync.DeliveryHealth{Delivered: c.Delivered, Failed: c.N - c.Delivered}
 			if h.Failed > 0 {
 				var r deliveryRow
 				err := tx.GetContext(ctx, &r, db.rebind(`SELECT webhook_id, endpoint_id, event, account, order_code, order_status, outcome, attempts, status, detail, ended_at

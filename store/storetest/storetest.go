@@ -469,10 +469,10 @@ func testDeliveryLog(t *testing.T, s Store) {
 	if err := s.RecordDeliveries(ctx, []ordersync.DeliveryRecord{old}); err != nil {
 		t.Fatal(err)
 	}
-	health, err := s.EndpointHealth(ctx, at.Add(-time.Minute))
+	health, err := s.DeliveryHealth(ctx, at.Add(-time.Minute))
 	h := health["ep_1"]
 	if err != nil || len(health) != 1 || h.Delivered != 1 || h.Failed != 1 || h.LastFailure == nil || h.LastFailure.WebhookID != "wh-2" || h.LastFailure.Status != 500 {
-		t.Errorf("EndpointHealth = %+v, %v; want ep_1 alone: 1 delivered, 1 failed, wh-2 last", health, err)
+		t.Errorf("DeliveryHealth = %+v, %v; want ep_1 alone: 1 delivered, 1 failed, wh-2 last", health, err)
 	}
 	if rate, ok := h.SuccessRate(); !ok || rate != 0.5 {
 		t.Errorf("success rate %v %v, want 0.5", rate, ok)
