@@ -248,6 +248,26 @@ type DeliveryFilter struct {
 	Limit     int
 }
 
+// DeliveryHealth is how the deliveries to one endpoint ended over a
+// period, as the delivery log holds them.
+type DeliveryHealth struct {
+	// Delivered counts deliveries the endpoint took; Failed those that
+	// became dead letters or met a 410 Gone.
+	Delivered, Failed int
+	// LastFailure is the latest delivery that did not go through, if any.
+	LastFailure *DeliveryRecord
+}
+
+// SuccessRate is the share of deliveries the endpoint took, and false
+// when there were none to judge by.
+func (h DeliveryHealth) SuccessRate() (float64, bool) {
+	n := h.Delivered + h.Failed
+	if n == 0 {
+		return 0, false
+	}
+	return float64(h.Delivered) / float64(n), true
+}
+
 // DeliveryLog is where HTTP deliveries record how each ended.
 type DeliveryLog interface {
 	// RecordDeliveries writes rows, each replacing the row of its

@@ -255,7 +255,10 @@ type DeadLetterFilter struct {
 	// when an unresolved event's order becomes known.
 	OrderID        ID
 	OrderReference string
-	Limit          int
+	// BeforeID selects letters older than that one (a smaller id): the
+	// next page of a listing, which is newest first. Counts ignore it.
+	BeforeID int64
+	Limit    int
 }
 
 // ReconcileFilter selects orders the reconciler should re-fetch.
@@ -345,6 +348,9 @@ type MirrorReader interface {
 	// ListDeliveries returns how the deliveries of order events to HTTP
 	// endpoints ended, newest first.
 	ListDeliveries(ctx context.Context, filter DeliveryFilter) ([]DeliveryRecord, error)
+	// DeliveryHealth is how the deliveries that ended at or after since
+	// went, per endpoint id, from the delivery log: every process's.
+	DeliveryHealth(ctx context.Context, since time.Time) (map[string]DeliveryHealth, error)
 }
 
 // Reports answers the back office's reports from the mirror.
@@ -359,6 +365,9 @@ type DeadLetters interface {
 	ListDeadLetters(ctx context.Context, filter DeadLetterFilter) ([]*DeadLetter, error)
 	FindDeadLetter(ctx context.Context, id int64) (*DeadLetter, error)
 	MarkDeadLetterReplayed(ctx context.Context, id int64, at time.Time) error
+	// CountDeadLetters counts the letters the filter selects (its Limit
+	// and BeforeID aside), per reason.
+	CountDeadLetters(ctx context.Context, filter DeadLetterFilter) (map[DeadLetterReason]int, error)
 }
 
 // Outbox is the outbox as the relay drains it.

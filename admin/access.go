@@ -59,6 +59,13 @@ var actions = map[string]struct {
 	"POST /console/sign-in":                      {"console.sign-in", "", true},
 	"POST /console/sign-out":                     {"console.sign-out", "", false},
 	"POST /console/orders/{id}/resync":           {"order.track", "order", false},
+	"POST /console/dead-letters/{id}/replay":     {"dead-letter.replay", "dead-letter", false},
+	"POST /console/dead-letters/replay":          {"dead-letters.replay", "", false},
+	"POST /console/endpoints/{id}/enable":        {"endpoint.enable", "endpoint", false},
+	"POST /console/endpoints/{id}/disable":       {"endpoint.disable", "endpoint", false},
+	"POST /console/endpoints/{id}/rotate-secret": {"endpoint.rotate-secret", "endpoint", false},
+	"POST /console/endpoints/{id}/test":          {"endpoint.test", "endpoint", false},
+	"POST /console/endpoints/{id}/replay":        {"endpoint.replay", "endpoint", false},
 }
 
 // sessionRoutes act on the caller's own session, not on the service: a

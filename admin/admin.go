@@ -112,6 +112,8 @@ type Server struct {
 	limiter *signInLimiter
 	// exportSlots holds a token per running export.
 	exportSlots chan struct{}
+	// jobs are the console's replay jobs.
+	jobs *replayJobs
 }
 
 // New returns the API handler.
@@ -477,17 +479,44 @@ func DeadLetterJSONOf(dl *ordersync.DeadLetter) DeadLetterJSON {
 }
 
 func (s *Server) deadLetterFilter(w http.ResponseWriter, r *http.Request) (ordersync.DeadLetterFilter, bool) {
-	q := r.URL.Query()
-	f := ordersync.DeadLetterFilter{Account: q.Get("account")}
+	f, fields := ParseDeadLetterQuery(r.URL.Query())
+	if fields != nil {
+		writeProblem(w, http.StatusBadRequest, "invalid query", fields)
+		return f, false
+	}
+	return f, true
+}
+
+// ParseDeadLetterQuery reads a dead-letter filter from a query (account,
+// reason, replayed=true, limit, and before: the id the page starts
+// below), as the API and the console take it; the fields it cannot read
+// are named with why.
+func ParseDeadLetterQuery(q url.Values) (ordersync.DeadLetterFilter, map[string][]string) {
+	f := ordersync.DeadLetterFilter{Account: q.Get("account"), IncludeReplayed: q.Get("replayed") == "true"}
+	fields := map[string][]string{}
 	if v := q.Get("reason"); v != "" {
 		var err error
 		if f.Reason, err = ordersync.ParseDeadLetterReason(v); err != nil {
-			writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{"reason": {err.Error()}})
-			return f, false
+			fields["reason"] = []string{err.Error()}
 		}
 	}
-	f.IncludeReplayed = q.Get("replayed") == "true"
-	return f, queryCount(w, q, "limit", &f.Limit)
+	for _, p := range []struct {
+		name string
+		set  func(int64)
+	}{{"limit", func(n int64) { f.Limit = int(n) }}, {"before", func(n int64) { f.BeforeID = n }}} {
+		if v := q.Get(p.name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				fields[p.name] = []string{"must be a whole number ≥ 0"}
+				continue
+			}
+			p.set(n)
+		}
+	}
+	if len(fields) == 0 {
+		return f, nil
+	}
+	return f, fields
 }
 
 func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -20,7 +21,7 @@ func (s *Server) routeEndpoints() {
 	s.mux.HandleFunc("POST /v1/endpoints", when(eps, endpoints, s.createEndpoint))
 	s.mux.HandleFunc("GET /v1/endpoints", when(eps, endpoints, s.listEndpoints))
 	s.mux.HandleFunc("GET /v1/endpoints/{id}", when(eps, endpoints, s.showEndpoint))
-	s.mux.HandleFunc("PATCH /v1/endpoints/{id}", when(eps, endpoints, s.updateEndpoint))
+	s.mux.HandleFunc("PATCH /v1/endpoints/{id}", when(eps, endpoints, s.patchEndpoint))
 	s.mux.HandleFunc("DELETE /v1/endpoints/{id}", when(eps, endpoints, s.deleteEndpoint))
 	s.mux.HandleFunc("POST /v1/endpoints/{id}/rotate-secret", when(eps, endpoints, s.rotateEndpointSecret))
 	s.mux.HandleFunc("POST /v1/endpoints/{id}/test", when(eps && dlv, deliveries, s.testEndpoint))
@@ -152,21 +153,31 @@ func (s *Server) showEndpoint(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, EndpointJSONOf(ep))
 }
 
-func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) {
+func (s *Server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var body EndpointUpdateJSON
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	ep, err := s.cfg.Endpoints.UpdateEndpoint(r.Context(), id, ordersync.EndpointUpdate{
+	ep, err := s.updateEndpoint(r.Context(), id, ordersync.EndpointUpdate{
 		URL: body.URL, Events: hookEvents(body.Events), Description: body.Description, Disabled: body.Disabled, RatePerSecond: body.RatePerSecond,
 	})
 	if err != nil {
 		s.fail(w, "update endpoint", err, fmt.Sprintf("no endpoint %s", id))
 		return
 	}
-	s.changed()
 	writeJSON(w, http.StatusOK, EndpointJSONOf(ep))
+}
+
+// updateEndpoint changes an endpoint, for the API and the console, and
+// makes the change take effect.
+func (s *Server) updateEndpoint(ctx context.Context, id string, u ordersync.EndpointUpdate) (*ordersync.Endpoint, error) {
+	ep, err := s.cfg.Endpoints.UpdateEndpoint(ctx, id, u)
+	if err != nil {
+		return nil, err
+	}
+	s.changed()
+	return ep, nil
 }
 
 func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -194,25 +205,34 @@ func (s *Server) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 && !decodeBody(w, r, &body) {
 		return
 	}
-	if body.Secret == "" {
-		var err error
-		if body.Secret, err = delivery.NewSecret(); err != nil {
-			s.fail(w, "rotate endpoint secret", err, "")
-			return
-		}
-	} else if err := delivery.ValidateSecret(body.Secret); err != nil {
-		s.fail(w, "rotate endpoint secret", err, fmt.Sprintf("no endpoint %s", id))
-		return
-	}
-	ep, err := s.cfg.Endpoints.RotateEndpointSecret(r.Context(), id, body.Secret, s.cfg.SecretGrace)
+	ep, err := s.rotateSecret(r.Context(), id, body.Secret)
 	if err != nil {
 		s.fail(w, "rotate endpoint secret", err, fmt.Sprintf("no endpoint %s", id))
 		return
 	}
-	s.changed()
 	out := EndpointJSONOf(ep)
 	out.Secret = ep.Secret
 	writeJSON(w, http.StatusOK, out)
+}
+
+// rotateSecret makes secret (a new one when empty) the endpoint's, the
+// old one signing for SecretGrace more, for the API and the console. The
+// endpoint returned holds the new secret: show it once.
+func (s *Server) rotateSecret(ctx context.Context, id, secret string) (*ordersync.Endpoint, error) {
+	if secret == "" {
+		var err error
+		if secret, err = delivery.NewSecret(); err != nil {
+			return nil, err
+		}
+	} else if err := delivery.ValidateSecret(secret); err != nil {
+		return nil, err
+	}
+	ep, err := s.cfg.Endpoints.RotateEndpointSecret(ctx, id, secret, s.cfg.SecretGrace)
+	if err != nil {
+		return nil, err
+	}
+	s.changed()
+	return ep, nil
 }
 
 func (s *Server) testEndpoint(w http.ResponseWriter, r *http.Request) {

@@ -441,22 +441,41 @@ func (s *Store) ListDeadLetters(_ context.Context, f ordersync.DeadLetterFilter)
 	out := []*ordersync.DeadLetter{}
 	for i := len(s.deadLetters) - 1; i >= 0 && len(out) < clampLimit(f.Limit); i-- {
 		dl := s.deadLetters[i]
-		switch {
-		case f.Account != "" && dl.Account != f.Account,
-			f.Reason != "" && dl.Reason != f.Reason,
-			!f.IncludeReplayed && dl.ReplayedAt != nil:
+		if !selects(f, dl) || (f.BeforeID > 0 && dl.ID >= f.BeforeID) {
 			continue
-		case f.OrderID != "" || f.OrderReference != "":
-			byID := f.OrderID != "" && dl.OrderID == f.OrderID
-			byRef := f.OrderReference != "" && dl.OrderReference == f.OrderReference
-			if !byID && !byRef {
-				continue
-			}
 		}
 		c := *dl
 		out = append(out, &c)
 	}
 	return out, nil
+}
+
+// CountDeadLetters counts the letters the filter selects, per reason.
+func (s *Store) CountDeadLetters(_ context.Context, f ordersync.DeadLetterFilter) (map[ordersync.DeadLetterReason]int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[ordersync.DeadLetterReason]int{}
+	for _, dl := range s.deadLetters {
+		if selects(f, dl) {
+			out[dl.Reason]++
+		}
+	}
+	return out, nil
+}
+
+// selects reports whether f selects dl, its page aside.
+func selects(f ordersync.DeadLetterFilter, dl *ordersync.DeadLetter) bool {
+	switch {
+	case f.Account != "" && dl.Account != f.Account,
+		f.Reason != "" && dl.Reason != f.Reason,
+		!f.IncludeReplayed && dl.ReplayedAt != nil:
+		return false
+	case f.OrderID != "" || f.OrderReference != "":
+		byID := f.OrderID != "" && dl.OrderID == f.OrderID
+		byRef := f.OrderReference != "" && dl.OrderReference == f.OrderReference
+		return byID || byRef
+	}
+	return true
 }
 
 // FindDeadLetter returns one dead letter, replayed or not.
@@ -695,6 +714,31 @@ func (s *Store) RecordDeliveries(_ context.Context, recs []ordersync.DeliveryRec
 		s.deliveries = append(s.deliveries, r)
 	}
 	return nil
+}
+
+// DeliveryHealth counts the deliveries ended at or after since per
+// endpoint, with each one's latest failure.
+func (s *Store) DeliveryHealth(_ context.Context, since time.Time) (map[string]ordersync.DeliveryHealth, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]ordersync.DeliveryHealth{}
+	for _, d := range s.deliveries {
+		if d.At.Before(since) {
+			continue
+		}
+		h := out[d.EndpointID]
+		if d.Outcome == ordersync.DeliveryDelivered {
+			h.Delivered++
+		} else {
+			h.Failed++
+			if h.LastFailure == nil || d.At.After(h.LastFailure.At) || (d.At.Equal(h.LastFailure.At) && d.WebhookID > h.LastFailure.WebhookID) {
+				c := d
+				h.LastFailure = &c
+			}
+		}
+		out[d.EndpointID] = h
+	}
+	return out, nil
 }
 
 // ListDeliveries returns delivery log rows, newest first.

@@ -138,24 +138,9 @@ func (r *deadLetterRow) deadLetter() (*ordersync.DeadLetter, error) {
 // given, select letters matching either. Limit defaults to 100 and is
 // capped at 1000.
 func (db *DB) ListDeadLetters(ctx context.Context, filter ordersync.DeadLetterFilter) ([]*ordersync.DeadLetter, error) {
-	where := []string{"1 = 1"}
-	var args []any
-	if filter.Account != "" {
-		where, args = append(where, "account = ?"), append(args, filter.Account)
-	}
-	if filter.Reason != "" {
-		where, args = append(where, "reason = ?"), append(args, string(filter.Reason))
-	}
-	if !filter.IncludeReplayed {
-		where = append(where, "replayed_at IS NULL")
-	}
-	switch {
-	case filter.OrderID != "" && filter.OrderReference != "":
-		where, args = append(where, "(order_id = ? OR order_reference = ?)"), append(args, string(filter.OrderID), filter.OrderReference)
-	case filter.OrderID != "":
-		where, args = append(where, "order_id = ?"), append(args, string(filter.OrderID))
-	case filter.OrderReference != "":
-		where, args = append(where, "order_reference = ?"), append(args, filter.OrderReference)
+	where, args := deadLetterWhere(filter)
+	if filter.BeforeID > 0 {
+		where, args = append(where, "id < ?"), append(args, filter.BeforeID)
 	}
 	args = append(args, clampLimit(filter.Limit, defaultListLimit, maxListLimit))
 	query := `SELECT ` + deadLetterColumns + ` FROM dead_letters WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id DESC LIMIT ?`
@@ -180,6 +165,56 @@ func (db *DB) ListDeadLetters(ctx context.Context, filter ordersync.DeadLetterFi
 		return nil, err
 	}
 	return letters, nil
+}
+
+// CountDeadLetters counts the letters the filter selects, per reason, in
+// one read.
+func (db *DB) CountDeadLetters(ctx context.Context, filter ordersync.DeadLetterFilter) (map[ordersync.DeadLetterReason]int, error) {
+	where, args := deadLetterWhere(filter)
+	query := `SELECT reason, COUNT(*) AS n FROM dead_letters WHERE ` + strings.Join(where, " AND ") + ` GROUP BY reason`
+	out := map[ordersync.DeadLetterReason]int{}
+	err := db.inReadTx(ctx, "count dead letters", func(tx *sqlx.Tx) error {
+		var rows []struct {
+			Reason string `db:"reason"`
+			N      int    `db:"n"`
+		}
+		if err := tx.SelectContext(ctx, &rows, db.rebind(query), args...); err != nil {
+			return err
+		}
+		for _, r := range rows {
+			out[ordersync.DeadLetterReason(r.Reason)] = r.N
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// deadLetterWhere is the condition of a filter, but its page (BeforeID,
+// Limit).
+func deadLetterWhere(filter ordersync.DeadLetterFilter) ([]string, []any) {
+	where := []string{"1 = 1"}
+	var args []any
+	if filter.Account != "" {
+		where, args = append(where, "account = ?"), append(args, filter.Account)
+	}
+	if filter.Reason != "" {
+		where, args = append(where, "reason = ?"), append(args, string(filter.Reason))
+	}
+	if !filter.IncludeReplayed {
+		where = append(where, "replayed_at IS NULL")
+	}
+	switch {
+	case filter.OrderID != "" && filter.OrderReference != "":
+		where, args = append(where, "(order_id = ? OR order_reference = ?)"), append(args, string(filter.OrderID), filter.OrderReference)
+	case filter.OrderID != "":
+		where, args = append(where, "order_id = ?"), append(args, string(filter.OrderID))
+	case filter.OrderReference != "":
+		where, args = append(where, "order_reference = ?"), append(args, filter.OrderReference)
+	}
+	return where, args
 }
 
 // FindDeadLetter returns one dead letter, replayed or not.

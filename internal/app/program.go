@@ -54,6 +54,8 @@ type Program struct {
 
 	webhookLn, adminLn   net.Listener
 	webhookSrv, adminSrv *http.Server
+	// api is the admin listener's handler, whose replay jobs end with Run.
+	api *admin.Server
 	// unlockDataDir releases the data directory's lock; nil when not held.
 	unlockDataDir func()
 
@@ -291,6 +293,7 @@ func (p *Program) buildStages() (err error) {
 	}
 	// A request that needs the upstream takes at most a fetch's retry
 	// budget plus a link creation; the write timeout leaves room for that.
+	p.api = api
 	p.adminSrv = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: maxHeaderBytes}
 	return nil
@@ -404,6 +407,7 @@ func (p *Program) Run(ctx context.Context) error {
 	if err := p.adminSrv.Shutdown(shutdown); err != nil {
 		p.logger.Warn("admin server shutdown", "err", err)
 	}
+	p.api.Close() // replay jobs publish to the queue, which closes after Run
 	serving.Wait()
 	p.logger.Info("ordersync stopped")
 	return runErr

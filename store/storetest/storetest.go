@@ -386,6 +386,18 @@ func testDeadLetters(t *testing.T, s Store) {
 	if dl, _ := s.FindDeadLetter(ctx, first); dl == nil || dl.ReplayedAt == nil || dl.ReplayCount != 1 {
 		t.Errorf("replayed letter %+v, want ReplayedAt set, ReplayCount 1", dl)
 	}
+	// Counts per reason, and pages of a listing by BeforeID.
+	if n, err := s.CountDeadLetters(ctx, ordersync.DeadLetterFilter{IncludeReplayed: true, Limit: 1}); err != nil ||
+		n[ordersync.ReasonUnresolved] != 1 || n[ordersync.ReasonUnknownOrder] != 1 || len(n) != 2 {
+		t.Errorf("CountDeadLetters with replayed = %v, %v; want one of each reason", n, err)
+	}
+	if n, _ := s.CountDeadLetters(ctx, ordersync.DeadLetterFilter{}); n[ordersync.ReasonUnresolved] != 0 || n[ordersync.ReasonUnknownOrder] != 1 {
+		t.Errorf("CountDeadLetters = %v; want the unreplayed unknown_order alone", n)
+	}
+	page, err := s.ListDeadLetters(ctx, ordersync.DeadLetterFilter{IncludeReplayed: true, BeforeID: second})
+	if err != nil || len(page) != 1 || page[0].ID != first {
+		t.Errorf("ListDeadLetters before %d = %d letters, %v; want dl-1 alone", second, len(page), err)
+	}
 	// A replayed letter failing again is a new letter.
 	if id, err := s.AddDeadLetter(ctx, ordersync.DeadLetter{MsgID: "dl-1", Account: account, Reason: ordersync.ReasonUnresolved}); err != nil || id == first {
 		t.Errorf("dl-1 failing after its replay: id %d, %v; want a new letter", id, err)
@@ -449,6 +461,21 @@ func testDeliveryLog(t *testing.T, s Store) {
 	got, err := s.ListDeliveries(ctx, ordersync.DeliveryFilter{Account: account, OrderCode: "Del01"})
 	if err != nil || len(got) != 2 || got[0].WebhookID != "wh-1" || got[0].Outcome != ordersync.DeliveryDelivered || got[0].Status != 200 {
 		t.Errorf("ListDeliveries = %+v, %v; want wh-1 delivered first, then wh-2", got, err)
+	}
+	// Health: wh-1 delivered, wh-2 dead-lettered, on ep_1; one before the
+	// period on ep_2 counts not.
+	old := ordersync.DeliveryRecord{WebhookID: "wh-old", EndpointID: "ep_2", Event: rec.Event, Account: account, OrderCode: "Del02",
+		Outcome: ordersync.DeliveryGone, Status: 410, At: at.Add(-time.Hour)}
+	if err := s.RecordDeliveries(ctx, []ordersync.DeliveryRecord{old}); err != nil {
+		t.Fatal(err)
+	}
+	health, err := s.DeliveryHealth(ctx, at.Add(-time.Minute))
+	h := health["ep_1"]
+	if err != nil || len(health) != 1 || h.Delivered != 1 || h.Failed != 1 || h.LastFailure == nil || h.LastFailure.WebhookID != "wh-2" || h.LastFailure.Status != 500 {
+		t.Errorf("DeliveryHealth = %+v, %v; want ep_1 alone: 1 delivered, 1 failed, wh-2 last", health, err)
+	}
+	if rate, ok := h.SuccessRate(); !ok || rate != 0.5 {
+		t.Errorf("success rate %v %v, want 0.5", rate, ok)
 	}
 	if err := s.RecordDeliveries(ctx, []ordersync.DeliveryRecord{{WebhookID: "wh-3"}}); err == nil {
 		t.Error("RecordDeliveries without an endpoint succeeded")

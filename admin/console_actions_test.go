@@ -1,0 +1,452 @@
+package admin_test
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/delivery"
+	"github.com/ordersync/ordersync/worker"
+)
+
+// actionsEnv is the console over real pieces with every action it has:
+// the dead letters' Replayer (behind a gate the test may close), a
+// running Dispatcher for the endpoints, and one endpoint whose receiver
+// counts what it gets.
+type actionsEnv struct {
+	*apiEnv
+	endpoint *ordersync.Endpoint
+	// received counts the requests the endpoint's receiver answered.
+	received atomic.Int64
+	gate     *gatedReplayer
+}
+
+// gatedReplayer is the real Replayer, each replay of one letter held
+// until the test lets it through (when hold is set), so a job can be seen
+// running.
+type gatedReplayer struct {
+	ordersync.Replayer
+	hold    atomic.Bool
+	release chan struct{}
+	// entered has a value for each replay held.
+	entered chan struct{}
+}
+
+func (g *gatedReplayer) ReplayDeadLetter(ctx context.Context, id int64) error {
+	if g.hold.Load() {
+		select {
+		case g.entered <- struct{}{}:
+		default:
+		}
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return g.Replayer.ReplayDeadLetter(ctx, id)
+}
+
+func newActionsEnv(t *testing.T) *actionsEnv {
+	t.Helper()
+	a := &actionsEnv{}
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("webhook-signature") != "" {
+			a.received.Add(1)
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(receiver.Close)
+	a.apiEnv = newAPIEnvWith(t, func(e *apiEnv, c *admin.Config) {
+		c.Tokens, c.Audit, c.Sessions, c.Exports = roleTokens, e.db, e.db, e.db
+		c.Endpoints, c.DeliveryDeadLetters, c.SecretGrace = e.db, e.db, time.Hour
+		d, err := worker.NewDispatcher(worker.DispatcherConfig{Endpoints: e.db, DeadLetters: e.db, Log: e.db, Stream: e.queue})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- d.Run(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("dispatcher: %v", err)
+			}
+		})
+		c.Deliverer = d
+		a.gate = &gatedReplayer{Replayer: c.Replayer, release: make(chan struct{}), entered: make(chan struct{}, 16)}
+		c.Replayer = a.gate
+	})
+	t.Cleanup(a.api.Close)
+	secret, err := delivery.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.endpoint, err = a.db.CreateEndpoint(context.Background(), ordersync.EndpointParams{URL: receiver.URL + "/hook",
+		Events: ordersync.HookEvents, Description: "fulfilment", Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// addLetters adds n dead letters of reason for account and returns their
+// ids.
+func (a *actionsEnv) addLetters(t *testing.T, n int, reason ordersync.DeadLetterReason, account string) []int64 {
+	t.Helper()
+	var ids []int64
+	for range n {
+		i := len(ids)
+		id, err := a.db.AddDeadLetter(context.Background(), ordersync.DeadLetter{MsgID: fmt.Sprintf("m-%s-%s-%d", account, reason, i),
+			Account: account, Reason: reason, Attempts: 2, LastError: "no order for id", OrderID: ordersync.ID(fmt.Sprint(9000 + i)),
+			Body: []byte(fmt.Sprintf(`{"orderId":"%d","orderType":"FASTLINK_CHARGE","type":"Created"}`, 9000+i)), CreatedAt: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// replayCounts is how often each letter was replayed.
+func (a *actionsEnv) replayCounts(t *testing.T, ids []int64) []int {
+	t.Helper()
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		dl, err := a.db.FindDeadLetter(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = dl.ReplayCount
+	}
+	return out
+}
+
+func allEqual(ns []int, want int) bool {
+	for _, n := range ns {
+		if n != want {
+			return false
+		}
+	}
+	return true
+}
+
+// signedIn is a browser signed in with token, and the CSRF token of its
+// forms.
+func signedIn(t *testing.T, base, token string) (*browser, string) {
+	t.Helper()
+	b := newBrowser(t, base)
+	if resp := b.signIn(token); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign in %s: %d", token, resp.StatusCode)
+	}
+	_, page := b.do("GET", "/console/", nil)
+	return b, b.csrf(page)
+}
+
+// TestConsoleActionsRefused: on every console route that acts, as the
+// router lists them, a viewer with a valid session and CSRF token gets 403
+// and an operator without the CSRF token gets 403; nothing happens (no
+// letter replayed, the endpoint neither disabled nor re-keyed nor sent
+// anything) and the viewer's refusals are in the trail under names of
+// their own.
+func TestConsoleActionsRefused(t *testing.T) {
+	a := newActionsEnv(t)
+	ids := a.addLetters(t, 1, ordersync.ReasonUnresolved, ordersync.DefaultAccount)
+	routes := actionRoutes(t, a.api, "/console/")
+	if len(routes) < 8 {
+		t.Fatalf("only %d console action routes: %v", len(routes), routes)
+	}
+	viewer, viewerCSRF := signedIn(t, a.url, "eve-token")
+	ops, _ := signedIn(t, a.url, "ops-token")
+	for _, pattern := range routes {
+		_, path := concrete(pattern)
+		path = strings.Replace(path, "/endpoints/1/", "/endpoints/"+a.endpoint.ID+"/", 1)
+		form := url.Values{"csrf": {viewerCSRF}, "since": {"1h"}, "filter": {""}}
+		if resp, body := viewer.do("POST", path, form); resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "only operators act") {
+			t.Errorf("viewer %s: %d %s, want 403", pattern, resp.StatusCode, body)
+		}
+		if resp, body := ops.do("POST", path, url.Values{"since": {"1h"}}); resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "CSRF token is missing") {
+			t.Errorf("operator without CSRF token %s: %d %s, want 403", pattern, resp.StatusCode, body)
+		}
+	}
+	if n := a.replayCounts(t, ids); n[0] != 0 {
+		t.Errorf("the letter was replayed %d times by refused requests", n[0])
+	}
+	ep, err := a.db.FindEndpoint(context.Background(), a.endpoint.ID)
+	if err != nil || ep.Disabled || ep.Secret != a.endpoint.Secret || a.received.Load() != 0 {
+		t.Errorf("the endpoint after refused requests: disabled %v, secret changed %v, %d requests received; %v",
+			ep.Disabled, ep.Secret != a.endpoint.Secret, a.received.Load(), err)
+	}
+	trail, err := a.db.ListAudit(context.Background(), ordersync.AuditFilter{Actor: "eve", Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, r := range trail.Records {
+		if r.Action == "console.sign-in" {
+			continue
+		}
+		if r.Outcome != "403" || r.Via != ordersync.ViaConsole || strings.Contains(r.Action, " ") {
+			t.Errorf("viewer's refusal recorded as %+v (an action without a name of its own is named by its route)", r)
+		}
+		names[r.Action] = true
+	}
+	if len(names) != len(routes) {
+		t.Errorf("%d distinct actions recorded for %d routes: %v", len(names), len(routes), names)
+	}
+}
+
+var jobLocation = regexp.MustCompile(`^/console/dead-letters/jobs/(\d+)$`)
+
+// startJob posts the bulk replay form of the Dead letters page for filter
+// and returns the job's id from where the answer goes.
+func startJob(t *testing.T, b *browser, csrf, filter string) (int64, *http.Response) {
+	t.Helper()
+	resp, body := b.do("POST", "/console/dead-letters/replay", url.Values{"csrf": {csrf}, "filter": {filter}})
+	m := jobLocation.FindStringSubmatch(resp.Header.Get("Location"))
+	if resp.StatusCode != http.StatusSeeOther || m == nil {
+		t.Logf("no job: %d %s", resp.StatusCode, body)
+		return 0, resp
+	}
+	var id int64
+	fmt.Sscan(m[1], &id)
+	return id, resp
+}
+
+// TestConsoleDeadLetters: the page counts the letters per reason and
+// lists what its filter selects; a letter's page shows its body; an
+// operator replays one letter, which leaves the list, and then, as a
+// background job, every letter a filter matches (more than one read of
+// the store, and past the request that started it): exactly those,
+// counted as matched, replayed and failed, the progress shown while it
+// runs; one job at a time.
+func TestConsoleDeadLetters(t *testing.T) {
+	a := newActionsEnv(t)
+	ctx := context.Background()
+	unresolved := a.addLetters(t, 3, ordersync.ReasonUnresolved, ordersync.DefaultAccount)
+	other := a.addLetters(t, 1, ordersync.ReasonUnresolved, "other") // an account this process does not serve
+	malformed := a.addLetters(t, 1002, ordersync.ReasonMalformed, ordersync.DefaultAccount)
+	ops, csrf := signedIn(t, a.url, "ops-token")
+
+	resp, page := ops.do("GET", "/console/dead-letters", nil)
+	for _, want := range []string{`>unresolved</a> <span class="count">4</span>`, `>malformed</a> <span class="count">1002</span>`,
+		`>unknown_order</a> <span class="count">0</span>`, "1006 letter(s) match", `rel="next"`} {
+		if resp.StatusCode != 200 || !strings.Contains(page, want) {
+			t.Errorf("dead letters page: %d, lacks %q", resp.StatusCode, want)
+		}
+	}
+	_, page = ops.do("GET", "/console/dead-letters?limit=1000", nil)
+	if rows := strings.Count(page, `class="inline replay"`); rows != 100 || len(page) > 100<<10 {
+		t.Errorf("a page asked for 1,000 letters lists %d and weighs %d bytes, want 100 at most 100 KB", rows, len(page))
+	}
+	_, page = ops.do("GET", "/console/dead-letters?reason=unresolved", nil)
+	if !strings.Contains(page, "4 letter(s) match") || strings.Contains(page, "<td>malformed</td>") ||
+		!strings.Contains(page, fmt.Sprintf(`href="/console/dead-letters/%d"`, unresolved[0])) {
+		t.Errorf("filtered by reason, the page lists others or misses its own:\n%s", page)
+	}
+	if resp, page := ops.do("GET", "/console/dead-letters?reason=bogus", nil); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "unknown dead letter reason") {
+		t.Errorf("a bad reason: %d", resp.StatusCode)
+	}
+	if resp, page := ops.do("GET", fmt.Sprintf("/console/dead-letters/%d", unresolved[0]), nil); resp.StatusCode != 200 ||
+		!strings.Contains(page, "&#34;orderId&#34;: &#34;9000&#34;") || !strings.Contains(page, "Replay this letter") {
+		t.Errorf("a letter's page: %d\n%s", resp.StatusCode, page)
+	}
+
+	// Replay one from the filtered list: it leaves the list.
+	resp, page = ops.do("POST", fmt.Sprintf("/console/dead-letters/%d/replay", unresolved[0]), url.Values{"csrf": {csrf}, "filter": {"reason=unresolved"}})
+	if resp.StatusCode != 200 || !strings.Contains(page, fmt.Sprintf("Dead letter %d replayed", unresolved[0])) ||
+		strings.Contains(page, fmt.Sprintf(`href="/console/dead-letters/%d"`, unresolved[0])) || !strings.Contains(page, "3 letter(s) match") {
+		t.Errorf("replay one: %d, want the message and the letter gone:\n%s", resp.StatusCode, page)
+	}
+	if got := a.replayCounts(t, unresolved); got[0] != 1 || got[1] != 0 {
+		t.Errorf("replay counts after replaying %d: %v", unresolved[0], got)
+	}
+
+	// The job over the unresolved letters, held to see it run.
+	a.gate.hold.Store(true)
+	id, resp := startJob(t, ops, csrf, "reason=unresolved&limit=1")
+	if id == 0 {
+		t.Fatalf("start a job: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	jobPath := fmt.Sprintf("/console/dead-letters/jobs/%d", id)
+	if _, resp2 := startJob(t, ops, csrf, "reason=malformed"); resp2.StatusCode != http.StatusConflict {
+		t.Errorf("a second job while one runs: %d, want 409", resp2.StatusCode)
+	}
+	a.gate.release <- struct{}{} // one letter through, then the job waits at the next
+	a.gate.release <- struct{}{}
+	resp, page = ops.do("GET", jobPath, nil)
+	if resp.Header.Get("Refresh") == "" || !strings.Contains(page, "Running") || !strings.Contains(page, `<dd id="job-matched">3</dd>`) {
+		t.Errorf("a running job's page: Refresh %q\n%s", resp.Header.Get("Refresh"), page)
+	}
+	a.gate.hold.Store(false)
+	close(a.gate.release)
+	job, ok, err := a.api.WaitReplayJob(ctx, id)
+	if err != nil || !ok {
+		t.Fatalf("wait for job %d: %v %v", id, ok, err)
+	}
+	if job.Matched != 3 || job.Replayed != 2 || job.Failed != 1 || !strings.Contains(job.LastError, "other") || job.Running {
+		t.Errorf("job %+v: want 3 matched (the limit of the page does not bound it), 2 replayed, 1 failed (account other)", job)
+	}
+	resp, page = ops.do("GET", jobPath, nil)
+	if resp.Header.Get("Refresh") != "" || !strings.Contains(page, "Finished") || !strings.Contains(page, `<dd id="job-replayed">2</dd>`) ||
+		!strings.Contains(page, `<dd id="job-failed">1</dd>`) {
+		t.Errorf("a finished job's page: Refresh %q\n%s", resp.Header.Get("Refresh"), page)
+	}
+	if got := a.replayCounts(t, append(unresolved, other...)); fmt.Sprint(got) != "[1 1 1 0]" {
+		t.Errorf("replay counts of the unresolved letters: %v, want 1 each but the other account's", got)
+	}
+	if got := a.replayCounts(t, malformed); !allEqual(got, 0) {
+		t.Error("the job replayed letters its filter did not match")
+	}
+
+	// Every malformed letter, more than one read of the store.
+	id, resp = startJob(t, ops, csrf, "reason=malformed")
+	if id == 0 {
+		t.Fatalf("start a job: %d", resp.StatusCode)
+	}
+	if job, _, err = a.api.WaitReplayJob(ctx, id); err != nil || job.Matched != 1002 || job.Replayed != 1002 || job.Failed != 0 {
+		t.Errorf("job over the malformed letters: %+v, %v", job, err)
+	}
+	if got := a.replayCounts(t, malformed); !allEqual(got, 1) {
+		t.Error("a malformed letter was not replayed once")
+	}
+	_, page = ops.do("GET", "/console/dead-letters", nil)
+	if !strings.Contains(page, "1 letter(s) match") || !strings.Contains(page, fmt.Sprintf(`href="/console/dead-letters/jobs/%d"`, id)) {
+		t.Errorf("after the jobs the page lists more than the other account's letter, or not the jobs:\n%s", page)
+	}
+	trail, err := a.db.ListAudit(ctx, ordersync.AuditFilter{Actor: "ops", Action: "dead-letters.replay"})
+	if err != nil || len(trail.Records) != 3 || !strings.Contains(trail.Records[0].Object, "reason=malformed") {
+		t.Errorf("trail of the bulk replays: %+v, %v", trail.Records, err)
+	}
+}
+
+// TestConsoleEndpoints: the page shows each endpoint's success rate and
+// last failure from the delivery log; a viewer sees no action form; an
+// operator disables and enables (persisted), sends a test event the
+// endpoint receives, replays since a time, and rotates the secret, which
+// the answer shows and no page after it.
+func TestConsoleEndpoints(t *testing.T) {
+	a := newActionsEnv(t)
+	ctx := context.Background()
+	epID := a.endpoint.ID
+	var recs []ordersync.DeliveryRecord
+	for i := range 4 {
+		rec := ordersync.DeliveryRecord{WebhookID: fmt.Sprint("wh-", i), EndpointID: epID, Event: ordersync.HookOrderPaid,
+			Account: ordersync.DefaultAccount, OrderCode: fmt.Sprint("Ord", i), Outcome: ordersync.DeliveryDelivered, Attempts: 1, Status: 200,
+			At: time.Now().Add(-time.Duration(4-i) * time.Minute)}
+		if i == 2 {
+			rec.Outcome, rec.Status, rec.Attempts, rec.Detail = ordersync.DeliveryDeadLettered, 500, 9, "out of retries"
+		}
+		recs = append(recs, rec)
+	}
+	if err := a.db.RecordDeliveries(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+
+	viewer, _ := signedIn(t, a.url, "eve-token")
+	resp, page := viewer.do("GET", "/console/endpoints", nil)
+	if resp.StatusCode != 200 || !strings.Contains(page, "75.0 %") || !strings.Contains(page, "order.paid of order Ord2: dead_lettered after 9 attempt(s), HTTP 500: out of retries") {
+		t.Errorf("endpoints page: %d, want the rate and the last failure:\n%s", resp.StatusCode, page)
+	}
+	if strings.Contains(page, `action="/console/endpoints/`) || strings.Contains(html.UnescapeString(page), a.endpoint.Secret) {
+		t.Errorf("a viewer's page has action forms or the secret:\n%s", page)
+	}
+
+	ops, csrf := signedIn(t, a.url, "ops-token")
+	form := url.Values{"csrf": {csrf}}
+	resp, page = ops.do("POST", "/console/endpoints/"+epID+"/disable", form)
+	if ep, err := a.db.FindEndpoint(ctx, epID); resp.StatusCode != 200 || err != nil || !ep.Disabled || !strings.Contains(page, ">Enable</button>") {
+		t.Errorf("disable: %d, persisted %v %v", resp.StatusCode, ep != nil && ep.Disabled, err)
+	}
+	if resp, page := ops.do("POST", "/console/endpoints/"+epID+"/replay", url.Values{"csrf": {csrf}, "since": {"1h"}}); resp.StatusCode != http.StatusConflict || !strings.Contains(page, "disabled") {
+		t.Errorf("replay to a disabled endpoint: %d, want 409 saying so", resp.StatusCode)
+	}
+	resp, page = ops.do("POST", "/console/endpoints/"+epID+"/enable", form)
+	if ep, err := a.db.FindEndpoint(ctx, epID); resp.StatusCode != 200 || err != nil || ep.Disabled || !strings.Contains(page, ">Disable</button>") {
+		t.Errorf("enable: %d, persisted %v", resp.StatusCode, err)
+	}
+
+	resp, page = ops.do("POST", "/console/endpoints/"+epID+"/test", form)
+	if resp.StatusCode != 200 || !strings.Contains(page, "delivered, HTTP 200") || a.received.Load() != 1 {
+		t.Errorf("test event: %d, %d received\n%s", resp.StatusCode, a.received.Load(), page)
+	}
+	resp, page = ops.do("POST", "/console/endpoints/"+epID+"/replay", url.Values{"csrf": {csrf}, "since": {"1h"}})
+	if resp.StatusCode != 200 || !strings.Contains(page, "0 event(s) since") {
+		t.Errorf("replay since 1h: %d\n%s", resp.StatusCode, page)
+	}
+	if resp, page := ops.do("POST", "/console/endpoints/"+epID+"/replay", url.Values{"csrf": {csrf}, "since": {"yesterday"}}); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "Since:") {
+		t.Errorf("replay since an unreadable time: %d", resp.StatusCode)
+	}
+
+	resp, page = ops.do("POST", "/console/endpoints/"+epID+"/rotate-secret", form)
+	ep, err := a.db.FindEndpoint(ctx, epID)
+	if err != nil || ep.Secret == a.endpoint.Secret {
+		t.Fatalf("rotate: the secret did not change (%v)", err)
+	}
+	if resp.StatusCode != 200 || !strings.Contains(html.UnescapeString(page), `value="`+ep.Secret+`"`) || resp.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("rotate: %d, Cache-Control %q, want the new secret shown:\n%s", resp.StatusCode, resp.Header.Get("Cache-Control"), page)
+	}
+	for _, b := range []*browser{ops, viewer} {
+		_, page := b.do("GET", "/console/endpoints", nil)
+		if page = html.UnescapeString(page); strings.Contains(page, ep.Secret) || strings.Contains(page, a.endpoint.Secret) ||
+			!strings.Contains(page, "signs too until") {
+			t.Errorf("a page after the rotation shows a secret, or not the old one's grace")
+		}
+	}
+
+	trail, err := a.db.ListAudit(ctx, ordersync.AuditFilter{Actor: "ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, r := range trail.Records {
+		seen = append(seen, r.Action+" "+r.Object+" "+r.Outcome)
+	}
+	for _, want := range []string{"endpoint.disable endpoint " + epID + " ok", "endpoint.enable endpoint " + epID + " ok",
+		"endpoint.test endpoint " + epID + " ok", "endpoint.rotate-secret endpoint " + epID + " ok", "endpoint.replay endpoint " + epID + " since"} {
+		if !strings.Contains(strings.Join(seen, "\n"), want) {
+			t.Errorf("trail lacks %q:\n%s", want, strings.Join(seen, "\n"))
+		}
+	}
+}
+
+// TestReplayJobStopsAtClose: closing the server stops a running job and
+// waits for it; the letters it had not replayed are still dead letters,
+// its page says it stopped, and no job starts after.
+func TestReplayJobStopsAtClose(t *testing.T) {
+	a := newActionsEnv(t)
+	ids := a.addLetters(t, 3, ordersync.ReasonUnresolved, ordersync.DefaultAccount)
+	ops, csrf := signedIn(t, a.url, "ops-token")
+	a.gate.hold.Store(true)
+	id, resp := startJob(t, ops, csrf, "")
+	if id == 0 {
+		t.Fatalf("start a job: %d", resp.StatusCode)
+	}
+	a.gate.release <- struct{}{} // the newest letter goes through
+	<-a.gate.entered
+	<-a.gate.entered // the job holds the next
+	a.api.Close()
+	job, ok, err := a.api.WaitReplayJob(context.Background(), id)
+	if err != nil || !ok || job.Running || !job.Stopped || job.Matched != 3 || job.Replayed != 1 || job.Failed != 1 {
+		t.Errorf("job after Close: %+v, %v %v; want stopped: 1 replayed, the one in hand given up", job, ok, err)
+	}
+	if got := a.replayCounts(t, ids); fmt.Sprint(got) != "[0 0 1]" {
+		t.Errorf("replay counts %v, want the newest letter alone replayed", got)
+	}
+	if _, page := ops.do("GET", fmt.Sprintf("/console/dead-letters/jobs/%d", id), nil); !strings.Contains(page, "Stopped before the end") {
+		t.Errorf("the stopped job's page:\n%s", page)
+	}
+	if _, resp := startJob(t, ops, csrf, ""); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("a job after Close: %d, want 503", resp.StatusCode)
+	}
+}

@@ -1,0 +1,301 @@
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// The console's Dead letters page: the letters grouped by reason, the
+// API's filter in the URL, each letter's detail, and for operators a
+// replay of one letter or, as a background job, of every letter the filter
+// matches. Replays go through cfg.Replayer, as the API's do.
+
+// routeConsoleDeadLetters adds the Dead letters pages and their actions.
+func (s *Server) routeConsoleDeadLetters() {
+	s.jobs = newReplayJobs()
+	on, replay := s.cfg.DeadLetters != nil, s.cfg.DeadLetters != nil && s.cfg.Replayer != nil
+	s.mux.HandleFunc("GET /console/dead-letters", when(on, "dead letters", s.deadLettersPage))
+	s.mux.HandleFunc("GET /console/dead-letters/{id}", when(on, "dead letters", s.deadLetterPage))
+	s.mux.HandleFunc("GET /console/dead-letters/jobs/{id}", when(on, "dead letters", s.replayJobPage))
+	s.mux.HandleFunc("POST /console/dead-letters/{id}/replay", when(replay, "replay", s.consoleReplayDeadLetter))
+	s.mux.HandleFunc("POST /console/dead-letters/replay", when(replay, "replay", s.consoleReplayDeadLetters))
+}
+
+// maxLetterPage is the most letters the page lists at once: each row
+// carries its replay form, and a page must weigh at most 100 KB.
+const maxLetterPage = 100
+
+// jobRefresh is how often a running job's page reloads itself (a Refresh
+// header: no script, and the page reads the same without it).
+const jobRefresh = "2"
+
+// DeadLettersView is the Dead letters page.
+type DeadLettersView struct {
+	Query  url.Values
+	Errors map[string][]string
+	// Reasons counts the letters of each reason the rest of the filter
+	// selects; Matched is how many the whole filter does.
+	Reasons []ReasonCount
+	Matched int
+	Letters []DeadLetterRow
+	NextURL string
+	// Filter is the query of the page, which the forms carry back.
+	Filter string
+	MayAct bool
+	Jobs   []JobView
+	Zone   ZoneSwitch
+}
+
+// Value is the query's value of the parameter name, for the form.
+func (v *DeadLettersView) Value(name string) string { return v.Query.Get(name) }
+
+// ReasonCount is one reason's group of letters.
+type ReasonCount struct {
+	Reason  string
+	Count   int
+	URL     string
+	Current bool
+}
+
+// DeadLetterRow is one letter of the list.
+type DeadLetterRow struct {
+	ID                    int64
+	Reason, Order, Error  string
+	Attempts, ReplayCount int
+	Created, Replayed     Moment
+}
+
+// JobView is a replay job as a page shows it.
+type JobView struct {
+	ReplayJob
+	Started, Ended Moment
+	// ListURL is the Dead letters page of the job's filter.
+	ListURL string
+}
+
+func (s *Server) jobView(j ReplayJob, loc *time.Location) JobView {
+	return JobView{ReplayJob: j, Started: momentOf(j.Started, loc), Ended: momentOf(j.Ended, loc),
+		ListURL: "/console/dead-letters?" + j.Query}
+}
+
+func (s *Server) deadLettersPage(w http.ResponseWriter, r *http.Request) {
+	s.showDeadLetters(w, r, r.URL.Query(), http.StatusOK, "")
+}
+
+// showDeadLetters renders the Dead letters page for the query q, with
+// message on top (what an action just did).
+func (s *Server) showDeadLetters(w http.ResponseWriter, r *http.Request, q url.Values, status int, message string) {
+	ctx := r.Context()
+	zoneName := s.storeZone(ctx, s.cfg.Account)
+	loc, mode := s.zoneOf(r, zoneName)
+	q = cloneValues(q)
+	view := &DeadLettersView{Query: q, Filter: q.Encode(), MayAct: s.mayAct(r),
+		Zone: ZoneSwitch{Mode: mode, Store: zoneName, Back: "/console/dead-letters?" + q.Encode()}}
+	for _, j := range s.replayJobList() {
+		view.Jobs = append(view.Jobs, s.jobView(j, loc))
+	}
+	f, fields := ParseDeadLetterQuery(q)
+	if fields != nil {
+		view.Errors = fields
+		s.page(w, r, http.StatusBadRequest, "deadletters.html", &Page{Title: "Dead letters", Message: message, Data: view})
+		return
+	}
+	all := f
+	all.Reason = ""
+	counts, err := s.cfg.DeadLetters.CountDeadLetters(ctx, all)
+	if err != nil {
+		s.fail(w, "count dead letters", err, "")
+		return
+	}
+	for _, reason := range ordersync.DeadLetterReasons {
+		u := cloneValues(q)
+		u.Set("reason", string(reason))
+		u.Del("before")
+		view.Reasons = append(view.Reasons, ReasonCount{Reason: string(reason), Count: counts[reason],
+			URL: "/console/dead-letters?" + u.Encode(), Current: f.Reason == reason})
+		if f.Reason == "" || f.Reason == reason {
+			view.Matched += counts[reason]
+		}
+	}
+	if f.Limit == 0 {
+		f.Limit = defaultConsoleLimit
+	}
+	f.Limit = min(f.Limit, maxLetterPage)
+	letters, err := s.cfg.DeadLetters.ListDeadLetters(ctx, f)
+	if err != nil {
+		s.fail(w, "list dead letters", err, "")
+		return
+	}
+	for _, dl := range letters {
+		view.Letters = append(view.Letters, DeadLetterRow{ID: dl.ID, Reason: string(dl.Reason), Order: letterOrder(dl),
+			Error: dl.LastError, Attempts: dl.Attempts, ReplayCount: dl.ReplayCount,
+			Created: momentOf(dl.CreatedAt, loc), Replayed: momentOfPtr(dl.ReplayedAt, loc)})
+	}
+	if len(letters) == f.Limit {
+		next := cloneValues(q)
+		next.Set("before", strconv.FormatInt(letters[len(letters)-1].ID, 10))
+		view.NextURL = "/console/dead-letters?" + next.Encode()
+	}
+	s.page(w, r, status, "deadletters.html", &Page{Title: "Dead letters", Message: message, Data: view})
+}
+
+// letterOrder names the order a letter is about, by what it knows.
+func letterOrder(dl *ordersync.DeadLetter) string {
+	switch {
+	case dl.OrderCode != "":
+		return dl.OrderCode
+	case dl.OrderID != "":
+		return "id " + string(dl.OrderID)
+	case dl.OrderReference != "":
+		return "reference " + dl.OrderReference
+	}
+	return ""
+}
+
+// mayAct reports whether r's principal is an operator: the pages leave the
+// action forms out for the others (the server refuses them anyway).
+func (s *Server) mayAct(r *http.Request) bool {
+	p, ok := PrincipalOf(r.Context())
+	return ok && p.Role.May(ordersync.AccessAct)
+}
+
+// DeadLetterView is one letter's page.
+type DeadLetterView struct {
+	Letter            *ordersync.DeadLetter
+	Order             string
+	Created, Replayed Moment
+	Headers           []Header
+	Body              string
+	MayAct            bool
+	Zone              ZoneSwitch
+}
+
+// Header is one header of a letter's message.
+type Header struct{ Name, Value string }
+
+func (s *Server) deadLetterPage(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.deadLetterID(w, r)
+	if !ok {
+		return
+	}
+	dl, err := s.cfg.DeadLetters.FindDeadLetter(r.Context(), id)
+	if err != nil {
+		s.fail(w, "find dead letter", err, fmt.Sprintf("no dead letter %d", id))
+		return
+	}
+	zoneName := s.storeZone(r.Context(), s.cfg.Account)
+	loc, mode := s.zoneOf(r, zoneName)
+	view := &DeadLetterView{Letter: dl, Order: letterOrder(dl), Created: momentOf(dl.CreatedAt, loc),
+		Replayed: momentOfPtr(dl.ReplayedAt, loc), MayAct: s.mayAct(r), Body: string(dl.Body),
+		Zone: ZoneSwitch{Mode: mode, Store: zoneName, Back: r.URL.Path}}
+	for _, k := range slices.Sorted(maps.Keys(dl.Headers)) {
+		view.Headers = append(view.Headers, Header{k, dl.Headers[k]})
+	}
+	var doc any
+	if json.Unmarshal(dl.Body, &doc) == nil {
+		if b, err := json.MarshalIndent(doc, "", "  "); err == nil {
+			view.Body = string(b)
+		}
+	}
+	s.page(w, r, http.StatusOK, "deadletter.html", &Page{Title: fmt.Sprintf("Dead letter %d", id), Data: view})
+}
+
+// filterOf is the Dead letters query a form carried back.
+func filterOf(r *http.Request) url.Values {
+	q, err := url.ParseQuery(r.PostFormValue("filter"))
+	if err != nil {
+		return url.Values{}
+	}
+	return q
+}
+
+// consoleReplayDeadLetter replays one letter, as POST
+// /v1/dead-letters/{id}/replay does, and shows the list the form was on.
+func (s *Server) consoleReplayDeadLetter(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.deadLetterID(w, r)
+	if !ok {
+		return
+	}
+	if err := s.cfg.Replayer.ReplayDeadLetter(r.Context(), id); err != nil {
+		status, msg := s.consoleError(fmt.Sprintf("replay dead letter %d", id), err)
+		s.showDeadLetters(w, r, filterOf(r), status, msg)
+		return
+	}
+	s.showDeadLetters(w, r, filterOf(r), http.StatusOK, fmt.Sprintf("Dead letter %d replayed: it is back in the queue.", id))
+}
+
+// consoleReplayDeadLetters starts a job replaying every letter the form's
+// filter matches and goes to its page.
+func (s *Server) consoleReplayDeadLetters(w http.ResponseWriter, r *http.Request) {
+	q := filterOf(r)
+	for _, p := range []string{"before", "limit", "replayed"} {
+		q.Del(p) // every page, and only what is not replayed yet
+	}
+	f, fields := ParseDeadLetterQuery(q)
+	if fields != nil {
+		view := &DeadLettersView{Query: q, Errors: fields}
+		s.page(w, r, http.StatusBadRequest, "deadletters.html", &Page{Title: "Dead letters", Data: view})
+		return
+	}
+	actor := ""
+	if p, ok := PrincipalOf(r.Context()); ok {
+		actor = p.Name
+	}
+	job, err := s.startReplayJob(f, q.Encode(), actor)
+	if errors.Is(err, errJobRunning) {
+		s.showDeadLetters(w, r, q, http.StatusConflict,
+			fmt.Sprintf("Replay job %d is still running: wait for it to end, then start another.", job.ID))
+		return
+	}
+	if errors.Is(err, errClosing) {
+		writeProblem(w, http.StatusServiceUnavailable, "this process is shutting down: start the job again on the one that takes over", nil)
+		return
+	}
+	if err != nil {
+		s.fail(w, "start replay job", err, "")
+		return
+	}
+	noteObject(r, fmt.Sprintf("replay job %d: dead letters %s", job.ID, q.Encode()))
+	http.Redirect(w, r, fmt.Sprintf("/console/dead-letters/jobs/%d", job.ID), http.StatusSeeOther)
+}
+
+func (s *Server) replayJobPage(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	job, ok := s.replayJob(id)
+	if err != nil || !ok {
+		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no replay job %s in this process (jobs end with the process that ran them)",
+			r.PathValue("id")), nil)
+		return
+	}
+	zoneName := s.storeZone(r.Context(), s.cfg.Account)
+	loc, mode := s.zoneOf(r, zoneName)
+	if job.Running {
+		w.Header().Set("Refresh", jobRefresh)
+	}
+	view := struct {
+		JobView
+		Zone ZoneSwitch
+	}{s.jobView(job, loc), ZoneSwitch{Mode: mode, Store: zoneName, Back: r.URL.Path}}
+	s.page(w, r, http.StatusOK, "replayjob.html", &Page{Title: fmt.Sprintf("Replay job %d", id), Data: view})
+}
+
+// consoleError is the status and message a console page shows for the
+// error of an action, by the API's table; an error it does not know is
+// logged and shown as a failure of op alone.
+func (s *Server) consoleError(op string, err error) (int, string) {
+	row, ok := rowFor(err)
+	if !ok {
+		s.cfg.Logger.Error("admin console", "op", op, "err", err)
+		return http.StatusInternalServerError, op + " failed."
+	}
+	return row.status, op + ": " + err.Error()
+}

@@ -1,0 +1,191 @@
+package admin
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// The console's Endpoints page: each HTTP endpoint with its success rate
+// and last failure over a period, read from the delivery log in the
+// mirror (so every process's deliveries count), and for operators the
+// API's endpoint actions through the same functions: enable and disable,
+// a test event, a replay since a time, a new secret shown once.
+
+// routeConsoleEndpoints adds the Endpoints page and its actions.
+func (s *Server) routeConsoleEndpoints() {
+	eps, dlv := s.cfg.Endpoints != nil, s.cfg.Deliverer != nil
+	const endpoints, deliveries = "endpoints", "deliveries (the worker role)"
+	s.mux.HandleFunc("GET /console/endpoints", when(eps, endpoints, s.endpointsPage))
+	s.mux.HandleFunc("POST /console/endpoints/{id}/enable", when(eps, endpoints, s.consoleEnableEndpoint(true)))
+	s.mux.HandleFunc("POST /console/endpoints/{id}/disable", when(eps, endpoints, s.consoleEnableEndpoint(false)))
+	s.mux.HandleFunc("POST /console/endpoints/{id}/rotate-secret", when(eps, endpoints, s.consoleRotateSecret))
+	s.mux.HandleFunc("POST /console/endpoints/{id}/test", when(eps && dlv, deliveries, s.consoleTestEndpoint))
+	s.mux.HandleFunc("POST /console/endpoints/{id}/replay", when(eps && dlv, deliveries, s.consoleReplayEndpoint))
+}
+
+// healthWindow is the period the Endpoints page judges endpoints by.
+const healthWindow = 24 * time.Hour
+
+// EndpointsView is the Endpoints page.
+type EndpointsView struct {
+	Rows   []EndpointRow
+	Window string
+	MayAct bool
+	// Secret is an endpoint's new secret, on the answer to its rotation
+	// and nowhere else.
+	Secret *NewSecret
+	Zone   ZoneSwitch
+}
+
+// NewSecret is a secret just made.
+type NewSecret struct {
+	EndpointID, Secret string
+	OldUntil           Moment
+}
+
+// EndpointRow is one endpoint as the page shows it: never its secrets.
+type EndpointRow struct {
+	ID, URL, Events, Description, Source string
+	Disabled                             bool
+	DisabledReason                       string
+	// Rate is the share delivered ("—" without deliveries); LastFailure
+	// describes the latest delivery that did not go through.
+	Rate                string
+	Delivered, Failed   int
+	LastFailure         string
+	LastFailureAt       Moment
+	PreviousSecretUntil Moment
+}
+
+func (s *Server) endpointsPage(w http.ResponseWriter, r *http.Request) {
+	s.showEndpoints(w, r, http.StatusOK, "", nil)
+}
+
+// showEndpoints renders the Endpoints page, with message on top (what an
+// action just did) and secret when one was just made.
+func (s *Server) showEndpoints(w http.ResponseWriter, r *http.Request, status int, message string, secret *ordersync.Endpoint) {
+	ctx := r.Context()
+	zoneName := s.storeZone(ctx, s.cfg.Account)
+	loc, mode := s.zoneOf(r, zoneName)
+	eps, err := s.cfg.Endpoints.ListEndpoints(ctx)
+	if err != nil {
+		s.fail(w, "list endpoints", err, "")
+		return
+	}
+	now := s.cfg.Clock()
+	health, err := s.cfg.Orders.DeliveryHealth(ctx, now.Add(-healthWindow))
+	if err != nil {
+		s.fail(w, "read endpoint health", err, "")
+		return
+	}
+	view := &EndpointsView{Window: "24 hours", MayAct: s.mayAct(r),
+		Zone: ZoneSwitch{Mode: mode, Store: zoneName, Back: "/console/endpoints"}}
+	for _, ep := range eps {
+		h := health[ep.ID]
+		row := EndpointRow{ID: ep.ID, URL: ep.URL, Description: ep.Description, Source: string(ep.Source),
+			Disabled: ep.Disabled, DisabledReason: ep.DisabledReason, Rate: "—", Delivered: h.Delivered, Failed: h.Failed}
+		events := make([]string, len(ep.Events))
+		for i, ev := range ep.Events {
+			events[i] = string(ev)
+		}
+		row.Events = strings.Join(events, ", ")
+		if rate, ok := h.SuccessRate(); ok {
+			row.Rate = fmt.Sprintf("%.1f %%", 100*rate)
+		}
+		if f := h.LastFailure; f != nil {
+			row.LastFailure = fmt.Sprintf("%s of order %s: %s after %d attempt(s), HTTP %d", f.Event, f.OrderCode, f.Outcome, f.Attempts, f.Status)
+			if f.Detail != "" {
+				row.LastFailure += ": " + f.Detail
+			}
+			row.LastFailureAt = momentOf(f.At, loc)
+		}
+		if ep.PreviousSecretUntil != nil && ep.PreviousSecretUntil.After(now) {
+			row.PreviousSecretUntil = momentOf(*ep.PreviousSecretUntil, loc)
+		}
+		view.Rows = append(view.Rows, row)
+	}
+	if secret != nil {
+		view.Secret = &NewSecret{EndpointID: secret.ID, Secret: secret.Secret, OldUntil: momentOfPtr(secret.PreviousSecretUntil, loc)}
+	}
+	s.page(w, r, status, "endpoints.html", &Page{Title: "Endpoints", Message: message, Data: view})
+}
+
+// consoleActionFailed shows the Endpoints page with what went wrong.
+func (s *Server) consoleActionFailed(w http.ResponseWriter, r *http.Request, op string, err error) {
+	status, msg := s.consoleError(op, err)
+	s.showEndpoints(w, r, status, msg, nil)
+}
+
+// consoleEnableEndpoint enables or disables an endpoint, as PATCH
+// /v1/endpoints/{id} with disabled does.
+func (s *Server) consoleEnableEndpoint(enable bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, disabled := r.PathValue("id"), !enable
+		verb := map[bool]string{true: "enabled", false: "disabled"}[enable]
+		if _, err := s.updateEndpoint(r.Context(), id, ordersync.EndpointUpdate{Disabled: &disabled}); err != nil {
+			s.consoleActionFailed(w, r, "change endpoint "+id, err)
+			return
+		}
+		s.showEndpoints(w, r, http.StatusOK, fmt.Sprintf("Endpoint %s %s.", id, verb), nil)
+	}
+}
+
+// consoleRotateSecret makes a new secret, as POST
+// /v1/endpoints/{id}/rotate-secret does, and shows it on this answer
+// alone: the page is not cached, and no other shows it.
+func (s *Server) consoleRotateSecret(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ep, err := s.rotateSecret(r.Context(), id, "")
+	if err != nil {
+		s.consoleActionFailed(w, r, "rotate the secret of endpoint "+id, err)
+		return
+	}
+	s.showEndpoints(w, r, http.StatusOK, fmt.Sprintf("Endpoint %s has a new secret.", id), ep)
+}
+
+// consoleTestEndpoint sends a signed test event (a ping), as POST
+// /v1/endpoints/{id}/test does, and says how the endpoint answered.
+func (s *Server) consoleTestEndpoint(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	rep, err := s.cfg.Deliverer.Ping(r.Context(), id)
+	if err != nil {
+		s.consoleActionFailed(w, r, "send a test event to endpoint "+id, err)
+		return
+	}
+	msg := fmt.Sprintf("Test event %s to endpoint %s: delivered, HTTP %d.", rep.WebhookID, id, rep.Status)
+	if !rep.Delivered {
+		msg = fmt.Sprintf("Test event %s to endpoint %s: not delivered", rep.WebhookID, id)
+		if rep.Status != 0 {
+			msg += fmt.Sprintf(", HTTP %d", rep.Status)
+		}
+		if rep.Error != "" {
+			msg += ": " + rep.Error
+		}
+		msg += "."
+	}
+	s.showEndpoints(w, r, http.StatusOK, msg, nil)
+}
+
+// consoleReplayEndpoint queues the events since a time again, as POST
+// /v1/endpoints/{id}/replay does; the time is read as the CLI's --since
+// (a time, a date or a duration back from now).
+func (s *Server) consoleReplayEndpoint(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	since, err := ParseSince(strings.TrimSpace(r.PostFormValue("since")), s.cfg.Clock())
+	if err != nil {
+		s.showEndpoints(w, r, http.StatusBadRequest, "Since: "+err.Error(), nil)
+		return
+	}
+	n, err := s.cfg.Deliverer.Replay(r.Context(), id, since)
+	if err != nil {
+		s.consoleActionFailed(w, r, "replay to endpoint "+id, err)
+		return
+	}
+	noteObject(r, fmt.Sprintf("endpoint %s since %s", id, since.UTC().Format(time.RFC3339)))
+	s.showEndpoints(w, r, http.StatusOK, fmt.Sprintf("%d event(s) since %s queued again for endpoint %s.",
+		n, since.UTC().Format("2006-01-02 15:04:05 UTC"), id), nil)
+}
