@@ -75,6 +75,8 @@ func (s *Server) routeConsole() {
 	s.mux.HandleFunc("POST /console/sign-in", s.signIn)
 	s.mux.HandleFunc("POST /console/sign-out", s.signOut)
 	s.routeConsoleOrders()
+	s.routeConsoleTotals()
+	s.routeConsoleAudit()
 }
 
 // openConsole reports whether a console request needs no session: the
