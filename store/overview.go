@@ -1,0 +1,203 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/ordersync/ordersync"
+)
+
+// The queries of Overview. Each reads an index: the event log's by
+// account and receipt, the orders' by status (a never-fetched order's is
+// ”) and by account and code, the outbox's of unsent messages, the
+// delivery log's by end, the pending delivery dead letters'. Dead letters
+// not replayed are few by design (each is a permanent failure someone
+// looks at), and so are endpoints.
+const (
+	overviewWebhooksSQL = `SELECT COUNT(*) AS webhooks, COALESCE(SUM(CASE WHEN outcome = 'synced' THEN 1 ELSE 0 END), 0) AS mirrored
+FROM event_log WHERE account = ? AND received_at >= ? AND received_at <= ?`
+	overviewLagSQL = `SELECT e.received_at, o.last_synced_at FROM event_log e
+JOIN orders o ON o.account = e.account AND o.order_code = e.order_code
+WHERE e.account = ? AND e.received_at >= ? AND e.received_at <= ? AND e.outcome = 'synced' AND e.order_code <> ''
+  AND o.last_event_at = e.received_at AND o.last_synced_at IS NOT NULL
+ORDER BY e.received_at DESC LIMIT ?`
+	overviewWaitingSQL       = `SELECT COUNT(*) FROM orders WHERE status = '' AND account = ?`
+	overviewOldestWaitingSQL = `SELECT first_seen_at FROM orders WHERE status = '' AND account = ? ORDER BY first_seen_at LIMIT 1`
+	overviewUnsentSQL        = `SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL`
+	overviewOldestUnsentSQL  = `SELECT id, subject, order_code, created_at FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT 1`
+	overviewDeadLettersSQL   = `SELECT reason, COUNT(*) AS n FROM dead_letters WHERE account = ? AND replayed_at IS NULL GROUP BY reason`
+	overviewEndpointsSQL     = `SELECT id, url, disabled, disabled_reason FROM endpoints ORDER BY id`
+	overviewDeliveriesSQL    = `SELECT endpoint_id, outcome, COUNT(*) AS n FROM delivery_log WHERE ended_at >= ? AND ended_at <= ? GROUP BY endpoint_id, outcome`
+	overviewFailuresSQL      = `SELECT endpoint_id, status, detail, ended_at FROM delivery_log
+WHERE ended_at >= ? AND ended_at <= ? AND outcome <> 'delivered' ORDER BY ended_at DESC LIMIT 1000`
+	overviewEndpointDLSQL = `SELECT endpoint_id, COUNT(*) AS n FROM delivery_dead_letters WHERE replayed_at IS NULL GROUP BY endpoint_id`
+)
+
+// Overview reads the console's overview of account at params.Now in one
+// snapshot: what every process sharing the mirror has recorded.
+func (db *DB) Overview(ctx context.Context, params ordersync.OverviewParams) (ordersync.Overview, error) {
+	p := params.WithDefaults()
+	out := ordersync.Overview{Params: p}
+	now := dbTime(p.Now)
+	since := dbTime(p.Now.Add(-p.Window))
+	err := db.inReadTx(ctx, "read the overview of "+p.Account, func(tx *sqlx.Tx) error {
+		var counts struct {
+			Webhooks int `db:"webhooks"`
+			Mirrored int `db:"mirrored"`
+		}
+		if err := tx.GetContext(ctx, &counts, db.rebind(overviewWebhooksSQL), p.Account, since, now); err != nil {
+			return fmt.Errorf("count webhooks: %w", err)
+		}
+		out.Webhooks, out.Mirrored = counts.Webhooks, counts.Mirrored
+		var lags []struct {
+			ReceivedAt time.Time `db:"received_at"`
+			SyncedAt   time.Time `db:"last_synced_at"`
+		}
+		if err := tx.SelectContext(ctx, &lags, db.rebind(overviewLagSQL), p.Account, since, now, ordersync.MaxLagSamples); err != nil {
+			return fmt.Errorf("read sync lags: %w", err)
+		}
+		durations := make([]time.Duration, len(lags))
+		for i, l := range lags {
+			durations[i] = max(0, l.SyncedAt.Sub(l.ReceivedAt))
+		}
+		out.Lag = ordersync.LagOf(durations)
+		if err := tx.GetContext(ctx, &out.Waiting, db.rebind(overviewWaitingSQL), p.Account); err != nil {
+			return fmt.Errorf("count orders waiting: %w", err)
+		}
+		if out.Waiting > 0 {
+			if err := tx.GetContext(ctx, &out.OldestWaiting, db.rebind(overviewOldestWaitingSQL), p.Account); err != nil {
+				return fmt.Errorf("read the oldest order waiting: %w", err)
+			}
+			out.OldestWaiting = out.OldestWaiting.UTC()
+		}
+		var err error
+		if out.Checks, err = db.checkBacklog(ctx, tx, p.Account, p.Now); err != nil {
+			return fmt.Errorf("read the check backlog: %w", err)
+		}
+		if err := tx.GetContext(ctx, &out.Unsent, overviewUnsentSQL); err != nil {
+			return fmt.Errorf("count unsent outbox messages: %w", err)
+		}
+		if out.Unsent > 0 {
+			var head struct {
+				ID        int64     `db:"id"`
+				Subject   string    `db:"subject"`
+				OrderCode string    `db:"order_code"`
+				CreatedAt time.Time `db:"created_at"`
+			}
+			err := tx.GetContext(ctx, &head, overviewOldestUnsentSQL)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("read the oldest unsent outbox message: %w", err)
+			}
+			if err == nil {
+				out.OldestUnsent = &ordersync.OutboxHead{ID: head.ID, Subject: head.Subject, OrderCode: head.OrderCode, CreatedAt: head.CreatedAt.UTC()}
+			}
+		}
+		var reasons []struct {
+			Reason string `db:"reason"`
+			N      int    `db:"n"`
+		}
+		if err := tx.SelectContext(ctx, &reasons, db.rebind(overviewDeadLettersSQL), p.Account); err != nil {
+			return fmt.Errorf("count dead letters: %w", err)
+		}
+		out.DeadLetters = reasonCounts(reasons)
+		if out.Endpoints, err = db.endpointHealth(ctx, tx, dbTime(p.Now.Add(-p.HealthWindow)), now); err != nil {
+			return err
+		}
+		return nil
+	})
+	return out, err
+}
+
+func reasonCounts(rows []struct {
+	Reason string `db:"reason"`
+	N      int    `db:"n"`
+}) []ordersync.ReasonCount {
+	var out []ordersync.ReasonCount
+	for _, r := range rows {
+		out = append(out, ordersync.ReasonCount{Reason: ordersync.DeadLetterReason(r.Reason), Count: r.N})
+	}
+	rank := func(r ordersync.DeadLetterReason) int {
+		if i := slices.Index(ordersync.DeadLetterReasons, r); i >= 0 {
+			return i
+		}
+		return len(ordersync.DeadLetterReasons)
+	}
+	slices.SortStableFunc(out, func(a, b ordersync.ReasonCount) int { return rank(a.Reason) - rank(b.Reason) })
+	return out
+}
+
+// endpointHealth is each endpoint's deliveries ended in [since, now].
+func (db *DB) endpointHealth(ctx context.Context, tx *sqlx.Tx, since, now time.Time) ([]ordersync.EndpointHealth, error) {
+	var eps []struct {
+		ID             string `db:"id"`
+		URL            string `db:"url"`
+		Disabled       bool   `db:"disabled"`
+		DisabledReason string `db:"disabled_reason"`
+	}
+	if err := tx.SelectContext(ctx, &eps, overviewEndpointsSQL); err != nil {
+		return nil, fmt.Errorf("list endpoints: %w", err)
+	}
+	if len(eps) == 0 {
+		return nil, nil
+	}
+	out := make([]ordersync.EndpointHealth, len(eps))
+	index := map[string]int{}
+	for i, e := range eps {
+		out[i] = ordersync.EndpointHealth{ID: e.ID, URL: e.URL, Disabled: e.Disabled, DisabledReason: e.DisabledReason}
+		index[e.ID] = i
+	}
+	var counts []struct {
+		EndpointID string `db:"endpoint_id"`
+		Outcome    string `db:"outcome"`
+		N          int    `db:"n"`
+	}
+	if err := tx.SelectContext(ctx, &counts, db.rebind(overviewDeliveriesSQL), since, now); err != nil {
+		return nil, fmt.Errorf("count deliveries: %w", err)
+	}
+	for _, c := range counts {
+		i, ok := index[c.EndpointID]
+		if !ok {
+			continue
+		}
+		if c.Outcome == string(ordersync.DeliveryDelivered) {
+			out[i].Delivered += c.N
+		} else {
+			out[i].Failed += c.N
+		}
+	}
+	var failures []struct {
+		EndpointID string    `db:"endpoint_id"`
+		Status     int       `db:"status"`
+		Detail     string    `db:"detail"`
+		EndedAt    time.Time `db:"ended_at"`
+	}
+	if err := tx.SelectContext(ctx, &failures, db.rebind(overviewFailuresSQL), since, now); err != nil {
+		return nil, fmt.Errorf("read failed deliveries: %w", err)
+	}
+	for _, f := range failures {
+		if i, ok := index[f.EndpointID]; ok && out[i].LastErrorAt.IsZero() {
+			out[i].LastError, out[i].LastErrorAt = ordersync.DeliveryError(f.Status, f.Detail), f.EndedAt.UTC()
+		}
+	}
+	var dls []struct {
+		EndpointID string `db:"endpoint_id"`
+		N          int    `db:"n"`
+	}
+	if err := tx.SelectContext(ctx, &dls, overviewEndpointDLSQL); err != nil {
+		return nil, fmt.Errorf("count delivery dead letters: %w", err)
+	}
+	for _, d := range dls {
+		if i, ok := index[d.EndpointID]; ok {
+			out[i].DeadLetters = d.N
+		}
+	}
+	return out, nil
+}
+
+var _ ordersync.OverviewReader = (*DB)(nil)
