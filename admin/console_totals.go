@@ -35,10 +35,11 @@ type TotalsView struct {
 
 // TotalsChart is the bar chart of one currency: each day's paid total.
 type TotalsChart struct {
-	Currency string
-	Max      string
-	Bars     []TotalsBar
-	Width    int
+	Currency    string
+	Max         string
+	Bars        []TotalsBar
+	Width       int
+	First, Last string
 }
 
 // TotalsBar is one day's bar; X, Y and Height are in the chart's own
@@ -158,7 +159,7 @@ func totalsCharts(p ordersync.DailyTotalsParams, totals ordersync.DailyTotals) [
 			b.Y = chartHeight - b.Height
 		}
 		out = append(out, TotalsChart{Currency: c, Max: sr.top, Bars: sr.bars,
-			Width: max(1, len(days)*(chartBar+chartGap)-chartGap)})
+			Width: max(1, len(days)*(chartBar+chartGap)-chartGap), First: days[0].Date, Last: days[len(days)-1].Date})
 	}
 	return out
 }
