@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -131,4 +132,21 @@ func DeliveryError(status int, detail string) string {
 		return fmt.Sprintf("HTTP %d", status)
 	}
 	return detail
+}
+
+// SortReasonCounts orders counts as DeadLetterReasons lists the reasons,
+// any other reason after them by name.
+func SortReasonCounts(counts []ReasonCount) {
+	rank := func(r DeadLetterReason) int {
+		if i := slices.Index(DeadLetterReasons, r); i >= 0 {
+			return i
+		}
+		return len(DeadLetterReasons)
+	}
+	slices.SortFunc(counts, func(a, b ReasonCount) int {
+		if d := rank(a.Reason) - rank(b.Reason); d != 0 {
+			return d
+		}
+		return strings.Compare(string(a.Reason), string(b.Reason))
+	})
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -122,13 +121,7 @@ func reasonCounts(rows []struct {
 	for _, r := range rows {
 		out = append(out, ordersync.ReasonCount{Reason: ordersync.DeadLetterReason(r.Reason), Count: r.N})
 	}
-	rank := func(r ordersync.DeadLetterReason) int {
-		if i := slices.Index(ordersync.DeadLetterReasons, r); i >= 0 {
-			return i
-		}
-		return len(ordersync.DeadLetterReasons)
-	}
-	slices.SortStableFunc(out, func(a, b ordersync.ReasonCount) int { return rank(a.Reason) - rank(b.Reason) })
+	ordersync.SortReasonCounts(out)
 	return out
 }
 
