@@ -13,11 +13,10 @@ import (
 )
 
 // The queries of Overview. Each reads an index: the event log's by
-// account and receipt, the orders' by status (a never-fetched order's is
-// ”) and by account and code, the outbox's of unsent messages, the
-// delivery log's by end, the pending delivery dead letters'. Dead letters
-// not replayed are few by design (each is a permanent failure someone
-// looks at), and so are endpoints.
+// account and receipt, the orders' by account and creation (a
+// never-fetched order has none) and by account and code, the outbox's and
+// the dead letters' of those pending, the delivery log's by end, the
+// pending delivery dead letters'. Endpoints are few.
 const (
 	overviewWebhooksSQL = `SELECT COUNT(*) AS webhooks, COALESCE(SUM(CASE WHEN outcome = 'synced' THEN 1 ELSE 0 END), 0) AS mirrored
 FROM event_log WHERE account = ? AND received_at >= ? AND received_at <= ?`
@@ -26,14 +25,20 @@ JOIN orders o ON o.account = e.account AND o.order_code = e.order_code
 WHERE e.account = ? AND e.received_at >= ? AND e.received_at <= ? AND e.outcome = 'synced' AND e.order_code <> ''
   AND o.last_event_at = e.received_at AND o.last_synced_at IS NOT NULL
 ORDER BY e.received_at DESC LIMIT ?`
-	overviewWaitingSQL       = `SELECT COUNT(*) FROM orders WHERE status = '' AND account = ?`
-	overviewOldestWaitingSQL = `SELECT first_seen_at FROM orders WHERE status = '' AND account = ? ORDER BY first_seen_at LIMIT 1`
-	overviewUnsentSQL        = `SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL`
-	overviewOldestUnsentSQL  = `SELECT id, subject, order_code, created_at FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT 1`
-	overviewDeadLettersSQL   = `SELECT reason, COUNT(*) AS n FROM dead_letters WHERE account = ? AND replayed_at IS NULL GROUP BY reason`
-	overviewEndpointsSQL     = `SELECT id, url, disabled, disabled_reason FROM endpoints ORDER BY id`
-	overviewDeliveriesSQL    = `SELECT endpoint_id, outcome, COUNT(*) AS n FROM delivery_log WHERE ended_at >= ? AND ended_at <= ? GROUP BY endpoint_id, outcome`
-	overviewFailuresSQL      = `SELECT endpoint_id, status, detail, ended_at FROM delivery_log
+	// A never-fetched order has no created_at either: saying so lets
+	// SQLite seek (account, created_at IS NULL) rather than read every
+	// order of the account.
+	overviewWaitingSQL       = `SELECT COUNT(*) FROM orders WHERE status = '' AND created_at IS NULL AND account = ?`
+	overviewOldestWaitingSQL = `SELECT first_seen_at FROM orders WHERE status = '' AND created_at IS NULL AND account = ?
+ORDER BY first_seen_at LIMIT 1`
+	overviewUnsentSQL       = `SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL`
+	overviewOldestUnsentSQL = `SELECT id, subject, order_code, created_at FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT 1`
+	// account || '' keeps SQLite off the account's index, which holds
+	// every letter ever replayed too, and on the index of those pending.
+	overviewDeadLettersSQL = `SELECT reason, COUNT(*) AS n FROM dead_letters WHERE account || '' = ? AND replayed_at IS NULL GROUP BY reason`
+	overviewEndpointsSQL   = `SELECT id, url, disabled, disabled_reason FROM endpoints ORDER BY id`
+	overviewDeliveriesSQL  = `SELECT endpoint_id, outcome, COUNT(*) AS n FROM delivery_log WHERE ended_at >= ? AND ended_at <= ? GROUP BY endpoint_id, outcome`
+	overviewFailuresSQL    = `SELECT endpoint_id, status, detail, ended_at FROM delivery_log
 WHERE ended_at >= ? AND ended_at <= ? AND outcome <> 'delivered' ORDER BY ended_at DESC LIMIT 1000`
 	overviewEndpointDLSQL = `SELECT endpoint_id, COUNT(*) AS n FROM delivery_dead_letters WHERE replayed_at IS NULL GROUP BY endpoint_id`
 )
