@@ -81,8 +81,8 @@ func TestConsoleOverview(t *testing.T) {
 	b.signIn("eve-token")
 
 	resp, page := b.do("GET", "/console/", nil)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("home: %d\n%s", resp.StatusCode, page)
+	if resp.StatusCode != http.StatusOK || len(page) > 100<<10 {
+		t.Fatalf("home: %d, %d bytes\n%s", resp.StatusCode, len(page), page)
 	}
 	for _, want := range []string{"<h1>Console</h1>", `data-figure="webhooks-rate">0.4<`, `data-figure="mirrored-rate">0.4<`,
 		`data-figure="lag">median 3s, at most 3s (2 webhooks)<`, `data-figure="waiting">1<`, `data-figure="dead-letters">2<`,

@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/ordersync/ordersync"
@@ -18,6 +19,15 @@ import (
 // defaultTotalsDays is the range the page shows without one in its URL.
 const defaultTotalsDays = 30
 
+// A page's weight stays under 100 KB for any range: the table shows
+// totalsTableRows rows at a time (the CSV has them all), and beyond
+// labelledBarsDays days the bars carry no label of their own (the table
+// says each figure).
+const (
+	totalsTableRows  = 100
+	labelledBarsDays = 92
+)
+
 // routeConsoleTotals adds the Daily totals page and its CSV.
 func (s *Server) routeConsoleTotals() {
 	s.mux.HandleFunc("GET /console/totals", when(s.cfg.Reports != nil, "reports", s.totalsPage))
@@ -29,12 +39,18 @@ type TotalsView struct {
 	From, To, TZ string
 	Errors       map[string][]string
 	Totals       ordersync.DailyTotals
-	Charts       []TotalsChart
-	CSV          string
+	// Rows are the table's page of Totals.Days, from the row Offset.
+	Rows             []ordersync.DayTotals
+	Offset           int
+	PrevURL, NextURL string
+	Charts           []TotalsChart
+	CSV              string
 }
 
 // TotalsChart is the bar chart of one currency: each day's paid total.
 type TotalsChart struct {
+	// Labelled: each bar says its day and figure on hover.
+	Labelled    bool
 	Currency    string
 	Max         string
 	Bars        []TotalsBar
@@ -106,7 +122,25 @@ func (s *Server) totalsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	view.Charts = totalsCharts(params, view.Totals)
-	view.CSV = "/console/totals.csv?" + url.Values{"from": {from}, "to": {to}, "tz": {tz}}.Encode()
+	query := url.Values{"from": {from}, "to": {to}, "tz": {tz}}
+	view.CSV = "/console/totals.csv?" + query.Encode()
+	view.Offset, _ = strconv.Atoi(r.URL.Query().Get("row"))
+	view.Offset = min(max(0, view.Offset), len(view.Totals.Days))
+	end := min(view.Offset+totalsTableRows, len(view.Totals.Days))
+	view.Rows = view.Totals.Days[view.Offset:end]
+	pageURL := func(row int) string {
+		q := cloneValues(query)
+		if row > 0 {
+			q.Set("row", strconv.Itoa(row))
+		}
+		return "/console/totals?" + q.Encode()
+	}
+	if view.Offset > 0 {
+		view.PrevURL = pageURL(max(0, view.Offset-totalsTableRows))
+	}
+	if end < len(view.Totals.Days) {
+		view.NextURL = pageURL(end)
+	}
 	s.page(w, r, http.StatusOK, "totals.html", &Page{Title: "Daily totals", Data: view})
 }
 
@@ -158,7 +192,7 @@ func totalsCharts(p ordersync.DailyTotalsParams, totals ordersync.DailyTotals) [
 			b.Height = max(1, int(f*chartHeight+0.5))
 			b.Y = chartHeight - b.Height
 		}
-		out = append(out, TotalsChart{Currency: c, Max: sr.top, Bars: sr.bars,
+		out = append(out, TotalsChart{Labelled: len(days) <= labelledBarsDays, Currency: c, Max: sr.top, Bars: sr.bars,
 			Width: max(1, len(days)*(chartBar+chartGap)-chartGap), First: days[0].Date, Last: days[len(days)-1].Date})
 	}
 	return out

@@ -157,3 +157,40 @@ func TestConsoleTotals(t *testing.T) {
 		t.Errorf("a bad zone: %d", resp.StatusCode)
 	}
 }
+
+// TestConsoleTotalsWeight: with orders paid every day in three
+// currencies, the default range and a whole year each weigh under
+// 100 KB: the year's table comes 100 rows at a time, every row on some
+// page.
+func TestConsoleTotalsWeight(t *testing.T) {
+	db := openTestDB(t)
+	now := time.Date(2026, 10, 11, 3, 0, 0, 0, time.UTC)
+	for d := range 366 {
+		day := now.AddDate(0, 0, -d)
+		for _, c := range []string{"USD", "EUR", "KWD"} {
+			mirrorOrders(t, db, day.Add(time.Hour), [5]string{fmt.Sprintf("w%s%d", c, d), "PAID", c, "123456.789", day.Format("2006-01-02T15:04:05.000Z")})
+		}
+	}
+	base := consoleServer(t, db, roleTokens, func(c *admin.Config) {
+		c.Reports, c.Exports, c.Clock = db, db, func() time.Time { return now }
+	})
+	b := newBrowser(t, base)
+	b.signIn("eve-token")
+	for path, want := range map[string]int{"/console/totals": 3 * 30, "/console/totals?from=2025-10-11&to=2026-10-11&tz=UTC": 3 * 365} {
+		first, rows := path, 0
+		for page := 0; path != "" && page < 20; page++ {
+			resp, body := b.do("GET", path, nil)
+			if resp.StatusCode != http.StatusOK || len(body) > 100<<10 {
+				t.Errorf("%s: %d, %d bytes; want at most 100 KB", path, resp.StatusCode, len(body))
+			}
+			rows += len(totalsTable(body))
+			path = ""
+			if m := regexp.MustCompile(`href="([^"]+)" rel="next"`).FindStringSubmatch(body); m != nil {
+				path = html.UnescapeString(m[1])
+			}
+		}
+		if rows != want {
+			t.Errorf("%s: %d rows over the pages, want %d", first, rows, want)
+		}
+	}
+}
