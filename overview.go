@@ -51,8 +51,8 @@ type Overview struct {
 	// mirrored (outcome synced).
 	Webhooks, Mirrored int
 	// Lag is the time from a webhook's receipt to the fetch that mirrored
-	// its order, over the newest MaxLagSamples mirrored webhooks of the
-	// window that are still their order's latest.
+	// its order, over those of the newest MaxLagSamples mirrored webhooks
+	// of the window that are still their order's latest.
 	Lag SyncLag
 	// Waiting counts the orders ordersync has heard of but never fetched;
 	// OldestWaiting is when it first heard of the oldest of them.

@@ -31,10 +31,7 @@ func (s *Store) Overview(_ context.Context, params ordersync.OverviewParams) (or
 	}
 	slices.SortStableFunc(synced, func(a, b ordersync.EventRecord) int { return b.ReceivedAt.Compare(a.ReceivedAt) })
 	var lags []time.Duration
-	for _, e := range synced {
-		if len(lags) == ordersync.MaxLagSamples {
-			break
-		}
+	for _, e := range synced[:min(len(synced), ordersync.MaxLagSamples)] {
 		o := s.orders[key{e.Account, e.OrderCode}]
 		if e.OrderCode == "" || o == nil || o.sync.LastEventAt == nil || !o.sync.LastEventAt.Equal(e.ReceivedAt) || o.sync.LastSyncedAt == nil {
 			continue

@@ -20,11 +20,15 @@ import (
 const (
 	overviewWebhooksSQL = `SELECT COUNT(*) AS webhooks, COALESCE(SUM(CASE WHEN outcome = 'synced' THEN 1 ELSE 0 END), 0) AS mirrored
 FROM event_log WHERE account = ? AND received_at >= ? AND received_at <= ?`
-	overviewLagSQL = `SELECT e.received_at, o.last_synced_at FROM event_log e
+	// The newest mirrored webhooks first, then their orders: a join first
+	// would look up the order of every webhook of the window when few are
+	// still their order's latest.
+	overviewLagSQL = `SELECT e.received_at, o.last_synced_at FROM (
+  SELECT account, order_code, received_at FROM event_log
+  WHERE account = ? AND received_at >= ? AND received_at <= ? AND outcome = 'synced' AND order_code <> ''
+  ORDER BY received_at DESC LIMIT ?) e
 JOIN orders o ON o.account = e.account AND o.order_code = e.order_code
-WHERE e.account = ? AND e.received_at >= ? AND e.received_at <= ? AND e.outcome = 'synced' AND e.order_code <> ''
-  AND o.last_event_at = e.received_at AND o.last_synced_at IS NOT NULL
-ORDER BY e.received_at DESC LIMIT ?`
+WHERE o.last_event_at = e.received_at AND o.last_synced_at IS NOT NULL`
 	// A never-fetched order has no created_at either: saying so lets
 	// SQLite seek (account, created_at IS NULL) rather than read every
 	// order of the account.
