@@ -70,7 +70,10 @@ type Config struct {
 	// at once (default 2).
 	Exports ordersync.OrderExporter
 	// Reports serves /v1/reports/….
-	Reports         ordersync.Reports
+	Reports ordersync.Reports
+	// Overview serves the console's home; without it the home only
+	// links to the pages.
+	Overview        ordersync.OverviewReader
 	ExportBatchSize int
 	MaxExports      int
 }

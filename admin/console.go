@@ -66,9 +66,7 @@ func (s *Server) routeConsole() {
 	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/console/", http.StatusSeeOther)
 	})
-	s.mux.HandleFunc("GET /console/{$}", func(w http.ResponseWriter, r *http.Request) {
-		s.page(w, r, http.StatusOK, "home.html", &Page{Title: "Console"})
-	})
+	s.mux.HandleFunc("GET /console/{$}", s.overviewPage)
 	s.mux.HandleFunc("GET /console/sign-in", func(w http.ResponseWriter, r *http.Request) {
 		s.page(w, r, http.StatusOK, "signin.html", &Page{Title: "Sign in"})
 	})
@@ -77,6 +75,9 @@ func (s *Server) routeConsole() {
 	s.routeConsoleOrders()
 	s.routeConsoleDeadLetters()
 	s.routeConsoleEndpoints()
+	s.routeConsoleTotals()
+	s.routeConsoleAudit()
+	s.mux.HandleFunc("GET /console/overview.json", s.overviewJSON)
 }
 
 // openConsole reports whether a console request needs no session: the

@@ -110,40 +110,48 @@ FROM delivery_log WHERE ` + strings.Join(where, " AND ") + ` ORDER BY ended_at D
 }
 
 // DeliveryHealth counts, per endpoint, the deliveries that ended at or
-// after since, and finds each one's latest failure, in one read. Both
-// walk the log's index on ended_at, so the period bounds the work.
+// after since, and finds each one's latest failure, in one read.
 func (db *DB) DeliveryHealth(ctx context.Context, since time.Time) (map[string]ordersync.DeliveryHealth, error) {
-	out := map[string]ordersync.DeliveryHealth{}
-	err := db.inReadTx(ctx, "read endpoint health", func(tx *sqlx.Tx) error {
-		var counts []struct {
-			EndpointID string `db:"endpoint_id"`
-			Delivered  int    `db:"delivered"`
-			N          int    `db:"n"`
-		}
-		if err := tx.SelectContext(ctx, &counts, db.rebind(`SELECT endpoint_id,
-    SUM(CASE WHEN outcome = ? THEN 1 ELSE 0 END) AS delivered, COUNT(*) AS n
-FROM delivery_log WHERE ended_at >= ? GROUP BY endpoint_id`), string(ordersync.DeliveryDelivered), dbTime(since)); err != nil {
-			return err
-		}
-		for _, c := range counts {
-			h := ordersync.DeliveryHealth{Delivered: c.Delivered, Failed: c.N - c.Delivered}
-			if h.Failed > 0 {
-				var r deliveryRow
-				err := tx.GetContext(ctx, &r, db.rebind(`SELECT webhook_id, endpoint_id, event, account, order_code, order_status, outcome, attempts, status, detail, ended_at
-FROM delivery_log WHERE endpoint_id = ? AND outcome <> ? AND ended_at >= ? ORDER BY ended_at DESC, webhook_id DESC LIMIT 1`),
-					c.EndpointID, string(ordersync.DeliveryDelivered), dbTime(since))
-				if err != nil {
-					return err
-				}
-				rec := r.record()
-				h.LastFailure = &rec
-			}
-			out[c.EndpointID] = h
-		}
-		return nil
+	var out map[string]ordersync.DeliveryHealth
+	err := db.inReadTx(ctx, "read endpoint health", func(tx *sqlx.Tx) (err error) {
+		out, err = db.deliveryHealth(ctx, tx, since)
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// deliveryHealth is DeliveryHealth inside tx, for the overview's snapshot
+// too. Both reads walk the log's index on ended_at, so the period bounds
+// the work.
+func (db *DB) deliveryHealth(ctx context.Context, tx *sqlx.Tx, since time.Time) (map[string]ordersync.DeliveryHealth, error) {
+	var counts []struct {
+		EndpointID string `db:"endpoint_id"`
+		Delivered  int    `db:"delivered"`
+		N          int    `db:"n"`
+	}
+	if err := tx.SelectContext(ctx, &counts, db.rebind(`SELECT endpoint_id,
+    SUM(CASE WHEN outcome = ? THEN 1 ELSE 0 END) AS delivered, COUNT(*) AS n
+FROM delivery_log WHERE ended_at >= ? GROUP BY endpoint_id`), string(ordersync.DeliveryDelivered), dbTime(since)); err != nil {
+		return nil, fmt.Errorf("count deliveries: %w", err)
+	}
+	out := make(map[string]ordersync.DeliveryHealth, len(counts))
+	for _, c := range counts {
+		h := ordersync.DeliveryHealth{Delivered: c.Delivered, Failed: c.N - c.Delivered}
+		if h.Failed > 0 {
+			var r deliveryRow
+			err := tx.GetContext(ctx, &r, db.rebind(`SELECT webhook_id, endpoint_id, event, account, order_code, order_status, outcome, attempts, status, detail, ended_at
+FROM delivery_log WHERE endpoint_id = ? AND outcome <> ? AND ended_at >= ? ORDER BY ended_at DESC, webhook_id DESC LIMIT 1`),
+				c.EndpointID, string(ordersync.DeliveryDelivered), dbTime(since))
+			if err != nil {
+				return nil, fmt.Errorf("read the latest failed delivery: %w", err)
+			}
+			rec := r.record()
+			h.LastFailure = &rec
+		}
+		out[c.EndpointID] = h
 	}
 	return out, nil
 }

@@ -140,24 +140,32 @@ WHERE account = ? AND order_code = ? AND next_check_at IS NOT NULL`), dbTime(at)
 func (db *DB) CheckBacklog(ctx context.Context, account string, now time.Time) (ordersync.CheckBacklog, error) {
 	var backlog ordersync.CheckBacklog
 	err := db.inReadTx(ctx, "read the check backlog of "+account, func(tx *sqlx.Tx) error {
-		if err := tx.GetContext(ctx, &backlog.Due, db.rebind(`SELECT COUNT(*) FROM orders
-WHERE account = ? AND next_check_at IS NOT NULL AND next_check_at <= ?`), account, dbTime(now)); err != nil {
-			return err
-		}
-		if backlog.Due == 0 {
-			return nil
-		}
-		// MIN over a TIMESTAMP column comes back from SQLite as text, so
-		// the oldest is read by an ordered LIMIT 1 instead.
-		var oldest time.Time
-		if err := tx.GetContext(ctx, &oldest, db.rebind(`SELECT next_check_at FROM orders
-WHERE account = ? AND next_check_at IS NOT NULL ORDER BY next_check_at LIMIT 1`), account); err != nil {
-			return err
-		}
-		backlog.Oldest = oldest.UTC()
-		return nil
+		var err error
+		backlog, err = db.checkBacklog(ctx, tx, account, now)
+		return err
 	})
 	return backlog, err
+}
+
+// checkBacklog is CheckBacklog in tx, which the overview shares.
+func (db *DB) checkBacklog(ctx context.Context, tx *sqlx.Tx, account string, now time.Time) (ordersync.CheckBacklog, error) {
+	var backlog ordersync.CheckBacklog
+	if err := tx.GetContext(ctx, &backlog.Due, db.rebind(`SELECT COUNT(*) FROM orders
+WHERE account = ? AND next_check_at IS NOT NULL AND next_check_at <= ?`), account, dbTime(now)); err != nil {
+		return backlog, err
+	}
+	if backlog.Due == 0 {
+		return backlog, nil
+	}
+	// MIN over a TIMESTAMP column comes back from SQLite as text, so
+	// the oldest is read by an ordered LIMIT 1 instead.
+	var oldest time.Time
+	if err := tx.GetContext(ctx, &oldest, db.rebind(`SELECT next_check_at FROM orders
+WHERE account = ? AND next_check_at IS NOT NULL ORDER BY next_check_at LIMIT 1`), account); err != nil {
+		return backlog, err
+	}
+	backlog.Oldest = oldest.UTC()
+	return backlog, nil
 }
 
 // statusOutside selects the orders whose status is none of final, as ranges

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -76,35 +74,12 @@ else UTC); days with nothing are left out. See docs/back-office.md.`,
 		case asJSON:
 			return writeIndented(cmd.OutOrStdout(), totals)
 		case asCSV:
-			return writeDailyCSV(cmd.OutOrStdout(), totals)
+			return admin.WriteDailyCSV(cmd.OutOrStdout(), totals)
 		}
 		printDailyTable(cmd.OutOrStdout(), totals)
 		return nil
 	}
 	return cmd
-}
-
-// dailyCSVHeader names the CSV's columns; columns are only ever appended.
-var dailyCSVHeader = []string{"date", "tz", "currency",
-	"created_count", "created_total", "paid_count", "paid_total", "cancelled_count", "cancelled_total",
-	"finalized_count", "finalized_total", "reversed_count", "reversed_total", "net"}
-
-func writeDailyCSV(w io.Writer, totals ordersync.DailyTotals) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(dailyCSVHeader); err != nil {
-		return err
-	}
-	for _, d := range totals.Days {
-		row := []string{d.Date, totals.TZ, d.Currency}
-		for _, t := range []ordersync.Tally{d.Created, d.Paid, d.Cancelled, d.Finalized, d.Reversed} {
-			row = append(row, strconv.Itoa(t.Count), t.Total)
-		}
-		if err := cw.Write(append(row, d.Net)); err != nil {
-			return err
-		}
-	}
-	cw.Flush()
-	return cw.Error()
 }
 
 func printDailyTable(w io.Writer, totals ordersync.DailyTotals) {

@@ -1,0 +1,221 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"math/big"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// The console's Daily totals page: the daily report (ordersync.Reports, as
+// GET /v1/reports/daily reads it) as a table and one bar chart per
+// currency drawn on the server, and the same report as CSV.
+
+// defaultTotalsDays is the range the page shows without one in its URL.
+const defaultTotalsDays = 30
+
+// A page's weight stays under 100 KB for any range: the table shows
+// totalsTableRows rows at a time (the CSV has them all), and beyond
+// labelledBarsDays days the bars carry no label of their own (the table
+// says each figure).
+const (
+	totalsTableRows  = 100
+	labelledBarsDays = 92
+)
+
+// routeConsoleTotals adds the Daily totals page and its CSV.
+func (s *Server) routeConsoleTotals() {
+	s.mux.HandleFunc("GET /console/totals", when(s.cfg.Reports != nil, "reports", s.totalsPage))
+	s.mux.HandleFunc("GET /console/totals.csv", when(s.cfg.Reports != nil, "reports", s.totalsCSV))
+}
+
+// TotalsView is the Daily totals page.
+type TotalsView struct {
+	From, To, TZ string
+	Errors       map[string][]string
+	Totals       ordersync.DailyTotals
+	// Rows are the table's page of Totals.Days, from the row Offset.
+	Rows             []ordersync.DayTotals
+	Offset           int
+	PrevURL, NextURL string
+	Charts           []TotalsChart
+	CSV              string
+}
+
+// TotalsChart is the bar chart of one currency: each day's paid total.
+type TotalsChart struct {
+	// Labelled: each bar says its day and figure on hover.
+	Labelled    bool
+	Currency    string
+	Max         string
+	Bars        []TotalsBar
+	Width       int
+	First, Last string
+}
+
+// TotalsBar is one day's bar; X, Y and Height are in the chart's own
+// units (chartHeight high).
+type TotalsBar struct {
+	Date, Total  string
+	Count        int
+	X, Y, Height int
+}
+
+// The chart's geometry, in SVG user units.
+const (
+	chartHeight = 120
+	chartBar    = 10
+	chartGap    = 2
+)
+
+// totalsParams reads the page's query: from, to (excluded) and tz, any of
+// them missing taking its default, the last defaultTotalsDays days up to
+// today in the store's time zone.
+func (s *Server) totalsParams(r *http.Request) (from, to, tz string) {
+	q := r.URL.Query()
+	from, to, tz = q.Get("from"), q.Get("to"), q.Get("tz")
+	if tz == "" {
+		if tz = s.storeZone(r.Context(), s.account(r)); tz == "" {
+			tz = "UTC"
+		}
+	}
+	if to == "" || from == "" {
+		loc, err := time.LoadLocation(tz)
+		if err != nil {
+			loc = time.UTC
+		}
+		now := s.cfg.Clock().In(loc)
+		today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+		if to == "" {
+			to = today.AddDate(0, 0, 1).Format(ordersync.DateLayout)
+		}
+		if from == "" {
+			if end, err := ordersync.ParseDate(to); err == nil {
+				from = end.AddDate(0, 0, -defaultTotalsDays).Format(ordersync.DateLayout)
+			}
+		}
+	}
+	return from, to, tz
+}
+
+func (s *Server) totalsPage(w http.ResponseWriter, r *http.Request) {
+	from, to, tz := s.totalsParams(r)
+	view := &TotalsView{From: from, To: to, TZ: tz}
+	params, err := ParseDailyTotals(s.account(r), from, to, tz)
+	var ve *ordersync.ValidationError
+	if errors.As(err, &ve) {
+		view.Errors = ve.Fields
+		s.page(w, r, http.StatusBadRequest, "totals.html", &Page{Title: "Daily totals", Data: view})
+		return
+	}
+	if err != nil {
+		s.fail(w, "daily totals", err, "")
+		return
+	}
+	if view.Totals, err = s.cfg.Reports.DailyTotals(r.Context(), params); err != nil {
+		s.fail(w, "daily totals", err, "")
+		return
+	}
+	view.Charts = totalsCharts(params, view.Totals)
+	query := url.Values{"from": {from}, "to": {to}, "tz": {tz}}
+	view.CSV = "/console/totals.csv?" + query.Encode()
+	view.Offset, _ = strconv.Atoi(r.URL.Query().Get("row"))
+	view.Offset = min(max(0, view.Offset), len(view.Totals.Days))
+	end := min(view.Offset+totalsTableRows, len(view.Totals.Days))
+	view.Rows = view.Totals.Days[view.Offset:end]
+	pageURL := func(row int) string {
+		q := cloneValues(query)
+		if row > 0 {
+			q.Set("row", strconv.Itoa(row))
+		}
+		return "/console/totals?" + q.Encode()
+	}
+	if view.Offset > 0 {
+		view.PrevURL = pageURL(max(0, view.Offset-totalsTableRows))
+	}
+	if end < len(view.Totals.Days) {
+		view.NextURL = pageURL(end)
+	}
+	s.page(w, r, http.StatusOK, "totals.html", &Page{Title: "Daily totals", Data: view})
+}
+
+// totalsCharts draws one chart per currency of each day's paid total: the
+// currencies are never summed together, so neither are their bars scaled
+// together. Heights are proportions, so a float is fine here; the amounts
+// shown stay the report's exact strings.
+func totalsCharts(p ordersync.DailyTotalsParams, totals ordersync.DailyTotals) []TotalsChart {
+	days := ordersync.ReportDays(p.From, p.To, time.UTC)
+	index := make(map[string]int, len(days))
+	for i, d := range days {
+		index[d.Date] = i
+	}
+	type series struct {
+		bars []TotalsBar
+		max  *big.Rat
+		top  string
+	}
+	var order []string
+	byCurrency := map[string]*series{}
+	for _, d := range totals.Days {
+		sr := byCurrency[d.Currency]
+		if sr == nil {
+			sr = &series{bars: make([]TotalsBar, len(days)), max: new(big.Rat), top: "0"}
+			for i, day := range days {
+				sr.bars[i] = TotalsBar{Date: day.Date, Total: "0", X: i * (chartBar + chartGap), Y: chartHeight}
+			}
+			byCurrency[d.Currency], order = sr, append(order, d.Currency)
+		}
+		i, ok := index[d.Date]
+		if !ok {
+			continue
+		}
+		sr.bars[i].Total, sr.bars[i].Count = d.Paid.Total, d.Paid.Count
+		if v, ok := new(big.Rat).SetString(d.Paid.Total); ok && v.Cmp(sr.max) > 0 {
+			sr.max, sr.top = v, d.Paid.Total
+		}
+	}
+	var out []TotalsChart
+	for _, c := range order {
+		sr := byCurrency[c]
+		for i := range sr.bars {
+			b := &sr.bars[i]
+			v, ok := new(big.Rat).SetString(b.Total)
+			if !ok || sr.max.Sign() == 0 || v.Sign() <= 0 {
+				continue
+			}
+			f, _ := new(big.Rat).Quo(v, sr.max).Float64()
+			b.Height = max(1, int(f*chartHeight+0.5))
+			b.Y = chartHeight - b.Height
+		}
+		out = append(out, TotalsChart{Labelled: len(days) <= labelledBarsDays, Currency: c, Max: sr.top, Bars: sr.bars,
+			Width: max(1, len(days)*(chartBar+chartGap)-chartGap), First: days[0].Date, Last: days[len(days)-1].Date})
+	}
+	return out
+}
+
+// totalsCSV streams the page's report as CSV, the columns of
+// `ordersync report daily --csv`, by the console's session.
+func (s *Server) totalsCSV(w http.ResponseWriter, r *http.Request) {
+	from, to, tz := s.totalsParams(r)
+	params, err := ParseDailyTotals(s.account(r), from, to, tz)
+	if err != nil {
+		s.fail(w, "daily totals", err, "")
+		return
+	}
+	totals, err := s.cfg.Reports.DailyTotals(r.Context(), params)
+	if err != nil {
+		s.fail(w, "daily totals", err, "")
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="daily-totals-%s-%s.csv"`, from, to))
+	w.Header().Set("Cache-Control", "no-store")
+	if err := WriteDailyCSV(w, totals); err != nil {
+		s.cfg.Logger.Warn("admin: write daily totals CSV", "err", err)
+	}
+}

@@ -1,0 +1,81 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// TestConsoleQueryTimes times the console's own reads on the mirror of
+// TestOrderQueryTimes (ORDERSYNC_BENCH_QUERY_ORDERS orders over a year,
+// ORDERSYNC_BENCH_QUERY_KEEP to keep its SQLite file) with 30,000
+// webhooks in the event log's last 5 minutes: the Daily totals page's
+// default range (the year's last 30 days) and the Overview.
+func TestConsoleQueryTimes(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv(queryBenchEnv))
+	if n <= 0 {
+		t.Skipf("set %s to a number of orders to time the console's queries", queryBenchEnv)
+	}
+	url := sqliteURL(t)
+	if keep := os.Getenv(queryBenchKeepEnv); keep != "" {
+		url = "sqlite:" + keep
+	}
+	ctx := context.Background()
+	db := openDB(t, url)
+	var have int
+	if err := db.read.GetContext(ctx, &have, `SELECT COUNT(*) FROM orders`); err != nil {
+		t.Fatal(err)
+	}
+	if have == 0 {
+		loadBenchQueryOrders(t, db, n, false)
+	} else if have != n {
+		t.Fatalf("the kept mirror holds %d orders, not %d", have, n)
+	}
+	end := benchQueryStart.AddDate(1, 0, 0)
+	const webhooks = 30000
+	var events []ordersync.EventRecord
+	for i := range webhooks {
+		events = append(events, ordersync.EventRecord{MsgID: fmt.Sprint("bench-ev-", i), Account: ordersync.DefaultAccount,
+			ReceivedAt: end.Add(-time.Duration(i) * 10 * time.Millisecond), Type: ordersync.EventUpdated,
+			OrderCode: upstreamCode(n - i%n), Outcome: ordersync.OutcomeSynced})
+		if len(events) == 500 {
+			if err := db.RecordEvents(ctx, events); err != nil {
+				t.Fatal(err)
+			}
+			events = events[:0]
+		}
+	}
+	const runs = 20
+	report := func(name string, run func() error) {
+		var times []time.Duration
+		for i := range runs + 1 {
+			start := time.Now()
+			if err := run(); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if i > 0 {
+				times = append(times, time.Since(start))
+			}
+		}
+		slices.Sort(times)
+		t.Logf("| %s | %s | %.1f | %.1f |", db.dialect, name, ms(times[len(times)/2]), ms(times[(len(times)*95+99)/100-1]))
+	}
+	to := time.Date(end.Year(), end.Month(), end.Day(), 0, 0, 0, 0, time.UTC)
+	report("daily totals, the last 30 days", func() error {
+		_, err := db.DailyTotals(ctx, ordersync.DailyTotalsParams{Account: ordersync.DefaultAccount, From: to.AddDate(0, 0, -30), To: to})
+		return err
+	})
+	report("overview", func() error {
+		o, err := db.Overview(ctx, ordersync.OverviewParams{Account: ordersync.DefaultAccount, Now: end})
+		if err == nil && o.Webhooks != webhooks {
+			err = fmt.Errorf("%d webhooks, want %d", o.Webhooks, webhooks)
+		}
+		return err
+	})
+}
