@@ -19,27 +19,29 @@ import (
 type local struct{ *app.Local }
 
 func openMirror(ctx context.Context, flags *app.ConfigFlags) (*local, error) {
-	return openLocal(ctx, flags, app.LocalOptions{})
-}
-
-// openUpstream opens the mirror and the account's service.
-func openUpstream(ctx context.Context, flags *app.ConfigFlags, account string) (*local, error) {
-	return openLocal(ctx, flags, app.LocalOptions{Upstream: true, Account: account})
-}
-
-// openLocal loads the command's configuration and opens what opts asks
-// for; what the stages log at warning level and above goes to stderr.
-func openLocal(ctx context.Context, flags *app.ConfigFlags, opts app.LocalOptions) (*local, error) {
 	cfg, err := flags.Load(os.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	l, err := app.OpenLocal(ctx, cfg, opts)
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	l, err := app.OpenLocal(ctx, cfg, app.LocalOptions{Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", app.RedactURL(cfg.DatabaseURL), err)
+	}
+	return &local{l}, nil
+}
+
+// openUpstream opens the mirror and the account's service.
+func openUpstream(ctx context.Context, flags *app.ConfigFlags, account string) (*local, error) {
+	l, err := openMirror(ctx, flags)
 	if err != nil {
 		return nil, err
 	}
-	return &local{l}, nil
+	if err := l.OpenUpstream(account); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
 }
 
 // audit records in the audit trail an action this command took itself,

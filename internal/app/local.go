@@ -2,11 +2,14 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/metrics"
+	"github.com/ordersync/ordersync/paymentlink"
+	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/store"
 	"github.com/ordersync/ordersync/worker"
 )
@@ -20,17 +23,12 @@ import (
 type Local struct {
 	wiring
 	account  string
-	syncer   *worker.Syncer   // nil unless opened with Upstream
-	follower *worker.Follower // nil unless opened with Upstream
+	syncer   *worker.Syncer   // nil before OpenUpstream
+	follower *worker.Follower // nil before OpenUpstream
 }
 
-// LocalOptions says what a command opens beside the mirror.
+// LocalOptions says how a command opens the mirror.
 type LocalOptions struct {
-	// Upstream opens Account's service, its Syncer and the follower.
-	Upstream bool
-	// Account is the merchant account whose service is opened; default
-	// ordersync.DefaultAccount.
-	Account string
 	// KeepSchema opens the mirror without bringing its schema up to date,
 	// for a command that reports the schema as it is (check); every other
 	// command migrates it, as `migrate` does, whatever migrate_on_start says.
@@ -42,50 +40,47 @@ type LocalOptions struct {
 // ReconcileReport is what an on-demand reconcile checked and found.
 type ReconcileReport = worker.ReconcileReport
 
-// OpenLocal opens what opts asks for. The follower replays no events that
-// arrived before their order was known: that needs the queue, which serve
-// has and a command does not.
-func OpenLocal(ctx context.Context, cfg Config, opts LocalOptions) (_ *Local, err error) {
+// OpenLocal opens the mirror. The error is the database's own, for the
+// command to say which database it could not open.
+func OpenLocal(ctx context.Context, cfg Config, opts LocalOptions) (*Local, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.Account == "" {
-		opts.Account = ordersync.DefaultAccount
-	}
-	l := &Local{wiring: wiring{cfg: cfg, logger: opts.Logger, reg: metrics.NewRegistry()}, account: opts.Account}
+	l := &Local{wiring: wiring{cfg: cfg, logger: opts.Logger, reg: metrics.NewRegistry()}}
 	if err := l.openMirror(ctx, !opts.KeepSchema); err != nil {
-		return nil, fmt.Errorf("open database %s: %w", RedactURL(cfg.DatabaseURL), err)
-	}
-	if !opts.Upstream {
-		return l, nil
-	}
-	defer func() {
-		if err != nil {
-			l.Close()
-		}
-	}()
-	a, err := l.upstream()
-	if err != nil {
-		return nil, err
-	}
-	client, err := l.newClient(a)
-	if err != nil {
-		return nil, err
-	}
-	if l.syncer, err = l.newSyncer(l.account, client); err != nil {
-		return nil, err
-	}
-	if l.follower, err = l.newFollower(worker.Accounts{l.account: l.syncer}, nil); err != nil {
 		return nil, err
 	}
 	return l, nil
 }
 
-// upstream is the settings of the command's account, or the setting that
+// OpenUpstream opens the service of account, its Syncer and the follower
+// over it, for the commands that talk upstream. The follower replays no
+// events that arrived before their order was known: that needs the queue,
+// which serve has and a command does not.
+func (l *Local) OpenUpstream(account string) error {
+	a, err := upstreamOf(l.cfg, account)
+	if err != nil {
+		return err
+	}
+	client, err := l.newClient(a)
+	if err != nil {
+		return err
+	}
+	syncer, err := l.newSyncer(account, client)
+	if err != nil {
+		return err
+	}
+	if l.follower, err = l.newFollower(worker.Accounts{account: syncer}, nil); err != nil {
+		return err
+	}
+	l.account, l.syncer = account, syncer
+	return nil
+}
+
+// upstreamOf is the settings of an account's service, or the setting that
 // is missing or wrong.
-func (l *Local) upstream() (AccountConfig, error) {
-	account := l.account
-	a, err := ordersync.Accounts[AccountConfig](l.cfg.Upstreams()).For(account)
+func upstreamOf(cfg Config, account string) (AccountConfig, error) {
+	a, err := ordersync.Accounts[AccountConfig](cfg.Upstreams()).For(account)
 	switch {
 	case err != nil:
 		return a, fmt.Errorf("%w (see accounts in the config file)", err)
@@ -108,17 +103,18 @@ func (l *Local) Config() Config { return l.cfg }
 // DB is the mirror.
 func (l *Local) DB() *store.DB { return l.db }
 
-// Follower creates links and tracks orders for the command's account; nil
-// unless opened with Upstream.
+// Follower creates links and tracks orders for the account of
+// OpenUpstream; nil before it.
 func (l *Local) Follower() *worker.Follower { return l.follower }
 
-// Reconcile checks, now, the orders filter selects through the account's
-// Syncer and reports what changed (`ordersync reconcile`). It leaves the
-// schedule of due checks to serve. progress, when not nil, is called with
-// the report so far after each check.
+// Reconcile checks, now, the orders filter selects through the Syncer of
+// OpenUpstream's account and reports what changed (`ordersync
+// reconcile`); once per Local, as its collectors are registered once. It
+// leaves the schedule of due checks to serve. progress, when not nil, is
+// called with the report so far after each check.
 func (l *Local) Reconcile(ctx context.Context, filter ordersync.ReconcileFilter, progress func(ReconcileReport)) (ReconcileReport, error) {
 	if l.syncer == nil {
-		return ReconcileReport{}, fmt.Errorf("reconcile: the service of account %q is not open", l.account)
+		return ReconcileReport{}, errors.New("reconcile: no service open (OpenUpstream)")
 	}
 	rec, err := l.newReconciler(l.account, l.syncer, nil)
 	if err != nil {
@@ -132,4 +128,38 @@ func (l *Local) Close() {
 	if l.db != nil {
 		_ = l.db.Close()
 	}
+}
+
+// CheckQueue connects to NATS as serve does, the external server or the
+// embedded one on the data directory's store, and asks JetStream whether it
+// answers (`ordersync check`). The embedded server opens no TCP port, which
+// check tests apart; the caller holds the data directory's lock.
+func CheckQueue(ctx context.Context, cfg Config, name string) error {
+	w := &wiring{cfg: cfg, logger: slog.New(slog.DiscardHandler)}
+	if cfg.NATSURL != "" {
+		nc, err := w.connectNATS(ctx, name)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		return queue.CheckJetStream(ctx, nc)
+	}
+	emb, err := w.startEmbedded(0)
+	if err != nil {
+		return err
+	}
+	defer emb.Shutdown()
+	nc, err := emb.Connect(name)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	return queue.CheckJetStream(ctx, nc)
+}
+
+// NewUpstreamClient is the client of an account's service as serve builds
+// it, for a command that asks the service itself (`ordersync check`).
+func NewUpstreamClient(cfg Config, account string) (*paymentlink.Client, error) {
+	w := &wiring{cfg: cfg}
+	return w.newClient(cfg.Upstreams()[account])
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
@@ -306,6 +307,17 @@ func (p *Program) DB() *store.DB { return p.db }
 // NATS is the program's connection to JetStream, for readers beside it (the
 // demo reads the PAID triggers as a fulfilment service would).
 func (p *Program) NATS() *nats.Conn { return p.nc }
+
+// CountPaidTriggers reads every message on the PAID subject, as a
+// fulfilment service would, and counts them per order.
+func (p *Program) CountPaidTriggers(ctx context.Context) (map[string]int, error) {
+	js, err := jetstream.New(p.nc)
+	if err != nil {
+		return nil, err
+	}
+	qcfg := p.cfg.QueueConfig()
+	return queue.CountPerOrder(ctx, js, qcfg.OrdersStream, ordersync.Namespace(qcfg.SubjectPrefix).Subject(ordersync.SubjectPaid))
+}
 
 // Config is the configuration the program runs with.
 func (p *Program) Config() Config { return p.cfg }

@@ -28,6 +28,10 @@ type wiring struct {
 
 func (w *wiring) component(name string) *slog.Logger { return w.logger.With("component", name) }
 
+// SQLite says whether the mirror is SQLite, whose one writer spends its
+// time in cgo calls.
+func (w *wiring) SQLite() bool { return w.db.Dialect() == store.DialectSQLite }
+
 // openMirror opens the database with serve's pool settings. migrate says
 // whether the schema is brought up to date first.
 func (w *wiring) openMirror(ctx context.Context, migrate bool) (err error) {
