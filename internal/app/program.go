@@ -154,7 +154,7 @@ func (p *Program) openQueue(ctx context.Context) (err error) {
 
 func (p *Program) buildStages() (err error) {
 	log := p.component
-	// Each account has its own Syncer.
+	// Each account has its own Syncer; see newSyncer.
 	p.syncers = worker.Accounts{}
 	for name, client := range p.clients {
 		if p.syncers[name], err = p.newSyncer(name, client); err != nil {
@@ -303,10 +303,6 @@ func (p *Program) Registry() *prometheus.Registry { return p.reg }
 
 // DB is the program's mirror.
 func (p *Program) DB() *store.DB { return p.db }
-
-// NATS is the program's connection to JetStream, for readers beside it (the
-// demo reads the PAID triggers as a fulfilment service would).
-func (p *Program) NATS() *nats.Conn { return p.nc }
 
 // CountPaidTriggers reads every message on the PAID subject, as a
 // fulfilment service would, and counts them per order.
