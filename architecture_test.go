@@ -73,6 +73,46 @@ func TestCheckArchitectureFindsForbiddenImport(t *testing.T) {
 	}
 }
 
+// TestOperatorBinaryWiresThroughApp holds the rule docs/architecture.md
+// states beside its table: internal/app is the one place that builds the
+// stages, and cmd/ordersync gets them from there (Program, Local, Stack),
+// so it imports none of the packages they are built from. Its row could
+// otherwise gain one of them in the same commit as the import.
+func TestOperatorBinaryWiresThroughApp(t *testing.T) {
+	imports, err := moduleImports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range wiresOutsideApp(imports) {
+		t.Error(v)
+	}
+}
+
+// stagePackages are what internal/app builds the stages from.
+var stagePackages = []string{"paymentlink", "queue", "store", "webhook", "worker"}
+
+// wiresOutsideApp says which stage packages cmd/ordersync imports.
+func wiresOutsideApp(imports map[string][]string) []string {
+	var v []string
+	for _, d := range imports["cmd/ordersync"] {
+		if slices.Contains(stagePackages, d) {
+			v = append(v, fmt.Sprintf("cmd/ordersync imports %s: build it in internal/app and use it from there (%s)", d, architectureDoc))
+		}
+	}
+	return v
+}
+
+func TestWiresOutsideAppFindsStageImport(t *testing.T) {
+	got := wiresOutsideApp(map[string][]string{
+		"cmd/ordersync": {"", "internal/app", "worker"},
+		"internal/app":  {"", "store", "worker"},
+	})
+	want := []string{"cmd/ordersync imports worker: build it in internal/app and use it from there (docs/architecture.md)"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("violations = %q, want %q", got, want)
+	}
+}
+
 var (
 	tableRow   = regexp.MustCompile("^\\| `([^`]+)`( \\(root\\))? \\|")
 	backticked = regexp.MustCompile("`([^`]+)`")

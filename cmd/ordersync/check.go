@@ -19,9 +19,6 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/internal/datadir"
-	"github.com/ordersync/ordersync/paymentlink"
-	"github.com/ordersync/ordersync/queue"
-	"github.com/ordersync/ordersync/store"
 )
 
 // checkTimeout bounds each check that waits on something outside.
@@ -126,14 +123,14 @@ func checkDatabase(ctx context.Context, cfg app.Config) checkResult {
 			return r
 		}
 	}
-	noMigrate := false
-	db, err := store.Open(ctx, store.Config{URL: cfg.DatabaseURL, Migrate: &noMigrate, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	l, err := app.OpenLocal(ctx, cfg, app.LocalOptions{KeepSchema: true})
 	if err != nil {
 		r.status, r.detail = checkFail, fmt.Sprintf("cannot open %s: %v", where, err)
 		r.fix = "check database_url (ORDERSYNC_DATABASE_URL): the server is up, the user and password are right, and the file's directory is writable"
 		return r
 	}
-	defer db.Close()
+	defer l.Close()
+	db := l.DB()
 	if err := db.CheckWrite(ctx); err != nil {
 		r.status, r.detail = checkFail, fmt.Sprintf("%s is not writable: %v", where, err)
 		r.fix = "give the database user the right to write (SQLite: the file and its directory)"
@@ -162,16 +159,7 @@ func checkNATS(ctx context.Context, cfg app.Config) checkResult {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	if cfg.NATSURL != "" {
-		nc, err := queue.Connect(ctx, queue.ConnConfig{
-			URL: cfg.NATSURL, Name: "ordersync check", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			CredsFile: cfg.NATSCredsFile, Token: cfg.NATSToken, NKeyFile: cfg.NATSNKeyFile,
-			TLSCA: cfg.NATSTLSCA, TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey,
-		})
-		if err == nil {
-			err = queue.CheckJetStream(ctx, nc)
-			nc.Close()
-		}
-		if err != nil {
+		if err := app.CheckQueue(ctx, cfg, "ordersync check"); err != nil {
 			r.status, r.detail = checkFail, fmt.Sprintf("%s: %v", app.RedactURL(cfg.NATSURL), err)
 			r.fix = "check nats_url and its credentials (nats_creds_file, nats_token, nats_nkey_file), and that JetStream is enabled on the server"
 			return r
@@ -196,18 +184,7 @@ func checkNATS(ctx context.Context, cfg app.Config) checkResult {
 	}
 	defer unlock()
 	storeDir := datadir.JetStreamDir(cfg.DataDir)
-	emb, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: storeDir, PasswordFile: datadir.NATSPasswordFile(cfg.DataDir),
-		Sync: queue.SyncPolicy(cfg.JetStreamSync), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err == nil {
-		nc, cerr := emb.Connect("ordersync check")
-		if cerr == nil {
-			cerr = queue.CheckJetStream(ctx, nc)
-			nc.Close()
-		}
-		emb.Shutdown()
-		err = cerr
-	}
-	if err != nil {
+	if err := app.CheckQueue(ctx, cfg, "ordersync check"); err != nil {
 		r.status, r.detail = checkFail, fmt.Sprintf("the embedded server does not start on %s: %v", storeDir, err)
 		r.fix = "check that the data directory is writable and jetstream_sync is default, always or an interval"
 		return r
@@ -231,7 +208,8 @@ func checkUpstream(ctx context.Context, cfg app.Config, account string) checkRes
 		r.status, r.detail, r.fix = checkFail, "not tested: the service's URL or key is missing or wrong", "see the configuration check above"
 		return r
 	}
-	client, err := paymentlink.New(paymentlink.Config{BaseURL: a.APIBaseURL, SecretKey: a.SecretKey, Timeout: min(cfg.UpstreamTimeout, checkTimeout)})
+	cfg.UpstreamTimeout = min(cfg.UpstreamTimeout, checkTimeout)
+	client, err := app.NewUpstreamClient(cfg, account)
 	if err != nil {
 		r.status, r.detail, r.fix = checkFail, err.Error(), "check api_base_url"
 		return r

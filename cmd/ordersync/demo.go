@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/spf13/cobra"
@@ -25,7 +24,6 @@ import (
 	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/internal/fulfilment"
-	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -187,7 +185,7 @@ func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoRepo
 	time.Sleep(500 * time.Millisecond)
 
 	stats := st.Sim.Stats()
-	triggers, err := countPaidTriggers(ctx, st.Program)
+	triggers, err := st.Program.CountPaidTriggers(ctx)
 	if err != nil {
 		return rep, err
 	}
@@ -277,18 +275,6 @@ func postPaymentLink(ctx context.Context, adminURL string, p ordersync.PaymentLi
 		return "", err
 	}
 	return res.OrderCode, nil
-}
-
-// countPaidTriggers reads every message on the PAID subject, as a
-// fulfilment service would, and counts them per order.
-func countPaidTriggers(ctx context.Context, p *app.Program) (map[string]int, error) {
-	js, err := jetstream.New(p.NATS())
-	if err != nil {
-		return nil, err
-	}
-	cfg := p.Config()
-	qcfg := cfg.QueueConfig()
-	return queue.CountPerOrder(ctx, js, qcfg.OrdersStream, ordersync.Namespace(qcfg.SubjectPrefix).Subject(ordersync.SubjectPaid))
 }
 
 func printDemoReport(w io.Writer, r demoReport) {

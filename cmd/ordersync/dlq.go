@@ -48,7 +48,7 @@ func newDLQListCommand() *cobra.Command {
 			return err
 		}
 		defer l.Close()
-		dls, err := l.db.ListDeadLetters(cmd.Context(), f)
+		dls, err := l.DB().ListDeadLetters(cmd.Context(), f)
 		if err != nil {
 			return err
 		}
@@ -87,7 +87,7 @@ func newDLQShowCommand() *cobra.Command {
 			return err
 		}
 		defer l.Close()
-		dl, err := l.db.FindDeadLetter(cmd.Context(), id)
+		dl, err := l.DB().FindDeadLetter(cmd.Context(), id)
 		if err != nil {
 			return fmt.Errorf("dead letter %d: %w", id, err)
 		}

@@ -59,7 +59,7 @@ columns and what each means are in docs/back-office.md (Exports).`,
 		// An export reads buyers' data: the trail says who, what and how it
 		// ended (an interrupt records it as cancelled).
 		defer func() { l.audit(cmd.Context(), "export."+string(opts.Kind), admin.FilterQuery(filter), err) }()
-		if opts.Location, err = export.Zone(cmd.Context(), l.db, filter.Account, ff.param("tz")); err != nil {
+		if opts.Location, err = export.Zone(cmd.Context(), l.DB(), filter.Account, ff.param("tz")); err != nil {
 			return err
 		}
 		report := cmd.OutOrStdout()
@@ -77,7 +77,7 @@ columns and what each means are in docs/back-office.md (Exports).`,
 		}
 		p := newProgress(cmd.ErrOrStderr(), isTerminal(cmd.ErrOrStderr()))
 		start := time.Now()
-		rows, err := export.Run(cmd.Context(), l.db, filter, opts, 0, w, func(rows int) error {
+		rows, err := export.Run(cmd.Context(), l.DB(), filter, opts, 0, w, func(rows int) error {
 			p.show(fmt.Sprintf("exporting %s: %d rows, %s", opts.Kind, rows, time.Since(start).Round(time.Second)))
 			return nil
 		})

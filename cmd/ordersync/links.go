@@ -90,7 +90,7 @@ that carry only its orderId resolve.`,
 			return err
 		}
 		defer l.Close()
-		res, err := l.follower.CreatePaymentLink(cmd.Context(), account, params)
+		res, err := l.Follower().CreatePaymentLink(cmd.Context(), account, params)
 		object := "order"
 		if err == nil {
 			object = "order " + res.OrderCode

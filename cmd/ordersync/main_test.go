@@ -143,7 +143,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	triggers, err := countPaidTriggers(context.Background(), st.Program)
+	triggers, err := st.Program.CountPaidTriggers(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,7 +126,7 @@ func newOrdersListCommand() *cobra.Command {
 			return err
 		}
 		defer l.Close()
-		page, err := l.db.ListOrders(cmd.Context(), filter)
+		page, err := l.DB().ListOrders(cmd.Context(), filter)
 		if err != nil {
 			return err
 		}
@@ -248,7 +248,7 @@ func newOrdersShowCommand() *cobra.Command {
 			return err
 		}
 		defer l.Close()
-		m, err := l.db.FindOrderByCode(cmd.Context(), account, args[0])
+		m, err := l.DB().FindOrderByCode(cmd.Context(), account, args[0])
 		if err != nil {
 			return fmt.Errorf("order %s: %w", args[0], err)
 		}
@@ -328,14 +328,14 @@ endpoint: delivered, dead-lettered or waiting for an endpoint that answered
 		}
 		defer l.Close()
 		code = strings.TrimSpace(code)
-		events, err := l.db.ListEvents(cmd.Context(), ordersync.EventFilter{Account: account, OrderCode: code,
+		events, err := l.DB().ListEvents(cmd.Context(), ordersync.EventFilter{Account: account, OrderCode: code,
 			OrderID: ordersync.ID(strings.TrimSpace(id)), Limit: limit})
 		if err != nil {
 			return err
 		}
 		var deliveries []ordersync.DeliveryRecord
 		if code != "" {
-			if deliveries, err = l.db.ListDeliveries(cmd.Context(), ordersync.DeliveryFilter{Account: account, OrderCode: code, Limit: limit}); err != nil {
+			if deliveries, err = l.DB().ListDeliveries(cmd.Context(), ordersync.DeliveryFilter{Account: account, OrderCode: code, Limit: limit}); err != nil {
 				return err
 			}
 		}
@@ -402,7 +402,7 @@ func newOrdersTrackCommand() *cobra.Command {
 		failed := 0
 		tracked := []*ordersync.MirroredOrder{}
 		for _, code := range args {
-			m, err := l.follower.TrackOrder(cmd.Context(), account, code)
+			m, err := l.Follower().TrackOrder(cmd.Context(), account, code)
 			l.audit(cmd.Context(), "order.track", "order "+code, err)
 			if err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", code, inUserTerms(err))

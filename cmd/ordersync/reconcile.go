@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/internal/app"
-	"github.com/ordersync/ordersync/worker"
 )
 
 func newReconcileCommand() *cobra.Command {
@@ -42,12 +40,8 @@ func newReconcileCommand() *cobra.Command {
 			return err
 		}
 		defer l.Close()
-		rec, err := worker.NewReconciler(worker.ReconcilerConfig{Source: l.db, Syncer: l.syncer, Account: account, Registerer: prometheus.NewRegistry()})
-		if err != nil {
-			return err
-		}
 		bar := newProgress(cmd.ErrOrStderr(), !asJSON && isTerminal(cmd.ErrOrStderr()))
-		rep, err := rec.RunOnce(cmd.Context(), filter, func(r worker.ReconcileReport) {
+		rep, err := l.Reconcile(cmd.Context(), filter, func(r app.ReconcileReport) {
 			bar.show(fmt.Sprintf("reconciling: %d of %d checked, %d changed, %d failed", r.Fetched+r.Failed, r.Candidates, len(r.Changed), r.Failed))
 		})
 		bar.done()
@@ -93,7 +87,7 @@ type reconcileChangeJS struct {
 	To        ordersync.Status `json:"to"`
 }
 
-func reconcileJSONOf(rep worker.ReconcileReport) reconcileJSON {
+func reconcileJSONOf(rep app.ReconcileReport) reconcileJSON {
 	out := reconcileJSON{Checked: rep.Candidates, Unchanged: rep.Unchanged, Failed: rep.Failed, Changed: []reconcileChangeJS{}}
 	for _, c := range rep.Changed {
 		out.Changed = append(out.Changed, reconcileChangeJS{OrderCode: c.OrderCode, From: c.From, To: c.To})
@@ -117,8 +111,8 @@ func newMigrateCommand() *cobra.Command {
 			return err
 		}
 		defer l.Close()
-		l.audit(cmd.Context(), "schema.migrate", app.RedactURL(l.cfg.DatabaseURL), nil)
-		fmt.Fprintf(cmd.OutOrStdout(), "schema of %s is up to date\n", app.RedactURL(l.cfg.DatabaseURL))
+		l.audit(cmd.Context(), "schema.migrate", app.RedactURL(l.Config().DatabaseURL), nil)
+		fmt.Fprintf(cmd.OutOrStdout(), "schema of %s is up to date\n", app.RedactURL(l.Config().DatabaseURL))
 		return nil
 	}
 	return cmd

@@ -63,7 +63,7 @@ else UTC); days with nothing are left out. See docs/back-office.md.`,
 			return err
 		}
 		defer l.Close()
-		totals, err := l.db.DailyTotals(cmd.Context(), params)
+		totals, err := l.DB().DailyTotals(cmd.Context(), params)
 		if err != nil {
 			return err
 		}

@@ -44,7 +44,7 @@ func TestScaleOutEndToEnd(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		triggers, err := countPaidTriggers(context.Background(), st.Program)
+		triggers, err := st.Program.CountPaidTriggers(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ordersync/ordersync/internal/app"
-	"github.com/ordersync/ordersync/store"
 )
 
 func newServeCommand() *cobra.Command {
@@ -49,7 +48,7 @@ work, publish the outbox, close.`,
 			return err
 		}
 		defer p.Close()
-		if p.DB().Dialect() == store.DialectSQLite {
+		if p.SQLite() {
 			spareProcForSQLite()
 		}
 		return p.Run(cmd.Context())

@@ -20,15 +20,7 @@ import (
 func TestAccountsMetricsCarryTheirAccount(t *testing.T) {
 	// The second account's service sends no webhooks: its payment is
 	// found only by a reconcile, as drift.
-	acme, err := sim.New(sim.Config{SecretKey: "sk_acme", Seed: 11})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { acme.Close() })
-	acmeURL, err := acme.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	acme, acmeURL := startSim(t, sim.Config{SecretKey: "sk_acme", Seed: 11})
 	st := startTestStack(t, StackOptions{Configure: func(c *Config) {
 		c.Accounts = map[string]AccountConfig{"acme": {APIBaseURL: acmeURL, SecretKey: "sk_acme", WebhookSecrets: []string{"whsec_acme"}}}
 	}})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
@@ -29,15 +30,12 @@ import (
 // pool, outbox relay, reconciler and admin API over one queue and one
 // database. Tests and the demo start it on port 0.
 type Program struct {
-	cfg    Config
-	roles  roles
-	logger *slog.Logger
-	reg    *prometheus.Registry
+	wiring
+	roles roles
 
 	embedded *queue.Embedded
 	nc       *nats.Conn
 	queue    *queue.Queue
-	db       *store.DB
 	// clients and syncers hold one entry per account, the default's
 	// under ordersync.DefaultAccount.
 	clients map[string]*paymentlink.Client
@@ -68,7 +66,7 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 	if err := cfg.ValidateServe(); err != nil {
 		return nil, err
 	}
-	p := &Program{cfg: cfg, logger: logger, reg: metrics.NewRegistry()}
+	p := &Program{wiring: wiring{cfg: cfg, logger: logger, reg: metrics.NewRegistry()}}
 	p.roles, _ = parseRoles(cfg.Role) // validateServe checked it
 	defer func() {
 		if err != nil {
@@ -85,11 +83,7 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 			return nil, err
 		}
 	}
-	p.db, err = store.Open(ctx, store.Config{
-		URL: cfg.DatabaseURL, Migrate: &cfg.MigrateOnStart, Logger: logger,
-		MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns, ConnMaxLifetime: cfg.DBConnMaxLifetime,
-	})
-	if err != nil {
+	if err := p.openMirror(ctx, cfg.MigrateOnStart); err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	datadir.WarnIfSharedSQLite(logger, p.db.Path())
@@ -101,7 +95,7 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 	}
 	p.clients = map[string]*paymentlink.Client{}
 	for name, a := range cfg.Upstreams() {
-		if p.clients[name], err = paymentlink.New(paymentlink.Config{BaseURL: a.APIBaseURL, SecretKey: a.SecretKey, Timeout: cfg.UpstreamTimeout}); err != nil {
+		if p.clients[name], err = p.newClient(a); err != nil {
 			return nil, fmt.Errorf("account %s: %w", name, err)
 		}
 	}
@@ -135,14 +129,7 @@ func (p *Program) seedEndpoints(ctx context.Context) error {
 func (p *Program) openQueue(ctx context.Context) (err error) {
 	if p.cfg.NATSURL == "" {
 		storeDir, passwordFile := datadir.JetStreamDir(p.cfg.DataDir), datadir.NATSPasswordFile(p.cfg.DataDir)
-		p.embedded, err = queue.StartEmbedded(queue.EmbeddedConfig{
-			StoreDir:     storeDir,
-			Port:         p.cfg.NATSPort,
-			PasswordFile: passwordFile,
-			Sync:         queue.SyncPolicy(p.cfg.JetStreamSync),
-			Logger:       p.logger.With("component", "nats"),
-		})
-		if err != nil {
+		if p.embedded, err = p.startEmbedded(p.cfg.NATSPort); err != nil {
 			return fmt.Errorf("start embedded NATS: %w", err)
 		}
 		datadir.WarnIfShared(p.logger, "JetStream store", storeDir)
@@ -153,12 +140,7 @@ func (p *Program) openQueue(ctx context.Context) (err error) {
 			return fmt.Errorf("connect to embedded NATS: %w", err)
 		}
 	} else {
-		p.nc, err = queue.Connect(ctx, queue.ConnConfig{
-			URL: p.cfg.NATSURL, Name: "ordersync " + p.cfg.Role, Logger: p.logger,
-			CredsFile: p.cfg.NATSCredsFile, Token: p.cfg.NATSToken, NKeyFile: p.cfg.NATSNKeyFile,
-			TLSCA: p.cfg.NATSTLSCA, TLSCert: p.cfg.NATSTLSCert, TLSKey: p.cfg.NATSTLSKey,
-		})
-		if err != nil {
+		if p.nc, err = p.connectNATS(ctx, "ordersync "+p.cfg.Role); err != nil {
 			return fmt.Errorf("connect to NATS: %w", err)
 		}
 	}
@@ -171,16 +153,11 @@ func (p *Program) openQueue(ctx context.Context) (err error) {
 }
 
 func (p *Program) buildStages() (err error) {
-	log := func(c string) *slog.Logger { return p.logger.With("component", c) }
-	// Each account has its own Syncer (breaker, limits, credentials
-	// pause); their collectors carry the account's name.
+	log := p.component
+	// Each account has its own Syncer; see newSyncer.
 	p.syncers = worker.Accounts{}
 	for name, client := range p.clients {
-		p.syncers[name], err = worker.NewSyncer(worker.SyncerConfig{
-			Upstream: client, Mirror: p.db, RequestsPerSecond: p.cfg.UpstreamRPS,
-			Registerer: accountRegisterer(p.reg, name), Logger: log("upstream").With("account", name),
-		})
-		if err != nil {
+		if p.syncers[name], err = p.newSyncer(name, client); err != nil {
 			return err
 		}
 	}
@@ -239,19 +216,11 @@ func (p *Program) buildStages() (err error) {
 	if err != nil {
 		return err
 	}
-	p.follower, err = worker.NewFollower(worker.FollowerConfig{
-		Accounts: p.syncers, Mirror: p.db, Reader: p.db, OnOrdersKnown: onKnown, Logger: log("follow"),
-	})
-	if err != nil {
+	if p.follower, err = p.newFollower(p.syncers, onKnown); err != nil {
 		return err
 	}
-	// Each account's reconciler counts its drift through the account's own
-	// Syncer, so the drift carries the account's label.
 	for name, syncer := range p.syncers {
-		rec, err := worker.NewReconciler(worker.ReconcilerConfig{
-			Schedule: p.db, Source: p.db, Syncer: syncer, Account: name, Budget: p.cfg.ReconcileRPS,
-			OnDrift: syncer.RecordDrift, Registerer: accountRegisterer(p.reg, name), Logger: log("reconcile").With("account", name),
-		})
+		rec, err := p.newReconciler(name, syncer, p.db)
 		if err != nil {
 			return err
 		}
@@ -335,9 +304,16 @@ func (p *Program) Registry() *prometheus.Registry { return p.reg }
 // DB is the program's mirror.
 func (p *Program) DB() *store.DB { return p.db }
 
-// NATS is the program's connection to JetStream, for readers beside it (the
-// demo reads the PAID triggers as a fulfilment service would).
-func (p *Program) NATS() *nats.Conn { return p.nc }
+// CountPaidTriggers reads every message on the PAID subject, as a
+// fulfilment service would, and counts them per order.
+func (p *Program) CountPaidTriggers(ctx context.Context) (map[string]int, error) {
+	js, err := jetstream.New(p.nc)
+	if err != nil {
+		return nil, err
+	}
+	qcfg := p.cfg.QueueConfig()
+	return queue.CountPerOrder(ctx, js, qcfg.OrdersStream, ordersync.Namespace(qcfg.SubjectPrefix).Subject(ordersync.SubjectPaid))
+}
 
 // Config is the configuration the program runs with.
 func (p *Program) Config() Config { return p.cfg }
@@ -424,11 +400,6 @@ func (p *Program) runReconcilers(ctx context.Context) error {
 		err = errors.Join(err, <-errs)
 	}
 	return err
-}
-
-// accountRegisterer labels an account's collectors with its name.
-func accountRegisterer(reg prometheus.Registerer, account string) prometheus.Registerer {
-	return prometheus.WrapRegistererWith(prometheus.Labels{"account": account}, reg)
 }
 
 // lead runs a stage of which only one may act at a time across processes
