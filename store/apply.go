@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -147,6 +148,7 @@ var (
 	insertMetadata = rowsSQL{prefix: `INSERT INTO order_metadata (order_row, position, name, value) VALUES `, cols: 4}
 	insertHistory  = rowsSQL{prefix: `INSERT INTO status_history (order_row, from_status, to_status, fetch_seq, at, cause) VALUES `, cols: 6}
 	insertOutbox   = rowsSQL{prefix: `INSERT INTO outbox (order_row, account, order_code, subject, msg_id, payload, created_at, from_status) VALUES `, cols: 8}
+	insertChanges  = rowsSQL{prefix: `INSERT INTO document_changes (account, order_code, at, cause, fields) VALUES `, cols: 5}
 	upsertEvents   = rowsSQL{
 		prefix: `INSERT INTO event_log (msg_id, account, received_at, type, order_type, order_id, order_reference, order_code, signature, outcome, detail) VALUES `,
 		cols:   11,
@@ -161,20 +163,23 @@ var (
     signature = CASE WHEN excluded.signature <> '' THEN excluded.signature ELSE event_log.signature END`,
 	}
 	applyStatements = []rowsSQL{upsertOrders, touchOrders, deleteItems, deleteMetadata, insertItems, insertMetadata, insertHistory, insertOutbox, upsertEvents,
-		deleteTokens, insertTokens}
+		deleteTokens, insertTokens, insertChanges}
 )
 
 // orderState is what ApplyOrders knows about a mirrored order: read once per
 // batch, then kept current in memory as the batch's params apply.
 type orderState struct {
 	// ID is the order's row id; 0 until the order has a row.
-	ID            int64      `db:"id"`
-	Account       string     `db:"account"`
-	Code          string     `db:"order_code"`
-	Status        string     `db:"status"`
-	FetchSeq      int64      `db:"fetch_seq"`
-	Hash          string     `db:"document_hash"`
-	Fetched       bool       `db:"fetched"`
+	ID       int64  `db:"id"`
+	Account  string `db:"account"`
+	Code     string `db:"order_code"`
+	Status   string `db:"status"`
+	FetchSeq int64  `db:"fetch_seq"`
+	Hash     string `db:"document_hash"`
+	Fetched  bool   `db:"fetched"`
+	// Doc is the mirrored document, which a changed one is compared with
+	// for the fields that changed; nil before the first fetch.
+	Doc           *string    `db:"raw_document"`
 	PaidFired     bool       `db:"paid_fired"`
 	Transitions   int64      `db:"status_transitions"`
 	FirstSeenAt   time.Time  `db:"first_seen_at"`
@@ -232,6 +237,14 @@ type outboxEntry struct {
 	payload int
 }
 
+// changeEntry is a document change to record.
+type changeEntry struct {
+	key    orderKey
+	at     time.Time
+	cause  ordersync.Cause
+	fields []string
+}
+
 // historyEntry is a status change to record.
 type historyEntry struct {
 	key orderKey
@@ -248,6 +261,7 @@ type batch struct {
 	orders   map[orderKey]*batchOrder
 	keys     []orderKey // first-seen order, for deterministic writes
 	history  []historyEntry
+	changes  []changeEntry
 	outbox   []outboxEntry
 	payloads []ordersync.MirroredOrder
 	events   []ordersync.EventRecord
@@ -392,7 +406,7 @@ func (db *DB) lockOrderStates(ctx context.Context, tx *sqlx.Tx, params []ordersy
 
 // stateQuery reads the states of n orders of one account.
 func stateQuery(n int) string {
-	return `SELECT id, account, order_code, status, fetch_seq, document_hash, raw_document IS NOT NULL AS fetched, paid_fired,
+	return `SELECT id, account, order_code, status, fetch_seq, document_hash, raw_document IS NOT NULL AS fetched, raw_document, paid_fired,
        status_transitions, first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count, changed_at, expires_at,
        paid_at, status_changed_at
 FROM orders WHERE account = ? AND order_code IN (` + placeholders(n) + `)`
@@ -491,6 +505,9 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 		return res, nil
 	}
 
+	if !c.Created {
+		b.changes = append(b.changes, changeEntry{key, fetchedAt, p.Cause, bo.changedFields(o)})
+	}
 	st.Status, st.Hash, st.PaidFired, st.Transitions, st.Fetched = string(c.State.Status), c.State.DocumentHash, c.State.PaidFired, c.State.Transitions, true
 	bo.changed, bo.order, bo.doc, bo.hash = true, o, c.Document, c.State.DocumentHash
 	for _, h := range c.History {
@@ -507,6 +524,23 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 		b.outbox = append(b.outbox, outboxEntry{key, m, payload})
 	}
 	return res, nil
+}
+
+// changedFields names the fields in which next differs from the document
+// the mirror holds: the batch's last one, else the one its state was read
+// with. A stored document that no longer decodes names none.
+func (bo *batchOrder) changedFields(next *ordersync.Order) []string {
+	prev := bo.order
+	if prev == nil {
+		if bo.st.Doc == nil {
+			return nil
+		}
+		var err error
+		if prev, err = ordersync.DecodeOrder([]byte(*bo.st.Doc)); err != nil {
+			return nil
+		}
+	}
+	return ordersync.ChangedFields(prev, next)
 }
 
 // mirrorState is what ordersync.ChangeOf works out the order's change
@@ -626,10 +660,22 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	for _, h := range b.history {
 		history = append(history, []any{b.orders[h.key].st.ID, string(h.From), string(h.To), h.seq, h.at, string(h.cause)})
 	}
+	changes := make([][]any, len(b.changes))
+	for i, c := range b.changes {
+		fields, err := json.Marshal(c.fields)
+		if c.fields == nil {
+			fields = []byte("[]")
+		}
+		if err != nil {
+			return fmt.Errorf("encode changed fields: %w", err)
+		}
+		changes[i] = []any{c.key.account, c.key.code, c.at, string(c.cause), string(fields)}
+	}
 	if err := db.execSteps(ctx, tx, []writeStep{
 		{"insert line items", insertItems, items},
 		{"insert metadata", insertMetadata, metadata},
 		{"insert status history", insertHistory, history},
+		{"insert document changes", insertChanges, changes},
 		{"insert name tokens", insertTokens, tokens},
 	}); err != nil {
 		return err
