@@ -237,12 +237,16 @@ type outboxEntry struct {
 	payload int
 }
 
-// changeEntry is a document change to record.
+// changeEntry is a document change to record: the fields that changed
+// from prev (or, when the batch had none, the stored prevDoc) to next,
+// worked out off the writer's path by writeBatch.
 type changeEntry struct {
-	key    orderKey
-	at     time.Time
-	cause  ordersync.Cause
-	fields []string
+	key     orderKey
+	at      time.Time
+	cause   ordersync.Cause
+	prev    *ordersync.Order
+	prevDoc *string
+	next    *ordersync.Order
 }
 
 // historyEntry is a status change to record.
@@ -506,7 +510,7 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 	}
 
 	if !c.Created {
-		b.changes = append(b.changes, changeEntry{key, fetchedAt, p.Cause, bo.changedFields(o)})
+		b.changes = append(b.changes, changeEntry{key: key, at: fetchedAt, cause: p.Cause, prev: bo.order, prevDoc: st.Doc, next: o})
 	}
 	st.Status, st.Hash, st.PaidFired, st.Transitions, st.Fetched = string(c.State.Status), c.State.DocumentHash, c.State.PaidFired, c.State.Transitions, true
 	bo.changed, bo.order, bo.doc, bo.hash = true, o, c.Document, c.State.DocumentHash
@@ -526,21 +530,20 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 	return res, nil
 }
 
-// changedFields names the fields in which next differs from the document
-// the mirror holds: the batch's last one, else the one its state was read
-// with. A stored document that no longer decodes names none.
-func (bo *batchOrder) changedFields(next *ordersync.Order) []string {
-	prev := bo.order
-	if prev == nil {
-		if bo.st.Doc == nil {
-			return nil
-		}
-		var err error
-		if prev, err = ordersync.DecodeOrder([]byte(*bo.st.Doc)); err != nil {
-			return nil
-		}
+// fieldsJSON names, as a JSON array, the fields in which the change's
+// document differs from the one the mirror held: the batch's last one,
+// else the one the order's state was read with. A stored document that no
+// longer decodes names none.
+func (c *changeEntry) fieldsJSON() ([]byte, error) {
+	prev := c.prev
+	if prev == nil && c.prevDoc != nil {
+		prev, _ = ordersync.DecodeOrder([]byte(*c.prevDoc))
 	}
-	return ordersync.ChangedFields(prev, next)
+	fields := []string{}
+	if prev != nil {
+		fields = append(fields, ordersync.ChangedFields(prev, c.next)...)
+	}
+	return json.Marshal(fields)
 }
 
 // mirrorState is what ordersync.ChangeOf works out the order's change
@@ -566,11 +569,12 @@ func (b *batch) addEvent(ev ordersync.EventRecord) {
 // writeBatch writes what the batch worked out: event log, orders (in full
 // or only their bookkeeping), line items and metadata, history, outbox.
 func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
-	// The outbox payloads are encoded on another core while the statements
-	// before the outbox's run: the transaction holds the database's only
-	// writer meanwhile.
+	// The outbox payloads are encoded, and the document changes' fields
+	// worked out, on another core while the statements before theirs run:
+	// the transaction holds the database's only writer meanwhile.
 	var (
 		payloads  = make([][]byte, len(b.payloads))
+		changes   = make([][]any, len(b.changes))
 		encodeErr error
 		encoding  sync.WaitGroup
 	)
@@ -581,6 +585,15 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 				encodeErr = fmt.Errorf("encode outbox payload of %s: %w", b.payloads[i].Order.OrderCode, err)
 				return
 			}
+		}
+		for i := range b.changes {
+			c := &b.changes[i]
+			fields, err := c.fieldsJSON()
+			if err != nil {
+				encodeErr = fmt.Errorf("encode the changed fields of %s: %w", c.key.code, err)
+				return
+			}
+			changes[i] = []any{c.key.account, c.key.code, c.at, string(c.cause), string(fields)}
 		}
 	})
 	defer encoding.Wait()
@@ -660,33 +673,27 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	for _, h := range b.history {
 		history = append(history, []any{b.orders[h.key].st.ID, string(h.From), string(h.To), h.seq, h.at, string(h.cause)})
 	}
-	changes := make([][]any, len(b.changes))
-	for i, c := range b.changes {
-		fields, err := json.Marshal(c.fields)
-		if c.fields == nil {
-			fields = []byte("[]")
-		}
-		if err != nil {
-			return fmt.Errorf("encode changed fields: %w", err)
-		}
-		changes[i] = []any{c.key.account, c.key.code, c.at, string(c.cause), string(fields)}
-	}
 	if err := db.execSteps(ctx, tx, []writeStep{
 		{"insert line items", insertItems, items},
 		{"insert metadata", insertMetadata, metadata},
 		{"insert status history", insertHistory, history},
-		{"insert document changes", insertChanges, changes},
 		{"insert name tokens", insertTokens, tokens},
 	}); err != nil {
 		return err
 	}
 
-	if len(b.outbox) == 0 {
+	if len(b.outbox) == 0 && len(b.changes) == 0 {
 		return nil
 	}
 	encoding.Wait()
 	if encodeErr != nil {
 		return encodeErr
+	}
+	if err := db.execRows(ctx, tx, insertChanges, changes); err != nil {
+		return fmt.Errorf("insert document changes: %w", err)
+	}
+	if len(b.outbox) == 0 {
+		return nil
 	}
 	created := dbTime(b.now)
 	outbox := make([][]any, len(b.outbox))
