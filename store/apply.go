@@ -170,16 +170,13 @@ var (
 // batch, then kept current in memory as the batch's params apply.
 type orderState struct {
 	// ID is the order's row id; 0 until the order has a row.
-	ID       int64  `db:"id"`
-	Account  string `db:"account"`
-	Code     string `db:"order_code"`
-	Status   string `db:"status"`
-	FetchSeq int64  `db:"fetch_seq"`
-	Hash     string `db:"document_hash"`
-	Fetched  bool   `db:"fetched"`
-	// Doc is the mirrored document, which a changed one is compared with
-	// for the fields that changed; nil before the first fetch.
-	Doc           *string    `db:"raw_document"`
+	ID            int64      `db:"id"`
+	Account       string     `db:"account"`
+	Code          string     `db:"order_code"`
+	Status        string     `db:"status"`
+	FetchSeq      int64      `db:"fetch_seq"`
+	Hash          string     `db:"document_hash"`
+	Fetched       bool       `db:"fetched"`
 	PaidFired     bool       `db:"paid_fired"`
 	Transitions   int64      `db:"status_transitions"`
 	FirstSeenAt   time.Time  `db:"first_seen_at"`
@@ -195,6 +192,9 @@ type orderState struct {
 	// NextCheckAt is when the reconciler next checks the order; nil when
 	// its status is final.
 	NextCheckAt *time.Time `db:"-"`
+	// Doc is the mirrored document, which a changed one is compared with
+	// for the fields that changed; nil before the first fetch.
+	Doc *string `db:"raw_document"`
 }
 
 func (st *orderState) syncInfo() ordersync.SyncInfo {
@@ -567,7 +567,8 @@ func (b *batch) addEvent(ev ordersync.EventRecord) {
 }
 
 // writeBatch writes what the batch worked out: event log, orders (in full
-// or only their bookkeeping), line items and metadata, history, outbox.
+// or only their bookkeeping), line items and metadata, history, document
+// changes, outbox.
 func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	// The outbox payloads are encoded, and the document changes' fields
 	// worked out, on another core while the statements before theirs run:
