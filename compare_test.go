@@ -23,28 +23,34 @@ func TestDiffOrders(t *testing.T) {
 		name   string
 		mutate func(o *Order)
 		want   string // a substring of the only diff; "" means equal
+		field  string // what ChangedFields names it
 	}{
-		{"identical", func(o *Order) { o.Raw = nil }, ""},
-		{"status", func(o *Order) { o.OrderStatus = StatusPending }, "OrderStatus"},
-		{"amount digits", func(o *Order) { o.Total = MustAmount("13.0") }, "Total: want 13.00, got 13.0"},
-		{"item price", func(o *Order) { o.LineItems[0].Price = MustAmount("6.51") }, "LineItems[0].Price"},
-		{"promo nil", func(o *Order) { o.LineItems[0].PromoPrice = nil }, "LineItems[0].PromoPrice: want a value, got nil"},
-		{"item count", func(o *Order) { o.LineItems = nil }, "LineItems: want 1 entries, got 0"},
-		{"buyer", func(o *Order) { o.Payment.Buyer.Name = "Jose" }, "Payment.Buyer.Name"},
-		{"payment nil", func(o *Order) { o.Payment = nil }, "Payment: want a value, got nil"},
-		{"created", func(o *Order) { o.Created = Timestamp{o.Created.Add(time.Millisecond)} }, "Created"},
-		{"metadata", func(o *Order) { o.Metadata[0].Value = "c" }, "Metadata[0].Value"},
+		{"identical", func(o *Order) { o.Raw = nil }, "", ""},
+		{"status", func(o *Order) { o.OrderStatus = StatusPending }, "OrderStatus", "OrderStatus"},
+		{"amount digits", func(o *Order) { o.Total = MustAmount("13.0") }, "Total: want 13.00, got 13.0", "Total"},
+		{"item price", func(o *Order) { o.LineItems[0].Price = MustAmount("6.51") }, "LineItems[0].Price", "LineItems[0].Price"},
+		{"promo nil", func(o *Order) { o.LineItems[0].PromoPrice = nil }, "LineItems[0].PromoPrice: want a value, got nil", "LineItems[0].PromoPrice"},
+		{"item count", func(o *Order) { o.LineItems = nil }, "LineItems: want 1 entries, got 0", "LineItems"},
+		{"buyer", func(o *Order) { o.Payment.Buyer.Name = "Jose" }, "Payment.Buyer.Name", "Payment.Buyer.Name"},
+		{"payment nil", func(o *Order) { o.Payment = nil }, "Payment: want a value, got nil", "Payment"},
+		{"created", func(o *Order) { o.Created = Timestamp{o.Created.Add(time.Millisecond)} }, "Created", "Created"},
+		{"metadata", func(o *Order) { o.Metadata[0].Value = "c" }, "Metadata[0].Value", "Metadata[0].Value"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := base()
 			tc.mutate(got)
 			diffs := DiffOrders(base(), got)
+			// ChangedFields names the same differences, without values.
+			fields := ChangedFields(base(), got)
 			if tc.want == "" {
-				if len(diffs) != 0 {
-					t.Fatalf("want no diff, got %q", diffs)
+				if len(diffs) != 0 || len(fields) != 0 {
+					t.Fatalf("want no diff, got %q and fields %q", diffs, fields)
 				}
 				return
+			}
+			if len(fields) != 1 || fields[0] != tc.field {
+				t.Errorf("ChangedFields = %q, want [%q]", fields, tc.field)
 			}
 			if len(diffs) != 1 || !strings.Contains(diffs[0], tc.want) {
 				t.Fatalf("want one diff containing %q, got %q", tc.want, diffs)

@@ -192,6 +192,8 @@ type OutboxMessage struct {
 	MsgID     string
 	Payload   []byte // the MirroredOrder JSON
 	CreatedAt time.Time
+	// SentAt is when the relay published the message; nil while it waits.
+	SentAt *time.Time
 	// FromStatus is the status the change left ("" when the order was
 	// new); the payload holds the one it reached.
 	FromStatus Status
@@ -297,6 +299,30 @@ type EventFilter struct {
 	Limit int
 }
 
+// DocumentChange is a fetch that changed an order's mirrored document
+// after its first fetch: when the fetch was made, why it ran, and which
+// fields of the detail changed, as ChangedFields names them (names only,
+// never values: they may be a buyer's data). Fields is empty when only
+// parts of the document that Order does not read changed.
+type DocumentChange struct {
+	Account   string
+	OrderCode string
+	At        time.Time
+	Cause     Cause
+	Fields    []string
+}
+
+// OrderHistory is what the mirror still keeps of how one order changed,
+// each list newest first: its document changes (kept as long as the event
+// log), its status changes (kept for good), and its outbox messages, the
+// PAID trigger among them (published ones kept for the outbox's
+// retention; SentAt set, Payload left out).
+type OrderHistory struct {
+	DocumentChanges []DocumentChange
+	StatusChanges   []StatusChange
+	Messages        []OutboxMessage
+}
+
 // Mirror is the SQL mirror as the pipeline writes it. One method, one
 // transaction.
 type Mirror interface {
@@ -348,6 +374,10 @@ type MirrorReader interface {
 	// ListDeliveries returns how the deliveries of order events to HTTP
 	// endpoints ended, newest first.
 	ListDeliveries(ctx context.Context, filter DeliveryFilter) ([]DeliveryRecord, error)
+	// FindOrderHistory returns what the mirror keeps of how the order
+	// changed, at most limit entries of each kind, newest first: the
+	// Order page's timeline beside ListEvents and ListDeliveries.
+	FindOrderHistory(ctx context.Context, account, orderCode string, limit int) (OrderHistory, error)
 	// DeliveryHealth is how the deliveries that ended at or after since
 	// went, per endpoint id, from the delivery log: every process's.
 	DeliveryHealth(ctx context.Context, since time.Time) (map[string]DeliveryHealth, error)
@@ -378,13 +408,15 @@ type Outbox interface {
 }
 
 // Retention is the part of the mirror that forgets what has served its
-// purpose: outbox messages long published, event log and delivery log rows
-// long past, audit records past their retention, console sessions expired.
+// purpose: outbox messages long published, event log, delivery log and
+// document change rows long past, audit records past their retention,
+// console sessions expired.
 // Each call deletes at most limit rows, oldest first, and says how many.
 type Retention interface {
 	PruneSentOutbox(ctx context.Context, sentBefore time.Time, limit int) (int, error)
 	PruneEventLog(ctx context.Context, receivedBefore time.Time, limit int) (int, error)
 	PruneDeliveryLog(ctx context.Context, endedBefore time.Time, limit int) (int, error)
+	PruneDocumentChanges(ctx context.Context, before time.Time, limit int) (int, error)
 	PruneAuditLog(ctx context.Context, before time.Time, limit int) (int, error)
 	PruneConsoleSessions(ctx context.Context, expiredBefore time.Time, limit int) (int, error)
 }

@@ -239,8 +239,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 
 	h.load("open the order", chromedp.Click(chromedp.CSS(`tbody a[href="/console/orders/`+codes[0]+`"]`)))
-	if tl := h.text("ol.timeline"); !strings.Contains(tl, "PENDING → PAID") || !strings.Contains(tl, "first seen → PENDING") {
-		t.Errorf("the timeline is %q, want the order's status changes", tl)
+	if tl := h.text("ol.timeline"); !strings.Contains(tl, "PENDING → PAID") || !strings.Contains(tl, "first seen → PENDING") ||
+		!strings.Contains(tl, "Document changed") || !strings.Contains(tl, "PAID trigger") {
+		t.Errorf("the timeline is %q, want the order's status changes, its document's change and the PAID trigger", tl)
 	}
 	if body := h.text("main"); !strings.Contains(body, sim.DefaultBuyer.Email) || !strings.Contains(body, "Combo") {
 		t.Errorf("the order page lacks its buyer or line items: %q", body)

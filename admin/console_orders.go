@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -264,12 +265,15 @@ func (s *Server) showOrderPage(w http.ResponseWriter, r *http.Request, code stri
 		view.Lines = append(view.Lines, LineRow{SKU: l.SKU, Name: l.Name, Price: price,
 			Quantity: fmt.Sprint(l.Quantity), SubTotal: l.SubTotal.String()})
 	}
+	// Indented as it came: key order, digits and characters stay the
+	// service's (a decode and re-encode would sort keys, turn 6.50 into 6.5
+	// and escape <). html/template escapes it into the page.
 	if raw := o.Order.Raw; len(raw) > 0 {
-		var doc any
-		if json.Unmarshal(raw, &doc) == nil {
-			if b, err := json.MarshalIndent(doc, "", "  "); err == nil {
-				view.Raw = string(b)
-			}
+		var b bytes.Buffer
+		if json.Indent(&b, raw, "", "  ") == nil {
+			view.Raw = b.String()
+		} else {
+			view.Raw = string(raw)
 		}
 	}
 	if view.Timeline, err = s.timeline(ctx, o, loc); err != nil {
@@ -280,8 +284,9 @@ func (s *Server) showOrderPage(w http.ResponseWriter, r *http.Request, code stri
 }
 
 // timeline is everything the mirror still keeps of what happened to o,
-// newest first: webhooks heard, status changes seen by fetches, and
-// deliveries to HTTP endpoints.
+// newest first: webhooks heard, fetches that changed the document and
+// which fields, status changes, the PAID trigger, and deliveries to HTTP
+// endpoints.
 func (s *Server) timeline(ctx context.Context, o *ordersync.MirroredOrder, loc *time.Location) ([]TimelineEntry, error) {
 	var out []TimelineEntry
 	add := func(at time.Time, kind, detail string) {
@@ -303,27 +308,44 @@ func (s *Server) timeline(ctx context.Context, o *ordersync.MirroredOrder, loc *
 		add(d.At, "Delivery "+string(d.Event), fmt.Sprintf("endpoint %s: %s after %d attempt(s), last HTTP status %d %s",
 			d.EndpointID, d.Outcome, d.Attempts, d.Status, d.Detail))
 	}
-	if s.cfg.Exports != nil {
-		// The exporter is what reads status changes; the code finds the one
-		// order (and perhaps another naming it, which is skipped).
-		err := s.cfg.Exports.ExportOrders(ctx, ordersync.ExportParams{Filter: ordersync.OrderFilter{Account: o.Account, Q: o.Order.OrderCode},
-			StatusChanges: true}, func(batch []ordersync.ExportedOrder) error {
-			for _, e := range batch {
-				if e.Order.OrderCode != o.Order.OrderCode {
-					continue
-				}
-				for _, c := range e.StatusChanges {
-					from := string(c.From)
-					if from == "" {
-						from = "first seen"
-					}
-					add(c.At, "Status "+from+" → "+string(c.To), "fetch caused by "+string(c.Cause))
-				}
+	h, err := s.cfg.Orders.FindOrderHistory(ctx, o.Account, o.Order.OrderCode, maxEventLimit)
+	if err != nil {
+		return nil, fmt.Errorf("read the order's history: %w", err)
+	}
+	for _, c := range h.DocumentChanges {
+		fields := "only fields ordersync does not read"
+		if len(c.Fields) > 0 {
+			fields = strings.Join(c.Fields, ", ")
+		}
+		add(c.At, "Document changed", fields+" (fetch caused by "+string(c.Cause)+")")
+	}
+	for _, c := range h.StatusChanges {
+		from := string(c.From)
+		if from == "" {
+			from = "first seen"
+		}
+		add(c.At, "Status "+from+" → "+string(c.To), "fetch caused by "+string(c.Cause))
+	}
+	paid := false
+	for _, m := range h.Messages {
+		if m.Subject != ordersync.SubjectPaid {
+			continue
+		}
+		paid = true
+		detail := "queued in the outbox; not published yet"
+		if m.SentAt != nil {
+			detail = "queued in the outbox; published to the stream " + momentOf(*m.SentAt, loc).Shown
+		}
+		add(m.CreatedAt, "PAID trigger", detail)
+	}
+	if !paid && o.Sync.PaidAt != nil {
+		// Only a published message leaves the outbox: the trigger went out
+		// with the fetch that first saw the order in a paid state.
+		for _, c := range slices.Backward(h.StatusChanges) {
+			if c.To.IsPaidState() {
+				add(c.At, "PAID trigger", "queued by this fetch and published; the outbox no longer keeps the message")
+				break
 			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("read status changes: %w", err)
 		}
 	}
 	slices.SortStableFunc(out, func(a, b TimelineEntry) int { return b.at.Compare(a.at) })

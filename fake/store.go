@@ -60,6 +60,10 @@ type order struct {
 	sync      ordersync.SyncInfo
 	changedAt *time.Time
 	nextCheck *time.Time
+	// history and changes are its status changes and document changes,
+	// oldest first.
+	history []ordersync.StatusChange
+	changes []ordersync.DocumentChange
 }
 
 type outboxRow struct {
@@ -281,6 +285,13 @@ func (s *Store) ApplyOrders(_ context.Context, params []ordersync.ApplyParams) (
 			if t := dbTime(ev.ReceivedAt); !t.IsZero() && (o.sync.LastEventAt == nil || t.After(*o.sync.LastEventAt)) {
 				o.sync.LastEventAt, o.sync.LastEventType = &t, ev.Type
 			}
+		}
+		if c.Changed && !c.Created {
+			o.changes = append(slices.Clip(o.changes), ordersync.DocumentChange{Account: p.Account, OrderCode: p.Order.OrderCode, At: fetchedAt,
+				Cause: p.Cause, Fields: ordersync.ChangedFields(&o.detail, p.Order)})
+		}
+		for _, h := range c.History {
+			o.history = append(slices.Clip(o.history), ordersync.StatusChange{StatusTransition: h, At: fetchedAt, Cause: p.Cause})
 		}
 		if c.Changed {
 			o.changedAt = &fetchedAt
@@ -516,13 +527,16 @@ func (s *Store) PendingOutbox(_ context.Context, limit int) ([]ordersync.OutboxM
 	return out, nil
 }
 
-// MarkOutboxSent marks messages published; unknown ids are ignored.
-func (s *Store) MarkOutboxSent(_ context.Context, ids []int64, _ time.Time) error {
+// MarkOutboxSent marks messages published; unknown ids are ignored, and
+// a message marked keeps its first time.
+func (s *Store) MarkOutboxSent(_ context.Context, ids []int64, at time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	at = dbTime(at)
 	for _, id := range ids {
-		if id >= 1 && id <= int64(len(s.outbox)) {
+		if id >= 1 && id <= int64(len(s.outbox)) && !s.outbox[id-1].sent {
 			s.outbox[id-1].sent = true
+			s.outbox[id-1].msg.SentAt = &at
 		}
 	}
 	return nil
@@ -598,6 +612,35 @@ func (s *Store) FindOrderByCode(_ context.Context, account, code string) (*order
 		return nil, fmt.Errorf("find order %s/%s: %w", account, code, ordersync.ErrNotFound)
 	}
 	return o.mirrored(), nil
+}
+
+// FindOrderHistory returns the document changes, status changes and
+// outbox messages (without payloads) of a fetched order, at most limit of
+// each, newest first.
+func (s *Store) FindOrderHistory(_ context.Context, account, code string, limit int) (ordersync.OrderHistory, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.orders[key{account, code}]
+	if o == nil || !o.fetched {
+		return ordersync.OrderHistory{}, fmt.Errorf("find the history of order %s/%s: %w", account, code, ordersync.ErrNotFound)
+	}
+	limit = clampLimit(limit)
+	var h ordersync.OrderHistory
+	for i := len(o.changes) - 1; i >= 0 && len(h.DocumentChanges) < limit; i-- {
+		c := o.changes[i]
+		c.Fields = slices.Clone(c.Fields)
+		h.DocumentChanges = append(h.DocumentChanges, c)
+	}
+	for i := len(o.history) - 1; i >= 0 && len(h.StatusChanges) < limit; i-- {
+		h.StatusChanges = append(h.StatusChanges, o.history[i])
+	}
+	for i := len(s.outbox) - 1; i >= 0 && len(h.Messages) < limit; i-- {
+		if m := s.outbox[i].msg; m.Account == account && m.OrderCode == code {
+			m.Payload = nil
+			h.Messages = append(h.Messages, m)
+		}
+	}
+	return h, nil
 }
 
 // ListOrders returns a page of fetched orders, newest first by creation.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -147,6 +148,7 @@ var (
 	insertMetadata = rowsSQL{prefix: `INSERT INTO order_metadata (order_row, position, name, value) VALUES `, cols: 4}
 	insertHistory  = rowsSQL{prefix: `INSERT INTO status_history (order_row, from_status, to_status, fetch_seq, at, cause) VALUES `, cols: 6}
 	insertOutbox   = rowsSQL{prefix: `INSERT INTO outbox (order_row, account, order_code, subject, msg_id, payload, created_at, from_status) VALUES `, cols: 8}
+	insertChanges  = rowsSQL{prefix: `INSERT INTO document_changes (account, order_code, at, cause, fields) VALUES `, cols: 5}
 	upsertEvents   = rowsSQL{
 		prefix: `INSERT INTO event_log (msg_id, account, received_at, type, order_type, order_id, order_reference, order_code, signature, outcome, detail) VALUES `,
 		cols:   11,
@@ -161,7 +163,7 @@ var (
     signature = CASE WHEN excluded.signature <> '' THEN excluded.signature ELSE event_log.signature END`,
 	}
 	applyStatements = []rowsSQL{upsertOrders, touchOrders, deleteItems, deleteMetadata, insertItems, insertMetadata, insertHistory, insertOutbox, upsertEvents,
-		deleteTokens, insertTokens}
+		deleteTokens, insertTokens, insertChanges}
 )
 
 // orderState is what ApplyOrders knows about a mirrored order: read once per
@@ -190,6 +192,9 @@ type orderState struct {
 	// NextCheckAt is when the reconciler next checks the order; nil when
 	// its status is final.
 	NextCheckAt *time.Time `db:"-"`
+	// Doc is the mirrored document, which a changed one is compared with
+	// for the fields that changed; nil before the first fetch.
+	Doc *string `db:"raw_document"`
 }
 
 func (st *orderState) syncInfo() ordersync.SyncInfo {
@@ -232,6 +237,18 @@ type outboxEntry struct {
 	payload int
 }
 
+// changeEntry is a document change to record: the fields that changed
+// from prev (or, when the batch had none, the stored prevDoc) to next,
+// worked out off the writer's path by writeBatch.
+type changeEntry struct {
+	key     orderKey
+	at      time.Time
+	cause   ordersync.Cause
+	prev    *ordersync.Order
+	prevDoc *string
+	next    *ordersync.Order
+}
+
 // historyEntry is a status change to record.
 type historyEntry struct {
 	key orderKey
@@ -248,6 +265,7 @@ type batch struct {
 	orders   map[orderKey]*batchOrder
 	keys     []orderKey // first-seen order, for deterministic writes
 	history  []historyEntry
+	changes  []changeEntry
 	outbox   []outboxEntry
 	payloads []ordersync.MirroredOrder
 	events   []ordersync.EventRecord
@@ -392,7 +410,7 @@ func (db *DB) lockOrderStates(ctx context.Context, tx *sqlx.Tx, params []ordersy
 
 // stateQuery reads the states of n orders of one account.
 func stateQuery(n int) string {
-	return `SELECT id, account, order_code, status, fetch_seq, document_hash, raw_document IS NOT NULL AS fetched, paid_fired,
+	return `SELECT id, account, order_code, status, fetch_seq, document_hash, raw_document IS NOT NULL AS fetched, raw_document, paid_fired,
        status_transitions, first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count, changed_at, expires_at,
        paid_at, status_changed_at
 FROM orders WHERE account = ? AND order_code IN (` + placeholders(n) + `)`
@@ -491,6 +509,9 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 		return res, nil
 	}
 
+	if !c.Created {
+		b.changes = append(b.changes, changeEntry{key: key, at: fetchedAt, cause: p.Cause, prev: bo.order, prevDoc: st.Doc, next: o})
+	}
 	st.Status, st.Hash, st.PaidFired, st.Transitions, st.Fetched = string(c.State.Status), c.State.DocumentHash, c.State.PaidFired, c.State.Transitions, true
 	bo.changed, bo.order, bo.doc, bo.hash = true, o, c.Document, c.State.DocumentHash
 	for _, h := range c.History {
@@ -507,6 +528,22 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 		b.outbox = append(b.outbox, outboxEntry{key, m, payload})
 	}
 	return res, nil
+}
+
+// fieldsJSON names, as a JSON array, the fields in which the change's
+// document differs from the one the mirror held: the batch's last one,
+// else the one the order's state was read with. A stored document that no
+// longer decodes names none.
+func (c *changeEntry) fieldsJSON() ([]byte, error) {
+	prev := c.prev
+	if prev == nil && c.prevDoc != nil {
+		prev, _ = ordersync.DecodeOrder([]byte(*c.prevDoc))
+	}
+	fields := []string{}
+	if prev != nil {
+		fields = append(fields, ordersync.ChangedFields(prev, c.next)...)
+	}
+	return json.Marshal(fields)
 }
 
 // mirrorState is what ordersync.ChangeOf works out the order's change
@@ -530,13 +567,15 @@ func (b *batch) addEvent(ev ordersync.EventRecord) {
 }
 
 // writeBatch writes what the batch worked out: event log, orders (in full
-// or only their bookkeeping), line items and metadata, history, outbox.
+// or only their bookkeeping), line items and metadata, history, document
+// changes, outbox.
 func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
-	// The outbox payloads are encoded on another core while the statements
-	// before the outbox's run: the transaction holds the database's only
-	// writer meanwhile.
+	// The outbox payloads are encoded, and the document changes' fields
+	// worked out, on another core while the statements before theirs run:
+	// the transaction holds the database's only writer meanwhile.
 	var (
 		payloads  = make([][]byte, len(b.payloads))
+		changes   = make([][]any, len(b.changes))
 		encodeErr error
 		encoding  sync.WaitGroup
 	)
@@ -547,6 +586,15 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 				encodeErr = fmt.Errorf("encode outbox payload of %s: %w", b.payloads[i].Order.OrderCode, err)
 				return
 			}
+		}
+		for i := range b.changes {
+			c := &b.changes[i]
+			fields, err := c.fieldsJSON()
+			if err != nil {
+				encodeErr = fmt.Errorf("encode the changed fields of %s: %w", c.key.code, err)
+				return
+			}
+			changes[i] = []any{c.key.account, c.key.code, c.at, string(c.cause), string(fields)}
 		}
 	})
 	defer encoding.Wait()
@@ -635,12 +683,18 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 		return err
 	}
 
-	if len(b.outbox) == 0 {
+	if len(b.outbox) == 0 && len(b.changes) == 0 {
 		return nil
 	}
 	encoding.Wait()
 	if encodeErr != nil {
 		return encodeErr
+	}
+	if err := db.execRows(ctx, tx, insertChanges, changes); err != nil {
+		return fmt.Errorf("insert document changes: %w", err)
+	}
+	if len(b.outbox) == 0 {
+		return nil
 	}
 	created := dbTime(b.now)
 	outbox := make([][]any, len(b.outbox))

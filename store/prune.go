@@ -83,6 +83,12 @@ func (db *DB) PruneDeliveryLog(ctx context.Context, endedBefore time.Time, limit
 	return db.pruneBefore(ctx, "prune delivery log", "delivery_log", "webhook_id", "ended_at", endedBefore, limit)
 }
 
+// PruneDocumentChanges deletes up to limit document change rows recorded
+// before before, oldest first, and returns how many it deleted.
+func (db *DB) PruneDocumentChanges(ctx context.Context, before time.Time, limit int) (int, error) {
+	return db.pruneBefore(ctx, "prune document changes", "document_changes", "id", "at", before, limit)
+}
+
 func rowsAffected(res sql.Result) (int, error) {
 	n, err := res.RowsAffected()
 	return int(n), err

@@ -91,3 +91,44 @@ func TestPruneEventLog(t *testing.T) {
 		}
 	})
 }
+
+// TestPruneDocumentChanges: document changes recorded before the cut-off
+// go, oldest first and at most limit per call; later ones stay.
+func TestPruneDocumentChanges(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		ctx := context.Background()
+		// The first fetch records no change; each of the next four does,
+		// an hour apart.
+		for i := range 5 {
+			o, err := ordersync.DecodeOrder(fmt.Appendf(nil, `{"orderId":1,"orderCode":"dc1","orderStatus":"PENDING","name":"v%d"}`, i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ApplyOrders(ctx, []ordersync.ApplyParams{{Account: "default", Order: o, Seq: int64(i + 1),
+				FetchedAt: testNow.Add(time.Duration(i) * time.Hour), Cause: ordersync.CauseReconcile}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cutoff := testNow.Add(150 * time.Minute) // the changes of hours 1 and 2
+		for _, want := range []int{1, 1, 0} {
+			if n, err := db.PruneDocumentChanges(ctx, cutoff, 1); err != nil || n != want {
+				t.Fatalf("PruneDocumentChanges(limit 1) = %d, %v; want %d", n, err, want)
+			}
+		}
+		h, err := db.FindOrderHistory(ctx, "default", "dc1", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var left []time.Time
+		for _, c := range h.DocumentChanges {
+			left = append(left, c.At)
+			if !slices.Equal(c.Fields, []string{"Name"}) {
+				t.Errorf("fields %q, want [Name]", c.Fields)
+			}
+		}
+		if want := []time.Time{testNow.Add(4 * time.Hour), testNow.Add(3 * time.Hour)}; !slices.EqualFunc(left, want, time.Time.Equal) {
+			t.Errorf("left %v, want %v", left, want)
+		}
+	})
+}

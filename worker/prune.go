@@ -20,8 +20,9 @@ type PrunerConfig struct {
 	// pruned.
 	OutboxRetention time.Duration
 	// EventLogRetention keeps event log rows this long after they were
-	// received, and delivery log rows this long after their delivery
-	// ended: the two make an order's event log. 0 keeps them forever.
+	// received, delivery log rows this long after their delivery ended,
+	// and document change rows this long after their fetch: together they
+	// make an order's timeline. 0 keeps them forever.
 	EventLogRetention time.Duration
 	// AuditRetention keeps audit records this long; 0 keeps them forever.
 	AuditRetention time.Duration
@@ -64,8 +65,9 @@ func (c PrunerConfig) validate() error {
 // Pruner deletes, pass after pass, what the mirror keeps past its
 // retention, so that it does not grow without end: every webhook adds an
 // event log row, every status change an outbox message with the whole
-// order, every order event a delivery log row per endpoint, every action an
-// audit record, every sign-in a console session.
+// order, every order event a delivery log row per endpoint, every fetch
+// that changes a document a document change row, every action an audit
+// record, every sign-in a console session.
 type Pruner struct {
 	cfg    PrunerConfig
 	pruned *prometheus.CounterVec
@@ -79,12 +81,12 @@ func NewPruner(cfg PrunerConfig) (*Pruner, error) {
 	}
 	p := &Pruner{cfg: cfg, pruned: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ordersync_pruned_rows_total",
-		Help: "Rows the pruner deleted past their retention, by table (outbox, event_log, delivery_log, audit_log, console_sessions).",
+		Help: "Rows the pruner deleted past their retention, by table (outbox, event_log, delivery_log, document_changes, audit_log, console_sessions).",
 	}, []string{"table"})}
 	if err := cfg.Registerer.Register(p.pruned); err != nil {
 		return nil, err
 	}
-	for _, table := range []string{"outbox", "event_log", "delivery_log", "audit_log", "console_sessions"} {
+	for _, table := range []string{"outbox", "event_log", "delivery_log", "document_changes", "audit_log", "console_sessions"} {
 		p.pruned.WithLabelValues(table) // exported at 0 from the start
 	}
 	return p, nil
@@ -92,7 +94,7 @@ func NewPruner(cfg PrunerConfig) (*Pruner, error) {
 
 // PruneReport is what one pass deleted.
 type PruneReport struct {
-	Outbox, EventLog, DeliveryLog, AuditLog, ConsoleSessions int
+	Outbox, EventLog, DeliveryLog, DocumentChanges, AuditLog, ConsoleSessions int
 }
 
 // Prune runs one pass: for each table with a retention, deletes chunk
@@ -109,6 +111,7 @@ func (p *Pruner) Prune(ctx context.Context) (PruneReport, error) {
 		{"outbox", p.cfg.OutboxRetention, p.cfg.Store.PruneSentOutbox, &rep.Outbox},
 		{"event_log", p.cfg.EventLogRetention, p.cfg.Store.PruneEventLog, &rep.EventLog},
 		{"delivery_log", p.cfg.EventLogRetention, p.cfg.Store.PruneDeliveryLog, &rep.DeliveryLog},
+		{"document_changes", p.cfg.EventLogRetention, p.cfg.Store.PruneDocumentChanges, &rep.DocumentChanges},
 		{"audit_log", p.cfg.AuditRetention, p.cfg.Store.PruneAuditLog, &rep.AuditLog},
 		// A session is done with the moment it expires: no retention.
 		{"console_sessions", sessionsExpired, p.cfg.Store.PruneConsoleSessions, &rep.ConsoleSessions},
@@ -159,10 +162,10 @@ func (p *Pruner) Run(ctx context.Context) error {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			p.cfg.Logger.Error("prune pass", "err", err, "outbox", rep.Outbox, "event_log", rep.EventLog, "delivery_log", rep.DeliveryLog,
-				"audit_log", rep.AuditLog, "console_sessions", rep.ConsoleSessions)
+				"document_changes", rep.DocumentChanges, "audit_log", rep.AuditLog, "console_sessions", rep.ConsoleSessions)
 		case rep != PruneReport{}:
 			p.cfg.Logger.Info("pruned past retention", "outbox", rep.Outbox, "event_log", rep.EventLog, "delivery_log", rep.DeliveryLog,
-				"audit_log", rep.AuditLog, "console_sessions", rep.ConsoleSessions)
+				"document_changes", rep.DocumentChanges, "audit_log", rep.AuditLog, "console_sessions", rep.ConsoleSessions)
 		}
 		select {
 		case <-ctx.Done():

@@ -17,7 +17,8 @@ import (
 )
 
 // TestPruner: a pass deletes, chunk after chunk, every published outbox
-// message, event log row and delivery log row past its retention, keeps
+// message, event log row, delivery log row and document change past its
+// retention, keeps
 // the rest and the unpublished messages, and counts what it deleted.
 func TestPruner(t *testing.T) {
 	ctx := context.Background()
@@ -36,6 +37,18 @@ func TestPruner(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := db.ApplyOrders(ctx, []ordersync.ApplyParams{{Account: "default", Order: o, Seq: int64(i + 1)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Document changes, under the event log's retention: pr0's document
+	// changed 40 days ago, pr1's yesterday (names only: no new status, no
+	// outbox message).
+	for i, age := range []time.Duration{40 * 24 * time.Hour, 24 * time.Hour} {
+		o, err := ordersync.DecodeOrder(fmt.Appendf(nil, `{"orderId":%d,"orderCode":"pr%d","orderStatus":"PENDING","name":"renamed"}`, i+1, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ApplyOrders(ctx, []ordersync.ApplyParams{{Account: "default", Order: o, Seq: int64(8 + i), FetchedAt: now.Add(-age)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -92,8 +105,8 @@ func TestPruner(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := p.Prune(ctx)
-	if err != nil || rep != (worker.PruneReport{Outbox: 5, EventLog: 3, DeliveryLog: 2, AuditLog: 3, ConsoleSessions: 1}) {
-		t.Fatalf("Prune = %+v, %v; want 5 outbox messages, 3 event log rows, 2 delivery log rows, 3 audit records, 1 session", rep, err)
+	if err != nil || rep != (worker.PruneReport{Outbox: 5, EventLog: 3, DeliveryLog: 2, DocumentChanges: 1, AuditLog: 3, ConsoleSessions: 1}) {
+		t.Fatalf("Prune = %+v, %v; want 5 outbox messages, 3 event log rows, 2 delivery log rows, 1 document change, 3 audit records, 1 session", rep, err)
 	}
 	if rep, err := p.Prune(ctx); err != nil || rep != (worker.PruneReport{}) {
 		t.Errorf("second Prune = %+v, %v; want nothing left to prune", rep, err)
@@ -107,6 +120,11 @@ func TestPruner(t *testing.T) {
 	if rows, err := db.ListDeliveries(ctx, ordersync.DeliveryFilter{Account: "default"}); err != nil || len(rows) != 1 {
 		t.Errorf("delivery log after pruning: %d rows, %v; want yesterday's 1", len(rows), err)
 	}
+	for i, want := range []int{0, 1} {
+		if h, err := db.FindOrderHistory(ctx, "default", fmt.Sprint("pr", i), 0); err != nil || len(h.DocumentChanges) != want {
+			t.Errorf("pr%d's document changes after pruning: %+v, %v; want %d", i, h.DocumentChanges, err, want)
+		}
+	}
 	if page, err := db.ListAudit(ctx, ordersync.AuditFilter{}); err != nil || len(page.Records) != 1 {
 		t.Errorf("audit trail after pruning: %+v, %v; want yesterday's record", page.Records, err)
 	}
@@ -114,11 +132,12 @@ func TestPruner(t *testing.T) {
 		t.Errorf("the live session: %v", err)
 	}
 	want := `
-# HELP ordersync_pruned_rows_total Rows the pruner deleted past their retention, by table (outbox, event_log, delivery_log, audit_log, console_sessions).
+# HELP ordersync_pruned_rows_total Rows the pruner deleted past their retention, by table (outbox, event_log, delivery_log, document_changes, audit_log, console_sessions).
 # TYPE ordersync_pruned_rows_total counter
 ordersync_pruned_rows_total{table="audit_log"} 3
 ordersync_pruned_rows_total{table="console_sessions"} 1
 ordersync_pruned_rows_total{table="delivery_log"} 2
+ordersync_pruned_rows_total{table="document_changes"} 1
 ordersync_pruned_rows_total{table="event_log"} 3
 ordersync_pruned_rows_total{table="outbox"} 5
 `
