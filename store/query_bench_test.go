@@ -141,7 +141,11 @@ func loadBenchQueryOrders(t *testing.T, db *DB, n int, version8 bool) {
 			}
 			orders = append(orders, o.values)
 			for _, tk := range o.tokens {
-				tokens = append(tokens, []any{ordersync.DefaultAccount, tk, int64(i)})
+				row := []any{ordersync.DefaultAccount, tk, int64(i)}
+				for _, c := range tokenKeyColumns {
+					row = append(row, o.values[slices.Index(benchQueryColumns, c)])
+				}
+				tokens = append(tokens, row)
 			}
 		}
 		err := db.inTx(ctx, "load bench orders", func(tx *sqlx.Tx) error {
