@@ -114,9 +114,10 @@ func makeBenchQueryOrder(rng *rand.Rand, i, n int) benchQueryOrder {
 // loadBenchQueryOrders fills an empty mirror with n orders through a bulk
 // path: multi-row inserts of the columns the listing reads, the name
 // tokens the upsert would write, and two line items and a metadata entry
-// per order copied in SQL. At version 8 (before migration 9) it writes
-// neither total_key nor name tokens, which the migration adds.
-func loadBenchQueryOrders(t *testing.T, db *DB, n int, version8 bool) {
+// per order copied in SQL. At a version before migration 9 it writes
+// neither total_key nor name tokens, which the migration adds; before
+// migration 13, the name tokens without their orders' values.
+func loadBenchQueryOrders(t *testing.T, db *DB, n int, version int64) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(20, 26))
 	overriding := ""
@@ -125,6 +126,13 @@ func loadBenchQueryOrders(t *testing.T, db *DB, n int, version8 bool) {
 	}
 	columns := benchQueryColumns
 	keyAt := slices.Index(columns, "total_key")
+	version8 := version > 0 && version < 9
+	tokenKeys := tokenKeyColumns
+	if version > 0 && version < 13 {
+		tokenKeys = nil
+	}
+	insertWords := rowsSQL{prefix: "INSERT INTO order_name_tokens (account, token, order_row" + strings.Repeat(", ", min(len(tokenKeys), 1)) +
+		strings.Join(tokenKeys, ", ") + ") VALUES ", cols: 3 + len(tokenKeys)}
 	if version8 {
 		columns = slices.Delete(slices.Clone(columns), keyAt, keyAt+1)
 	}
@@ -142,7 +150,7 @@ func loadBenchQueryOrders(t *testing.T, db *DB, n int, version8 bool) {
 			orders = append(orders, o.values)
 			for _, tk := range o.tokens {
 				row := []any{ordersync.DefaultAccount, tk, int64(i)}
-				for _, c := range tokenKeyColumns {
+				for _, c := range tokenKeys {
 					row = append(row, o.values[slices.Index(benchQueryColumns, c)])
 				}
 				tokens = append(tokens, row)
@@ -152,7 +160,7 @@ func loadBenchQueryOrders(t *testing.T, db *DB, n int, version8 bool) {
 			if err := db.execRows(ctx, tx, insertOrders, orders); err != nil {
 				return err
 			}
-			return db.execRows(ctx, tx, insertTokens, tokens)
+			return db.execRows(ctx, tx, insertWords, tokens)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -288,7 +296,7 @@ func TestOrderQueryTimes(t *testing.T) {
 			t.Fatal(err)
 		}
 		if have == 0 {
-			loadBenchQueryOrders(t, db, n, false)
+			loadBenchQueryOrders(t, db, n, 0)
 		} else if have != n {
 			t.Fatalf("the kept mirror holds %d orders, not %d", have, n)
 		}
@@ -384,7 +392,7 @@ func TestMigrationSearchTime(t *testing.T) {
 			t.Fatalf("migrate down to 8: %v", err)
 		}
 		unlock()
-		loadBenchQueryOrders(t, db, n, true)
+		loadBenchQueryOrders(t, db, n, 8)
 		start := time.Now()
 		if err := db.Migrate(ctx); err != nil {
 			t.Fatalf("migrate up: %v", err)
@@ -401,3 +409,50 @@ func TestMigrationSearchTime(t *testing.T) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// migrationBackfillBenchEnv, set to a number of orders (1000000 for the
+// figures in docs/benchmarks.md), runs TestMigrationBackfillTimes.
+const migrationBackfillBenchEnv = "ORDERSYNC_BENCH_MIGRATION_BACKFILL_ORDERS"
+
+// TestMigrationBackfillTimes times, on a mirror at version 10 filled as
+// TestOrderQueryTimes fills one, migration 11 and its backfill of the
+// minor-unit columns, then migration 13 and its backfill of the name
+// words' copies of their orders' values, each apart. It measures: it is
+// skipped unless migrationBackfillBenchEnv is set.
+func TestMigrationBackfillTimes(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv(migrationBackfillBenchEnv))
+	if n <= 0 {
+		t.Skipf("set %s to a number of orders to time migrations 11 and 13", migrationBackfillBenchEnv)
+	}
+	eachDialect(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		db := openDB(t, url)
+		provider, unlock, err := db.migrations(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unlock()
+		if _, err := provider.DownTo(ctx, 10); err != nil {
+			t.Fatalf("migrate down to 10: %v", err)
+		}
+		loadBenchQueryOrders(t, db, n, 10)
+		timed := func(what string, step func() error) {
+			start := time.Now()
+			if err := step(); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			t.Logf("%s: %s on %d orders took %s", db.dialect, what, n, time.Since(start).Round(time.Millisecond))
+		}
+		timed("migration 11", func() error { _, err := provider.UpTo(ctx, 11); return err })
+		timed("the minor-unit backfill", func() error { return db.backfillMinorUnits(ctx) })
+		timed("migration 13", func() error { _, err := provider.Up(ctx); return err })
+		timed("the name words' backfill", func() error { return db.backfillNameTokenKeys(ctx) })
+		var minor, empty int
+		if err := db.read.GetContext(ctx, &minor, `SELECT COUNT(*) FROM orders WHERE total_minor IS NOT NULL`); err != nil || minor != n {
+			t.Errorf("%d orders with total_minor, want %d: %v", minor, n, err)
+		}
+		if err := db.read.GetContext(ctx, &empty, `SELECT COUNT(*) FROM order_name_tokens WHERE created_at IS NULL`); err != nil || empty != 0 {
+			t.Errorf("%d name words without their order's values: %v", empty, err)
+		}
+	})
+}

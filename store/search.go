@@ -275,7 +275,7 @@ type orderPart func(id string) ([]string, []any)
 // common name finds tens of thousands of orders, and reading each order
 // to sort them would cost far more than the page.
 func (db *DB) partQueries(f ordersync.OrderFilter, col, orderBy, dir string, part orderPart) (string, string, []any) {
-	where, whereArgs := filterConditions(f)
+	where, whereArgs := db.filterConditions(f, col)
 	q := strings.TrimSpace(f.Q)
 	if q == "" {
 		pc, pa := part("id")
@@ -287,26 +287,31 @@ func (db *DB) partQueries(f ordersync.OrderFilter, col, orderBy, dir string, par
 		return `SELECT ` + orderRowColumns + ` FROM orders WHERE ` + w + ` ORDER BY ` + order + ` LIMIT ? OFFSET ?`,
 			`SELECT COUNT(*) FROM orders WHERE ` + w, slices.Concat(whereArgs, pa)
 	}
-	found, args := db.searchFound(q, col, where, whereArgs, part)
+	found, args := db.searchFound(f.Account, q, col, where, whereArgs, part)
 	order := "found_id " + dir
 	if orderBy != "" {
 		order = "k " + dir + ", " + order
 	}
-	// SQLite, which keeps no statistics here, could otherwise start from
-	// orders; a CROSS JOIN is how it is told which table to start from.
-	join := " JOIN "
-	if db.dialect == DialectSQLite {
-		join = " CROSS JOIN "
-	}
 	return `SELECT ` + orderRowColumns + ` FROM (SELECT found_id, k FROM (` + found + `) AS found ORDER BY ` + order + ` LIMIT ? OFFSET ?) AS page` +
-			join + `orders ON orders.id = page.found_id ORDER BY page.` + strings.ReplaceAll(order, ", ", ", page."),
+			db.crossJoin() + `orders ON orders.id = page.found_id ORDER BY page.` + strings.ReplaceAll(order, ", ", ", page."),
 		`SELECT COUNT(*) FROM (` + found + `) AS found`, args
+}
+
+// crossJoin joins the table on its right to the one on its left, read
+// first: SQLite, which keeps no statistics here, could otherwise start from
+// orders, and a CROSS JOIN is how it is told which table to start from.
+func (db *DB) crossJoin() string {
+	if db.dialect == DialectSQLite {
+		return " CROSS JOIN "
+	}
+	return " JOIN "
 }
 
 // filterConditions are the conditions of what f selects, the search,
 // cursor and offset aside, on columns that orders and order_name_tokens
-// both have, and their arguments in the order of their placeholders.
-func filterConditions(f ordersync.OrderFilter) ([]string, []any) {
+// both have, and their arguments in the order of their placeholders. col
+// is the sort's column.
+func (db *DB) filterConditions(f ordersync.OrderFilter, col string) ([]string, []any) {
 	var (
 		where []string
 		args  []any
@@ -338,11 +343,20 @@ func filterConditions(f ordersync.OrderFilter) ([]string, []any) {
 	if f.Currency != "" {
 		add("store_currency_code = ?", f.Currency)
 	}
+	total := "total_key"
+	if db.dialect == DialectSQLite && f.Currency != "" && col != "total_key" {
+		// The currency's index walked in the sort's order serves a
+		// currency with a total range: SQLite, which keeps no statistics
+		// here, would rather read the whole range (a fifth of the orders
+		// for 100 to 500) and sort it. A unary + keeps a column from
+		// choosing the index.
+		total = "+total_key"
+	}
 	if f.MinTotal != nil {
-		add("total_key >= ?", totalKey(*f.MinTotal))
+		add(total+" >= ?", totalKey(*f.MinTotal))
 	}
 	if f.MaxTotal != nil {
-		add("total_key <= ?", totalKey(*f.MaxTotal))
+		add(total+" <= ?", totalKey(*f.MaxTotal))
 	}
 	return where, args
 }
@@ -356,18 +370,25 @@ var searchIdentifiers = []string{"order_code", "order_id", "order_reference", "b
 // conditions where: those whose identifiers equal q, and those whose buyer
 // name has, for every word of q, a word that begins with it. A union of
 // index lookups, the name's from order_name_tokens alone.
-func (db *DB) searchFound(q, col string, where []string, whereArgs []any, part orderPart) (string, []any) {
+func (db *DB) searchFound(account, q, col string, where []string, whereArgs []any, part orderPart) (string, []any) {
 	var (
 		parts []string
 		args  []any
 	)
 	pc, pa := part("id")
+	acct, acctArgs := "", []any{}
+	if account != "" {
+		acct, acctArgs = " AND account = ?", []any{account}
+	}
 	for _, c := range searchIdentifiers {
-		// "<> ''" lets SQLite use the partial indexes, which it cannot
-		// know a parameter satisfies.
-		conds := slices.Concat([]string{c + " = ?", c + " <> ''", "raw_document IS NOT NULL"}, where, pc)
-		parts = append(parts, `SELECT id AS found_id, `+col+` AS k FROM orders WHERE `+strings.Join(conds, " AND "))
-		args = append(append(append(args, q), whereArgs...), pa...)
+		// The identifier's index finds the order before the filter's
+		// conditions are tested: given them in one WHERE, SQLite would
+		// rather walk a range the filter names. "<> ''" lets SQLite use the
+		// partial indexes, which it cannot know a parameter satisfies.
+		conds := slices.Concat([]string{"raw_document IS NOT NULL"}, where, pc)
+		parts = append(parts, `SELECT id AS found_id, `+col+` AS k FROM (SELECT id AS ident_id FROM orders WHERE `+c+` = ? AND `+c+` <> ''`+acct+
+			`) AS ident`+db.crossJoin()+`orders ON orders.id = ident.ident_id WHERE `+strings.Join(conds, " AND "))
+		args = slices.Concat(args, []any{q}, acctArgs, whereArgs, pa)
 	}
 	if words := ordersync.NameTokens(q); len(words) > 0 {
 		match := "token GLOB ?"

@@ -129,6 +129,7 @@ func TestListOrdersFiltersAndSearch(t *testing.T) {
 			{"paid to", def(ordersync.OrderFilter{PaidTo: paid(3)}), []string{"s-b"}},
 			{"paid, newest first, then never paid", def(ordersync.OrderFilter{Sort: ordersync.SortPaidDesc}), []string{"s-e", "s-c", "s-b", "s-d", "s-a"}},
 			{"paid, oldest first, then never paid", def(ordersync.OrderFilter{Sort: ordersync.SortPaidAsc}), []string{"s-b", "s-c", "s-e", "s-a", "s-d"}},
+			{"currency and total range by paid time", def(ordersync.OrderFilter{Currency: "USD", MinTotal: amount("5"), MaxTotal: amount("100"), Sort: ordersync.SortPaidDesc}), []string{"s-b", "s-d", "s-a"}},
 			{"combined", def(ordersync.OrderFilter{Q: "jose", CreatedFrom: day(11), Currency: "USD", MinTotal: amount("50"), Sort: ordersync.SortTotalAsc}), []string{"s-b", "s-e"}},
 		}
 		for _, tt := range tests {
