@@ -269,25 +269,34 @@ type orderPart func(id string) ([]string, []any)
 // that counts them; and their arguments but the limit and offset. col is
 // the sort's column.
 //
-// A search reads its page's row ids and sort values from the found
-// identifiers and the words' rows (which repeat the order's filtered and
-// sorted columns), sorts them, and only then reads the page's orders: a
-// common name finds tens of thousands of orders, and reading each order
-// to sort them would cost far more than the page.
+// Both read the page's row ids and sort values first, and only then the
+// page's orders: from an index where one holds every column the filter
+// reads, and for a search from the found identifiers and the words' rows
+// (which repeat the order's filtered and sorted columns). A common name or
+// a rare total range selects tens of thousands of orders, and reading each
+// order's row to sort them would cost far more than the page.
 func (db *DB) partQueries(f ordersync.OrderFilter, col, orderBy, dir string, part orderPart) (string, string, []any) {
 	where, whereArgs := db.filterConditions(f, col)
 	q := strings.TrimSpace(f.Q)
+	var (
+		found string
+		args  []any
+	)
 	if q == "" {
-		pc, pa := part("id")
-		w := strings.Join(slices.Concat([]string{"raw_document IS NOT NULL"}, where, pc), " AND ")
-		order := "id " + dir
-		if orderBy != "" {
-			order = orderBy + " " + dir + ", " + order
+		// Only fetched orders have a created time, a paid time or a total
+		// (the upsert of a document writes them), so the part with the
+		// sort's value needs no test of raw_document, which would keep
+		// SQLite from finding the page's rows in an index alone.
+		fetched := []string{}
+		if orderBy == "" {
+			fetched = []string{"raw_document IS NOT NULL"}
 		}
-		return `SELECT ` + orderRowColumns + ` FROM orders WHERE ` + w + ` ORDER BY ` + order + ` LIMIT ? OFFSET ?`,
-			`SELECT COUNT(*) FROM orders WHERE ` + w, slices.Concat(whereArgs, pa)
+		pc, pa := part("id")
+		found = `SELECT id AS found_id, ` + col + ` AS k FROM orders WHERE ` + strings.Join(slices.Concat(fetched, where, pc), " AND ")
+		args = slices.Concat(whereArgs, pa)
+	} else {
+		found, args = db.searchFound(f.Account, q, col, where, whereArgs, part)
 	}
-	found, args := db.searchFound(f.Account, q, col, where, whereArgs, part)
 	order := "found_id " + dir
 	if orderBy != "" {
 		order = "k " + dir + ", " + order

@@ -5,8 +5,11 @@
 -- order found. The upsert writes them with the words; the store fills them
 -- for words written before this migration, once, right after it
 -- (name_token_backfill holds the pending mark).
--- And an index for a currency listed by paid time: without statistics
--- SQLite would read every order of a total range to keep one currency.
+-- And indexes that answer a listing's page from the index alone: a
+-- currency listed by paid time (without statistics SQLite would read every
+-- order of a total range to keep one currency), and a total range listed by
+-- created or paid time (the totals' index also holds those times, so a
+-- rare range is sorted without reading its orders).
 
 -- +goose Up
 ALTER TABLE order_name_tokens ADD COLUMN status TEXT;
@@ -19,8 +22,12 @@ CREATE TABLE name_token_backfill (pending INTEGER NOT NULL);
 INSERT INTO name_token_backfill (pending) VALUES (1);
 
 CREATE INDEX orders_account_currency_paid ON orders (account, store_currency_code, paid_at, id) WHERE paid_at IS NOT NULL;
+DROP INDEX orders_account_total_id;
+CREATE INDEX orders_account_total_id ON orders (account, total_key, id, created_at, paid_at);
 
 -- +goose Down
+DROP INDEX orders_account_total_id;
+CREATE INDEX orders_account_total_id ON orders (account, total_key, id);
 DROP INDEX orders_account_currency_paid;
 DROP TABLE name_token_backfill;
 ALTER TABLE order_name_tokens DROP COLUMN total_key;
