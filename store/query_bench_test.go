@@ -384,6 +384,9 @@ func TestOrderQueryTimes(t *testing.T) {
 		url := sqliteURL(t)
 		if keep := os.Getenv(queryBenchKeepEnv); keep != "" {
 			url = "sqlite:" + keep
+			if strings.HasPrefix(keep, "file:") { // a URI with parameters, such as _cache_size
+				url = keep
+			}
 		}
 		test(t, url)
 	})
