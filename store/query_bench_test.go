@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -24,6 +26,9 @@ import (
 const (
 	queryBenchEnv     = "ORDERSYNC_BENCH_QUERY_ORDERS"
 	queryBenchKeepEnv = "ORDERSYNC_BENCH_QUERY_KEEP"
+	// queryBenchKeepPostgresEnv names a PostgreSQL schema that keeps the
+	// mirror (created when missing, never dropped), reused like the file.
+	queryBenchKeepPostgresEnv = "ORDERSYNC_BENCH_QUERY_KEEP_PG_SCHEMA"
 )
 
 // The mirror's make-up in the query benchmark.
@@ -390,7 +395,33 @@ func TestOrderQueryTimes(t *testing.T) {
 		}
 		test(t, url)
 	})
-	t.Run(DialectPostgres, func(t *testing.T) { test(t, postgresURL(t)) })
+	t.Run(DialectPostgres, func(t *testing.T) {
+		schema := os.Getenv(queryBenchKeepPostgresEnv)
+		if schema == "" {
+			test(t, postgresURL(t))
+			return
+		}
+		base := os.Getenv(postgresEnv)
+		if base == "" {
+			t.Skipf("set %s", postgresEnv)
+		}
+		admin, err := sql.Open("pgx", base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer admin.Close()
+		if _, err := admin.Exec(`CREATE SCHEMA IF NOT EXISTS ` + schema); err != nil {
+			t.Fatal(err)
+		}
+		u, err := url.Parse(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		test(t, u.String())
+	})
 }
 
 // migrationSearchBenchEnv, set to a number of orders (1000000 for the
