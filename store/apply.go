@@ -669,7 +669,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 		for i, m := range bo.order.Metadata {
 			metadata = append(metadata, []any{row, i, m.Name, m.Value})
 		}
-		tokens = append(tokens, nameTokenRows(k.account, row, bo.order)...)
+		tokens = append(tokens, nameTokenRows(k.account, row, bo.order, bo.st.PaidAt)...)
 	}
 	for _, h := range b.history {
 		history = append(history, []any{b.orders[h.key].st.ID, string(h.From), string(h.To), h.seq, h.at, string(h.cause)})

@@ -33,7 +33,7 @@ func TestConsoleQueryTimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if have == 0 {
-		loadBenchQueryOrders(t, db, n, false)
+		loadBenchQueryOrders(t, db, n, 0)
 	} else if have != n {
 		t.Fatalf("the kept mirror holds %d orders, not %d", have, n)
 	}

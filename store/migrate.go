@@ -34,6 +34,9 @@ func (db *DB) Migrate(ctx context.Context) error {
 	if err := db.backfillSearch(ctx); err != nil {
 		return fmt.Errorf("migrate %s store: %w", db.dialect, err)
 	}
+	if err := db.backfillNameTokenKeys(ctx); err != nil {
+		return fmt.Errorf("migrate %s store: %w", db.dialect, err)
+	}
 	if err := db.backfillMinorUnits(ctx); err != nil {
 		return fmt.Errorf("migrate %s store: %w", db.dialect, err)
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,32 +44,40 @@ func totalKey(a ordersync.Amount) string {
 	return b.String()
 }
 
-// The name tokens' statements of ApplyOrders.
+// The name tokens' statements of ApplyOrders. Each word's row carries the
+// order's values that filters and sorts read (tokenKeyColumns), so that a
+// search by name finds and sorts its page without reading the orders.
 var (
 	deleteTokens = rowsSQL{prefix: `DELETE FROM order_name_tokens WHERE order_row IN (`, cols: 1, suffix: `)`}
-	insertTokens = rowsSQL{prefix: `INSERT INTO order_name_tokens (account, token, order_row) VALUES `, cols: 3}
+	insertTokens = rowsSQL{prefix: `INSERT INTO order_name_tokens (account, token, order_row, ` + strings.Join(tokenKeyColumns, ", ") + `) VALUES `,
+		cols: 3 + len(tokenKeyColumns)}
 )
 
+// tokenKeyColumns are the columns of orders that order_name_tokens repeats,
+// by the same names, so that the listing's conditions read alike on both.
+var tokenKeyColumns = []string{"status", "store_currency_code", "created_at", "paid_at", "total_key"}
+
 // nameTokenRows are the order_name_tokens rows of an order's buyer name.
-func nameTokenRows(account string, row int64, o *ordersync.Order) [][]any {
+func nameTokenRows(account string, row int64, o *ordersync.Order, paidAt *time.Time) [][]any {
 	if o.Payment == nil || o.Payment.Buyer == nil {
 		return nil
 	}
 	tokens := ordersync.NameTokens(o.Payment.Buyer.Name)
 	rows := make([][]any, len(tokens))
 	for i, t := range tokens {
-		rows[i] = []any{account, t, row}
+		rows[i] = []any{account, t, row, string(o.OrderStatus), o.Store.CurrencyCode, nullTime(o.Created.Time), nullTimePtr(paidAt), totalKey(o.Total)}
 	}
 	return rows
 }
 
 // The statements of backfillSearch: VALUES columns are column1, column2 in
 // both dialects, and PostgreSQL reads their parameters as text, so the row
-// id goes as its decimal text.
+// id goes as its decimal text. The words' other columns are filled by
+// backfillNameTokenKeys, which runs after it.
 var (
 	backfillTotalKeys = rowsSQL{prefix: `UPDATE orders SET total_key = v.column2 FROM (VALUES `, cols: 2,
 		suffix: `) AS v WHERE orders.id = CAST(v.column1 AS BIGINT)`}
-	backfillTokens = rowsSQL{prefix: insertTokens.prefix, cols: insertTokens.cols, suffix: ` ON CONFLICT DO NOTHING`}
+	backfillTokens = rowsSQL{prefix: `INSERT INTO order_name_tokens (account, token, order_row) VALUES `, cols: 3, suffix: ` ON CONFLICT DO NOTHING`}
 )
 
 // backfillSearch fills total_key and the name tokens of orders mirrored
@@ -104,6 +113,29 @@ WHERE id > ? AND raw_document IS NOT NULL ORDER BY id LIMIT ?`), after, limit); 
 	})
 }
 
+// backfillNameTokenKeys copies tokenKeyColumns from the orders to their
+// words written before migration 00013, when its mark says they are
+// pending, a thousand orders per transaction, then clears the mark. It
+// runs under the migration lock, after backfillSearch.
+func (db *DB) backfillNameTokenKeys(ctx context.Context) error {
+	set := make([]string, len(tokenKeyColumns))
+	for i, c := range tokenKeyColumns {
+		set[i] = c + " = o." + c
+	}
+	update := db.rebind(`UPDATE order_name_tokens SET ` + strings.Join(set, ", ") + ` FROM orders o
+WHERE o.id = order_name_tokens.order_row AND order_name_tokens.order_row > ? AND order_name_tokens.order_row <= ?`)
+	return db.backfill(ctx, "name words' sort keys", "name_token_backfill", func(tx *sqlx.Tx, after int64, limit int) (int64, int, error) {
+		var ids []int64
+		if err := tx.SelectContext(ctx, &ids, db.rebind(`SELECT id FROM orders
+WHERE id > ? AND raw_document IS NOT NULL ORDER BY id LIMIT ?`), after, limit); err != nil || len(ids) == 0 {
+			return after, 0, err
+		}
+		last := ids[len(ids)-1]
+		_, err := tx.ExecContext(ctx, update, after, last)
+		return last, len(ids), err
+	})
+}
+
 // sortColumns are the columns of the sort keys.
 var sortColumns = map[string]string{"created": "created_at", "paid": "paid_at", "total": "total_key"}
 
@@ -121,9 +153,9 @@ func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) (ord
 	want := out.Limit + 1 // one more than the page tells whether another follows
 	err = db.inReadTx(ctx, "list orders", func(tx *sqlx.Tx) error {
 		if filter.Count {
-			from, where, args := db.orderWhere(filter)
+			_, count, args := db.partQueries(filter, sortColumns[sort.Key()], "", "ASC", func(string) ([]string, []any) { return nil, nil })
 			var n int
-			if err := tx.GetContext(ctx, &n, db.rebind(`SELECT COUNT(*) FROM `+from+` WHERE `+strings.Join(where, " AND ")), args...); err != nil {
+			if err := tx.GetContext(ctx, &n, db.rebind(count), args...); err != nil {
 				return err
 			}
 			out.Total = &n
@@ -172,41 +204,43 @@ func checkFilter(filter ordersync.OrderFilter) (ordersync.OrderSort, error) {
 // sort, after filter.After and offset more: the one query of a listing's
 // page and of an export's batch, so that both select and order alike.
 func (db *DB) selectOrders(ctx context.Context, tx *sqlx.Tx, filter ordersync.OrderFilter, sort ordersync.OrderSort, want, offset int) ([]orderRow, error) {
-	from, where, args := db.orderWhere(filter)
 	col, dir, cmp := sortColumns[sort.Key()], "ASC", ">"
 	if sort.Desc() {
 		dir, cmp = "DESC", "<"
 	}
+	after := filter.After
+	var key any
+	keyed := false
+	if after != nil {
+		key, keyed = cursorKey(after)
+	}
 	// valued is the part with the sort's value, after the cursor when it
 	// stopped there; unvalued, the part without, after the cursor when it
-	// stopped there.
-	valued := append(where[:len(where):len(where)], col+" IS NOT NULL")
-	valuedArgs := args[:len(args):len(args)]
-	unvalued := append(where[:len(where):len(where)], col+" IS NULL")
-	unvaluedArgs := args[:len(args):len(args)]
-	skipValued := false
-	if after := filter.After; after != nil {
-		if key, ok := cursorKey(after); ok {
-			valued = append(valued, "("+col+", id) "+cmp+" (?, ?)")
-			valuedArgs = append(valuedArgs, key, after.Row)
-		} else {
-			skipValued = true
-			unvalued = append(unvalued, "id "+cmp+" ?")
-			unvaluedArgs = append(unvaluedArgs, after.Row)
+	// stopped there (then the valued part is done).
+	skipValued := after != nil && !keyed
+	valued := func(id string) ([]string, []any) {
+		if keyed {
+			return []string{col + " IS NOT NULL", "(" + col + ", " + id + ") " + cmp + " (?, ?)"}, []any{key, after.Row}
 		}
+		return []string{col + " IS NOT NULL"}, nil
+	}
+	unvalued := func(id string) ([]string, []any) {
+		if skipValued {
+			return []string{col + " IS NULL", id + " " + cmp + " ?"}, []any{after.Row}
+		}
+		return []string{col + " IS NULL"}, nil
 	}
 	var rows []orderRow
 	if !skipValued {
-		q := `SELECT ` + orderRowColumns + ` FROM ` + from + ` WHERE ` + strings.Join(valued, " AND ") +
-			` ORDER BY ` + col + ` ` + dir + `, id ` + dir + ` LIMIT ? OFFSET ?`
-		if err := tx.SelectContext(ctx, &rows, db.rebind(q), append(valuedArgs, want, offset)...); err != nil {
+		q, count, args := db.partQueries(filter, col, col, dir, valued)
+		if err := tx.SelectContext(ctx, &rows, db.rebind(q), append(args, want, offset)...); err != nil {
 			return nil, err
 		}
 		if len(rows) < want && offset > 0 {
 			// The offset reaches past the valued part: what is left of it
 			// applies to the unvalued part.
 			var n int
-			if err := tx.GetContext(ctx, &n, db.rebind(`SELECT COUNT(*) FROM `+from+` WHERE `+strings.Join(valued, " AND ")), valuedArgs...); err != nil {
+			if err := tx.GetContext(ctx, &n, db.rebind(count), args...); err != nil {
 				return nil, err
 			}
 			offset = max(offset-n, 0)
@@ -216,14 +250,177 @@ func (db *DB) selectOrders(ctx context.Context, tx *sqlx.Tx, filter ordersync.Or
 	}
 	if len(rows) < want {
 		var more []orderRow
-		q := `SELECT ` + orderRowColumns + ` FROM ` + from + ` WHERE ` + strings.Join(unvalued, " AND ") +
-			` ORDER BY id ` + dir + ` LIMIT ? OFFSET ?`
-		if err := tx.SelectContext(ctx, &more, db.rebind(q), append(unvaluedArgs, want-len(rows), offset)...); err != nil {
+		q, _, args := db.partQueries(filter, col, "", dir, unvalued)
+		if err := tx.SelectContext(ctx, &more, db.rebind(q), append(args, want-len(rows), offset)...); err != nil {
 			return nil, err
 		}
 		rows = append(rows, more...)
 	}
 	return rows, nil
+}
+
+// orderPart is a part of a listing (see selectOrders): its conditions on
+// the sort's column and the row id, named id, and their arguments.
+type orderPart func(id string) ([]string, []any)
+
+// partQueries are the query that reads the orders of one part of what f
+// selects, ordered by orderBy (the sort's column, or "" for the row alone)
+// then the row in dir, ending with LIMIT and OFFSET placeholders; the one
+// that counts them; and their arguments but the limit and offset. col is
+// the sort's column.
+//
+// Both read the page's row ids and sort values first, and only then the
+// page's orders: from an index where one holds every column the filter
+// reads, and for a search from the found identifiers and the words' rows
+// (which repeat the order's filtered and sorted columns). A common name or
+// a rare total range selects tens of thousands of orders, and reading each
+// order's row to sort them would cost far more than the page.
+func (db *DB) partQueries(f ordersync.OrderFilter, col, orderBy, dir string, part orderPart) (string, string, []any) {
+	where, whereArgs := db.filterConditions(f, col)
+	q := strings.TrimSpace(f.Q)
+	var (
+		found string
+		args  []any
+	)
+	if q == "" {
+		// Only fetched orders have a created time, a paid time or a total
+		// (the upsert of a document writes them), so the part with the
+		// sort's value needs no test of raw_document, which would keep
+		// SQLite from finding the page's rows in an index alone.
+		fetched := []string{}
+		if orderBy == "" {
+			fetched = []string{"raw_document IS NOT NULL"}
+		}
+		pc, pa := part("id")
+		found = `SELECT id AS found_id, ` + col + ` AS k FROM orders WHERE ` + strings.Join(slices.Concat(fetched, where, pc), " AND ")
+		args = slices.Concat(whereArgs, pa)
+	} else {
+		found, args = db.searchFound(f.Account, q, col, where, whereArgs, part)
+	}
+	order := "found_id " + dir
+	if orderBy != "" {
+		order = "k " + dir + ", " + order
+	}
+	return `SELECT ` + orderRowColumns + ` FROM (SELECT found_id, k FROM (` + found + `) AS found ORDER BY ` + order + ` LIMIT ? OFFSET ?) AS page` +
+			db.crossJoin() + `orders ON orders.id = page.found_id ORDER BY page.` + strings.ReplaceAll(order, ", ", ", page."),
+		`SELECT COUNT(*) FROM (` + found + `) AS found`, args
+}
+
+// crossJoin joins the table on its right to the one on its left, read
+// first: SQLite, which keeps no statistics here, could otherwise start from
+// orders, and a CROSS JOIN is how it is told which table to start from.
+func (db *DB) crossJoin() string {
+	if db.dialect == DialectSQLite {
+		return " CROSS JOIN "
+	}
+	return " JOIN "
+}
+
+// filterConditions are the conditions of what f selects, the search,
+// cursor and offset aside, on columns that orders and order_name_tokens
+// both have, and their arguments in the order of their placeholders. col
+// is the sort's column.
+func (db *DB) filterConditions(f ordersync.OrderFilter, col string) ([]string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, a ...any) {
+		where, args = append(where, cond), append(args, a...)
+	}
+	if f.Account != "" {
+		add("account = ?", f.Account)
+	}
+	if len(f.Statuses) > 0 {
+		st := make([]any, len(f.Statuses))
+		for i, s := range f.Statuses {
+			st[i] = string(s)
+		}
+		add("status IN ("+placeholders(len(st))+")", st...)
+	}
+	for _, r := range []struct {
+		col      string
+		from, to time.Time
+	}{{"created_at", f.CreatedFrom, f.CreatedTo}, {"created_at", f.Since, time.Time{}}, {"paid_at", f.PaidFrom, f.PaidTo}} {
+		if !r.from.IsZero() {
+			add(r.col+" >= ?", dbTime(r.from))
+		}
+		if !r.to.IsZero() {
+			add(r.col+" < ?", dbTime(r.to))
+		}
+	}
+	if f.Currency != "" {
+		add("store_currency_code = ?", f.Currency)
+	}
+	total := "total_key"
+	if db.dialect == DialectSQLite && f.Currency != "" && col != "total_key" {
+		// The currency's index walked in the sort's order serves a
+		// currency with a total range: SQLite, which keeps no statistics
+		// here, would rather read the whole range (a fifth of the orders
+		// for 100 to 500) and sort it. A unary + keeps a column from
+		// choosing the index.
+		total = "+total_key"
+	}
+	if f.MinTotal != nil {
+		add(total+" >= ?", totalKey(*f.MinTotal))
+	}
+	if f.MaxTotal != nil {
+		add(total+" <= ?", totalKey(*f.MaxTotal))
+	}
+	return where, args
+}
+
+// searchIdentifiers are the columns a search matches exactly, each the
+// second column of an index that begins with the account.
+var searchIdentifiers = []string{"order_code", "order_id", "order_reference", "buyer_email", "buyer_phone", "payment_authorization_code"}
+
+// searchFound is the row ids (found_id) and sort values (k, of col) of the
+// orders of one part that a search for q finds, with the filter's
+// conditions where: those whose identifiers equal q, and those whose buyer
+// name has, for every word of q, a word that begins with it. A union of
+// index lookups, the name's from order_name_tokens alone.
+func (db *DB) searchFound(account, q, col string, where []string, whereArgs []any, part orderPart) (string, []any) {
+	var (
+		parts []string
+		args  []any
+	)
+	pc, pa := part("id")
+	acct, acctArgs := "", []any{}
+	if account != "" {
+		acct, acctArgs = " AND account = ?", []any{account}
+	}
+	for _, c := range searchIdentifiers {
+		// The identifier's index finds the order before the filter's
+		// conditions are tested: given them in one WHERE, SQLite would
+		// rather walk a range the filter names. "<> ''" lets SQLite use the
+		// partial indexes, which it cannot know a parameter satisfies.
+		conds := slices.Concat([]string{"raw_document IS NOT NULL"}, where, pc)
+		parts = append(parts, `SELECT id AS found_id, `+col+` AS k FROM (SELECT id AS ident_id FROM orders WHERE `+c+` = ? AND `+c+` <> ''`+acct+
+			`) AS ident`+db.crossJoin()+`orders ON orders.id = ident.ident_id WHERE `+strings.Join(conds, " AND "))
+		args = slices.Concat(args, []any{q}, acctArgs, whereArgs, pa)
+	}
+	if words := ordersync.NameTokens(q); len(words) > 0 {
+		match := "token GLOB ?"
+		pattern := func(w string) string { return w + "*" }
+		if db.dialect == DialectPostgres {
+			match = "token LIKE ?"
+			pattern = func(w string) string { return w + "%" }
+		}
+		// The words' rows hold only fetched orders, and the filter's
+		// columns by the same names as orders: the conditions read alike.
+		conds := []string{"t0." + match}
+		args = append(args, pattern(words[0]))
+		for i, w := range words[1:] {
+			t := fmt.Sprintf("t%d", i+1)
+			conds = append(conds, `EXISTS (SELECT 1 FROM order_name_tokens `+t+` WHERE `+t+`.order_row = t0.order_row AND `+t+`.`+match+`)`)
+			args = append(args, pattern(w))
+		}
+		tc, ta := part("order_row")
+		conds = slices.Concat(conds, where, tc)
+		args = append(append(args, whereArgs...), ta...)
+		parts = append(parts, `SELECT order_row AS found_id, `+col+` AS k FROM order_name_tokens t0 WHERE `+strings.Join(conds, " AND "))
+	}
+	return strings.Join(parts, " UNION "), args
 }
 
 // cursorKey is the sort value a cursor stopped at, as its column holds it,
@@ -259,98 +456,4 @@ func (r *orderRow) cursor(sort ordersync.OrderSort) *ordersync.OrderCursor {
 		}
 	}
 	return c
-}
-
-// orderWhere is what the filter selects, cursor and offset aside: the
-// table (orders, or the orders a search found), the conditions, and their
-// arguments in the order of their placeholders.
-func (db *DB) orderWhere(f ordersync.OrderFilter) (string, []string, []any) {
-	from, where := "orders", []string{"raw_document IS NOT NULL"}
-	var args []any
-	if q := strings.TrimSpace(f.Q); q != "" {
-		// The orders a search finds drive the query: SQLite, which keeps
-		// no statistics here, would rather walk the sort's index and test
-		// every order against the search, and a CROSS JOIN is how it is
-		// told which table to start from.
-		join := " JOIN "
-		if db.dialect == DialectSQLite {
-			join = " CROSS JOIN "
-		}
-		found, a := db.searchCondition(f.Account, q)
-		from, args = "("+found+") AS found"+join+"orders ON orders.id = found.found_id", a
-	}
-	add := func(cond string, a ...any) {
-		where, args = append(where, cond), append(args, a...)
-	}
-	if f.Account != "" {
-		add("account = ?", f.Account)
-	}
-	if len(f.Statuses) > 0 {
-		st := make([]any, len(f.Statuses))
-		for i, s := range f.Statuses {
-			st[i] = string(s)
-		}
-		add("status IN ("+placeholders(len(st))+")", st...)
-	}
-	for _, r := range []struct {
-		col      string
-		from, to time.Time
-	}{{"created_at", f.CreatedFrom, f.CreatedTo}, {"created_at", f.Since, time.Time{}}, {"paid_at", f.PaidFrom, f.PaidTo}} {
-		if !r.from.IsZero() {
-			add(r.col+" >= ?", dbTime(r.from))
-		}
-		if !r.to.IsZero() {
-			add(r.col+" < ?", dbTime(r.to))
-		}
-	}
-	if f.Currency != "" {
-		add("store_currency_code = ?", f.Currency)
-	}
-	if f.MinTotal != nil {
-		add("total_key >= ?", totalKey(*f.MinTotal))
-	}
-	if f.MaxTotal != nil {
-		add("total_key <= ?", totalKey(*f.MaxTotal))
-	}
-	return from, where, args
-}
-
-// searchIdentifiers are the columns a search matches exactly, each the
-// second column of an index that begins with the account.
-var searchIdentifiers = []string{"order_code", "order_id", "order_reference", "buyer_email", "buyer_phone", "payment_authorization_code"}
-
-// searchCondition is the row ids (column found_id) of the orders whose
-// identifiers equal q or whose buyer name has, for every word of q, a word
-// that begins with it: a union of index lookups, so that a search reads
-// only the orders it finds.
-func (db *DB) searchCondition(account, q string) (string, []any) {
-	acct, acctArgs := "", []any{}
-	if account != "" {
-		acct, acctArgs = "account = ? AND ", []any{account}
-	}
-	var parts []string
-	var args []any
-	for _, c := range searchIdentifiers {
-		// "<> ''" lets SQLite use the partial indexes, which it cannot
-		// know a parameter satisfies.
-		parts = append(parts, `SELECT id AS found_id FROM orders WHERE `+acct+c+` = ? AND `+c+` <> ''`)
-		args = append(append(args, acctArgs...), q)
-	}
-	if words := ordersync.NameTokens(q); len(words) > 0 {
-		match := "token GLOB ?"
-		pattern := func(w string) string { return w + "*" }
-		if db.dialect == DialectPostgres {
-			match = "token LIKE ?"
-			pattern = func(w string) string { return w + "%" }
-		}
-		name := `SELECT t0.order_row AS found_id FROM order_name_tokens t0 WHERE ` + strings.ReplaceAll(acct, "account", "t0.account") + `t0.` + match
-		args = append(append(args, acctArgs...), pattern(words[0]))
-		for i, w := range words[1:] {
-			t := fmt.Sprintf("t%d", i+1)
-			name += ` AND EXISTS (SELECT 1 FROM order_name_tokens ` + t + ` WHERE ` + t + `.order_row = t0.order_row AND ` + t + `.` + match + `)`
-			args = append(args, pattern(w))
-		}
-		parts = append(parts, name)
-	}
-	return strings.Join(parts, " UNION "), args
 }

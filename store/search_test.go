@@ -129,6 +129,7 @@ func TestListOrdersFiltersAndSearch(t *testing.T) {
 			{"paid to", def(ordersync.OrderFilter{PaidTo: paid(3)}), []string{"s-b"}},
 			{"paid, newest first, then never paid", def(ordersync.OrderFilter{Sort: ordersync.SortPaidDesc}), []string{"s-e", "s-c", "s-b", "s-d", "s-a"}},
 			{"paid, oldest first, then never paid", def(ordersync.OrderFilter{Sort: ordersync.SortPaidAsc}), []string{"s-b", "s-c", "s-e", "s-a", "s-d"}},
+			{"currency and total range by paid time", def(ordersync.OrderFilter{Currency: "USD", MinTotal: amount("5"), MaxTotal: amount("100"), Sort: ordersync.SortPaidDesc}), []string{"s-b", "s-d", "s-a"}},
 			{"combined", def(ordersync.OrderFilter{Q: "jose", CreatedFrom: day(11), Currency: "USD", MinTotal: amount("50"), Sort: ordersync.SortTotalAsc}), []string{"s-b", "s-e"}},
 		}
 		for _, tt := range tests {
@@ -150,6 +151,11 @@ func TestListOrdersFiltersAndSearch(t *testing.T) {
 		}
 		if got := listCodes(t, db, def(ordersync.OrderFilter{Q: "nunez"})); !slices.Equal(got, []string{"s-b"}) {
 			t.Errorf("new name: %q, want [s-b]", got)
+		}
+		// And the words' copies of the order's values follow it.
+		finalized := def(ordersync.OrderFilter{Q: "nunez", Statuses: []ordersync.Status{ordersync.StatusFinalized}, PaidFrom: paid(2), Sort: ordersync.SortPaidAsc})
+		if got := listCodes(t, db, finalized); !slices.Equal(got, []string{"s-b"}) {
+			t.Errorf("new status: %q, want [s-b]", got)
 		}
 	})
 }
@@ -319,4 +325,108 @@ func TestTotalKeyOrdersAsNumbers(t *testing.T) {
 	if sorted[0] != "-123456789012345678901234" || sorted[len(sorted)-1] != "123456789012345678901234" {
 		t.Errorf("sorted by key: %q", sorted)
 	}
+}
+
+// TestSearchPagesInEverySort walks a search's pages by cursor, and by
+// offset, in every sort, over buyers with tied created times and totals
+// and orders that were never paid: the pages hold what the listing without
+// the search holds for the orders found, in its order, none skipped or
+// repeated.
+func TestSearchPagesInEverySort(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		loadSearchOrders(t, db)
+		var more []ordersync.ApplyParams
+		for i := range 9 {
+			status := []ordersync.Status{ordersync.StatusPaid, ordersync.StatusFinalized, ordersync.StatusPending}[i%3]
+			so := searchOrder{code: fmt.Sprintf("s-j%d", i), status: status, day: 12 + i%2, total: []string{"20.50", "7"}[i%2],
+				ref: fmt.Sprintf("jo%d", i)}
+			if status != ordersync.StatusPending {
+				so.buyer = []string{fmt.Sprintf("Jorge Núñez %d", i), fmt.Sprintf("j%d@example.com", i), fmt.Sprintf("+5037000%04d", i), fmt.Sprintf("J%d", i)}
+			}
+			more = append(more, so.params(t, int64(40+i)))
+		}
+		apply(t, db, more...)
+		// An order found by an identifier, never paid: it comes among the
+		// orders without a paid time.
+		apply(t, db, searchOrder{code: "jo", status: ordersync.StatusPending, day: 12, total: "20.50"}.params(t, 60))
+		for _, q := range []string{"jo", "NUÑ jor", "jose"} {
+			found := map[string]bool{}
+			for _, c := range listCodes(t, db, ordersync.OrderFilter{Account: ordersync.DefaultAccount, Q: q, Limit: 1000}) {
+				found[c] = true
+			}
+			for _, sort := range ordersync.OrderSorts {
+				var want []string
+				for _, c := range listCodes(t, db, ordersync.OrderFilter{Account: ordersync.DefaultAccount, Sort: sort, Limit: 1000}) {
+					if found[c] {
+						want = append(want, c)
+					}
+				}
+				var walked []string
+				f := ordersync.OrderFilter{Account: ordersync.DefaultAccount, Q: q, Sort: sort, Limit: 2, Count: true}
+				for range 20 {
+					page, err := db.ListOrders(context.Background(), f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if page.Total == nil || *page.Total != len(found) {
+						t.Errorf("%q %s: total %v, want %d", q, sort, page.Total, len(found))
+					}
+					for _, m := range page.Orders {
+						walked = append(walked, m.Order.OrderCode)
+					}
+					if page.Next == nil {
+						break
+					}
+					f.After = page.Next
+				}
+				if !slices.Equal(walked, want) {
+					t.Errorf("%q %s: pages %q, want %q", q, sort, walked, want)
+				}
+				for off := range len(want) {
+					got := listCodes(t, db, ordersync.OrderFilter{Account: ordersync.DefaultAccount, Q: q, Sort: sort, Offset: off, Limit: 2})
+					if w := want[off:min(off+2, len(want))]; !slices.Equal(got, w) {
+						t.Errorf("%q %s offset %d: %q, want %q", q, sort, off, got, w)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestNameTokenKeysBackfill: words written before migration 00013 get
+// their orders' filtered and sorted values once it ran.
+func TestNameTokenKeysBackfill(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		loadSearchOrders(t, db)
+		ctx := context.Background()
+		for _, q := range []string{`UPDATE order_name_tokens SET status = NULL, store_currency_code = NULL, created_at = NULL, paid_at = NULL, total_key = NULL`,
+			`INSERT INTO name_token_backfill (pending) VALUES (1)`} {
+			if _, err := db.write.ExecContext(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eur := ordersync.OrderFilter{Account: ordersync.DefaultAccount, Q: "jose", Currency: "EUR"}
+		if got := listCodes(t, db, eur); len(got) != 0 {
+			t.Fatalf("found %q before the backfill", got)
+		}
+		if err := db.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := listCodes(t, db, eur); !slices.Equal(got, []string{"s-c"}) {
+			t.Errorf("euros after the backfill: %q", got)
+		}
+		byTotal := ordersync.OrderFilter{Account: ordersync.DefaultAccount, Q: "jose", Sort: ordersync.SortTotalAsc, Statuses: []ordersync.Status{ordersync.StatusPaid, ordersync.StatusFinalized}}
+		if got := listCodes(t, db, byTotal); !slices.Equal(got, []string{"s-c", "s-b", "s-e"}) {
+			t.Errorf("by total after the backfill: %q", got)
+		}
+		var pending, empty int
+		if err := db.read.Get(&pending, `SELECT COUNT(*) FROM name_token_backfill`); err != nil || pending != 0 {
+			t.Errorf("backfill mark: %d, %v", pending, err)
+		}
+		if err := db.read.Get(&empty, `SELECT COUNT(*) FROM order_name_tokens WHERE created_at IS NULL OR status IS NULL OR total_key IS NULL`); err != nil || empty != 0 {
+			t.Errorf("%d words without their order's values: %v", empty, err)
+		}
+	})
 }
