@@ -246,6 +246,8 @@ func (p *Program) buildStages() (err error) {
 	for name, syncer := range p.syncers {
 		rec, err := worker.NewReconciler(worker.ReconcilerConfig{
 			Schedule: p.db, Source: p.db, Syncer: syncer, Account: name, Budget: p.cfg.ReconcileRPS,
+			Heartbeats: p.db, HeartbeatInterval: p.cfg.ReceiverHeartbeat,
+			EvidenceWindow: p.cfg.ReconcileEvidenceWindow, EvidenceHold: p.cfg.ReconcileEvidenceHold,
 			OnDrift: p.pool.RecordDrift, Registerer: accountRegisterer(p.reg, name), Logger: log("reconcile").With("account", name),
 		})
 		if err != nil {
@@ -363,6 +365,10 @@ func (p *Program) Run(ctx context.Context) error {
 				return p.webhookSrv.ServeTLS(p.webhookLn, p.cfg.TLSCertFile, p.cfg.TLSKeyFile)
 			}
 			return p.webhookSrv.Serve(p.webhookLn)
+		})
+		run(&working, "receiver heartbeat", func() error {
+			p.receiver.Heartbeat(workCtx, p.db, p.cfg.ReceiverHeartbeat)
+			return nil
 		})
 	}
 	run(&serving, "admin server", func() error { return p.adminSrv.Serve(p.adminLn) })
