@@ -215,7 +215,7 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 		}),
 		evidenceSeen: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ordersync_reconcile_evidence_total",
-			Help: "Evidence that webhooks were lost, which tightens the schedule, by kind (missed_webhook, receiver_away, receiver_unavailable, all_refused).",
+			Help: "Evidence that webhooks were lost, which tightens the schedule, by kind (missed_webhook, receiver_away, receiver_unavailable, all_refused, reconciler_start).",
 		}, []string{"kind"}),
 	}
 	var err error
