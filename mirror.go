@@ -278,6 +278,8 @@ type DueCheck struct {
 	OrderRef
 	// Due is when the check was due.
 	Due time.Time
+	// State is what the schedule knows of the order when it was claimed.
+	State CheckState
 }
 
 // CheckBacklog is how far behind its schedule the reconciler is.
@@ -442,4 +444,18 @@ type CheckSchedule interface {
 	CheckBacklog(ctx context.Context, account string, now time.Time) (CheckBacklog, error)
 	// DeferCheck moves the check of an order still on the schedule to at.
 	DeferCheck(ctx context.Context, account, code string, at time.Time) error
+	// PullCheck brings the check of an order still on the schedule to at,
+	// unless it is due sooner.
+	PullCheck(ctx context.Context, account, code string, at time.Time) error
+	// PullChecks makes the checks of account's open orders last active at
+	// or after activeSince due at at, most recently active first (each a
+	// microsecond before the next), or minGap after their last fetch if
+	// that is later, and returns their codes.
+	PullChecks(ctx context.Context, account string, activeSince, at time.Time, minGap time.Duration) ([]string, error)
+	// TightenChecks records account's evidence of lost webhooks, which the
+	// schedule reads from then on whenever it sets a check, and brings the
+	// checks of the open orders it covers to the dense schedule now.
+	TightenChecks(ctx context.Context, account string, dense DenseChecks, now time.Time) (int, error)
+	// DenseChecks returns account's evidence of lost webhooks.
+	DenseChecks(ctx context.Context, account string) (DenseChecks, error)
 }

@@ -1,28 +1,38 @@
 package ordersync
 
-import "time"
+import (
+	"hash/fnv"
+	"time"
+)
 
 // The reconciler's schedule: each order that can still change is checked
-// (fetched) when it is due, and how soon that is follows from how recently
-// the order was active. A missed webhook is most likely on an order that
-// just changed, and an order quiet for hours changes rarely, so checks
-// come often after activity and thin out as the order stays quiet. The
-// promise in the README follows from these figures.
+// (fetched) when it is due. Checks are spent to the promise and not beyond
+// it: an order active in the last hour is checked evenly, often enough that
+// a change whose webhook was lost is mirrored within 5 minutes, and any
+// other open order often enough for the 1-hour promise. Evidence that a
+// payment is in flight or a link is about to expire brings checks nearer.
+// The promise in the README follows from these figures.
 const (
-	// CheckMinInterval is the shortest wait before a check: right after
-	// activity (creation, a webhook, a fetched change).
-	CheckMinInterval = 15 * time.Second
-	// CheckActiveWindow is how long an order counts as recently active:
-	// within it, checks are at most CheckActiveMaxInterval apart.
-	CheckActiveWindow      = time.Hour
-	CheckActiveMaxInterval = 4 * time.Minute
-	// CheckMaxInterval is the longest wait between two checks of any order
-	// that can still change.
-	CheckMaxInterval = 45 * time.Minute
-	// checkGrowthDivisor: a check waits a quarter of the time the order
-	// has been quiet, so a quiet order's checks stretch by 25% each time (about a
-	// doubling every three checks) until a cap.
-	checkGrowthDivisor = 4
+	// CheckFirstFetch is the wait before the first check of a link
+	// recorded but never fetched: the mirror holds nothing of it yet.
+	CheckFirstFetch = 15 * time.Second
+	// CheckActiveWindow is how long after its last activity an order
+	// counts as active; within it, checks are CheckActiveInterval apart,
+	// which with 40 s of lateness keeps the 5-minute promise. With the
+	// check that closes the hour (made just after it, for a change made
+	// in its last minutes), an active hour costs at most 15 checks.
+	CheckActiveWindow   = time.Hour
+	CheckActiveInterval = 4*time.Minute + 20*time.Second
+	// CheckFirstSpread is the earliest first check after activity: the
+	// first check comes between it and CheckActiveInterval, at a point
+	// fixed by the order's code, so that orders active at once (a batch
+	// mirrored together, a restart) are checked spread out and not in one
+	// burst every 4 minutes.
+	CheckFirstSpread = time.Minute
+	// CheckMaxInterval is the wait between two checks of a quiet open
+	// order: within the 1-hour promise with room for lateness, and about
+	// 1.15 requests an hour.
+	CheckMaxInterval = 52 * time.Minute
 
 	// CheckInFlightInterval bounds the wait while a payment may be in
 	// flight (the last webhook was a payment error or a 3-D Secure step),
@@ -39,10 +49,69 @@ const (
 	CheckAfterExpiry        = 30 * time.Second
 	CheckPastExpiryWindow   = time.Hour
 	CheckPastExpiryInterval = 15 * time.Minute
+
+	// The dense schedule, for the orders of an account whose webhooks may
+	// have been lost (DenseChecks): the first check CheckDenseFirst after
+	// the order's activity, then a quarter of its quiet time later, at most
+	// CheckDenseMax apart. A change whose webhook was lost a minute after
+	// the activity is so mirrored within about 20 s, not 4 minutes.
+	CheckDenseFirst   = 15 * time.Second
+	CheckDenseMax     = 4 * time.Minute
+	checkDenseDivisor = 4
 )
+
+// DenseChecks is an account's evidence that its webhooks may have been
+// lost: until Until, its open orders last active at or after Since are
+// checked on the dense schedule. The zero value checks nothing densely.
+type DenseChecks struct {
+	Since, Until time.Time
+}
+
+// Covers reports whether an order last active at activeAt is checked
+// densely at now.
+func (d DenseChecks) Covers(activeAt, now time.Time) bool {
+	return now.Before(d.Until) && !activeAt.Before(d.Since)
+}
+
+// denseInterval is the dense schedule's wait after a check of an order
+// quiet for age.
+func denseInterval(age time.Duration) time.Duration {
+	return min(max(age/checkDenseDivisor, CheckDenseFirst), CheckDenseMax)
+}
+
+// CheckReason says why a check is made: the rule that set its time. It is
+// a label of the reconciler's request metrics, so an operator sees why it
+// spends what it spends.
+type CheckReason string
+
+const (
+	// CheckActive: the order was active in the last hour (the tier of the
+	// 5-minute promise), or is a link never fetched.
+	CheckActive CheckReason = "active"
+	// CheckQuiet: any other open order (the tier of the 1-hour promise).
+	CheckQuiet CheckReason = "quiet"
+	// CheckPaymentInFlight: a payment error or a 3-D Secure step came
+	// lately and the order is unpaid.
+	CheckPaymentInFlight CheckReason = "payment_in_flight"
+	// CheckExpiry: the unpaid order's link expires soon or did lately.
+	CheckExpiry CheckReason = "expiry"
+	// CheckEvidence: webhooks of the account may have been lost (a missed
+	// webhook found, the receiver failing, a late webhook), so the orders
+	// that may be affected are checked densely.
+	CheckEvidence CheckReason = "evidence"
+	// CheckCatchUp: the receiver was away; the orders active before the
+	// gap are checked at once.
+	CheckCatchUp CheckReason = "catch_up"
+)
+
+// CheckReasons are every CheckReason, for metrics.
+var CheckReasons = []CheckReason{CheckActive, CheckQuiet, CheckPaymentInFlight, CheckExpiry, CheckEvidence, CheckCatchUp}
 
 // CheckState is what the schedule knows about an order.
 type CheckState struct {
+	// Code is the order's code; it spreads the first checks of orders
+	// active at once.
+	Code string
 	// Status is the mirrored status; "" for an order never fetched.
 	Status Status
 	// ActiveAt is the order's last activity: when ordersync first saw it,
@@ -52,40 +121,85 @@ type CheckState struct {
 	LastEventType EventType
 	// ExpiresAt is when its link expires; zero when unknown.
 	ExpiresAt time.Time
+	// Dense is the account's evidence of lost webhooks, if any.
+	Dense DenseChecks
 }
 
 // NextCheck returns when the reconciler should next fetch the order, as of
 // now; ok is false when the order's status is final and it leaves the
 // schedule.
 func NextCheck(st CheckState, now time.Time) (due time.Time, ok bool) {
+	due, _, ok = PlanCheck(st, now)
+	return due, ok
+}
+
+// PlanCheck is NextCheck with the reason: the rule that set the time.
+// Asked at the time a check is made, the reason is why that check is due.
+func PlanCheck(st CheckState, now time.Time) (due time.Time, reason CheckReason, ok bool) {
 	if !st.Status.CanChange() {
-		return time.Time{}, false
+		return time.Time{}, "", false
 	}
 	age := max(0, now.Sub(st.ActiveAt))
-	interval := age / checkGrowthDivisor
-	if age < CheckActiveWindow {
-		interval = min(interval, CheckActiveMaxInterval)
+	interval, reason := CheckMaxInterval, CheckQuiet
+	switch {
+	case st.Status == "":
+		interval, reason = CheckFirstFetch, CheckActive
+	case age < CheckFirstSpread:
+		interval, reason = FirstCheckAfter(st.Code)-age, CheckActive
+	case age < CheckActiveWindow:
+		interval, reason = CheckActiveInterval, CheckActive
 	}
-	interval = min(max(interval, CheckMinInterval), CheckMaxInterval)
+	if st.Status != "" && st.Dense.Covers(st.ActiveAt, now) {
+		if d := denseInterval(age); d < interval {
+			interval, reason = d, CheckEvidence
+		}
+	}
 	unpaid := st.Status == "" || st.Status == StatusPending
-	if unpaid && st.LastEventType.HintsPaymentInFlight() && age < CheckInFlightWindow {
-		interval = min(interval, CheckInFlightInterval)
+	if unpaid && st.LastEventType.HintsPaymentInFlight() && age < CheckInFlightWindow && CheckInFlightInterval < interval {
+		interval, reason = CheckInFlightInterval, CheckPaymentInFlight
 	}
 	due = now.Add(interval)
 	if unpaid && !st.ExpiresAt.IsZero() {
 		switch untilExpiry := st.ExpiresAt.Sub(now); {
 		case untilExpiry > 0:
-			if untilExpiry <= CheckNearExpiry {
-				due = now.Add(min(interval, CheckNearExpiryInterval))
+			if untilExpiry <= CheckNearExpiry && CheckNearExpiryInterval < interval {
+				due, reason = now.Add(CheckNearExpiryInterval), CheckExpiry
 			}
 			if after := st.ExpiresAt.Add(CheckAfterExpiry); after.Before(due) {
-				due = after
+				due, reason = after, CheckExpiry
 			}
 		case -untilExpiry < CheckPastExpiryWindow:
-			due = now.Add(min(interval, CheckPastExpiryInterval))
+			if CheckPastExpiryInterval < interval {
+				due, reason = now.Add(CheckPastExpiryInterval), CheckExpiry
+			}
 		}
 	}
-	return due, true
+	return due, reason, true
+}
+
+// FirstCheckAfter is how long after its activity an order is first
+// checked: between CheckFirstSpread and CheckActiveInterval, in whole
+// seconds, spread evenly over codes.
+func FirstCheckAfter(code string) time.Duration {
+	h := fnv.New64a()
+	h.Write([]byte(code))
+	seconds := uint64((CheckActiveInterval - CheckFirstSpread) / time.Second)
+	return CheckFirstSpread + time.Duration(h.Sum64()%(seconds+1))*time.Second
+}
+
+// DueReason says why a check made at at was due: the rule that set its
+// time. The check that closes an order's active hour is set by the active
+// rule and made just after the hour, so a check within one active interval
+// after the hour counts for the active tier.
+func DueReason(st CheckState, at time.Time) CheckReason {
+	_, reason, ok := PlanCheck(st, at)
+	if !ok {
+		return ""
+	}
+	if reason == CheckQuiet && at.Sub(st.ActiveAt) < CheckActiveWindow+CheckActiveInterval {
+		return CheckActive
+	}
+	return reason
 }
 
 // HintsPaymentInFlight reports whether an event of this type says a buyer is

@@ -31,6 +31,7 @@ type Store struct {
 	deadLetters []*ordersync.DeadLetter
 	outbox      []outboxRow
 	deliveries  []ordersync.DeliveryRecord
+	dense       map[string]ordersync.DenseChecks
 }
 
 var (
@@ -300,7 +301,7 @@ func (s *Store) ApplyOrders(_ context.Context, params []ordersync.ApplyParams) (
 			o.detail.Raw = c.Document
 			o.ref.ID, o.ref.Reference = p.Order.OrderID, p.Order.OrderReference
 		}
-		o.scheduleNextCheck(c.State.Status, fetchedAt)
+		o.scheduleNextCheck(c.State.Status, fetchedAt, s.dense[p.Account])
 		if len(c.Messages) == 0 {
 			continue
 		}
@@ -344,14 +345,17 @@ func (o *order) activeAt() time.Time {
 
 // scheduleNextCheck is store.DB's: the domain's schedule, from the order's
 // last activity.
-func (o *order) scheduleNextCheck(status ordersync.Status, at time.Time) {
-	active := o.activeAt()
+func (o *order) scheduleNextCheck(status ordersync.Status, at time.Time, dense ordersync.DenseChecks) {
 	o.nextCheck = nil
-	cs := ordersync.CheckState{Status: status, ActiveAt: active, LastEventType: o.sync.LastEventType, ExpiresAt: o.ref.ExpiresAt}
-	if due, ok := ordersync.NextCheck(cs, at); ok {
+	if due, ok := ordersync.NextCheck(o.checkState(status, dense), at); ok {
 		due = dbTime(due)
 		o.nextCheck = &due
 	}
+}
+
+// checkState is what the schedule knows of the order.
+func (o *order) checkState(status ordersync.Status, dense ordersync.DenseChecks) ordersync.CheckState {
+	return ordersync.CheckState{Code: o.ref.Code, Status: status, ActiveAt: o.activeAt(), LastEventType: o.sync.LastEventType, ExpiresAt: o.ref.ExpiresAt, Dense: dense}
 }
 
 // logEvents upserts event log rows by MsgID: a later record takes the
@@ -570,7 +574,7 @@ func (s *Store) ClaimDueChecks(_ context.Context, account string, at time.Time, 
 		if len(out) == limit {
 			break
 		}
-		out = append(out, ordersync.DueCheck{OrderRef: o.ref, Due: *o.nextCheck})
+		out = append(out, ordersync.DueCheck{OrderRef: o.ref, Due: *o.nextCheck, State: o.checkState(o.state.Status, s.dense[account])})
 		next := retryAt
 		o.nextCheck = &next
 	}
@@ -597,6 +601,76 @@ func (s *Store) DeferCheck(_ context.Context, account, code string, at time.Time
 		o.nextCheck = &at
 	}
 	return nil
+}
+
+// PullCheck brings the check of an order still on the schedule to at,
+// unless it is due sooner.
+func (s *Store) PullCheck(_ context.Context, account, code string, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o := s.orders[key{account, code}]; o != nil && o.nextCheck != nil && o.nextCheck.After(at) {
+		at = dbTime(at)
+		o.nextCheck = &at
+	}
+	return nil
+}
+
+// PullChecks is store.DB's: account's open orders last active at or after
+// activeSince are due at at, most recently active first, or minGap after
+// their last fetch if that is later.
+func (s *Store) PullChecks(_ context.Context, account string, activeSince, at time.Time, minGap time.Duration) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var pulled []*order
+	for k, o := range s.orders {
+		if k.account == account && o.nextCheck != nil && !o.activeAt().Before(activeSince) {
+			pulled = append(pulled, o)
+		}
+	}
+	slices.SortFunc(pulled, func(a, b *order) int {
+		return cmp.Or(b.activeAt().Compare(a.activeAt()), cmp.Compare(a.ref.Code, b.ref.Code))
+	})
+	codes := make([]string, 0, len(pulled))
+	for i, o := range pulled {
+		due := dbTime(at).Add(time.Duration(i-len(pulled)) * time.Microsecond)
+		if o.sync.LastSyncedAt != nil && o.sync.LastSyncedAt.Add(minGap).After(due) {
+			due = dbTime(o.sync.LastSyncedAt.Add(minGap))
+		}
+		o.nextCheck = &due
+		codes = append(codes, o.ref.Code)
+	}
+	return codes, nil
+}
+
+// DenseChecks is store.DB's: account's evidence of lost webhooks.
+func (s *Store) DenseChecks(_ context.Context, account string) (ordersync.DenseChecks, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dense[account], nil
+}
+
+// TightenChecks is store.DB's: it records the evidence and brings the
+// checks of the open orders it covers to the dense schedule.
+func (s *Store) TightenChecks(_ context.Context, account string, dense ordersync.DenseChecks, now time.Time) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dense == nil {
+		s.dense = map[string]ordersync.DenseChecks{}
+	}
+	dense.Since, dense.Until = dbTime(dense.Since), dbTime(dense.Until)
+	s.dense[account] = dense
+	n := 0
+	for k, o := range s.orders {
+		if k.account != account || o.nextCheck == nil || o.activeAt().Before(dense.Since) {
+			continue
+		}
+		if due, ok := ordersync.NextCheck(o.checkState(o.state.Status, dense), now); ok && due.Before(*o.nextCheck) {
+			due = dbTime(due)
+			o.nextCheck = &due
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (o *order) mirrored() *ordersync.MirroredOrder {

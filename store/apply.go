@@ -270,6 +270,8 @@ type batch struct {
 	payloads []ordersync.MirroredOrder
 	events   []ordersync.EventRecord
 	eventAt  map[string]int // msg id → index in events
+	// dense is each account's evidence of lost webhooks, for the schedule.
+	dense map[string]ordersync.DenseChecks
 	// announced holds, for the orders the batch may find paid for the first
 	// time, the earliest receipt of a logged webhook announcing it.
 	announced map[orderKey]time.Time
@@ -318,6 +320,9 @@ func (db *DB) ApplyOrders(ctx context.Context, params []ordersync.ApplyParams) (
 			events: make([]ordersync.EventRecord, 0, n), eventAt: make(map[string]int, n),
 		}
 		if b.announced, err = db.paymentAnnouncements(ctx, tx, params, states); err != nil {
+			return err
+		}
+		if b.dense, err = db.batchDenseChecks(ctx, tx, params); err != nil {
 			return err
 		}
 		results = make([]ordersync.ApplyResult, len(params))
@@ -504,7 +509,7 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 		paidAt := dbTime(ordersync.PaidAt(bo.announced, fetchedAt))
 		st.PaidAt = &paidAt
 	}
-	st.scheduleNextCheck(c.State.Status, fetchedAt)
+	st.scheduleNextCheck(c.State.Status, fetchedAt, b.dense[p.Account])
 	if !c.Changed {
 		return res, nil
 	}
@@ -742,15 +747,16 @@ func newOrderWrite(k orderKey, bo *batchOrder) *orderWrite {
 
 // scheduleNextCheck sets when the reconciler next checks the order, as of
 // now, by the domain's schedule: its last activity is when ordersync first
-// saw it, its last webhook, or the last fetch that found it changed.
-func (st *orderState) scheduleNextCheck(status ordersync.Status, now time.Time) {
+// saw it, its last webhook, or the last fetch that found it changed; dense
+// is its account's evidence of lost webhooks.
+func (st *orderState) scheduleNextCheck(status ordersync.Status, now time.Time, dense ordersync.DenseChecks) {
 	active := st.FirstSeenAt
 	for _, t := range []*time.Time{st.LastEventAt, st.ChangedAt} {
 		if t != nil && t.After(active) {
 			active = *t
 		}
 	}
-	cs := ordersync.CheckState{Status: status, ActiveAt: active, LastEventType: ordersync.EventType(st.LastEventType)}
+	cs := ordersync.CheckState{Code: st.Code, Status: status, ActiveAt: active, LastEventType: ordersync.EventType(st.LastEventType), Dense: dense}
 	if st.ExpiresAt != nil {
 		cs.ExpiresAt = *st.ExpiresAt
 	}

@@ -523,10 +523,10 @@ func TestListReconcileCandidatesOrdering(t *testing.T) {
 			p.FetchedAt = fetchedAt
 			return p
 		}
-		// Fetched orders, due 15s after their fetch: quiet's first.
+		// Fetched orders, first due 1m to 4m20s after their fetch: quiet's first.
 		apply(t, db,
 			at(fetched(orderDoc(t, "quiet", 1, ordersync.StatusPending), 1), now.Add(-3*time.Hour)),
-			at(fetched(orderDoc(t, "busy", 2, ordersync.StatusPaid), 2), now.Add(-time.Minute)),
+			at(fetched(orderDoc(t, "busy", 2, ordersync.StatusPaid), 2), now.Add(-5*time.Minute)),
 			at(fetched(orderDoc(t, "done", 3, ordersync.StatusFinalized), 3), now),
 			at(fetched(orderDoc(t, "gone", 4, ordersync.StatusCancelled), 4), now),
 		)

@@ -28,6 +28,30 @@ type dueRow struct {
 	Due       *time.Time `db:"next_check_at"`
 }
 
+// claimRow is one due order as a claim reads it: with what the schedule
+// knows of it, so the check can say why it is made.
+type claimRow struct {
+	dueRow
+	Status        string     `db:"status"`
+	FirstSeenAt   time.Time  `db:"first_seen_at"`
+	LastEventAt   *time.Time `db:"last_event_at"`
+	ChangedAt     *time.Time `db:"changed_at"`
+	LastEventType string     `db:"last_event_type"`
+}
+
+func (r claimRow) due() ordersync.DueCheck {
+	active := r.FirstSeenAt
+	for _, t := range []*time.Time{r.LastEventAt, r.ChangedAt} {
+		if t != nil && t.After(active) {
+			active = *t
+		}
+	}
+	ref := r.ref()
+	return ordersync.DueCheck{OrderRef: ref, Due: r.Due.UTC(), State: ordersync.CheckState{
+		Code: r.Code, Status: ordersync.Status(r.Status), ActiveAt: active.UTC(), LastEventType: ordersync.EventType(r.LastEventType), ExpiresAt: ref.ExpiresAt,
+	}}
+}
+
 func (r dueRow) ref() ordersync.OrderRef {
 	ref := ordersync.OrderRef{Account: r.Account, Code: r.Code, ID: ordersync.ID(r.ID), Reference: r.Reference}
 	if r.ExpiresAt != nil {
@@ -99,8 +123,9 @@ func (db *DB) ClaimDueChecks(ctx context.Context, account string, now time.Time,
 	}
 	var due []ordersync.DueCheck
 	err := db.inTx(ctx, op, func(tx *sqlx.Tx) error {
-		var rows []dueRow
-		err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT account, order_code, order_id, order_reference, expires_at, next_check_at
+		var rows []claimRow
+		err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT account, order_code, order_id, order_reference, expires_at, next_check_at,
+    status, first_seen_at, last_event_at, changed_at, last_event_type
 FROM orders WHERE account = ? AND next_check_at IS NOT NULL AND next_check_at <= ?
 ORDER BY next_check_at, order_code LIMIT ?`+lock), account, dbTime(now), min(limit, maxInParams))
 		if err != nil {
@@ -111,9 +136,14 @@ ORDER BY next_check_at, order_code LIMIT ?`+lock), account, dbTime(now), min(lim
 		}
 		codes := make([]any, 0, len(rows)+2)
 		codes = append(codes, dbTime(retryAt), account)
+		dense, err := db.denseChecks(ctx, tx, account)
+		if err != nil {
+			return err
+		}
 		due = make([]ordersync.DueCheck, len(rows))
 		for i, r := range rows {
-			due[i] = ordersync.DueCheck{OrderRef: r.ref(), Due: r.Due.UTC()}
+			due[i] = r.due()
+			due[i].State.Dense = dense
 			codes = append(codes, r.Code)
 		}
 		_, err = tx.ExecContext(ctx, db.rebind(`UPDATE orders SET next_check_at = ?
@@ -133,6 +163,69 @@ func (db *DB) DeferCheck(ctx context.Context, account, code string, at time.Time
 WHERE account = ? AND order_code = ? AND next_check_at IS NOT NULL`), dbTime(at), account, code)
 		return err
 	})
+}
+
+// PullCheck brings the check of an order still on the schedule to at,
+// unless it is due sooner.
+func (db *DB) PullCheck(ctx context.Context, account, code string, at time.Time) error {
+	return db.inTx(ctx, fmt.Sprintf("pull the check of %s/%s", account, code), func(tx *sqlx.Tx) error {
+		_, err := tx.ExecContext(ctx, db.rebind(`UPDATE orders SET next_check_at = ?
+WHERE account = ? AND order_code = ? AND next_check_at > ?`), dbTime(at), account, code, dbTime(at))
+		return err
+	})
+}
+
+// PullChecks makes the checks of account's open orders last active at or
+// after activeSince due at at, most recently active first: each is due a
+// microsecond before the one active just before it (those already overdue
+// too, so the order holds among them). An order fetched less than minGap
+// before at is due minGap after that fetch instead: it was just seen. Activity is
+// when the order was first seen, its last webhook or its last fetched
+// change, as the schedule reads it.
+func (db *DB) PullChecks(ctx context.Context, account string, activeSince, at time.Time, minGap time.Duration) ([]string, error) {
+	type row struct {
+		Code        string     `db:"order_code"`
+		SyncedAt    *time.Time `db:"last_synced_at"`
+		FirstSeenAt time.Time  `db:"first_seen_at"`
+		LastEventAt *time.Time `db:"last_event_at"`
+		ChangedAt   *time.Time `db:"changed_at"`
+	}
+	var codes []string
+	err := db.inTx(ctx, "pull the checks of "+account, func(tx *sqlx.Tx) error {
+		var rows []row
+		since := dbTime(activeSince)
+		if err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT order_code, last_synced_at, first_seen_at, last_event_at, changed_at FROM orders
+WHERE account = ? AND next_check_at IS NOT NULL
+  AND (first_seen_at >= ? OR last_event_at >= ? OR changed_at >= ?)`), account, since, since, since); err != nil {
+			return err
+		}
+		active := func(r row) time.Time {
+			t := r.FirstSeenAt
+			for _, u := range []*time.Time{r.LastEventAt, r.ChangedAt} {
+				if u != nil && u.After(t) {
+					t = *u
+				}
+			}
+			return t
+		}
+		slices.SortFunc(rows, func(a, b row) int { return active(b).Compare(active(a)) })
+		for i, r := range rows {
+			due := dbTime(at).Add(time.Duration(i-len(rows)) * time.Microsecond)
+			if r.SyncedAt != nil && r.SyncedAt.Add(minGap).After(due) {
+				due = dbTime(r.SyncedAt.Add(minGap))
+			}
+			if _, err := tx.ExecContext(ctx, db.rebind(`UPDATE orders SET next_check_at = ? WHERE account = ? AND order_code = ?`),
+				due, account, r.Code); err != nil {
+				return err
+			}
+			codes = append(codes, r.Code)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return codes, nil
 }
 
 // CheckBacklog counts account's orders due at now and finds the most

@@ -52,21 +52,21 @@ func TestCheckScheduleFollowsActivity(t *testing.T) {
 			}
 		}
 		at(1, 0, ordersync.StatusPending)
-		want("created", ordersync.CheckMinInterval)
+		want("created", ordersync.FirstCheckAfter("a"))
 		at(2, 10*time.Minute, ordersync.StatusPending)
-		want("quiet check 10m after creation", 10*time.Minute+10*time.Minute/4)
+		want("quiet check 10m after creation", 10*time.Minute+ordersync.CheckActiveInterval)
 		at(3, 30*time.Minute, ordersync.StatusPending)
-		want("quiet check 30m after creation", 30*time.Minute+ordersync.CheckActiveMaxInterval)
+		want("quiet check 30m after creation", 30*time.Minute+ordersync.CheckActiveInterval)
 		at(4, 2*time.Hour, ordersync.StatusPending)
-		want("quiet check 2h after creation", 2*time.Hour+30*time.Minute)
+		want("quiet check 2h after creation", 2*time.Hour+ordersync.CheckMaxInterval)
 		at(5, 3*time.Hour, ordersync.StatusPending, ordersync.EventRecord{MsgID: "m1", ReceivedAt: t0.Add(3 * time.Hour), Type: ordersync.EventUpdated})
-		want("a webhook", 3*time.Hour+ordersync.CheckMinInterval)
+		want("a webhook", 3*time.Hour+ordersync.FirstCheckAfter("a"))
 		at(6, 5*time.Hour, ordersync.StatusPending, ordersync.EventRecord{MsgID: "m2", ReceivedAt: t0.Add(5*time.Hour - 10*time.Minute), Type: ordersync.EventPaymentError})
 		want("a payment error 10m ago", 5*time.Hour+ordersync.CheckInFlightInterval)
 		at(7, 8*time.Hour, ordersync.StatusPaid)
-		want("a fetched change", 8*time.Hour+ordersync.CheckMinInterval)
+		want("a fetched change", 8*time.Hour+ordersync.FirstCheckAfter("a"))
 		at(8, 9*time.Hour, ordersync.StatusPaid)
-		want("quiet check 1h after the change", 9*time.Hour+15*time.Minute)
+		want("quiet check 1h after the change", 9*time.Hour+ordersync.CheckMaxInterval)
 		at(9, 10*time.Hour, ordersync.StatusFinalized)
 		want("finalized", -1)
 		due, err := db.ClaimDueChecks(context.Background(), ordersync.DefaultAccount, t0.Add(1000*time.Hour), 10, t0)
@@ -84,10 +84,11 @@ func TestClaimDueChecks(t *testing.T) {
 		db := openDB(t, url)
 		ctx := context.Background()
 		t0 := time.Now().UTC().Add(time.Hour).Truncate(time.Second)
-		// Order i was created at t0 + i minutes: due 15s later.
+		// Order i was created at t0 + 5i minutes: first due between 1 and 4
+		// minutes later (ordersync.FirstCheckAfter), so in the order of i.
 		for i, code := range []string{"c0", "c1", "c2", "c3", "c4"} {
 			p := fetched(orderDoc(t, code, i+1, ordersync.StatusPending), int64(i+1))
-			p.FetchedAt = t0.Add(time.Duration(i) * time.Minute)
+			p.FetchedAt = t0.Add(time.Duration(5*i) * time.Minute)
 			apply(t, db, p)
 		}
 		gone := fetched(orderDoc(t, "gone", 9, ordersync.StatusCancelled), 9)
@@ -99,17 +100,17 @@ func TestClaimDueChecks(t *testing.T) {
 		if err := db.RecordOrderRef(ctx, ordersync.OrderRef{Account: ordersync.DefaultAccount, Code: "placeholder"}); err != nil {
 			t.Fatal(err)
 		}
-		if got := nextCheckAt(t, db, "placeholder"); got == nil || got.Sub(time.Now()) > ordersync.CheckMinInterval {
-			t.Errorf("a recorded placeholder is due at %v, want within %s", got, ordersync.CheckMinInterval)
+		if got := nextCheckAt(t, db, "placeholder"); got == nil || got.Sub(time.Now()) > ordersync.CheckFirstFetch {
+			t.Errorf("a recorded placeholder is due at %v, want within %s", got, ordersync.CheckFirstFetch)
 		}
 
-		now := t0.Add(3*time.Minute + 30*time.Second) // c0..c3 are due
+		now := t0.Add(15*time.Minute + ordersync.CheckActiveInterval + 30*time.Second) // c0..c3 are due
 		backlog, err := db.CheckBacklog(ctx, ordersync.DefaultAccount, now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The placeholder, due within 15s of the wall clock, is overdue too.
-		if backlog.Due != 5 || !backlog.Oldest.Before(t0.Add(ordersync.CheckMinInterval+time.Second)) {
+		if backlog.Due != 5 || !backlog.Oldest.Before(t0.Add(ordersync.CheckFirstFetch+time.Second)) {
 			t.Errorf("backlog %+v, want 5 due, the oldest at or before t0+15s", backlog)
 		}
 
@@ -148,5 +149,58 @@ func TestClaimDueChecks(t *testing.T) {
 		if err != nil || backlog.Due != 0 || !backlog.Oldest.IsZero() {
 			t.Errorf("backlog after claiming %+v, %v; want none", backlog, err)
 		}
+	})
+}
+
+// TestTightenChecks: evidence of lost webhooks recorded for an account
+// brings its orders active since the evidence's window to the dense
+// schedule at once, every later fetch of them schedules densely while the
+// evidence holds (the store reads it on apply), a claim carries it, other
+// accounts are untouched, and the schedule relaxes once it expires.
+func TestTightenChecks(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		ctx := context.Background()
+		t0 := time.Now().UTC().Add(time.Hour).Truncate(time.Second)
+		at := func(seq int64, offset time.Duration) {
+			t.Helper()
+			p := fetched(orderDoc(t, "a", 1, ordersync.StatusPending), seq)
+			p.FetchedAt = t0.Add(offset)
+			apply(t, db, p)
+		}
+		want := func(step string, d time.Duration) {
+			t.Helper()
+			if got := nextCheckAt(t, db, "a"); got == nil || !got.Equal(t0.Add(d)) {
+				t.Errorf("%s: next check at %v, want t0%+v", step, got, d)
+			}
+		}
+		at(1, 0)
+		want("created, clean record", ordersync.FirstCheckAfter("a"))
+		// An hour of evidence, found 2m after creation: the order was
+		// active within the window, so its check comes to the ramp now.
+		now := t0.Add(2 * time.Minute)
+		dense := ordersync.DenseChecks{Since: now.Add(-2 * time.Hour), Until: now.Add(time.Hour)}
+		n, err := db.TightenChecks(ctx, ordersync.DefaultAccount, dense, now)
+		if err != nil || n != 1 {
+			t.Fatalf("TightenChecks = %d, %v; want 1 order brought nearer", n, err)
+		}
+		want("tightened 2m after activity", 2*time.Minute+30*time.Second)
+		if got, err := db.DenseChecks(ctx, ordersync.DefaultAccount); err != nil || !got.Until.Equal(dense.Until) {
+			t.Errorf("DenseChecks = %+v, %v; want until %v", got, err, dense.Until)
+		}
+		if got, _ := db.DenseChecks(ctx, "other"); got != (ordersync.DenseChecks{}) {
+			t.Errorf("another account's record = %+v, want none", got)
+		}
+		at(2, 20*time.Minute)
+		want("a quiet fetch while dense", 20*time.Minute+ordersync.CheckDenseMax)
+		due, err := db.ClaimDueChecks(ctx, ordersync.DefaultAccount, t0.Add(25*time.Minute), 10, t0.Add(26*time.Minute))
+		if err != nil || len(due) != 1 || due[0].State.Dense != dense {
+			t.Fatalf("claim = %+v, %v; want the order with the account's evidence", due, err)
+		}
+		if r := ordersync.DueReason(due[0].State, t0.Add(25*time.Minute)); r != ordersync.CheckEvidence {
+			t.Errorf("a dense check is due for %q, want %q", r, ordersync.CheckEvidence)
+		}
+		at(3, 3*time.Hour)
+		want("once the evidence expired", 3*time.Hour+ordersync.CheckMaxInterval)
 	})
 }

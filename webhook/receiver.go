@@ -210,8 +210,10 @@ type account struct {
 	name    string
 	secrets []string // empty: unsigned webhooks accepted (insecure mode)
 	verify  *verifier
-	// requests counts the account's answers by outcome.
+	// requests counts the account's answers by outcome; counts holds the
+	// same for the heartbeat (Receiver.Counts).
 	requests [numOutcomes]prometheus.Counter
+	counts   [numOutcomes]atomic.Int64
 }
 
 func newAccount(name string, secrets []string, m *metrics) *account {
@@ -542,6 +544,7 @@ func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request) ([]byte, he
 
 func (rc *Receiver) answer(w http.ResponseWriter, acct *account, status int, o outcome, r reply) {
 	acct.requests[o].Inc()
+	acct.counts[o].Add(1)
 	h := w.Header()
 	h["Content-Type"] = contentTypeJSON
 	h["Content-Length"] = r.contentLength

@@ -38,11 +38,9 @@ func (p *Pool) work(ctx context.Context) {
 func (p *Pool) do(ctx context.Context, j job) {
 	switch {
 	case j.round != nil:
-		p.startRound(j.round)
 		p.runRounds(ctx, j.round)
 	case j.resolve != nil:
 		if r := p.resolve(ctx, j.resolve); r != nil {
-			p.startRound(r)
 			p.runRounds(ctx, r)
 		}
 	case j.dead != nil:
@@ -75,10 +73,17 @@ func (p *Pool) resolve(ctx context.Context, it *item) *round {
 }
 
 // runRounds fetches r, hands the result to the committer, and goes on with
-// the follow-up round as long as events keep arriving during the fetch.
+// the follow-up round as long as events keep arriving during the fetch. A
+// round takes events until its request leaves, so a fetch waiting at the
+// rate limit or the Retry-After gate answers the events that arrive
+// meanwhile instead of leaving them a request of their own.
 func (p *Pool) runRounds(ctx context.Context, r *round) {
 	for r != nil {
-		order, seq, err := p.fetch(ctx, r.key.account, r.key.code)
+		cur := r
+		order, seq, err := p.fetch(withLeaving(ctx, func() { p.startRound(cur) }), r.key.account, r.key.code)
+		// A fetch that failed before sending anything closes its round
+		// too, so that its items are settled as they stand.
+		p.startRound(r)
 		if err != nil {
 			p.fetchFailed(ctx, r.items, err)
 		} else {

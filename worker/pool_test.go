@@ -119,6 +119,42 @@ func TestPoolCoalescesBursts(t *testing.T) {
 	}
 }
 
+// TestPoolRoundTakesEventsWhileRateLimited: a webhook that arrives while
+// its order's fetch waits at the rate limit is answered by that fetch, whose
+// request has not left yet, instead of costing a request of its own.
+func TestPoolRoundTakesEventsWhileRateLimited(t *testing.T) {
+	e := newEnv(t, sim.Faults{})
+	orders := e.createOrders(t, 2)
+	first, waiting := orders[0], orders[1]
+	// One request every 2 s, no burst beyond the first: once first's request
+	// has taken the token, waiting's fetch is held at the limiter for about
+	// 2 s, the window in which its second webhook arrives.
+	s := e.newSyncer(t, nil, func(c *worker.SyncerConfig) { c.RequestsPerSecond, c.Burst = 0.5, 1 })
+	e.startPool(t, s, nil)
+
+	e.publish(t, e.webhook(first.OrderID, ordersync.EventCreated))
+	waitFor(t, 5*time.Second, "the first order's request", func() bool {
+		return e.sim.Stats().GetsByOrder[first.OrderCode] == 1
+	})
+	e.publish(t, e.webhook(waiting.OrderID, ordersync.EventCreated))
+	waitFor(t, 5*time.Second, "a fetch held at the rate limit", func() bool {
+		return s.WaitingFetchesForTest() == 1
+	})
+	if _, err := e.sim.Pay(waiting.OrderCode, ordersync.Buyer{Name: "Ana", Email: "ana@example.com"}); err != nil {
+		t.Fatalf("Pay: %v", err)
+	}
+	e.publish(t, e.webhook(waiting.OrderID, ordersync.EventSuccessPayment))
+	e.waitDrained(t, 10*time.Second)
+
+	if n := e.sim.Stats().GetsByOrder[waiting.OrderCode]; n != 1 {
+		t.Errorf("the service saw %d requests for the order, want 1: the waiting fetch answers the webhook that arrived meanwhile", n)
+	}
+	if got := counterValue(t, e.reg, "ordersync_worker_events_coalesced_total", nil); got != 1 {
+		t.Errorf("coalesced = %v, want 1", got)
+	}
+	e.assertMirrorMatchesSim(t, []string{first.OrderCode, waiting.OrderCode})
+}
+
 // TestPoolUnresolved: an event for an order the mirror never learns is
 // dead-lettered "unresolved" after the retry schedule; one whose order is
 // recorded during the schedule syncs.
@@ -292,10 +328,14 @@ func TestPoolDrainAcksCommitted(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 
-	pending, ackPending, _ := e.consumerState(t)
-	if ackPending != 0 {
-		t.Errorf("%d events delivered but not settled after the drain", ackPending)
-	}
+	// Run returns once every delivery is settled by an ack or a nak sent
+	// to the server; the server counts them when they arrive, so the test
+	// waits for its count rather than reading it at once.
+	var pending, ackPending int
+	waitFor(t, 5*time.Second, "every delivered event settled after the drain", func() bool {
+		pending, ackPending, _ = e.consumerState(t)
+		return ackPending == 0
+	})
 	evs, err := e.db.ListEvents(context.Background(), ordersync.EventFilter{Limit: 1000})
 	if err != nil {
 		t.Fatalf("ListEvents: %v", err)

@@ -45,6 +45,19 @@ type ReconcilerConfig struct {
 	// BacklogInterval is how often the backlog gauges are read from the
 	// schedule. Default 5s.
 	BacklogInterval time.Duration
+	// Heartbeats, when set, are the receivers' heartbeats: a gap in their
+	// uptime, 503 answers or every webhook refused is evidence that
+	// webhooks were lost (ObserveReceivers).
+	Heartbeats ordersync.ReceiverHeartbeats
+	// HeartbeatInterval is how often receivers beat; three without a beat
+	// count as away. Default ordersync.DefaultHeartbeatInterval.
+	HeartbeatInterval time.Duration
+	// EvidenceWindow: on evidence of lost webhooks, the open orders active
+	// within it are checked densely. Default DefaultEvidenceWindow.
+	EvidenceWindow time.Duration
+	// EvidenceHold is how long the record must stay clean before the
+	// schedule relaxes. Default DefaultEvidenceHold.
+	EvidenceHold time.Duration
 	// OnDrift is called for each order whose status a check found changed:
 	// a webhook that never arrived (kind missed_webhook).
 	OnDrift    func(kind string)
@@ -56,11 +69,21 @@ type ReconcilerConfig struct {
 }
 
 // DefaultReconcileBudget is the reconciler's default budget in upstream
-// requests per second: twice what the promise in the README needs at its
-// limit (1,000 orders active in the last hour and 9,000 quieter ones open
-// need about 10 per second), so a burst of new orders is absorbed within a
-// minute or two. The README explains the figure.
+// requests per second. The even spacing of a clean account spends far
+// below it; it is sized for the dense schedule that evidence of lost
+// webhooks calls for, which must be affordable when the evidence comes.
+// docs/reconciler.md explains the figures.
 const DefaultReconcileBudget = 20
+
+// DefaultUpstreamRPS is the recommended cap on every upstream request of
+// an account (webhook-driven fetches, checks, the admin API): 80% of the 10
+// requests a second assumed allowed, leaving room for the merchant's other
+// uses of the same key. Not yet upstream_rps's default: docs/reconciler.md.
+const DefaultUpstreamRPS = 8
+
+// budgetRecovery is how long the reconciler takes to climb back to its
+// whole budget after halving it on a 429.
+const budgetRecovery = 5 * time.Minute
 
 func (c ReconcilerConfig) withDefaults() ReconcilerConfig {
 	if c.Account == "" {
@@ -81,6 +104,15 @@ func (c ReconcilerConfig) withDefaults() ReconcilerConfig {
 	if c.BacklogInterval == 0 {
 		c.BacklogInterval = 5 * time.Second
 	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = ordersync.DefaultHeartbeatInterval
+	}
+	if c.EvidenceWindow == 0 {
+		c.EvidenceWindow = DefaultEvidenceWindow
+	}
+	if c.EvidenceHold == 0 {
+		c.EvidenceHold = DefaultEvidenceHold
+	}
 	defaultDeps(&c.Registerer, &c.Logger, &c.Clock)
 	return c
 }
@@ -95,6 +127,8 @@ func (c ReconcilerConfig) validate() error {
 		return fmt.Errorf("worker: ReconcilerConfig.Budget must be a finite number > 0, got %v", c.Budget)
 	case c.Concurrency < 1:
 		return fmt.Errorf("worker: ReconcilerConfig.Concurrency must be ≥ 1, got %d", c.Concurrency)
+	case c.HeartbeatInterval < 0 || c.EvidenceWindow < 0 || c.EvidenceHold < 0:
+		return fmt.Errorf("worker: ReconcilerConfig.HeartbeatInterval, EvidenceWindow and EvidenceHold must be > 0, got %v, %v, %v", c.HeartbeatInterval, c.EvidenceWindow, c.EvidenceHold)
 	case c.RetryDelay < 0 || c.Idle < 0 || c.BacklogInterval < 0:
 		return fmt.Errorf("worker: ReconcilerConfig.RetryDelay, Idle and BacklogInterval must be > 0, got %v, %v, %v", c.RetryDelay, c.Idle, c.BacklogInterval)
 	}
@@ -117,6 +151,15 @@ type Reconciler struct {
 	checks  *prometheus.CounterVec
 	due     prometheus.Gauge
 	overdue prometheus.Gauge
+	// requests counts the upstream requests of due checks by why they
+	// were due; evidenceSeen the evidence of lost webhooks by kind.
+	requests     *prometheus.CounterVec
+	evidenceSeen *prometheus.CounterVec
+	ev           evidence
+	// limitMu guards the budget in use (fitBudget).
+	limitMu     sync.Mutex
+	adjustedAt  time.Time
+	budgetGauge prometheus.Gauge
 }
 
 // ReconcileChange is one order a check found different from the mirror.
@@ -132,6 +175,9 @@ type ReconcileReport struct {
 	Unchanged  int
 	Changed    []ReconcileChange
 	Failed     int
+	// ByReason counts the checks by why they were due; checks not due by
+	// the schedule (RunOnce) are not counted.
+	ByReason map[ordersync.CheckReason]int
 	// FirstError is the first failure, for the caller to show.
 	FirstError error
 }
@@ -159,6 +205,18 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 			Name: "ordersync_reconcile_overdue_seconds",
 			Help: "How long the most overdue reconcile check has been due; 0 when none is.",
 		}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersync_reconcile_requests_total",
+			Help: "Upstream requests of the reconciler's due checks, retries included, by why the check was due (active, quiet, payment_in_flight, expiry, evidence, catch_up).",
+		}, []string{"reason"}),
+		budgetGauge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ordersync_reconcile_budget_rps",
+			Help: "The reconciler's budget in use: reconcile_rps, halved on each 429 from the upstream and climbing back over 5 minutes.",
+		}),
+		evidenceSeen: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersync_reconcile_evidence_total",
+			Help: "Evidence that webhooks were lost, which tightens the schedule, by kind (missed_webhook, receiver_away, receiver_unavailable, all_refused, reconciler_start).",
+		}, []string{"kind"}),
 	}
 	var err error
 	if r.checks, err = collect.Register(cfg.Registerer, r.checks); err != nil {
@@ -167,6 +225,22 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	for _, o := range []string{checkUnchanged, checkChanged, checkFailed} {
 		r.checks.WithLabelValues(o)
 	}
+	if r.requests, err = collect.Register(cfg.Registerer, r.requests); err != nil {
+		return nil, fmt.Errorf("new reconciler: %w", err)
+	}
+	for _, reason := range ordersync.CheckReasons {
+		r.requests.WithLabelValues(string(reason))
+	}
+	if r.evidenceSeen, err = collect.Register(cfg.Registerer, r.evidenceSeen); err != nil {
+		return nil, fmt.Errorf("new reconciler: %w", err)
+	}
+	for _, k := range evidenceKinds {
+		r.evidenceSeen.WithLabelValues(k)
+	}
+	if r.budgetGauge, err = collect.Register(cfg.Registerer, r.budgetGauge); err != nil {
+		return nil, fmt.Errorf("new reconciler: %w", err)
+	}
+	r.budgetGauge.Set(cfg.Budget)
 	if r.due, err = collect.Register(cfg.Registerer, r.due); err != nil {
 		return nil, fmt.Errorf("new reconciler: %w", err)
 	}
@@ -182,13 +256,18 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	if r.cfg.Schedule == nil {
 		return errors.New("reconciler: no Schedule to run")
 	}
+	// A reconciler taking over knows nothing of what was lost before: the
+	// account is dense until its record has been clean for EvidenceHold.
+	if err := r.Tighten(ctx, r.cfg.Clock(), evidenceStart); err != nil && ctx.Err() == nil {
+		r.cfg.Logger.Warn("tighten the schedule on start", "err", err)
+	}
 	work := make(chan ordersync.DueCheck)
 	var wg sync.WaitGroup
 	for range r.cfg.Concurrency {
 		wg.Go(func() {
 			for c := range work {
 				var rep ReconcileReport
-				r.check(ctx, c.OrderRef, r.budget.Wait, &rep, &sync.Mutex{}, nil)
+				r.check(ctx, c, r.reasonOf(c), r.admit, &rep, &sync.Mutex{}, nil)
 				switch {
 				case rep.Failed == 0 || ctx.Err() != nil:
 				case IsOutage(rep.FirstError):
@@ -208,6 +287,37 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	close(work)
 	wg.Wait()
 	return err
+}
+
+// admit waits for the budget (see fitBudget).
+func (r *Reconciler) admit(ctx context.Context) error {
+	r.fitBudget(false)
+	return r.budget.Wait(ctx)
+}
+
+// fitBudget fits the budget to the upstream's 429s: a check that still got
+// a 429 after its retries halves it (down to an eighth), and it climbs back
+// to the whole budget over budgetRecovery. A single 429 the retries got
+// past is no limit reached, and every request waits at the Retry-After
+// gate anyway; a check refused to the end says the reconciler takes too
+// much of the account's limit, so it backs off before the webhook-driven
+// fetches feel it again.
+func (r *Reconciler) fitBudget(refused bool) {
+	r.limitMu.Lock()
+	defer r.limitMu.Unlock()
+	now := time.Now()
+	limit := float64(r.budget.Limit())
+	if refused {
+		limit = max(limit/2, r.cfg.Budget/8)
+		r.cfg.Logger.Info("the upstream answered 429 to a check: reconciler budget halved", "budget_rps", limit)
+	} else if limit < r.cfg.Budget {
+		limit = min(r.cfg.Budget, limit+r.cfg.Budget*now.Sub(r.adjustedAt).Seconds()/budgetRecovery.Seconds())
+	}
+	r.adjustedAt = now
+	if limit != float64(r.budget.Limit()) {
+		r.budget.SetLimitAt(now, rate.Limit(limit))
+		r.budgetGauge.Set(limit)
+	}
 }
 
 // claimLoop hands due checks to the workers. It claims about a second of
@@ -240,11 +350,15 @@ func (r *Reconciler) claimLoop(ctx context.Context, work chan<- ordersync.DueChe
 	return nil
 }
 
-// backlogLoop keeps the due and overdue gauges current.
+// backlogLoop keeps the due and overdue gauges current and reads the
+// receivers' heartbeats.
 func (r *Reconciler) backlogLoop(ctx context.Context) {
 	for {
 		if err := r.ObserveBacklog(ctx); err != nil && ctx.Err() == nil {
 			r.cfg.Logger.Warn("read the reconcile backlog", "err", err)
+		}
+		if err := r.ObserveReceivers(ctx, r.cfg.Clock()); err != nil && ctx.Err() == nil {
+			r.cfg.Logger.Warn("read the receivers' heartbeats", "err", err)
 		}
 		if sleep(ctx, r.cfg.BacklogInterval) != nil {
 			return
@@ -277,11 +391,24 @@ func (r *Reconciler) CheckDue(ctx context.Context, now time.Time, limit int) (Re
 	if err != nil {
 		return ReconcileReport{}, err
 	}
-	refs := make([]ordersync.OrderRef, len(due))
-	for i, c := range due {
-		refs[i] = c.OrderRef
+	return r.checkAll(ctx, due, func(context.Context) error { return nil }, nil)
+}
+
+// reasonOf says why a claimed check is due: catch-up after the receivers
+// were away, else the schedule's rule (ordersync.DueReason), which knows
+// the account's evidence of lost webhooks.
+func (r *Reconciler) reasonOf(c ordersync.DueCheck) ordersync.CheckReason {
+	r.ev.mu.Lock()
+	caughtUp := r.ev.catchUp[c.Code]
+	delete(r.ev.catchUp, c.Code)
+	r.ev.mu.Unlock()
+	if caughtUp {
+		return ordersync.CheckCatchUp
 	}
-	return r.checkAll(ctx, refs, func(context.Context) error { return nil }, nil)
+	if reason := ordersync.DueReason(c.State, r.cfg.Clock()); reason != "" {
+		return reason
+	}
+	return ordersync.CheckQuiet
 }
 
 // RunOnce checks, now, the orders filter selects (at most 10,000 unless
@@ -303,15 +430,25 @@ func (r *Reconciler) RunOnce(ctx context.Context, filter ordersync.ReconcileFilt
 	if err != nil {
 		return ReconcileReport{}, err
 	}
-	return r.checkAll(ctx, refs, func(context.Context) error { return nil }, progress)
+	due := make([]ordersync.DueCheck, len(refs))
+	for i, ref := range refs {
+		due[i] = ordersync.DueCheck{OrderRef: ref}
+	}
+	return r.checkAll(ctx, due, func(context.Context) error { return nil }, progress)
 }
 
-func (r *Reconciler) checkAll(ctx context.Context, refs []ordersync.OrderRef, admit func(context.Context) error, progress func(ReconcileReport)) (ReconcileReport, error) {
-	rep := ReconcileReport{Candidates: len(refs)}
+// checkAll checks the orders of due; those with a due time (claimed from
+// the schedule) are counted by reason.
+func (r *Reconciler) checkAll(ctx context.Context, due []ordersync.DueCheck, admit func(context.Context) error, progress func(ReconcileReport)) (ReconcileReport, error) {
+	rep := ReconcileReport{Candidates: len(due)}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, r.cfg.Concurrency)
-	for _, ref := range refs {
+	for _, c := range due {
+		var reason ordersync.CheckReason
+		if !c.Due.IsZero() {
+			reason = r.reasonOf(c)
+		}
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -320,18 +457,54 @@ func (r *Reconciler) checkAll(ctx context.Context, refs []ordersync.OrderRef, ad
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			r.check(ctx, ref, admit, &rep, &mu, progress)
+			r.check(ctx, c, reason, admit, &rep, &mu, progress)
 		})
 	}
 	wg.Wait()
 	return rep, nil
 }
 
-// check fetches one order and adds the outcome to rep.
-func (r *Reconciler) check(ctx context.Context, ref ordersync.OrderRef, admit func(context.Context) error, rep *ReconcileReport, mu *sync.Mutex, progress func(ReconcileReport)) {
+// afterCheck takes a change the check found as evidence of lost webhooks.
+// The orders it may concern then stay dense by the mirror's record: the
+// store sets their next checks from it.
+func (r *Reconciler) afterCheck(ctx context.Context, res ordersync.ApplyResult) {
+	if res.Applied && res.PreviousStatus != "" && res.PreviousStatus != res.Status {
+		if err := r.Tighten(ctx, r.cfg.Clock(), evidenceMissedWebhook); err != nil {
+			r.cfg.Logger.Error("tighten the schedule on a missed webhook", "err", err)
+		}
+	}
+}
+
+// check fetches one order, due for reason ("" when not due by the
+// schedule), and adds the outcome to rep.
+func (r *Reconciler) check(ctx context.Context, c ordersync.DueCheck, reason ordersync.CheckReason, admit func(context.Context) error, rep *ReconcileReport, mu *sync.Mutex, progress func(ReconcileReport)) {
+	ref := c.OrderRef
+	if reason != "" {
+		requests := r.requests.WithLabelValues(string(reason))
+		wait := admit
+		admit = func(ctx context.Context) error {
+			if err := wait(ctx); err != nil {
+				return err
+			}
+			requests.Inc()
+			return nil
+		}
+	}
 	res, err := r.cfg.Syncer.CheckOrder(ctx, ref.Account, ref.Code, admit)
+	if ordersync.UpstreamErrorKindOf(err) == ordersync.UpstreamRateLimited {
+		r.fitBudget(true)
+	}
+	if reason != "" && err == nil && ctx.Err() == nil {
+		r.afterCheck(ctx, res)
+	}
 	mu.Lock()
 	defer mu.Unlock()
+	if reason != "" {
+		if rep.ByReason == nil {
+			rep.ByReason = map[ordersync.CheckReason]int{}
+		}
+		rep.ByReason[reason]++
+	}
 	if progress != nil {
 		defer func() { progress(*rep) }()
 	}

@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -61,7 +62,7 @@ func TestReconcilerCatchesMissedChanges(t *testing.T) {
 	}
 	drift := 0
 	rec, err := worker.NewReconciler(worker.ReconcilerConfig{
-		Schedule: e.db, Syncer: s, Registerer: prometheus.NewRegistry(),
+		Schedule: e.db, Syncer: s, Registerer: prometheus.NewRegistry(), Clock: clock,
 		OnDrift: func(kind string) {
 			if kind == "missed_webhook" {
 				drift++
@@ -74,7 +75,7 @@ func TestReconcilerCatchesMissedChanges(t *testing.T) {
 	if rep, err := rec.CheckDue(ctx, time.Now(), 100); err != nil || rep.Candidates != 0 {
 		t.Fatalf("checks due right after the orders were fetched: %+v, %v; want none", rep, err)
 	}
-	offset = ordersync.CheckMinInterval + time.Second
+	offset = ordersync.CheckActiveInterval + time.Second
 	later := clock()
 	rep, err := rec.CheckDue(ctx, later, 100)
 	if err != nil {
@@ -119,7 +120,7 @@ func TestReconcilerStaysWithinBudget(t *testing.T) {
 	rec, err := worker.NewReconciler(worker.ReconcilerConfig{
 		Schedule: e.db, Syncer: s, Budget: budget, Registerer: reg, Logger: e.logger,
 		// Every order is due.
-		Clock: func() time.Time { return time.Now().Add(time.Minute) },
+		Clock: func() time.Time { return time.Now().Add(ordersync.CheckActiveInterval + time.Minute) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -179,15 +180,23 @@ func TestReconcilerGivesWayToWebhookFetches(t *testing.T) {
 		}
 	}
 	fetch(webhookOrders[:15])
-	time.Sleep(50 * time.Millisecond) // the fetches queue at the rate limit
+	// Every one of them has sent its request or waits at the rate limit.
+	for s.WaitingFetchesForTest()+int64(len(up.recorded())) < 15 {
+		runtime.Gosched()
+	}
+	admitted := make(chan struct{}, len(checkedOrders))
 	for _, o := range checkedOrders {
 		wg.Go(func() {
-			if _, err := s.CheckOrder(ctx, ordersync.DefaultAccount, o.OrderCode, func(context.Context) error { return nil }); err != nil {
+			admit := func(context.Context) error { admitted <- struct{}{}; return nil }
+			if _, err := s.CheckOrder(ctx, ordersync.DefaultAccount, o.OrderCode, admit); err != nil {
 				t.Error(err)
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond)
+	// Every check has passed its budget and waits for its turn.
+	for range checkedOrders {
+		<-admitted
+	}
 	fetch(webhookOrders[15:]) // more webhooks, while the checks wait
 	wg.Wait()
 	gets := up.recorded()
@@ -220,7 +229,7 @@ func TestReconcilerDefersOrdersTheServiceRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	due := time.Now().Add(ordersync.CheckMinInterval + time.Second)
+	due := time.Now().Add(ordersync.CheckFirstFetch + time.Second)
 	rep, err := rec.CheckDue(ctx, due, 10)
 	if err != nil || rep.Failed != 1 || !worker.IsPermanent(rep.FirstError) {
 		t.Fatalf("check of an unknown order: %+v, %v; want one permanent failure", rep, err)
@@ -232,5 +241,57 @@ func TestReconcilerDefersOrdersTheServiceRefuses(t *testing.T) {
 	}
 	if rep, err := rec.CheckDue(ctx, due.Add(ordersync.CheckMaxInterval+time.Minute), 10); err != nil || rep.Candidates != 1 {
 		t.Errorf("after %s: %+v, %v; want the check again", ordersync.CheckMaxInterval, rep, err)
+	}
+}
+
+// TestReconcilerBacksOffOn429: each 429 the upstream answers halves the
+// reconciler's budget, down to an eighth of it, so the checks make room
+// for webhook-driven fetches before those feel the limit again.
+func TestReconcilerBacksOffOn429(t *testing.T) {
+	e := newEnv(t, sim.Faults{})
+	// The breaker stays closed, so every check ends in the 429 itself.
+	s := e.newSyncer(t, nil, func(c *worker.SyncerConfig) { c.Breaker.ConsecutiveFailures = 1 << 20 })
+	ctx := context.Background()
+	for _, o := range e.createOrders(t, 10) {
+		if _, err := s.SyncOrder(ctx, ordersync.DefaultAccount, o.OrderCode, ordersync.CauseTrack); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.sim.SetFaults(sim.Faults{RateLimitRate: 1, RetryAfter: 10 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	rec, err := worker.NewReconciler(worker.ReconcilerConfig{
+		Schedule: e.db, Syncer: s, Registerer: reg, Logger: e.logger,
+		Clock: func() time.Time { return time.Now().Add(ordersync.CheckActiveInterval + time.Minute) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := func() float64 { return counterValue(t, reg, "ordersync_reconcile_budget_rps", nil) }
+	if got := budget(); got != worker.DefaultReconcileBudget {
+		t.Fatalf("budget %v before any 429, want %v", got, worker.DefaultReconcileBudget)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- rec.Run(runCtx) }()
+	// The gauge is the signal: wait for it to reach the floor (between two
+	// 429s it climbs back a little: within 1%).
+	floor := float64(worker.DefaultReconcileBudget) / 8
+	deadline := time.After(20 * time.Second)
+	for budget() > floor*1.01 {
+		select {
+		case <-deadline:
+			stop()
+			t.Fatalf("budget %v after 20s of 429s, want halved down to %v", budget(), floor)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := budget(); got < floor || got > floor*1.01 {
+		t.Errorf("budget %v after many 429s, want the floor %v", got, floor)
 	}
 }

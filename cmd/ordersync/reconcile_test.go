@@ -33,7 +33,7 @@ func TestOneReconcilerAcrossProcesses(t *testing.T) {
 		}
 		codes = append(codes, res.OrderCode)
 	}
-	deadline := time.Now().Add(ordersync.CheckMinInterval + 20*time.Second)
+	deadline := time.Now().Add(ordersync.CheckFirstFetch + 20*time.Second)
 	for {
 		mirrored := 0
 		for _, c := range codes {

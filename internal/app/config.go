@@ -103,13 +103,23 @@ type Config struct {
 
 	// Workers is how many upstream fetches run at once.
 	Workers int `yaml:"workers"`
-	// UpstreamRPS caps requests per second to the payment link service (0: none).
+	// UpstreamRPS caps each account's requests per second to the payment
+	// link service (0: none); worker.DefaultUpstreamRPS is the recommended
+	// cap (docs/reconciler.md).
 	UpstreamRPS float64 `yaml:"upstream_rps"`
 	// UpstreamTimeout bounds one upstream request.
 	UpstreamTimeout time.Duration `yaml:"upstream_timeout"`
 	// ReconcileRPS is the reconciler's budget: the most upstream requests
 	// per second it spends checking orders that are due (0 turns it off).
 	ReconcileRPS float64 `yaml:"reconcile_rps"`
+	// ReconcileEvidenceWindow and ReconcileEvidenceHold: on evidence that
+	// webhooks were lost, the open orders active within the window are
+	// checked densely until the record has been clean for the hold.
+	ReconcileEvidenceWindow time.Duration `yaml:"reconcile_evidence_window"`
+	ReconcileEvidenceHold   time.Duration `yaml:"reconcile_evidence_hold"`
+	// ReceiverHeartbeat is how often a receiver records its uptime in the
+	// mirror, for the reconciler to see when none was listening.
+	ReceiverHeartbeat time.Duration `yaml:"receiver_heartbeat"`
 	// ReconcileInterval and ReconcileBudget are the settings of the
 	// reconciler's passes, which a schedule replaced: reconcile_interval 0
 	// still turns the reconciler off; other values are refused with what
@@ -230,22 +240,26 @@ var accountName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // DefaultConfig holds every default, in one place.
 func DefaultConfig() Config {
 	return Config{
-		Role:              "all",
-		DataDir:           "data",
-		MigrateOnStart:    true,
-		DBMaxOpenConns:    16,
-		DBMaxIdleConns:    16,
-		JetStreamSync:     "default",
-		NATSReplicas:      1,
-		NATSNamespace:     "ordersync",
-		LeaderTTL:         10 * time.Second,
-		Listen:            ":8080",
-		AdminListen:       "127.0.0.1:9090",
-		Workers:           64,
-		UpstreamTimeout:   10 * time.Second,
-		ReconcileRPS:      worker.DefaultReconcileBudget,
-		ReconcileInterval: reconcileIntervalUnset,
-		OutboxRetention:   7 * 24 * time.Hour,
+		Role:            "all",
+		DataDir:         "data",
+		MigrateOnStart:  true,
+		DBMaxOpenConns:  16,
+		DBMaxIdleConns:  16,
+		JetStreamSync:   "default",
+		NATSReplicas:    1,
+		NATSNamespace:   "ordersync",
+		LeaderTTL:       10 * time.Second,
+		Listen:          ":8080",
+		AdminListen:     "127.0.0.1:9090",
+		Workers:         64,
+		UpstreamTimeout: 10 * time.Second,
+		ReconcileRPS:    worker.DefaultReconcileBudget,
+		// Why these defaults: docs/reconciler.md.
+		ReconcileEvidenceWindow: worker.DefaultEvidenceWindow,
+		ReconcileEvidenceHold:   worker.DefaultEvidenceHold,
+		ReceiverHeartbeat:       ordersync.DefaultHeartbeatInterval,
+		ReconcileInterval:       reconcileIntervalUnset,
+		OutboxRetention:         7 * 24 * time.Hour,
 		// Thirteen months and a few days: a yearly audit finds the whole of
 		// the year it looks at, whenever in the next month it runs.
 		AuditRetention: 400 * 24 * time.Hour,
@@ -395,9 +409,12 @@ var settings = []setting{
 	{key: "admin_tokens", env: "ORDERSYNC_ADMIN_TOKEN", usage: "operator tokens of the admin API and console, comma-separated (the client commands send the first operator's); in the file also {name, role, token} entries", set: adminTokens(ordersync.RoleOperator)},
 	{key: "admin_viewer_tokens", env: "ORDERSYNC_ADMIN_VIEWER_TOKEN", usage: "viewer tokens (read, never act) of the admin API and console, comma-separated", set: adminTokens(ordersync.RoleViewer)},
 	{key: "workers", env: "ORDERSYNC_WORKERS", usage: "concurrent upstream fetches", set: integer(func(c *Config) *int { return &c.Workers })},
-	{key: "upstream_rps", env: "ORDERSYNC_UPSTREAM_RPS", usage: "cap on upstream requests per second, 0 = none", set: number(func(c *Config) *float64 { return &c.UpstreamRPS })},
+	{key: "upstream_rps", env: "ORDERSYNC_UPSTREAM_RPS", usage: "cap on each account's upstream requests per second, 0 = none (8 recommended: below the 10 a second assumed allowed a merchant)", set: number(func(c *Config) *float64 { return &c.UpstreamRPS })},
 	{key: "upstream_timeout", env: "ORDERSYNC_UPSTREAM_TIMEOUT", usage: "timeout of one upstream request", scope: ScopeUpstream, set: duration(func(c *Config) *time.Duration { return &c.UpstreamTimeout })},
 	{key: "reconcile_rps", env: "ORDERSYNC_RECONCILE_RPS", usage: "upstream requests per second the reconciler may spend on checks that are due, 0 = reconciler off", set: number(func(c *Config) *float64 { return &c.ReconcileRPS })},
+	{key: "reconcile_evidence_window", env: "ORDERSYNC_RECONCILE_EVIDENCE_WINDOW", usage: "on evidence of lost webhooks, open orders active within this long are checked densely (default 2h: the likeliest to change next)", set: duration(func(c *Config) *time.Duration { return &c.ReconcileEvidenceWindow })},
+	{key: "reconcile_evidence_hold", env: "ORDERSYNC_RECONCILE_EVIDENCE_HOLD", usage: "how long the record of lost webhooks must stay clean before dense checks relax (default 1h)", set: duration(func(c *Config) *time.Duration { return &c.ReconcileEvidenceHold })},
+	{key: "receiver_heartbeat", env: "ORDERSYNC_RECEIVER_HEARTBEAT", usage: "how often a receiver records its uptime in the mirror; three missed beats count as away (default 10s)", set: duration(func(c *Config) *time.Duration { return &c.ReceiverHeartbeat })},
 	{key: "reconcile_interval", env: "ORDERSYNC_RECONCILE_INTERVAL", usage: "replaced by reconcile_rps; only 0 (reconciler off) is still accepted", replaced: true, set: duration(func(c *Config) *time.Duration { return &c.ReconcileInterval })},
 	{key: "reconcile_budget", env: "ORDERSYNC_RECONCILE_BUDGET", usage: "replaced by reconcile_rps (requests per second); refused", replaced: true, set: integer(func(c *Config) *int { return &c.ReconcileBudget })},
 	{key: "outbox_retention", env: "ORDERSYNC_OUTBOX_RETENTION", usage: "how long published outbox messages are kept, 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.OutboxRetention })},
@@ -843,6 +860,10 @@ func (c *Config) ValidateServe() error {
 	}
 	if !accountName.MatchString(c.NATSNamespace) {
 		bad("bad setting: nats_namespace %q (want 1-64 of A-Z a-z 0-9 _ -)", c.NATSNamespace)
+	}
+	if c.ReconcileEvidenceWindow <= 0 || c.ReconcileEvidenceHold <= 0 || c.ReceiverHeartbeat <= 0 {
+		bad("bad setting: reconcile_evidence_window, reconcile_evidence_hold and receiver_heartbeat must be > 0, got %s, %s, %s",
+			c.ReconcileEvidenceWindow, c.ReconcileEvidenceHold, c.ReceiverHeartbeat)
 	}
 	if c.LeaderTTL < 300*time.Millisecond {
 		bad("bad setting: leader_ttl must be ≥ 300ms, got %s", c.LeaderTTL)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/ordersync/ordersync/worker"
 )
 
 func loadTestConfig(t *testing.T, file string, env map[string]string, args ...string) (Config, error) {
@@ -155,10 +157,10 @@ func TestReplacedReconcileSettings(t *testing.T) {
 		on   bool
 		rps  float64
 	}{
-		{"default", "", nil, true, 20},
+		{"default", "", nil, true, worker.DefaultReconcileBudget},
 		{"rps", "reconcile_rps: 5\n", nil, true, 5},
 		{"rps 0", "", []string{"--reconcile-rps", "0"}, false, 0},
-		{"interval 0 still turns it off", "reconcile_interval: 0s\n", nil, false, 20},
+		{"interval 0 still turns it off", "reconcile_interval: 0s\n", nil, false, worker.DefaultReconcileBudget},
 	}
 	for _, tc := range on {
 		t.Run(tc.name, func(t *testing.T) {

@@ -345,6 +345,10 @@ func (p *Program) Run(ctx context.Context) error {
 			}
 			return p.webhookSrv.Serve(p.webhookLn)
 		})
+		run(&working, "receiver heartbeat", func() error {
+			p.receiver.Heartbeat(workCtx, p.db, p.cfg.ReceiverHeartbeat)
+			return nil
+		})
 	}
 	run(&serving, "admin server", func() error { return p.adminSrv.Serve(p.adminLn) })
 	if p.roles.worker {

@@ -71,10 +71,18 @@ func (w *wiring) newFollower(syncers worker.Accounts, onKnown func(context.Conte
 // reconciler that only runs on demand (RunOnce) and leaves the schedule
 // to serve.
 func (w *wiring) newReconciler(account string, syncer *worker.Syncer, schedule ordersync.CheckSchedule) (*worker.Reconciler, error) {
-	return worker.NewReconciler(worker.ReconcilerConfig{
+	cfg := worker.ReconcilerConfig{
 		Schedule: schedule, Source: w.db, Syncer: syncer, Account: account, Budget: w.cfg.ReconcileRPS,
+		HeartbeatInterval: w.cfg.ReceiverHeartbeat,
+		EvidenceWindow:    w.cfg.ReconcileEvidenceWindow, EvidenceHold: w.cfg.ReconcileEvidenceHold,
 		OnDrift: syncer.RecordDrift, Registerer: accountRegisterer(w.reg, account), Logger: w.component("reconcile").With("account", account),
-	})
+	}
+	if schedule != nil {
+		// The receivers' heartbeats are evidence for the schedule; a
+		// reconciler run on demand keeps none.
+		cfg.Heartbeats = w.db
+	}
+	return worker.NewReconciler(cfg)
 }
 
 // startEmbedded starts the NATS server on the data directory's JetStream

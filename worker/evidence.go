@@ -1,0 +1,169 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// Evidence that webhooks of an account may have been lost, the reasons
+// of the reconciler's log lines and of ordersync_reconcile_evidence_total.
+const (
+	evidenceMissedWebhook = "missed_webhook"
+	evidenceReceiverAway  = "receiver_away"
+	evidenceUnavailable   = "receiver_unavailable"
+	evidenceAllRefused    = "all_refused"
+	// evidenceStart: a reconciler started (took the lease) and has no
+	// clean record yet.
+	evidenceStart = "reconciler_start"
+)
+
+var evidenceKinds = []string{evidenceMissedWebhook, evidenceReceiverAway, evidenceUnavailable, evidenceAllRefused, evidenceStart}
+
+// DefaultEvidenceWindow is how far back from the evidence an order's last
+// activity may be for the order to count as possibly affected: a webhook
+// is lost for an order that changes, and an order active in the last two
+// hours is the likeliest to change next. Orders active in the last hour
+// are checked densely anyway, so this doubles the dense tier at most.
+const DefaultEvidenceWindow = 2 * time.Hour
+
+// DefaultEvidenceHold is how long the account's record must stay clean
+// before the schedule relaxes: long enough for every affected order to be
+// checked about 14 times, short enough that one lost webhook does not
+// double the spending for the rest of the day.
+const DefaultEvidenceHold = time.Hour
+
+// evidence is what the reconciler keeps of the receivers' heartbeats and
+// of the orders it pulled forward. The evidence itself is in the mirror
+// (ordersync.DenseChecks), where every fetch's schedule reads it.
+type evidence struct {
+	mu sync.Mutex
+	// catchUp holds the orders pulled forward after the receivers were
+	// away, until their checks are made.
+	catchUp map[string]bool
+	// handledUntil: receiver gaps that ended at or before it are caught up.
+	handledUntil time.Time
+	// counts are each receiver's counts at the last look.
+	counts map[string]ordersync.WebhookCounts
+}
+
+// Tighten takes evidence that webhooks of the account may have been lost
+// (kind names it): it records in the mirror that the account's open
+// orders active within EvidenceWindow before now are on the dense schedule
+// (ordersync.DenseChecks) until EvidenceHold after now, and brings their
+// next checks to it. Every fetch of those orders, by a webhook or a check,
+// in any process, then sets the next check densely, until the record has
+// been clean for EvidenceHold.
+func (r *Reconciler) Tighten(ctx context.Context, now time.Time, kind string) error {
+	r.evidenceSeen.WithLabelValues(kind).Inc()
+	if r.cfg.Schedule == nil {
+		return nil
+	}
+	dense := ordersync.DenseChecks{Since: now.Add(-r.cfg.EvidenceWindow), Until: now.Add(r.cfg.EvidenceHold)}
+	n, err := r.cfg.Schedule.TightenChecks(ctx, r.cfg.Account, dense, now)
+	if err != nil {
+		return fmt.Errorf("tighten the schedule of %s: %w", r.cfg.Account, err)
+	}
+	if n > 0 {
+		r.cfg.Logger.Warn("webhooks may have been lost: checking the orders active lately densely until the record is clean",
+			"evidence", kind, "orders_brought_nearer", n, "active_since", dense.Since, "until", dense.Until)
+	}
+	return nil
+}
+
+// ObserveReceivers reads the receivers' heartbeats and takes what they say
+// as evidence: a gap in their uptime (every open order active in the hour
+// before it is checked at once, most recently active first), a receiver
+// answering 503, or one refusing every webhook while it accepts none.
+// Signature failures alone, while valid webhooks keep arriving, are a
+// stranger's noise and say nothing.
+func (r *Reconciler) ObserveReceivers(ctx context.Context, now time.Time) error {
+	if r.cfg.Heartbeats == nil {
+		return nil
+	}
+	grace := 3 * r.cfg.HeartbeatInterval
+	beats, err := r.cfg.Heartbeats.ListReceiverBeats(ctx, r.cfg.Account, now.Add(-r.cfg.EvidenceWindow-ordersync.CheckActiveWindow))
+	if err != nil || len(beats) == 0 {
+		return err
+	}
+	e := &r.ev
+	e.mu.Lock()
+	// Gaps: a receiver started after every earlier one had stopped
+	// beating, a restart however short (a kill, a deploy): webhooks posted
+	// meanwhile were refused, and the provider may not retry them. It is
+	// told once every earlier receiver has had a beat interval to show it
+	// is still alive (a rolling restart of several receivers is no gap),
+	// at once when they had been silent for longer than grace.
+	var gaps [][2]time.Time
+	var covered time.Time
+	for i, b := range beats {
+		if i > 0 && b.StartedAt.After(covered) && b.StartedAt.After(e.handledUntil) &&
+			(b.StartedAt.After(covered.Add(grace)) || !now.Before(b.StartedAt.Add(r.cfg.HeartbeatInterval))) {
+			gaps = append(gaps, [2]time.Time{covered, b.StartedAt})
+		}
+		if b.BeatAt.After(covered) {
+			covered = b.BeatAt
+		}
+	}
+	for _, g := range gaps {
+		e.handledUntil = g[1]
+	}
+	away := now.After(covered.Add(grace))
+	var unavailable, refused, accepted int64
+	first := e.counts == nil
+	if first {
+		e.counts = map[string]ordersync.WebhookCounts{}
+	}
+	for _, b := range beats {
+		if prev, ok := e.counts[b.ReceiverID]; ok || !first {
+			unavailable += b.Unavailable - prev.Unavailable
+			refused += b.Refused - prev.Refused
+			accepted += b.Accepted - prev.Accepted
+		}
+		e.counts[b.ReceiverID] = b.WebhookCounts
+	}
+	e.mu.Unlock()
+
+	for _, g := range gaps {
+		if g[1].Sub(g[0]) <= grace {
+			// A restart seconds long: the dense schedule (Tighten)
+			// finds what it lost within a quarter of each order's quiet
+			// time, without a burst of checks of every recent order.
+			r.cfg.Logger.Warn("a receiver restarted after the earlier ones stopped: checking the orders active lately densely",
+				"gap_from", g[0], "gap_to", g[1])
+			if err := r.Tighten(ctx, now, evidenceReceiverAway); err != nil {
+				return err
+			}
+			continue
+		}
+		codes, err := r.cfg.Schedule.PullChecks(ctx, r.cfg.Account, g[0].Add(-ordersync.CheckActiveWindow), now, ordersync.CheckActiveInterval)
+		if err != nil {
+			return err
+		}
+		e.mu.Lock()
+		if e.catchUp == nil {
+			e.catchUp = map[string]bool{}
+		}
+		for _, c := range codes {
+			e.catchUp[c] = true
+		}
+		e.mu.Unlock()
+		r.cfg.Logger.Warn("no receiver was listening: checking at once every open order active in the hour before the gap",
+			"gap_from", g[0], "gap_to", g[1], "orders", len(codes))
+		if err := r.Tighten(ctx, now, evidenceReceiverAway); err != nil {
+			return err
+		}
+	}
+	switch {
+	case away:
+		return r.Tighten(ctx, now, evidenceReceiverAway)
+	case unavailable > 0:
+		return r.Tighten(ctx, now, evidenceUnavailable)
+	case refused > 0 && accepted == 0:
+		return r.Tighten(ctx, now, evidenceAllRefused)
+	}
+	return nil
+}

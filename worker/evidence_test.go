@@ -1,0 +1,271 @@
+package worker_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/sim"
+	"github.com/ordersync/ordersync/worker"
+)
+
+// withHeartbeats gives the rig a new reconciler, as after a restart, that
+// reads the receivers' heartbeats from the mirror; it returns its registry.
+func (r *promiseRig) withHeartbeats(t *testing.T) *prometheus.Registry {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	var err error
+	if r.rec, err = worker.NewReconciler(worker.ReconcilerConfig{
+		Schedule: r.db, Syncer: r.syncer, Heartbeats: r.db, Clock: r.clock.now, Registerer: reg,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// beat records a receiver's heartbeat at the simulated time.
+func (r *promiseRig) beat(t *testing.T, id string, started time.Time, c ordersync.WebhookCounts) {
+	t.Helper()
+	if err := r.db.RecordReceiverBeats(context.Background(), []ordersync.ReceiverBeat{{
+		ReceiverID: id, Account: ordersync.DefaultAccount, StartedAt: started, BeatAt: r.clock.now(), WebhookCounts: c,
+	}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReceiverOutageIsCaughtUp: the service (receiver and reconciler) is
+// down for 10 minutes while orders change upstream, their webhooks lost.
+// When it comes back, the gap in the receivers' uptime recorded in the
+// mirror makes the restarted reconciler check at once every order active
+// in the hour before the gap, and densely those active in the two hours
+// before: every change made during the outage is mirrored within 5
+// minutes of the service coming back, even for orders whose schedule had
+// gone quiet.
+func TestReceiverOutageIsCaughtUp(t *testing.T) {
+	r := newPromiseRig(t)
+	ctx := context.Background()
+	started := r.clock.now()
+	r.beat(t, "r1", started, ordersync.WebhookCounts{})
+	quiet := r.createMirrored(t, 40, 0) // active 100 minutes before the outage
+	for range 70 * 60 {
+		r.second(t)
+	}
+	recent := r.createMirrored(t, 40, 0) // active 30 minutes before it
+	for range 30 * 60 {
+		r.second(t)
+	}
+	r.beat(t, "r1", started, ordersync.WebhookCounts{Accepted: 80})
+	outage := r.clock.now()
+	// Down for 10 minutes: no beat, no check; half the orders change.
+	changed := map[string]bool{}
+	for i, codes := range [][]string{quiet, recent} {
+		for j, code := range codes[:20] {
+			r.clock.advance(20 * time.Second)
+			action := sim.ActionPay
+			if j < 10 {
+				action = sim.ActionCancel
+			}
+			if _, err := r.sim.Apply(code, action, nil); err != nil {
+				t.Fatalf("group %d: %v", i, err)
+			}
+			changed[code] = true
+		}
+	}
+	r.clock.advance(outage.Add(10 * time.Minute).Sub(r.clock.now()))
+	back := r.clock.now()
+	r.beat(t, "r2", back, ordersync.WebhookCounts{})
+	reg := r.withHeartbeats(t)
+	if err := r.rec.ObserveReceivers(ctx, back); err != nil {
+		t.Fatal(err)
+	}
+	var latest time.Duration
+	for r.clock.now().Sub(back) < 10*time.Minute && len(changed) > 0 {
+		for _, c := range r.second(t) {
+			if changed[c.OrderCode] {
+				delete(changed, c.OrderCode)
+				latest = r.clock.now().Sub(back)
+			}
+		}
+	}
+	if len(changed) > 0 {
+		t.Errorf("%d changes made during the outage not mirrored within 10 minutes of the service coming back", len(changed))
+	}
+	if latest > 5*time.Minute {
+		t.Errorf("the last change made during the outage was mirrored %s after the service came back, over 5m", latest)
+	}
+	if got := r.byReason[ordersync.CheckCatchUp]; got < len(recent) {
+		t.Errorf("%d catch-up checks, want at least the %d orders active in the hour before the gap", got, len(recent))
+	}
+	if got := counterValue(t, reg, "ordersync_reconcile_evidence_total", map[string]string{"kind": "receiver_away"}); got < 1 {
+		t.Errorf("receiver_away evidence %v, want counted", got)
+	}
+	t.Logf("every change made during a 10-minute outage mirrored %s after the service came back; checks by reason: %v", latest, r.byReason)
+}
+
+// TestMissedWebhookTightensTheAccount: a check finding a change no webhook
+// announced makes the account's orders active in the two hours before
+// checked densely again, and the schedule relaxes once the record has been
+// clean for an hour. Refused signatures alone, while valid webhooks keep
+// arriving, tighten nothing; a receiver answering 503, or refusing every
+// webhook while it accepts none, does.
+func TestMissedWebhookTightensTheAccount(t *testing.T) {
+	r := newPromiseRig(t)
+	ctx := context.Background()
+	reg := r.withHeartbeats(t)
+	started := r.clock.now()
+	r.beat(t, "r1", started, ordersync.WebhookCounts{})
+	if err := r.rec.ObserveReceivers(ctx, r.clock.now()); err != nil {
+		t.Fatal(err)
+	}
+	quiet := r.createMirrored(t, 20, 0)
+	for range 70 * 60 {
+		r.second(t)
+	}
+	// Valid webhooks keep arriving among refused ones: a stranger's noise.
+	r.beat(t, "r1", started, ordersync.WebhookCounts{Accepted: 10, Refused: 500})
+	if err := r.rec.ObserveReceivers(ctx, r.clock.now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.evidence(t, reg); got != 0 {
+		t.Fatalf("%v evidence from refused signatures while valid webhooks arrive, want none", got)
+	}
+	// phase counts the checks of the quiet orders by reason over d.
+	phase := func(d time.Duration) map[ordersync.CheckReason]int {
+		before := map[ordersync.CheckReason]int{}
+		for k, v := range r.byReason {
+			before[k] = v
+		}
+		end := r.clock.now().Add(d)
+		for r.clock.now().Before(end) {
+			r.second(t)
+		}
+		got := map[ordersync.CheckReason]int{}
+		for k, v := range r.byReason {
+			got[k] = v - before[k]
+		}
+		return got
+	}
+	calm := phase(30 * time.Minute)
+	if calm[ordersync.CheckQuiet] > len(quiet) || calm[ordersync.CheckEvidence] != 0 {
+		t.Fatalf("before any evidence: %v checks in 30 minutes of %d quiet orders, want at most one each", calm, len(quiet))
+	}
+	// One order changes upstream, its webhook lost; its check finds it.
+	missed := r.createMirrored(t, 1, 0)[0]
+	if _, err := r.sim.Apply(missed, sim.ActionPay, nil); err != nil {
+		t.Fatal(err)
+	}
+	tight := phase(30 * time.Minute)
+	if got := counterValue(t, reg, "ordersync_reconcile_evidence_total", map[string]string{"kind": "missed_webhook"}); got != 1 {
+		t.Fatalf("missed_webhook evidence %v, want 1", got)
+	}
+	// Dense again: on the ramp, capped at 4 minutes for these quiet orders,
+	// so at least 7 checks each in 30 minutes.
+	if got := tight[ordersync.CheckEvidence]; got < 7*len(quiet) {
+		t.Errorf("%d evidence checks of %d quiet orders in the 30 minutes after a missed webhook, want at least %d: %v", got, len(quiet), 6*len(quiet), tight)
+	}
+	// While dense, an order is first checked 15 s after its activity (the
+	// ramp), not 1 to 4m20s after it: a change whose webhook is lost right
+	// after is mirrored within about 15 s.
+	fresh := r.createMirrored(t, 1, 0)[0]
+	if _, err := r.sim.Apply(fresh, sim.ActionPay, nil); err != nil {
+		t.Fatal(err)
+	}
+	activeAt := r.clock.now()
+	var freshAfter time.Duration
+	for freshAfter == 0 && r.clock.now().Sub(activeAt) < ordersync.CheckFirstSpread {
+		for _, c := range r.second(t) {
+			if c.OrderCode == fresh {
+				freshAfter = r.clock.now().Sub(activeAt)
+			}
+		}
+	}
+	if freshAfter == 0 || freshAfter > ordersync.CheckDenseFirst+2*time.Second {
+		t.Errorf("a change lost right after activity while dense mirrored after %s (0: not within %s), want about %s", freshAfter, ordersync.CheckFirstSpread, ordersync.CheckDenseFirst)
+	}
+	// Clean for the hold (an hour from the last evidence, the fresh
+	// order's change), then relaxed.
+	phase(time.Hour + time.Minute)
+	relaxed := phase(time.Hour)
+	if relaxed[ordersync.CheckEvidence] != 0 || relaxed[ordersync.CheckQuiet] > 2*len(quiet) {
+		t.Errorf("an hour after the record came clean: %v checks of %d quiet orders, want at most 2 each and none for evidence", relaxed, len(quiet))
+	}
+	t.Logf("checks of %d quiet orders: before evidence (30m) %v; after a missed webhook (30m) %v; relaxed (1h) %v; a change lost right after activity while dense mirrored after %s", len(quiet), calm, tight, relaxed, freshAfter)
+
+	// A receiver answering 503, or refusing every webhook while it accepts
+	// none, is evidence too.
+	r.beat(t, "r1", started, ordersync.WebhookCounts{Accepted: 10, Refused: 500, Unavailable: 3})
+	if err := r.rec.ObserveReceivers(ctx, r.clock.now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := counterValue(t, reg, "ordersync_reconcile_evidence_total", map[string]string{"kind": "receiver_unavailable"}); got != 1 {
+		t.Errorf("receiver_unavailable evidence %v after 503 answers, want 1", got)
+	}
+	r.beat(t, "r1", started, ordersync.WebhookCounts{Accepted: 10, Refused: 520, Unavailable: 3})
+	if err := r.rec.ObserveReceivers(ctx, r.clock.now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := counterValue(t, reg, "ordersync_reconcile_evidence_total", map[string]string{"kind": "all_refused"}); got != 1 {
+		t.Errorf("all_refused evidence %v after refusals with nothing accepted, want 1", got)
+	}
+}
+
+// evidence sums the reconciler's evidence of every kind.
+func (r *promiseRig) evidence(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	var n float64
+	for _, k := range []string{"missed_webhook", "receiver_away", "receiver_unavailable", "all_refused"} {
+		n += counterValue(t, reg, "ordersync_reconcile_evidence_total", map[string]string{"kind": k})
+	}
+	return n
+}
+
+// TestShortRestartIsAGap: a receiver killed and restarted seconds later
+// leaves a gap too short for three missed beats, in which webhooks were
+// refused: it is evidence once the earlier receiver has had a beat
+// interval to show it is alive. A rolling restart, the earlier receiver
+// beating on after the new one started, is none.
+func TestShortRestartIsAGap(t *testing.T) {
+	r := newPromiseRig(t)
+	ctx := context.Background()
+	reg := r.withHeartbeats(t)
+	away := func() float64 {
+		return counterValue(t, reg, "ordersync_reconcile_evidence_total", map[string]string{"kind": "receiver_away"})
+	}
+	observe := func() {
+		t.Helper()
+		if err := r.rec.ObserveReceivers(ctx, r.clock.now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := r.clock.now()
+	r.beat(t, "r1", first, ordersync.WebhookCounts{})
+	r.clock.advance(ordersync.DefaultHeartbeatInterval)
+	r.beat(t, "r1", first, ordersync.WebhookCounts{Accepted: 5})
+	// Killed 3 s after its beat; the next process starts 2 s later.
+	r.clock.advance(5 * time.Second)
+	second := r.clock.now()
+	r.beat(t, "r2", second, ordersync.WebhookCounts{})
+	observe()
+	if got := away(); got != 0 {
+		t.Fatalf("receiver_away %v the moment a receiver started beside one that beat 5 s ago, want none yet", got)
+	}
+	r.clock.advance(ordersync.DefaultHeartbeatInterval)
+	r.beat(t, "r2", second, ordersync.WebhookCounts{Accepted: 1})
+	observe()
+	if got := away(); got != 1 {
+		t.Fatalf("receiver_away %v once the killed receiver missed its beat, want 1", got)
+	}
+	// A rolling restart: r3 starts while r2 keeps beating.
+	third := r.clock.now()
+	r.beat(t, "r3", third, ordersync.WebhookCounts{})
+	r.clock.advance(ordersync.DefaultHeartbeatInterval)
+	r.beat(t, "r2", second, ordersync.WebhookCounts{Accepted: 2})
+	r.beat(t, "r3", third, ordersync.WebhookCounts{Accepted: 1})
+	observe()
+	if got := away(); got != 1 {
+		t.Errorf("receiver_away %v after a rolling restart, want still 1", got)
+	}
+}
