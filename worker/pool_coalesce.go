@@ -92,12 +92,9 @@ func (p *Pool) dispatch(d ordersync.Delivery, now time.Time) *item {
 		return nil
 	}
 	it.e = e
+	// The receiver decided whether the event is ignored and said so in
+	// the event (every release has): it is not decided again here.
 	if ev.Ignored != "" {
-		p.commits <- commitItem{ignored: it}
-		return nil
-	}
-	if reason, ignored := e.Ignored(); ignored {
-		ev.Ignored = reason
 		p.commits <- commitItem{ignored: it}
 		return nil
 	}
