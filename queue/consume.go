@@ -149,15 +149,26 @@ func (d *delivery) Event() *ordersync.InboundEvent {
 		if ev.Account == "" {
 			ev.Account = strings.TrimPrefix(d.msg.Subject(), d.q.eventsPrefix)
 		}
-		if t, err := time.Parse(time.RFC3339Nano, h.Get(HeaderReceivedAt)); err == nil {
-			ev.ReceivedAt = t
-		}
+		ev.ReceivedAt = receivedAt(h)
 		if n, err := strconv.ParseInt(h.Get(HeaderReplayOf), 10, 64); err == nil {
 			ev.ReplayOf = n
 		}
 		d.ev = ev
 	})
 	return d.ev
+}
+
+// receivedAt reads the receipt time: Unix nanoseconds, or, from an event
+// an earlier release queued, RFC 3339 text. Zero when neither parses.
+func receivedAt(h nats.Header) time.Time {
+	if v := h.Get(HeaderReceivedNanos); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return time.Unix(0, n).UTC()
+		}
+		return time.Time{}
+	}
+	t, _ := time.Parse(time.RFC3339Nano, h.Get(HeaderReceivedAt))
+	return t
 }
 
 func (d *delivery) Attempt() int {

@@ -20,8 +20,14 @@ import (
 // Headers of a queued event besides Nats-Msg-Id, so a worker knows what the
 // receiver knew without parsing anything but headers.
 const (
-	HeaderAccount    = "Ordersync-Account"
-	HeaderReceivedAt = "Ordersync-Received-At" // RFC 3339 with nanoseconds
+	HeaderAccount = "Ordersync-Account"
+	// HeaderReceivedNanos is the receipt time in Unix nanoseconds, decimal:
+	// read back with one integer parse, no calendar arithmetic.
+	HeaderReceivedNanos = "Ordersync-Received-Unix-Nano"
+	// HeaderReceivedAt is the receipt time as releases before wrote it (RFC
+	// 3339 with nanoseconds); still read from events already in the stream,
+	// no longer written.
+	HeaderReceivedAt = "Ordersync-Received-At"
 	HeaderSignature  = "Ordersync-Signature"
 	HeaderIgnored    = "Ordersync-Ignored"
 	HeaderReplayOf   = "Ordersync-Replay-Of"
@@ -283,7 +289,7 @@ func (q *Queue) PublishEvent(ctx context.Context, ev *ordersync.InboundEvent) (b
 	set(jetstream.ExpectedStreamHeader, q.cfg.EventsStream)
 	set(HeaderAccount, ev.Account)
 	if !ev.ReceivedAt.IsZero() {
-		set(HeaderReceivedAt, ev.ReceivedAt.UTC().Format(time.RFC3339Nano))
+		set(HeaderReceivedNanos, strconv.FormatInt(ev.ReceivedAt.UnixNano(), 10))
 	}
 	if ev.Signature != "" {
 		set(HeaderSignature, string(ev.Signature))

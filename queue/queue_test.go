@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -330,6 +331,12 @@ func TestPublishConsumeAck(t *testing.T) {
 		!got.ReceivedAt.Equal(want.ReceivedAt) || got.Signature != want.Signature || got.Ignored != want.Ignored ||
 		got.ReplayOf != want.ReplayOf || got.Cause != want.Cause {
 		t.Fatalf("event round trip:\n got %+v\nwant %+v", got, want)
+	}
+	// The receipt time travels as Unix nanoseconds, not as text.
+	h := d.(*delivery).msg.Headers()
+	if h.Get(HeaderReceivedNanos) != strconv.FormatInt(want.ReceivedAt.UnixNano(), 10) || h.Get(HeaderReceivedAt) != "" {
+		t.Fatalf("receipt headers %q=%q, %q=%q; want Unix nanoseconds in the first, nothing in the second",
+			HeaderReceivedNanos, h.Get(HeaderReceivedNanos), HeaderReceivedAt, h.Get(HeaderReceivedAt))
 	}
 	if d.Attempt() != 1 {
 		t.Fatalf("Attempt = %d, want 1", d.Attempt())
