@@ -134,20 +134,19 @@ type delivery struct {
 
 // Event decodes the headers the receiver wrote. A header that does not
 // parse is left zero rather than failing the event: the body is what
-// matters and it is always there.
+// matters and it is always there. The account is the subject's last token,
+// which PublishEvent checked and every release has written: it is never
+// empty, so nothing downstream defaults it.
 func (d *delivery) Event() *ordersync.InboundEvent {
 	d.once.Do(func() {
 		h := d.msg.Headers()
 		ev := &ordersync.InboundEvent{
 			MsgID:     h.Get(jetstream.MsgIDHeader),
-			Account:   h.Get(HeaderAccount),
+			Account:   strings.TrimPrefix(d.msg.Subject(), d.q.eventsPrefix),
 			Body:      d.msg.Data(),
 			Signature: ordersync.SignatureVerdict(h.Get(HeaderSignature)),
 			Ignored:   ordersync.IgnoreReason(h.Get(HeaderIgnored)),
 			Cause:     ordersync.Cause(h.Get(HeaderCause)),
-		}
-		if ev.Account == "" {
-			ev.Account = strings.TrimPrefix(d.msg.Subject(), d.q.eventsPrefix)
 		}
 		ev.ReceivedAt = receivedAt(h)
 		if n, err := strconv.ParseInt(h.Get(HeaderReplayOf), 10, 64); err == nil {

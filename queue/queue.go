@@ -18,9 +18,10 @@ import (
 )
 
 // Headers of a queued event besides Nats-Msg-Id, so a worker knows what the
-// receiver knew without parsing anything but headers.
+// receiver knew without parsing anything but headers. The account is not
+// among them: it is the subject's last token (releases before also wrote
+// it in an Ordersync-Account header, always equal to the subject's).
 const (
-	HeaderAccount = "Ordersync-Account"
 	// HeaderReceivedNanos is the receipt time in Unix nanoseconds, decimal:
 	// read back with one integer parse, no calendar arithmetic.
 	HeaderReceivedNanos = "Ordersync-Received-Unix-Nano"
@@ -287,7 +288,6 @@ func (q *Queue) PublishEvent(ctx context.Context, ev *ordersync.InboundEvent) (b
 	}
 	set(jetstream.MsgIDHeader, ev.MsgID)
 	set(jetstream.ExpectedStreamHeader, q.cfg.EventsStream)
-	set(HeaderAccount, ev.Account)
 	if !ev.ReceivedAt.IsZero() {
 		set(HeaderReceivedNanos, strconv.FormatInt(ev.ReceivedAt.UnixNano(), 10))
 	}

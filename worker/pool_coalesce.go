@@ -83,9 +83,6 @@ func (p *Pool) pull(ctx context.Context) {
 func (p *Pool) dispatch(d ordersync.Delivery, now time.Time) *item {
 	ev := d.Event()
 	it := &item{d: d, ev: ev, account: ev.Account, pulledAt: now}
-	if it.account == "" {
-		it.account = ordersync.DefaultAccount
-	}
 	e, err := ordersync.ParseEvent(ev.Body)
 	if err != nil {
 		p.jobs <- job{dead: it, reason: ordersync.ReasonMalformed, err: err}
