@@ -2,7 +2,6 @@ package ordersync
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -40,39 +39,6 @@ type MirroredOrder struct {
 	Account string
 	Order   Order
 	Sync    SyncInfo
-}
-
-// MarshalJSON writes the order detail in the interface's own field names and
-// shape (the raw fetched document when there is one, so fields added upstream
-// survive) plus "account" and a "sync" object.
-func (m MirroredOrder) MarshalJSON() ([]byte, error) {
-	doc := m.Order.Raw
-	if len(doc) == 0 {
-		var err error
-		if doc, err = json.Marshal(m.Order.withLists()); err != nil {
-			return nil, err
-		}
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(doc, &fields); err != nil || fields == nil {
-		// Not an object (a stored "null", say): fall back to the typed order.
-		b, merr := json.Marshal(m.Order.withLists())
-		if merr != nil {
-			return nil, merr
-		}
-		fields = nil
-		if err := json.Unmarshal(b, &fields); err != nil {
-			return nil, err
-		}
-	}
-	var err error
-	if fields["sync"], err = json.Marshal(m.Sync); err != nil {
-		return nil, err
-	}
-	if fields["account"], err = json.Marshal(m.Account); err != nil {
-		return nil, err
-	}
-	return json.Marshal(fields)
 }
 
 // withLists returns the order with empty lists where it has none, so that

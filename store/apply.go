@@ -543,7 +543,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	encoding.Go(func() {
 		for i := range b.payloads {
 			var err error
-			if payloads[i], err = encodePayload(&b.payloads[i]); err != nil {
+			if payloads[i], err = b.payloads[i].MarshalJSON(); err != nil {
 				encodeErr = fmt.Errorf("encode outbox payload of %s: %w", b.payloads[i].Order.OrderCode, err)
 				return
 			}
