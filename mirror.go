@@ -92,8 +92,9 @@ type ApplyResult struct {
 	// Changed is true when the document differs from the mirrored one (a
 	// changed document replaces items, metadata and payment; an unchanged
 	// one only touches SyncInfo).
-	Changed        bool
-	PreviousStatus Status // "" when created
+	Changed bool
+	// PreviousStatus is the Change's From: "" when created.
+	PreviousStatus Status
 	Status         Status
 	// Paid is true when this apply queued the PAID trigger: the first time
 	// the mirror saw the order PAID or FINALIZED.
@@ -158,9 +159,9 @@ type OutboxMessage struct {
 	MsgID     string
 	Payload   []byte // the MirroredOrder JSON
 	CreatedAt time.Time
-	// FromStatus is the status the change left ("" when the order was
+	// From is the status the change left ("" when the order was
 	// new); the payload holds the one it reached.
-	FromStatus Status
+	From Status
 }
 
 // DeadLetterReason says why an event could not be processed.

@@ -362,8 +362,8 @@ func (q *Queue) sendMessage(m ordersync.OutboxMessage) (jetstream.PubAckFuture, 
 		jetstream.MsgIDHeader:          []string{m.MsgID},
 		jetstream.ExpectedStreamHeader: []string{q.cfg.OrdersStream},
 	}
-	if m.FromStatus != "" {
-		h[HeaderFromStatus] = []string{string(m.FromStatus)}
+	if m.From != "" {
+		h[HeaderFromStatus] = []string{string(m.From)}
 	}
 	f, err := q.js.PublishMsgAsync(&nats.Msg{Subject: subj, Header: h, Data: m.Payload})
 	if err != nil {

@@ -181,7 +181,7 @@ func (r *runner) deliver(h *held) bool {
 	err := h.orderErr
 	var body []byte
 	if err == nil {
-		body, err = o.EventBody(string(hookEv), published, string(ev.FromStatus))
+		body, err = o.EventBody(string(hookEv), published, string(ev.From))
 	}
 	if err != nil {
 		r.d.cfg.Logger.Error("deliveries: encode event", "endpoint", ep.ID, "msg_id", ev.MsgID, "err", err)
