@@ -218,47 +218,9 @@ func (s *scanner) value() bool {
 	}
 	switch c := s.b[s.i]; {
 	case c == '{':
-		s.i++
-		s.skipSpace()
-		if s.consume('}') {
-			return true
-		}
-		for {
-			s.skipSpace()
-			if !s.str() {
-				return false
-			}
-			s.skipSpace()
-			if !s.consume(':') {
-				return false
-			}
-			s.skipSpace()
-			if !s.value() {
-				return false
-			}
-			s.skipSpace()
-			if s.consume(',') {
-				continue
-			}
-			return s.consume('}')
-		}
+		return s.list('}', s.member)
 	case c == '[':
-		s.i++
-		s.skipSpace()
-		if s.consume(']') {
-			return true
-		}
-		for {
-			s.skipSpace()
-			if !s.value() {
-				return false
-			}
-			s.skipSpace()
-			if s.consume(',') {
-				continue
-			}
-			return s.consume(']')
-		}
+		return s.list(']', s.value)
 	case c == '"':
 		return s.str()
 	case c == '-' || (c >= '0' && c <= '9'):
@@ -271,6 +233,40 @@ func (s *scanner) value() bool {
 		return s.literal("null")
 	}
 	return false
+}
+
+// list reads an object's members or an array's elements, each with item,
+// from its opening character up to close.
+func (s *scanner) list(close byte, item func() bool) bool {
+	s.i++
+	s.skipSpace()
+	if s.consume(close) {
+		return true
+	}
+	for {
+		s.skipSpace()
+		if !item() {
+			return false
+		}
+		s.skipSpace()
+		if s.consume(',') {
+			continue
+		}
+		return s.consume(close)
+	}
+}
+
+// member reads a name, its colon and its value.
+func (s *scanner) member() bool {
+	if !s.str() {
+		return false
+	}
+	s.skipSpace()
+	if !s.consume(':') {
+		return false
+	}
+	s.skipSpace()
+	return s.value()
 }
 
 func (s *scanner) literal(lit string) bool {

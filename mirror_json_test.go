@@ -85,16 +85,24 @@ func checkPayload(t *testing.T, doc []byte) {
 	}
 }
 
-func TestMarshalJSONMatchesMap(t *testing.T) {
-	fixture, err := os.ReadFile(filepath.Join("testdata", "orders", "paid.json"))
+// paidDoc is testdata/orders/paid.json as written (spaced out) and as the
+// service sends it (compact).
+func paidDoc(t testing.TB) (spaced, compact []byte) {
+	t.Helper()
+	spaced, err := os.ReadFile(filepath.Join("testdata", "orders", "paid.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, fixture); err != nil {
+	var b bytes.Buffer
+	if err := json.Compact(&b, spaced); err != nil {
 		t.Fatal(err)
 	}
-	docs := [][]byte{fixture, compact.Bytes(), nil}
+	return spaced, b.Bytes()
+}
+
+func TestMarshalJSONMatchesMap(t *testing.T) {
+	spaced, compact := paidDoc(t)
+	docs := [][]byte{spaced, compact, nil}
 	for _, d := range payloadDocs {
 		docs = append(docs, []byte(d))
 	}
@@ -124,11 +132,9 @@ func TestMarshalJSONMatchesMap(t *testing.T) {
 }
 
 func FuzzMarshalJSON(f *testing.F) {
-	fixture, err := os.ReadFile(filepath.Join("testdata", "orders", "paid.json"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(fixture)
+	spaced, compact := paidDoc(f)
+	f.Add(spaced)
+	f.Add(compact)
 	for _, d := range payloadDocs {
 		f.Add([]byte(d))
 	}
@@ -147,15 +153,8 @@ const marshalAllocBudget = 14
 // TestMarshalJSONAllocBudget holds the one encoder of a mirrored order to
 // its allocation budget: a count, not a time.
 func TestMarshalJSONAllocBudget(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("testdata", "orders", "paid.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, doc); err != nil {
-		t.Fatal(err)
-	}
-	m := payloadOf(compact.Bytes())
+	_, compact := paidDoc(t)
+	m := payloadOf(compact)
 	allocs := testing.AllocsPerRun(200, func() {
 		if _, err := m.MarshalJSON(); err != nil {
 			t.Fatal(err)
