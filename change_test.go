@@ -46,8 +46,8 @@ func checkMessages(t *testing.T, c Change, wantIDs []string) {
 		if m.Subject != wantSubject {
 			t.Errorf("message %s: subject %q, want %q", m.MsgID, m.Subject, wantSubject)
 		}
-		if m.Account != changeAccount || m.OrderCode != changeCode || m.FromStatus != c.From {
-			t.Errorf("message %s: account %q, order %q, from %q; want %q, %q, %q", m.MsgID, m.Account, m.OrderCode, m.FromStatus, changeAccount, changeCode, c.From)
+		if m.Account != changeAccount || m.OrderCode != changeCode || m.From != c.From {
+			t.Errorf("message %s: account %q, order %q, from %q; want %q, %q, %q", m.MsgID, m.Account, m.OrderCode, m.From, changeAccount, changeCode, c.From)
 		}
 		if m.ID != 0 || m.Payload != nil || !m.CreatedAt.IsZero() {
 			t.Errorf("message %s: the store's fields are set: %+v", m.MsgID, m)

@@ -284,9 +284,9 @@ type OrderEvent struct {
 	MsgID       string
 	Payload     []byte // the MirroredOrder JSON
 	PublishedAt time.Time
-	// FromStatus is the status the change left ("" for a new order, or an
+	// From is the status the change left ("" for a new order, or an
 	// event published before it was recorded).
-	FromStatus Status
+	From Status
 }
 
 // OrderEventDelivery is an order event handed to one endpoint's deliverer.

@@ -56,41 +56,27 @@ func (t EventType) IsSubscription() bool {
 // post to the same webhook URL and are acknowledged and ignored.
 const OrderTypePaymentLink = "FASTLINK_CHARGE"
 
-// Event is a webhook body, decoded tolerantly. It is a hint that an order
-// changed, never the truth: the worker fetches the order detail.
+// Event is what ordersync reads of a webhook body, decoded tolerantly:
+// the keys of the order and what decides whether it is followed. It is a
+// hint that an order changed, never the truth: the worker fetches the
+// order detail. The rest of the body (description, level, the metadata
+// object, which may hold personal data) is kept only as the raw body and
+// not decoded: nothing on the pipeline reads it.
 type Event struct {
 	OrderID        ID        `json:"orderId"`
 	OrderCode      string    `json:"orderCode"`
 	OrderReference string    `json:"orderReference"`
 	OrderType      string    `json:"orderType"`
-	Description    string    `json:"description"`
-	Level          string    `json:"level"`
 	Type           EventType `json:"type"`
 	SubscriptionID ID        `json:"subscriptionId"`
-	// Metadata is the flat object real deployments send (PaymentId, BuyerName,
-	// the merchant's own fields…) as it came, or nil; MetadataFields decodes
-	// it. Nothing on the pipeline's path reads it, so ParseEvent leaves it
-	// undecoded: decoding it into a map doubled the cost of parsing a real
-	// SuccessPayment body (BenchmarkParseEvent). It may hold personal data.
-	Metadata json.RawMessage `json:"metadata"`
-}
-
-// MetadataFields decodes Metadata; nil when the event has none.
-func (e *Event) MetadataFields() map[string]any {
-	var fields map[string]any
-	if json.Unmarshal(e.Metadata, &fields) != nil {
-		return nil
-	}
-	return fields
 }
 
 // ErrMalformedEvent is wrapped by ParseEvent for a body that is not a JSON
 // object of the expected shape.
 var ErrMalformedEvent = errors.New("malformed webhook event")
 
-// ParseEvent decodes a webhook body. Unknown fields are ignored; orderId may
-// be a number or a string; metadata that is not an object is dropped rather
-// than failing the event.
+// ParseEvent decodes a webhook body. Fields it does not read are skipped
+// whatever they hold; orderId may be a number or a string.
 func ParseEvent(body []byte) (*Event, error) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
@@ -99,12 +85,6 @@ func ParseEvent(body []byte) (*Event, error) {
 	var ev Event
 	if err := json.Unmarshal(trimmed, &ev); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformedEvent, err)
-	}
-	// The body was valid JSON, so an object here is a whole, valid one.
-	if md := bytes.TrimSpace(ev.Metadata); len(md) > 0 && md[0] == '{' {
-		ev.Metadata = md
-	} else {
-		ev.Metadata = nil
 	}
 	ev.OrderCode = strings.TrimSpace(ev.OrderCode)
 	ev.OrderReference = strings.TrimSpace(ev.OrderReference)

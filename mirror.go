@@ -2,7 +2,6 @@ package ordersync
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -40,39 +39,6 @@ type MirroredOrder struct {
 	Account string
 	Order   Order
 	Sync    SyncInfo
-}
-
-// MarshalJSON writes the order detail in the interface's own field names and
-// shape (the raw fetched document when there is one, so fields added upstream
-// survive) plus "account" and a "sync" object.
-func (m MirroredOrder) MarshalJSON() ([]byte, error) {
-	doc := m.Order.Raw
-	if len(doc) == 0 {
-		var err error
-		if doc, err = json.Marshal(m.Order.withLists()); err != nil {
-			return nil, err
-		}
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(doc, &fields); err != nil || fields == nil {
-		// Not an object (a stored "null", say): fall back to the typed order.
-		b, merr := json.Marshal(m.Order.withLists())
-		if merr != nil {
-			return nil, merr
-		}
-		fields = nil
-		if err := json.Unmarshal(b, &fields); err != nil {
-			return nil, err
-		}
-	}
-	var err error
-	if fields["sync"], err = json.Marshal(m.Sync); err != nil {
-		return nil, err
-	}
-	if fields["account"], err = json.Marshal(m.Account); err != nil {
-		return nil, err
-	}
-	return json.Marshal(fields)
 }
 
 // withLists returns the order with empty lists where it has none, so that
@@ -126,8 +92,9 @@ type ApplyResult struct {
 	// Changed is true when the document differs from the mirrored one (a
 	// changed document replaces items, metadata and payment; an unchanged
 	// one only touches SyncInfo).
-	Changed        bool
-	PreviousStatus Status // "" when created
+	Changed bool
+	// PreviousStatus is the Change's From: "" when created.
+	PreviousStatus Status
 	Status         Status
 	// Paid is true when this apply queued the PAID trigger: the first time
 	// the mirror saw the order PAID or FINALIZED.
@@ -194,9 +161,9 @@ type OutboxMessage struct {
 	CreatedAt time.Time
 	// SentAt is when the relay published the message; nil while it waits.
 	SentAt *time.Time
-	// FromStatus is the status the change left ("" when the order was
+	// From is the status the change left ("" when the order was
 	// new); the payload holds the one it reached.
-	FromStatus Status
+	From Status
 }
 
 // DeadLetterReason says why an event could not be processed.

@@ -1,11 +1,13 @@
 package delivery
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // WebhookID is the webhook-id of an event at an endpoint: the same for
@@ -23,30 +25,200 @@ type statusChange struct {
 	To   string  `json:"to"`
 }
 
+// Order is the mirrored order an order event carries (a JSON object), read
+// once: what a dispatcher routes and records by, and the members the
+// event's body is built from.
+type Order struct {
+	Account string
+	Code    string
+	Status  string
+	// members are the object's top-level members in the form the store
+	// writes: compact, keys sorted, values escaped as encoding/json does.
+	members []member
+}
+
+// member is one top-level member: its name as written (without quotes)
+// and its value.
+type member struct{ key, value []byte }
+
+// ParseOrder reads an order event's payload. The store's one encoder
+// (MirroredOrder.MarshalJSON) writes it compact with its keys sorted, so
+// the members are found in one pass and later copied as they are; any
+// other object (a hand-written or foreign message) is first brought to
+// that form by encoding/json, so the body's bytes do not depend on which
+// way the payload came.
+func ParseOrder(payload []byte) (*Order, error) {
+	members, ok := canonicalMembers(payload)
+	if !ok {
+		var data map[string]json.RawMessage
+		if err := json.Unmarshal(payload, &data); err != nil || data == nil {
+			return nil, fmt.Errorf("order event: the order is not a JSON object: %v", err)
+		}
+		normal, err := json.Marshal(data)
+		if err != nil {
+			return nil, fmt.Errorf("order event: %w", err)
+		}
+		if members, ok = canonicalMembers(normal); !ok {
+			return nil, fmt.Errorf("order event: the order's members are not in the encoder's form")
+		}
+	}
+	o := &Order{members: members}
+	for _, m := range members {
+		switch string(m.key) {
+		case "account":
+			_ = json.Unmarshal(m.value, &o.Account)
+		case "orderCode":
+			_ = json.Unmarshal(m.value, &o.Code)
+		case "orderStatus":
+			_ = json.Unmarshal(m.value, &o.Status)
+		}
+	}
+	return o, nil
+}
+
 // OrderEventBody is the body of an order event of type eventType published
 // at at: the mirrored order as published (a JSON object), under "data", with
 // "statusChange": {"from", "to"} added, "to" being the order's
 // "orderStatus" and "from" the status before, null when from is empty.
 func OrderEventBody(eventType string, at time.Time, order []byte, from string) ([]byte, error) {
-	var data map[string]json.RawMessage
-	if err := json.Unmarshal(order, &data); err != nil || data == nil {
-		return nil, fmt.Errorf("order event body: the order is not a JSON object: %v", err)
+	o, err := ParseOrder(order)
+	if err != nil {
+		return nil, fmt.Errorf("order event body: %w", err)
 	}
-	var change statusChange
-	_ = json.Unmarshal(data["orderStatus"], &change.To)
+	return o.EventBody(eventType, at, from)
+}
+
+// EventBody is the body of an order event of o (see OrderEventBody): its
+// members copied as they are, with "statusChange" put in its sorted place.
+func (o *Order) EventBody(eventType string, at time.Time, from string) ([]byte, error) {
+	change := statusChange{To: o.Status}
 	if from != "" {
 		change.From = &from
 	}
-	var err error
-	if data["statusChange"], err = json.Marshal(change); err != nil {
+	sc, err := json.Marshal(change)
+	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(struct {
-		Type      string                     `json:"type"`
-		Timestamp time.Time                  `json:"timestamp"`
-		Data      map[string]json.RawMessage `json:"data"`
-	}{eventType, at.UTC(), data})
+	typ, err := json.Marshal(eventType)
+	if err != nil {
+		return nil, err
+	}
+	size := len(`{"type":,"timestamp":"","data":{"statusChange":}}`) + len(typ) + len(time.RFC3339Nano) + len(sc)
+	for _, m := range o.members {
+		size += len(m.key) + len(m.value) + 4
+	}
+	out := make([]byte, 0, size)
+	out = append(out, `{"type":`...)
+	out = append(out, typ...)
+	out = append(out, `,"timestamp":"`...)
+	out = at.UTC().AppendFormat(out, time.RFC3339Nano)
+	out = append(out, `","data":{`...)
+	placed := false
+	put := func(key, value []byte) {
+		if out[len(out)-1] != '{' {
+			out = append(out, ',')
+		}
+		out = append(out, '"')
+		out = append(out, key...)
+		out = append(out, '"', ':')
+		out = append(out, value...)
+	}
+	for _, m := range o.members {
+		if !placed && string(m.key) >= "statusChange" {
+			put([]byte("statusChange"), sc)
+			placed = true
+			if string(m.key) == "statusChange" {
+				continue // replaced
+			}
+		}
+		put(m.key, m.value)
+	}
+	if !placed {
+		put([]byte("statusChange"), sc)
+	}
+	return append(out, '}', '}'), nil
 }
+
+// canonicalMembers splits payload into its top-level members when it is
+// in the form encoding/json writes a map of raw values: an object, compact,
+// no characters it escapes, names without escapes in strictly increasing
+// order.
+// false otherwise, and for anything that is not valid JSON.
+func canonicalMembers(payload []byte) ([]member, bool) {
+	if len(payload) < 2 || payload[0] != '{' || !json.Valid(payload) ||
+		bytes.ContainsAny(payload, "<>&") || bytes.Contains(payload, lineSep) || bytes.Contains(payload, paraSep) {
+		return nil, false
+	}
+	members := make([]member, 0, 24)
+	i := 1 // past '{'
+	for i < len(payload)-1 {
+		// A name without escapes, in UTF-8: written as encoding/json
+		// writes it, and sorted by its bytes as it sorts names.
+		if payload[i] != '"' {
+			return nil, false
+		}
+		end := bytes.IndexByte(payload[i+1:], '"')
+		if end < 0 {
+			return nil, false
+		}
+		key := payload[i+1 : i+1+end]
+		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
+			return nil, false
+		}
+		if n := len(members); n > 0 && bytes.Compare(members[n-1].key, key) >= 0 {
+			return nil, false
+		}
+		i += end + 2
+		if payload[i] != ':' {
+			return nil, false
+		}
+		i++
+		start := i
+		if i = valueEnd(payload, i); i < 0 {
+			return nil, false
+		}
+		members = append(members, member{key: key, value: payload[start:i]})
+		if payload[i] == ',' {
+			i++
+		}
+	}
+	return members, true
+}
+
+// valueEnd is where the value starting at i ends, in valid JSON; -1 when
+// it holds whitespace between tokens (it is not compact).
+func valueEnd(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			return -1
+		case '"':
+			for i++; b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+		case ',':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
+}
+
+var (
+	lineSep = []byte("\u2028")
+	paraSep = []byte("\u2029")
+)
 
 // PingBody is the body of the test event sent to an endpoint at at.
 func PingBody(endpointID string, at time.Time) ([]byte, error) {

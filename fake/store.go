@@ -7,7 +7,6 @@ package fake
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -305,7 +304,7 @@ func (s *Store) ApplyOrders(_ context.Context, params []ordersync.ApplyParams) (
 		if len(c.Messages) == 0 {
 			continue
 		}
-		payload, err := json.Marshal(ordersync.MirroredOrder{Account: p.Account, Order: o.detail, Sync: o.sync})
+		payload, err := ordersync.MirroredOrder{Account: p.Account, Order: o.detail, Sync: o.sync}.MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("%s: encode outbox payload of %s: %w", op, p.Order.OrderCode, err)
 		}

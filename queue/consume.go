@@ -134,30 +134,40 @@ type delivery struct {
 
 // Event decodes the headers the receiver wrote. A header that does not
 // parse is left zero rather than failing the event: the body is what
-// matters and it is always there.
+// matters and it is always there. The account is the subject's last token,
+// which PublishEvent checked and every release has written: it is never
+// empty, so nothing downstream defaults it.
 func (d *delivery) Event() *ordersync.InboundEvent {
 	d.once.Do(func() {
 		h := d.msg.Headers()
 		ev := &ordersync.InboundEvent{
 			MsgID:     h.Get(jetstream.MsgIDHeader),
-			Account:   h.Get(HeaderAccount),
+			Account:   strings.TrimPrefix(d.msg.Subject(), d.q.eventsPrefix),
 			Body:      d.msg.Data(),
 			Signature: ordersync.SignatureVerdict(h.Get(HeaderSignature)),
 			Ignored:   ordersync.IgnoreReason(h.Get(HeaderIgnored)),
 			Cause:     ordersync.Cause(h.Get(HeaderCause)),
 		}
-		if ev.Account == "" {
-			ev.Account = strings.TrimPrefix(d.msg.Subject(), d.q.eventsPrefix)
-		}
-		if t, err := time.Parse(time.RFC3339Nano, h.Get(HeaderReceivedAt)); err == nil {
-			ev.ReceivedAt = t
-		}
+		ev.ReceivedAt = receivedAt(h)
 		if n, err := strconv.ParseInt(h.Get(HeaderReplayOf), 10, 64); err == nil {
 			ev.ReplayOf = n
 		}
 		d.ev = ev
 	})
 	return d.ev
+}
+
+// receivedAt reads the receipt time: Unix nanoseconds, or, from an event
+// an earlier release queued, RFC 3339 text. Zero when neither parses.
+func receivedAt(h nats.Header) time.Time {
+	if v := h.Get(HeaderReceivedNanos); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return time.Unix(0, n).UTC()
+		}
+		return time.Time{}
+	}
+	t, _ := time.Parse(time.RFC3339Nano, h.Get(HeaderReceivedAt))
+	return t
 }
 
 func (d *delivery) Attempt() int {

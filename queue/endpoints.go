@@ -151,10 +151,10 @@ func (q *Queue) OrderEventsSince(ctx context.Context, since time.Time, events []
 
 func (q *Queue) orderEvent(msg jetstream.Msg, md *jetstream.MsgMetadata) ordersync.OrderEvent {
 	ev := ordersync.OrderEvent{
-		Subject:    q.ns.DomainSubject(msg.Subject()),
-		MsgID:      msg.Headers().Get(jetstream.MsgIDHeader),
-		Payload:    msg.Data(),
-		FromStatus: ordersync.Status(msg.Headers().Get(HeaderFromStatus)),
+		Subject: q.ns.DomainSubject(msg.Subject()),
+		MsgID:   msg.Headers().Get(jetstream.MsgIDHeader),
+		Payload: msg.Data(),
+		From:    ordersync.Status(msg.Headers().Get(HeaderFromStatus)),
 	}
 	if md != nil {
 		ev.PublishedAt = md.Timestamp.UTC()

@@ -18,10 +18,17 @@ import (
 )
 
 // Headers of a queued event besides Nats-Msg-Id, so a worker knows what the
-// receiver knew without parsing anything but headers.
+// receiver knew without parsing anything but headers. The account is not
+// among them: it is the subject's last token (releases before also wrote
+// it in an Ordersync-Account header, always equal to the subject's).
 const (
-	HeaderAccount    = "Ordersync-Account"
-	HeaderReceivedAt = "Ordersync-Received-At" // RFC 3339 with nanoseconds
+	// HeaderReceivedNanos is the receipt time in Unix nanoseconds, decimal:
+	// read back with one integer parse, no calendar arithmetic.
+	HeaderReceivedNanos = "Ordersync-Received-Unix-Nano"
+	// HeaderReceivedAt is the receipt time as releases before wrote it (RFC
+	// 3339 with nanoseconds); still read from events already in the stream,
+	// no longer written.
+	HeaderReceivedAt = "Ordersync-Received-At"
 	HeaderSignature  = "Ordersync-Signature"
 	HeaderIgnored    = "Ordersync-Ignored"
 	HeaderReplayOf   = "Ordersync-Replay-Of"
@@ -281,9 +288,8 @@ func (q *Queue) PublishEvent(ctx context.Context, ev *ordersync.InboundEvent) (b
 	}
 	set(jetstream.MsgIDHeader, ev.MsgID)
 	set(jetstream.ExpectedStreamHeader, q.cfg.EventsStream)
-	set(HeaderAccount, ev.Account)
 	if !ev.ReceivedAt.IsZero() {
-		set(HeaderReceivedAt, ev.ReceivedAt.UTC().Format(time.RFC3339Nano))
+		set(HeaderReceivedNanos, strconv.FormatInt(ev.ReceivedAt.UnixNano(), 10))
 	}
 	if ev.Signature != "" {
 		set(HeaderSignature, string(ev.Signature))
@@ -356,8 +362,8 @@ func (q *Queue) sendMessage(m ordersync.OutboxMessage) (jetstream.PubAckFuture, 
 		jetstream.MsgIDHeader:          []string{m.MsgID},
 		jetstream.ExpectedStreamHeader: []string{q.cfg.OrdersStream},
 	}
-	if m.FromStatus != "" {
-		h[HeaderFromStatus] = []string{string(m.FromStatus)}
+	if m.From != "" {
+		h[HeaderFromStatus] = []string{string(m.From)}
 	}
 	f, err := q.js.PublishMsgAsync(&nats.Msg{Subject: subj, Header: h, Data: m.Payload})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -330,6 +331,16 @@ func TestPublishConsumeAck(t *testing.T) {
 		!got.ReceivedAt.Equal(want.ReceivedAt) || got.Signature != want.Signature || got.Ignored != want.Ignored ||
 		got.ReplayOf != want.ReplayOf || got.Cause != want.Cause {
 		t.Fatalf("event round trip:\n got %+v\nwant %+v", got, want)
+	}
+	// The receipt time travels as Unix nanoseconds, not as text; the
+	// account only in the subject.
+	h := d.(*delivery).msg.Headers()
+	if v := h.Get("Ordersync-Account"); v != "" {
+		t.Fatalf("account header %q written beside the subject %s", v, d.(*delivery).msg.Subject())
+	}
+	if h.Get(HeaderReceivedNanos) != strconv.FormatInt(want.ReceivedAt.UnixNano(), 10) || h.Get(HeaderReceivedAt) != "" {
+		t.Fatalf("receipt headers %q=%q, %q=%q; want Unix nanoseconds in the first, nothing in the second",
+			HeaderReceivedNanos, h.Get(HeaderReceivedNanos), HeaderReceivedAt, h.Get(HeaderReceivedAt))
 	}
 	if d.Attempt() != 1 {
 		t.Fatalf("Attempt = %d, want 1", d.Attempt())

@@ -587,7 +587,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	encoding.Go(func() {
 		for i := range b.payloads {
 			var err error
-			if payloads[i], err = encodePayload(&b.payloads[i]); err != nil {
+			if payloads[i], err = b.payloads[i].MarshalJSON(); err != nil {
 				encodeErr = fmt.Errorf("encode outbox payload of %s: %w", b.payloads[i].Order.OrderCode, err)
 				return
 			}
@@ -704,7 +704,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	created := dbTime(b.now)
 	outbox := make([][]any, len(b.outbox))
 	for i, e := range b.outbox {
-		outbox[i] = []any{b.orders[e.key].st.ID, e.key.account, e.key.code, e.msg.Subject, e.msg.MsgID, payloads[e.payload], created, string(e.msg.FromStatus)}
+		outbox[i] = []any{b.orders[e.key].st.ID, e.key.account, e.key.code, e.msg.Subject, e.msg.MsgID, payloads[e.payload], created, string(e.msg.From)}
 	}
 	if err := db.execRows(ctx, tx, insertOutbox, outbox); err != nil {
 		return fmt.Errorf("queue outbox messages: %w", err)

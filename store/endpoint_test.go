@@ -256,7 +256,7 @@ func TestOutboxFromStatus(t *testing.T) {
 		}
 		var got []string
 		for _, m := range msgs {
-			got = append(got, m.Subject+" from "+string(m.FromStatus))
+			got = append(got, m.Subject+" from "+string(m.From))
 		}
 		want := []string{
 			ordersync.SubjectStatusPrefix + "PENDING from ",

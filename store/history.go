@@ -66,7 +66,7 @@ WHERE order_row = ? ORDER BY id DESC LIMIT ?`), row, limit); err != nil {
 		}
 		for _, m := range msgs {
 			h.Messages = append(h.Messages, ordersync.OutboxMessage{ID: m.ID, Account: account, OrderCode: orderCode, Subject: m.Subject,
-				MsgID: m.MsgID, CreatedAt: m.CreatedAt.UTC(), SentAt: utcPtr(m.SentAt), FromStatus: ordersync.Status(m.From)})
+				MsgID: m.MsgID, CreatedAt: m.CreatedAt.UTC(), SentAt: utcPtr(m.SentAt), From: ordersync.Status(m.From)})
 		}
 		return nil
 	})

@@ -111,7 +111,7 @@ func TestMigrationOrderRows(t *testing.T) {
 		}
 		// Going down through migration 6 drops the status a change left.
 		for i := range before.pending {
-			before.pending[i].FromStatus = ""
+			before.pending[i].From = ""
 		}
 		if !reflect.DeepEqual(after.pending, before.pending) {
 			t.Errorf("pending outbox = %+v, want %+v", after.pending, before.pending)

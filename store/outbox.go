@@ -32,7 +32,7 @@ FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT ?`), clampLimit(limit, defau
 		msgs = make([]ordersync.OutboxMessage, len(rows))
 		for i, r := range rows {
 			msgs[i] = ordersync.OutboxMessage{ID: r.ID, Account: r.Account, OrderCode: r.OrderCode, Subject: r.Subject,
-				MsgID: r.MsgID, Payload: r.Payload, CreatedAt: r.CreatedAt.UTC(), FromStatus: ordersync.Status(r.From)}
+				MsgID: r.MsgID, Payload: r.Payload, CreatedAt: r.CreatedAt.UTC(), From: ordersync.Status(r.From)}
 		}
 		return nil
 	})

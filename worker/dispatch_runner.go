@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -117,31 +116,22 @@ func (r *runner) limiter(perSecond float64) *rate.Limiter {
 	return r.limit
 }
 
-// eventOrder is what an event's payload says of its order.
-type eventOrder struct {
-	Account     string           `json:"account"`
-	OrderCode   string           `json:"orderCode"`
-	OrderStatus ordersync.Status `json:"orderStatus"`
-}
-
-func orderOf(payload []byte) eventOrder {
-	var o eventOrder
-	_ = json.Unmarshal(payload, &o)
-	return o
-}
-
-// lane is the lane of an event: its account and order code.
-func (o eventOrder) lane() string { return o.Account + "/" + o.OrderCode }
+// lane is the lane of an order's events: its account and order code.
+func lane(o *delivery.Order) string { return o.Account + "/" + o.Code }
 
 // enqueue puts an event at the end of its order's lane, starting the lane
-// when it was empty.
+// when it was empty. Its payload is read here, once: the lane, the
+// delivery log's record and the body all come from that reading.
 func (r *runner) enqueue(dl ordersync.OrderEventDelivery) {
 	ev := dl.Event()
-	h := &held{d: dl, order: orderOf(ev.Payload), at: ev.PublishedAt}
+	h := &held{d: dl, at: ev.PublishedAt}
+	if h.order, h.orderErr = delivery.ParseOrder(ev.Payload); h.orderErr != nil {
+		h.order = &delivery.Order{}
+	}
 	if h.at.IsZero() {
 		h.at = time.Now()
 	}
-	key := h.order.lane()
+	key := lane(h.order)
 	if !r.lanes.push(key, h) {
 		return
 	}
@@ -188,14 +178,18 @@ func (r *runner) deliver(h *held) bool {
 	if published.IsZero() {
 		published = time.Now()
 	}
-	body, err := delivery.OrderEventBody(string(hookEv), published, ev.Payload, string(ev.FromStatus))
+	err := h.orderErr
+	var body []byte
+	if err == nil {
+		body, err = o.EventBody(string(hookEv), published, string(ev.From))
+	}
 	if err != nil {
 		r.d.cfg.Logger.Error("deliveries: encode event", "endpoint", ep.ID, "msg_id", ev.MsgID, "err", err)
 		return dl.Ack(r.ctx) == nil
 	}
 	id := delivery.WebhookID(ep.ID, ev.MsgID)
 	rec := ordersync.DeliveryRecord{WebhookID: id, EndpointID: ep.ID, Event: hookEv, Account: o.Account,
-		OrderCode: o.OrderCode, OrderStatus: o.OrderStatus}
+		OrderCode: o.Code, OrderStatus: ordersync.Status(o.Status)}
 	if _, ok := dl.(replayed); ok {
 		rec.Detail = "replay"
 	}

@@ -25,7 +25,7 @@ func TestDispatchDeliversSignedEvents(t *testing.T) {
 	ep := e.addEndpoint(t, srv.URL)
 	po := e.addEndpoint(t, paidOnly.URL, ordersync.HookOrderPaid)
 	paidChange, paid := orderMsg("A1", ordersync.StatusPaid, 2, false), orderMsg("A1", ordersync.StatusPaid, 2, true)
-	paidChange.FromStatus, paid.FromStatus = ordersync.StatusPending, ordersync.StatusPending
+	paidChange.From, paid.From = ordersync.StatusPending, ordersync.StatusPending
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPending, 1, false), paidChange, paid)
 	waitFor(t, 10*time.Second, "three deliveries", func() bool { return len(srv.requests()) == 3 && len(paidOnly.requests()) == 1 })
 	got := srv.requests()

@@ -7,14 +7,17 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/delivery"
 )
 
 // held is one event an endpoint's runner holds, delivering or waiting in
 // its order's lane.
 type held struct {
 	d ordersync.OrderEventDelivery
-	// order is what its payload says of its order, read once.
-	order eventOrder
+	// order is its payload, read once; orderErr is why it could not be
+	// (order is then empty).
+	order    *delivery.Order
+	orderErr error
 	// at is when it was published: the age the oldest-undelivered gauge
 	// shows.
 	at time.Time

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/ordersync/ordersync/delivery"
 )
 
 // TestLanes drives the lanes through a script of steps; after each it
@@ -11,7 +13,7 @@ import (
 func TestLanes(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	ev := func(name string, minute int) *held {
-		return &held{order: eventOrder{OrderCode: name}, at: t0.Add(time.Duration(minute) * time.Minute)}
+		return &held{order: &delivery.Order{Code: name}, at: t0.Add(time.Duration(minute) * time.Minute)}
 	}
 	type step struct {
 		op   string // push, head, pop, drop
@@ -80,7 +82,7 @@ func TestLanes(t *testing.T) {
 					}
 				case "head":
 					if h, ok := l.head(s.key); ok {
-						got = h.order.OrderCode
+						got = h.order.Code
 					}
 				case "pop":
 					l.pop(s.key)

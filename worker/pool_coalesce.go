@@ -86,21 +86,15 @@ func (p *Pool) pull(ctx context.Context) {
 func (p *Pool) dispatch(d ordersync.Delivery, now time.Time) *item {
 	ev := d.Event()
 	it := &item{d: d, ev: ev, account: ev.Account, pulledAt: now}
-	if it.account == "" {
-		it.account = ordersync.DefaultAccount
-	}
 	e, err := ordersync.ParseEvent(ev.Body)
 	if err != nil {
 		p.jobs <- job{dead: it, reason: ordersync.ReasonMalformed, err: err}
 		return nil
 	}
 	it.e = e
+	// The receiver decided whether the event is ignored and said so in
+	// the event (every release has): it is not decided again here.
 	if ev.Ignored != "" {
-		p.commits <- commitItem{ignored: it}
-		return nil
-	}
-	if reason, ignored := e.Ignored(); ignored {
-		ev.Ignored = reason
 		p.commits <- commitItem{ignored: it}
 		return nil
 	}

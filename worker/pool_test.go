@@ -240,10 +240,15 @@ func TestPoolDeadLetters(t *testing.T) {
 // ignored and acknowledged without a fetch.
 func TestPoolIgnoredEvents(t *testing.T) {
 	e := newEnv(t, sim.Faults{})
+	// The receiver decides which events are ignored and says so in the
+	// event; the pool follows that verdict and does not decide again, so
+	// an event the receiver flagged is ignored whatever its body says.
 	coupon := e.event(readFixture(t, "webhook-other-product-coupon-app.json"))
+	coupon.Ignored = ordersync.IgnoreOtherProduct
 	sub := e.event([]byte(`{"subscriptionId":"77","type":"SubscriptionPayment","orderType":"FASTLINK_CHARGE"}`))
+	sub.Ignored = ordersync.IgnoreSubscription
 	flagged := e.event([]byte(`{"orderId":"31999","type":"Created"}`))
-	flagged.Ignored = ordersync.IgnoreOtherProduct // the receiver already decided
+	flagged.Ignored = ordersync.IgnoreOtherProduct
 	e.publish(t, coupon, sub, flagged)
 	e.startPool(t, e.newSyncer(t, nil, nil), nil)
 	e.waitDrained(t, 10*time.Second)

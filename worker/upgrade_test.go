@@ -30,8 +30,9 @@ type oldEvent struct {
 // in the format of the releases before (headers Ordersync-Account,
 // Ordersync-Received-At as RFC 3339 with nanoseconds, Ordersync-Signature,
 // Ordersync-Ignored, Ordersync-Cause; and, the oldest form, no account
-// header, the account being the subject's last token) and checks a pool of
-// this release syncs, ignores and logs them as those releases did.
+// header, the account being the subject's last token) beside one in this
+// release's form (Ordersync-Received-Unix-Nano), and checks a pool of this
+// release syncs, ignores and logs them as those releases did.
 func TestUpgradeReadsEventsWrittenTheOldWay(t *testing.T) {
 	e := newEnv(t, sim.Faults{})
 	orders := e.createOrders(t, 2)
@@ -42,7 +43,13 @@ func TestUpgradeReadsEventsWrittenTheOldWay(t *testing.T) {
 	body := func(id ordersync.ID, typ string) []byte {
 		return fmt.Appendf(nil, `{"orderId":%q,"orderReference":null,"orderType":"FASTLINK_CHARGE","description":"x","metadata":null,"level":"Info","type":%q}`, id, typ)
 	}
+	created := e.createOrders(t, 1)[0]
 	old := map[string]oldEvent{
+		"new-received-nanos": {"default", map[string]string{
+			"Ordersync-Received-Unix-Nano": fmt.Sprint(received.Add(3 * time.Second).UnixNano()),
+			"Ordersync-Signature":          "valid",
+			"Ordersync-Cause":              "webhook",
+		}, body(created.OrderID, "Created")},
 		"old-paid": {"default", map[string]string{
 			"Ordersync-Account":     "default",
 			"Ordersync-Received-At": received.Format(time.RFC3339Nano),
@@ -80,7 +87,7 @@ func TestUpgradeReadsEventsWrittenTheOldWay(t *testing.T) {
 
 	e.startPool(t, e.newSyncer(t, nil, nil), nil)
 	e.waitDrained(t, 10*time.Second)
-	e.assertMirrorMatchesSim(t, []string{orders[0].OrderCode, orders[1].OrderCode})
+	e.assertMirrorMatchesSim(t, []string{orders[0].OrderCode, orders[1].OrderCode, created.OrderCode})
 
 	evs, err := e.db.ListEvents(ctx, ordersync.EventFilter{Limit: 10})
 	if err != nil {
@@ -93,6 +100,7 @@ func TestUpgradeReadsEventsWrittenTheOldWay(t *testing.T) {
 		"old-paid":              {ordersync.OutcomeSynced, received},
 		"old-no-account-header": {ordersync.OutcomeSynced, received.Add(time.Second)},
 		"old-ignored":           {ordersync.OutcomeIgnored, received.Add(2 * time.Second)},
+		"new-received-nanos":    {ordersync.OutcomeSynced, received.Add(3 * time.Second)},
 	}
 	if len(evs) != len(want) {
 		t.Fatalf("event log has %d rows, want %d", len(evs), len(want))

@@ -251,8 +251,8 @@ func testOutboxPaidExactlyOnce(t *testing.T, s Store) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("outbox subjects %v, want %v (oldest first)", got, want)
 	}
-	if msgs[3].FromStatus != ordersync.StatusPaid || msgs[0].FromStatus != "" {
-		t.Errorf("from statuses %q, %q; want \"\" and PAID", msgs[0].FromStatus, msgs[3].FromStatus)
+	if msgs[3].From != ordersync.StatusPaid || msgs[0].From != "" {
+		t.Errorf("from statuses %q, %q; want \"\" and PAID", msgs[0].From, msgs[3].From)
 	}
 	if err := s.MarkOutboxSent(ctx, []int64{msgs[0].ID, msgs[1].ID}, time.Now()); err != nil {
 		t.Fatalf("MarkOutboxSent: %v", err)

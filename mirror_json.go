@@ -1,32 +1,39 @@
-package store
+package ordersync
+
+// The one encoder of a mirrored order: the outbox payload (so every NATS
+// order event and HTTP delivery), the admin API and the fakes all get
+// their bytes from MarshalJSON.
 
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
-
-	"github.com/ordersync/ordersync"
 )
 
-// encodePayload returns exactly the bytes of m.MarshalJSON() (and so of
-// json.Marshal(m)): the raw document's top-level fields plus "account" and
-// "sync", keys sorted, values compact with <, > and & escaped.
+// MarshalJSON writes the order detail in the interface's own field names and
+// shape (the raw fetched document when there is one, so fields added upstream
+// survive) plus "account" and a "sync" object: the document's top-level
+// members with those two added, keys sorted, values compact with <, >, &
+// and U+2028/U+2029 escaped, as encoding/json writes a map.
 //
-// MarshalJSON gets there by decoding the document into a map and encoding
-// it again, four passes of encoding/json's scanner that cost more than all
-// the SQL of an order. This does one validating pass over the document and
-// copies its values as they are when they are already compact and need no
-// escaping, as the service's documents are. Anything unusual (escaped,
-// non-ASCII or duplicate keys, an invalid document) goes to MarshalJSON, so
-// errors and edge cases are its own. TestEncodePayloadMatchesMarshalJSON
-// and FuzzEncodePayload hold the two to the same bytes.
-func encodePayload(m *ordersync.MirroredOrder) ([]byte, error) {
-	if trimmed := bytes.TrimSpace(m.Order.Raw); len(trimmed) > 0 && trimmed[0] != '{' {
-		return json.Marshal(m) // MarshalJSON falls back to the typed order
-	}
+// It makes one validating pass over the document and copies its values as
+// they are when they are already compact and need no escaping, as the
+// service's documents are, instead of decoding the document into a map and
+// encoding it again (several times the allocations: docs/testing.md). A
+// document that is missing or not a JSON object gives way to the typed
+// order. TestMarshalJSONMatchesMap and FuzzMarshalJSON hold the bytes to
+// encoding/json's map encoding.
+func (m MirroredOrder) MarshalJSON() ([]byte, error) {
 	fields, ok := topLevelFields(m.Order.Raw)
 	if !ok {
-		return m.MarshalJSON()
+		typed, err := json.Marshal(m.Order.withLists())
+		if err != nil {
+			return nil, err
+		}
+		if fields, ok = topLevelFields(typed); !ok {
+			return nil, fmt.Errorf("encode order %s: the typed order is not a JSON object", m.Order.OrderCode)
+		}
 	}
 	account, err := json.Marshal(m.Account)
 	if err != nil {
@@ -42,7 +49,7 @@ func encodePayload(m *ordersync.MirroredOrder) ([]byte, error) {
 
 	size := 2
 	for _, f := range fields {
-		size += len(f.key) + len(f.value) + 4
+		size += len(f.key) + len(f.quoted) + len(f.value) + 4
 	}
 	out := make([]byte, 0, size)
 	out = append(out, '{')
@@ -50,13 +57,18 @@ func encodePayload(m *ordersync.MirroredOrder) ([]byte, error) {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, '"')
-		out = append(out, f.key...)
-		out = append(out, '"', ':')
+		if f.quoted != nil {
+			out = append(out, f.quoted...)
+		} else {
+			out = append(out, '"')
+			out = append(out, f.key...)
+			out = append(out, '"')
+		}
+		out = append(out, ':')
 		if f.rewrite {
 			var compact bytes.Buffer
 			if err := json.Compact(&compact, f.value); err != nil {
-				return m.MarshalJSON()
+				return nil, err
 			}
 			var escaped bytes.Buffer
 			json.HTMLEscape(&escaped, compact.Bytes())
@@ -68,18 +80,20 @@ func encodePayload(m *ordersync.MirroredOrder) ([]byte, error) {
 	return append(out, '}'), nil
 }
 
-// field is one top-level member of a document. rewrite is set when its
-// value holds whitespace between tokens or characters the encoder escapes.
+// field is one top-level member of a document. key is its name decoded;
+// quoted, when set, is the name as the encoder writes it (for a name that
+// is not plain ASCII without escapes); rewrite is set when the value holds
+// whitespace between tokens or characters the encoder escapes.
 type field struct {
 	key     []byte
+	quoted  []byte
 	value   []byte
 	rewrite bool
 }
 
 // topLevelFields splits a JSON object into its members, validating the
-// whole document. It declines (false) invalid documents and keys that are
-// not plain printable ASCII without escapes or characters the encoder
-// escapes, and duplicate keys: those take MarshalJSON's path.
+// whole document; false for anything else. A name repeated keeps its last
+// value, as decoding into a map does.
 func topLevelFields(doc []byte) ([]field, bool) {
 	s := scanner{b: doc}
 	s.skipSpace()
@@ -90,7 +104,7 @@ func topLevelFields(doc []byte) ([]field, bool) {
 	// Duplicates are looked for among the fields so far, or past
 	// linearKeys of them in a map: documents have about twenty.
 	const linearKeys = 32
-	var seen map[string]bool
+	var seen map[string]int
 	s.skipSpace()
 	if s.consume('}') {
 		s.skipSpace()
@@ -102,25 +116,17 @@ func topLevelFields(doc []byte) ([]field, bool) {
 		if !s.str() {
 			return nil, false
 		}
-		key := doc[start+1 : s.i-1]
-		for _, c := range key {
-			if c < 0x20 || c >= 0x7f || c == '\\' || c == '<' || c == '>' || c == '&' {
+		f := field{key: doc[start+1 : s.i-1]}
+		if !plainKey(f.key) {
+			var name string
+			if json.Unmarshal(doc[start:s.i], &name) != nil {
 				return nil, false
 			}
-		}
-		if len(fields) == linearKeys {
-			seen = make(map[string]bool, 2*linearKeys)
-			for _, f := range fields {
-				seen[string(f.key)] = true
-			}
-		}
-		if seen != nil {
-			if seen[string(key)] {
+			quoted, err := json.Marshal(name)
+			if err != nil {
 				return nil, false
 			}
-			seen[string(key)] = true
-		} else if slices.ContainsFunc(fields, func(f field) bool { return bytes.Equal(f.key, key) }) {
-			return nil, false
+			f.key, f.quoted = []byte(name), quoted
 		}
 		s.skipSpace()
 		if !s.consume(':') {
@@ -132,7 +138,29 @@ func topLevelFields(doc []byte) ([]field, bool) {
 		if !s.value() {
 			return nil, false
 		}
-		fields = append(fields, field{key: key, value: doc[start:s.i], rewrite: s.rewrite})
+		f.value, f.rewrite = doc[start:s.i], s.rewrite
+		if len(fields) == linearKeys {
+			seen = make(map[string]int, 2*linearKeys)
+			for i, g := range fields {
+				seen[string(g.key)] = i
+			}
+		}
+		dup := -1
+		if seen != nil {
+			if i, ok := seen[string(f.key)]; ok {
+				dup = i
+			}
+		} else {
+			dup = slices.IndexFunc(fields, func(g field) bool { return bytes.Equal(g.key, f.key) })
+		}
+		if dup >= 0 {
+			fields[dup] = f
+		} else {
+			if seen != nil {
+				seen[string(f.key)] = len(fields)
+			}
+			fields = append(fields, f)
+		}
 		s.skipSpace()
 		if s.consume(',') {
 			continue
@@ -143,6 +171,17 @@ func topLevelFields(doc []byte) ([]field, bool) {
 		s.skipSpace()
 		return fields, s.i == len(s.b)
 	}
+}
+
+// plainKey: a name written as it is, printable ASCII without escapes or
+// characters the encoder escapes.
+func plainKey(key []byte) bool {
+	for _, c := range key {
+		if c < 0x20 || c >= 0x7f || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // scanner validates JSON (RFC 8259, as encoding/json accepts it) and notes
@@ -179,47 +218,9 @@ func (s *scanner) value() bool {
 	}
 	switch c := s.b[s.i]; {
 	case c == '{':
-		s.i++
-		s.skipSpace()
-		if s.consume('}') {
-			return true
-		}
-		for {
-			s.skipSpace()
-			if !s.str() {
-				return false
-			}
-			s.skipSpace()
-			if !s.consume(':') {
-				return false
-			}
-			s.skipSpace()
-			if !s.value() {
-				return false
-			}
-			s.skipSpace()
-			if s.consume(',') {
-				continue
-			}
-			return s.consume('}')
-		}
+		return s.list('}', s.member)
 	case c == '[':
-		s.i++
-		s.skipSpace()
-		if s.consume(']') {
-			return true
-		}
-		for {
-			s.skipSpace()
-			if !s.value() {
-				return false
-			}
-			s.skipSpace()
-			if s.consume(',') {
-				continue
-			}
-			return s.consume(']')
-		}
+		return s.list(']', s.value)
 	case c == '"':
 		return s.str()
 	case c == '-' || (c >= '0' && c <= '9'):
@@ -232,6 +233,40 @@ func (s *scanner) value() bool {
 		return s.literal("null")
 	}
 	return false
+}
+
+// list reads an object's members or an array's elements, each with item,
+// from its opening character up to close.
+func (s *scanner) list(close byte, item func() bool) bool {
+	s.i++
+	s.skipSpace()
+	if s.consume(close) {
+		return true
+	}
+	for {
+		s.skipSpace()
+		if !item() {
+			return false
+		}
+		s.skipSpace()
+		if s.consume(',') {
+			continue
+		}
+		return s.consume(close)
+	}
+}
+
+// member reads a name, its colon and its value.
+func (s *scanner) member() bool {
+	if !s.str() {
+		return false
+	}
+	s.skipSpace()
+	if !s.consume(':') {
+		return false
+	}
+	s.skipSpace()
+	return s.value()
 }
 
 func (s *scanner) literal(lit string) bool {
