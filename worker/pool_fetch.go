@@ -134,8 +134,8 @@ func (p *Pool) observeDrift(r *round, status ordersync.Status) {
 // policy decides: a dead letter for a permanent failure, a redelivery
 // later for everything else, until a transient one runs out of attempts.
 func (p *Pool) fetchFailed(ctx context.Context, items []*item, err error) {
-	f := p.classify(items[0].account, err)
-	if f.kind == failOutage && !IsOutage(err) && !isTransient(err) && ctx.Err() == nil {
+	f, upstream := p.fetchFailure(items[0].account, err)
+	if !upstream && ctx.Err() == nil {
 		p.log.Warn("fetch failed; events will be retried", "events", len(items), "err", err)
 	}
 	for _, it := range items {
@@ -143,22 +143,23 @@ func (p *Pool) fetchFailed(ctx context.Context, items []*item, err error) {
 	}
 }
 
-// classify says what a failed fetch of the account's order means for its
-// retries. Which outages never use up the attempts is the pool's own
-// decision: an open breaker or paused credentials say nothing about the
-// order, so its events wait for the upstream however long it takes.
-func (p *Pool) classify(account string, err error) failure {
+// fetchFailure says what a failed fetch of the account's order means for
+// its retries, and whether the upstream answered for it. Which outages
+// never use up the attempts is the pool's own decision: an open breaker or
+// paused credentials say nothing about the order, so its events wait for
+// the upstream however long it takes.
+func (p *Pool) fetchFailure(account string, err error) (failure, bool) {
 	switch {
 	case IsPermanent(err):
-		return failure{kind: failPermanent, reason: string(deadLetterReason(err))}
+		return failure{kind: failPermanent, reason: string(deadLetterReason(err))}, true
 	case IsOutage(err) || isTransient(err):
 		s := p.syncerFor(account)
 		if s.BreakerClosed() && !s.CredentialsPaused() {
-			return failure{kind: failTransient, wait: OutageWait(err)}
+			return failure{kind: failTransient, wait: OutageWait(err)}, true
 		}
-		return failure{kind: failOutage, wait: OutageWait(err)}
+		return failure{kind: failOutage, wait: OutageWait(err)}, true
 	}
 	// The mirror failed to hand out a sequence, or the drain ran out of
 	// time: nothing is known about the order.
-	return failure{kind: failOutage}
+	return failure{kind: failOutage}, false
 }
