@@ -120,6 +120,7 @@ func (c DispatcherConfig) validate() error {
 // unsettled (OrderEventSource.Resume).
 type Dispatcher struct {
 	cfg     DispatcherConfig
+	retries *retryPolicy
 	wake    chan struct{}
 	metrics dispatchMetrics
 
@@ -141,7 +142,7 @@ func NewDispatcher(cfg DispatcherConfig) (*Dispatcher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	d := &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), runners: map[string]*runner{}, stopped: map[string]time.Time{}, started: make(chan struct{})}
+	d := &Dispatcher{cfg: cfg, retries: deliveryPolicy(cfg.RetryInitial, cfg.RetryWindow), wake: make(chan struct{}, 1), runners: map[string]*runner{}, stopped: map[string]time.Time{}, started: make(chan struct{})}
 	var err error
 	if d.metrics, err = newDispatchMetrics(cfg.Registerer); err != nil {
 		return nil, err

@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
-
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/delivery"
 )
@@ -102,13 +100,12 @@ func classify(code int, retryAfter string, now time.Time, maxRetryAfter time.Dur
 	return permanent, "3xx", 0
 }
 
-// newBackoff is the retry schedule of one event, from initial.
-func newBackoff(initial time.Duration) *backoff.ExponentialBackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval, b.Multiplier, b.MaxInterval, b.RandomizationFactor = initial, retryMultiplier, retryMaxInterval, retryJitter
-	b.MaxElapsedTime = 0 // the window is measured from publication, by the caller
-	b.Reset()
-	return b
+// deliveryPolicy is the retry schedule of an event from initial, given up
+// once a wait would end more than window after its publication. A wait a
+// 429 or 503 asked for is kept as asked.
+func deliveryPolicy(initial, window time.Duration) *retryPolicy {
+	return &retryPolicy{initial: initial, multiplier: retryMultiplier, max: retryMaxInterval,
+		low: 1 - retryJitter, high: 1 + retryJitter, window: window, exhausted: "out of retries"}
 }
 
 // RetrySchedule returns the nominal waits (before jitter) between the
@@ -116,11 +113,14 @@ func newBackoff(initial time.Duration) *backoff.ExponentialBackOff {
 // default RetryInitial.
 func RetrySchedule(window time.Duration) []time.Duration {
 	var out []time.Duration
-	total, wait := time.Duration(0), retryInitial
-	for total+wait <= window {
+	p := deliveryPolicy(retryInitial, window)
+	var total time.Duration
+	for attempt := 1; ; attempt++ {
+		wait := p.nominal(attempt)
+		if total+wait > window {
+			return out
+		}
 		out = append(out, wait)
 		total += wait
-		wait = min(wait*retryMultiplier, retryMaxInterval)
 	}
-	return out
 }

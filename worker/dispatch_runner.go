@@ -193,7 +193,6 @@ func (r *runner) deliver(h *held) bool {
 	if _, ok := dl.(replayed); ok {
 		rec.Detail = "replay"
 	}
-	bo := newBackoff(r.d.cfg.RetryInitial)
 	for attempts := 1; ; attempts++ {
 		ep = r.endpoint()
 		if lim := r.limiter(ep.RatePerSecond); lim != nil {
@@ -230,17 +229,18 @@ func (r *runner) deliver(h *held) bool {
 			r.cancel()
 			r.d.Notify()
 			return false
-		case permanent:
-			return r.deadLetter(dl, rec, body, "refused", res)
 		}
-		wait := res.retryAfter
-		if wait <= 0 {
-			wait = bo.NextBackOff()
+		// A 410 Gone was the runner's own business above: it disables the
+		// endpoint rather than settle the event. The rest is the policy's.
+		f := failure{kind: failTransient, wait: res.retryAfter}
+		if res.verdict == permanent {
+			f = failure{kind: failPermanent, reason: "refused"}
 		}
-		if time.Since(published)+wait > r.d.cfg.RetryWindow {
-			return r.deadLetter(dl, rec, body, "out of retries", res)
+		next := r.d.retries.decide(attempts, time.Since(published), f)
+		if !next.retry {
+			return r.deadLetter(dl, rec, body, next.reason, res)
 		}
-		if sleep(r.ctx, wait) != nil {
+		if sleep(r.ctx, next.after) != nil {
 			return false
 		}
 	}

@@ -12,7 +12,8 @@
 // at most one fetch in flight plus one follow-up, commits fetched orders in
 // groups, and settles every delivery exactly once: Ack only after the mirror
 // committed, Retry for transient failures and outages, Term after a dead
-// letter for permanent ones.
+// letter for permanent ones. When to retry, how long to wait and when to
+// give up is one retryPolicy, which the Dispatcher asks as well.
 //
 // The Dispatcher delivers the order events the relay published to HTTP
 // endpoints, signed as Standard Webhooks, each endpoint through its own

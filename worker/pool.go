@@ -144,6 +144,21 @@ func (c PoolConfig) withDefaults() PoolConfig {
 	return c
 }
 
+// retryPolicy is the policy of events whose fetch or commit failed:
+// redeliveries spread over [d, 1.25d) so they do not return as one herd,
+// an outage's expected end spread too.
+func (c PoolConfig) retryPolicy() *retryPolicy {
+	return &retryPolicy{schedule: []time.Duration{c.RetryDelay}, low: 1, high: 1.25, spreadAsked: true,
+		maxAttempts: c.MaxAttempts, exhausted: string(ordersync.ReasonRetriesExhausted)}
+}
+
+// unresolvedPolicy is the policy of events whose order is not known yet:
+// past the schedule, the order is taken to be a stranger.
+func (c PoolConfig) unresolvedPolicy() *retryPolicy {
+	return &retryPolicy{schedule: c.UnresolvedRetryDelays, maxAttempts: len(c.UnresolvedRetryDelays) + 1,
+		exhausted: string(ordersync.ReasonUnresolved)}
+}
+
 func (c PoolConfig) validate() error {
 	switch {
 	case c.Source == nil:
@@ -189,6 +204,10 @@ type Pool struct {
 	metrics *poolMetrics
 	codes   *codeCache
 
+	// retries decides the retries of events whose fetch or commit failed,
+	// unresolved those of events whose order is not known yet.
+	retries, unresolved *retryPolicy
+
 	// codesResolver is the mirror when it resolves order ids in batches.
 	codesResolver ordersync.OrderCodesResolver
 
@@ -220,16 +239,18 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		return nil, fmt.Errorf("new worker pool: %w", err)
 	}
 	p := &Pool{
-		cfg:     cfg,
-		syncer:  cfg.Syncer,
-		mirror:  cfg.Mirror,
-		log:     cfg.Logger,
-		now:     cfg.Clock,
-		metrics: m,
-		codes:   newCodeCache(codeCacheSize),
-		flights: make(map[orderKey]*flight),
-		room:    semaphore.NewWeighted(int64(3*cfg.BatchSize + cfg.FetchConcurrency)),
-		slots:   newFetchSlots(cfg.FetchConcurrency),
+		cfg:        cfg,
+		syncer:     cfg.Syncer,
+		mirror:     cfg.Mirror,
+		log:        cfg.Logger,
+		now:        cfg.Clock,
+		metrics:    m,
+		codes:      newCodeCache(codeCacheSize),
+		flights:    make(map[orderKey]*flight),
+		room:       semaphore.NewWeighted(int64(3*cfg.BatchSize + cfg.FetchConcurrency)),
+		slots:      newFetchSlots(cfg.FetchConcurrency),
+		retries:    cfg.retryPolicy(),
+		unresolved: cfg.unresolvedPolicy(),
 	}
 	m.fetchLimit.Set(float64(cfg.FetchConcurrency))
 	p.codesResolver, _ = cfg.Mirror.(ordersync.OrderCodesResolver)

@@ -79,7 +79,7 @@ func (p *Pool) commit(ctx context.Context, batch []commitItem) {
 			p.log.Error("mirror commit failed; its events will be retried", "orders", len(params), "err", err)
 			for _, ci := range applied {
 				for _, it := range ci.items {
-					p.retry(it, p.jittered(p.cfg.RetryDelay))
+					p.retryLater(it)
 				}
 			}
 		} else {
@@ -90,7 +90,7 @@ func (p *Pool) commit(ctx context.Context, batch []commitItem) {
 		if err := p.mirror.RecordEvents(ctx, ignoredRecords(ignored)); err != nil {
 			p.log.Error("log ignored events failed; they will be retried", "events", len(ignored), "err", err)
 			for _, it := range ignored {
-				p.retry(it, p.jittered(p.cfg.RetryDelay))
+				p.retryLater(it)
 			}
 		} else {
 			for _, it := range ignored {

@@ -55,16 +55,12 @@ func (p *Pool) resolve(ctx context.Context, it *item) *round {
 	switch {
 	case errors.Is(err, ordersync.ErrNotFound):
 		attempt := it.d.Attempt()
-		if attempt <= len(p.cfg.UnresolvedRetryDelays) {
-			p.retry(it, p.cfg.UnresolvedRetryDelays[max(attempt, 1)-1])
-			return nil
-		}
-		p.deadLetter(ctx, it, ordersync.ReasonUnresolved,
+		p.settleFailed(ctx, it, p.unresolved, failure{kind: failTransient},
 			fmt.Errorf("resolve order of event: no order known for id %q or reference %q after %d attempts", it.e.OrderID, it.e.OrderReference, attempt))
 		return nil
 	case err != nil:
 		p.log.Warn("resolve order code failed; event will be retried", "msg_id", it.ev.MsgID, "err", err)
-		p.retry(it, p.jittered(p.cfg.RetryDelay))
+		p.retryLater(it)
 		return nil
 	}
 	p.codes.put(it.account, it.e.OrderID, code)
@@ -134,37 +130,36 @@ func (p *Pool) observeDrift(r *round, status ordersync.Status) {
 	}
 }
 
-// fetchFailed settles the deliveries of a failed fetch: a dead letter for a
-// permanent failure, a redelivery later for everything else.
+// fetchFailed settles the deliveries of a failed fetch as the pool's retry
+// policy decides: a dead letter for a permanent failure, a redelivery
+// later for everything else, until a transient one runs out of attempts.
 func (p *Pool) fetchFailed(ctx context.Context, items []*item, err error) {
+	f, upstream := p.fetchFailure(items[0].account, err)
+	if !upstream && ctx.Err() == nil {
+		p.log.Warn("fetch failed; events will be retried", "events", len(items), "err", err)
+	}
+	for _, it := range items {
+		p.settleFailed(ctx, it, p.retries, f, err)
+	}
+}
+
+// fetchFailure says what a failed fetch of the account's order means for
+// its retries, and whether the upstream answered for it. Which outages
+// never use up the attempts is the pool's own decision: an open breaker or
+// paused credentials say nothing about the order, so its events wait for
+// the upstream however long it takes.
+func (p *Pool) fetchFailure(account string, err error) (failure, bool) {
 	switch {
 	case IsPermanent(err):
-		reason := deadLetterReason(err)
-		for _, it := range items {
-			p.deadLetter(ctx, it, reason, err)
-		}
+		return failure{kind: failPermanent, reason: string(deadLetterReason(err))}, true
 	case IsOutage(err) || isTransient(err):
-		delay := OutageWait(err)
-		if delay <= 0 {
-			delay = p.cfg.RetryDelay
+		s := p.syncerFor(account)
+		if s.BreakerClosed() && !s.CredentialsPaused() {
+			return failure{kind: failTransient, wait: OutageWait(err)}, true
 		}
-		s := p.syncerFor(items[0].account)
-		upstreamUsable := s.BreakerClosed() && !s.CredentialsPaused()
-		for _, it := range items {
-			if upstreamUsable && it.d.Attempt() >= p.cfg.MaxAttempts {
-				p.deadLetter(ctx, it, ordersync.ReasonRetriesExhausted, err)
-				continue
-			}
-			p.retry(it, p.jittered(delay))
-		}
-	default:
-		// The mirror failed to hand out a sequence, or the drain ran out of
-		// time: nothing is known about the order.
-		if ctx.Err() == nil {
-			p.log.Warn("fetch failed; events will be retried", "events", len(items), "err", err)
-		}
-		for _, it := range items {
-			p.retry(it, p.jittered(p.cfg.RetryDelay))
-		}
+		return failure{kind: failOutage, wait: OutageWait(err)}, true
 	}
+	// The mirror failed to hand out a sequence, or the drain ran out of
+	// time: nothing is known about the order.
+	return failure{kind: failOutage}, false
 }

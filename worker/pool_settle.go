@@ -6,7 +6,6 @@ package worker
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 
 	"github.com/ordersync/ordersync"
@@ -32,7 +31,7 @@ func (p *Pool) deadLetter(ctx context.Context, it *item, reason ordersync.DeadLe
 	}
 	if _, err := p.mirror.AddDeadLetter(ctx, dl); err != nil {
 		p.log.Error("record dead letter failed; event will be retried", "msg_id", it.ev.MsgID, "reason", reason, "err", err)
-		p.retry(it, p.jittered(p.cfg.RetryDelay))
+		p.retryLater(it)
 		return
 	}
 	p.metrics.deadLetters.WithLabelValues(string(reason)).Inc()
@@ -65,10 +64,21 @@ func (p *Pool) settled() {
 	p.unsettled.Done()
 }
 
-// jittered spreads redeliveries over [d, 1.25d) so they do not return as
-// one herd.
-func (p *Pool) jittered(d time.Duration) time.Duration {
-	return d + time.Duration(rand.Int64N(int64(d)/4+1))
+// settleFailed settles a delivery whose work failed as policy decides for
+// its attempt: redelivered after a wait, or dead-lettered with cause.
+func (p *Pool) settleFailed(ctx context.Context, it *item, policy *retryPolicy, f failure, cause error) {
+	d := policy.decide(it.d.Attempt(), 0, f)
+	if d.retry {
+		p.retry(it, d.after)
+		return
+	}
+	p.deadLetter(ctx, it, ordersync.DeadLetterReason(d.reason), cause)
+}
+
+// retryLater redelivers an event after a failure of the mirror itself,
+// which says nothing about the event and never dead-letters it.
+func (p *Pool) retryLater(it *item) {
+	p.retry(it, p.retries.decide(it.d.Attempt(), 0, failure{kind: failOutage}).after)
 }
 
 // extendLoop tells the queue that events held longer than ExtendInterval
