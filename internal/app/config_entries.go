@@ -38,7 +38,7 @@ var (
 		set: str(func(a *AccountConfig) *string { return &a.APIBaseURL })}
 	accountSecretKey = setting[AccountConfig]{key: "secret_key", env: "SECRET_KEY", usage: "the account's payment link service secret key",
 		set: str(func(a *AccountConfig) *string { return &a.SecretKey })}
-	accountWebhookSecrets = setting[AccountConfig]{key: "webhook_secrets", env: "WEBHOOK_SECRET", usage: "the account's webhook signing secrets, comma-separated",
+	accountWebhookSecrets = setting[AccountConfig]{key: "webhook_secrets", env: "WEBHOOK_SECRET", usage: "the account's webhook signing secrets, several during rotation",
 		set: list(func(a *AccountConfig) *[]string { return &a.WebhookSecrets })}
 
 	accountSettings = []setting[AccountConfig]{accountBaseURL, accountSecretKey, accountWebhookSecrets}
@@ -61,7 +61,7 @@ type EndpointConfig struct {
 
 // The settings of endpoints[i]; the environment sets none of them.
 var (
-	endpointIDSetting = setting[EndpointConfig]{key: "id", usage: "names the endpoint (" + nameRule + "; default cfg- and a hash of the URL)",
+	endpointIDSetting = setting[EndpointConfig]{key: "id", usage: "its name, " + nameRule + "; default cfg- and a hash of the URL",
 		set: str(func(e *EndpointConfig) *string { return &e.ID })}
 	endpointURL = setting[EndpointConfig]{key: "url", usage: "where deliveries are posted",
 		set: str(func(e *EndpointConfig) *string { return &e.URL })}
@@ -181,6 +181,16 @@ func keysOf[T any](table []setting[T]) string {
 	return strings.Join(keys, ", ")
 }
 
+// describe is the settings of a table with what each is, for one who gave
+// something other than a mapping of them.
+func describe[T any](table []setting[T]) string {
+	parts := make([]string, len(table))
+	for i, st := range table {
+		parts[i] = st.key + " (" + st.usage + ")"
+	}
+	return "want a mapping of its settings: " + strings.Join(parts, ", ")
+}
+
 // loadAccounts reads the accounts mapping: name → its settings.
 func loadAccounts(cfg *Config, n *yaml.Node, at at) []error {
 	if n.Kind != yaml.MappingNode {
@@ -192,7 +202,7 @@ func loadAccounts(cfg *Config, n *yaml.Node, at at) []error {
 		name, body := n.Content[i].Value, n.Content[i+1]
 		prefix := "accounts." + name
 		if body.Kind != yaml.MappingNode {
-			errs = append(errs, at(body, prefix, fmt.Errorf("want a mapping of its settings (%s)", keysOf(accountSettings))))
+			errs = append(errs, at(body, prefix, errors.New(describe(accountSettings))))
 			continue
 		}
 		var a AccountConfig
@@ -212,7 +222,7 @@ func loadEndpoints(cfg *Config, n *yaml.Node, at at) []error {
 	for i, item := range n.Content {
 		prefix := fmt.Sprintf("endpoints[%d]", i)
 		if item.Kind != yaml.MappingNode {
-			errs = append(errs, at(item, prefix, fmt.Errorf("want a mapping of its settings (%s)", keysOf(endpointSettings))))
+			errs = append(errs, at(item, prefix, errors.New(describe(endpointSettings))))
 			continue
 		}
 		var e EndpointConfig

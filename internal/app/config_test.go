@@ -369,11 +369,15 @@ func TestAccountAndEndpointSettingsInTable(t *testing.T) {
 		}
 	}
 
-	// A key the table lacks is named, with the keys it has.
-	_, err = loadTestConfig(t, "accounts:\n  shop:\n    secret_key: k\n    colour: red\nendpoints:\n  - url: https://x.example\n    colour: blue\n", nil)
+	// A key the table lacks is named, with the keys it has; an entry that
+	// is no mapping is told what each of them is.
+	_, err = loadTestConfig(t, "accounts:\n  shop:\n    secret_key: k\n    colour: red\n  shop-3: https://x.example\n"+
+		"endpoints:\n  - url: https://x.example\n    colour: blue\n  - https://y.example\n", nil)
 	for _, want := range []string{
 		"line 4: accounts.shop.colour: not an account setting (want " + keysOf(accountSettings) + ")",
-		"line 7: endpoints[0].colour: not an endpoint setting (want " + keysOf(endpointSettings) + ")",
+		"line 5: accounts.shop-3: want a mapping of its settings: api_base_url (the account's payment link service base URL), secret_key (",
+		"line 8: endpoints[0].colour: not an endpoint setting (want " + keysOf(endpointSettings) + ")",
+		"line 9: endpoints[1]: want a mapping of its settings: id (its name, " + nameRule,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("unknown keys: %v, want %q", err, want)
