@@ -1,8 +1,6 @@
 package app
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -10,7 +8,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,7 +17,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ordersync/ordersync"
-	"github.com/ordersync/ordersync/delivery"
 	"github.com/ordersync/ordersync/internal/datadir"
 	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/worker"
@@ -31,189 +27,122 @@ import (
 // variables, then flags: each overrides the one before.
 type Config struct {
 	// APIBaseURL is the payment link service, e.g. https://api.example.com.
-	APIBaseURL string `yaml:"api_base_url"`
+	APIBaseURL string
 	// SecretKey is the merchant's API secret key (Bearer token).
-	SecretKey string `yaml:"secret_key"`
+	SecretKey string
 	// WebhookSecrets verify X-H4B-Hmac-Sha256; several allow rotation.
-	WebhookSecrets []string `yaml:"webhook_secrets"`
+	WebhookSecrets []string
 	// InsecureNoWebhookSignature accepts unsigned webhooks. Never in production.
-	InsecureNoWebhookSignature bool `yaml:"insecure_no_webhook_signature"`
+	InsecureNoWebhookSignature bool
 	// Accounts are the further merchant accounts this deployment serves,
 	// by name; the top-level api_base_url, secret_key and webhook_secrets
 	// are the default account's. Their webhooks arrive on
 	// /webhooks/paymentlink/{name}.
-	Accounts map[string]AccountConfig `yaml:"accounts"`
+	Accounts map[string]AccountConfig
 	// Role is what this process runs: "all", or a comma-separated list of
 	// receiver, worker, relay and reconciler (which also prunes past the
 	// retentions), so each part scales on its own.
-	Role string `yaml:"role"`
+	Role string
 
 	// DataDir holds the embedded JetStream store and the default SQLite file.
-	DataDir string `yaml:"data_dir"`
+	DataDir string
 	// DatabaseURL is a SQLite path (default DataDir/ordersync.db) or a
 	// postgres:// URL.
-	DatabaseURL string `yaml:"database_url"`
+	DatabaseURL string
 	// MigrateOnStart creates or upgrades the schema at start-up; safe when
 	// several processes start together.
-	MigrateOnStart bool `yaml:"migrate_on_start"`
+	MigrateOnStart bool
 	// Connection pool of the database.
-	DBMaxOpenConns    int           `yaml:"db_max_open_conns"`
-	DBMaxIdleConns    int           `yaml:"db_max_idle_conns"`
-	DBConnMaxLifetime time.Duration `yaml:"db_conn_max_lifetime"`
+	DBMaxOpenConns    int
+	DBMaxIdleConns    int
+	DBConnMaxLifetime time.Duration
 	// NATSURL is an external NATS server or cluster; empty runs NATS embedded.
-	NATSURL string `yaml:"nats_url"`
+	NATSURL string
 	// Credentials and TLS for an external NATS.
-	NATSCredsFile string `yaml:"nats_creds_file"`
-	NATSToken     string `yaml:"nats_token"`
-	NATSNKeyFile  string `yaml:"nats_nkey_file"`
-	NATSTLSCA     string `yaml:"nats_tls_ca"`
-	NATSTLSCert   string `yaml:"nats_tls_cert"`
-	NATSTLSKey    string `yaml:"nats_tls_key"`
+	NATSCredsFile string
+	NATSToken     string
+	NATSNKeyFile  string
+	NATSTLSCA     string
+	NATSTLSCert   string
+	NATSTLSKey    string
 	// NATSReplicas is the JetStream replica count of ordersync's streams.
-	NATSReplicas int `yaml:"nats_replicas"`
+	NATSReplicas int
 	// NATSNamespace prefixes ordersync's subjects, streams, consumer and
 	// leader bucket, so several deployments can share one NATS.
-	NATSNamespace string `yaml:"nats_namespace"`
+	NATSNamespace string
 	// LeaderTTL is the lease of the relay's and the reconciler's leader on
 	// an external NATS: how long a dead holder keeps the role before a
 	// standby takes over. Every process of a deployment must use the same.
-	LeaderTTL time.Duration `yaml:"leader_ttl"`
+	LeaderTTL time.Duration
 	// NATSPort opens a TCP port on the embedded server (0: none, in-process only).
-	NATSPort int `yaml:"nats_port"`
+	NATSPort int
 	// JetStreamSync is the embedded server's fsync policy: "default" (writes
 	// reach the OS at once, fsync every 2 min), "always", or an interval.
-	JetStreamSync string `yaml:"jetstream_sync"`
+	JetStreamSync string
 
 	// Listen is the webhook receiver's address.
-	Listen string `yaml:"listen"`
+	Listen string
 	// TLSCertFile and TLSKeyFile serve webhooks over TLS.
-	TLSCertFile string `yaml:"tls_cert_file"`
-	TLSKeyFile  string `yaml:"tls_key_file"`
+	TLSCertFile string
+	TLSKeyFile  string
 	// TrustedProxies are the CIDRs whose X-Forwarded-For names the client.
-	TrustedProxies []string `yaml:"trusted_proxies"`
+	TrustedProxies []string
 	// AdminListen is the back-office API's address.
-	AdminListen string `yaml:"admin_listen"`
+	AdminListen string
 	// AdminTokens are the admin API's and the console's tokens, each with
 	// a name (what the audit trail records) and a role; without one the
 	// admin listener answers on loopback only. In the file an entry is a
 	// plain token (an operator's, named token-N) or {name, role, token};
 	// ORDERSYNC_ADMIN_TOKEN replaces the operators' and
 	// ORDERSYNC_ADMIN_VIEWER_TOKEN the viewers'.
-	AdminTokens []ordersync.AdminToken `yaml:"admin_tokens"`
+	AdminTokens []ordersync.AdminToken
 
 	// Workers is how many upstream fetches run at once.
-	Workers int `yaml:"workers"`
+	Workers int
 	// UpstreamRPS caps each account's requests per second to the payment
 	// link service (0: none); worker.DefaultUpstreamRPS is the recommended
 	// cap (docs/reconciler.md).
-	UpstreamRPS float64 `yaml:"upstream_rps"`
+	UpstreamRPS float64
 	// UpstreamTimeout bounds one upstream request.
-	UpstreamTimeout time.Duration `yaml:"upstream_timeout"`
+	UpstreamTimeout time.Duration
 	// ReconcileRPS is the reconciler's budget: the most upstream requests
 	// per second it spends checking orders that are due (0 turns it off).
-	ReconcileRPS float64 `yaml:"reconcile_rps"`
+	ReconcileRPS float64
 	// ReconcileEvidenceWindow and ReconcileEvidenceHold: on evidence that
 	// webhooks were lost, the open orders active within the window are
 	// checked densely until the record has been clean for the hold.
-	ReconcileEvidenceWindow time.Duration `yaml:"reconcile_evidence_window"`
-	ReconcileEvidenceHold   time.Duration `yaml:"reconcile_evidence_hold"`
+	ReconcileEvidenceWindow time.Duration
+	ReconcileEvidenceHold   time.Duration
 	// ReceiverHeartbeat is how often a receiver records its uptime in the
 	// mirror, for the reconciler to see when none was listening.
-	ReceiverHeartbeat time.Duration `yaml:"receiver_heartbeat"`
+	ReceiverHeartbeat time.Duration
 	// ReconcileInterval and ReconcileBudget are the settings of the
 	// reconciler's passes, which a schedule replaced: reconcile_interval 0
 	// still turns the reconciler off; other values are refused with what
 	// replaces them (checkReconcile).
-	ReconcileInterval time.Duration `yaml:"reconcile_interval"`
-	ReconcileBudget   int           `yaml:"reconcile_budget"`
+	ReconcileInterval time.Duration
+	ReconcileBudget   int
 	// OutboxRetention keeps published outbox messages this long (0: forever).
-	OutboxRetention time.Duration `yaml:"outbox_retention"`
+	OutboxRetention time.Duration
 	// EventLogRetention keeps event log rows this long (0: forever).
-	EventLogRetention time.Duration `yaml:"event_log_retention"`
+	EventLogRetention time.Duration
 	// AuditRetention keeps the audit trail this long (0: forever).
-	AuditRetention time.Duration `yaml:"audit_retention"`
+	AuditRetention time.Duration
 
 	// Endpoints receive order events over HTTP (Standard Webhooks). They
 	// are written into the database at every start: the file owns these
 	// (their URL, events, description and secret follow it; one removed
 	// from the file is deleted), while endpoints created through the admin
 	// API live beside them, untouched by the file.
-	Endpoints []EndpointConfig `yaml:"endpoints"`
+	Endpoints []EndpointConfig
 	// EndpointSecretGrace is how long a replaced endpoint secret keeps
 	// signing deliveries beside the new one.
-	EndpointSecretGrace time.Duration `yaml:"endpoint_secret_grace"`
+	EndpointSecretGrace time.Duration
 
 	// LogLevel is debug, info, warn or error.
-	LogLevel string `yaml:"log_level"`
+	LogLevel string
 	// LogFormat is text or json.
-	LogFormat string `yaml:"log_format"`
-}
-
-// AccountConfig is one further merchant account: its own service, key and
-// webhook secrets. ORDERSYNC_ACCOUNT_<NAME>_API_BASE_URL, _SECRET_KEY and
-// _WEBHOOK_SECRET override the file (NAME in upper case, '-' as '_').
-type AccountConfig struct {
-	APIBaseURL     string   `yaml:"api_base_url"`
-	SecretKey      string   `yaml:"secret_key"`
-	WebhookSecrets []string `yaml:"webhook_secrets"`
-}
-
-// EndpointConfig is one HTTP endpoint of the file.
-type EndpointConfig struct {
-	// ID names the endpoint (letters, digits, _ and -); default "cfg-"
-	// and a hash of the URL. Give one to keep it across URL changes.
-	ID  string `yaml:"id"`
-	URL string `yaml:"url"`
-	// Secret signs deliveries: whsec_ and base64 of 24 to 64 bytes
-	// (`openssl rand -base64 32`).
-	Secret      string   `yaml:"secret"`
-	Events      []string `yaml:"events"`
-	Description string   `yaml:"description"`
-	// RatePerSecond caps the requests sent to it (0: no cap).
-	RatePerSecond float64 `yaml:"rate_per_second"`
-}
-
-// EndpointParams validates the file's endpoints and returns them as the
-// store takes them.
-func (c *Config) EndpointParams() ([]ordersync.EndpointParams, error) {
-	out := make([]ordersync.EndpointParams, 0, len(c.Endpoints))
-	seen := map[string]bool{}
-	for i, e := range c.Endpoints {
-		p := ordersync.EndpointParams{ID: e.ID, URL: e.URL, Description: e.Description, Secret: e.Secret, RatePerSecond: e.RatePerSecond}
-		if e.RatePerSecond < 0 {
-			return nil, fmt.Errorf("bad setting: endpoints[%d].rate_per_second must not be negative, got %v", i, e.RatePerSecond)
-		}
-		if p.ID == "" {
-			sum := sha256.Sum256([]byte(e.URL))
-			p.ID = "cfg-" + hex.EncodeToString(sum[:6])
-		}
-		for _, ev := range e.Events {
-			p.Events = append(p.Events, ordersync.HookEvent(ev))
-		}
-		if !accountName.MatchString(p.ID) {
-			return nil, fmt.Errorf("bad setting: endpoints[%d].id %q (want 1-64 of A-Z a-z 0-9 _ -)", i, p.ID)
-		}
-		if seen[p.ID] {
-			return nil, fmt.Errorf("bad setting: endpoints[%d]: id %q twice (give each URL once, or distinct ids)", i, p.ID)
-		}
-		seen[p.ID] = true
-		if err := ordersync.ValidateEndpointURL(p.URL); err != nil {
-			return nil, fmt.Errorf("bad setting: endpoints[%d].url: %w", i, err)
-		}
-		if err := ordersync.ValidateHookEvents(p.Events); err != nil {
-			return nil, fmt.Errorf("bad setting: endpoints[%d].events: %w", i, err)
-		}
-		if err := delivery.ValidateSecret(p.Secret); err != nil {
-			return nil, fmt.Errorf("bad setting: endpoints[%d].secret: %w", i, err)
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-// AccountEnvPrefix is the environment prefix of an account's settings.
-func AccountEnvPrefix(name string) string {
-	return "ORDERSYNC_ACCOUNT_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_"
+	LogFormat string
 }
 
 // QueueConfig names ordersync's streams and consumer after the namespace:
@@ -225,17 +154,6 @@ func (c *Config) QueueConfig() queue.Config {
 		Consumer: c.NATSNamespace + "-worker", Replicas: c.NATSReplicas,
 	}
 }
-
-// Upstreams returns every account's service settings, the default's first.
-func (c *Config) Upstreams() map[string]AccountConfig {
-	out := map[string]AccountConfig{ordersync.DefaultAccount: {APIBaseURL: c.APIBaseURL, SecretKey: c.SecretKey, WebhookSecrets: c.WebhookSecrets}}
-	for name, a := range c.Accounts {
-		out[name] = a
-	}
-	return out
-}
-
-var accountName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // DefaultConfig holds every default, in one place.
 func DefaultConfig() Config {
@@ -274,13 +192,13 @@ func DefaultConfig() Config {
 // with dashes), its environment variable, which commands take it as a flag,
 // and its value. The file, environment variables and flags all go through
 // the value's one parser, so each reports a bad value the same way.
-type setting struct {
+type setting[T any] struct {
 	key, env, usage string
 	flag            string // when the flag is not the key with dashes
 	// scope is the commands that take it as a flag beside serve, which
 	// takes them all; every command reads it from the file and environment.
 	scope Scope
-	set   value
+	set   value[T]
 
 	// replaced marks a setting kept only to say what replaced it; the
 	// example config leaves it out.
@@ -298,31 +216,32 @@ const (
 	ScopeAll      = ScopeMirror | ScopeUpstream | ScopeAdmin
 )
 
-// value is how a setting reads and shows its text.
-type value struct {
+// value is how a setting reads and shows its text, in what holds it: the
+// Config, or one account or endpoint of it.
+type value[T any] struct {
 	kind  string // the flag's type in help: string, strings, int, float, bool, duration
-	parse func(c *Config, v string) error
-	show  func(c *Config) string
+	parse func(c *T, v string) error
+	show  func(c *T) string
 	// node, when set, reads the setting's YAML value itself: for a value
 	// the file can give in a richer shape than a flag's text.
-	node func(c *Config, n *yaml.Node) error
+	node func(c *T, n *yaml.Node) error
 }
 
-func str(dst func(*Config) *string) value {
-	return value{kind: "string",
-		parse: func(c *Config, v string) error { *dst(c) = v; return nil },
-		show:  func(c *Config) string { return *dst(c) }}
+func str[T any](dst func(*T) *string) value[T] {
+	return value[T]{kind: "string",
+		parse: func(c *T, v string) error { *dst(c) = v; return nil },
+		show:  func(c *T) string { return *dst(c) }}
 }
 
-func list(dst func(*Config) *[]string) value {
-	return value{kind: "strings",
-		parse: func(c *Config, v string) error { *dst(c) = splitList(v); return nil },
-		show:  func(c *Config) string { return strings.Join(*dst(c), ",") }}
+func list[T any](dst func(*T) *[]string) value[T] {
+	return value[T]{kind: "strings",
+		parse: func(c *T, v string) error { *dst(c) = splitList(v); return nil },
+		show:  func(c *T) string { return strings.Join(*dst(c), ",") }}
 }
 
-func integer(dst func(*Config) *int) value {
-	return value{kind: "int",
-		parse: func(c *Config, v string) error {
+func integer[T any](dst func(*T) *int) value[T] {
+	return value[T]{kind: "int",
+		parse: func(c *T, v string) error {
 			n, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil {
 				return fmt.Errorf("%q is not a whole number", v)
@@ -330,12 +249,12 @@ func integer(dst func(*Config) *int) value {
 			*dst(c) = n
 			return nil
 		},
-		show: func(c *Config) string { return strconv.Itoa(*dst(c)) }}
+		show: func(c *T) string { return strconv.Itoa(*dst(c)) }}
 }
 
-func number(dst func(*Config) *float64) value {
-	return value{kind: "float",
-		parse: func(c *Config, v string) error {
+func number[T any](dst func(*T) *float64) value[T] {
+	return value[T]{kind: "float",
+		parse: func(c *T, v string) error {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil {
 				return fmt.Errorf("%q is not a number", v)
@@ -343,12 +262,12 @@ func number(dst func(*Config) *float64) value {
 			*dst(c) = f
 			return nil
 		},
-		show: func(c *Config) string { return strconv.FormatFloat(*dst(c), 'g', -1, 64) }}
+		show: func(c *T) string { return strconv.FormatFloat(*dst(c), 'g', -1, 64) }}
 }
 
-func boolean(dst func(*Config) *bool) value {
-	return value{kind: "bool",
-		parse: func(c *Config, v string) error {
+func boolean[T any](dst func(*T) *bool) value[T] {
+	return value[T]{kind: "bool",
+		parse: func(c *T, v string) error {
 			b, err := strconv.ParseBool(strings.TrimSpace(v))
 			if err != nil {
 				return fmt.Errorf("%q is not true or false", v)
@@ -356,12 +275,12 @@ func boolean(dst func(*Config) *bool) value {
 			*dst(c) = b
 			return nil
 		},
-		show: func(c *Config) string { return strconv.FormatBool(*dst(c)) }}
+		show: func(c *T) string { return strconv.FormatBool(*dst(c)) }}
 }
 
-func duration(dst func(*Config) *time.Duration) value {
-	return value{kind: "duration",
-		parse: func(c *Config, v string) error {
+func duration[T any](dst func(*T) *time.Duration) value[T] {
+	return value[T]{kind: "duration",
+		parse: func(c *T, v string) error {
 			d, err := time.ParseDuration(strings.TrimSpace(v))
 			if err != nil {
 				return fmt.Errorf("%q is not a duration (write it like 90s, 5m or 24h)", v)
@@ -369,7 +288,7 @@ func duration(dst func(*Config) *time.Duration) value {
 			*dst(c) = d
 			return nil
 		},
-		show: func(c *Config) string {
+		show: func(c *T) string {
 			if *dst(c) == 0 {
 				return "0"
 			}
@@ -377,7 +296,7 @@ func duration(dst func(*Config) *time.Duration) value {
 		}}
 }
 
-var settings = []setting{
+var settings = []setting[Config]{
 	{key: "api_base_url", env: "ORDERSYNC_API_BASE_URL", usage: "payment link service base URL", scope: ScopeUpstream, set: str(func(c *Config) *string { return &c.APIBaseURL })},
 	{key: "secret_key", env: "ORDERSYNC_SECRET_KEY", usage: "payment link service secret key", scope: ScopeUpstream, set: str(func(c *Config) *string { return &c.SecretKey })},
 	{key: "webhook_secrets", flag: "webhook-secret", env: "ORDERSYNC_WEBHOOK_SECRET", usage: "webhook signing secrets, comma-separated (several during rotation)", set: list(func(c *Config) *[]string { return &c.WebhookSecrets })},
@@ -431,7 +350,7 @@ var settings = []setting{
 // and keeps the other role's. In the file, admin_tokens is a list whose
 // entries are plain tokens (operators) or {name, role, token}, and it
 // replaces every token the file gave before.
-func adminTokens(role ordersync.Role) value {
+func adminTokens(role ordersync.Role) value[Config] {
 	prefix := "token-"
 	if role == ordersync.RoleViewer {
 		prefix = "viewer-"
@@ -443,7 +362,7 @@ func adminTokens(role ordersync.Role) value {
 		}
 		return out
 	}
-	v := value{kind: "strings",
+	v := value[Config]{kind: "strings",
 		parse: func(c *Config, v string) error {
 			others := slices.DeleteFunc(slices.Clone(c.AdminTokens), func(t ordersync.AdminToken) bool { return t.Role == role })
 			c.AdminTokens = append(others, plain(splitList(v))...)
@@ -523,7 +442,7 @@ func splitList(v string) []string {
 	return out
 }
 
-func (st setting) flagName() string {
+func (st setting[T]) flagName() string {
 	if st.flag != "" {
 		return st.flag
 	}
@@ -580,26 +499,8 @@ func (f *ConfigFlags) Load(getenv func(string) string) (Config, error) {
 	if path != "" {
 		errs = append(errs, loadFile(&cfg, path)...)
 	}
-	for name, a := range cfg.Accounts {
-		prefix := AccountEnvPrefix(name)
-		if v := getenv(prefix + "API_BASE_URL"); v != "" {
-			a.APIBaseURL = v
-		}
-		if v := getenv(prefix + "SECRET_KEY"); v != "" {
-			a.SecretKey = v
-		}
-		if v := getenv(prefix + "WEBHOOK_SECRET"); v != "" {
-			a.WebhookSecrets = splitList(v)
-		}
-		cfg.Accounts[name] = a
-	}
-	for _, st := range settings {
-		if v := getenv(st.env); v != "" {
-			if err := st.set.parse(&cfg, v); err != nil {
-				errs = append(errs, fmt.Errorf("environment variable %s: %w", st.env, err))
-			}
-		}
-	}
+	errs = append(errs, loadAccountsEnv(&cfg, getenv)...)
+	errs = append(errs, loadEnv(&cfg, settings, "", getenv)...)
 	for _, st := range settings {
 		if fl := f.fs.Lookup(st.flagName()); fl != nil && fl.Changed {
 			if err := st.set.parse(&cfg, fl.Value.String()); err != nil {
@@ -634,127 +535,15 @@ func loadFile(cfg *Config, path string) []error {
 	at := func(n *yaml.Node, key string, err error) error {
 		return fmt.Errorf("config file %s, line %d: %s: %w", path, n.Line, key, err)
 	}
-	var errs []error
-	for i := 0; i+1 < len(top.Content); i += 2 {
-		k, v := top.Content[i], top.Content[i+1]
-		if k.Value == "accounts" {
-			errs = append(errs, loadAccounts(cfg, v, at)...)
-			continue
+	return loadMapping(cfg, settings, top, "", func(k, v *yaml.Node) []error {
+		switch k.Value {
+		case "accounts":
+			return loadAccounts(cfg, v, at)
+		case "endpoints":
+			return loadEndpoints(cfg, v, at)
 		}
-		if k.Value == "endpoints" {
-			errs = append(errs, loadEndpoints(cfg, v, at)...)
-			continue
-		}
-		st, ok := settingByKey(k.Value)
-		if !ok {
-			errs = append(errs, at(k, k.Value, errors.New("not a setting (the settings are listed in configs/ordersync.example.yaml)")))
-			continue
-		}
-		if st.set.node != nil {
-			if err := st.set.node(cfg, v); err != nil {
-				errs = append(errs, at(v, k.Value, err))
-			}
-			continue
-		}
-		text, err := nodeText(v, st.set.kind)
-		if err == nil {
-			err = st.set.parse(cfg, text)
-		}
-		if err != nil {
-			errs = append(errs, at(v, k.Value, err))
-		}
-	}
-	return errs
-}
-
-// loadAccounts reads the accounts mapping: name → its three settings.
-func loadAccounts(cfg *Config, n *yaml.Node, at func(*yaml.Node, string, error) error) []error {
-	if n.Kind != yaml.MappingNode {
-		return []error{at(n, "accounts", errors.New("want a mapping of account names to their settings"))}
-	}
-	var errs []error
-	cfg.Accounts = map[string]AccountConfig{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		name, body := n.Content[i].Value, n.Content[i+1]
-		if body.Kind != yaml.MappingNode {
-			errs = append(errs, at(body, "accounts."+name, errors.New("want api_base_url, secret_key and webhook_secrets")))
-			continue
-		}
-		var a AccountConfig
-		for j := 0; j+1 < len(body.Content); j += 2 {
-			k, v := body.Content[j], body.Content[j+1]
-			key := "accounts." + name + "." + k.Value
-			kind := "string"
-			if k.Value == "webhook_secrets" {
-				kind = "strings"
-			}
-			text, err := nodeText(v, kind)
-			switch {
-			case err != nil:
-				errs = append(errs, at(v, key, err))
-			case k.Value == "api_base_url":
-				a.APIBaseURL = text
-			case k.Value == "secret_key":
-				a.SecretKey = text
-			case k.Value == "webhook_secrets":
-				a.WebhookSecrets = splitList(text)
-			default:
-				errs = append(errs, at(k, key, errors.New("not an account setting (want api_base_url, secret_key, webhook_secrets)")))
-			}
-		}
-		cfg.Accounts[name] = a
-	}
-	return errs
-}
-
-// loadEndpoints reads the endpoints list: each a mapping of its settings.
-func loadEndpoints(cfg *Config, n *yaml.Node, at func(*yaml.Node, string, error) error) []error {
-	if n.Kind != yaml.SequenceNode {
-		return []error{at(n, "endpoints", errors.New("want a list of endpoints, each with url, secret and events"))}
-	}
-	var errs []error
-	cfg.Endpoints = nil
-	for i, item := range n.Content {
-		prefix := fmt.Sprintf("endpoints[%d]", i)
-		if item.Kind != yaml.MappingNode {
-			errs = append(errs, at(item, prefix, errors.New("want url, secret, events and optionally id, description, rate_per_second")))
-			continue
-		}
-		var e EndpointConfig
-		for j := 0; j+1 < len(item.Content); j += 2 {
-			k, v := item.Content[j], item.Content[j+1]
-			key := prefix + "." + k.Value
-			kind := "string"
-			if k.Value == "events" {
-				kind = "strings"
-			}
-			text, err := nodeText(v, kind)
-			if err != nil {
-				errs = append(errs, at(v, key, err))
-				continue
-			}
-			switch k.Value {
-			case "id":
-				e.ID = text
-			case "url":
-				e.URL = text
-			case "secret":
-				e.Secret = text
-			case "events":
-				e.Events = splitList(text)
-			case "description":
-				e.Description = text
-			case "rate_per_second":
-				if err := number(func(*Config) *float64 { return &e.RatePerSecond }).parse(cfg, text); err != nil {
-					errs = append(errs, at(v, key, err))
-				}
-			default:
-				errs = append(errs, at(k, key, errors.New("not an endpoint setting (want id, url, secret, events, description, rate_per_second)")))
-			}
-		}
-		cfg.Endpoints = append(cfg.Endpoints, e)
-	}
-	return errs
+		return []error{at(k, k.Value, errors.New("not a setting (the settings are listed in configs/ordersync.example.yaml)"))}
+	}, at)
 }
 
 // nodeText is a YAML value as a setting's text: a scalar as it is, a list
@@ -776,15 +565,6 @@ func nodeText(n *yaml.Node, kind string) (string, error) {
 		return "", errors.New("want a value or a list of values")
 	}
 	return "", errors.New("want a single value")
-}
-
-func settingByKey(key string) (setting, bool) {
-	for _, st := range settings {
-		if st.key == key {
-			return st, true
-		}
-	}
-	return setting{}, false
 }
 
 // joinProblems is every problem of a configuration, one per line.
@@ -836,30 +616,9 @@ func (c *Config) ValidateServe() error {
 	if c.DataDir == "" {
 		bad("missing setting: data_dir (ORDERSYNC_DATA_DIR or --data-dir)")
 	}
-	names := make([]string, 0, len(c.Accounts))
-	for name := range c.Accounts {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		a := c.Accounts[name]
-		if !accountName.MatchString(name) || name == ordersync.DefaultAccount {
-			bad("bad setting: accounts: name %q (want 1-64 of A-Z a-z 0-9 _ -, not %q)", name, ordersync.DefaultAccount)
-		}
-		if a.APIBaseURL == "" {
-			bad("missing setting: accounts.%s.api_base_url (or %sAPI_BASE_URL)", name, AccountEnvPrefix(name))
-		} else if err := CheckBaseURL(a.APIBaseURL); err != nil {
-			bad("bad setting: accounts.%s.api_base_url: %w", name, err)
-		}
-		if a.SecretKey == "" {
-			bad("missing setting: accounts.%s.secret_key (or %sSECRET_KEY)", name, AccountEnvPrefix(name))
-		}
-		if len(a.WebhookSecrets) == 0 && !c.InsecureNoWebhookSignature {
-			bad("missing setting: accounts.%s.webhook_secrets (or %sWEBHOOK_SECRET)", name, AccountEnvPrefix(name))
-		}
-	}
-	if !accountName.MatchString(c.NATSNamespace) {
-		bad("bad setting: nats_namespace %q (want 1-64 of A-Z a-z 0-9 _ -)", c.NATSNamespace)
+	errs = append(errs, c.checkAccounts()...)
+	if !validName.MatchString(c.NATSNamespace) {
+		bad("bad setting: nats_namespace %q (want %s)", c.NATSNamespace, nameRule)
 	}
 	if c.ReconcileEvidenceWindow <= 0 || c.ReconcileEvidenceHold <= 0 || c.ReceiverHeartbeat <= 0 {
 		bad("bad setting: reconcile_evidence_window, reconcile_evidence_hold and receiver_heartbeat must be > 0, got %s, %s, %s",

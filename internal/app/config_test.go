@@ -1,8 +1,11 @@
 package app
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -320,3 +323,173 @@ func TestConfigEndpoints(t *testing.T) {
 
 // endpointSecret is a well-formed signing secret (whsec_ and base64).
 const endpointSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// TestAccountAndEndpointSettingsInTable: every field of an account or an
+// endpoint is set by exactly one setting of its table, the file and the
+// environment reach each through it, the example config and the README
+// name every one, and a key the table lacks is an error naming it.
+func TestAccountAndEndpointSettingsInTable(t *testing.T) {
+	fieldsOf(t, accountSettings)
+	fieldsOf(t, endpointSettings)
+
+	// The file and the environment, through the tables alone.
+	var file strings.Builder
+	file.WriteString("accounts:\n  shop-2:\n")
+	for _, st := range accountSettings {
+		fmt.Fprintf(&file, "    %s: %s\n", st.key, inYAML(st.set.kind, sampleOf(st.set.kind, "file")))
+	}
+	file.WriteString("endpoints:\n  -\n")
+	for _, st := range endpointSettings {
+		fmt.Fprintf(&file, "    %s: %s\n", st.key, inYAML(st.set.kind, sampleOf(st.set.kind, "file")))
+	}
+	env := map[string]string{}
+	for _, st := range accountSettings[1:] { // the first keeps the file's value
+		env[AccountEnvPrefix("shop-2")+st.env] = sampleOf(st.set.kind, "env")
+	}
+	cfg, err := loadTestConfig(t, file.String(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Accounts["shop-2"]
+	for i, st := range accountSettings {
+		want := sampleOf(st.set.kind, "file")
+		if i > 0 {
+			want = sampleOf(st.set.kind, "env")
+		}
+		if got := st.set.show(&a); got != want {
+			t.Errorf("accounts.shop-2.%s = %q, want %q", st.key, got, want)
+		}
+	}
+	if len(cfg.Endpoints) != 1 {
+		t.Fatalf("endpoints = %+v", cfg.Endpoints)
+	}
+	for _, st := range endpointSettings {
+		if got, want := st.set.show(&cfg.Endpoints[0]), sampleOf(st.set.kind, "file"); got != want {
+			t.Errorf("endpoints[0].%s = %q, want %q", st.key, got, want)
+		}
+	}
+
+	// A key the table lacks is named, with the keys it has; an entry that
+	// is no mapping is told what each of them is.
+	_, err = loadTestConfig(t, "accounts:\n  shop:\n    secret_key: k\n    colour: red\n  shop-3: https://x.example\n"+
+		"endpoints:\n  - url: https://x.example\n    colour: blue\n  - https://y.example\n", nil)
+	for _, want := range []string{
+		"line 4: accounts.shop.colour: not an account setting (want " + keysOf(accountSettings) + ")",
+		"line 5: accounts.shop-3: want a mapping of its settings: api_base_url (the account's payment link service base URL), secret_key (",
+		"line 8: endpoints[0].colour: not an endpoint setting (want " + keysOf(endpointSettings) + ")",
+		"line 9: endpoints[1]: want a mapping of its settings: id (its name, " + nameRule,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("unknown keys: %v, want %q", err, want)
+		}
+	}
+
+	// The example config's accounts and endpoints, uncommented, load and
+	// use every key of the tables; the README's table names each.
+	b, err := os.ReadFile(filepath.Join("..", "..", "configs", "ordersync.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = loadTestConfig(t, uncommentExamples(string(b)), nil)
+	if err != nil {
+		t.Fatalf("the example config's accounts and endpoints do not load: %v", err)
+	}
+	if err := cfg.ValidateServe(); err != nil {
+		t.Fatalf("the example config's accounts and endpoints: %v", err)
+	}
+	if len(cfg.Accounts) != 1 || len(cfg.Endpoints) != 1 {
+		t.Fatalf("the example config gives accounts %v and endpoints %v, want one of each", cfg.Accounts, cfg.Endpoints)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range accountSettings {
+		if !strings.Contains(uncommentExamples(string(b)), "\n    "+st.key+":") {
+			t.Errorf("the example config's account lacks %s", st.key)
+		}
+		for _, want := range []string{"accounts.NAME." + st.key, AccountEnvPrefix("NAME") + st.env} {
+			if !strings.Contains(string(readme), want) {
+				t.Errorf("the README's table lacks %s", want)
+			}
+		}
+		if !strings.Contains(string(b), "_"+st.env) {
+			t.Errorf("the example config does not name _%s", st.env)
+		}
+	}
+	for _, st := range endpointSettings {
+		if !strings.Contains(uncommentExamples(string(b)), "\n    "+st.key+":") && !strings.Contains(uncommentExamples(string(b)), "\n  - "+st.key+":") {
+			t.Errorf("the example config's endpoint lacks %s", st.key)
+		}
+	}
+	if !strings.Contains(string(readme), "| endpoints (a list of HTTP endpoints, each with "+keysOf(endpointSettings)+";") {
+		t.Errorf("the README's table does not list the endpoint settings %s", keysOf(endpointSettings))
+	}
+}
+
+// fieldsOf fails unless each setting of table sets one field of T and each
+// field of T is set by one setting.
+func fieldsOf[T any](t *testing.T, table []setting[T]) {
+	t.Helper()
+	typ := reflect.TypeFor[T]()
+	setBy := make([][]string, typ.NumField())
+	for _, st := range table {
+		var v T
+		if err := st.set.parse(&v, sampleOf(st.set.kind, "x")); err != nil {
+			t.Fatalf("%s: %v", st.key, err)
+		}
+		n := 0
+		for i := range typ.NumField() {
+			if !reflect.ValueOf(v).Field(i).IsZero() {
+				setBy[i] = append(setBy[i], st.key)
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s sets %d fields of %s, want 1", st.key, n, typ)
+		}
+	}
+	for i, keys := range setBy {
+		if len(keys) != 1 {
+			t.Errorf("%s.%s is set by %v, want one setting of the table", typ, typ.Field(i).Name, keys)
+		}
+	}
+}
+
+// sampleOf is a setting's text of a kind, distinct for each tag.
+func sampleOf(kind, tag string) string {
+	switch kind {
+	case "strings":
+		return tag + "-1,https://" + tag + ".example"
+	case "float":
+		return strconv.Itoa(len(tag)) + ".5"
+	}
+	return "https://" + tag + ".example/x"
+}
+
+// inYAML is a setting's text as the file writes it.
+func inYAML(kind, text string) string {
+	if kind == "strings" {
+		return "[" + text + "]"
+	}
+	return text
+}
+
+// uncommentExamples is the example config with the commented entries under
+// accounts: {} and endpoints: [] in force.
+func uncommentExamples(example string) string {
+	var out []string
+	in := false
+	for _, line := range strings.Split(example, "\n") {
+		switch {
+		case line == "accounts: {}" || line == "endpoints: []":
+			line, in = strings.Fields(line)[0], true
+		case in && strings.HasPrefix(line, "#  "):
+			line = line[1:]
+		default:
+			in = false
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}
