@@ -90,8 +90,8 @@ const (
 
 // ReportEntry is one order counted in one figure of a report, at the
 // instant that places it in a day, or Count orders whose totals sum to
-// Total, all in the same day (a database's sum of a quarter hour). A zero
-// Count is one order.
+// Total, all in the same day (a database's sum of a day). A zero Count is
+// one order.
 type ReportEntry struct {
 	Kind     ReportKind
 	At       time.Time

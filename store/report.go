@@ -19,8 +19,8 @@ import (
 // once per figure: finalized by its first transition to FINALIZED, a
 // cancellation by the first one after its payment (or at all, when it was
 // never paid). The created and paid figures are summed by the database
-// (reportSumsSQL) for the orders whose total_minor says their total; these
-// read the others, and those of a currency whose total_minor sums cannot
+// per day (reportSumsSQL) for the orders whose total_minor says their
+// total; these read the others, and those of a currency whose total_minor sums cannot
 // stand in for the decimal sum (reportCurrencySQL).
 var (
 	reportCreatedSQL = `SELECT created_at AS at, store_currency_code AS currency, total FROM orders
@@ -38,29 +38,19 @@ WHERE o.account = ? AND h.to_status = 'CANCELLED' AND h.at >= ? AND h.at < ? AND
 	reportCurrencySQL = ` AND total_minor IS NOT NULL AND store_currency_code = ?`
 )
 
-// reportBucket is what the database sums the created and paid figures by:
-// every zone's midnight of these years falls on a quarter hour of UTC, so
-// each sum lies within one day of any zone. A range whose day boundaries
-// do not (a zone's local mean time of the 19th century) reads every order.
-const reportBucket = 15 * time.Minute
-
 // reportSumsSQL counts the account's orders whose column (created_at or
-// paid_at) is in [lo, hi) and sums their total_minor per quarter hour and
-// currency: an index holds every column it reads (migration 00014), so it
-// reads neither the orders' rows nor one Go value per order.
-func (db *DB) reportSumsSQL(column string) string {
-	bucket := fmt.Sprintf("CAST(strftime('%%s', %s) AS INTEGER) / %d", column, int(reportBucket/time.Second))
-	if db.dialect == DialectPostgres {
-		bucket = fmt.Sprintf("CAST(floor(extract(epoch FROM %s) / %d) AS BIGINT)", column, int(reportBucket/time.Second))
-	}
-	return fmt.Sprintf(`SELECT %s AS bucket, store_currency_code AS currency, COUNT(*) AS n, SUM(total_minor) AS minor FROM orders
+// paid_at) is in [lo, hi), one day of the report, and sums their
+// total_minor per currency: an index holds every column it reads
+// (migration 00014), so it reads neither the orders' rows nor one Go value
+// per order.
+func reportSumsSQL(column string) string {
+	return fmt.Sprintf(`SELECT store_currency_code AS currency, COUNT(*) AS n, SUM(total_minor) AS minor FROM orders
 WHERE account = ? AND %s >= ? AND %s < ? AND total_minor IS NOT NULL
-GROUP BY 1, 2`, bucket, column, column)
+GROUP BY store_currency_code`, column, column)
 }
 
-// reportSum is one quarter hour's orders of one currency in a figure.
+// reportSum is one day's orders of one currency in a figure.
 type reportSum struct {
-	Bucket   int64  `db:"bucket"`
 	Currency string `db:"currency"`
 	N        int    `db:"n"`
 	Minor    int64  `db:"minor"`
@@ -125,32 +115,34 @@ func (db *DB) dailyTotals(ctx context.Context, params ordersync.DailyTotalsParam
 				entries = append(entries, ordersync.ReportEntry{Kind: kind, At: r.At, Currency: r.Currency, Total: r.Total})
 			}
 		}
-		summable := sums
-		for _, d := range days {
-			summable = summable && d.Start.Unix()%int64(reportBucket/time.Second) == 0
-		}
-		summable = summable && days[len(days)-1].End.Unix()%int64(reportBucket/time.Second) == 0
 		// summed reads a figure's orders with a total_minor as the
-		// database's sums, and the others one by one. A currency this
-		// binary does not know keeps the digits of its totals in the sum
-		// (ordersync.TallyDays), which the integers lost: its orders are
-		// read one by one too.
+		// database's sums, a query per day, and the others one by one. A
+		// currency this binary does not know keeps the digits of its
+		// totals in the sum (ordersync.TallyDays), which the integers lost:
+		// its orders are read one by one too.
 		summed := func(what, column, rowsSQL string, kind ordersync.ReportKind) error {
-			if !summable {
+			if !sums {
 				return read(what, rowsSQL, entry(kind))
 			}
-			var sums []reportSum
-			if err := tx.SelectContext(ctx, &sums, db.rebind(db.reportSumsSQL(column)), params.Account, lo, hi); err != nil {
+			stmt, err := tx.PreparexContext(ctx, db.rebind(reportSumsSQL(column)))
+			if err != nil {
 				return fmt.Errorf("%s: %w", what, err)
 			}
+			defer stmt.Close()
 			unknown := map[string]bool{}
-			for _, s := range sums {
-				if _, ok := ordersync.MinorUnits(s.Currency); !ok {
-					unknown[s.Currency] = true
-					continue
+			for _, d := range days {
+				var got []reportSum
+				if err := stmt.SelectContext(ctx, &got, params.Account, dbTime(d.Start), dbTime(d.End)); err != nil {
+					return fmt.Errorf("%s: %w", what, err)
 				}
-				entries = append(entries, ordersync.ReportEntry{Kind: kind, At: time.Unix(s.Bucket*int64(reportBucket/time.Second), 0).UTC(),
-					Currency: s.Currency, Total: ordersync.AmountFromMinor(s.Minor, ordersync.MinorScale(s.Currency)), Count: s.N})
+				for _, s := range got {
+					if _, ok := ordersync.MinorUnits(s.Currency); !ok {
+						unknown[s.Currency] = true
+						continue
+					}
+					entries = append(entries, ordersync.ReportEntry{Kind: kind, At: d.Start, Currency: s.Currency,
+						Total: ordersync.AmountFromMinor(s.Minor, ordersync.MinorScale(s.Currency)), Count: s.N})
+				}
 			}
 			for _, currency := range slices.Sorted(maps.Keys(unknown)) {
 				if err := read(what, rowsSQL+reportCurrencySQL, entry(kind), currency); err != nil {
@@ -186,13 +178,17 @@ func (db *DB) dailyTotals(ctx context.Context, params ordersync.DailyTotalsParam
 	return out, err
 }
 
+// reportZoneSQL reads the account's orders backwards by row id
+// (orders_account_id, migration 00014) to the latest with a zone.
+const reportZoneSQL = `SELECT store_timezone FROM orders
+WHERE account = ? AND store_timezone <> '' ORDER BY id DESC LIMIT 1`
+
 // storeLocation is the time zone of the store of the account's latest
 // fetched order; UTC when there is none or it is not a zone this binary
 // knows.
 func storeLocation(ctx context.Context, db *DB, tx *sqlx.Tx, account string) (*time.Location, error) {
 	var name string
-	err := tx.GetContext(ctx, &name, db.rebind(`SELECT store_timezone FROM orders
-WHERE account = ? AND store_timezone <> '' ORDER BY id DESC LIMIT 1`), account)
+	err := tx.GetContext(ctx, &name, db.rebind(reportZoneSQL), account)
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.UTC, nil
 	}
