@@ -72,6 +72,14 @@ func AmountFromInt(n int64) Amount {
 	return a
 }
 
+// AmountFromMinor returns n hundredths when scale is 2: n units of
+// 10^-scale, as MinorAmount counts them.
+func AmountFromMinor(n int64, scale int) Amount {
+	var a Amount
+	a.d.SetFinite(n, int32(-scale))
+	return a
+}
+
 // String returns the amount in plain notation with the digits it was given.
 func (a Amount) String() string {
 	if a.d.Exponent > 0 && a.d.IsZero() {

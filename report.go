@@ -89,12 +89,15 @@ const (
 )
 
 // ReportEntry is one order counted in one figure of a report, at the
-// instant that places it in a day.
+// instant that places it in a day, or Count orders whose totals sum to
+// Total, all in the same day (a database's sum of a day). A zero Count is
+// one order.
 type ReportEntry struct {
 	Kind     ReportKind
 	At       time.Time
 	Currency string
 	Total    Amount
+	Count    int
 }
 
 // Tally is a count of orders and the exact sum of their totals, written
@@ -158,7 +161,7 @@ func TallyDays(days []DaySpan, entries []ReportEntry) []DayTotals {
 			}
 			acc[k] = s
 		}
-		s.count[e.Kind]++
+		s.count[e.Kind] += max(e.Count, 1)
 		s.total[e.Kind] = s.total[e.Kind].Add(e.Total)
 	}
 	keys := make([]key, 0, len(acc))
