@@ -172,13 +172,17 @@ type orderEventSource struct {
 	early []ordersync.OrderEventDelivery
 }
 
-// Resume counts the events handed out and not settled, then fetches until
-// that many have come back as redeliveries: the server queues an event for
+// Resume fetches until every event the consumer counts as handed out and
+// not settled is one this reader holds: the server queues an event for
 // redelivery once its ack wait ran out (or it was refused), and serves that
 // queue before any event not yet handed out, so what arrives before them is
-// later and is held with them. An earlier reader that stopped by stoppedBy
-// leaves nothing pending past its ack wait from then, which bounds the
-// wait; a consumer it cannot read costs that whole wait.
+// later and is held with them. It compares counts rather than counting
+// redeliveries, because a later event can be redelivered too (one that an
+// earlier reader's last pull took and refused as it stopped) and must not
+// stand in for the earlier event still held elsewhere. An earlier reader
+// that stopped by stoppedBy leaves nothing pending past its ack wait from
+// then, which bounds the wait; a consumer it cannot read costs that whole
+// wait.
 func (s *orderEventSource) Resume(ctx context.Context, stoppedBy time.Time) error {
 	until := stoppedBy.Add(s.ackWait + handBackMargin)
 	info, err := s.c.Info(ctx)
@@ -192,16 +196,11 @@ func (s *orderEventSource) Resume(ctx context.Context, stoppedBy time.Time) erro
 		}
 		return nil
 	}
-	back, extended := 0, time.Now()
-	for back < info.NumAckPending && time.Now().Before(until) {
+	extended := time.Now()
+	for info.NumAckPending > len(s.early) && time.Now().Before(until) {
 		ds, err := s.next(ctx, endpointMaxAckPending, min(time.Until(until), time.Second))
 		if ctx.Err() != nil {
 			return fmt.Errorf("resume order events: %w", ctx.Err())
-		}
-		for _, d := range ds {
-			if d.(*orderEventDelivery).delivered > 1 {
-				back++
-			}
 		}
 		s.early = append(s.early, ds...)
 		// What is held must not run out its own ack wait meanwhile.
@@ -215,6 +214,10 @@ func (s *orderEventSource) Resume(ctx context.Context, stoppedBy time.Time) erro
 			if err := sleepUntil(ctx, time.Now().Add(min(time.Until(until), time.Second))); err != nil {
 				return fmt.Errorf("resume order events: %w", err)
 			}
+		}
+		// What we hold is counted as unsettled too: the rest is elsewhere.
+		if now, err := s.c.Info(ctx); err == nil {
+			info = now
 		}
 	}
 	sortBySequence(s.early)
@@ -281,7 +284,7 @@ func (s *orderEventSource) collect(ctx context.Context, out []ordersync.OrderEve
 			md, _ := msg.Metadata()
 			d := &orderEventDelivery{msg: msg, ev: s.q.orderEvent(msg, md)}
 			if md != nil {
-				d.seq, d.delivered = md.Sequence.Stream, md.NumDelivered
+				d.seq = md.Sequence.Stream
 			}
 			out = append(out, d)
 		case <-ctx.Done():
@@ -311,9 +314,6 @@ type orderEventDelivery struct {
 	msg jetstream.Msg
 	ev  ordersync.OrderEvent
 	seq uint64 // in the stream
-	// delivered counts the times the consumer handed it out, this one
-	// included: more than once is a redelivery.
-	delivered uint64
 }
 
 func sortBySequence(out []ordersync.OrderEventDelivery) {
