@@ -361,3 +361,23 @@ func TestConsoleGuard(t *testing.T) {
 		t.Errorf("a form without its CSRF token on loopback: %d, want 403", resp.StatusCode)
 	}
 }
+
+// TestConsolePagesNeedASession: with tokens configured, every console page
+// and download but the sign-in page and the static files sends a request
+// without a session to sign in, and reads nothing for it.
+func TestConsolePagesNeedASession(t *testing.T) {
+	db := openTestDB(t)
+	base := consoleServer(t, db, roleTokens, nil)
+	b := newBrowser(t, base)
+	for _, path := range []string{"/console/", "/console/overview.json", "/console/audit", "/console/dead-letters",
+		"/console/dead-letters/1", "/console/dead-letters/jobs/1", "/console/endpoints", "/console/orders",
+		"/console/orders/ABC123", "/console/totals", "/console/totals.csv"} {
+		resp, body := b.do("GET", path, nil)
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/sign-in" {
+			t.Errorf("GET %s without a session: %d to %q, want 303 to the sign-in page", path, resp.StatusCode, resp.Header.Get("Location"))
+		}
+		if strings.Contains(body, "ordersync_") || strings.Contains(body, "<table") {
+			t.Errorf("GET %s without a session answered with content: %.200s", path, body)
+		}
+	}
+}
