@@ -192,9 +192,6 @@ type orderState struct {
 	// NextCheckAt is when the reconciler next checks the order; nil when
 	// its status is final.
 	NextCheckAt *time.Time `db:"-"`
-	// Doc is the mirrored document, which a changed one is compared with
-	// for the fields that changed; nil before the first fetch.
-	Doc *string `db:"raw_document"`
 }
 
 func (st *orderState) syncInfo() ordersync.SyncInfo {
@@ -331,6 +328,9 @@ func (db *DB) ApplyOrders(ctx context.Context, params []ordersync.ApplyParams) (
 				return fmt.Errorf("order %s/%s: %w", params[i].Account, params[i].Order.OrderCode, err)
 			}
 		}
+		if err := db.previousDocuments(ctx, tx, b); err != nil {
+			return err
+		}
 		return db.writeBatch(ctx, tx, b)
 	})
 	if err != nil {
@@ -415,7 +415,7 @@ func (db *DB) lockOrderStates(ctx context.Context, tx *sqlx.Tx, params []ordersy
 
 // stateQuery reads the states of n orders of one account.
 func stateQuery(n int) string {
-	return `SELECT id, account, order_code, status, fetch_seq, document_hash, raw_document IS NOT NULL AS fetched, raw_document, paid_fired,
+	return `SELECT id, account, order_code, status, fetch_seq, document_hash, raw_document IS NOT NULL AS fetched, paid_fired,
        status_transitions, first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count, changed_at, expires_at,
        paid_at, status_changed_at
 FROM orders WHERE account = ? AND order_code IN (` + placeholders(n) + `)`
@@ -515,7 +515,7 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 	}
 
 	if !c.Created {
-		b.changes = append(b.changes, changeEntry{key: key, at: fetchedAt, cause: p.Cause, prev: bo.order, prevDoc: st.Doc, next: o})
+		b.changes = append(b.changes, changeEntry{key: key, at: fetchedAt, cause: p.Cause, prev: bo.order, next: o})
 	}
 	st.Status, st.Hash, st.PaidFired, st.Transitions, st.Fetched = string(c.State.Status), c.State.DocumentHash, c.State.PaidFired, c.State.Transitions, true
 	bo.changed, bo.order, bo.doc, bo.hash = true, o, c.Document, c.State.DocumentHash
@@ -533,6 +533,47 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 		b.outbox = append(b.outbox, outboxEntry{key, m, payload})
 	}
 	return res, nil
+}
+
+// previousDocuments reads the stored documents the batch's changes are
+// compared with, before the batch overwrites them: only for orders whose
+// document changed and that the batch had not already written, so the
+// checks that find nothing new read no document.
+func (db *DB) previousDocuments(ctx context.Context, tx *sqlx.Tx, b *batch) error {
+	byAccount := map[string][]*changeEntry{}
+	for i := range b.changes {
+		if c := &b.changes[i]; c.prev == nil {
+			byAccount[c.key.account] = append(byAccount[c.key.account], c)
+		}
+	}
+	for account, entries := range byAccount {
+		for len(entries) > 0 {
+			chunk := entries[:min(len(entries), maxInParams)]
+			entries = entries[len(chunk):]
+			args := make([]any, 0, len(chunk)+1)
+			args = append(args, account)
+			byCode := make(map[string][]*changeEntry, len(chunk))
+			for _, c := range chunk {
+				args = append(args, c.key.code)
+				byCode[c.key.code] = append(byCode[c.key.code], c)
+			}
+			var rows []struct {
+				Code string  `db:"order_code"`
+				Doc  *string `db:"raw_document"`
+			}
+			err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT order_code, raw_document FROM orders WHERE account = ? AND order_code IN (`+
+				placeholders(len(chunk))+`)`), args...)
+			if err != nil {
+				return fmt.Errorf("read the documents changes are compared with: %w", err)
+			}
+			for _, r := range rows {
+				for _, c := range byCode[r.Code] {
+					c.prevDoc = r.Doc
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // fieldsJSON names, as a JSON array, the fields in which the change's
