@@ -135,7 +135,7 @@ func (m *syncerMetrics) observeApplied(results []ordersync.ApplyResult) {
 // statusChanged reports whether an apply moved the order into a new status,
 // counting a newly mirrored order as entering its first status.
 func statusChanged(r ordersync.ApplyResult) bool {
-	return r.Applied && (r.Created || r.PreviousStatus != r.Status)
+	return r.Applied && (r.Created || r.From != r.Status)
 }
 
 // poolMetrics are the collectors only a Pool has.
