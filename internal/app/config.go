@@ -617,8 +617,8 @@ func (c *Config) ValidateServe() error {
 		bad("missing setting: data_dir (ORDERSYNC_DATA_DIR or --data-dir)")
 	}
 	errs = append(errs, c.checkAccounts()...)
-	if !validName.MatchString(c.NATSNamespace) {
-		bad("bad setting: nats_namespace %q (want %s)", c.NATSNamespace, nameRule)
+	if !ordersync.ValidName(c.NATSNamespace) {
+		bad("bad setting: nats_namespace %q (want %s)", c.NATSNamespace, ordersync.NameRule)
 	}
 	if c.ReconcileEvidenceWindow <= 0 || c.ReconcileEvidenceHold <= 0 || c.ReceiverHeartbeat <= 0 {
 		bad("bad setting: reconcile_evidence_window, reconcile_evidence_hold and receiver_heartbeat must be > 0, got %s, %s, %s",

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -61,7 +60,7 @@ type EndpointConfig struct {
 
 // The settings of endpoints[i]; the environment sets none of them.
 var (
-	endpointIDSetting = setting[EndpointConfig]{key: "id", usage: "its name, " + nameRule + "; default cfg- and a hash of the URL",
+	endpointIDSetting = setting[EndpointConfig]{key: "id", usage: "its name, " + ordersync.NameRule + "; default cfg- and a hash of the URL",
 		set: str(func(e *EndpointConfig) *string { return &e.ID })}
 	endpointURL = setting[EndpointConfig]{key: "url", usage: "where deliveries are posted",
 		set: str(func(e *EndpointConfig) *string { return &e.URL })}
@@ -76,13 +75,6 @@ var (
 
 	endpointSettings = []setting[EndpointConfig]{endpointIDSetting, endpointURL, endpointSecretSetting, endpointEvents, endpointDescription, endpointRate}
 )
-
-// validName is what names an account, an endpoint or a namespace: it goes
-// into URL paths, environment variables and NATS subjects as it is.
-var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-// nameRule is validName in the words of an error message.
-const nameRule = "1-64 of A-Z a-z 0-9 _ -"
 
 // AccountEnvPrefix is the environment prefix of an account's settings.
 func AccountEnvPrefix(name string) string {
@@ -243,8 +235,8 @@ func (c *Config) checkAccounts() []error {
 		missing := func(st setting[AccountConfig]) {
 			errs = append(errs, fmt.Errorf("missing setting: accounts.%s.%s (or %s%s)", name, st.key, AccountEnvPrefix(name), st.env))
 		}
-		if !validName.MatchString(name) || name == ordersync.DefaultAccount {
-			errs = append(errs, fmt.Errorf("bad setting: accounts: name %q (want %s, not %q)", name, nameRule, ordersync.DefaultAccount))
+		if !ordersync.ValidName(name) || name == ordersync.DefaultAccount {
+			errs = append(errs, fmt.Errorf("bad setting: accounts: name %q (want %s, not %q)", name, ordersync.NameRule, ordersync.DefaultAccount))
 		}
 		if a.APIBaseURL == "" {
 			missing(accountBaseURL)
@@ -281,8 +273,8 @@ func (c *Config) EndpointParams() ([]ordersync.EndpointParams, error) {
 		for _, ev := range e.Events {
 			p.Events = append(p.Events, ordersync.HookEvent(ev))
 		}
-		if !validName.MatchString(p.ID) {
-			return nil, bad(endpointIDSetting, " %q (want %s)", p.ID, nameRule)
+		if !ordersync.ValidName(p.ID) {
+			return nil, bad(endpointIDSetting, " %q (want %s)", p.ID, ordersync.NameRule)
 		}
 		if seen[p.ID] {
 			return nil, fmt.Errorf("bad setting: endpoints[%d]: id %q twice (give each URL once, or distinct ids)", i, p.ID)

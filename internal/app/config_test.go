@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/worker"
 )
 
@@ -377,7 +378,7 @@ func TestAccountAndEndpointSettingsInTable(t *testing.T) {
 		"line 4: accounts.shop.colour: not an account setting (want " + keysOf(accountSettings) + ")",
 		"line 5: accounts.shop-3: want a mapping of its settings: api_base_url (the account's payment link service base URL), secret_key (",
 		"line 8: endpoints[0].colour: not an endpoint setting (want " + keysOf(endpointSettings) + ")",
-		"line 9: endpoints[1]: want a mapping of its settings: id (its name, " + nameRule,
+		"line 9: endpoints[1]: want a mapping of its settings: id (its name, " + ordersync.NameRule,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("unknown keys: %v, want %q", err, want)
