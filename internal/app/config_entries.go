@@ -76,6 +76,36 @@ var (
 	endpointSettings = []setting[EndpointConfig]{endpointIDSetting, endpointURL, endpointSecretSetting, endpointEvents, endpointDescription, endpointRate}
 )
 
+// AccountSettingNames says where each of an account's settings is set, in
+// the words of a message.
+type AccountSettingNames struct {
+	APIBaseURL, SecretKey, WebhookSecrets string
+}
+
+// AccountSettings names, from the tables of settings, where account's
+// settings are set: for the default account the top-level setting with its
+// variable and flag, as "secret_key (ORDERSYNC_SECRET_KEY or
+// --secret-key)"; for another, as "accounts.NAME.secret_key
+// (ORDERSYNC_ACCOUNT_NAME_SECRET_KEY)".
+func AccountSettings(account string) AccountSettingNames {
+	return AccountSettingNames{
+		APIBaseURL:     accountSettingName(account, accountBaseURL),
+		SecretKey:      accountSettingName(account, accountSecretKey),
+		WebhookSecrets: accountSettingName(account, accountWebhookSecrets),
+	}
+}
+
+func accountSettingName(account string, st setting[AccountConfig]) string {
+	if account == ordersync.DefaultAccount {
+		top, ok := settingByKey(settings, st.key)
+		if !ok {
+			panic("internal/app: account setting " + st.key + " has no top-level setting for the default account")
+		}
+		return fmt.Sprintf("%s (%s or --%s)", top.key, top.env, top.flagName())
+	}
+	return fmt.Sprintf("accounts.%s.%s (%s%s)", account, st.key, AccountEnvPrefix(account), st.env)
+}
+
 // AccountEnvPrefix is the environment prefix of an account's settings.
 func AccountEnvPrefix(name string) string {
 	return "ORDERSYNC_ACCOUNT_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_"
@@ -233,7 +263,7 @@ func (c *Config) checkAccounts() []error {
 			errs = append(errs, fmt.Errorf("bad setting: accounts.%s.%s: %w", name, st.key, err))
 		}
 		missing := func(st setting[AccountConfig]) {
-			errs = append(errs, fmt.Errorf("missing setting: accounts.%s.%s (or %s%s)", name, st.key, AccountEnvPrefix(name), st.env))
+			errs = append(errs, fmt.Errorf("missing setting: %s", accountSettingName(name, st)))
 		}
 		if !ordersync.ValidName(name) || name == ordersync.DefaultAccount {
 			errs = append(errs, fmt.Errorf("bad setting: accounts: name %q (want %s, not %q)", name, ordersync.NameRule, ordersync.DefaultAccount))

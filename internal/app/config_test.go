@@ -494,3 +494,36 @@ func uncommentExamples(example string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestAccountSettings: where an account's settings are set comes from the
+// tables, for the default account (the top-level settings) and another.
+func TestAccountSettings(t *testing.T) {
+	if got, want := AccountSettings(ordersync.DefaultAccount), (AccountSettingNames{
+		APIBaseURL:     "api_base_url (ORDERSYNC_API_BASE_URL or --api-base-url)",
+		SecretKey:      "secret_key (ORDERSYNC_SECRET_KEY or --secret-key)",
+		WebhookSecrets: "webhook_secrets (ORDERSYNC_WEBHOOK_SECRET or --webhook-secret)",
+	}); got != want {
+		t.Errorf("default account: %+v, want %+v", got, want)
+	}
+	if got, want := AccountSettings("shop-2"), (AccountSettingNames{
+		APIBaseURL:     "accounts.shop-2.api_base_url (ORDERSYNC_ACCOUNT_SHOP_2_API_BASE_URL)",
+		SecretKey:      "accounts.shop-2.secret_key (ORDERSYNC_ACCOUNT_SHOP_2_SECRET_KEY)",
+		WebhookSecrets: "accounts.shop-2.webhook_secrets (ORDERSYNC_ACCOUNT_SHOP_2_WEBHOOK_SECRET)",
+	}); got != want {
+		t.Errorf("another account: %+v, want %+v", got, want)
+	}
+	// The messages of a missing account setting use them.
+	cfg, err := loadTestConfig(t, "api_base_url: https://a.example\nsecret_key: k\nwebhook_secrets: [s]\ndata_dir: /tmp/x\naccounts:\n  shop-2:\n    api_base_url: https://b.example\n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.ValidateServe()
+	for _, want := range []string{"missing setting: " + AccountSettings("shop-2").SecretKey, "missing setting: " + AccountSettings("shop-2").WebhookSecrets} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ValidateServe: %v, want %q", err, want)
+		}
+	}
+	if _, err := upstreamOf(cfg, "shop-2"); err == nil || err.Error() != "missing setting: "+AccountSettings("shop-2").SecretKey {
+		t.Errorf("upstreamOf: %v", err)
+	}
+}
