@@ -93,9 +93,10 @@ type ApplyResult struct {
 	// changed document replaces items, metadata and payment; an unchanged
 	// one only touches SyncInfo).
 	Changed bool
-	// PreviousStatus is the Change's From: "" when created.
-	PreviousStatus Status
-	Status         Status
+	// From is the status before this apply, the Change's From: "" when
+	// created.
+	From   Status
+	Status Status
 	// Paid is true when this apply queued the PAID trigger: the first time
 	// the mirror saw the order PAID or FINALIZED.
 	Paid bool

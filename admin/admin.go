@@ -249,9 +249,8 @@ func ParseStatuses(values []string) ([]ordersync.Status, error) {
 
 func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) {
 	filter, err := ParseOrderQuery(r.URL.Query(), time.Now())
-	var qe *QueryError
-	if errors.As(err, &qe) {
-		writeProblem(w, http.StatusBadRequest, "invalid query", qe.Fields)
+	if err != nil {
+		s.fail(w, "list orders", err, "")
 		return
 	}
 	filter.Account = s.account(r)

@@ -31,6 +31,7 @@ type errorRow struct {
 // upstream 404 wraps ErrNotFound, so those rows come before the upstream's
 // own; anything no row matches is a 500.
 var errorTable = []errorRow{
+	{name: "invalid query", match: isQuery, status: http.StatusBadRequest, problem: queryProblem},
 	{name: "validation", match: isValidation, status: http.StatusBadRequest, problem: validationProblem},
 	{name: "not found", match: is(ordersync.ErrNotFound), status: http.StatusNotFound, problem: notFoundProblem},
 	{name: "unknown account", match: is(ordersync.ErrUnknownAccount), status: http.StatusNotFound},
@@ -81,6 +82,18 @@ func is(target error) func(error) bool {
 func isValidation(err error) bool {
 	var ve *ordersync.ValidationError
 	return errors.As(err, &ve)
+}
+
+func isQuery(err error) bool {
+	var qe *QueryError
+	return errors.As(err, &qe)
+}
+
+// queryProblem names each bad parameter of a listing's query.
+func queryProblem(err error, _ string) (string, map[string][]string) {
+	var qe *QueryError
+	errors.As(err, &qe)
+	return "invalid query", qe.Fields
 }
 
 // validationProblem answers a refused request with the refusal's own title

@@ -262,7 +262,7 @@ func (s *Store) ApplyOrders(_ context.Context, params []ordersync.ApplyParams) (
 			events = append(events, ev)
 		}
 		if o.sync.FetchSeq >= p.Seq {
-			results[i] = ordersync.ApplyResult{PreviousStatus: o.state.Status, Status: o.state.Status}
+			results[i] = ordersync.ApplyResult{From: o.state.Status, Status: o.state.Status}
 			continue
 		}
 		var prev *ordersync.MirrorState
@@ -273,7 +273,7 @@ func (s *Store) ApplyOrders(_ context.Context, params []ordersync.ApplyParams) (
 		if err != nil {
 			return nil, fmt.Errorf("%s: order %s/%s: %w", op, p.Account, p.Order.OrderCode, err)
 		}
-		results[i] = ordersync.ApplyResult{Applied: true, Created: c.Created, Changed: c.Changed, PreviousStatus: c.From, Status: c.State.Status, Paid: c.Paid}
+		results[i] = ordersync.ApplyResult{Applied: true, Created: c.Created, Changed: c.Changed, From: c.From, Status: c.State.Status, Paid: c.Paid}
 		fetchedAt := at
 		if !p.FetchedAt.IsZero() {
 			fetchedAt = dbTime(p.FetchedAt)

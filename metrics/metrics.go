@@ -1,7 +1,9 @@
 // Package metrics builds the Prometheus registry ordersync exports and the
 // collectors that belong to no single pipeline stage: the mirror's orders by
-// status. Each stage (webhook, worker, queue) builds its own collectors from
-// the prometheus.Registerer it is given; nothing here is global.
+// status and the outbox's oldest unsent message. Each stage (webhook, queue,
+// and in worker the pool, syncer, relay, dispatcher, pruner) builds its own
+// collectors in one shape: a struct of them made by newXMetrics(reg), which
+// registers them all with RegisterAll; nothing here is global.
 package metrics
 
 import (
@@ -121,4 +123,38 @@ func Register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 		return c, err
 	}
 	return c, nil
+}
+
+// A Field is a stage's struct field that holds one of its collectors; Of
+// makes one.
+type Field interface {
+	register(reg prometheus.Registerer) error
+}
+
+type field[C prometheus.Collector] struct{ c *C }
+
+func (f field[C]) register(reg prometheus.Registerer) (err error) {
+	*f.c, err = Register(reg, *f.c)
+	return err
+}
+
+// Of is the field at c, for RegisterAll.
+func Of[C prometheus.Collector](c *C) Field { return field[C]{c} }
+
+// RegisterAll is the one way a stage registers its collectors, the last
+// step of its newMetrics(reg) (alertmanager's notify.NewMetrics is the
+// model): each field, given by its address, is registered with reg by
+// Register, and holds the collector already registered under its
+// description when there is one. A nil reg registers nothing: the
+// collectors count, and nobody reads them.
+func RegisterAll(reg prometheus.Registerer, fields ...Field) error {
+	if reg == nil {
+		return nil
+	}
+	for _, f := range fields {
+		if err := f.register(reg); err != nil {
+			return err
+		}
+	}
+	return nil
 }

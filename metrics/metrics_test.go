@@ -24,3 +24,39 @@ func TestRegister(t *testing.T) {
 		t.Fatal("a clash of label names registered")
 	}
 }
+
+// TestRegisterAll: a stage's fields are registered in one call; a second
+// stage on the same registry gets the first one's collectors in its
+// fields; a nil registerer registers nothing; a clash is an error.
+func TestRegisterAll(t *testing.T) {
+	type stage struct {
+		events  *prometheus.CounterVec
+		pending prometheus.Gauge
+	}
+	newStage := func(reg prometheus.Registerer) (*stage, error) {
+		s := &stage{
+			events:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ordersync_test_events_total", Help: "test"}, []string{"kind"}),
+			pending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ordersync_test_pending", Help: "test"}),
+		}
+		return s, RegisterAll(reg, Of(&s.events), Of(&s.pending))
+	}
+	reg := prometheus.NewRegistry()
+	first, err := newStage(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := newStage(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.events != first.events || second.pending != first.pending {
+		t.Error("the second stage does not share the first one's collectors")
+	}
+	if _, err := newStage(nil); err != nil {
+		t.Errorf("nil registerer: %v", err)
+	}
+	clash := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ordersync_test_events_total", Help: "test"}, []string{"other"})
+	if err := RegisterAll(reg, Of(&clash)); err == nil {
+		t.Error("a clash of label names registered")
+	}
+}

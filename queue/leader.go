@@ -140,10 +140,8 @@ func NewLeader(ctx context.Context, nc *nats.Conn, cfg LeaderConfig) (*Leader, e
 		Name: "ordersync_leader",
 		Help: "1 while this process holds the role's leadership, else 0.",
 	}, []string{"role"})
-	if cfg.Registerer != nil {
-		if gauge, err = collect.Register(cfg.Registerer, gauge); err != nil {
-			return nil, fmt.Errorf("leader: register metrics: %w", err)
-		}
+	if err := collect.RegisterAll(cfg.Registerer, collect.Of(&gauge)); err != nil {
+		return nil, fmt.Errorf("leader: register metrics: %w", err)
 	}
 	l := &Leader{
 		cfg:    cfg,

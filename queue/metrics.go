@@ -29,63 +29,57 @@ func (m *streamMetrics) record(start time.Time, ack *jetstream.PubAck, err error
 }
 
 type metrics struct {
+	published       *prometheus.CounterVec
+	publishDuration *prometheus.HistogramVec
+	delivered       prometheus.Counter
+	fetchErrors     prometheus.Counter
+	settlements     *prometheus.CounterVec
+
+	// Resolved once from the vectors above, so that each publish and
+	// settlement only counts.
 	events, orders *streamMetrics
-	delivered      prometheus.Counter
-	fetchErrors    prometheus.Counter
 	settled        struct{ ack, retry, term prometheus.Counter }
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	published := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "ordersync_queue_published_total",
-		Help: "Messages published to JetStream, by stream (events, orders) and result (stored, duplicate, error).",
-	}, []string{"stream", "result"})
-	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "ordersync_queue_publish_duration_seconds",
-		Help:    "Time from publish to JetStream acknowledgement, by stream; for a batch of order messages, from the start of the batch.",
-		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5},
-	}, []string{"stream"})
-	delivered := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "ordersync_queue_deliveries_total",
-		Help: "Events handed to workers, redeliveries included.",
-	})
-	fetchErrors := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "ordersync_queue_fetch_errors_total",
-		Help: "Fetch requests that failed.",
-	})
-	settled := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "ordersync_queue_settlements_total",
-		Help: "Deliveries settled by workers, by action (ack, retry, term).",
-	}, []string{"action"})
-	if reg != nil {
-		var err error
-		if published, err = collect.Register(reg, published); err != nil {
-			return nil, err
-		}
-		if duration, err = collect.Register(reg, duration); err != nil {
-			return nil, err
-		}
-		if delivered, err = collect.Register(reg, delivered); err != nil {
-			return nil, err
-		}
-		if fetchErrors, err = collect.Register(reg, fetchErrors); err != nil {
-			return nil, err
-		}
-		if settled, err = collect.Register(reg, settled); err != nil {
-			return nil, err
-		}
+	m := &metrics{
+		published: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersync_queue_published_total",
+			Help: "Messages published to JetStream, by stream (events, orders) and result (stored, duplicate, error).",
+		}, []string{"stream", "result"}),
+		publishDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "ordersync_queue_publish_duration_seconds",
+			Help:    "Time from publish to JetStream acknowledgement, by stream; for a batch of order messages, from the start of the batch.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5},
+		}, []string{"stream"}),
+		delivered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ordersync_queue_deliveries_total",
+			Help: "Events handed to workers, redeliveries included.",
+		}),
+		fetchErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ordersync_queue_fetch_errors_total",
+			Help: "Fetch requests that failed.",
+		}),
+		settlements: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersync_queue_settlements_total",
+			Help: "Deliveries settled by workers, by action (ack, retry, term).",
+		}, []string{"action"}),
+	}
+	if err := collect.RegisterAll(reg, collect.Of(&m.published), collect.Of(&m.publishDuration), collect.Of(&m.delivered),
+		collect.Of(&m.fetchErrors), collect.Of(&m.settlements)); err != nil {
+		return nil, err
 	}
 	stream := func(name string) *streamMetrics {
 		return &streamMetrics{
-			stored:    published.WithLabelValues(name, "stored"),
-			duplicate: published.WithLabelValues(name, "duplicate"),
-			failed:    published.WithLabelValues(name, "error"),
-			duration:  duration.WithLabelValues(name),
+			stored:    m.published.WithLabelValues(name, "stored"),
+			duplicate: m.published.WithLabelValues(name, "duplicate"),
+			failed:    m.published.WithLabelValues(name, "error"),
+			duration:  m.publishDuration.WithLabelValues(name),
 		}
 	}
-	m := &metrics{events: stream("events"), orders: stream("orders"), delivered: delivered, fetchErrors: fetchErrors}
-	m.settled.ack = settled.WithLabelValues("ack")
-	m.settled.retry = settled.WithLabelValues("retry")
-	m.settled.term = settled.WithLabelValues("term")
+	m.events, m.orders = stream("events"), stream("orders")
+	m.settled.ack = m.settlements.WithLabelValues("ack")
+	m.settled.retry = m.settlements.WithLabelValues("retry")
+	m.settled.term = m.settlements.WithLabelValues("term")
 	return m, nil
 }

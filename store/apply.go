@@ -477,13 +477,13 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 
 	if st.FetchSeq >= p.Seq {
 		prev := ordersync.Status(st.Status)
-		return ordersync.ApplyResult{PreviousStatus: prev, Status: prev}, nil
+		return ordersync.ApplyResult{From: prev, Status: prev}, nil
 	}
 	c, err := ordersync.ChangeOf(p.Account, st.mirrorState(), o)
 	if err != nil {
 		return ordersync.ApplyResult{}, err
 	}
-	res := ordersync.ApplyResult{Applied: true, Created: c.Created, Changed: c.Changed, PreviousStatus: c.From, Status: c.State.Status, Paid: c.Paid}
+	res := ordersync.ApplyResult{Applied: true, Created: c.Created, Changed: c.Changed, From: c.From, Status: c.State.Status, Paid: c.Paid}
 
 	fetchedAt := p.FetchedAt
 	if fetchedAt.IsZero() {

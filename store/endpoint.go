@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -15,10 +14,6 @@ import (
 
 	"github.com/ordersync/ordersync"
 )
-
-// endpointID is what an endpoint id may hold: it names the endpoint's
-// JetStream consumer, so only a consumer name's safe characters.
-var endpointID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 type endpointRow struct {
 	ID                  string     `db:"id"`
@@ -61,8 +56,10 @@ func joinEvents(events []ordersync.HookEvent) string {
 }
 
 func validateEndpointParams(p ordersync.EndpointParams) error {
-	if !endpointID.MatchString(p.ID) {
-		return fmt.Errorf("%w: id %q: want 1 to 64 letters, digits, _ or -", ordersync.ErrInvalidEndpoint, p.ID)
+	// The id names the endpoint's JetStream consumer: only a consumer
+	// name's safe characters.
+	if !ordersync.ValidName(p.ID) {
+		return fmt.Errorf("%w: id %q: want %s", ordersync.ErrInvalidEndpoint, p.ID, ordersync.NameRule)
 	}
 	if err := ordersync.ValidateEndpointURL(p.URL); err != nil {
 		return err

@@ -149,10 +149,10 @@ func TestApplyOrdersCreatedChangedUnchangedStale(t *testing.T) {
 			history  int
 		}{
 			{"created", fetched(pending, 10), ordersync.ApplyResult{Applied: true, Created: true, Changed: true, Status: "PENDING"}, "Pedido A-1042", 10, 1, 2, 1},
-			{"unchanged", fetched(pending, 11), ordersync.ApplyResult{Applied: true, PreviousStatus: "PENDING", Status: "PENDING"}, "Pedido A-1042", 11, 2, 2, 1},
-			{"changed", fetched(renamed, 12), ordersync.ApplyResult{Applied: true, Changed: true, PreviousStatus: "PENDING", Status: "PENDING"}, "Pedido renombrado", 12, 3, 1, 1},
-			{"stale lower seq", fetched(pending, 9), ordersync.ApplyResult{PreviousStatus: "PENDING", Status: "PENDING"}, "Pedido renombrado", 12, 3, 1, 1},
-			{"stale equal seq", fetched(pending, 12), ordersync.ApplyResult{PreviousStatus: "PENDING", Status: "PENDING"}, "Pedido renombrado", 12, 3, 1, 1},
+			{"unchanged", fetched(pending, 11), ordersync.ApplyResult{Applied: true, From: "PENDING", Status: "PENDING"}, "Pedido A-1042", 11, 2, 2, 1},
+			{"changed", fetched(renamed, 12), ordersync.ApplyResult{Applied: true, Changed: true, From: "PENDING", Status: "PENDING"}, "Pedido renombrado", 12, 3, 1, 1},
+			{"stale lower seq", fetched(pending, 9), ordersync.ApplyResult{From: "PENDING", Status: "PENDING"}, "Pedido renombrado", 12, 3, 1, 1},
+			{"stale equal seq", fetched(pending, 12), ordersync.ApplyResult{From: "PENDING", Status: "PENDING"}, "Pedido renombrado", 12, 3, 1, 1},
 		}
 		for _, s := range steps {
 			res := apply(t, db, s.params)
@@ -302,8 +302,8 @@ func TestApplyOrdersSameOrderTwiceInBatch(t *testing.T) {
 		res := apply(t, db, fetched(pending, 5), fetched(paid, 6), fetched(pending, 4))
 		want := []ordersync.ApplyResult{
 			{Applied: true, Created: true, Changed: true, Status: "PENDING"},
-			{Applied: true, Changed: true, PreviousStatus: "PENDING", Status: "PAID", Paid: true},
-			{PreviousStatus: "PAID", Status: "PAID"},
+			{Applied: true, Changed: true, From: "PENDING", Status: "PAID", Paid: true},
+			{From: "PAID", Status: "PAID"},
 		}
 		if !slices.Equal(res, want) {
 			t.Errorf("results %+v\nwant %+v", res, want)
@@ -483,7 +483,7 @@ func TestResolveOrderCodeAndPlaceholders(t *testing.T) {
 		// The first fetch of a placeholder creates the order (Created) and
 		// keeps the keys ordersync recorded.
 		res := apply(t, db, fetched(orderDoc(t, "p1", 501, ordersync.StatusPending), 3))
-		if !res[0].Created || res[0].PreviousStatus != "" {
+		if !res[0].Created || res[0].From != "" {
 			t.Errorf("first fetch of a placeholder: %+v, want Created", res[0])
 		}
 		if err := db.RecordOrderRef(ctx, ordersync.OrderRef{Account: "default", Code: "p1", ID: "777", Reference: "changed"}); err != nil {

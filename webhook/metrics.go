@@ -33,74 +33,56 @@ var outcomeNames = [numOutcomes]string{
 var ignoreReasons = []ordersync.IgnoreReason{ordersync.IgnoreOtherProduct, ordersync.IgnoreSubscription, ordersync.IgnoreNoIdentity}
 
 type metrics struct {
-	requests                           *prometheus.CounterVec
+	requests          *prometheus.CounterVec
+	signatureFailures *prometheus.CounterVec
+	publishDuration   prometheus.Histogram
+	ignoredVec        *prometheus.CounterVec
+	recordDropped     prometheus.Counter
+	bodyBytes         prometheus.Gauge
+
+	// Resolved once from the vectors above, so that the hot path only
+	// increments.
 	signatureMissing, signatureInvalid prometheus.Counter
-	publishDuration                    prometheus.Observer
-	ignoredVec                         *prometheus.CounterVec
 	ignoredBy                          map[ordersync.IgnoreReason]prometheus.Counter
-	recordDropped                      prometheus.Counter
-	bodyBytes                          prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "ordersync_webhook_requests_total",
-		Help: "Webhook requests by account and outcome.",
-	}, []string{"account", "outcome"})
-	sigFailures := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "ordersync_webhook_signature_failures_total",
-		Help: "Webhooks refused for their signature, by reason (missing, invalid).",
-	}, []string{"reason"})
-	duration := prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "ordersync_webhook_publish_duration_seconds",
-		Help:    "Time to make a webhook durable in the queue (publish until ack).",
-		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-	})
-	ignored := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "ordersync_webhook_ignored_total",
-		Help: "Webhooks acknowledged and queued as ignored, by reason.",
-	}, []string{"reason"})
-	dropped := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "ordersync_webhook_rejected_log_dropped_total",
-		Help: "Rejected webhooks not written to the event log or the rejection record (buffer full or write failed).",
-	})
-	bodyBytes := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "ordersync_webhook_body_buffer_bytes",
-		Help: "Bytes of buffer held by webhook bodies being read or handled.",
-	})
-	if reg != nil {
-		var err error
-		if bodyBytes, err = collect.Register(reg, bodyBytes); err != nil {
-			return nil, err
-		}
-		if requests, err = collect.Register(reg, requests); err != nil {
-			return nil, err
-		}
-		if sigFailures, err = collect.Register(reg, sigFailures); err != nil {
-			return nil, err
-		}
-		if duration, err = collect.Register(reg, duration); err != nil {
-			return nil, err
-		}
-		if ignored, err = collect.Register(reg, ignored); err != nil {
-			return nil, err
-		}
-		if dropped, err = collect.Register(reg, dropped); err != nil {
-			return nil, err
-		}
-	}
 	m := &metrics{
-		requests:         requests,
-		signatureMissing: sigFailures.WithLabelValues("missing"),
-		signatureInvalid: sigFailures.WithLabelValues("invalid"),
-		publishDuration:  duration,
-		ignoredVec:       ignored,
-		ignoredBy:        map[ordersync.IgnoreReason]prometheus.Counter{},
-		recordDropped:    dropped,
-		bodyBytes:        bodyBytes,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersync_webhook_requests_total",
+			Help: "Webhook requests by account and outcome.",
+		}, []string{"account", "outcome"}),
+		signatureFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersync_webhook_signature_failures_total",
+			Help: "Webhooks refused for their signature, by reason (missing, invalid).",
+		}, []string{"reason"}),
+		publishDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ordersync_webhook_publish_duration_seconds",
+			Help:    "Time to make a webhook durable in the queue (publish until ack).",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}),
+		ignoredVec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersync_webhook_ignored_total",
+			Help: "Webhooks acknowledged and queued as ignored, by reason.",
+		}, []string{"reason"}),
+		recordDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ordersync_webhook_rejected_log_dropped_total",
+			Help: "Rejected webhooks not written to the event log or the rejection record (buffer full or write failed).",
+		}),
+		bodyBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ordersync_webhook_body_buffer_bytes",
+			Help: "Bytes of buffer held by webhook bodies being read or handled.",
+		}),
 	}
+	if err := collect.RegisterAll(reg, collect.Of(&m.bodyBytes), collect.Of(&m.requests), collect.Of(&m.signatureFailures),
+		collect.Of(&m.publishDuration), collect.Of(&m.ignoredVec), collect.Of(&m.recordDropped)); err != nil {
+		return nil, err
+	}
+	m.signatureMissing = m.signatureFailures.WithLabelValues("missing")
+	m.signatureInvalid = m.signatureFailures.WithLabelValues("invalid")
+	m.ignoredBy = map[ordersync.IgnoreReason]prometheus.Counter{}
 	for _, r := range ignoreReasons {
-		m.ignoredBy[r] = ignored.WithLabelValues(string(r))
+		m.ignoredBy[r] = m.ignoredVec.WithLabelValues(string(r))
 	}
 	return m, nil
 }

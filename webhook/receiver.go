@@ -11,7 +11,6 @@ import (
 	"math"
 	"net/http"
 	"net/netip"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -146,8 +145,6 @@ func (c *Config) withDefaults() {
 	}
 }
 
-var accountName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
 func (c *Config) validate() error {
 	if c.Publisher == nil {
 		return errors.New("webhook receiver: Publisher is required")
@@ -159,8 +156,8 @@ func (c *Config) validate() error {
 		if name == ordersync.DefaultAccount {
 			return fmt.Errorf("webhook receiver: Accounts[%q]: the default account's secrets go in Secrets", name)
 		}
-		if !accountName.MatchString(name) {
-			return fmt.Errorf("webhook receiver: Accounts[%q]: name must be 1-64 letters, digits, '-' or '_'", name)
+		if !ordersync.ValidName(name) {
+			return fmt.Errorf("webhook receiver: Accounts[%q]: name must be %s", name, ordersync.NameRule)
 		}
 		if err := checkSecrets(fmt.Sprintf("webhook secret of account %q (Accounts[%q].Secrets)", name, name), a.Secrets, c.Insecure); err != nil {
 			return err

@@ -1,6 +1,10 @@
 package worker
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	collect "github.com/ordersync/ordersync/metrics"
+)
 
 // dispatchMetrics are the dispatcher's series, each per endpoint.
 type dispatchMetrics struct {
@@ -41,10 +45,9 @@ func newDispatchMetrics(reg prometheus.Registerer) (dispatchMetrics, error) {
 			Help: "1 when an endpoint is disabled (by hand, or by a 410 Gone), else 0.",
 		}, []string{"endpoint"}),
 	}
-	for _, c := range m.all() {
-		if err := reg.Register(c); err != nil {
-			return dispatchMetrics{}, err
-		}
+	if err := collect.RegisterAll(reg, collect.Of(&m.events), collect.Of(&m.attempts), collect.Of(&m.duration),
+		collect.Of(&m.lag), collect.Of(&m.oldest), collect.Of(&m.disabled)); err != nil {
+		return dispatchMetrics{}, err
 	}
 	return m, nil
 }

@@ -76,32 +76,9 @@ func newSyncerMetrics(reg prometheus.Registerer) (*syncerMetrics, error) {
 			Help: "Disagreements between what events said and what the service answered, by kind.",
 		}, []string{"kind"}),
 	}
-	var err error
-	if m.fetchRequests, err = collect.Register(reg, m.fetchRequests); err != nil {
-		return nil, err
-	}
-	if m.fetchDuration, err = collect.Register(reg, m.fetchDuration); err != nil {
-		return nil, err
-	}
-	if m.fetchRetries, err = collect.Register(reg, m.fetchRetries); err != nil {
-		return nil, err
-	}
-	if m.breakerOpen, err = collect.Register(reg, m.breakerOpen); err != nil {
-		return nil, err
-	}
-	if m.credentialsRejected, err = collect.Register(reg, m.credentialsRejected); err != nil {
-		return nil, err
-	}
-	if m.mirrorUpserts, err = collect.Register(reg, m.mirrorUpserts); err != nil {
-		return nil, err
-	}
-	if m.mirrorStatusChanges, err = collect.Register(reg, m.mirrorStatusChanges); err != nil {
-		return nil, err
-	}
-	if m.mirrorCommitDuration, err = collect.Register(reg, m.mirrorCommitDuration); err != nil {
-		return nil, err
-	}
-	if m.drift, err = collect.Register(reg, m.drift); err != nil {
+	if err := collect.RegisterAll(reg, collect.Of(&m.fetchRequests), collect.Of(&m.fetchDuration), collect.Of(&m.fetchRetries),
+		collect.Of(&m.breakerOpen), collect.Of(&m.credentialsRejected), collect.Of(&m.mirrorUpserts),
+		collect.Of(&m.mirrorStatusChanges), collect.Of(&m.mirrorCommitDuration), collect.Of(&m.drift)); err != nil {
 		return nil, err
 	}
 	// Every kind exists from the start, so alerts on increase() see the
@@ -135,7 +112,7 @@ func (m *syncerMetrics) observeApplied(results []ordersync.ApplyResult) {
 // statusChanged reports whether an apply moved the order into a new status,
 // counting a newly mirrored order as entering its first status.
 func statusChanged(r ordersync.ApplyResult) bool {
-	return r.Applied && (r.Created || r.PreviousStatus != r.Status)
+	return r.Applied && (r.Created || r.From != r.Status)
 }
 
 // poolMetrics are the collectors only a Pool has.
@@ -171,25 +148,60 @@ func newPoolMetrics(reg prometheus.Registerer) (*poolMetrics, error) {
 			Help: "Fetches the worker pool may run at once: its concurrency, less while it yields the CPU to the webhook receiver.",
 		}),
 	}
-	var err error
-	if m.deadLetters, err = collect.Register(reg, m.deadLetters); err != nil {
-		return nil, err
-	}
-	if m.syncLag, err = collect.Register(reg, m.syncLag); err != nil {
-		return nil, err
-	}
-	if m.pendingMessages, err = collect.Register(reg, m.pendingMessages); err != nil {
-		return nil, err
-	}
-	if m.coalesced, err = collect.Register(reg, m.coalesced); err != nil {
-		return nil, err
-	}
-	if m.fetchLimit, err = collect.Register(reg, m.fetchLimit); err != nil {
+	if err := collect.RegisterAll(reg, collect.Of(&m.deadLetters), collect.Of(&m.syncLag), collect.Of(&m.pendingMessages),
+		collect.Of(&m.coalesced), collect.Of(&m.fetchLimit)); err != nil {
 		return nil, err
 	}
 	for _, reason := range []ordersync.DeadLetterReason{ordersync.ReasonUnknownOrder, ordersync.ReasonUnresolved,
 		ordersync.ReasonMalformed, ordersync.ReasonRetriesExhausted, ordersync.ReasonRejected} {
 		m.deadLetters.WithLabelValues(string(reason))
+	}
+	return m, nil
+}
+
+// relayMetrics are the outbox relay's collectors.
+type relayMetrics struct {
+	published *prometheus.CounterVec
+	failures  prometheus.Counter
+}
+
+func newRelayMetrics(reg prometheus.Registerer) (*relayMetrics, error) {
+	m := &relayMetrics{
+		published: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersync_outbox_published_total",
+			Help: "Outbox messages published to NATS, by kind (paid, status) and whether JetStream had it already.",
+		}, []string{"kind", "duplicate"}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ordersync_outbox_publish_failures_total",
+			Help: "Outbox publish attempts that failed and will be retried.",
+		}),
+	}
+	if err := collect.RegisterAll(reg, collect.Of(&m.published), collect.Of(&m.failures)); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// prunedTables are the label values of ordersync_pruned_rows_total.
+var prunedTables = []string{"outbox", "event_log", "delivery_log", "document_changes", "audit_log", "console_sessions"}
+
+// prunerMetrics are the pruner's collectors.
+type prunerMetrics struct {
+	pruned *prometheus.CounterVec
+}
+
+func newPrunerMetrics(reg prometheus.Registerer) (*prunerMetrics, error) {
+	m := &prunerMetrics{
+		pruned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersync_pruned_rows_total",
+			Help: "Rows the pruner deleted past their retention, by table (outbox, event_log, delivery_log, document_changes, audit_log, console_sessions).",
+		}, []string{"table"}),
+	}
+	if err := collect.RegisterAll(reg, collect.Of(&m.pruned)); err != nil {
+		return nil, err
+	}
+	for _, table := range prunedTables {
+		m.pruned.WithLabelValues(table) // exported at 0 from the start
 	}
 	return m, nil
 }

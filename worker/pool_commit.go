@@ -105,10 +105,10 @@ func (p *Pool) afterApply(ctx context.Context, applied []commitItem, results []o
 	now := p.now()
 	for i, ci := range applied {
 		r := results[i]
-		if r.Applied && !r.Created && r.PreviousStatus != r.Status && hasCause(ci.items, ordersync.CauseReconcile) {
+		if r.Applied && !r.Created && r.From != r.Status && hasCause(ci.items, ordersync.CauseReconcile) {
 			p.syncerFor(ci.params.Account).RecordDrift(driftMissedWebhook)
 			p.log.Info("reconcile found a status change no webhook announced",
-				"order_code", ci.params.Order.OrderCode, "from", r.PreviousStatus, "to", r.Status)
+				"order_code", ci.params.Order.OrderCode, "from", r.From, "to", r.Status)
 		}
 		if r.Created && p.cfg.OnOrdersKnown != nil {
 			o := ci.params.Order

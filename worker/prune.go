@@ -69,8 +69,8 @@ func (c PrunerConfig) validate() error {
 // that changes a document a document change row, every action an audit
 // record, every sign-in a console session.
 type Pruner struct {
-	cfg    PrunerConfig
-	pruned *prometheus.CounterVec
+	cfg     PrunerConfig
+	metrics *prunerMetrics
 }
 
 // NewPruner returns a pruner.
@@ -79,17 +79,11 @@ func NewPruner(cfg PrunerConfig) (*Pruner, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	p := &Pruner{cfg: cfg, pruned: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "ordersync_pruned_rows_total",
-		Help: "Rows the pruner deleted past their retention, by table (outbox, event_log, delivery_log, document_changes, audit_log, console_sessions).",
-	}, []string{"table"})}
-	if err := cfg.Registerer.Register(p.pruned); err != nil {
-		return nil, err
+	m, err := newPrunerMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("new pruner: register metrics: %w", err)
 	}
-	for _, table := range []string{"outbox", "event_log", "delivery_log", "document_changes", "audit_log", "console_sessions"} {
-		p.pruned.WithLabelValues(table) // exported at 0 from the start
-	}
-	return p, nil
+	return &Pruner{cfg: cfg, metrics: m}, nil
 }
 
 // PruneReport is what one pass deleted.
@@ -126,7 +120,7 @@ func (p *Pruner) Prune(ctx context.Context) (PruneReport, error) {
 		for {
 			n, err := t.prune(ctx, now.Add(-t.retention), p.cfg.Chunk)
 			*t.count += n
-			p.pruned.WithLabelValues(t.name).Add(float64(n))
+			p.metrics.pruned.WithLabelValues(t.name).Add(float64(n))
 			if err != nil {
 				return rep, err
 			}

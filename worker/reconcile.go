@@ -468,7 +468,7 @@ func (r *Reconciler) checkAll(ctx context.Context, due []ordersync.DueCheck, adm
 // The orders it may concern then stay dense by the mirror's record: the
 // store sets their next checks from it.
 func (r *Reconciler) afterCheck(ctx context.Context, res ordersync.ApplyResult) {
-	if res.Applied && res.PreviousStatus != "" && res.PreviousStatus != res.Status {
+	if res.Applied && res.From != "" && res.From != res.Status {
 		if err := r.Tighten(ctx, r.cfg.Clock(), evidenceMissedWebhook); err != nil {
 			r.cfg.Logger.Error("tighten the schedule on a missed webhook", "err", err)
 		}
@@ -526,14 +526,14 @@ func (r *Reconciler) check(ctx context.Context, c ordersync.DueCheck, reason ord
 				r.cfg.Logger.Error("defer the check of an order the service refuses", "order_code", ref.Code, "err", derr)
 			}
 		}
-	case res.Applied && res.PreviousStatus != "" && res.PreviousStatus != res.Status:
+	case res.Applied && res.From != "" && res.From != res.Status:
 		rep.Fetched++
-		rep.Changed = append(rep.Changed, ReconcileChange{OrderCode: ref.Code, From: res.PreviousStatus, To: res.Status})
+		rep.Changed = append(rep.Changed, ReconcileChange{OrderCode: ref.Code, From: res.From, To: res.Status})
 		r.checks.WithLabelValues(checkChanged).Inc()
 		if r.cfg.OnDrift != nil {
 			r.cfg.OnDrift(driftMissedWebhook)
 		}
-		r.cfg.Logger.Info("reconcile found a status change no webhook announced", "order_code", ref.Code, "from", res.PreviousStatus, "to", res.Status)
+		r.cfg.Logger.Info("reconcile found a status change no webhook announced", "order_code", ref.Code, "from", res.From, "to", res.Status)
 	default:
 		rep.Fetched++
 		rep.Unchanged++

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -51,10 +52,9 @@ func (c RelayConfig) validate() error {
 // Nats-Msg-Id, which JetStream drops as a duplicate, so each PAID trigger
 // reaches subscribers once.
 type Relay struct {
-	cfg       RelayConfig
-	wake      chan struct{}
-	published *prometheus.CounterVec
-	failures  prometheus.Counter
+	cfg     RelayConfig
+	wake    chan struct{}
+	metrics *relayMetrics
 }
 
 // NewRelay returns a relay; call Run.
@@ -63,24 +63,11 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	r := &Relay{
-		cfg:  cfg,
-		wake: make(chan struct{}, 1),
-		published: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ordersync_outbox_published_total",
-			Help: "Outbox messages published to NATS, by kind (paid, status) and whether JetStream had it already.",
-		}, []string{"kind", "duplicate"}),
-		failures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "ordersync_outbox_publish_failures_total",
-			Help: "Outbox publish attempts that failed and will be retried.",
-		}),
+	m, err := newRelayMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("new relay: register metrics: %w", err)
 	}
-	for _, c := range []prometheus.Collector{r.published, r.failures} {
-		if err := cfg.Registerer.Register(c); err != nil {
-			return nil, err
-		}
-	}
-	return r, nil
+	return &Relay{cfg: cfg, wake: make(chan struct{}, 1), metrics: m}, nil
 }
 
 // Notify wakes the relay now, as after a commit that queued messages.
@@ -135,11 +122,11 @@ func (r *Relay) Flush(ctx context.Context) (int, error) {
 		// be published again in order.
 		dups, pubErr := r.cfg.Publisher.PublishMessages(ctx, msgs)
 		if pubErr != nil {
-			r.failures.Inc()
+			r.metrics.failures.Inc()
 		}
 		ids := make([]int64, len(dups))
 		for i, dup := range dups {
-			r.published.WithLabelValues(subjectKind(msgs[i].Subject), boolLabel(dup)).Inc()
+			r.metrics.published.WithLabelValues(subjectKind(msgs[i].Subject), boolLabel(dup)).Inc()
 			ids[i] = msgs[i].ID
 		}
 		if len(ids) > 0 {

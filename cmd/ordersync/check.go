@@ -199,11 +199,10 @@ func checkNATS(ctx context.Context, cfg app.Config) checkResult {
 func checkUpstream(ctx context.Context, cfg app.Config, account string) checkResult {
 	a := cfg.Upstreams()[account]
 	r := checkResult{name: "upstream"}
-	setting, env := "secret_key", "ORDERSYNC_SECRET_KEY or --secret-key"
 	if account != ordersync.DefaultAccount {
 		r.name += " " + account
-		setting, env = "accounts."+account+".secret_key", app.AccountEnvPrefix(account)+"SECRET_KEY"
 	}
+	names := app.AccountSettings(account)
 	if a.APIBaseURL == "" || a.SecretKey == "" || app.CheckBaseURL(a.APIBaseURL) != nil {
 		r.status, r.detail, r.fix = checkFail, "not tested: the service's URL or key is missing or wrong", "see the configuration check above"
 		return r
@@ -211,7 +210,7 @@ func checkUpstream(ctx context.Context, cfg app.Config, account string) checkRes
 	cfg.UpstreamTimeout = min(cfg.UpstreamTimeout, checkTimeout)
 	client, err := app.NewUpstreamClient(cfg, account)
 	if err != nil {
-		r.status, r.detail, r.fix = checkFail, err.Error(), "check api_base_url"
+		r.status, r.detail, r.fix = checkFail, err.Error(), "check "+names.APIBaseURL
 		return r
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
@@ -223,13 +222,13 @@ func checkUpstream(ctx context.Context, cfg app.Config, account string) checkRes
 		r.status, r.detail = checkOK, fmt.Sprintf("%s accepts the secret key (an order code that cannot exist is not found)", a.APIBaseURL)
 	case errors.As(err, &ue) && ue.Kind == ordersync.UpstreamUnauthorized:
 		r.status, r.detail = checkFail, fmt.Sprintf("%s refused the secret key (HTTP %d)", a.APIBaseURL, ue.StatusCode)
-		r.fix = fmt.Sprintf("set %s (%s) to the secret key of the merchant portal", setting, env)
+		r.fix = "set " + names.SecretKey + " to the secret key of the merchant portal"
 	case errors.As(err, &ue) && (ue.Kind == ordersync.UpstreamTransport || ue.Kind == ordersync.UpstreamServer || ue.Kind == ordersync.UpstreamRateLimited):
 		r.status, r.detail = checkFail, fmt.Sprintf("%s does not answer: %v", a.APIBaseURL, err)
-		r.fix = "check api_base_url and that this host reaches it; webhooks are still received and queued while it is down"
+		r.fix = "check " + names.APIBaseURL + " and that this host reaches it; webhooks are still received and queued while it is down"
 	default:
 		r.status, r.detail = checkFail, fmt.Sprintf("%s: %v", a.APIBaseURL, err)
-		r.fix = "check api_base_url: it should be the service's base URL, without /paymentlink"
+		r.fix = "check " + names.APIBaseURL + ": it should be the service's base URL, without /paymentlink"
 	}
 	return r
 }
@@ -239,11 +238,10 @@ func checkUpstream(ctx context.Context, cfg app.Config, account string) checkRes
 // same (the simulator's does), so it warns rather than fails.
 func checkWebhookSecrets(cfg app.Config, account string) checkResult {
 	r := checkResult{name: "webhook secrets"}
-	setting := "webhook_secrets (ORDERSYNC_WEBHOOK_SECRET or --webhook-secret)"
 	if account != ordersync.DefaultAccount {
 		r.name += " " + account
-		setting = "accounts." + account + ".webhook_secrets (" + app.AccountEnvPrefix(account) + "WEBHOOK_SECRET)"
 	}
+	setting := app.AccountSettings(account).WebhookSecrets
 	secrets := cfg.Upstreams()[account].WebhookSecrets
 	if len(secrets) == 0 {
 		if cfg.InsecureNoWebhookSignature {

@@ -172,7 +172,7 @@ func TestCLI(t *testing.T) {
 	// The upstream's refusal of the secret key names the setting to fix.
 	wrongKey := []string{db, "--api-base-url=" + st.SimURL, "--secret-key=wrong"}
 	_, err = runCLI(t, append([]string{"links", "create", "--amount", "5"}, wrongKey...)...)
-	if want := "the payment link service refused the secret key (HTTP 401): check secret_key in the config file, ORDERSYNC_SECRET_KEY or --secret-key"; err == nil || !strings.Contains(err.Error(), want) {
+	if want := "the payment link service refused the secret key (HTTP 401): check secret_key (ORDERSYNC_SECRET_KEY or --secret-key), or accounts.NAME.secret_key (ORDERSYNC_ACCOUNT_NAME_SECRET_KEY) for another account"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("links create with a wrong secret key: %v, want %q", err, want)
 	}
 

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/app"
 )
 
 // The groups of `ordersync --help`, in the order an operator meets them.
@@ -56,9 +57,8 @@ func execute(ctx context.Context, root *cobra.Command) error {
 func inUserTerms(err error) error {
 	var ue *ordersync.UpstreamError
 	if errors.As(err, &ue) && ue.Kind == ordersync.UpstreamUnauthorized {
-		return &explained{err: err, msg: fmt.Sprintf("%s: the payment link service refused the secret key (HTTP %d): "+
-			"check secret_key in the config file, ORDERSYNC_SECRET_KEY or --secret-key (accounts.<name>.secret_key for another account)",
-			ue.Op, ue.StatusCode)}
+		return &explained{err: err, msg: fmt.Sprintf("%s: the payment link service refused the secret key (HTTP %d): check %s, or %s for another account",
+			ue.Op, ue.StatusCode, app.AccountSettings(ordersync.DefaultAccount).SecretKey, app.AccountSettings("NAME").SecretKey)}
 	}
 	return err
 }

@@ -595,17 +595,17 @@ func (p *problems) Unwrap() []error { return p.errs }
 func (c *Config) ValidateServe() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	names := AccountSettings(ordersync.DefaultAccount)
 	if c.APIBaseURL == "" {
-		bad("missing setting: api_base_url (ORDERSYNC_API_BASE_URL or --api-base-url)")
+		bad("missing setting: %s", names.APIBaseURL)
 	} else if err := CheckBaseURL(c.APIBaseURL); err != nil {
-		bad("bad setting: api_base_url: %w", err)
+		bad("bad setting: %s: %w", accountBaseURL.key, err)
 	}
 	if c.SecretKey == "" {
-		bad("missing setting: secret_key (ORDERSYNC_SECRET_KEY or --secret-key)")
+		bad("missing setting: %s", names.SecretKey)
 	}
 	if len(c.WebhookSecrets) == 0 && !c.InsecureNoWebhookSignature {
-		bad("missing setting: webhook_secrets (ORDERSYNC_WEBHOOK_SECRET or --webhook-secret); " +
-			"to accept unsigned webhooks anyway, set insecure_no_webhook_signature")
+		bad("missing setting: %s; to accept unsigned webhooks anyway, set insecure_no_webhook_signature", names.WebhookSecrets)
 	}
 	if c.Workers < 1 {
 		bad("bad setting: workers must be ≥ 1, got %d", c.Workers)
@@ -617,8 +617,8 @@ func (c *Config) ValidateServe() error {
 		bad("missing setting: data_dir (ORDERSYNC_DATA_DIR or --data-dir)")
 	}
 	errs = append(errs, c.checkAccounts()...)
-	if !validName.MatchString(c.NATSNamespace) {
-		bad("bad setting: nats_namespace %q (want %s)", c.NATSNamespace, nameRule)
+	if !ordersync.ValidName(c.NATSNamespace) {
+		bad("bad setting: nats_namespace %q (want %s)", c.NATSNamespace, ordersync.NameRule)
 	}
 	if c.ReconcileEvidenceWindow <= 0 || c.ReconcileEvidenceHold <= 0 || c.ReceiverHeartbeat <= 0 {
 		bad("bad setting: reconcile_evidence_window, reconcile_evidence_hold and receiver_heartbeat must be > 0, got %s, %s, %s",

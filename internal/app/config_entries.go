@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -61,7 +60,7 @@ type EndpointConfig struct {
 
 // The settings of endpoints[i]; the environment sets none of them.
 var (
-	endpointIDSetting = setting[EndpointConfig]{key: "id", usage: "its name, " + nameRule + "; default cfg- and a hash of the URL",
+	endpointIDSetting = setting[EndpointConfig]{key: "id", usage: "its name, " + ordersync.NameRule + "; default cfg- and a hash of the URL",
 		set: str(func(e *EndpointConfig) *string { return &e.ID })}
 	endpointURL = setting[EndpointConfig]{key: "url", usage: "where deliveries are posted",
 		set: str(func(e *EndpointConfig) *string { return &e.URL })}
@@ -77,12 +76,35 @@ var (
 	endpointSettings = []setting[EndpointConfig]{endpointIDSetting, endpointURL, endpointSecretSetting, endpointEvents, endpointDescription, endpointRate}
 )
 
-// validName is what names an account, an endpoint or a namespace: it goes
-// into URL paths, environment variables and NATS subjects as it is.
-var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// AccountSettingNames says where each of an account's settings is set, in
+// the words of a message.
+type AccountSettingNames struct {
+	APIBaseURL, SecretKey, WebhookSecrets string
+}
 
-// nameRule is validName in the words of an error message.
-const nameRule = "1-64 of A-Z a-z 0-9 _ -"
+// AccountSettings names, from the tables of settings, where account's
+// settings are set: for the default account the top-level setting with its
+// variable and flag, as "secret_key (ORDERSYNC_SECRET_KEY or
+// --secret-key)"; for another, as "accounts.NAME.secret_key
+// (ORDERSYNC_ACCOUNT_NAME_SECRET_KEY)".
+func AccountSettings(account string) AccountSettingNames {
+	return AccountSettingNames{
+		APIBaseURL:     accountSettingName(account, accountBaseURL),
+		SecretKey:      accountSettingName(account, accountSecretKey),
+		WebhookSecrets: accountSettingName(account, accountWebhookSecrets),
+	}
+}
+
+func accountSettingName(account string, st setting[AccountConfig]) string {
+	if account == ordersync.DefaultAccount {
+		top, ok := settingByKey(settings, st.key)
+		if !ok {
+			panic("internal/app: account setting " + st.key + " has no top-level setting for the default account")
+		}
+		return fmt.Sprintf("%s (%s or --%s)", top.key, top.env, top.flagName())
+	}
+	return fmt.Sprintf("accounts.%s.%s (%s%s)", account, st.key, AccountEnvPrefix(account), st.env)
+}
 
 // AccountEnvPrefix is the environment prefix of an account's settings.
 func AccountEnvPrefix(name string) string {
@@ -241,10 +263,10 @@ func (c *Config) checkAccounts() []error {
 			errs = append(errs, fmt.Errorf("bad setting: accounts.%s.%s: %w", name, st.key, err))
 		}
 		missing := func(st setting[AccountConfig]) {
-			errs = append(errs, fmt.Errorf("missing setting: accounts.%s.%s (or %s%s)", name, st.key, AccountEnvPrefix(name), st.env))
+			errs = append(errs, fmt.Errorf("missing setting: %s", accountSettingName(name, st)))
 		}
-		if !validName.MatchString(name) || name == ordersync.DefaultAccount {
-			errs = append(errs, fmt.Errorf("bad setting: accounts: name %q (want %s, not %q)", name, nameRule, ordersync.DefaultAccount))
+		if !ordersync.ValidName(name) || name == ordersync.DefaultAccount {
+			errs = append(errs, fmt.Errorf("bad setting: accounts: name %q (want %s, not %q)", name, ordersync.NameRule, ordersync.DefaultAccount))
 		}
 		if a.APIBaseURL == "" {
 			missing(accountBaseURL)
@@ -281,8 +303,8 @@ func (c *Config) EndpointParams() ([]ordersync.EndpointParams, error) {
 		for _, ev := range e.Events {
 			p.Events = append(p.Events, ordersync.HookEvent(ev))
 		}
-		if !validName.MatchString(p.ID) {
-			return nil, bad(endpointIDSetting, " %q (want %s)", p.ID, nameRule)
+		if !ordersync.ValidName(p.ID) {
+			return nil, bad(endpointIDSetting, " %q (want %s)", p.ID, ordersync.NameRule)
 		}
 		if seen[p.ID] {
 			return nil, fmt.Errorf("bad setting: endpoints[%d]: id %q twice (give each URL once, or distinct ids)", i, p.ID)

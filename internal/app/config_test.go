@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/worker"
 )
 
@@ -377,7 +378,7 @@ func TestAccountAndEndpointSettingsInTable(t *testing.T) {
 		"line 4: accounts.shop.colour: not an account setting (want " + keysOf(accountSettings) + ")",
 		"line 5: accounts.shop-3: want a mapping of its settings: api_base_url (the account's payment link service base URL), secret_key (",
 		"line 8: endpoints[0].colour: not an endpoint setting (want " + keysOf(endpointSettings) + ")",
-		"line 9: endpoints[1]: want a mapping of its settings: id (its name, " + nameRule,
+		"line 9: endpoints[1]: want a mapping of its settings: id (its name, " + ordersync.NameRule,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("unknown keys: %v, want %q", err, want)
@@ -492,4 +493,37 @@ func uncommentExamples(example string) string {
 		out = append(out, line)
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestAccountSettings: where an account's settings are set comes from the
+// tables, for the default account (the top-level settings) and another.
+func TestAccountSettings(t *testing.T) {
+	if got, want := AccountSettings(ordersync.DefaultAccount), (AccountSettingNames{
+		APIBaseURL:     "api_base_url (ORDERSYNC_API_BASE_URL or --api-base-url)",
+		SecretKey:      "secret_key (ORDERSYNC_SECRET_KEY or --secret-key)",
+		WebhookSecrets: "webhook_secrets (ORDERSYNC_WEBHOOK_SECRET or --webhook-secret)",
+	}); got != want {
+		t.Errorf("default account: %+v, want %+v", got, want)
+	}
+	if got, want := AccountSettings("shop-2"), (AccountSettingNames{
+		APIBaseURL:     "accounts.shop-2.api_base_url (ORDERSYNC_ACCOUNT_SHOP_2_API_BASE_URL)",
+		SecretKey:      "accounts.shop-2.secret_key (ORDERSYNC_ACCOUNT_SHOP_2_SECRET_KEY)",
+		WebhookSecrets: "accounts.shop-2.webhook_secrets (ORDERSYNC_ACCOUNT_SHOP_2_WEBHOOK_SECRET)",
+	}); got != want {
+		t.Errorf("another account: %+v, want %+v", got, want)
+	}
+	// The messages of a missing account setting use them.
+	cfg, err := loadTestConfig(t, "api_base_url: https://a.example\nsecret_key: k\nwebhook_secrets: [s]\ndata_dir: /tmp/x\naccounts:\n  shop-2:\n    api_base_url: https://b.example\n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.ValidateServe()
+	for _, want := range []string{"missing setting: " + AccountSettings("shop-2").SecretKey, "missing setting: " + AccountSettings("shop-2").WebhookSecrets} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ValidateServe: %v, want %q", err, want)
+		}
+	}
+	if _, err := upstreamOf(cfg, "shop-2"); err == nil || err.Error() != "missing setting: "+AccountSettings("shop-2").SecretKey {
+		t.Errorf("upstreamOf: %v", err)
+	}
 }

@@ -81,18 +81,17 @@ func (l *Local) OpenUpstream(account string) error {
 // is missing or wrong.
 func upstreamOf(cfg Config, account string) (AccountConfig, error) {
 	a, err := ordersync.Accounts[AccountConfig](cfg.Upstreams()).For(account)
+	names := AccountSettings(account)
 	switch {
 	case err != nil:
 		return a, fmt.Errorf("%w (see accounts in the config file)", err)
-	case a.APIBaseURL == "" && account == ordersync.DefaultAccount:
-		return a, fmt.Errorf("missing setting: api_base_url (ORDERSYNC_API_BASE_URL or --api-base-url)")
-	case a.SecretKey == "" && account == ordersync.DefaultAccount:
-		return a, fmt.Errorf("missing setting: secret_key (ORDERSYNC_SECRET_KEY or --secret-key)")
-	case a.APIBaseURL == "" || a.SecretKey == "":
-		return a, fmt.Errorf("missing setting: accounts.%s.api_base_url and secret_key", account)
+	case a.APIBaseURL == "":
+		return a, fmt.Errorf("missing setting: %s", names.APIBaseURL)
+	case a.SecretKey == "":
+		return a, fmt.Errorf("missing setting: %s", names.SecretKey)
 	}
 	if err := CheckBaseURL(a.APIBaseURL); err != nil {
-		return a, fmt.Errorf("bad setting: api_base_url: %w", err)
+		return a, fmt.Errorf("bad setting: %s: %w", names.APIBaseURL, err)
 	}
 	return a, nil
 }

@@ -233,8 +233,10 @@ func (p *Program) buildStages() (err error) {
 	if err != nil {
 		return err
 	}
-	p.reg.MustRegister(metrics.NewOrdersCollector(p.db, 5*time.Second, p.logger))
-	p.reg.MustRegister(metrics.NewOutboxAgeCollector(p.db, 5*time.Second, p.logger))
+	orders, outboxAge := metrics.NewOrdersCollector(p.db, 5*time.Second, p.logger), metrics.NewOutboxAgeCollector(p.db, 5*time.Second, p.logger)
+	if err := metrics.RegisterAll(p.reg, metrics.Of(&orders), metrics.Of(&outboxAge)); err != nil {
+		return err
+	}
 	// HTTP deliveries run with the workers, in the one process holding the
 	// deliveries lease (see Run).
 	var deliverer ordersync.Deliverer

@@ -192,14 +192,14 @@ func testApplyResults(t *testing.T, s Store) {
 		t.Errorf("first apply: %+v, want %+v", r, want)
 	}
 	r = apply(t, s, params(order("Res01", 1, ordersync.StatusPending, "x"), n[1]))[0]
-	if want := (ordersync.ApplyResult{Applied: true, PreviousStatus: ordersync.StatusPending, Status: ordersync.StatusPending}); r != want {
+	if want := (ordersync.ApplyResult{Applied: true, From: ordersync.StatusPending, Status: ordersync.StatusPending}); r != want {
 		t.Errorf("same document again: %+v, want %+v", r, want)
 	}
 	if m := find(t, s, "Res01"); m.Sync.FetchCount != 2 || m.Sync.FetchSeq != n[1] || m.Sync.LastSyncedAt == nil {
 		t.Errorf("sync after an unchanged fetch: %+v, want 2 fetches at seq %d", m.Sync, n[1])
 	}
 	r = apply(t, s, params(order("Res01", 1, ordersync.StatusCancelled, "x"), n[2]))[0]
-	if want := (ordersync.ApplyResult{Applied: true, Changed: true, PreviousStatus: ordersync.StatusPending, Status: ordersync.StatusCancelled}); r != want {
+	if want := (ordersync.ApplyResult{Applied: true, Changed: true, From: ordersync.StatusPending, Status: ordersync.StatusCancelled}); r != want {
 		t.Errorf("status change: %+v, want %+v", r, want)
 	}
 }
