@@ -72,6 +72,7 @@ func (s *eventSource) Next(ctx context.Context, max int, wait time.Duration) ([]
 // error. It stops waiting when ctx ends (FetchNoWait takes no context); what
 // the pull brings after that goes back to the queue.
 func (s *eventSource) collect(ctx context.Context, out []ordersync.Delivery, fetch func() (jetstream.MessageBatch, error)) ([]ordersync.Delivery, error) {
+	s.q.metrics.pulls.events.Inc()
 	batch, err := fetch()
 	if err != nil {
 		return out, err

@@ -270,6 +270,7 @@ func (s *orderEventSource) next(ctx context.Context, max int, wait time.Duration
 }
 
 func (s *orderEventSource) collect(ctx context.Context, out []ordersync.OrderEventDelivery, fetch func() (jetstream.MessageBatch, error)) ([]ordersync.OrderEventDelivery, error) {
+	s.q.metrics.pulls.orders.Inc()
 	batch, err := fetch()
 	if err != nil {
 		return out, err

@@ -30,9 +30,12 @@ func (m *streamMetrics) record(start time.Time, ack *jetstream.PubAck, err error
 
 type metrics struct {
 	events, orders *streamMetrics
-	delivered      prometheus.Counter
-	fetchErrors    prometheus.Counter
-	settled        struct{ ack, retry, term prometheus.Counter }
+	// pulls count the pull requests sent to the events' and the order
+	// events' consumers: what an idle process spends its wake-ups on.
+	pulls       struct{ events, orders prometheus.Counter }
+	delivered   prometheus.Counter
+	fetchErrors prometheus.Counter
+	settled     struct{ ack, retry, term prometheus.Counter }
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -49,6 +52,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "ordersync_queue_deliveries_total",
 		Help: "Events handed to workers, redeliveries included.",
 	})
+	pulls := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ordersync_queue_pull_requests_total",
+		Help: "Pull requests sent to JetStream consumers, by stream (events, orders); an idle consumer sends one per long-poll wait.",
+	}, []string{"stream"})
 	fetchErrors := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "ordersync_queue_fetch_errors_total",
 		Help: "Fetch requests that failed.",
@@ -63,6 +70,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 		if duration, err = collect.Register(reg, duration); err != nil {
+			return nil, err
+		}
+		if pulls, err = collect.Register(reg, pulls); err != nil {
 			return nil, err
 		}
 		if delivered, err = collect.Register(reg, delivered); err != nil {
@@ -84,6 +94,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	m := &metrics{events: stream("events"), orders: stream("orders"), delivered: delivered, fetchErrors: fetchErrors}
+	m.pulls.events = pulls.WithLabelValues("events")
+	m.pulls.orders = pulls.WithLabelValues("orders")
 	m.settled.ack = settled.WithLabelValues("ack")
 	m.settled.retry = settled.WithLabelValues("retry")
 	m.settled.term = settled.WithLabelValues("term")
