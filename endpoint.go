@@ -312,8 +312,8 @@ type OrderEventSource interface {
 	// published, however many. It returns an error only when ctx ends.
 	Resume(ctx context.Context, stoppedBy time.Time) error
 	// Next waits up to wait for at least one event and returns at most max
-	// (see Resume), in the order published; an empty slice, not an error,
-	// when none arrived.
+	// (see Resume), in the order published, as soon as one is there (a long
+	// poll); an empty slice, not an error, when none arrived.
 	Next(ctx context.Context, max int, wait time.Duration) ([]OrderEventDelivery, error)
 }
 

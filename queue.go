@@ -51,7 +51,9 @@ type Delivery interface {
 // EventSource hands queued events to workers.
 type EventSource interface {
 	// Next waits up to wait for at least one event and returns at most max.
-	// It returns an empty slice, not an error, when none arrived in time.
+	// It returns as soon as one is there (a long poll: a long wait costs
+	// latency nothing), and an empty slice, not an error, when none arrived
+	// in time.
 	Next(ctx context.Context, max int, wait time.Duration) ([]Delivery, error)
 	// Pending is the number of events not yet delivered to any worker.
 	Pending(ctx context.Context) (uint64, error)

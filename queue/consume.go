@@ -29,7 +29,9 @@ type eventSource struct{ q *Queue }
 // there now (FetchNoWait: under load this is the only request per batch),
 // and when nothing is, waits for one event and then takes whatever else
 // arrived meanwhile, up to max. A wait of zero or less takes only what is
-// there now.
+// there now. The wait is a long poll (see waitForOne): it ends the moment
+// an event arrives, so a long one adds no latency, and an idle worker sends
+// one request per wait.
 //
 // When ctx ends it returns what already arrived (which the caller must
 // settle), or ctx's error when nothing did; events the abandoned pull still
@@ -52,12 +54,7 @@ func (s *eventSource) Next(ctx context.Context, max int, wait time.Duration) ([]
 			return nil, nil
 		}
 	}
-	// The server ends the pull when wait is over, and the fetch listens until
-	// it has: a pull the client gave up on first (as FetchContext does) may
-	// still take an event, which then comes back only after AckWait.
-	out, err = s.collect(ctx, out, func() (jetstream.MessageBatch, error) {
-		return s.q.consumer.Fetch(1, jetstream.FetchMaxWait(wait))
-	})
+	out, err = s.collect(ctx, out, func() (jetstream.MessageBatch, error) { return waitForOne(s.q.consumer, wait) })
 	if len(out) == 0 {
 		return nil, s.fetchError(ctx, out, err)
 	}
@@ -68,10 +65,23 @@ func (s *eventSource) Next(ctx context.Context, max int, wait time.Duration) ([]
 	return out, nil
 }
 
+// waitForOne is the long poll: a pull for one event that the server holds
+// open for wait and answers the moment one arrives. The server ends the
+// pull when wait is over, and the fetch listens until it has: a pull the
+// client gave up on first (as FetchContext does) may still take an event,
+// which then comes back only after AckWait. A wait of 10 s or more has the
+// server send a heartbeat every 5 s, so a pull the server lost (a
+// reconnection, a consumer's leader moving) ends within 10 s rather than
+// at the end of the wait.
+func waitForOne(c jetstream.Consumer, wait time.Duration) (jetstream.MessageBatch, error) {
+	return c.Fetch(1, jetstream.FetchMaxWait(wait))
+}
+
 // collect runs one fetch, appends its messages to out and returns its
 // error. It stops waiting when ctx ends (FetchNoWait takes no context); what
 // the pull brings after that goes back to the queue.
 func (s *eventSource) collect(ctx context.Context, out []ordersync.Delivery, fetch func() (jetstream.MessageBatch, error)) ([]ordersync.Delivery, error) {
+	s.q.metrics.pulls.events.Inc()
 	batch, err := fetch()
 	if err != nil {
 		return out, err
@@ -112,6 +122,11 @@ func (s *eventSource) fetchError(ctx context.Context, out []ordersync.Delivery, 
 		return nil
 	}
 	s.q.metrics.fetchErrors.Inc()
+	if errors.Is(err, jetstream.ErrNoHeartbeat) {
+		// The pull was lost; the next one finds out whether the
+		// connection is. Waiting first would only add to the gap.
+		return nil
+	}
 	return fmt.Errorf("next events: fetch: %w", err)
 }
 

@@ -259,7 +259,7 @@ func (s *orderEventSource) next(ctx context.Context, max int, wait time.Duration
 	if len(out) > 0 || wait <= 0 {
 		return out, orderFetchError(ctx, out, err)
 	}
-	out, err = s.collect(ctx, out, func() (jetstream.MessageBatch, error) { return s.c.Fetch(1, jetstream.FetchMaxWait(wait)) })
+	out, err = s.collect(ctx, out, func() (jetstream.MessageBatch, error) { return waitForOne(s.c, wait) })
 	if len(out) == 0 {
 		return nil, orderFetchError(ctx, out, err)
 	}
@@ -270,6 +270,7 @@ func (s *orderEventSource) next(ctx context.Context, max int, wait time.Duration
 }
 
 func (s *orderEventSource) collect(ctx context.Context, out []ordersync.OrderEventDelivery, fetch func() (jetstream.MessageBatch, error)) ([]ordersync.OrderEventDelivery, error) {
+	s.q.metrics.pulls.orders.Inc()
 	batch, err := fetch()
 	if err != nil {
 		return out, err
@@ -304,7 +305,9 @@ func orderFetchError(ctx context.Context, out []ordersync.OrderEventDelivery, er
 		return nil
 	case ctx.Err() != nil:
 		return fmt.Errorf("next order events: %w", ctx.Err())
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, jetstream.ErrNoMessages):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, jetstream.ErrNoMessages), errors.Is(err, jetstream.ErrNoHeartbeat):
+		// A lost pull (no heartbeat) is asked again at once, as in
+		// eventSource.fetchError.
 		return nil
 	}
 	return fmt.Errorf("next order events: fetch: %w", err)

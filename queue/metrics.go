@@ -34,11 +34,15 @@ type metrics struct {
 	delivered       prometheus.Counter
 	fetchErrors     prometheus.Counter
 	settlements     *prometheus.CounterVec
+	pullRequests    *prometheus.CounterVec
 
 	// Resolved once from the vectors above, so that each publish and
 	// settlement only counts.
 	events, orders *streamMetrics
 	settled        struct{ ack, retry, term prometheus.Counter }
+	// pulls count the pull requests sent to the events' and the order
+	// events' consumers: what an idle process spends its wake-ups on.
+	pulls struct{ events, orders prometheus.Counter }
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -60,13 +64,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ordersync_queue_fetch_errors_total",
 			Help: "Fetch requests that failed.",
 		}),
+		pullRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersync_queue_pull_requests_total",
+			Help: "Pull requests sent to JetStream consumers, by stream (events, orders); an idle consumer sends one per long-poll wait.",
+		}, []string{"stream"}),
 		settlements: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ordersync_queue_settlements_total",
 			Help: "Deliveries settled by workers, by action (ack, retry, term).",
 		}, []string{"action"}),
 	}
 	if err := collect.RegisterAll(reg, collect.Of(&m.published), collect.Of(&m.publishDuration), collect.Of(&m.delivered),
-		collect.Of(&m.fetchErrors), collect.Of(&m.settlements)); err != nil {
+		collect.Of(&m.fetchErrors), collect.Of(&m.pullRequests), collect.Of(&m.settlements)); err != nil {
 		return nil, err
 	}
 	stream := func(name string) *streamMetrics {
@@ -81,5 +89,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.settled.ack = m.settlements.WithLabelValues("ack")
 	m.settled.retry = m.settlements.WithLabelValues("retry")
 	m.settled.term = m.settlements.WithLabelValues("term")
+	m.pulls.events = m.pullRequests.WithLabelValues("events")
+	m.pulls.orders = m.pullRequests.WithLabelValues("orders")
 	return m, nil
 }

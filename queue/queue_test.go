@@ -500,6 +500,45 @@ func TestNextWaitsAndRespectsContext(t *testing.T) {
 	ds[0].Ack(context.Background())
 }
 
+// TestNextLongPollWakesOnEvent: a Next whose wait is far longer than the
+// test returns the event published while its pull waits at the server: the
+// wait is a long poll, so the long default wait of an idle worker costs an
+// event no latency. A pull that only ended at its wait would leave Next
+// empty at the test's deadline.
+func TestNextLongPollWakesOnEvent(t *testing.T) {
+	_, q := embeddedQueue(t, uniqueConfig())
+	src := q.Events()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	type result struct {
+		ds  []ordersync.Delivery
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ds, err := src.Next(ctx, 10, time.Hour)
+		done <- result{ds, err}
+	}()
+	for {
+		info, err := q.consumer.Info(ctx)
+		if err != nil {
+			t.Fatalf("consumer info: %v", err)
+		}
+		if info.NumWaiting == 1 {
+			break // the long poll, not the request for what is there now
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	publish(t, q, testEvent(1))
+	r := <-done
+	if r.err != nil || len(r.ds) != 1 {
+		t.Fatalf("Next waiting an hour: %d deliveries, err %v; want the one published while it waited", len(r.ds), r.err)
+	}
+	if err := r.ds[0].Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Nothing acknowledged is lost: publish with acks, stop the server, start a
 // new one on the same directory, and every event is there.
 func TestNothingAcknowledgedIsLost(t *testing.T) {

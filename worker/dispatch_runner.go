@@ -88,7 +88,14 @@ func (r *runner) run() {
 			}
 			continue
 		}
-		ds, err := r.src.Next(r.ctx, min(room, 100), time.Second)
+		// With nothing held the pull is a long poll, which returns on
+		// the first event; while events are held the loop comes round
+		// every second to extend them and age the gauge.
+		wait := time.Second
+		if oldest.IsZero() {
+			wait = DefaultPullWait
+		}
+		ds, err := r.src.Next(r.ctx, min(room, 100), wait)
 		if err != nil {
 			if r.ctx.Err() == nil {
 				log.Warn("deliveries: fetch order events", "err", err)

@@ -44,8 +44,10 @@ type PoolConfig struct {
 	// CommitDelay is the longest a fetched order waits for its commit batch
 	// to fill. Default 2ms.
 	CommitDelay time.Duration
-	// PullWait is how long one pull waits for a batch to fill; it bounds
-	// the latency the pull adds when events trickle in. Default 20ms.
+	// PullWait is how long one pull waits at the queue when no event is
+	// there. It is a long poll, which returns as soon as an event arrives
+	// (see ordersync.EventSource.Next), so it adds no latency: it is the
+	// interval at which an idle pool asks again. Default 30s.
 	PullWait time.Duration
 	// UnresolvedRetryDelays is how long an event whose order the mirror does
 	// not know yet waits before each new try; past the schedule it is
@@ -94,6 +96,10 @@ var DefaultUnresolvedRetryDelays = []time.Duration{
 	time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second,
 }
 
+// DefaultPullWait is how long an idle pull waits for an event before it
+// asks again: the queue's long poll, at the JetStream client's own default.
+const DefaultPullWait = 30 * time.Second
+
 // codeCacheSize bounds the order id → code cache (per generation): about
 // 100 bytes an entry, so two generations stay near 4 MB. A miss costs little
 // since a pull's misses are resolved with one read (resolveBatch); at 100,000
@@ -120,7 +126,7 @@ func (c PoolConfig) withDefaults() PoolConfig {
 		c.CommitDelay = 2 * time.Millisecond
 	}
 	if c.PullWait == 0 {
-		c.PullWait = 20 * time.Millisecond
+		c.PullWait = DefaultPullWait
 	}
 	if c.UnresolvedRetryDelays == nil {
 		c.UnresolvedRetryDelays = DefaultUnresolvedRetryDelays
@@ -226,6 +232,9 @@ type Pool struct {
 	jobs    chan job
 	commits chan commitItem
 	known   chan ordersync.OrderRef
+	// pulled is signalled, without blocking, by a pull that brought
+	// events: it wakes yieldLoop, which sleeps while no webhook comes.
+	pulled chan struct{}
 }
 
 // NewPool returns a Pool; call Run.
@@ -265,6 +274,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	p.jobs = make(chan job, p.cfg.FetchConcurrency)
 	p.commits = make(chan commitItem, 2*p.cfg.BatchSize)
 	p.known = make(chan ordersync.OrderRef, 1024)
+	p.pulled = make(chan struct{}, 1)
 
 	// Work outlives ctx so the drain can finish what was started.
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))

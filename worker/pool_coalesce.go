@@ -53,6 +53,12 @@ func (p *Pool) pull(ctx context.Context) {
 		ds, err := p.cfg.Source.Next(ctx, p.cfg.BatchSize, p.cfg.PullWait)
 		p.room.Release(batch - int64(len(ds)))
 		p.unsettled.Add(len(ds))
+		if len(ds) > 0 {
+			select {
+			case p.pulled <- struct{}{}:
+			default:
+			}
+		}
 		now := p.now()
 		var unresolved []*item
 		for _, d := range ds {

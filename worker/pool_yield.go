@@ -78,6 +78,12 @@ func (p *Pool) Yields() bool { return p.cfg.Pressure != nil }
 // never stops syncing. Events not fetched meanwhile wait in the queue. It
 // returns with the limit back at FetchConcurrency, so a drain runs at full
 // speed. README "Webhooks first" gives the measured effect.
+//
+// While no webhook comes and the limit is full there is nothing to adjust:
+// it then reads Pressure when a pull brings events (a webhook answered here
+// is in the queue, and pulled, within the pull's round trip) or after
+// idlePressureTicks intervals (a pool with no room pulls nothing), so an
+// idle process is not woken every PressureInterval.
 func (p *Pool) yieldLoop(ctx context.Context) {
 	full := p.cfg.FetchConcurrency
 	defer func() {
@@ -91,13 +97,23 @@ func (p *Pool) yieldLoop(ctx context.Context) {
 	defer t.Stop()
 	limit, held := full, 0
 	raise := func() { limit, held = min(full, limit+limit/4+1), 0 }
+	var pulled <-chan struct{} // p.pulled while idle, else nil
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-pulled:
 		}
 		wait, n := p.cfg.Pressure()
+		switch idle := n == 0 && limit == full; {
+		case idle && pulled == nil:
+			pulled = p.pulled
+			t.Reset(idlePressureTicks * p.cfg.PressureInterval)
+		case !idle && pulled != nil:
+			pulled = nil
+			t.Reset(p.cfg.PressureInterval)
+		}
 		switch {
 		case n == 0:
 			limit, held = full, 0
@@ -119,6 +135,10 @@ func (p *Pool) yieldLoop(ctx context.Context) {
 		p.metrics.fetchLimit.Set(float64(limit))
 	}
 }
+
+// idlePressureTicks is how many PressureIntervals yieldLoop waits between
+// reads of Pressure while idle, unless a pull wakes it first.
+const idlePressureTicks = 10
 
 // maxHeldTicks is how many PressureIntervals yieldLoop holds a lowered
 // limit while the wait stays between a quarter of the target and the
