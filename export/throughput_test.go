@@ -53,6 +53,7 @@ func TestExportThroughput(t *testing.T) {
 			fillStart := time.Now()
 			fill(t, db, n)
 			t.Logf("filled %d orders in %s", n, time.Since(fillStart).Round(time.Millisecond))
+			defer measureLock(t)()
 			for _, kind := range []export.Kind{export.Orders, export.OrderLines} {
 				runtime.GC()
 				debug.FreeOSMemory()
