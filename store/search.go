@@ -312,6 +312,15 @@ func (db *DB) partQueries(f ordersync.OrderFilter, names nameSearch, col, orderB
 		`SELECT COUNT(*) FROM (` + found + `) AS found`, args
 }
 
+// noIndex is column in a condition that SQLite must not answer from an
+// index: a unary +, which PostgreSQL plans by statistics without.
+func (db *DB) noIndex(column string) string {
+	if db.dialect == DialectSQLite {
+		return "+" + column
+	}
+	return column
+}
+
 // crossJoin joins the table on its right to the one on its left, read
 // first: SQLite, which keeps no statistics here, could otherwise start from
 // orders, and a CROSS JOIN is how it is told which table to start from.
@@ -498,8 +507,10 @@ func (db *DB) searchFound(account, q string, names nameSearch, col string, where
 		if account != "" {
 			// The other words' orders, each read once from the index and
 			// kept in a set (SQLite) or hashed (PostgreSQL), rather than a
-			// lookup of each word for every row of the first.
-			conds = append(conds, `t0.order_row IN (SELECT order_row FROM order_name_tokens WHERE account = ? AND `+match+`)`)
+			// lookup of each word for every row of the first. The unary +
+			// keeps SQLite from reading the set's orders one by one in the
+			// first word's index instead.
+			conds = append(conds, db.noIndex("t0.order_row")+` IN (SELECT order_row FROM order_name_tokens WHERE account = ? AND `+match+`)`)
 			args = append(args, account, pattern(w))
 			continue
 		}
