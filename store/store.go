@@ -60,8 +60,8 @@ const sqliteBusyTimeout = 10 * time.Second
 // default is 2 MiB): a search by a name that thousands of orders share
 // reads its words' pages and its page's orders through it, and with the
 // default a third of that query's CPU went to reading pages again. SQLite
-// grows a cache only as pages are read, so an idle connection costs none of
-// it; the read pool holds max(4, cores) connections.
+// grows a cache only as pages are read; docs/deployment.md says what the
+// read pool's connections may hold together.
 const sqliteReadCacheKiB = 16384
 
 // Config configures Open.
