@@ -312,8 +312,9 @@ func (db *DB) partQueries(f ordersync.OrderFilter, names nameSearch, col, orderB
 		`SELECT COUNT(*) FROM (` + found + `) AS found`, args
 }
 
-// noIndex is column in a condition that SQLite must not answer from an
-// index: a unary +, which PostgreSQL plans by statistics without.
+// noIndex writes column so that SQLite cannot answer a condition on it from
+// an index (a unary +); PostgreSQL, which plans by statistics, gets the
+// column as it is.
 func (db *DB) noIndex(column string) string {
 	if db.dialect == DialectSQLite {
 		return "+" + column
@@ -372,9 +373,8 @@ func (db *DB) filterConditions(f ordersync.OrderFilter, col string) ([]string, [
 		// The currency's index walked in the sort's order serves a
 		// currency with a total range: SQLite, which keeps no statistics
 		// here, would rather read the whole range (a fifth of the orders
-		// for 100 to 500) and sort it. A unary + keeps a column from
-		// choosing the index.
-		total = "+total_key"
+		// for 100 to 500) and sort it.
+		total = db.noIndex("total_key")
 	}
 	if f.MinTotal != nil {
 		add(total+" >= ?", totalKey(*f.MinTotal))
