@@ -64,8 +64,11 @@ func (db *DB) exportBatch(ctx context.Context, filter ordersync.OrderFilter, sor
 		batch []ordersync.ExportedOrder
 	)
 	err := db.inReadTx(ctx, "export orders", func(tx *sqlx.Tx) error {
-		var err error
-		if rows, err = db.selectOrders(ctx, tx, filter, sort, size, 0); err != nil {
+		names, err := db.planNameSearch(ctx, tx, filter)
+		if err != nil {
+			return err
+		}
+		if rows, err = db.selectOrders(ctx, tx, filter, names, sort, size, 0); err != nil {
 			return err
 		}
 		batch = make([]ordersync.ExportedOrder, len(rows))

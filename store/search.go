@@ -152,15 +152,19 @@ func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) (ord
 	out := ordersync.OrderPage{Limit: clampLimit(filter.Limit, defaultListLimit, maxListLimit), Offset: max(filter.Offset, 0)}
 	want := out.Limit + 1 // one more than the page tells whether another follows
 	err = db.inReadTx(ctx, "list orders", func(tx *sqlx.Tx) error {
+		names, err := db.planNameSearch(ctx, tx, filter)
+		if err != nil {
+			return err
+		}
 		if filter.Count {
-			_, count, args := db.partQueries(filter, sortColumns[sort.Key()], "", "ASC", func(string) ([]string, []any) { return nil, nil })
+			_, count, args := db.partQueries(filter, names, sortColumns[sort.Key()], "", "ASC", func(string) ([]string, []any) { return nil, nil })
 			var n int
 			if err := tx.GetContext(ctx, &n, db.rebind(count), args...); err != nil {
 				return err
 			}
 			out.Total = &n
 		}
-		rows, err := db.selectOrders(ctx, tx, filter, sort, want, out.Offset)
+		rows, err := db.selectOrders(ctx, tx, filter, names, sort, want, out.Offset)
 		if err != nil {
 			return err
 		}
@@ -203,7 +207,9 @@ func checkFilter(filter ordersync.OrderFilter) (ordersync.OrderSort, error) {
 // selectOrders reads up to want rows of the orders filter selects, in
 // sort, after filter.After and offset more: the one query of a listing's
 // page and of an export's batch, so that both select and order alike.
-func (db *DB) selectOrders(ctx context.Context, tx *sqlx.Tx, filter ordersync.OrderFilter, sort ordersync.OrderSort, want, offset int) ([]orderRow, error) {
+// names is planNameSearch's answer in the same transaction.
+func (db *DB) selectOrders(ctx context.Context, tx *sqlx.Tx, filter ordersync.OrderFilter, names nameSearch, sort ordersync.OrderSort,
+	want, offset int) ([]orderRow, error) {
 	col, dir, cmp := sortColumns[sort.Key()], "ASC", ">"
 	if sort.Desc() {
 		dir, cmp = "DESC", "<"
@@ -232,7 +238,7 @@ func (db *DB) selectOrders(ctx context.Context, tx *sqlx.Tx, filter ordersync.Or
 	}
 	var rows []orderRow
 	if !skipValued {
-		q, count, args := db.partQueries(filter, col, col, dir, valued)
+		q, count, args := db.partQueries(filter, names, col, col, dir, valued)
 		if err := tx.SelectContext(ctx, &rows, db.rebind(q), append(args, want, offset)...); err != nil {
 			return nil, err
 		}
@@ -250,7 +256,7 @@ func (db *DB) selectOrders(ctx context.Context, tx *sqlx.Tx, filter ordersync.Or
 	}
 	if len(rows) < want {
 		var more []orderRow
-		q, _, args := db.partQueries(filter, col, "", dir, unvalued)
+		q, _, args := db.partQueries(filter, names, col, "", dir, unvalued)
 		if err := tx.SelectContext(ctx, &more, db.rebind(q), append(args, want-len(rows), offset)...); err != nil {
 			return nil, err
 		}
@@ -275,7 +281,7 @@ type orderPart func(id string) ([]string, []any)
 // (which repeat the order's filtered and sorted columns). A common name or
 // a rare total range selects tens of thousands of orders, and reading each
 // order's row to sort them would cost far more than the page.
-func (db *DB) partQueries(f ordersync.OrderFilter, col, orderBy, dir string, part orderPart) (string, string, []any) {
+func (db *DB) partQueries(f ordersync.OrderFilter, names nameSearch, col, orderBy, dir string, part orderPart) (string, string, []any) {
 	where, whereArgs := db.filterConditions(f, col)
 	q := strings.TrimSpace(f.Q)
 	var (
@@ -295,7 +301,7 @@ func (db *DB) partQueries(f ordersync.OrderFilter, col, orderBy, dir string, par
 		found = `SELECT id AS found_id, ` + col + ` AS k FROM orders WHERE ` + strings.Join(slices.Concat(fetched, where, pc), " AND ")
 		args = slices.Concat(whereArgs, pa)
 	} else {
-		found, args = db.searchFound(f.Account, q, col, where, whereArgs, part)
+		found, args = db.searchFound(f.Account, q, names, col, where, whereArgs, part)
 	}
 	order := "found_id " + dir
 	if orderBy != "" {
@@ -304,6 +310,16 @@ func (db *DB) partQueries(f ordersync.OrderFilter, col, orderBy, dir string, par
 	return `SELECT ` + orderRowColumns + ` FROM (SELECT found_id, k FROM (` + found + `) AS found ORDER BY ` + order + ` LIMIT ? OFFSET ?) AS page` +
 			db.crossJoin() + `orders ON orders.id = page.found_id ORDER BY page.` + strings.ReplaceAll(order, ", ", ", page."),
 		`SELECT COUNT(*) FROM (` + found + `) AS found`, args
+}
+
+// noIndex writes column so that SQLite cannot answer a condition on it from
+// an index (a unary +); PostgreSQL, which plans by statistics, gets the
+// column as it is.
+func (db *DB) noIndex(column string) string {
+	if db.dialect == DialectSQLite {
+		return "+" + column
+	}
+	return column
 }
 
 // crossJoin joins the table on its right to the one on its left, read
@@ -357,9 +373,8 @@ func (db *DB) filterConditions(f ordersync.OrderFilter, col string) ([]string, [
 		// The currency's index walked in the sort's order serves a
 		// currency with a total range: SQLite, which keeps no statistics
 		// here, would rather read the whole range (a fifth of the orders
-		// for 100 to 500) and sort it. A unary + keeps a column from
-		// choosing the index.
-		total = "+total_key"
+		// for 100 to 500) and sort it.
+		total = db.noIndex("total_key")
 	}
 	if f.MinTotal != nil {
 		add(total+" >= ?", totalKey(*f.MinTotal))
@@ -374,12 +389,71 @@ func (db *DB) filterConditions(f ordersync.OrderFilter, col string) ([]string, [
 // second column of an index that begins with the account.
 var searchIdentifiers = []string{"order_code", "order_id", "order_reference", "buyer_email", "buyer_phone", "payment_authorization_code"}
 
+// nameSearch is how a search matches buyer names, decided by
+// planNameSearch in the page's read transaction.
+type nameSearch struct {
+	words []string
+	// none: no word of the account's buyer names begins with the first
+	// word, so only the identifiers can find an order.
+	none bool
+	// exact is the one word of the account's buyer names that begins with
+	// the first word, "" when there are several (or the account is not
+	// known). Then no order is found twice by its name (its words are
+	// distinct), and the name's rows are added to the identifiers' without
+	// the de-duplication that would cost a pass over every one of them.
+	exact string
+}
+
+// tokenMatch is the condition on a word's column that matches a prefix,
+// and the pattern it takes for a word.
+func (db *DB) tokenMatch(column string) (string, func(string) string) {
+	if db.dialect == DialectPostgres {
+		// The "C" collation makes LIKE 'prefix%' a range of the index.
+		return column + " LIKE ?", func(w string) string { return w + "%" }
+	}
+	return column + " GLOB ?", func(w string) string { return w + "*" }
+}
+
+// planNameSearch looks up, in tx, the first two words of the account's
+// buyer names that begin with the search's first word: two seeks in the
+// words' index. Words hold letters and digits only, so a prefix needs no
+// escaping in a pattern.
+func (db *DB) planNameSearch(ctx context.Context, tx *sqlx.Tx, f ordersync.OrderFilter) (nameSearch, error) {
+	names := nameSearch{words: ordersync.NameTokens(strings.TrimSpace(f.Q))}
+	if len(names.words) == 0 || f.Account == "" {
+		return names, nil
+	}
+	match, pattern := db.tokenMatch("token")
+	next := func(cmp, from string) (string, error) {
+		var token []string
+		err := tx.SelectContext(ctx, &token, db.rebind(`SELECT token FROM order_name_tokens WHERE account = ? AND token `+cmp+` ? AND `+match+
+			` ORDER BY token LIMIT 1`), f.Account, from, pattern(names.words[0]))
+		if err != nil || len(token) == 0 {
+			return "", err
+		}
+		return token[0], nil
+	}
+	first, err := next(">=", names.words[0])
+	if err != nil || first == "" {
+		names.none = err == nil
+		return names, err
+	}
+	second, err := next(">", first)
+	if err != nil {
+		return names, err
+	}
+	if second == "" {
+		names.exact = first
+	}
+	return names, nil
+}
+
 // searchFound is the row ids (found_id) and sort values (k, of col) of the
 // orders of one part that a search for q finds, with the filter's
 // conditions where: those whose identifiers equal q, and those whose buyer
 // name has, for every word of q, a word that begins with it. A union of
 // index lookups, the name's from order_name_tokens alone.
-func (db *DB) searchFound(account, q, col string, where []string, whereArgs []any, part orderPart) (string, []any) {
+func (db *DB) searchFound(account, q string, names nameSearch, col string, where []string, whereArgs []any, part orderPart) (string, []any) {
 	var (
 		parts []string
 		args  []any
@@ -389,38 +463,69 @@ func (db *DB) searchFound(account, q, col string, where []string, whereArgs []an
 	if account != "" {
 		acct, acctArgs = " AND account = ?", []any{account}
 	}
+	match, pattern := db.tokenMatch("token")
+	var (
+		byName     []string
+		byNameArgs []any
+	)
+	if names.exact != "" {
+		// An order its identifier finds is left to the name's rows when its
+		// name matches too, so that it is found once without the union's
+		// de-duplication of the name's rows.
+		for i, w := range names.words {
+			m, a := match, pattern(w)
+			if i == 0 {
+				m, a = "token = ?", names.exact
+			}
+			byName = append(byName, `EXISTS (SELECT 1 FROM order_name_tokens x WHERE x.order_row = orders.id AND x.`+m+`)`)
+			byNameArgs = append(byNameArgs, a)
+		}
+		byName = []string{"NOT (" + strings.Join(byName, " AND ") + ")"}
+	}
 	for _, c := range searchIdentifiers {
 		// The identifier's index finds the order before the filter's
 		// conditions are tested: given them in one WHERE, SQLite would
 		// rather walk a range the filter names. "<> ''" lets SQLite use the
 		// partial indexes, which it cannot know a parameter satisfies.
-		conds := slices.Concat([]string{"raw_document IS NOT NULL"}, where, pc)
+		conds := slices.Concat([]string{"raw_document IS NOT NULL"}, where, pc, byName)
 		parts = append(parts, `SELECT id AS found_id, `+col+` AS k FROM (SELECT id AS ident_id FROM orders WHERE `+c+` = ? AND `+c+` <> ''`+acct+
 			`) AS ident`+db.crossJoin()+`orders ON orders.id = ident.ident_id WHERE `+strings.Join(conds, " AND "))
-		args = slices.Concat(args, []any{q}, acctArgs, whereArgs, pa)
+		args = slices.Concat(args, []any{q}, acctArgs, whereArgs, pa, byNameArgs)
 	}
-	if words := ordersync.NameTokens(q); len(words) > 0 {
-		match := "token GLOB ?"
-		pattern := func(w string) string { return w + "*" }
-		if db.dialect == DialectPostgres {
-			match = "token LIKE ?"
-			pattern = func(w string) string { return w + "%" }
-		}
-		// The words' rows hold only fetched orders, and the filter's
-		// columns by the same names as orders: the conditions read alike.
-		conds := []string{"t0." + match}
-		args = append(args, pattern(words[0]))
-		for i, w := range words[1:] {
-			t := fmt.Sprintf("t%d", i+1)
-			conds = append(conds, `EXISTS (SELECT 1 FROM order_name_tokens `+t+` WHERE `+t+`.order_row = t0.order_row AND `+t+`.`+match+`)`)
-			args = append(args, pattern(w))
-		}
-		tc, ta := part("order_row")
-		conds = slices.Concat(conds, where, tc)
-		args = append(append(args, whereArgs...), ta...)
-		parts = append(parts, `SELECT order_row AS found_id, `+col+` AS k FROM order_name_tokens t0 WHERE `+strings.Join(conds, " AND "))
+	found := strings.Join(parts, " UNION ")
+	if len(names.words) == 0 || names.none {
+		return found, args
 	}
-	return strings.Join(parts, " UNION "), args
+	// The words' rows hold only fetched orders, and the filter's columns by
+	// the same names as orders: the conditions read alike.
+	conds := []string{"t0." + match}
+	args = append(args, pattern(names.words[0]))
+	if names.exact != "" {
+		conds[0], args[len(args)-1] = "t0.token = ?", names.exact
+	}
+	for i, w := range names.words[1:] {
+		if account != "" {
+			// The other words' orders, each read once from the index and
+			// kept in a set (SQLite) or hashed (PostgreSQL), rather than a
+			// lookup of each word for every row of the first. The unary +
+			// keeps SQLite from reading the set's orders one by one in the
+			// first word's index instead.
+			conds = append(conds, db.noIndex("t0.order_row")+` IN (SELECT order_row FROM order_name_tokens WHERE account = ? AND `+match+`)`)
+			args = append(args, account, pattern(w))
+			continue
+		}
+		t := fmt.Sprintf("t%d", i+1)
+		conds = append(conds, `EXISTS (SELECT 1 FROM order_name_tokens `+t+` WHERE `+t+`.order_row = t0.order_row AND `+t+`.`+match+`)`)
+		args = append(args, pattern(w))
+	}
+	tc, ta := part("order_row")
+	conds = slices.Concat(conds, where, tc)
+	args = append(append(args, whereArgs...), ta...)
+	union := " UNION "
+	if names.exact != "" {
+		union = " UNION ALL "
+	}
+	return found + union + `SELECT order_row AS found_id, ` + col + ` AS k FROM order_name_tokens t0 WHERE ` + strings.Join(conds, " AND "), args
 }
 
 // cursorKey is the sort value a cursor stopped at, as its column holds it,

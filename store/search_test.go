@@ -350,7 +350,7 @@ func TestSearchPagesInEverySort(t *testing.T) {
 		// An order found by an identifier, never paid: it comes among the
 		// orders without a paid time.
 		apply(t, db, searchOrder{code: "jo", status: ordersync.StatusPending, day: 12, total: "20.50"}.params(t, 60))
-		for _, q := range []string{"jo", "NUÑ jor", "jose"} {
+		for _, q := range []string{"jo", "NUÑ jor", "jose", "jorge núñez", "núñez 4 jorge"} {
 			found := map[string]bool{}
 			for _, c := range listCodes(t, db, ordersync.OrderFilter{Account: ordersync.DefaultAccount, Q: q, Limit: 1000}) {
 				found[c] = true
@@ -388,6 +388,67 @@ func TestSearchPagesInEverySort(t *testing.T) {
 					if w := want[off:min(off+2, len(want))]; !slices.Equal(got, w) {
 						t.Errorf("%q %s offset %d: %q, want %q", q, sort, off, got, w)
 					}
+				}
+			}
+		}
+	})
+}
+
+// TestSearchFindsAnOrderOnce: an order that a search finds several ways
+// (two words of its name beginning with the search's, its name and an
+// identifier) is one row of the page and of the count, in every sort, and
+// a name whose first word begins one word of the mirror's names alone
+// finds the same orders as one that begins several.
+func TestSearchFindsAnOrderOnce(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		loadSearchOrders(t, db)
+		apply(t, db,
+			searchOrder{code: "s-f", status: ordersync.StatusPaid, day: 16, total: "30", ref: "joaquin7",
+				buyer: []string{"Joaquín7 Jorgelina Jorge", "f@example.com", "+50370004444", "joaquin7"}}.params(t, 30),
+			searchOrder{code: "s-g", status: ordersync.StatusPaid, day: 17, total: "31",
+				buyer: []string{"Jorge Pérez", "g@example.com", "+50370005555", "G555"}}.params(t, 31),
+			// Found by its reference only: its name does not match.
+			searchOrder{code: "s-h", status: ordersync.StatusPending, day: 18, total: "32", ref: "joaquin7"}.params(t, 32))
+		for _, c := range []struct {
+			q    string
+			want []string
+		}{
+			{"joaquin7", []string{"s-f", "s-h"}}, // one word of the names; the reference and the authorization code too
+			{"JOAQUÍN7 jorge", []string{"s-f"}},  // and a second word that begins two of its words
+			{"jorge", []string{"s-f", "s-g"}},    // begins "jorge" and "jorgelina"
+			{"jorgelina", []string{"s-f"}},       // begins one word
+			{"jorgel joaquin", []string{"s-f"}},  // the first word's prefix begins one word
+			{"perez jor", []string{"s-g"}},       // two words
+			{"jorge perez", []string{"s-g"}},     //
+			{"jorgelinas", []string{}},           // begins no word
+			{"+50370004444", []string{"s-f"}},    // an identifier, no name
+		} {
+			for _, sort := range ordersync.OrderSorts {
+				var walked []string
+				f := ordersync.OrderFilter{Account: ordersync.DefaultAccount, Q: c.q, Sort: sort, Limit: 1, Count: true}
+				for range 10 {
+					page, err := db.ListOrders(context.Background(), f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if page.Total == nil {
+						t.Fatalf("%q %s: no total", c.q, sort)
+					}
+					if *page.Total != len(c.want) {
+						t.Errorf("%q %s: total %d, want %d", c.q, sort, *page.Total, len(c.want))
+					}
+					for _, m := range page.Orders {
+						walked = append(walked, m.Order.OrderCode)
+					}
+					if page.Next == nil {
+						break
+					}
+					f.After = page.Next
+				}
+				slices.Sort(walked)
+				if !slices.Equal(walked, c.want) && !(len(walked) == 0 && len(c.want) == 0) {
+					t.Errorf("%q %s: found %q, want %q", c.q, sort, walked, c.want)
 				}
 			}
 		}

@@ -56,6 +56,14 @@ const (
 // there: they queue for the single write connection.
 const sqliteBusyTimeout = 10 * time.Second
 
+// sqliteReadCacheKiB is the page cache of each SQLite read connection (the
+// default is 2 MiB): a search by a name that thousands of orders share
+// reads its words' pages and its page's orders through it, and with the
+// default a third of that query's CPU went to reading pages again. SQLite
+// grows a cache only as pages are read; docs/deployment.md says what the
+// read pool's connections may hold together.
+const sqliteReadCacheKiB = 16384
+
 // Config configures Open.
 type Config struct {
 	// URL selects the database: a file path, "sqlite:PATH" or
@@ -209,6 +217,7 @@ func (t target) sqliteDSN(write bool) string {
 	} else {
 		q.Del("_journal_mode")
 		q.Set("_query_only", "on")
+		setDefault("_cache_size", fmt.Sprint(-sqliteReadCacheKiB))
 	}
 	if t.uri {
 		return "file:" + t.path + "?" + q.Encode()

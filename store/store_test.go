@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -247,4 +248,25 @@ func TestAllocateFetchSeqConcurrent(t *testing.T) {
 			t.Error("AllocateFetchSeq(0) succeeded, want an error")
 		}
 	})
+}
+
+// TestSQLiteReadCache: the read connections get the larger page cache, and
+// a cache_size in the URL wins.
+func TestSQLiteReadCache(t *testing.T) {
+	for _, c := range []struct {
+		url  func(path string) string
+		want int
+	}{
+		{func(path string) string { return "sqlite:" + path }, -sqliteReadCacheKiB},
+		{func(path string) string { return "file:" + path + "?_cache_size=-4096" }, -4096},
+	} {
+		db := openDB(t, c.url(filepath.Join(t.TempDir(), "mirror.db")))
+		var got int
+		if err := db.read.Get(&got, `PRAGMA cache_size`); err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("read cache_size %d, want %d", got, c.want)
+		}
+	}
 }
