@@ -57,6 +57,9 @@ func (db *DB) RecordDeliveries(ctx context.Context, recs []ordersync.DeliveryRec
 		at[r.WebhookID] = len(rows)
 		rows = append(rows, row)
 	}
+	if err := db.prepareWrites(ctx); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
 	return db.inTx(ctx, op, func(tx *sqlx.Tx) error {
 		return db.execRows(ctx, tx, upsertDeliveries, rows)
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
@@ -71,32 +72,57 @@ func (db *DB) queryRows(ctx context.Context, tx *sqlx.Tx, r rowsSQL, rows [][]an
 			args = append(args, row...)
 		}
 		rows = rows[size:]
-		if err := db.queryTx(ctx, tx, scan, db.rebind(r.sql(size)), args...); err != nil {
+		if err := db.queryTx(ctx, tx, scan, db.rowsStatement(r, size), args...); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// queryTx runs query in tx and calls scan, if not nil, for each row it
-// returns. On SQLite a query prepared at the first ApplyOrders runs as that
+// rowsKey is one size of a rowsSQL statement.
+type rowsKey struct {
+	r rowsSQL
+	n int
+}
+
+// rowsStmt is one size of a rowsSQL statement: its text in the DB's
+// dialect and, on SQLite once prepareWrites ran, the statement prepared.
+type rowsStmt struct {
+	query string
+	stmt  *sql.Stmt
+}
+
+// rowsStatement returns the statement of n rows of r, its text built once
+// per handle: a batch's statements are several kilobytes of text, which
+// building and hashing on every call would cost again.
+func (db *DB) rowsStatement(r rowsSQL, n int) rowsStmt {
+	k := rowsKey{r, n}
+	if s, ok := db.rowsStmts.Load(k); ok {
+		return s.(rowsStmt)
+	}
+	s, _ := db.rowsStmts.LoadOrStore(k, rowsStmt{query: db.rebind(r.sql(n))})
+	return s.(rowsStmt)
+}
+
+// queryTx runs s in tx and calls scan, if not nil, for each row it
+// returns. On SQLite a statement prepared by prepareWrites runs as that
 // statement: the single write connection parses it once, not once per
 // batch. It runs through Query, not Exec: mattn/go-sqlite3 binds a query's
 // arguments and takes its first step in one cgo call, where Exec makes one
 // call per argument, which dominates multi-row statements. PostgreSQL's
 // driver keeps its own cache of prepared statements per connection.
-func (db *DB) queryTx(ctx context.Context, tx *sqlx.Tx, scan func(*sql.Rows) error, query string, args ...any) error {
+func (db *DB) queryTx(ctx context.Context, tx *sqlx.Tx, scan func(*sql.Rows) error, s rowsStmt, args ...any) error {
 	var (
 		rows *sql.Rows
 		err  error
 	)
-	switch stmts := db.prepared.Load(); {
-	case stmts != nil && (*stmts)[query] != nil:
-		rows, err = tx.StmtContext(ctx, (*stmts)[query]).QueryContext(ctx, args...)
+	switch {
+	case s.stmt != nil:
+		rows, err = tx.StmtContext(ctx, s.stmt).QueryContext(ctx, args...)
 	case scan != nil:
-		rows, err = tx.QueryContext(ctx, query, args...)
+		rows, err = tx.QueryContext(ctx, s.query, args...)
 	default:
-		_, err = tx.ExecContext(ctx, query, args...)
+		_, err = tx.ExecContext(ctx, s.query, args...)
 		return err
 	}
 	if err != nil {
@@ -114,10 +140,16 @@ func (db *DB) queryTx(ctx context.Context, tx *sqlx.Tx, scan func(*sql.Rows) err
 	return rows.Err()
 }
 
-// prepareWrites prepares, once, the SQLite statements ApplyOrders uses: every
-// multi-row statement in every chunk size, and the read of the orders'
-// states in every padded size. It runs outside any transaction,
-// as the write pool's single connection must be free to prepare on.
+// preparedRows are the multi-row statements prepareWrites prepares: those of
+// ApplyOrders and the delivery log's, which run for every batch of orders
+// and of deliveries.
+var preparedRows = append(slices.Clip(applyStatements), upsertDeliveries)
+
+// prepareWrites prepares, once, the SQLite statements ApplyOrders and
+// RecordDeliveries use: every multi-row statement in every chunk size, and
+// the read of the orders' states in every padded size. It runs outside any
+// transaction, as the write pool's single connection must be free to
+// prepare on.
 func (db *DB) prepareWrites(ctx context.Context) error {
 	if db.dialect != DialectSQLite {
 		return nil
@@ -128,7 +160,7 @@ func (db *DB) prepareWrites(ctx context.Context) error {
 		return nil
 	}
 	var queries []string
-	for _, r := range applyStatements {
+	for _, r := range preparedRows {
 		for size := 1; size <= maxRowsPerStatement; size *= 2 {
 			queries = append(queries, r.sql(size))
 		}
@@ -146,6 +178,11 @@ func (db *DB) prepareWrites(ctx context.Context) error {
 			return fmt.Errorf("prepare %.60s…: %w", query, err)
 		}
 		prepared[query] = stmt
+	}
+	for _, r := range preparedRows {
+		for size := 1; size <= maxRowsPerStatement; size *= 2 {
+			db.rowsStmts.Store(rowsKey{r, size}, rowsStmt{query: r.sql(size), stmt: prepared[r.sql(size)]})
+		}
 	}
 	db.prepared.Store(&prepared)
 	return nil

@@ -242,6 +242,9 @@ type DB struct {
 	// prepareWrites); nil until the first ApplyOrders.
 	prepared  atomic.Pointer[map[string]*sql.Stmt]
 	prepareMu sync.Mutex
+	// rowsStmts holds each size of the multi-row statements (rowsKey →
+	// rowsStmt), built once and, on SQLite, prepared by prepareWrites.
+	rowsStmts sync.Map
 	// readStmts and writeStmts hold SQLite's prepared single statements.
 	readStmts, writeStmts *stmtCache
 	// checkpoints is SQLite's checkpoint connection, nil when SQLite
