@@ -52,12 +52,16 @@ const (
 
 	// The dense schedule, for the orders of an account whose webhooks may
 	// have been lost (DenseChecks): the first check CheckDenseFirst after
-	// the order's activity, then a quarter of its quiet time later, at most
-	// CheckDenseMax apart. A change whose webhook was lost a minute after
-	// the activity is so mirrored within about 20 s, not 4 minutes.
-	CheckDenseFirst   = 15 * time.Second
-	CheckDenseMax     = 4 * time.Minute
-	checkDenseDivisor = 4
+	// the order's activity, where a lost webhook is likeliest (a buyer pays
+	// right after opening the link), then CheckDenseMax apart whatever the
+	// order's quiet time. A change whose webhook was lost right after the
+	// activity is so mirrored within about 15 s, not 1 to 4m20s, and a
+	// quiet order is checked every 4 minutes, not 52. The ramp it replaces
+	// (a quarter of the quiet time) cost about 13 checks in an order's
+	// first 4 minutes for changes that come, if at all, in the first
+	// seconds: docs/reconciler.md.
+	CheckDenseFirst = 15 * time.Second
+	CheckDenseMax   = 4 * time.Minute
 )
 
 // DenseChecks is an account's evidence that its webhooks may have been
@@ -73,10 +77,13 @@ func (d DenseChecks) Covers(activeAt, now time.Time) bool {
 	return now.Before(d.Until) && !activeAt.Before(d.Since)
 }
 
-// denseInterval is the dense schedule's wait after a check of an order
-// quiet for age.
+// denseInterval is the dense schedule's wait, as of a time age after the
+// order's activity.
 func denseInterval(age time.Duration) time.Duration {
-	return min(max(age/checkDenseDivisor, CheckDenseFirst), CheckDenseMax)
+	if age < CheckDenseFirst {
+		return CheckDenseFirst - age
+	}
+	return CheckDenseMax
 }
 
 // CheckReason says why a check is made: the rule that set its time. It is
@@ -190,14 +197,20 @@ func FirstCheckAfter(code string) time.Duration {
 // DueReason says why a check made at at was due: the rule that set its
 // time. The check that closes an order's active hour is set by the active
 // rule and made just after the hour, so a check within one active interval
-// after the hour counts for the active tier.
+// after the hour counts for the active tier; and a check of an order under
+// evidence made within CheckFirstSpread of its activity is the dense
+// schedule's first, which the active rule never sets that early.
 func DueReason(st CheckState, at time.Time) CheckReason {
 	_, reason, ok := PlanCheck(st, at)
 	if !ok {
 		return ""
 	}
-	if reason == CheckQuiet && at.Sub(st.ActiveAt) < CheckActiveWindow+CheckActiveInterval {
+	age := at.Sub(st.ActiveAt)
+	switch {
+	case reason == CheckQuiet && age < CheckActiveWindow+CheckActiveInterval:
 		return CheckActive
+	case reason == CheckActive && st.Status != "" && age < CheckFirstSpread && st.Dense.Covers(st.ActiveAt, at):
+		return CheckEvidence
 	}
 	return reason
 }
