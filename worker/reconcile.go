@@ -69,11 +69,12 @@ type ReconcilerConfig struct {
 }
 
 // DefaultReconcileBudget is the reconciler's default budget in upstream
-// requests per second. The even spacing of a clean account spends far
-// below it; it is sized for the dense schedule that evidence of lost
-// webhooks calls for, which must be affordable when the evidence comes.
+// requests per second: below DefaultUpstreamRPS, so that the checks alone
+// never fill the merchant's assumed limit, and above what the even spacing
+// of 1,000 active orders and 6,000 quiet ones needs, with room for the
+// dense schedule that evidence of lost webhooks calls for.
 // docs/reconciler.md explains the figures.
-const DefaultReconcileBudget = 20
+const DefaultReconcileBudget = 6
 
 // DefaultUpstreamRPS is the recommended cap on every upstream request of
 // an account (webhook-driven fetches, checks, the admin API): 80% of the 10
