@@ -51,10 +51,10 @@ const (
 	CheckPastExpiryInterval = 15 * time.Minute
 
 	// The dense schedule, for the orders of an account whose webhooks may
-	// have been lost (DenseChecks): the first check CheckDenseFirst after
-	// the order's activity, where a lost webhook is likeliest (a buyer pays
-	// right after opening the link), then CheckDenseMax apart whatever the
-	// order's quiet time. A change whose webhook was lost right after the
+	// have been lost (DenseChecks), in place of the tiers': the first check
+	// CheckDenseFirst after the order's activity, where a lost webhook is
+	// likeliest (a buyer pays right after opening the link), then
+	// CheckDenseMax apart whatever the order's quiet time. A change whose webhook was lost right after the
 	// activity is so mirrored within about 15 s, not 1 to 4m20s, and a
 	// quiet order is checked every 4 minutes, not 52. The ramp it replaces
 	// (a quarter of the quiet time) cost about 13 checks in an order's
@@ -157,9 +157,10 @@ func PlanCheck(st CheckState, now time.Time) (due time.Time, reason CheckReason,
 		interval, reason = CheckActiveInterval, CheckActive
 	}
 	if st.Status != "" && st.Dense.Covers(st.ActiveAt, now) {
-		if d := denseInterval(age); d < interval {
-			interval, reason = d, CheckEvidence
-		}
+		// The dense schedule replaces the tiers': its first check, 15 s
+		// after the activity, takes the place of the active tier's spread
+		// one, and the next come 4 minutes apart.
+		interval, reason = denseInterval(age), CheckEvidence
 	}
 	unpaid := st.Status == "" || st.Status == StatusPending
 	if unpaid && st.LastEventType.HintsPaymentInFlight() && age < CheckInFlightWindow && CheckInFlightInterval < interval {
@@ -197,20 +198,14 @@ func FirstCheckAfter(code string) time.Duration {
 // DueReason says why a check made at at was due: the rule that set its
 // time. The check that closes an order's active hour is set by the active
 // rule and made just after the hour, so a check within one active interval
-// after the hour counts for the active tier; and a check of an order under
-// evidence made within CheckFirstSpread of its activity is the dense
-// schedule's first, which the active rule never sets that early.
+// after the hour counts for the active tier.
 func DueReason(st CheckState, at time.Time) CheckReason {
 	_, reason, ok := PlanCheck(st, at)
 	if !ok {
 		return ""
 	}
-	age := at.Sub(st.ActiveAt)
-	switch {
-	case reason == CheckQuiet && age < CheckActiveWindow+CheckActiveInterval:
+	if reason == CheckQuiet && at.Sub(st.ActiveAt) < CheckActiveWindow+CheckActiveInterval {
 		return CheckActive
-	case reason == CheckActive && st.Status != "" && age < CheckFirstSpread && st.Dense.Covers(st.ActiveAt, at):
-		return CheckEvidence
 	}
 	return reason
 }

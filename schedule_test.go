@@ -142,8 +142,8 @@ func TestNextCheckKeepsThePromise(t *testing.T) {
 }
 
 // TestDueReasonOfTheDenseFirstCheck: the dense schedule's first check,
-// 15 s after the activity, counts as evidence, though the active rule
-// would set a nearer time than the dense one when it is made.
+// 15 s after the activity, counts as evidence, and the next comes 4
+// minutes later, not at the active tier's spread first check.
 func TestDueReasonOfTheDenseFirstCheck(t *testing.T) {
 	active := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	dense := DenseChecks{Since: active.Add(-time.Hour), Until: active.Add(time.Hour)}
@@ -154,6 +154,9 @@ func TestDueReasonOfTheDenseFirstCheck(t *testing.T) {
 	}
 	if got := DueReason(st, due); got != CheckEvidence {
 		t.Errorf("the dense first check's reason %q, want %q", got, CheckEvidence)
+	}
+	if next, _ := NextCheck(st, due); next != due.Add(CheckDenseMax) {
+		t.Errorf("after the dense first check the next is %s later, want %s", next.Sub(due), CheckDenseMax)
 	}
 	st.Dense = DenseChecks{}
 	if got := DueReason(st, active.Add(FirstCheckAfter(st.Code))); got != CheckActive {
