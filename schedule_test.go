@@ -30,9 +30,10 @@ func TestNextCheck(t *testing.T) {
 		{"webhook a moment ago", CheckState{Status: StatusPending, Code: "yY7Mcnd", ActiveAt: now}, FirstCheckAfter("yY7Mcnd"), CheckActive},
 		{"webhook 30s ago", CheckState{Status: StatusPending, Code: "yY7Mcnd", ActiveAt: ago(30 * time.Second)}, FirstCheckAfter("yY7Mcnd") - 30*time.Second, CheckActive},
 		// Evidence of lost webhooks: the account's orders active since
-		// it are checked on the dense ramp until it expires.
+		// it are checked on the dense schedule until it expires.
 		{"dense: webhook a moment ago", CheckState{Status: StatusPending, Code: "yY7Mcnd", ActiveAt: now, Dense: dense}, CheckDenseFirst, CheckEvidence},
-		{"dense: quiet 2m", CheckState{Status: StatusPending, ActiveAt: ago(2 * time.Minute), Dense: dense}, 30 * time.Second, CheckEvidence},
+		{"dense: 10s after a webhook", CheckState{Status: StatusPending, Code: "yY7Mcnd", ActiveAt: ago(10 * time.Second), Dense: dense}, 5 * time.Second, CheckEvidence},
+		{"dense: quiet 2m", CheckState{Status: StatusPending, ActiveAt: ago(2 * time.Minute), Dense: dense}, CheckDenseMax, CheckEvidence},
 		{"dense: quiet 20m, capped", CheckState{Status: StatusPaid, ActiveAt: ago(20 * time.Minute), Dense: dense}, CheckDenseMax, CheckEvidence},
 		{"dense: quiet 90m, capped", CheckState{Status: StatusPending, ActiveAt: ago(90 * time.Minute), Dense: dense}, CheckDenseMax, CheckEvidence},
 		{"dense: active before the window", CheckState{Status: StatusPending, ActiveAt: ago(3 * time.Hour), Dense: dense}, CheckMaxInterval, CheckQuiet},
@@ -138,4 +139,27 @@ func TestNextCheckKeepsThePromise(t *testing.T) {
 		t.Errorf("%.2f checks an hour after the first, want at most 1.2", perHour)
 	}
 	t.Logf("%d checks in the first hour, %d in the next %d hours", firstHour, later, hours-1)
+}
+
+// TestDueReasonOfTheDenseFirstCheck: the dense schedule's first check,
+// 15 s after the activity, counts as evidence, and the next comes 4
+// minutes later, not at the active tier's spread first check.
+func TestDueReasonOfTheDenseFirstCheck(t *testing.T) {
+	active := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	dense := DenseChecks{Since: active.Add(-time.Hour), Until: active.Add(time.Hour)}
+	st := CheckState{Status: StatusPending, Code: "yY7Mcnd", ActiveAt: active, Dense: dense}
+	due, ok := NextCheck(st, active)
+	if !ok || due != active.Add(CheckDenseFirst) {
+		t.Fatalf("next check %v (ok %v), want %v", due, ok, active.Add(CheckDenseFirst))
+	}
+	if got := DueReason(st, due); got != CheckEvidence {
+		t.Errorf("the dense first check's reason %q, want %q", got, CheckEvidence)
+	}
+	if next, _ := NextCheck(st, due); next != due.Add(CheckDenseMax) {
+		t.Errorf("after the dense first check the next is %s later, want %s", next.Sub(due), CheckDenseMax)
+	}
+	st.Dense = DenseChecks{}
+	if got := DueReason(st, active.Add(FirstCheckAfter(st.Code))); got != CheckActive {
+		t.Errorf("without evidence, the first check's reason %q, want %q", got, CheckActive)
+	}
 }

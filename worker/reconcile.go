@@ -69,21 +69,18 @@ type ReconcilerConfig struct {
 }
 
 // DefaultReconcileBudget is the reconciler's default budget in upstream
-// requests per second. The even spacing of a clean account spends far
-// below it; it is sized for the dense schedule that evidence of lost
-// webhooks calls for, which must be affordable when the evidence comes.
+// requests per second: below DefaultUpstreamRPS, so that the checks alone
+// never fill the merchant's assumed limit, and above what the even spacing
+// of 1,000 active orders and 6,000 quiet ones needs, with room for the
+// dense schedule that evidence of lost webhooks calls for.
 // docs/reconciler.md explains the figures.
-const DefaultReconcileBudget = 20
+const DefaultReconcileBudget = 6
 
 // DefaultUpstreamRPS is the recommended cap on every upstream request of
 // an account (webhook-driven fetches, checks, the admin API): 80% of the 10
 // requests a second assumed allowed, leaving room for the merchant's other
 // uses of the same key. Not yet upstream_rps's default: docs/reconciler.md.
 const DefaultUpstreamRPS = 8
-
-// budgetRecovery is how long the reconciler takes to climb back to its
-// whole budget after halving it on a 429.
-const budgetRecovery = 5 * time.Minute
 
 func (c ReconcilerConfig) withDefaults() ReconcilerConfig {
 	if c.Account == "" {
@@ -135,13 +132,6 @@ func (c ReconcilerConfig) validate() error {
 	return nil
 }
 
-// Check outcomes, the label values of ordersync_reconcile_checks_total.
-const (
-	checkUnchanged = "unchanged"
-	checkChanged   = "changed"
-	checkFailed    = "failed"
-)
-
 // Reconciler checks orders that can still change when the schedule says
 // they are due, so the mirror converges even when a webhook never arrives.
 type Reconciler struct {
@@ -160,26 +150,6 @@ type Reconciler struct {
 	limitMu     sync.Mutex
 	adjustedAt  time.Time
 	budgetGauge prometheus.Gauge
-}
-
-// ReconcileChange is one order a check found different from the mirror.
-type ReconcileChange struct {
-	OrderCode string
-	From, To  ordersync.Status
-}
-
-// ReconcileReport is what a set of checks did.
-type ReconcileReport struct {
-	Candidates int
-	Fetched    int
-	Unchanged  int
-	Changed    []ReconcileChange
-	Failed     int
-	// ByReason counts the checks by why they were due; checks not due by
-	// the schedule (RunOnce) are not counted.
-	ByReason map[ordersync.CheckReason]int
-	// FirstError is the first failure, for the caller to show.
-	FirstError error
 }
 
 // NewReconciler returns a reconciler.
@@ -248,295 +218,4 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 		return nil, fmt.Errorf("new reconciler: %w", err)
 	}
 	return r, nil
-}
-
-// Run checks due orders, most overdue first, as fast as the budget allows,
-// until ctx is cancelled.
-func (r *Reconciler) Run(ctx context.Context) error {
-	if r.cfg.Schedule == nil {
-		return errors.New("reconciler: no Schedule to run")
-	}
-	// A reconciler taking over knows nothing of what was lost before: the
-	// account is dense until its record has been clean for EvidenceHold.
-	if err := r.Tighten(ctx, r.cfg.Clock(), evidenceStart); err != nil && ctx.Err() == nil {
-		r.cfg.Logger.Warn("tighten the schedule on start", "err", err)
-	}
-	work := make(chan ordersync.DueCheck)
-	var wg sync.WaitGroup
-	for range r.cfg.Concurrency {
-		wg.Go(func() {
-			for c := range work {
-				var rep ReconcileReport
-				r.check(ctx, c, r.reasonOf(c), r.admit, &rep, &sync.Mutex{}, nil)
-				switch {
-				case rep.Failed == 0 || ctx.Err() != nil:
-				case IsOutage(rep.FirstError):
-					// The Syncer logs the outage once; each check it fails
-					// would only repeat it.
-					r.cfg.Logger.Debug("reconcile check failed in an upstream outage; tried again later", "order_code", c.Code, "retry_in", r.cfg.RetryDelay, "err", rep.FirstError)
-				case IsPermanent(rep.FirstError):
-					r.cfg.Logger.Warn("reconcile check refused by the service; tried again later", "order_code", c.Code, "retry_in", ordersync.CheckMaxInterval, "err", rep.FirstError)
-				default:
-					r.cfg.Logger.Warn("reconcile check failed; tried again later", "order_code", c.Code, "retry_in", r.cfg.RetryDelay, "err", rep.FirstError)
-				}
-			}
-		})
-	}
-	wg.Go(func() { r.backlogLoop(ctx) })
-	err := r.claimLoop(ctx, work)
-	close(work)
-	wg.Wait()
-	return err
-}
-
-// admit waits for the budget (see fitBudget).
-func (r *Reconciler) admit(ctx context.Context) error {
-	r.fitBudget(false)
-	return r.budget.Wait(ctx)
-}
-
-// fitBudget fits the budget to the upstream's 429s: a check that still got
-// a 429 after its retries halves it (down to an eighth), and it climbs back
-// to the whole budget over budgetRecovery. A single 429 the retries got
-// past is no limit reached, and every request waits at the Retry-After
-// gate anyway; a check refused to the end says the reconciler takes too
-// much of the account's limit, so it backs off before the webhook-driven
-// fetches feel it again.
-func (r *Reconciler) fitBudget(refused bool) {
-	r.limitMu.Lock()
-	defer r.limitMu.Unlock()
-	now := time.Now()
-	limit := float64(r.budget.Limit())
-	if refused {
-		limit = max(limit/2, r.cfg.Budget/8)
-		r.cfg.Logger.Info("the upstream answered 429 to a check: reconciler budget halved", "budget_rps", limit)
-	} else if limit < r.cfg.Budget {
-		limit = min(r.cfg.Budget, limit+r.cfg.Budget*now.Sub(r.adjustedAt).Seconds()/budgetRecovery.Seconds())
-	}
-	r.adjustedAt = now
-	if limit != float64(r.budget.Limit()) {
-		r.budget.SetLimitAt(now, rate.Limit(limit))
-		r.budgetGauge.Set(limit)
-	}
-}
-
-// claimLoop hands due checks to the workers. It claims about a second of
-// the budget at a time, so that a check claimed and not yet made when the
-// process dies is due again after RetryDelay, not much later.
-func (r *Reconciler) claimLoop(ctx context.Context, work chan<- ordersync.DueCheck) error {
-	batch := max(r.cfg.Concurrency, int(math.Ceil(r.cfg.Budget)))
-	for ctx.Err() == nil {
-		now := r.cfg.Clock()
-		due, err := r.cfg.Schedule.ClaimDueChecks(ctx, r.cfg.Account, now, batch, now.Add(r.cfg.RetryDelay))
-		if err != nil {
-			if ctx.Err() == nil {
-				r.cfg.Logger.Error("claim due reconcile checks", "err", err)
-			}
-			_ = sleep(ctx, r.cfg.Idle)
-			continue
-		}
-		if len(due) == 0 {
-			_ = sleep(ctx, r.cfg.Idle)
-			continue
-		}
-		for _, c := range due {
-			select {
-			case work <- c:
-			case <-ctx.Done():
-				return nil
-			}
-		}
-	}
-	return nil
-}
-
-// backlogLoop keeps the due and overdue gauges current and reads the
-// receivers' heartbeats.
-func (r *Reconciler) backlogLoop(ctx context.Context) {
-	for {
-		if err := r.ObserveBacklog(ctx); err != nil && ctx.Err() == nil {
-			r.cfg.Logger.Warn("read the reconcile backlog", "err", err)
-		}
-		if err := r.ObserveReceivers(ctx, r.cfg.Clock()); err != nil && ctx.Err() == nil {
-			r.cfg.Logger.Warn("read the receivers' heartbeats", "err", err)
-		}
-		if sleep(ctx, r.cfg.BacklogInterval) != nil {
-			return
-		}
-	}
-}
-
-// ObserveBacklog reads the schedule's backlog into the gauges.
-func (r *Reconciler) ObserveBacklog(ctx context.Context) error {
-	now := r.cfg.Clock()
-	b, err := r.cfg.Schedule.CheckBacklog(ctx, r.cfg.Account, now)
-	if err != nil {
-		return err
-	}
-	r.due.Set(float64(b.Due))
-	overdue := 0.0
-	if !b.Oldest.IsZero() && b.Oldest.Before(now) {
-		overdue = now.Sub(b.Oldest).Seconds()
-	}
-	r.overdue.Set(overdue)
-	return nil
-}
-
-// CheckDue makes, now, up to limit of the checks due at now, most overdue
-// first, Concurrency at a time, outside the budget (the caller paces), and
-// reports what changed. Run is the scheduled way; this is for a caller that
-// keeps its own time, such as a simulation of the schedule.
-func (r *Reconciler) CheckDue(ctx context.Context, now time.Time, limit int) (ReconcileReport, error) {
-	due, err := r.cfg.Schedule.ClaimDueChecks(ctx, r.cfg.Account, now, limit, now.Add(r.cfg.RetryDelay))
-	if err != nil {
-		return ReconcileReport{}, err
-	}
-	return r.checkAll(ctx, due, func(context.Context) error { return nil }, nil)
-}
-
-// reasonOf says why a claimed check is due: catch-up after the receivers
-// were away, else the schedule's rule (ordersync.DueReason), which knows
-// the account's evidence of lost webhooks.
-func (r *Reconciler) reasonOf(c ordersync.DueCheck) ordersync.CheckReason {
-	r.ev.mu.Lock()
-	caughtUp := r.ev.catchUp[c.Code]
-	delete(r.ev.catchUp, c.Code)
-	r.ev.mu.Unlock()
-	if caughtUp {
-		return ordersync.CheckCatchUp
-	}
-	if reason := ordersync.DueReason(c.State, r.cfg.Clock()); reason != "" {
-		return reason
-	}
-	return ordersync.CheckQuiet
-}
-
-// RunOnce checks, now, the orders filter selects (at most 10,000 unless
-// filter.Limit says otherwise), Concurrency at a time, and reports what
-// changed: `ordersync reconcile`. The budget does not apply; the upstream
-// rate limit and gates do. progress, when not nil, is called with the
-// report so far after each check, one call at a time.
-func (r *Reconciler) RunOnce(ctx context.Context, filter ordersync.ReconcileFilter, progress func(ReconcileReport)) (ReconcileReport, error) {
-	if r.cfg.Source == nil {
-		return ReconcileReport{}, errors.New("reconciler: no Source to list orders from")
-	}
-	if filter.Limit <= 0 {
-		filter.Limit = 10000
-	}
-	if filter.Account == "" {
-		filter.Account = r.cfg.Account
-	}
-	refs, err := r.cfg.Source.ListReconcileCandidates(ctx, filter)
-	if err != nil {
-		return ReconcileReport{}, err
-	}
-	due := make([]ordersync.DueCheck, len(refs))
-	for i, ref := range refs {
-		due[i] = ordersync.DueCheck{OrderRef: ref}
-	}
-	return r.checkAll(ctx, due, func(context.Context) error { return nil }, progress)
-}
-
-// checkAll checks the orders of due; those with a due time (claimed from
-// the schedule) are counted by reason.
-func (r *Reconciler) checkAll(ctx context.Context, due []ordersync.DueCheck, admit func(context.Context) error, progress func(ReconcileReport)) (ReconcileReport, error) {
-	rep := ReconcileReport{Candidates: len(due)}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, r.cfg.Concurrency)
-	for _, c := range due {
-		var reason ordersync.CheckReason
-		if !c.Due.IsZero() {
-			reason = r.reasonOf(c)
-		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			wg.Wait()
-			return rep, ctx.Err()
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			r.check(ctx, c, reason, admit, &rep, &mu, progress)
-		})
-	}
-	wg.Wait()
-	return rep, nil
-}
-
-// afterCheck takes a change the check found as evidence of lost webhooks.
-// The orders it may concern then stay dense by the mirror's record: the
-// store sets their next checks from it.
-func (r *Reconciler) afterCheck(ctx context.Context, res ordersync.ApplyResult) {
-	if res.Applied && res.From != "" && res.From != res.Status {
-		if err := r.Tighten(ctx, r.cfg.Clock(), evidenceMissedWebhook); err != nil {
-			r.cfg.Logger.Error("tighten the schedule on a missed webhook", "err", err)
-		}
-	}
-}
-
-// check fetches one order, due for reason ("" when not due by the
-// schedule), and adds the outcome to rep.
-func (r *Reconciler) check(ctx context.Context, c ordersync.DueCheck, reason ordersync.CheckReason, admit func(context.Context) error, rep *ReconcileReport, mu *sync.Mutex, progress func(ReconcileReport)) {
-	ref := c.OrderRef
-	if reason != "" {
-		requests := r.requests.WithLabelValues(string(reason))
-		wait := admit
-		admit = func(ctx context.Context) error {
-			if err := wait(ctx); err != nil {
-				return err
-			}
-			requests.Inc()
-			return nil
-		}
-	}
-	res, err := r.cfg.Syncer.CheckOrder(ctx, ref.Account, ref.Code, admit)
-	if ordersync.UpstreamErrorKindOf(err) == ordersync.UpstreamRateLimited {
-		r.fitBudget(true)
-	}
-	if reason != "" && err == nil && ctx.Err() == nil {
-		r.afterCheck(ctx, res)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if reason != "" {
-		if rep.ByReason == nil {
-			rep.ByReason = map[ordersync.CheckReason]int{}
-		}
-		rep.ByReason[reason]++
-	}
-	if progress != nil {
-		defer func() { progress(*rep) }()
-	}
-	switch {
-	case err != nil:
-		rep.Failed++
-		if rep.FirstError == nil {
-			rep.FirstError = err
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		r.checks.WithLabelValues(checkFailed).Inc()
-		if IsPermanent(err) && r.cfg.Schedule != nil {
-			// The service will answer the same (an order it does not
-			// know): asking again in a minute, as after a transient
-			// failure, would spend the budget on it for ever.
-			if derr := r.cfg.Schedule.DeferCheck(ctx, ref.Account, ref.Code, r.cfg.Clock().Add(ordersync.CheckMaxInterval)); derr != nil {
-				r.cfg.Logger.Error("defer the check of an order the service refuses", "order_code", ref.Code, "err", derr)
-			}
-		}
-	case res.Applied && res.From != "" && res.From != res.Status:
-		rep.Fetched++
-		rep.Changed = append(rep.Changed, ReconcileChange{OrderCode: ref.Code, From: res.From, To: res.Status})
-		r.checks.WithLabelValues(checkChanged).Inc()
-		if r.cfg.OnDrift != nil {
-			r.cfg.OnDrift(driftMissedWebhook)
-		}
-		r.cfg.Logger.Info("reconcile found a status change no webhook announced", "order_code", ref.Code, "from", res.From, "to", res.Status)
-	default:
-		rep.Fetched++
-		rep.Unchanged++
-		r.checks.WithLabelValues(checkUnchanged).Inc()
-	}
 }

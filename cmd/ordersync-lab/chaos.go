@@ -156,7 +156,9 @@ type chaosReport struct {
 	DeliveriesDone bool
 	DeliveredAfter time.Duration
 
-	Sim          sim.Stats
+	Sim sim.Stats
+	// Requests is the pipeline's upstream requests by reason (requestTally).
+	Requests     map[string]float64
 	PeakRSS      int64 // of the last pipeline process
 	Took         time.Duration
 	Mismatches   []string
@@ -229,12 +231,20 @@ func runChaos(ctx context.Context, out io.Writer, opts chaosOptions) (rep *chaos
 	fmt.Fprintf(out, "faults: %s\n", describeFaults(chaosFaults()))
 	fmt.Fprintf(out, "fulfilment endpoint %s: %s\n", r.hook.URL(), describeEndpointFaults(endpointFaults(opts.Seed)))
 
+	var tally requestTally
+	tallyCtx, stopTally := context.WithCancel(ctx)
+	tallied := make(chan struct{})
+	go func() { defer close(tallied); tally.watch(tallyCtx, r.child) }()
+	defer func() { stopTally(); <-tallied }()
 	if err := r.drive(ctx); err != nil {
 		return &r.rep, err
 	}
 	if err := r.converge(ctx); err != nil {
 		return &r.rep, err
 	}
+	stopTally()
+	<-tallied
+	r.rep.Requests = tally.total()
 	if err := r.check(ctx); err != nil {
 		return &r.rep, err
 	}
@@ -965,6 +975,7 @@ func printChaosReport(w io.Writer, r *chaosReport) {
 		wh.Events, wh.Dropped, wh.Duplicated, wh.Reordered, wh.FailedAttempts, wh.GivenUp)
 	fmt.Fprintf(w, "  simulator API faults          %s\n", describeFaultCounts(r.Sim.Faults))
 	fmt.Fprintf(w, "  upstream fetches per order    %.2f (%d)\n", perOrder, r.Sim.Gets)
+	printRequestBreakdown(w, r.Requests, r.Orders)
 	if r.PeakRSS > 0 {
 		fmt.Fprintf(w, "  pipeline peak RSS             %.0f MB (last process)\n", float64(r.PeakRSS)/(1<<20))
 	}

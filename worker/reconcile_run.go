@@ -1,0 +1,111 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+
+	"github.com/ordersync/ordersync"
+)
+
+// Run checks due orders, most overdue first, as fast as the budget allows,
+// until ctx is cancelled.
+func (r *Reconciler) Run(ctx context.Context) error {
+	if r.cfg.Schedule == nil {
+		return errors.New("reconciler: no Schedule to run")
+	}
+	// A reconciler taking over knows nothing of what was lost before: the
+	// account is dense until its record has been clean for EvidenceHold.
+	if err := r.Tighten(ctx, r.cfg.Clock(), evidenceStart); err != nil && ctx.Err() == nil {
+		r.cfg.Logger.Warn("tighten the schedule on start", "err", err)
+	}
+	work := make(chan ordersync.DueCheck)
+	var wg sync.WaitGroup
+	for range r.cfg.Concurrency {
+		wg.Go(func() {
+			for c := range work {
+				var rep ReconcileReport
+				r.check(ctx, c, r.reasonOf(c), r.admit, &rep, &sync.Mutex{}, nil)
+				switch {
+				case rep.Failed == 0 || ctx.Err() != nil:
+				case IsOutage(rep.FirstError):
+					// The Syncer logs the outage once; each check it fails
+					// would only repeat it.
+					r.cfg.Logger.Debug("reconcile check failed in an upstream outage; tried again later", "order_code", c.Code, "retry_in", r.cfg.RetryDelay, "err", rep.FirstError)
+				case IsPermanent(rep.FirstError):
+					r.cfg.Logger.Warn("reconcile check refused by the service; tried again later", "order_code", c.Code, "retry_in", ordersync.CheckMaxInterval, "err", rep.FirstError)
+				default:
+					r.cfg.Logger.Warn("reconcile check failed; tried again later", "order_code", c.Code, "retry_in", r.cfg.RetryDelay, "err", rep.FirstError)
+				}
+			}
+		})
+	}
+	wg.Go(func() { r.backlogLoop(ctx) })
+	err := r.claimLoop(ctx, work)
+	close(work)
+	wg.Wait()
+	return err
+}
+
+// claimLoop hands due checks to the workers. It claims about a second of
+// the budget at a time, so that a check claimed and not yet made when the
+// process dies is due again after RetryDelay, not much later.
+func (r *Reconciler) claimLoop(ctx context.Context, work chan<- ordersync.DueCheck) error {
+	batch := max(r.cfg.Concurrency, int(math.Ceil(r.cfg.Budget)))
+	for ctx.Err() == nil {
+		now := r.cfg.Clock()
+		due, err := r.cfg.Schedule.ClaimDueChecks(ctx, r.cfg.Account, now, batch, now.Add(r.cfg.RetryDelay))
+		if err != nil {
+			if ctx.Err() == nil {
+				r.cfg.Logger.Error("claim due reconcile checks", "err", err)
+			}
+			_ = sleep(ctx, r.cfg.Idle)
+			continue
+		}
+		if len(due) == 0 {
+			_ = sleep(ctx, r.cfg.Idle)
+			continue
+		}
+		for _, c := range due {
+			select {
+			case work <- c:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// backlogLoop keeps the due and overdue gauges current and reads the
+// receivers' heartbeats.
+func (r *Reconciler) backlogLoop(ctx context.Context) {
+	for {
+		if err := r.ObserveBacklog(ctx); err != nil && ctx.Err() == nil {
+			r.cfg.Logger.Warn("read the reconcile backlog", "err", err)
+		}
+		if err := r.ObserveReceivers(ctx, r.cfg.Clock()); err != nil && ctx.Err() == nil {
+			r.cfg.Logger.Warn("read the receivers' heartbeats", "err", err)
+		}
+		if sleep(ctx, r.cfg.BacklogInterval) != nil {
+			return
+		}
+	}
+}
+
+// ObserveBacklog reads the schedule's backlog into the gauges.
+func (r *Reconciler) ObserveBacklog(ctx context.Context) error {
+	now := r.cfg.Clock()
+	b, err := r.cfg.Schedule.CheckBacklog(ctx, r.cfg.Account, now)
+	if err != nil {
+		return err
+	}
+	r.due.Set(float64(b.Due))
+	overdue := 0.0
+	if !b.Oldest.IsZero() && b.Oldest.Before(now) {
+		overdue = now.Sub(b.Oldest).Seconds()
+	}
+	r.overdue.Set(overdue)
+	return nil
+}
