@@ -349,6 +349,10 @@ func TestConsoleEndpoints(t *testing.T) {
 		}
 		recs = append(recs, rec)
 	}
+	// Two days back: in the 7-day window alone.
+	recs = append(recs, ordersync.DeliveryRecord{WebhookID: "wh-old", EndpointID: epID, Event: ordersync.HookOrderPaid,
+		Account: ordersync.DefaultAccount, OrderCode: "OrdOld", Outcome: ordersync.DeliveryDeadLettered, Attempts: 9, Status: 502,
+		At: time.Now().Add(-48 * time.Hour)})
 	if err := a.db.RecordDeliveries(ctx, recs); err != nil {
 		t.Fatal(err)
 	}
@@ -360,6 +364,23 @@ func TestConsoleEndpoints(t *testing.T) {
 	}
 	if strings.Contains(page, `action="/console/endpoints/`) || strings.Contains(html.UnescapeString(page), a.endpoint.Secret) {
 		t.Errorf("a viewer's page has action forms or the secret:\n%s", page)
+	}
+	// The window is in the URL: 7 days counts the old failure too, an hour
+	// what the default does here; a window the page does not offer is a 400
+	// that says which there are.
+	if resp, page := viewer.do("GET", "/console/endpoints?window=7d", nil); resp.StatusCode != 200 || !strings.Contains(page, "60.0 %") ||
+		!strings.Contains(page, "over the last 7 days") || !strings.Contains(page, `<option value="7d" selected>`) {
+		t.Errorf("endpoints page over 7 days: %d, want 60.0 %%:\n%s", resp.StatusCode, page)
+	}
+	if resp, page := viewer.do("GET", "/console/endpoints?window=1h", nil); resp.StatusCode != 200 || !strings.Contains(page, "75.0 %") ||
+		!strings.Contains(page, "over the last hour") {
+		t.Errorf("endpoints page over an hour: %d, want 75.0 %%:\n%s", resp.StatusCode, page)
+	}
+	for _, bad := range []string{"2h", "24", "7d%00", "-1h"} {
+		resp, page := viewer.do("GET", "/console/endpoints?window="+bad, nil)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "one of 24h, 1h, 7d") {
+			t.Errorf("window %q: %d, want 400 naming the windows:\n%s", bad, resp.StatusCode, page)
+		}
 	}
 
 	ops, csrf := signedIn(t, a.url, "ops-token")
@@ -376,8 +397,11 @@ func TestConsoleEndpoints(t *testing.T) {
 		t.Errorf("enable: %d, persisted %v", resp.StatusCode, err)
 	}
 
-	resp, page = ops.do("POST", "/console/endpoints/"+epID+"/test", form)
-	if resp.StatusCode != 200 || !strings.Contains(page, "delivered, HTTP 200") || a.received.Load() != 1 {
+	if _, page := ops.do("GET", "/console/endpoints?window=7d", nil); !strings.Contains(page, `action="/console/endpoints/`+epID+`/test?window=7d"`) {
+		t.Errorf("the action forms do not carry the window:\n%s", page)
+	}
+	resp, page = ops.do("POST", "/console/endpoints/"+epID+"/test?window=7d", form)
+	if resp.StatusCode != 200 || !strings.Contains(page, "delivered, HTTP 200") || a.received.Load() != 1 || !strings.Contains(page, "over the last 7 days") {
 		t.Errorf("test event: %d, %d received\n%s", resp.StatusCode, a.received.Load(), page)
 	}
 	resp, page = ops.do("POST", "/console/endpoints/"+epID+"/replay", url.Values{"csrf": {csrf}, "since": {"1h"}})
