@@ -88,10 +88,6 @@ func consoleQueryTimes(t *testing.T, url string, n int) {
 		_, err := db.DailyTotals(ctx, ordersync.DailyTotalsParams{Account: ordersync.DefaultAccount, From: to.AddDate(0, 0, -30), To: to})
 		return err
 	})
-	report("daily totals, the last 30 days, summed by day (before)", func() error {
-		_, err := db.dailyTotals(ctx, ordersync.DailyTotalsParams{Account: ordersync.DefaultAccount, From: to.AddDate(0, 0, -30), To: to}, reportByDay)
-		return err
-	})
 	report("overview", func() error {
 		o, err := db.Overview(ctx, ordersync.OverviewParams{Account: ordersync.DefaultAccount, Now: end})
 		if err == nil && o.Webhooks != webhooks {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -50,52 +49,6 @@ WHERE account = ? AND %s >= ? AND %s < ? AND total_minor IS NOT NULL
 GROUP BY store_currency_code`, column, column)
 }
 
-// quarterHour is the span of the report's buckets, in seconds: every
-// zone's offset from UTC in use today is a whole number of quarter hours
-// (TestZoneOffsetsQuarterHours), so each of its days is a run of whole
-// buckets.
-const quarterHour = 15 * 60
-
-// reportBucketsSQL sums the orders a figure's query selects (rowsSQL's
-// FROM and WHERE, the instant placing each one in a day at), which must
-// have a total_minor, per quarter hour of UTC since lo (the bucket: whole
-// seconds since lo, divided; lo is a quarter hour), kind and currency.
-// Integer arithmetic on each instant, no zone: Go places the buckets in
-// the days.
-func (db *DB) reportBucketsSQL(at, kind, from string) string {
-	bucket := fmt.Sprintf(`(unixepoch(%s) - ?) / %d`, at, quarterHour)
-	if db.dialect == DialectPostgres {
-		bucket = fmt.Sprintf(`floor((extract(epoch FROM %s) - ?) / %d)::bigint`, at, quarterHour)
-	}
-	return fmt.Sprintf(`SELECT %s AS bucket, %s AS kind, store_currency_code AS currency, COUNT(*) AS n, SUM(total_minor) AS minor %s
-  AND total_minor IS NOT NULL
-GROUP BY 1, 2, 3`, bucket, kind, from)
-}
-
-// The figures' FROM and WHERE for reportBucketsSQL, with the instant and
-// the kind of each order counted (ordersync.ReportKind; a cancellation
-// after the payment is a reversal, one before a payment learned later
-// neither). Their rows are those of the figures' queries above.
-var (
-	reportCreatedFrom = `FROM orders
-WHERE account = ? AND created_at >= ? AND created_at < ?`
-	reportPaidFrom = `FROM orders
-WHERE account = ? AND paid_at >= ? AND paid_at < ?`
-	reportFinalizedFrom = reportFinalizedSQL[strings.Index(reportFinalizedSQL, "FROM "):]
-	reportCancelledFrom = reportCancelledSQL[strings.Index(reportCancelledSQL, "FROM "):] + `
-  AND (o.paid_at IS NULL OR o.paid_at <= h.at)`
-	reportCancelledKind = fmt.Sprintf(`CASE WHEN o.paid_at IS NULL THEN %d ELSE %d END`, ordersync.ReportCancelled, ordersync.ReportReversed)
-)
-
-// reportBucket is one quarter hour's orders of one kind and currency.
-type reportBucket struct {
-	Bucket   int64  `db:"bucket"`
-	Kind     int    `db:"kind"`
-	Currency string `db:"currency"`
-	N        int    `db:"n"`
-	Minor    int64  `db:"minor"`
-}
-
 // reportSum is one day's orders of one currency in a figure.
 type reportSum struct {
 	Currency string `db:"currency"`
@@ -118,25 +71,12 @@ type reportRow struct {
 // day). Without a zone the days are those of the store's time zone of the
 // account's latest order, else UTC. It reads in one transaction.
 func (db *DB) DailyTotals(ctx context.Context, params ordersync.DailyTotalsParams) (ordersync.DailyTotals, error) {
-	return db.dailyTotals(ctx, params, reportByBuckets)
+	return db.dailyTotals(ctx, params, true)
 }
 
-// How dailyTotals reads: every order one by one, which the others must
-// agree with (TestDailyTotalsSums); the created and paid figures summed by
-// the database a query per day; or every figure summed by the database
-// per quarter hour of UTC in one query each.
-type reportMode int
-
-const (
-	reportOneByOne reportMode = iota
-	reportByDay
-	reportByBuckets
-)
-
-// dailyTotals is DailyTotals read as mode says. A zone whose days do not
-// start on quarter hours of UTC (a local mean time of the past) is read
-// by day instead of by buckets.
-func (db *DB) dailyTotals(ctx context.Context, params ordersync.DailyTotalsParams, mode reportMode) (ordersync.DailyTotals, error) {
+// dailyTotals is DailyTotals; without sums it reads every order one by
+// one, which the database's sums must agree with (TestDailyTotalsSums).
+func (db *DB) dailyTotals(ctx context.Context, params ordersync.DailyTotalsParams, sums bool) (ordersync.DailyTotals, error) {
 	var out ordersync.DailyTotals
 	if err := params.Validate(); err != nil {
 		return out, err
@@ -151,9 +91,6 @@ func (db *DB) dailyTotals(ctx context.Context, params ordersync.DailyTotalsParam
 		}
 		days := ordersync.ReportDays(params.From, params.To, loc)
 		lo, hi := dbTime(days[0].Start), dbTime(days[len(days)-1].End)
-		if mode == reportByBuckets && !onQuarterHours(days) {
-			mode = reportByDay
-		}
 		var entries []ordersync.ReportEntry
 		read := func(what, query string, each func(r reportRow), args ...any) error {
 			rows, err := tx.QueryxContext(ctx, db.rebind(query), append([]any{params.Account, lo, hi}, args...)...)
@@ -183,52 +120,16 @@ func (db *DB) dailyTotals(ctx context.Context, params ordersync.DailyTotalsParam
 		// currency this binary does not know keeps the digits of its
 		// totals in the sum (ordersync.TallyDays), which the integers lost:
 		// its orders are read one by one too.
-		// unknown are the currencies of a figure's sums that this binary
-		// does not know: their orders are read one by one.
-		unknown := map[string]bool{}
-		readRest := func(what, rowsSQL string, each func(r reportRow)) error {
-			for _, currency := range slices.Sorted(maps.Keys(unknown)) {
-				if err := read(what, rowsSQL+reportCurrencySQL, each, currency); err != nil {
-					return err
-				}
-			}
-			clear(unknown)
-			return read(what, rowsSQL+reportUnsummedSQL, each)
-		}
-		// bucketed reads a figure's orders with a total_minor as the
-		// database's sums per quarter hour, and the others one by one.
-		bucketed := func(what, at, kind, from, rowsSQL string, each func(r reportRow)) error {
-			var got []reportBucket
-			start := days[0].Start.Unix()
-			if err := tx.SelectContext(ctx, &got, db.rebind(db.reportBucketsSQL(at, kind, from)), start, params.Account, lo, hi); err != nil {
-				return fmt.Errorf("%s: %w", what, err)
-			}
-			for _, b := range got {
-				if _, ok := ordersync.MinorUnits(b.Currency); !ok {
-					unknown[b.Currency] = true
-					continue
-				}
-				entries = append(entries, ordersync.ReportEntry{Kind: ordersync.ReportKind(b.Kind), At: time.Unix(start+b.Bucket*quarterHour, 0),
-					Currency: b.Currency, Total: ordersync.AmountFromMinor(b.Minor, ordersync.MinorScale(b.Currency)), Count: b.N})
-			}
-			return readRest(what, rowsSQL, each)
-		}
 		summed := func(what, column, rowsSQL string, kind ordersync.ReportKind) error {
-			switch mode {
-			case reportOneByOne:
+			if !sums {
 				return read(what, rowsSQL, entry(kind))
-			case reportByBuckets:
-				from := reportCreatedFrom
-				if column == "paid_at" {
-					from = reportPaidFrom
-				}
-				return bucketed(what, column, fmt.Sprint(int(kind)), from, rowsSQL, entry(kind))
 			}
 			stmt, err := tx.PreparexContext(ctx, db.rebind(reportSumsSQL(column)))
 			if err != nil {
 				return fmt.Errorf("%s: %w", what, err)
 			}
 			defer stmt.Close()
+			unknown := map[string]bool{}
 			for _, d := range days {
 				var got []reportSum
 				if err := stmt.SelectContext(ctx, &got, params.Account, dbTime(d.Start), dbTime(d.End)); err != nil {
@@ -243,7 +144,12 @@ func (db *DB) dailyTotals(ctx context.Context, params ordersync.DailyTotalsParam
 						Total: ordersync.AmountFromMinor(s.Minor, ordersync.MinorScale(s.Currency)), Count: s.N})
 				}
 			}
-			return readRest(what, rowsSQL, entry(kind))
+			for _, currency := range slices.Sorted(maps.Keys(unknown)) {
+				if err := read(what, rowsSQL+reportCurrencySQL, entry(kind), currency); err != nil {
+					return err
+				}
+			}
+			return read(what, rowsSQL+reportUnsummedSQL, entry(kind))
 		}
 		if err := summed("created", "created_at", reportCreatedSQL, ordersync.ReportCreated); err != nil {
 			return err
@@ -251,7 +157,10 @@ func (db *DB) dailyTotals(ctx context.Context, params ordersync.DailyTotalsParam
 		if err := summed("paid", "paid_at", reportPaidSQL, ordersync.ReportPaid); err != nil {
 			return err
 		}
-		cancelled := func(r reportRow) {
+		if err := read("finalized", reportFinalizedSQL, entry(ordersync.ReportFinalized)); err != nil {
+			return err
+		}
+		err := read("cancelled", reportCancelledSQL, func(r reportRow) {
 			switch {
 			case r.PaidAt == nil:
 				entry(ordersync.ReportCancelled)(r)
@@ -259,38 +168,14 @@ func (db *DB) dailyTotals(ctx context.Context, params ordersync.DailyTotalsParam
 				entry(ordersync.ReportReversed)(r)
 			}
 			// Cancelled before a payment learned later: neither.
-		}
-		if mode == reportByBuckets {
-			if err := bucketed("finalized", "h.at", fmt.Sprint(int(ordersync.ReportFinalized)), reportFinalizedFrom, reportFinalizedSQL,
-				entry(ordersync.ReportFinalized)); err != nil {
-				return err
-			}
-			if err := bucketed("cancelled", "h.at", reportCancelledKind, reportCancelledFrom, reportCancelledSQL, cancelled); err != nil {
-				return err
-			}
-		} else {
-			if err := read("finalized", reportFinalizedSQL, entry(ordersync.ReportFinalized)); err != nil {
-				return err
-			}
-			if err := read("cancelled", reportCancelledSQL, cancelled); err != nil {
-				return err
-			}
+		})
+		if err != nil {
+			return err
 		}
 		out = ordersync.DailyTotals{TZ: loc.String(), Days: ordersync.TallyDays(days, entries)}
 		return nil
 	})
 	return out, err
-}
-
-// onQuarterHours reports whether every day starts and ends on a quarter
-// hour of UTC, so that it is a run of whole buckets.
-func onQuarterHours(days []ordersync.DaySpan) bool {
-	for _, d := range days {
-		if d.Start.Unix()%quarterHour != 0 || d.End.Unix()%quarterHour != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // reportZoneSQL reads the account's orders backwards by row id

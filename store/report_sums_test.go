@@ -1,14 +1,10 @@
 package store
 
 import (
-	"archive/zip"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"path/filepath"
 	"reflect"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -72,7 +68,7 @@ func TestDailyTotalsSums(t *testing.T) {
 				if i%c.every != 0 {
 					continue
 				}
-				at := created.Add(time.Duration(rng.IntN(6*3600)) * time.Second).Truncate(quarterHour * time.Second)
+				at := created.Add(time.Duration(rng.IntN(6*3600)) * time.Second).Truncate(15 * time.Minute)
 				if rng.IntN(2) == 0 {
 					at = at.Add(time.Duration(rng.IntN(900000000)) * time.Microsecond)
 				}
@@ -132,7 +128,7 @@ func TestDailyTotalsSums(t *testing.T) {
 			from, _ := ordersync.ParseDate(c.from)
 			to, _ := ordersync.ParseDate(c.to)
 			params := ordersync.DailyTotalsParams{Account: ordersync.DefaultAccount, From: from, To: to, Location: loc}
-			want, err := db.dailyTotals(ctx, params, reportOneByOne)
+			want, err := db.dailyTotals(ctx, params, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,102 +144,41 @@ func TestDailyTotalsSums(t *testing.T) {
 			if slices.Contains(figures[:], 0) {
 				t.Fatalf("%s from %s: a figure counts nothing (created, paid, cancelled, finalized, reversed: %v)", c.zone, c.from, figures)
 			}
-			for _, mode := range []reportMode{reportByDay, reportByBuckets} {
-				summed, err := db.dailyTotals(ctx, params, mode)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !reflect.DeepEqual(summed, want) {
-					for j := range min(len(summed.Days), len(want.Days)) {
-						if summed.Days[j] != want.Days[j] {
-							t.Errorf("%s, mode %d: summed %+v, one by one %+v", c.zone, mode, summed.Days[j], want.Days[j])
-						}
+			summed, err := db.dailyTotals(ctx, params, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(summed, want) {
+				for j := range min(len(summed.Days), len(want.Days)) {
+					if summed.Days[j] != want.Days[j] {
+						t.Errorf("%s: summed %+v, one by one %+v", c.zone, summed.Days[j], want.Days[j])
 					}
-					t.Fatalf("%s from %s, mode %d: the sums (%d days) differ from the orders read one by one (%d days)", c.zone, c.from, mode, len(summed.Days), len(want.Days))
 				}
+				t.Fatalf("%s from %s: the sums (%d days) differ from the orders read one by one (%d days)", c.zone, c.from, len(summed.Days), len(want.Days))
 			}
 		}
 	})
 }
 
 // TestDailyTotalsSumsPlan checks that SQLite sums the created and paid
-// figures from migration 00015's indexes alone (by day and by buckets), and finds the default zone
+// figures from migration 00015's indexes alone, and finds the default zone
 // without reading the account's every order.
 func TestDailyTotalsSumsPlan(t *testing.T) {
 	db := openDB(t, sqliteURL(t))
 	for query, index := range map[string]string{reportSumsSQL("created_at"): "COVERING INDEX orders_report_created",
-		reportSumsSQL("paid_at"): "COVERING INDEX orders_report_paid", reportZoneSQL: "INDEX orders_account_id",
-		db.reportBucketsSQL("created_at", "0", reportCreatedFrom): "COVERING INDEX orders_report_created",
-		db.reportBucketsSQL("paid_at", "1", reportPaidFrom):       "COVERING INDEX orders_report_paid"} {
+		reportSumsSQL("paid_at"): "COVERING INDEX orders_report_paid", reportZoneSQL: "INDEX orders_account_id"} {
 		var plan []struct {
 			ID     int    `db:"id"`
 			Parent int    `db:"parent"`
 			NotUse int    `db:"notused"`
 			Detail string `db:"detail"`
 		}
-		args := []any{"a", time.Now(), time.Now()}
-		if strings.Count(query, "?") == 4 { // the buckets' start first
-			args = append([]any{int64(0)}, args...)
-		}
-		args = args[:strings.Count(query, "?")]
+		args := []any{"a", time.Now(), time.Now()}[:strings.Count(query, "?")]
 		if err := db.read.Select(&plan, "EXPLAIN QUERY PLAN "+query, args...); err != nil {
 			t.Fatal(err)
 		}
 		if s := fmt.Sprint(plan); !strings.Contains(s, "USING "+index) || strings.Contains(s, "TEMP B-TREE FOR ORDER BY") {
 			t.Errorf("%s\nplan %+v, want it to use %s", query, plan, index)
 		}
-	}
-}
-
-// TestZoneOffsetsQuarterHours: in Go's time zone database every zone's
-// offset from UTC since 1980 is a whole number of quarter hours, so the
-// report's days are runs of whole buckets (the last exception,
-// Pacific/Kiritimati's -10:40, ended in 1979); a day that is not (a local
-// mean time of the past) is read by day instead.
-func TestZoneOffsetsQuarterHours(t *testing.T) {
-	z, err := zip.OpenReader(filepath.Join(runtime.GOROOT(), "lib", "time", "zoneinfo.zip"))
-	if err != nil {
-		t.Skipf("Go's time zone database: %v", err)
-	}
-	defer z.Close()
-	zones := 0
-	for _, f := range z.File {
-		r, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(r)
-		r.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		loc, err := time.LoadLocationFromTZData(f.Name, data)
-		if err != nil {
-			continue // not a zone
-		}
-		zones++
-		// Offsets last months; every 6 hours finds each one.
-		for at := time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC); at.Year() < 2040; at = at.Add(6 * time.Hour) {
-			if _, off := at.In(loc).Zone(); off%quarterHour != 0 {
-				t.Errorf("%s is %+d s from UTC at %s: not a quarter hour", f.Name, off, at)
-				break
-			}
-		}
-	}
-	if zones < 400 {
-		t.Fatalf("only %d zones read", zones)
-	}
-	amsterdam, err := time.LoadLocation("Europe/Amsterdam") // +00:19:32 until 1937
-	if err != nil {
-		t.Fatal(err)
-	}
-	from, to := time.Date(1930, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1930, 1, 3, 0, 0, 0, 0, time.UTC)
-	if onQuarterHours(ordersync.ReportDays(from, to, amsterdam)) || !onQuarterHours(ordersync.ReportDays(from, to, time.UTC)) {
-		t.Error("onQuarterHours does not tell Amsterdam's days of 1930 from UTC's")
-	}
-	db := openDB(t, sqliteURL(t))
-	got, err := db.dailyTotals(context.Background(), ordersync.DailyTotalsParams{Account: "a", From: from, To: to, Location: amsterdam}, reportByBuckets)
-	if err != nil || got.TZ != "Europe/Amsterdam" {
-		t.Errorf("a report in Amsterdam's days of 1930: %+v, %v", got, err)
 	}
 }
