@@ -31,6 +31,10 @@ type Config struct {
 	DeadLetters ordersync.DeadLetters
 	Follower    ordersync.Follower
 	Replayer    ordersync.Replayer
+	// ReplayJobs keeps the console's replay jobs (every letter a filter
+	// matches, in the background); without it the console replays letters
+	// one at a time only.
+	ReplayJobs ordersync.ReplayJobs
 	// Metrics serves /metrics.
 	Metrics http.Handler
 	// Ready reports whether the service can take work (database and queue

@@ -69,7 +69,7 @@ func newActionsEnv(t *testing.T) *actionsEnv {
 	t.Cleanup(receiver.Close)
 	a.apiEnv = newAPIEnvWith(t, func(e *apiEnv, c *admin.Config) {
 		c.Tokens, c.Audit, c.Sessions, c.Exports = roleTokens, e.db, e.db, e.db
-		c.Endpoints, c.DeliveryDeadLetters, c.SecretGrace = e.db, e.db, time.Hour
+		c.Endpoints, c.DeliveryDeadLetters, c.SecretGrace, c.ReplayJobs = e.db, e.db, time.Hour, e.db
 		d, err := worker.NewDispatcher(worker.DispatcherConfig{Endpoints: e.db, DeadLetters: e.db, Log: e.db, Stream: e.queue})
 		if err != nil {
 			t.Fatal(err)
@@ -294,7 +294,7 @@ func TestConsoleDeadLetters(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("wait for job %d: %v %v", id, ok, err)
 	}
-	if job.Matched != 3 || job.Replayed != 2 || job.Failed != 1 || !strings.Contains(job.LastError, "other") || job.Running {
+	if job.Matched != 3 || job.Replayed != 2 || job.Failed != 1 || !strings.Contains(job.LastError, "other") || job.State != ordersync.JobFinished {
 		t.Errorf("job %+v: want 3 matched (the limit of the page does not bound it), 2 replayed, 1 failed (account other)", job)
 	}
 	resp, page = ops.do("GET", jobPath, nil)
@@ -349,6 +349,10 @@ func TestConsoleEndpoints(t *testing.T) {
 		}
 		recs = append(recs, rec)
 	}
+	// Two days back: in the 7-day window alone.
+	recs = append(recs, ordersync.DeliveryRecord{WebhookID: "wh-old", EndpointID: epID, Event: ordersync.HookOrderPaid,
+		Account: ordersync.DefaultAccount, OrderCode: "OrdOld", Outcome: ordersync.DeliveryDeadLettered, Attempts: 9, Status: 502,
+		At: time.Now().Add(-48 * time.Hour)})
 	if err := a.db.RecordDeliveries(ctx, recs); err != nil {
 		t.Fatal(err)
 	}
@@ -360,6 +364,23 @@ func TestConsoleEndpoints(t *testing.T) {
 	}
 	if strings.Contains(page, `action="/console/endpoints/`) || strings.Contains(html.UnescapeString(page), a.endpoint.Secret) {
 		t.Errorf("a viewer's page has action forms or the secret:\n%s", page)
+	}
+	// The window is in the URL: 7 days counts the old failure too, an hour
+	// what the default does here; a window the page does not offer is a 400
+	// that says which there are.
+	if resp, page := viewer.do("GET", "/console/endpoints?window=7d", nil); resp.StatusCode != 200 || !strings.Contains(page, "60.0 %") ||
+		!strings.Contains(page, "over the last 7 days") || !strings.Contains(page, `<option value="7d" selected>`) {
+		t.Errorf("endpoints page over 7 days: %d, want 60.0 %%:\n%s", resp.StatusCode, page)
+	}
+	if resp, page := viewer.do("GET", "/console/endpoints?window=1h", nil); resp.StatusCode != 200 || !strings.Contains(page, "75.0 %") ||
+		!strings.Contains(page, "over the last hour") {
+		t.Errorf("endpoints page over an hour: %d, want 75.0 %%:\n%s", resp.StatusCode, page)
+	}
+	for _, bad := range []string{"2h", "24", "7d%00", "-1h"} {
+		resp, page := viewer.do("GET", "/console/endpoints?window="+bad, nil)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "one of 24h, 1h, 7d") {
+			t.Errorf("window %q: %d, want 400 naming the windows:\n%s", bad, resp.StatusCode, page)
+		}
 	}
 
 	ops, csrf := signedIn(t, a.url, "ops-token")
@@ -376,8 +397,11 @@ func TestConsoleEndpoints(t *testing.T) {
 		t.Errorf("enable: %d, persisted %v", resp.StatusCode, err)
 	}
 
-	resp, page = ops.do("POST", "/console/endpoints/"+epID+"/test", form)
-	if resp.StatusCode != 200 || !strings.Contains(page, "delivered, HTTP 200") || a.received.Load() != 1 {
+	if _, page := ops.do("GET", "/console/endpoints?window=7d", nil); !strings.Contains(page, `action="/console/endpoints/`+epID+`/test?window=7d"`) {
+		t.Errorf("the action forms do not carry the window:\n%s", page)
+	}
+	resp, page = ops.do("POST", "/console/endpoints/"+epID+"/test?window=7d", form)
+	if resp.StatusCode != 200 || !strings.Contains(page, "delivered, HTTP 200") || a.received.Load() != 1 || !strings.Contains(page, "over the last 7 days") {
 		t.Errorf("test event: %d, %d received\n%s", resp.StatusCode, a.received.Load(), page)
 	}
 	resp, page = ops.do("POST", "/console/endpoints/"+epID+"/replay", url.Values{"csrf": {csrf}, "since": {"1h"}})
@@ -437,7 +461,7 @@ func TestReplayJobStopsAtClose(t *testing.T) {
 	<-a.gate.entered // the job holds the next
 	a.api.Close()
 	job, ok, err := a.api.WaitReplayJob(context.Background(), id)
-	if err != nil || !ok || job.Running || !job.Stopped || job.Matched != 3 || job.Replayed != 1 || job.Failed != 1 {
+	if err != nil || !ok || job.State != ordersync.JobStopped || job.Matched != 3 || job.Replayed != 1 || job.Failed != 1 {
 		t.Errorf("job after Close: %+v, %v %v; want stopped: 1 replayed, the one in hand given up", job, ok, err)
 	}
 	if got := a.replayCounts(t, ids); fmt.Sprint(got) != "[0 0 1]" {
@@ -448,5 +472,67 @@ func TestReplayJobStopsAtClose(t *testing.T) {
 	}
 	if _, resp := startJob(t, ops, csrf, ""); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("a job after Close: %d, want 503", resp.StatusCode)
+	}
+}
+
+// TestReplayJobAcrossProcesses: a job is in the mirror, so the console of
+// a process that did not start it shows it (progress, who started it,
+// which process runs it), so does a process started after it, and no
+// job starts beside it; once its process stops beating it reads as
+// interrupted and the next job starts.
+func TestReplayJobAcrossProcesses(t *testing.T) {
+	a := newActionsEnv(t)
+	ctx := context.Background()
+	a.addLetters(t, 2, ordersync.ReasonMalformed, ordersync.DefaultAccount)
+	other, err := a.db.StartReplayJob(ctx, ordersync.ReplayJob{Query: "reason=unresolved", Actor: "ana", Process: "elsewhere pid 7", Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	progress := ordersync.ReplayJobProgress{Matched: 5, Replayed: 2}
+	if err := a.db.BeatReplayJob(ctx, other.ID, progress, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	jobPath := fmt.Sprintf("/console/dead-letters/jobs/%d", other.ID)
+	ops, csrf := signedIn(t, a.url, "ops-token")
+	if _, page := ops.do("GET", "/console/dead-letters", nil); !strings.Contains(page, fmt.Sprintf("Job %d</a>: running, 2 of 5 replayed", other.ID)) {
+		t.Errorf("the Dead letters page does not list the other process's job:\n%s", page)
+	}
+	resp, page := ops.do("GET", jobPath, nil)
+	if resp.StatusCode != 200 || resp.Header.Get("Refresh") == "" || !strings.Contains(page, "Running") ||
+		!strings.Contains(page, `<dd id="job-process">elsewhere pid 7</dd>`) || !strings.Contains(page, "by ana") || !strings.Contains(page, `<dd id="job-replayed">2</dd>`) {
+		t.Errorf("the other process's job page: %d\n%s", resp.StatusCode, page)
+	}
+	if _, resp := startJob(t, ops, csrf, "reason=malformed"); resp.StatusCode != http.StatusConflict {
+		t.Errorf("a job beside another process's: %d, want 409", resp.StatusCode)
+	}
+
+	// A process started after the job (no tokens: loopback) shows it too.
+	later, err := admin.New(admin.Config{Orders: a.db, DeadLetters: a.db, ReplayJobs: a.db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(later.Close)
+	srv := httptest.NewServer(later)
+	t.Cleanup(srv.Close)
+	if _, page := newBrowser(t, srv.URL).do("GET", jobPath, nil); !strings.Contains(page, "elsewhere pid 7") || !strings.Contains(page, "Running") {
+		t.Errorf("a process started later does not show the job:\n%s", page)
+	}
+
+	// Its process dies: the last beat grows stale.
+	if err := a.db.BeatReplayJob(ctx, other.ID, progress, time.Now().Add(-ordersync.ReplayJobStale-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if resp, page := ops.do("GET", jobPath, nil); resp.Header.Get("Refresh") != "" || !strings.Contains(page, "Interrupted") {
+		t.Errorf("a job whose process stopped beating: Refresh %q\n%s", resp.Header.Get("Refresh"), page)
+	}
+	id, resp := startJob(t, ops, csrf, "reason=malformed")
+	if id == 0 {
+		t.Fatalf("a job after the interrupted one: %d", resp.StatusCode)
+	}
+	if job, _, err := a.api.WaitReplayJob(ctx, id); err != nil || job.State != ordersync.JobFinished || job.Replayed != 2 {
+		t.Errorf("the job after the interrupted one: %+v, %v", job, err)
+	}
+	if job, err := a.db.FindReplayJob(ctx, other.ID); err != nil || job.State != ordersync.JobInterrupted {
+		t.Errorf("the interrupted job as the mirror keeps it: %+v, %v", job, err)
 	}
 }

@@ -104,6 +104,10 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	if msg := h.text("p.message"); !strings.Contains(msg, "delivered, HTTP 200") || a.received.Load() != 1 {
 		t.Errorf("after the test event the page says %q; the endpoint received %d", msg, a.received.Load())
 	}
+	h.load("a 7-day window", chromedp.SetValue(chromedp.CSS("#window"), "7d"), chromedp.Click(chromedp.CSS("form.filters button")))
+	if hint := h.text("#window-hint"); !strings.Contains(hint, "last 7 days") {
+		t.Errorf("after choosing 7 days the page says %q", hint)
+	}
 
 	// A viewer: the same pages, no action form.
 	h.load("home", chromedp.Navigate(a.url+"/console/"))

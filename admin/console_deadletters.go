@@ -23,11 +23,12 @@ import (
 func (s *Server) routeConsoleDeadLetters() {
 	s.jobs = newReplayJobs()
 	on, replay := s.cfg.DeadLetters != nil, s.cfg.DeadLetters != nil && s.cfg.Replayer != nil
+	jobs := s.cfg.ReplayJobs != nil
 	s.mux.HandleFunc("GET /console/dead-letters", when(on, "dead letters", s.deadLettersPage))
 	s.mux.HandleFunc("GET /console/dead-letters/{id}", when(on, "dead letters", s.deadLetterPage))
-	s.mux.HandleFunc("GET /console/dead-letters/jobs/{id}", when(on, "dead letters", s.replayJobPage))
+	s.mux.HandleFunc("GET /console/dead-letters/jobs/{id}", when(on && jobs, "replay jobs", s.replayJobPage))
 	s.mux.HandleFunc("POST /console/dead-letters/{id}/replay", when(replay, "replay", s.consoleReplayDeadLetter))
-	s.mux.HandleFunc("POST /console/dead-letters/replay", when(replay, "replay", s.consoleReplayDeadLetters))
+	s.mux.HandleFunc("POST /console/dead-letters/replay", when(replay && jobs, "replay jobs", s.consoleReplayDeadLetters))
 }
 
 // maxLetterPage is the most letters the page lists at once: each row
@@ -74,17 +75,25 @@ type DeadLetterRow struct {
 	Created, Replayed     Moment
 }
 
-// JobView is a replay job as a page shows it.
+// JobView is a replay job as a page shows it, in the state it is in now.
 type JobView struct {
-	ReplayJob
-	Started, Ended Moment
+	ordersync.ReplayJob
+	State                         ordersync.ReplayJobState
+	Running, Stopped, Interrupted bool
+	Started, Ended, Beat          Moment
 	// ListURL is the Dead letters page of the job's filter.
 	ListURL string
 }
 
-func (s *Server) jobView(j ReplayJob, loc *time.Location) JobView {
-	return JobView{ReplayJob: j, Started: momentOf(j.Started, loc), Ended: momentOf(j.Ended, loc),
-		ListURL: "/console/dead-letters?" + j.Query}
+func (s *Server) jobView(j ordersync.ReplayJob, loc *time.Location) JobView {
+	state := j.StateAt(s.cfg.Clock())
+	v := JobView{ReplayJob: j, State: state, Running: state == ordersync.JobRunning, Stopped: state == ordersync.JobStopped,
+		Interrupted: state == ordersync.JobInterrupted, Started: momentOf(j.Started, loc), Ended: momentOf(j.Ended, loc),
+		Beat: momentOf(j.Beat, loc), ListURL: "/console/dead-letters?" + j.Query}
+	if state == ordersync.JobInterrupted && j.Ended.IsZero() {
+		v.Ended = v.Beat // as the mirror records it once another job starts
+	}
+	return v
 }
 
 func (s *Server) deadLettersPage(w http.ResponseWriter, r *http.Request) {
@@ -100,8 +109,15 @@ func (s *Server) showDeadLetters(w http.ResponseWriter, r *http.Request, q url.V
 	q = cloneValues(q)
 	view := &DeadLettersView{Query: q, Filter: q.Encode(), MayAct: s.mayAct(r),
 		Zone: ZoneSwitch{Mode: mode, Store: zoneName, Back: "/console/dead-letters?" + q.Encode()}}
-	for _, j := range s.replayJobList() {
-		view.Jobs = append(view.Jobs, s.jobView(j, loc))
+	if s.cfg.ReplayJobs != nil {
+		jobs, err := s.cfg.ReplayJobs.ListReplayJobs(ctx, keptJobs)
+		if err != nil {
+			s.fail(w, "list replay jobs", err, "")
+			return
+		}
+		for _, j := range jobs {
+			view.Jobs = append(view.Jobs, s.jobView(j, loc))
+		}
 	}
 	f, fields := ParseDeadLetterQuery(q)
 	if fields != nil {
@@ -253,7 +269,8 @@ func (s *Server) consoleReplayDeadLetters(w http.ResponseWriter, r *http.Request
 	job, err := s.startReplayJob(f, q.Encode(), actor)
 	if errors.Is(err, errJobRunning) {
 		s.showDeadLetters(w, r, q, http.StatusConflict,
-			fmt.Sprintf("Replay job %d is still running: wait for it to end, then start another.", job.ID))
+			fmt.Sprintf("Replay job %d is still running (started by %s on %s): wait for it to end, then start another.",
+				job.ID, job.Actor, job.Process))
 		return
 	}
 	if errors.Is(err, errClosing) {
@@ -270,21 +287,25 @@ func (s *Server) consoleReplayDeadLetters(w http.ResponseWriter, r *http.Request
 
 func (s *Server) replayJobPage(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	job, ok := s.replayJob(id)
-	if err != nil || !ok {
-		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no replay job %s in this process (jobs end with the process that ran them)",
-			r.PathValue("id")), nil)
+	if err != nil {
+		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no replay job %q", r.PathValue("id")), nil)
+		return
+	}
+	job, err := s.cfg.ReplayJobs.FindReplayJob(r.Context(), id)
+	if err != nil {
+		s.fail(w, "find replay job", err, fmt.Sprintf("no replay job %d", id))
 		return
 	}
 	zoneName := s.storeZone(r.Context(), s.cfg.Account)
 	loc, mode := s.zoneOf(r, zoneName)
-	if job.Running {
+	jv := s.jobView(job, loc)
+	if jv.Running {
 		w.Header().Set("Refresh", jobRefresh)
 	}
 	view := struct {
 		JobView
 		Zone ZoneSwitch
-	}{s.jobView(job, loc), ZoneSwitch{Mode: mode, Store: zoneName, Back: r.URL.Path}}
+	}{jv, ZoneSwitch{Mode: mode, Store: zoneName, Back: r.URL.Path}}
 	s.page(w, r, http.StatusOK, "replayjob.html", &Page{Title: fmt.Sprintf("Replay job %d", id), Data: view})
 }
 

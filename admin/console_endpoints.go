@@ -3,6 +3,7 @@ package admin
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -27,14 +28,47 @@ func (s *Server) routeConsoleEndpoints() {
 	s.mux.HandleFunc("POST /console/endpoints/{id}/replay", when(eps && dlv, deliveries, s.consoleReplayEndpoint))
 }
 
-// healthWindow is the period the Endpoints page judges endpoints by.
-const healthWindow = 24 * time.Hour
+// HealthWindow is a period the Endpoints page can judge endpoints by, as
+// its URL's window parameter names it.
+type HealthWindow struct {
+	Param, Label string
+	Period       time.Duration
+}
+
+// healthWindows are the periods the page offers; the first is the default.
+var healthWindows = []HealthWindow{
+	{"24h", "24 hours", 24 * time.Hour},
+	{"1h", "hour", time.Hour},
+	{"7d", "7 days", 7 * 24 * time.Hour},
+}
+
+// healthWindowOf reads the window parameter: absent is the default, an
+// unknown value an error naming the ones there are.
+func healthWindowOf(q url.Values) (HealthWindow, error) {
+	v := q.Get("window")
+	if v == "" {
+		return healthWindows[0], nil
+	}
+	names := make([]string, len(healthWindows))
+	for i, w := range healthWindows {
+		if w.Param == v {
+			return w, nil
+		}
+		names[i] = w.Param
+	}
+	return HealthWindow{}, fmt.Errorf("window %q is not a period the page offers: one of %s", v, strings.Join(names, ", "))
+}
 
 // EndpointsView is the Endpoints page.
 type EndpointsView struct {
-	Rows   []EndpointRow
-	Window string
-	MayAct bool
+	Rows []EndpointRow
+	// Window is the period the rates cover; Windows are those offered;
+	// Query carries a chosen one into the action forms' URLs ("" or
+	// "?window=7d").
+	Window  HealthWindow
+	Windows []HealthWindow
+	Query   string
+	MayAct  bool
 	// Secret is an endpoint's new secret, on the answer to its rotation
 	// and nowhere else.
 	Secret *NewSecret
@@ -71,19 +105,35 @@ func (s *Server) showEndpoints(w http.ResponseWriter, r *http.Request, status in
 	ctx := r.Context()
 	zoneName := s.storeZone(ctx, s.cfg.Account)
 	loc, mode := s.zoneOf(r, zoneName)
+	window, err := healthWindowOf(r.URL.Query())
+	if err != nil && r.Method != http.MethodGet {
+		// An action's answer: what the action did is the news, and the
+		// forms only ever carry a window the page offers.
+		window, err = healthWindows[0], nil
+	}
+	if err != nil {
+		view := &EndpointsView{Window: healthWindows[0], Windows: healthWindows,
+			Zone: ZoneSwitch{Mode: mode, Store: zoneName, Back: "/console/endpoints"}}
+		s.page(w, r, http.StatusBadRequest, "endpoints.html", &Page{Title: "Endpoints", Message: "Window: " + err.Error(), Data: view})
+		return
+	}
+	query := ""
+	if window != healthWindows[0] {
+		query = "?" + url.Values{"window": {window.Param}}.Encode()
+	}
 	eps, err := s.cfg.Endpoints.ListEndpoints(ctx)
 	if err != nil {
 		s.fail(w, "list endpoints", err, "")
 		return
 	}
 	now := s.cfg.Clock()
-	health, err := s.cfg.Orders.DeliveryHealth(ctx, now.Add(-healthWindow))
+	health, err := s.cfg.Orders.DeliveryHealth(ctx, now.Add(-window.Period))
 	if err != nil {
 		s.fail(w, "read endpoint health", err, "")
 		return
 	}
-	view := &EndpointsView{Window: "24 hours", MayAct: s.mayAct(r),
-		Zone: ZoneSwitch{Mode: mode, Store: zoneName, Back: "/console/endpoints"}}
+	view := &EndpointsView{Window: window, Windows: healthWindows, Query: query, MayAct: s.mayAct(r),
+		Zone: ZoneSwitch{Mode: mode, Store: zoneName, Back: "/console/endpoints" + query}}
 	for _, ep := range eps {
 		h := health[ep.ID]
 		row := EndpointRow{ID: ep.ID, URL: ep.URL, Description: ep.Description, Source: string(ep.Source),

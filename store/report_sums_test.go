@@ -35,7 +35,7 @@ func TestDailyTotalsSums(t *testing.T) {
 		col := func(name string) int { return slices.Index(columns, name) }
 		insert := rowsSQL{prefix: "INSERT INTO orders (" + strings.Join(columns, ", ") + ")" + overriding + " VALUES ", cols: len(columns)}
 		currencies := []string{"USD", "EUR", "KWD", "JPY", "ZZZ", "ZZY"}
-		var rows [][]any
+		var rows, history [][]any
 		add := func(i int, created time.Time) {
 			o := makeBenchQueryOrder(rng, i, 1000000)
 			v := append(o.values, nil, nil)
@@ -59,6 +59,24 @@ func TestDailyTotalsSums(t *testing.T) {
 			}
 			v[col("minor_units")], v[col("total_minor")] = places, minorAmount(total, currency)
 			rows = append(rows, v)
+			// Cancellations (before and after the payment, some twice) and
+			// finalizations (some twice), on and just off quarter hours.
+			for _, c := range []struct {
+				every  int
+				status ordersync.Status
+			}{{3, ordersync.StatusCancelled}, {5, ordersync.StatusFinalized}} {
+				if i%c.every != 0 {
+					continue
+				}
+				at := created.Add(time.Duration(rng.IntN(6*3600)) * time.Second).Truncate(15 * time.Minute)
+				if rng.IntN(2) == 0 {
+					at = at.Add(time.Duration(rng.IntN(900000000)) * time.Microsecond)
+				}
+				history = append(history, []any{int64(i), "PENDING", string(c.status), 2, dbTime(at), "fetch"})
+				if i%(4*c.every) == 0 {
+					history = append(history, []any{int64(i), "PAID", string(c.status), 3, dbTime(at.Add(-time.Hour)), "fetch"})
+				}
+			}
 		}
 		i := 1
 		for _, span := range [][2]string{{"2026-03-06T00:00:00Z", "2026-03-11T00:00:00Z"}, {"2026-03-27T00:00:00Z", "2026-04-01T00:00:00Z"},
@@ -82,12 +100,18 @@ func TestDailyTotalsSums(t *testing.T) {
 					return err
 				}
 			}
+			changes := rowsSQL{prefix: "INSERT INTO status_history (order_row, from_status, to_status, fetch_seq, at, cause) VALUES ", cols: 6}
+			for chunk := range slices.Chunk(history, 500) {
+				if err := db.execRows(ctx, tx, changes, chunk); err != nil {
+					return err
+				}
+			}
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%d orders", len(rows))
+		t.Logf("%d orders, %d status changes", len(rows), len(history))
 		for _, c := range []struct{ zone, from, to string }{
 			{"America/New_York", "2026-03-06", "2026-03-11"},
 			{"America/New_York", "2026-10-30", "2026-11-03"},
@@ -104,16 +128,25 @@ func TestDailyTotalsSums(t *testing.T) {
 			from, _ := ordersync.ParseDate(c.from)
 			to, _ := ordersync.ParseDate(c.to)
 			params := ordersync.DailyTotalsParams{Account: ordersync.DefaultAccount, From: from, To: to, Location: loc}
-			summed, err := db.dailyTotals(ctx, params, true)
-			if err != nil {
-				t.Fatal(err)
-			}
 			want, err := db.dailyTotals(ctx, params, false)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(want.Days) == 0 {
 				t.Fatalf("%s %s: no days", c.zone, c.from)
+			}
+			var figures [5]int
+			for _, d := range want.Days {
+				for k, tl := range []ordersync.Tally{d.Created, d.Paid, d.Cancelled, d.Finalized, d.Reversed} {
+					figures[k] += tl.Count
+				}
+			}
+			if slices.Contains(figures[:], 0) {
+				t.Fatalf("%s from %s: a figure counts nothing (created, paid, cancelled, finalized, reversed: %v)", c.zone, c.from, figures)
+			}
+			summed, err := db.dailyTotals(ctx, params, true)
+			if err != nil {
+				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(summed, want) {
 				for j := range min(len(summed.Days), len(want.Days)) {
@@ -128,7 +161,7 @@ func TestDailyTotalsSums(t *testing.T) {
 }
 
 // TestDailyTotalsSumsPlan checks that SQLite sums the created and paid
-// figures from migration 00014's indexes alone, and finds the default zone
+// figures from migration 00015's indexes alone, and finds the default zone
 // without reading the account's every order.
 func TestDailyTotalsSumsPlan(t *testing.T) {
 	db := openDB(t, sqliteURL(t))
