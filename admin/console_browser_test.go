@@ -39,10 +39,12 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// headless is a chromium of its own for t, with a fresh profile, and the
-// errors its pages report: uncaught exceptions, console.error calls and
-// the browser's error log (a blocked inline script or style among them),
-// but failed loads, whose statuses the tests check themselves.
+// headless is a browser context of its own for t (cookies, storage and
+// cache apart, as a fresh profile had them) in the chromium the tests
+// share, and the errors its pages report: uncaught exceptions,
+// console.error calls and the browser's error log (a blocked inline script
+// or style among them), but failed loads, whose statuses the tests check
+// themselves.
 type headless struct {
 	t    *testing.T
 	ctx  context.Context
@@ -52,22 +54,60 @@ type headless struct {
 
 func newHeadless(t *testing.T) *headless {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)),
-		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
+	ctx, cancel := chromedp.NewContext(sharedChromium(t), chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
 	h := &headless{t: t, ctx: ctx}
-	// The first Run starts the browser; it must not carry a timeout.
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 860)); err != nil {
-		t.Fatalf("start chromium: %v", err)
+		t.Fatalf("open a browser context: %v", err)
 	}
 	if err := chromedp.Listen(ctx, h.watch); err != nil {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// shared is the one chromium of the browser tests, started by the first
+// of them and stopped by TestMain: a browser context costs a tab, a
+// browser about two seconds of start.
+var shared struct {
+	once sync.Once
+	ctx  context.Context
+	err  error
+	stop func()
+}
+
+func sharedChromium(t *testing.T) context.Context {
+	t.Helper()
+	exe := chromium(t)
+	shared.once.Do(func() {
+		dir, err := os.MkdirTemp("", "ordersync-chromium-")
+		if err != nil {
+			shared.err = err
+			return
+		}
+		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe),
+			chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(dir),
+			chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true))
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(actx)
+		shared.ctx, shared.stop = ctx, func() { cancel(); cancelAlloc(); os.RemoveAll(dir) }
+		// The first Run starts the browser; it must not carry a timeout.
+		shared.err = chromedp.Do(ctx)
+	})
+	if shared.err != nil {
+		t.Fatalf("start chromium: %v", shared.err)
+	}
+	return shared.ctx
+}
+
+// TestMain stops the shared chromium after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.stop != nil {
+		shared.stop()
+	}
+	os.Exit(code)
 }
 
 func (h *headless) watch(ev any) {
@@ -303,7 +343,8 @@ func (h *headless) download(sel string) []byte {
 	progress := chromedp.BrowserEvents(ctx, cdpbrowser.DownloadProgress)
 	events := true
 	if _, err := chromedp.CallBrowser(ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
-		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: &events}); err != nil {
+		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: &events,
+		BrowserContextID: chromedp.FromContext(h.ctx).BrowserContextID}); err != nil {
 		h.t.Fatalf("allow downloads: %v", err)
 	}
 	h.do("click "+sel, chromedp.Click(chromedp.CSS(sel)))

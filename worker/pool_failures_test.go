@@ -5,11 +5,14 @@ package worker_test
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/sim"
+	"github.com/ordersync/ordersync/store"
 	"github.com/ordersync/ordersync/worker"
 )
 
@@ -25,9 +28,14 @@ func TestPoolUnresolved(t *testing.T) {
 	}
 	e.publish(t, e.webhook("990001", ordersync.EventCreated), e.webhook(late.OrderID, ordersync.EventCreated))
 	delays := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond, 400 * time.Millisecond}
-	e.startPool(t, e.newSyncer(t, nil, nil), func(c *worker.PoolConfig) { c.UnresolvedRetryDelays = delays })
+	missed := &missSignal{DB: e.db, id: late.OrderID, missed: make(chan struct{})}
+	e.startPool(t, e.newSyncer(t, nil, nil), func(c *worker.PoolConfig) { c.UnresolvedRetryDelays, c.Mirror = delays, missed })
 
-	time.Sleep(150 * time.Millisecond) // the first try of both has failed
+	select { // the first try of the late order has failed
+	case <-missed.missed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pool never looked the late order up")
+	}
 	if err := e.db.RecordOrderRef(context.Background(), ordersync.OrderRef{
 		Account: ordersync.DefaultAccount, Code: late.OrderCode, ID: late.OrderID,
 	}); err != nil {
@@ -46,6 +54,23 @@ func TestPoolUnresolved(t *testing.T) {
 	if n := len(e.deadLetters(t, "")); n != 1 {
 		t.Errorf("%d dead letters in all, want 1", n)
 	}
+}
+
+// missSignal is the mirror, closing missed once a lookup of id's order
+// code found nothing.
+type missSignal struct {
+	*store.DB
+	id     ordersync.ID
+	once   sync.Once
+	missed chan struct{}
+}
+
+func (m *missSignal) ResolveOrderCode(ctx context.Context, ref ordersync.OrderRef) (string, error) {
+	code, err := m.DB.ResolveOrderCode(ctx, ref)
+	if ref.ID == m.id && errors.Is(err, ordersync.ErrNotFound) {
+		m.once.Do(func() { close(m.missed) })
+	}
+	return code, err
 }
 
 // TestPoolDeadLetters: permanent failures end as dead letters with their
@@ -151,7 +176,10 @@ func TestPoolBreakerOutage(t *testing.T) {
 		return counterValue(t, e.reg, "ordersync_upstream_breaker_open", nil) == 1 &&
 			counterValue(t, e.reg, "ordersync_fetch_requests_total", map[string]string{"outcome": "breaker_open"}) > 0
 	})
-	time.Sleep(500 * time.Millisecond) // a few open periods and failed probes
+	// A window of a few open periods and failed probes that proves no
+	// event is dead-lettered during the outage: what must not happen has
+	// no signal to wait for.
+	time.Sleep(500 * time.Millisecond)
 	if n := len(e.deadLetters(t, "")); n != 0 {
 		t.Fatalf("%d dead letters during an outage, want none", n)
 	}

@@ -194,6 +194,8 @@ type chaosRun struct {
 	hook          *fulfilment.Endpoint
 	faultsStopped time.Time
 
+	admission admission // wakes the admin API's clients on a success
+
 	mu        sync.Mutex
 	confirmed map[string]bool // order codes the admin API answered
 	// lastKill is when the pipeline was last killed: events it held
@@ -442,20 +444,15 @@ func chaosOrderParams(i int, rng *rand.Rand) ordersync.PaymentLinkParams {
 	return p
 }
 
-// createOrders posts each order to the admin API, 16 at a time, retrying
-// while the pipeline is down or the service answers 5xx/429.
+// createOrders posts each order to the admin API, the whole batch at
+// once, retrying while the pipeline is down or the service answers
+// 5xx/429.
 func (r *chaosRun) createOrders(ctx context.Context, params []ordersync.PaymentLinkParams) ([]string, error) {
 	codes := make([]string, len(params))
 	errs := make([]error, len(params))
-	sem := make(chan struct{}, 16)
 	var wg sync.WaitGroup
 	for i := range params {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			codes[i], errs[i] = r.createOrder(ctx, params[i])
-		}()
+		wg.Go(func() { codes[i], errs[i] = r.createOrder(ctx, params[i]) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -468,7 +465,7 @@ var chaosHTTP = &http.Client{Timeout: 30 * time.Second}
 
 func (r *chaosRun) createOrder(ctx context.Context, p ordersync.PaymentLinkParams) (string, error) {
 	var res ordersync.PaymentLinkResult
-	err := retryAdmin(ctx, &r.rep.CreateRetries, func() (int, error) {
+	err := retryAdmin(ctx, &r.admission, &r.rep.CreateRetries, func() (int, error) {
 		return r.adminCall(ctx, "/v1/payment-links", p, &res)
 	})
 	if err != nil {
@@ -482,26 +479,63 @@ func (r *chaosRun) createOrder(ctx context.Context, p ordersync.PaymentLinkParam
 }
 
 // retryAdmin calls do until it succeeds, retrying transport errors and 5xx
-// (the pipeline is down, or the service failed) with capped backoff; any
-// other answer is final.
-func retryAdmin(ctx context.Context, retries *int64, do func() (status int, err error)) error {
+// (the pipeline is down, or the service failed) with capped backoff, or
+// at once when another call through adm succeeded meanwhile; any other
+// answer is final.
+func retryAdmin(ctx context.Context, adm *admission, retries *int64, do func() (status int, err error)) error {
 	wait := 50 * time.Millisecond
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
+		through := adm.next()
 		status, err := do()
 		if err == nil {
+			adm.succeeded()
 			return nil
 		}
 		if (status != 0 && status < 500) || time.Now().After(deadline) {
 			return err
 		}
 		atomic.AddInt64(retries, 1)
+		t := time.NewTimer(wait/2 + rand.N(wait/2))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return errors.Join(err, ctx.Err())
-		case <-time.After(wait/2 + rand.N(wait/2)):
+		case <-through:
+			t.Stop()
+		case <-t.C:
 		}
 		wait = min(2*wait, time.Second)
+	}
+}
+
+// admission tells the clients of the admin API that one of them got
+// through. The pipeline refuses link creation at once (503) while its
+// upstream's Retry-After gate is closed, and under the simulator's 429s
+// the gate opens only for moments: clients each waiting out their own
+// backoff missed most of them, and creation took most of the run.
+type admission struct {
+	mu      sync.Mutex
+	through chan struct{} // closed by the next success
+}
+
+// next is closed when a call next succeeds.
+func (a *admission) next() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.through == nil {
+		a.through = make(chan struct{})
+	}
+	return a.through
+}
+
+// succeeded wakes every client waiting to retry.
+func (a *admission) succeeded() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.through != nil {
+		close(a.through)
+		a.through = nil
 	}
 }
 
@@ -591,7 +625,7 @@ func (r *chaosRun) followOrphans(ctx context.Context) error {
 		r.orphans[o.OrderID] = true
 		var tracked json.RawMessage
 		var retries int64
-		if err := retryAdmin(ctx, &retries, func() (int, error) {
+		if err := retryAdmin(ctx, &r.admission, &retries, func() (int, error) {
 			return r.adminCall(ctx, "/v1/orders/track", admin.TrackRequest{OrderCode: o.OrderCode}, &tracked)
 		}); err != nil {
 			return fmt.Errorf("track orphan order %s: %w", o.OrderCode, err)

@@ -36,6 +36,10 @@ func TestMultiProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the multi-process test takes about a minute; skipped with -short")
 	}
+	// The lab's two runs spend most of their time waiting (for the
+	// consumer's AckWait, the reconciler's schedule, a lease), not
+	// computing: they wait side by side.
+	t.Parallel()
 	pg, natsURL := externalURLs(t)
 	opts := defaultMultiprocOptions()
 	opts.NATSURL, opts.DatabaseURL = natsURL, pg

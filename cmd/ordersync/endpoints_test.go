@@ -187,6 +187,9 @@ func TestFulfilmentOverHTTP(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// A window that proves no order.paid comes twice and no change comes
+	// out of order after the last PAID: what must not happen has no signal
+	// to wait for.
 	time.Sleep(500 * time.Millisecond)
 	ids := map[string]int{}
 	lastSeq := map[string]int64{}

@@ -48,6 +48,9 @@ func rejectedEventRows(t *testing.T, p *app.Program) int {
 // each with a different body, add no event log row; they are counted, per
 // minute and source, in a handful of rows of the rejection record.
 func TestUnsignedRequestsCostNoEventLogRows(t *testing.T) {
+	// It waits for the rejection counts' 10 s flush, computing little:
+	// beside the other waiting test.
+	t.Parallel()
 	st := startTestStack(t, app.StackOptions{})
 	const n, senders = 2000, 8
 	var next atomic.Int64

@@ -16,6 +16,9 @@ import (
 // database; one holds the reconciler's lease and makes every check, the
 // other makes none, and every order whose check came due is mirrored.
 func TestOneReconcilerAcrossProcesses(t *testing.T) {
+	// It waits out the schedule's first check (CheckFirstFetch) on the
+	// wall clock, computing little: beside the other waiting test.
+	t.Parallel()
 	simulator, programs := startDeployment(t, 2, "reconciler", "sk-reconcile", 5)
 	ctx := context.Background()
 	// Orders created through ordersync are recorded, never fetched; no
