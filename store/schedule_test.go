@@ -176,15 +176,17 @@ func TestTightenChecks(t *testing.T) {
 		}
 		at(1, 0)
 		want("created, clean record", ordersync.FirstCheckAfter("a"))
-		// An hour of evidence, found 2m after creation: the order was
-		// active within the window, so its check comes to the ramp now.
-		now := t0.Add(2 * time.Minute)
+		// An hour of evidence, found 5 s after creation: the order was
+		// active within the window, so its check comes to the dense
+		// schedule's first, 15 s after the activity, instead of the active
+		// tier's spread one (a minute or more after it).
+		now := t0.Add(5 * time.Second)
 		dense := ordersync.DenseChecks{Since: now.Add(-2 * time.Hour), Until: now.Add(time.Hour)}
 		n, err := db.TightenChecks(ctx, ordersync.DefaultAccount, dense, now)
 		if err != nil || n != 1 {
 			t.Fatalf("TightenChecks = %d, %v; want 1 order brought nearer", n, err)
 		}
-		want("tightened 2m after activity", 2*time.Minute+30*time.Second)
+		want("tightened 5 s after activity", ordersync.CheckDenseFirst)
 		if got, err := db.DenseChecks(ctx, ordersync.DefaultAccount); err != nil || !got.Until.Equal(dense.Until) {
 			t.Errorf("DenseChecks = %+v, %v; want until %v", got, err, dense.Until)
 		}
