@@ -137,6 +137,15 @@ func (c ReconcilerConfig) validate() error {
 type Reconciler struct {
 	cfg    ReconcilerConfig
 	budget *rate.Limiter
+	*reconcilerMetrics
+	ev evidence
+	// limitMu guards the budget in use (fitBudget).
+	limitMu    sync.Mutex
+	adjustedAt time.Time
+}
+
+// reconcilerMetrics are the reconciler's collectors.
+type reconcilerMetrics struct {
 	// checks counts checks by outcome; due and overdue are the backlog.
 	checks  *prometheus.CounterVec
 	due     prometheus.Gauge
@@ -145,24 +154,11 @@ type Reconciler struct {
 	// were due; evidenceSeen the evidence of lost webhooks by kind.
 	requests     *prometheus.CounterVec
 	evidenceSeen *prometheus.CounterVec
-	ev           evidence
-	// limitMu guards the budget in use (fitBudget).
-	limitMu     sync.Mutex
-	adjustedAt  time.Time
-	budgetGauge prometheus.Gauge
+	budgetGauge  prometheus.Gauge
 }
 
-// NewReconciler returns a reconciler.
-func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	r := &Reconciler{
-		cfg: cfg,
-		// A burst of one: the budget holds over any window, not only on
-		// average.
-		budget: rate.NewLimiter(rate.Limit(cfg.Budget), 1),
+func newReconcilerMetrics(reg prometheus.Registerer) (*reconcilerMetrics, error) {
+	m := &reconcilerMetrics{
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ordersync_reconcile_checks_total",
 			Help: "Orders the reconciler checked (re-fetched), by outcome (unchanged, changed, failed).",
@@ -188,34 +184,40 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 			Help: "Evidence that webhooks were lost, which tightens the schedule, by kind (missed_webhook, receiver_away, receiver_unavailable, all_refused, reconciler_start).",
 		}, []string{"kind"}),
 	}
-	var err error
-	if r.checks, err = collect.Register(cfg.Registerer, r.checks); err != nil {
-		return nil, fmt.Errorf("new reconciler: %w", err)
+	if err := collect.RegisterAll(reg, collect.Of(&m.checks), collect.Of(&m.due), collect.Of(&m.overdue),
+		collect.Of(&m.requests), collect.Of(&m.budgetGauge), collect.Of(&m.evidenceSeen)); err != nil {
+		return nil, err
 	}
+	// Every label value exists from the start, so alerts on increase() see
+	// the first one and dashboards show zero rather than nothing.
 	for _, o := range []string{checkUnchanged, checkChanged, checkFailed} {
-		r.checks.WithLabelValues(o)
-	}
-	if r.requests, err = collect.Register(cfg.Registerer, r.requests); err != nil {
-		return nil, fmt.Errorf("new reconciler: %w", err)
+		m.checks.WithLabelValues(o)
 	}
 	for _, reason := range ordersync.CheckReasons {
-		r.requests.WithLabelValues(string(reason))
-	}
-	if r.evidenceSeen, err = collect.Register(cfg.Registerer, r.evidenceSeen); err != nil {
-		return nil, fmt.Errorf("new reconciler: %w", err)
+		m.requests.WithLabelValues(string(reason))
 	}
 	for _, k := range evidenceKinds {
-		r.evidenceSeen.WithLabelValues(k)
+		m.evidenceSeen.WithLabelValues(k)
 	}
-	if r.budgetGauge, err = collect.Register(cfg.Registerer, r.budgetGauge); err != nil {
+	return m, nil
+}
+
+// NewReconciler returns a reconciler.
+func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m, err := newReconcilerMetrics(cfg.Registerer)
+	if err != nil {
 		return nil, fmt.Errorf("new reconciler: %w", err)
 	}
-	r.budgetGauge.Set(cfg.Budget)
-	if r.due, err = collect.Register(cfg.Registerer, r.due); err != nil {
-		return nil, fmt.Errorf("new reconciler: %w", err)
-	}
-	if r.overdue, err = collect.Register(cfg.Registerer, r.overdue); err != nil {
-		return nil, fmt.Errorf("new reconciler: %w", err)
-	}
-	return r, nil
+	m.budgetGauge.Set(cfg.Budget)
+	return &Reconciler{
+		cfg: cfg,
+		// A burst of one: the budget holds over any window, not only on
+		// average.
+		budget:            rate.NewLimiter(rate.Limit(cfg.Budget), 1),
+		reconcilerMetrics: m,
+	}, nil
 }
