@@ -39,8 +39,11 @@ type ReconcilerConfig struct {
 	// RetryDelay is how long a check that failed waits before it is tried
 	// again. Default 1m.
 	RetryDelay time.Duration
-	// Idle is how long the reconciler waits before it looks again when no
-	// check is due. Default 1s.
+	// Idle is the longest the reconciler sleeps when no check is due. It
+	// sleeps until the earliest check on the schedule, and wakes at once
+	// when this process brings a check forward (Tighten, a check made,
+	// Wake); a check that another process brings forward is found within
+	// Idle. Default 30s.
 	Idle time.Duration
 	// BacklogInterval is how often the backlog gauges are read from the
 	// schedule. Default 5s.
@@ -96,7 +99,7 @@ func (c ReconcilerConfig) withDefaults() ReconcilerConfig {
 		c.RetryDelay = time.Minute
 	}
 	if c.Idle == 0 {
-		c.Idle = time.Second
+		c.Idle = 30 * time.Second
 	}
 	if c.BacklogInterval == 0 {
 		c.BacklogInterval = 5 * time.Second
@@ -139,6 +142,8 @@ type Reconciler struct {
 	budget *rate.Limiter
 	*reconcilerMetrics
 	ev evidence
+	// wake tells a sleeping Run that a check may be due sooner (Wake).
+	wake chan struct{}
 	// limitMu guards the budget in use (fitBudget).
 	limitMu    sync.Mutex
 	adjustedAt time.Time
@@ -213,11 +218,51 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 		return nil, fmt.Errorf("new reconciler: %w", err)
 	}
 	m.budgetGauge.Set(cfg.Budget)
-	return &Reconciler{
+	r := &Reconciler{
 		cfg: cfg,
 		// A burst of one: the budget holds over any window, not only on
 		// average.
 		budget:            rate.NewLimiter(rate.Limit(cfg.Budget), 1),
 		reconcilerMetrics: m,
-	}, nil
+		wake:              make(chan struct{}, 1),
+	}
+	if cfg.Schedule != nil {
+		r.cfg.Schedule = wakingSchedule{cfg.Schedule, r.Wake}
+	}
+	return r, nil
+}
+
+// Wake tells a sleeping Run that a check may have become due sooner than
+// the schedule said when it went to sleep: a caller that brings checks
+// forward outside the reconciler calls it.
+func (r *Reconciler) Wake() {
+	select {
+	case r.wake <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+}
+
+// wakingSchedule wakes the reconciler whenever it brings checks forward,
+// so that Tighten and ObserveReceivers wake it whichever way they do.
+type wakingSchedule struct {
+	ordersync.CheckSchedule
+	wake func()
+}
+
+func (s wakingSchedule) PullCheck(ctx context.Context, account, code string, at time.Time) error {
+	err := s.CheckSchedule.PullCheck(ctx, account, code, at)
+	s.wake()
+	return err
+}
+
+func (s wakingSchedule) PullChecks(ctx context.Context, account string, activeSince, at time.Time, minGap time.Duration) ([]string, error) {
+	codes, err := s.CheckSchedule.PullChecks(ctx, account, activeSince, at, minGap)
+	s.wake()
+	return codes, err
+}
+
+func (s wakingSchedule) TightenChecks(ctx context.Context, account string, dense ordersync.DenseChecks, now time.Time) (int, error) {
+	n, err := s.CheckSchedule.TightenChecks(ctx, account, dense, now)
+	s.wake()
+	return n, err
 }
