@@ -256,6 +256,10 @@ type CheckBacklog struct {
 	Due int
 	// Oldest is when the most overdue of them was due; zero when none is.
 	Oldest time.Time
+	// Next is when the earliest check is due, whether it is due yet or
+	// not; zero when no order is on the schedule. The reconciler sleeps
+	// until then.
+	Next time.Time
 }
 
 // EventFilter selects event log rows, newest first.

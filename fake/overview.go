@@ -48,9 +48,7 @@ func (s *Store) Overview(_ context.Context, params ordersync.OverviewParams) (or
 			out.OldestWaiting = o.sync.FirstSeenAt
 		}
 	}
-	if due := s.dueOrders(p.Account, now); len(due) > 0 {
-		out.Checks = ordersync.CheckBacklog{Due: len(due), Oldest: *due[0].nextCheck}
-	}
+	out.Checks = s.checkBacklog(p.Account, now)
 	for _, r := range s.outbox {
 		if r.sent {
 			continue

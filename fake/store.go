@@ -584,11 +584,21 @@ func (s *Store) ClaimDueChecks(_ context.Context, account string, at time.Time, 
 func (s *Store) CheckBacklog(_ context.Context, account string, at time.Time) (ordersync.CheckBacklog, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	due := s.dueOrders(account, dbTime(at))
-	if len(due) == 0 {
-		return ordersync.CheckBacklog{}, nil
+	return s.checkBacklog(account, dbTime(at)), nil
+}
+
+// checkBacklog is CheckBacklog with s.mu held, which the overview shares.
+func (s *Store) checkBacklog(account string, at time.Time) ordersync.CheckBacklog {
+	var b ordersync.CheckBacklog
+	if due := s.dueOrders(account, at); len(due) > 0 {
+		b.Due, b.Oldest = len(due), *due[0].nextCheck
 	}
-	return ordersync.CheckBacklog{Due: len(due), Oldest: *due[0].nextCheck}, nil
+	for k, o := range s.orders {
+		if k.account == account && o.nextCheck != nil && (b.Next.IsZero() || o.nextCheck.Before(b.Next)) {
+			b.Next = *o.nextCheck
+		}
+	}
+	return b
 }
 
 // DeferCheck moves the check of an order still on the schedule to at.

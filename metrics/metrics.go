@@ -1,9 +1,10 @@
 // Package metrics builds the Prometheus registry ordersync exports and the
 // collectors that belong to no single pipeline stage: the mirror's orders by
 // status and the outbox's oldest unsent message. Each stage (webhook, queue,
-// and in worker the pool, syncer, relay, dispatcher, pruner) builds its own
-// collectors in one shape: a struct of them made by newXMetrics(reg), which
-// registers them all with RegisterAll; nothing here is global.
+// and in worker the pool, syncer, relay, dispatcher, pruner, reconciler)
+// builds its own collectors in one shape: a struct of them made by
+// newXMetrics(reg), which registers them all with RegisterAll; nothing here
+// is global.
 package metrics
 
 import (
@@ -108,11 +109,11 @@ func (c *OrdersCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Register registers c with reg, or returns the collector already
+// registerCollector registers c with reg, or returns the collector already
 // registered under the same description, so that stages sharing one
 // registry (several syncers, queues or receivers in one process) share
 // their collectors instead of failing.
-func Register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+func registerCollector[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
 	if err := reg.Register(c); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if errors.As(err, &are) {
@@ -134,7 +135,7 @@ type Field interface {
 type field[C prometheus.Collector] struct{ c *C }
 
 func (f field[C]) register(reg prometheus.Registerer) (err error) {
-	*f.c, err = Register(reg, *f.c)
+	*f.c, err = registerCollector(reg, *f.c)
 	return err
 }
 
@@ -144,7 +145,7 @@ func Of[C prometheus.Collector](c *C) Field { return field[C]{c} }
 // RegisterAll is the one way a stage registers its collectors, the last
 // step of its newMetrics(reg) (alertmanager's notify.NewMetrics is the
 // model): each field, given by its address, is registered with reg by
-// Register, and holds the collector already registered under its
+// registerCollector, and holds the collector already registered under its
 // description when there is one. A nil reg registers nothing: the
 // collectors count, and nobody reads them.
 func RegisterAll(reg prometheus.Registerer, fields ...Field) error {

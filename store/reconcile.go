@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -247,17 +249,20 @@ func (db *DB) checkBacklog(ctx context.Context, tx *sqlx.Tx, account string, now
 WHERE account = ? AND next_check_at IS NOT NULL AND next_check_at <= ?`), account, dbTime(now)); err != nil {
 		return backlog, err
 	}
-	if backlog.Due == 0 {
-		return backlog, nil
-	}
 	// MIN over a TIMESTAMP column comes back from SQLite as text, so
-	// the oldest is read by an ordered LIMIT 1 instead.
-	var oldest time.Time
-	if err := tx.GetContext(ctx, &oldest, db.rebind(`SELECT next_check_at FROM orders
+	// the earliest is read by an ordered LIMIT 1 instead.
+	var next time.Time
+	if err := tx.GetContext(ctx, &next, db.rebind(`SELECT next_check_at FROM orders
 WHERE account = ? AND next_check_at IS NOT NULL ORDER BY next_check_at LIMIT 1`), account); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return backlog, nil
+		}
 		return backlog, err
 	}
-	backlog.Oldest = oldest.UTC()
+	backlog.Next = next.UTC()
+	if backlog.Due > 0 {
+		backlog.Oldest = backlog.Next
+	}
 	return backlog, nil
 }
 

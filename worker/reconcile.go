@@ -39,8 +39,11 @@ type ReconcilerConfig struct {
 	// RetryDelay is how long a check that failed waits before it is tried
 	// again. Default 1m.
 	RetryDelay time.Duration
-	// Idle is how long the reconciler waits before it looks again when no
-	// check is due. Default 1s.
+	// Idle is the longest the reconciler sleeps when no check is due. It
+	// sleeps until the earliest check on the schedule, and wakes at once
+	// when this process brings a check forward (Tighten, a check made,
+	// Wake); a check that another process brings forward is found within
+	// Idle. Default 30s.
 	Idle time.Duration
 	// BacklogInterval is how often the backlog gauges are read from the
 	// schedule. Default 5s.
@@ -96,7 +99,7 @@ func (c ReconcilerConfig) withDefaults() ReconcilerConfig {
 		c.RetryDelay = time.Minute
 	}
 	if c.Idle == 0 {
-		c.Idle = time.Second
+		c.Idle = 30 * time.Second
 	}
 	if c.BacklogInterval == 0 {
 		c.BacklogInterval = 5 * time.Second
@@ -137,6 +140,17 @@ func (c ReconcilerConfig) validate() error {
 type Reconciler struct {
 	cfg    ReconcilerConfig
 	budget *rate.Limiter
+	*reconcilerMetrics
+	ev evidence
+	// wake tells a sleeping Run that a check may be due sooner (Wake).
+	wake chan struct{}
+	// limitMu guards the budget in use (fitBudget).
+	limitMu    sync.Mutex
+	adjustedAt time.Time
+}
+
+// reconcilerMetrics are the reconciler's collectors.
+type reconcilerMetrics struct {
 	// checks counts checks by outcome; due and overdue are the backlog.
 	checks  *prometheus.CounterVec
 	due     prometheus.Gauge
@@ -145,24 +159,11 @@ type Reconciler struct {
 	// were due; evidenceSeen the evidence of lost webhooks by kind.
 	requests     *prometheus.CounterVec
 	evidenceSeen *prometheus.CounterVec
-	ev           evidence
-	// limitMu guards the budget in use (fitBudget).
-	limitMu     sync.Mutex
-	adjustedAt  time.Time
-	budgetGauge prometheus.Gauge
+	budgetGauge  prometheus.Gauge
 }
 
-// NewReconciler returns a reconciler.
-func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	r := &Reconciler{
-		cfg: cfg,
-		// A burst of one: the budget holds over any window, not only on
-		// average.
-		budget: rate.NewLimiter(rate.Limit(cfg.Budget), 1),
+func newReconcilerMetrics(reg prometheus.Registerer) (*reconcilerMetrics, error) {
+	m := &reconcilerMetrics{
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ordersync_reconcile_checks_total",
 			Help: "Orders the reconciler checked (re-fetched), by outcome (unchanged, changed, failed).",
@@ -188,34 +189,80 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 			Help: "Evidence that webhooks were lost, which tightens the schedule, by kind (missed_webhook, receiver_away, receiver_unavailable, all_refused, reconciler_start).",
 		}, []string{"kind"}),
 	}
-	var err error
-	if r.checks, err = collect.Register(cfg.Registerer, r.checks); err != nil {
-		return nil, fmt.Errorf("new reconciler: %w", err)
+	if err := collect.RegisterAll(reg, collect.Of(&m.checks), collect.Of(&m.due), collect.Of(&m.overdue),
+		collect.Of(&m.requests), collect.Of(&m.budgetGauge), collect.Of(&m.evidenceSeen)); err != nil {
+		return nil, err
 	}
+	// Every label value exists from the start, so alerts on increase() see
+	// the first one and dashboards show zero rather than nothing.
 	for _, o := range []string{checkUnchanged, checkChanged, checkFailed} {
-		r.checks.WithLabelValues(o)
-	}
-	if r.requests, err = collect.Register(cfg.Registerer, r.requests); err != nil {
-		return nil, fmt.Errorf("new reconciler: %w", err)
+		m.checks.WithLabelValues(o)
 	}
 	for _, reason := range ordersync.CheckReasons {
-		r.requests.WithLabelValues(string(reason))
-	}
-	if r.evidenceSeen, err = collect.Register(cfg.Registerer, r.evidenceSeen); err != nil {
-		return nil, fmt.Errorf("new reconciler: %w", err)
+		m.requests.WithLabelValues(string(reason))
 	}
 	for _, k := range evidenceKinds {
-		r.evidenceSeen.WithLabelValues(k)
+		m.evidenceSeen.WithLabelValues(k)
 	}
-	if r.budgetGauge, err = collect.Register(cfg.Registerer, r.budgetGauge); err != nil {
+	return m, nil
+}
+
+// NewReconciler returns a reconciler.
+func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m, err := newReconcilerMetrics(cfg.Registerer)
+	if err != nil {
 		return nil, fmt.Errorf("new reconciler: %w", err)
 	}
-	r.budgetGauge.Set(cfg.Budget)
-	if r.due, err = collect.Register(cfg.Registerer, r.due); err != nil {
-		return nil, fmt.Errorf("new reconciler: %w", err)
+	m.budgetGauge.Set(cfg.Budget)
+	r := &Reconciler{
+		cfg: cfg,
+		// A burst of one: the budget holds over any window, not only on
+		// average.
+		budget:            rate.NewLimiter(rate.Limit(cfg.Budget), 1),
+		reconcilerMetrics: m,
+		wake:              make(chan struct{}, 1),
 	}
-	if r.overdue, err = collect.Register(cfg.Registerer, r.overdue); err != nil {
-		return nil, fmt.Errorf("new reconciler: %w", err)
+	if cfg.Schedule != nil {
+		r.cfg.Schedule = wakingSchedule{cfg.Schedule, r.Wake}
 	}
 	return r, nil
+}
+
+// Wake tells a sleeping Run that a check may have become due sooner than
+// the schedule said when it went to sleep: a caller that brings checks
+// forward outside the reconciler calls it.
+func (r *Reconciler) Wake() {
+	select {
+	case r.wake <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+}
+
+// wakingSchedule wakes the reconciler whenever it brings checks forward,
+// so that Tighten and ObserveReceivers wake it whichever way they do.
+type wakingSchedule struct {
+	ordersync.CheckSchedule
+	wake func()
+}
+
+func (s wakingSchedule) PullCheck(ctx context.Context, account, code string, at time.Time) error {
+	err := s.CheckSchedule.PullCheck(ctx, account, code, at)
+	s.wake()
+	return err
+}
+
+func (s wakingSchedule) PullChecks(ctx context.Context, account string, activeSince, at time.Time, minGap time.Duration) ([]string, error) {
+	codes, err := s.CheckSchedule.PullChecks(ctx, account, activeSince, at, minGap)
+	s.wake()
+	return codes, err
+}
+
+func (s wakingSchedule) TightenChecks(ctx context.Context, account string, dense ordersync.DenseChecks, now time.Time) (int, error) {
+	n, err := s.CheckSchedule.TightenChecks(ctx, account, dense, now)
+	s.wake()
+	return n, err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/ordersync/ordersync"
 )
@@ -27,6 +28,9 @@ func (r *Reconciler) Run(ctx context.Context) error {
 			for c := range work {
 				var rep ReconcileReport
 				r.check(ctx, c, r.reasonOf(c), r.admit, &rep, &sync.Mutex{}, nil)
+				// The check rescheduled the order, maybe sooner than the
+				// claim loop's sleep (the dense schedule).
+				r.Wake()
 				switch {
 				case rep.Failed == 0 || ctx.Err() != nil:
 				case IsOutage(rep.FirstError):
@@ -60,11 +64,11 @@ func (r *Reconciler) claimLoop(ctx context.Context, work chan<- ordersync.DueChe
 			if ctx.Err() == nil {
 				r.cfg.Logger.Error("claim due reconcile checks", "err", err)
 			}
-			_ = sleep(ctx, r.cfg.Idle)
+			_ = sleep(ctx, claimRetryWait)
 			continue
 		}
 		if len(due) == 0 {
-			_ = sleep(ctx, r.cfg.Idle)
+			r.idle(ctx)
 			continue
 		}
 		for _, c := range due {
@@ -76,6 +80,37 @@ func (r *Reconciler) claimLoop(ctx context.Context, work chan<- ordersync.DueChe
 		}
 	}
 	return nil
+}
+
+// claimRetryWait is how long the claim loop waits after a failed claim.
+const claimRetryWait = time.Second
+
+// minIdle keeps the claim loop from spinning when the schedule says a check
+// is due that a claim did not return (one another leader holds).
+const minIdle = 100 * time.Millisecond
+
+// idle sleeps until the earliest check on the schedule is due, at most
+// Idle, or until Wake.
+func (r *Reconciler) idle(ctx context.Context) {
+	wait := r.cfg.Idle
+	now := r.cfg.Clock()
+	b, err := r.cfg.Schedule.CheckBacklog(ctx, r.cfg.Account, now)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			r.cfg.Logger.Warn("read when the next reconcile check is due", "err", err)
+		}
+		wait = min(wait, claimRetryWait)
+	case !b.Next.IsZero():
+		wait = min(wait, max(b.Next.Sub(now), minIdle))
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-r.wake:
+	}
 }
 
 // backlogLoop keeps the due and overdue gauges current and reads the

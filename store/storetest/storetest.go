@@ -432,8 +432,8 @@ func testCheckSchedule(t *testing.T, s Store) {
 	if err := s.DeferCheck(ctx, account, "Due01", retryAt.Add(time.Hour)); err != nil {
 		t.Fatalf("DeferCheck: %v", err)
 	}
-	if b, _ := s.CheckBacklog(ctx, account, retryAt); b.Due != 0 {
-		t.Errorf("deferred check still due at retryAt: %+v", b)
+	if b, _ := s.CheckBacklog(ctx, account, retryAt); b.Due != 0 || !b.Oldest.IsZero() || !b.Next.Equal(retryAt.Add(time.Hour).Truncate(time.Microsecond)) {
+		t.Errorf("deferred check still due at retryAt, or not next at its new time: %+v", b)
 	}
 	if err := s.DeferCheck(ctx, account, "Due02", time.Now()); err != nil {
 		t.Fatalf("DeferCheck of a final order: %v", err)
