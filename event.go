@@ -154,6 +154,9 @@ const (
 	OutcomeIgnored      EventOutcome = "ignored"       // not a payment-link order
 	OutcomeRejected     EventOutcome = "rejected"      // refused with a 4xx, never queued
 	OutcomeDeadLettered EventOutcome = "dead_lettered" // a permanent failure, see dead letters
+	// OutcomeAlreadyFetched: acknowledged without a fetch, since the mirror
+	// held a fetch of the order sent after the event was received.
+	OutcomeAlreadyFetched EventOutcome = "already_fetched"
 )
 
 // EventRecord is one row of the event log: the back office's answer to "did

@@ -74,7 +74,10 @@ type ApplyParams struct {
 	Order *Order
 	// Seq was taken from AllocateFetchSeq before the fetch was sent. The
 	// apply takes effect only if Seq is greater than the mirror's FetchSeq.
-	Seq       int64
+	Seq int64
+	// FetchedAt is when the request that answered was sent, not when its
+	// answer came: whatever changed upstream before it is in Order (see
+	// LastFetchReader).
 	FetchedAt time.Time
 	Cause     Cause
 	// Events are the webhook events this fetch answers. They are written to
@@ -327,6 +330,28 @@ type Mirror interface {
 // it when the mirror has it, and one event at a time otherwise.
 type OrderCodesResolver interface {
 	ResolveOrderCodes(ctx context.Context, account string, ids []ID) (map[ID]string, error)
+}
+
+// LastFetchReader is a Mirror that also reads what it holds of an order's
+// last applied fetch. The worker pool reads it before fetching for a
+// webhook: a fetch sent after the webhook was received already saw its
+// change, so the webhook costs no request.
+type LastFetchReader interface {
+	// LastFetch is ErrNotFound for an order never fetched.
+	LastFetch(ctx context.Context, account, code string) (LastFetch, error)
+}
+
+// LastFetch is the mirror's record of an order's last applied fetch and of
+// its last status change.
+type LastFetch struct {
+	// At is SyncInfo.LastSyncedAt: when the request of the last applied
+	// fetch was sent (ApplyParams.FetchedAt).
+	At     time.Time
+	Status Status
+	// ChangedAt and ChangeCause are when and why the fetch that saw the
+	// last status change was made; zero before any status change.
+	ChangedAt   time.Time
+	ChangeCause Cause
 }
 
 // FetchSeqReader is a Mirror that reads the fetch sequence's current value

@@ -48,7 +48,8 @@ type Overview struct {
 	Params OverviewParams
 	// Webhooks are the event log's rows received in the window (every
 	// outcome); Mirrored, those of them whose order was fetched and
-	// mirrored (outcome synced).
+	// mirrored (outcome synced, or already_fetched: a fetch sent after
+	// their receipt had mirrored it).
 	Webhooks, Mirrored int
 	// Lag is the time from a webhook's receipt to the fetch that mirrored
 	// its order, over those of the newest MaxLagSamples mirrored webhooks

@@ -24,9 +24,12 @@ func (s *Store) Overview(_ context.Context, params ordersync.OverviewParams) (or
 			continue
 		}
 		out.Webhooks++
-		if e.Outcome == ordersync.OutcomeSynced {
+		switch e.Outcome {
+		case ordersync.OutcomeSynced:
 			out.Mirrored++
 			synced = append(synced, e)
+		case ordersync.OutcomeAlreadyFetched:
+			out.Mirrored++
 		}
 	}
 	slices.SortStableFunc(synced, func(a, b ordersync.EventRecord) int { return b.ReceivedAt.Compare(a.ReceivedAt) })

@@ -18,7 +18,7 @@ import (
 // the dead letters' of those pending, the delivery log's by end, the
 // pending delivery dead letters'. Endpoints are few.
 const (
-	overviewWebhooksSQL = `SELECT COUNT(*) AS webhooks, COALESCE(SUM(CASE WHEN outcome = 'synced' THEN 1 ELSE 0 END), 0) AS mirrored
+	overviewWebhooksSQL = `SELECT COUNT(*) AS webhooks, COALESCE(SUM(CASE WHEN outcome IN ('synced', 'already_fetched') THEN 1 ELSE 0 END), 0) AS mirrored
 FROM event_log WHERE account = ? AND received_at >= ? AND received_at <= ?`
 	// The newest mirrored webhooks first, then their orders: a join first
 	// would look up the order of every webhook of the window when few are

@@ -161,6 +161,33 @@ WHERE account = ? AND order_code = ? AND raw_document IS NOT NULL`), account, or
 	return m, nil
 }
 
+// LastFetch reads the order's last applied fetch and, from its status
+// history, its last status change: one indexed read.
+func (db *DB) LastFetch(ctx context.Context, account, code string) (ordersync.LastFetch, error) {
+	var r struct {
+		At        *time.Time `db:"last_synced_at"`
+		Status    string     `db:"status"`
+		ChangedAt *time.Time `db:"at"`
+		Cause     *string    `db:"cause"`
+	}
+	err := db.inReadTx(ctx, fmt.Sprintf("last fetch of %s/%s", account, code), func(tx *sqlx.Tx) error {
+		return tx.GetContext(ctx, &r, db.rebind(`SELECT o.last_synced_at, o.status, h.at, h.cause FROM orders o
+LEFT JOIN status_history h ON h.id = (SELECT MAX(id) FROM status_history WHERE order_row = o.id)
+WHERE o.account = ? AND o.order_code = ? AND o.raw_document IS NOT NULL`), account, code)
+	})
+	if err != nil {
+		return ordersync.LastFetch{}, err
+	}
+	if r.At == nil {
+		return ordersync.LastFetch{}, fmt.Errorf("last fetch of %s/%s: %w", account, code, ordersync.ErrNotFound)
+	}
+	lf := ordersync.LastFetch{At: *r.At, Status: ordersync.Status(r.Status)}
+	if r.ChangedAt != nil && r.Cause != nil {
+		lf.ChangedAt, lf.ChangeCause = *r.ChangedAt, ordersync.Cause(*r.Cause)
+	}
+	return lf, nil
+}
+
 // loadDetails fills the line items and metadata of orders, whose rows are
 // rows (one to one), with two queries per maxInParams orders.
 func (db *DB) loadDetails(ctx context.Context, tx *sqlx.Tx, rows []int64, orders []*ordersync.MirroredOrder) error {

@@ -21,7 +21,7 @@ const (
 	evidenceStart = "reconciler_start"
 )
 
-var evidenceKinds = []string{evidenceMissedWebhook, evidenceReceiverAway, evidenceUnavailable, evidenceAllRefused, evidenceStart}
+var evidenceKinds = []string{evidenceMissedWebhook, evidenceReceiverAway, evidenceUnavailable, evidenceAllRefused, evidenceStart, evidenceLateWebhook}
 
 // DefaultEvidenceWindow is how far back from the evidence an order's last
 // activity may be for the order to count as possibly affected: a webhook

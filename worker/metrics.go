@@ -121,6 +121,7 @@ type poolMetrics struct {
 	syncLag         prometheus.Histogram
 	pendingMessages prometheus.Gauge
 	coalesced       prometheus.Counter
+	answered        prometheus.Counter
 	fetchLimit      prometheus.Gauge
 }
 
@@ -143,13 +144,17 @@ func newPoolMetrics(reg prometheus.Registerer) (*poolMetrics, error) {
 			Name: "ordersync_worker_events_coalesced_total",
 			Help: "Events that joined a fetch already planned or running for their order instead of causing one.",
 		}),
+		answered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ordersync_worker_events_already_fetched_total",
+			Help: "Webhook events acknowledged without a fetch: the mirror already held a fetch of their order sent after their receipt.",
+		}),
 		fetchLimit: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ordersync_worker_fetch_limit",
 			Help: "Fetches the worker pool may run at once: its concurrency, less while it yields the CPU to the webhook receiver.",
 		}),
 	}
 	if err := collect.RegisterAll(reg, collect.Of(&m.deadLetters), collect.Of(&m.syncLag), collect.Of(&m.pendingMessages),
-		collect.Of(&m.coalesced), collect.Of(&m.fetchLimit)); err != nil {
+		collect.Of(&m.coalesced), collect.Of(&m.answered), collect.Of(&m.fetchLimit)); err != nil {
 		return nil, err
 	}
 	for _, reason := range []ordersync.DeadLetterReason{ordersync.ReasonUnknownOrder, ordersync.ReasonUnresolved,

@@ -80,6 +80,11 @@ type PoolConfig struct {
 	// unresolved for them are replayed. Orders that become known while a
 	// call runs come together in the next one.
 	OnOrdersKnown func(ctx context.Context, refs []ordersync.OrderRef)
+	// Evidence, when set, takes evidence that the account's webhooks may
+	// have been lost (kind names it, as Reconciler.Tighten does): the pool
+	// reports a webhook that arrives for a status a reconciler check had
+	// already mirrored ("late_webhook").
+	Evidence func(ctx context.Context, account string, now time.Time, kind string) error
 	// Registerer receives the pool's collectors; nil keeps them
 	// unregistered. The fetch and mirror collectors belong to the Syncer.
 	Registerer prometheus.Registerer
@@ -216,6 +221,9 @@ type Pool struct {
 
 	// codesResolver is the mirror when it resolves order ids in batches.
 	codesResolver ordersync.OrderCodesResolver
+	// lastFetches is the mirror when it reads an order's last fetch, with
+	// which a webhook a fetch already answered is not fetched again.
+	lastFetches ordersync.LastFetchReader
 
 	mu      sync.Mutex
 	flights map[orderKey]*flight
@@ -263,6 +271,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	}
 	m.fetchLimit.Set(float64(cfg.FetchConcurrency))
 	p.codesResolver, _ = cfg.Mirror.(ordersync.OrderCodesResolver)
+	p.lastFetches, _ = cfg.Mirror.(ordersync.LastFetchReader)
 	return p, nil
 }
 

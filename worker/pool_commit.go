@@ -13,12 +13,14 @@ import (
 	"github.com/ordersync/ordersync/internal/batch"
 )
 
-// commitItem is a fetched order with its deliveries, or an ignored event to
-// log, on its way to the group commit.
+// commitItem is a fetched order with its deliveries, an ignored event to
+// log, or events a fetch already answered (skipAnswered), on its way to the
+// group commit.
 type commitItem struct {
-	params  ordersync.ApplyParams
-	items   []*item
-	ignored *item
+	params   ordersync.ApplyParams
+	items    []*item
+	ignored  *item
+	answered []*item
 }
 
 // commitLoop groups fetched orders into mirror transactions: a batch is
@@ -64,10 +66,17 @@ func (p *Pool) commit(ctx context.Context, batch []commitItem) {
 		params  []ordersync.ApplyParams
 		applied []commitItem
 		ignored []*item
+		logged  []ordersync.EventRecord
 	)
 	for _, ci := range batch {
 		if ci.ignored != nil {
 			ignored = append(ignored, ci.ignored)
+			logged = append(logged, ignoredRecords([]*item{ci.ignored})...)
+			continue
+		}
+		if ci.answered != nil {
+			ignored = append(ignored, ci.answered...)
+			logged = append(logged, answeredRecords(ci.answered)...)
 			continue
 		}
 		params = append(params, ci.params)
@@ -86,9 +95,11 @@ func (p *Pool) commit(ctx context.Context, batch []commitItem) {
 			p.afterApply(ctx, applied, results)
 		}
 	}
+	// Ignored events and those a fetch already answered only need their
+	// event log rows.
 	if len(ignored) > 0 {
-		if err := p.mirror.RecordEvents(ctx, ignoredRecords(ignored)); err != nil {
-			p.log.Error("log ignored events failed; they will be retried", "events", len(ignored), "err", err)
+		if err := p.mirror.RecordEvents(ctx, logged); err != nil {
+			p.log.Error("log events that need no fetch failed; they will be retried", "events", len(ignored), "err", err)
 			for _, it := range ignored {
 				p.retryLater(it)
 			}

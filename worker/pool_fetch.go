@@ -75,19 +75,23 @@ func (p *Pool) resolve(ctx context.Context, it *item) *round {
 // meanwhile instead of leaving them a request of their own.
 func (p *Pool) runRounds(ctx context.Context, r *round) {
 	for r != nil {
+		if p.skipAnswered(ctx, r) {
+			r = p.finishRound(r)
+			continue
+		}
 		cur := r
-		order, seq, err := p.fetch(withLeaving(ctx, func() { p.startRound(cur) }), r.key.account, r.key.code)
+		res, err := p.fetch(withLeaving(ctx, func() { p.startRound(cur) }), r.key.account, r.key.code)
 		// A fetch that failed before sending anything closes its round
 		// too, so that its items are settled as they stand.
 		p.startRound(r)
 		if err != nil {
 			p.fetchFailed(ctx, r.items, err)
 		} else {
-			p.codes.put(r.key.account, order.OrderID, order.OrderCode)
-			p.observeDrift(r, order.OrderStatus)
+			p.codes.put(r.key.account, res.order.OrderID, res.order.OrderCode)
+			p.observeDrift(r, res.order.OrderStatus)
 			p.commits <- commitItem{
 				params: ordersync.ApplyParams{
-					Account: r.key.account, Order: order, Seq: seq, FetchedAt: p.now(),
+					Account: r.key.account, Order: res.order, Seq: res.seq, FetchedAt: res.sent,
 					Cause: causeOf(r.items), Events: eventRecords(r.items, r.key.code),
 				},
 				items: r.items,
@@ -98,15 +102,15 @@ func (p *Pool) runRounds(ctx context.Context, r *round) {
 }
 
 // fetch fetches through the account's Syncer.
-func (p *Pool) fetch(ctx context.Context, account, code string) (*ordersync.Order, int64, error) {
+func (p *Pool) fetch(ctx context.Context, account, code string) (fetched, error) {
 	if p.cfg.Accounts == nil {
-		return p.syncer.Fetch(ctx, account, code)
+		return p.syncer.fetch(ctx, code, fetchOptions{})
 	}
 	s, err := p.cfg.Accounts.For(account)
 	if err != nil {
-		return nil, 0, err
+		return fetched{}, err
 	}
-	return s.Fetch(ctx, account, code)
+	return s.fetch(ctx, code, fetchOptions{})
 }
 
 // syncerFor is the account's Syncer, or the pool's own for an account it

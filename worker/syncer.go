@@ -60,6 +60,9 @@ type fetchOptions struct {
 type fetched struct {
 	order *ordersync.Order
 	seq   int64
+	// sent is when the request left: the answer holds every change made
+	// upstream before it (ApplyParams.FetchedAt).
+	sent time.Time
 }
 
 // notUpstreamError marks a failure inside the breaker that says nothing
@@ -120,10 +123,11 @@ func NewSyncer(cfg SyncerConfig) (*Syncer, error) {
 // *OutageError when the upstream is unavailable (IsOutage), or the context's
 // or the mirror's error.
 func (s *Syncer) Fetch(ctx context.Context, account, code string) (*ordersync.Order, int64, error) {
-	return s.fetch(ctx, code, fetchOptions{})
+	res, err := s.fetch(ctx, code, fetchOptions{})
+	return res.order, res.seq, err
 }
 
-func (s *Syncer) fetch(ctx context.Context, code string, opts fetchOptions) (*ordersync.Order, int64, error) {
+func (s *Syncer) fetch(ctx context.Context, code string, opts fetchOptions) (fetched, error) {
 	b := backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(s.cfg.Retry.Initial),
 		backoff.WithMaxInterval(s.cfg.Retry.Max),
@@ -135,15 +139,15 @@ func (s *Syncer) fetch(ctx context.Context, code string, opts fetchOptions) (*or
 	notify := func(error, time.Duration) { s.metrics.fetchRetries.Inc() }
 	res, err := backoff.RetryNotifyWithData(op, backoff.WithContext(b, ctx), notify)
 	if err == nil {
-		return res.order, res.seq, nil
+		return res, nil
 	}
 	if isTransient(err) && !IsOutage(err) {
 		err = &OutageError{Op: fetchOp(code), Cause: ErrRetriesExhausted, Wait: s.retryAfterWait(err), Err: err}
 	}
 	if IsOutage(err) || ordersync.UpstreamErrorKindOf(err) != "" {
-		return nil, 0, err // already names the operation
+		return fetched{}, err // already names the operation
 	}
-	return nil, 0, fmt.Errorf("%s: %w", fetchOp(code), err)
+	return fetched{}, fmt.Errorf("%s: %w", fetchOp(code), err)
 }
 
 // retryAfterWait is the wait a failure asked for, or what remains of the
@@ -171,7 +175,7 @@ func (s *Syncer) attempt(ctx context.Context, code string, opts fetchOptions) (f
 		if err != nil {
 			return fetched{}, &notUpstreamError{err}
 		}
-		start := time.Now()
+		sent, start := s.now(), time.Now()
 		order, err := s.upstream.GetOrder(ctx, code)
 		s.metrics.fetchDuration.Observe(time.Since(start).Seconds())
 		if err != nil && ctx.Err() != nil {
@@ -180,7 +184,7 @@ func (s *Syncer) attempt(ctx context.Context, code string, opts fetchOptions) (f
 		if err == nil {
 			err = checkFetched(order, code)
 		}
-		return fetched{order: order, seq: seq}, err
+		return fetched{order: order, seq: seq, sent: sent}, err
 	})
 	switch {
 	case err == nil:
@@ -238,12 +242,12 @@ func checkFetched(order *ordersync.Order, code string) error {
 // SyncOrder fetches one order and applies it to the mirror, as the CLI, the
 // admin API and the reconciler do.
 func (s *Syncer) SyncOrder(ctx context.Context, account, code string, cause ordersync.Cause) (ordersync.ApplyResult, error) {
-	order, seq, err := s.fetch(ctx, code, fetchOptions{interactive: interactive(cause)})
+	res, err := s.fetch(ctx, code, fetchOptions{interactive: interactive(cause)})
 	if err != nil {
 		return ordersync.ApplyResult{}, err
 	}
 	results, err := s.apply(ctx, []ordersync.ApplyParams{{
-		Account: account, Order: order, Seq: seq, FetchedAt: s.now(), Cause: cause,
+		Account: account, Order: res.order, Seq: res.seq, FetchedAt: res.sent, Cause: cause,
 	}})
 	if err != nil {
 		return ordersync.ApplyResult{}, fmt.Errorf("sync order %s: %w", code, err)
@@ -255,12 +259,12 @@ func (s *Syncer) SyncOrder(ctx context.Context, account, code string, cause orde
 // reconcile, after every other fetch waiting for the upstream, and each
 // request it sends first passes admit.
 func (s *Syncer) CheckOrder(ctx context.Context, account, code string, admit func(ctx context.Context) error) (ordersync.ApplyResult, error) {
-	order, seq, err := s.fetch(ctx, code, fetchOptions{admit: admit})
+	res, err := s.fetch(ctx, code, fetchOptions{admit: admit})
 	if err != nil {
 		return ordersync.ApplyResult{}, err
 	}
 	results, err := s.apply(ctx, []ordersync.ApplyParams{{
-		Account: account, Order: order, Seq: seq, FetchedAt: s.now(), Cause: ordersync.CauseReconcile,
+		Account: account, Order: res.order, Seq: res.seq, FetchedAt: res.sent, Cause: ordersync.CauseReconcile,
 	}})
 	if err != nil {
 		return ordersync.ApplyResult{}, fmt.Errorf("check order %s: %w", code, err)

@@ -205,12 +205,22 @@ func (p *Program) buildStages() (err error) {
 	if p.receiver != nil && p.roles.worker && p.embedded != nil && (sync == "" || sync == queue.SyncDefault) {
 		pressure = p.receiver.PublishWait
 	}
+	// The pool's evidence of lost webhooks goes to the account's
+	// reconciler, whose record in the mirror every process's checks read.
+	reconcilers := map[string]*worker.Reconciler{}
+	evidence := func(ctx context.Context, account string, now time.Time, kind string) error {
+		if r := reconcilers[account]; r != nil {
+			return r.Tighten(ctx, now, kind)
+		}
+		return nil
+	}
 	p.pool, err = worker.NewPool(worker.PoolConfig{
 		Source: p.queue.Events(), Syncer: defaultSyncer, Accounts: p.syncers, Mirror: p.db,
 		FetchConcurrency: p.cfg.Workers,
 		Pressure:         pressure,
 		OnApplied:        func([]ordersync.ApplyResult) { p.relay.Notify() },
 		OnOrdersKnown:    onKnown,
+		Evidence:         evidence,
 		Registerer:       p.reg, Logger: log("worker"),
 	})
 	if err != nil {
@@ -225,6 +235,7 @@ func (p *Program) buildStages() (err error) {
 			return err
 		}
 		p.reconcilers = append(p.reconcilers, rec)
+		reconcilers[name] = rec
 	}
 	p.pruner, err = worker.NewPruner(worker.PrunerConfig{
 		Store: p.db, OutboxRetention: p.cfg.OutboxRetention, EventLogRetention: p.cfg.EventLogRetention, AuditRetention: p.cfg.AuditRetention,

@@ -30,6 +30,7 @@ type Store interface {
 	ordersync.CheckSchedule
 	ordersync.DeliveryLog
 	ordersync.OverviewReader
+	ordersync.LastFetchReader
 }
 
 // Run runs every case of the suite, each against a fresh, empty store from
@@ -53,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"Readers", testReaders},
 		{"Overview", testOverview},
 		{"OrderHistory", testOrderHistory},
+		{"LastFetch", testLastFetch},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, open(t)) })
 	}
@@ -650,5 +652,31 @@ func testOrderHistory(t *testing.T, s Store) {
 	}
 	if _, err := s.FindOrderHistory(ctx, account, "Nope01", 0); !errors.Is(err, ordersync.ErrNotFound) {
 		t.Errorf("FindOrderHistory of an unknown order: %v, want ErrNotFound", err)
+	}
+}
+
+// testLastFetch: the last applied fetch's time is its FetchedAt, and the
+// last status change's time and cause are those of the fetch that saw it;
+// an earlier fetch applied late changes neither.
+func testLastFetch(t *testing.T, s Store) {
+	ctx := context.Background()
+	if _, err := s.LastFetch(ctx, account, "Last01"); !errors.Is(err, ordersync.ErrNotFound) {
+		t.Fatalf("LastFetch of an unknown order: %v, want ErrNotFound", err)
+	}
+	sq := seqs(t, s, 3)
+	base := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	created := params(order("Last01", 7001, ordersync.StatusPending, "Last"), sq[0])
+	created.FetchedAt = base
+	paid := params(order("Last01", 7001, ordersync.StatusPaid, "Last"), sq[2])
+	paid.FetchedAt, paid.Cause = base.Add(time.Minute), ordersync.CauseReconcile
+	stale := params(order("Last01", 7001, ordersync.StatusPending, "Last"), sq[1])
+	stale.FetchedAt = base.Add(2 * time.Minute)
+	apply(t, s, created)
+	apply(t, s, paid)
+	apply(t, s, stale)
+	lf, err := s.LastFetch(ctx, account, "Last01")
+	want := ordersync.LastFetch{At: paid.FetchedAt, Status: ordersync.StatusPaid, ChangedAt: paid.FetchedAt, ChangeCause: ordersync.CauseReconcile}
+	if err != nil || !lf.At.Equal(want.At) || lf.Status != want.Status || !lf.ChangedAt.Equal(want.ChangedAt) || lf.ChangeCause != want.ChangeCause {
+		t.Errorf("LastFetch = %+v, %v; want %+v", lf, err, want)
 	}
 }
