@@ -39,7 +39,7 @@ func (noChecks) CheckOrder(context.Context, string, string, func(context.Context
 // happened within it; a slow machine claims less, not more.
 func TestReconcilerIdleSleepsUntilWoken(t *testing.T) {
 	sched := &claimCounter{CheckSchedule: fake.NewStore()}
-	rec, err := worker.NewReconciler(worker.ReconcilerConfig{Schedule: sched, Syncer: noChecks{}, Registerer: prometheus.NewRegistry()})
+	rec, err := worker.NewReconciler(worker.ReconcilerConfig{Schedule: sched, Syncer: noChecks{}, Registerer: prometheus.NewRegistry(), Idle: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
