@@ -551,14 +551,24 @@ func (s *Server) deadLetterID(w http.ResponseWriter, r *http.Request) (int64, bo
 	return id, true
 }
 
-func (s *Server) showDeadLetter(w http.ResponseWriter, r *http.Request) {
+// findDeadLetter reads the dead letter the path's id names, answering the
+// request itself (400 or 404) when it cannot.
+func (s *Server) findDeadLetter(w http.ResponseWriter, r *http.Request) (*ordersync.DeadLetter, bool) {
 	id, ok := s.deadLetterID(w, r)
 	if !ok {
-		return
+		return nil, false
 	}
 	dl, err := s.cfg.DeadLetters.FindDeadLetter(r.Context(), id)
 	if err != nil {
 		s.fail(w, "find dead letter", err, fmt.Sprintf("no dead letter %d", id))
+		return nil, false
+	}
+	return dl, true
+}
+
+func (s *Server) showDeadLetter(w http.ResponseWriter, r *http.Request) {
+	dl, ok := s.findDeadLetter(w, r)
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, DeadLetterJSONOf(dl))

@@ -199,13 +199,8 @@ type DeadLetterView struct {
 type Header struct{ Name, Value string }
 
 func (s *Server) deadLetterPage(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.deadLetterID(w, r)
+	dl, ok := s.findDeadLetter(w, r)
 	if !ok {
-		return
-	}
-	dl, err := s.cfg.DeadLetters.FindDeadLetter(r.Context(), id)
-	if err != nil {
-		s.fail(w, "find dead letter", err, fmt.Sprintf("no dead letter %d", id))
 		return
 	}
 	zoneName := s.storeZone(r.Context(), s.cfg.Account)
@@ -222,7 +217,7 @@ func (s *Server) deadLetterPage(w http.ResponseWriter, r *http.Request) {
 			view.Body = string(b)
 		}
 	}
-	s.page(w, r, http.StatusOK, "deadletter.html", &Page{Title: fmt.Sprintf("Dead letter %d", id), Data: view})
+	s.page(w, r, http.StatusOK, "deadletter.html", &Page{Title: fmt.Sprintf("Dead letter %d", dl.ID), Data: view})
 }
 
 // filterOf is the Dead letters query a form carried back.
