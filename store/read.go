@@ -170,13 +170,14 @@ func (db *DB) LastFetch(ctx context.Context, account, code string) (ordersync.La
 		ChangedAt *time.Time `db:"at"`
 		Cause     *string    `db:"cause"`
 	}
-	err := db.inReadTx(ctx, fmt.Sprintf("last fetch of %s/%s", account, code), func(tx *sqlx.Tx) error {
-		return tx.GetContext(ctx, &r, db.rebind(`SELECT o.last_synced_at, o.status, h.at, h.cause FROM orders o
+	// One statement, outside a transaction: the pool reads it for every
+	// round of webhooks, and a read transaction's begin and end cost more
+	// than the query.
+	err := db.read.GetContext(ctx, &r, db.rebind(`SELECT o.last_synced_at, o.status, h.at, h.cause FROM orders o
 LEFT JOIN status_history h ON h.id = (SELECT MAX(id) FROM status_history WHERE order_row = o.id)
 WHERE o.account = ? AND o.order_code = ? AND o.raw_document IS NOT NULL`), account, code)
-	})
 	if err != nil {
-		return ordersync.LastFetch{}, err
+		return ordersync.LastFetch{}, translate(fmt.Sprintf("last fetch of %s/%s", account, code), err)
 	}
 	if r.At == nil {
 		return ordersync.LastFetch{}, fmt.Errorf("last fetch of %s/%s: %w", account, code, ordersync.ErrNotFound)
