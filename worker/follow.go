@@ -87,12 +87,7 @@ func (f *Follower) CreatePaymentLink(ctx context.Context, account string, params
 	if err := params.ValidateFor(ordersync.English, currency); err != nil {
 		return nil, err
 	}
-	// While the upstream asks to wait, the person creating the link hears
-	// so at once rather than after the wait.
-	if wait := syncer.GateWait(); wait > 0 {
-		return nil, gateClosed("create payment link", wait)
-	}
-	res, err := syncer.upstream.CreatePaymentLink(ctx, params)
+	res, err := syncer.CreatePaymentLink(ctx, params)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -36,5 +37,39 @@ func TestRequestsPerSecondCap(t *testing.T) {
 	}
 	if got := e.sim.Stats().Gets; got != 41 {
 		t.Fatalf("the service saw %d requests, want 41", got)
+	}
+}
+
+// TestLinkCreationCountsAgainstTheCap: creating a link spends the same
+// rate limit as the fetches, so upstream_rps caps every request ordersync
+// sends. 11 creations are 22 requests (each creation's first fetch
+// follows it); at 20/s with a burst of 1 they take at least 21/20 s, while
+// the fetches alone would take 10/20 s. Only a lower bound on the time is
+// asserted: a slow machine cannot make it fail.
+func TestLinkCreationCountsAgainstTheCap(t *testing.T) {
+	e := newEnv(t, sim.Faults{})
+	s := e.newSyncer(t, nil, func(c *worker.SyncerConfig) { c.RequestsPerSecond, c.Burst = 20, 1 })
+	follower, err := worker.NewFollower(worker.FollowerConfig{Accounts: worker.Accounts{ordersync.DefaultAccount: s}, Mirror: e.db, Reader: e.db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range 11 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			amount := ordersync.MustAmount(fmt.Sprintf("%d.00", i+1))
+			if _, err := follower.CreatePaymentLink(context.Background(), ordersync.DefaultAccount, ordersync.PaymentLinkParams{Amount: &amount}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if elapsed := time.Since(start); elapsed < time.Second {
+		t.Fatalf("11 links and their first fetches (22 requests) took %s: link creation skipped the 20/s cap", elapsed)
+	}
+	if st := e.sim.Stats(); st.Gets != 11 {
+		t.Fatalf("the service saw %d fetches, want 11 (one per created link)", st.Gets)
 	}
 }

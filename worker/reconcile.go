@@ -80,10 +80,10 @@ type ReconcilerConfig struct {
 // docs/reconciler.md explains the figures.
 const DefaultReconcileBudget = 6
 
-// DefaultUpstreamRPS is the recommended cap on every upstream request of
-// an account (webhook-driven fetches, checks, the admin API): 80% of the 10
-// requests a second assumed allowed, leaving room for the merchant's other
-// uses of the same key. Not yet upstream_rps's default: docs/reconciler.md.
+// DefaultUpstreamRPS is upstream_rps's default, the cap on every upstream
+// request of an account in a process (webhook-driven fetches, checks, the
+// admin API): 80% of the 10 requests a second assumed allowed, leaving
+// room for the merchant's other uses of the same key (docs/reconciler.md).
 const DefaultUpstreamRPS = 8
 
 func (c ReconcilerConfig) withDefaults() ReconcilerConfig {

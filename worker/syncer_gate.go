@@ -91,6 +91,26 @@ func (s *Syncer) waitTurn(ctx context.Context, code string, opts fetchOptions) (
 	return probe, nil
 }
 
+// CreatePaymentLink creates a link upstream, counted against the same rate
+// limit as every fetch, so upstream_rps caps all that ordersync sends. A
+// person waits on it: while the Retry-After gate is closed it is refused at
+// once with an outage that says when to come back.
+func (s *Syncer) CreatePaymentLink(ctx context.Context, params ordersync.PaymentLinkParams) (*ordersync.PaymentLinkResult, error) {
+	const op = "create payment link"
+	if wait := s.GateWait(); wait > 0 {
+		return nil, gateClosed(op, wait)
+	}
+	if s.limiter != nil {
+		s.foreground.Add(1)
+		err := s.limiter.Wait(ctx)
+		s.foreground.Add(-1)
+		if err != nil {
+			return nil, fmt.Errorf("%s: wait for the upstream rate limit: %w", op, err)
+		}
+	}
+	return s.upstream.CreatePaymentLink(ctx, params)
+}
+
 // giveWay waits until no other fetch is waiting for the upstream and the
 // rate limit has a request to spare now, and takes it: a check never takes
 // a turn a webhook's fetch is queued for.

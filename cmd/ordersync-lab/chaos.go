@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/internal/child"
 	"github.com/ordersync/ordersync/internal/fulfilment"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/store"
@@ -45,8 +47,17 @@ type chaosOptions struct {
 	// ReconcileRPS is the pipeline's --reconcile-rps; 0 leaves its
 	// default, which the chaos test is meant to prove.
 	ReconcileRPS float64
-	Keep         bool
-	Verbose      bool
+	// UpstreamRPS is the pipeline's --upstream-rps, always passed; 0 (the
+	// flag's default) is no cap. The simulator sets no limit, and the run
+	// sends about 16 requests a second (4 orders a second created, each
+	// with its webhooks, retries and checks): serve's default cap of 8
+	// would make it measure a queue at the cap instead of the schedule.
+	UpstreamRPS float64
+	// DatabaseURL, when set (postgres://…), puts the pipeline's mirror in
+	// a PostgreSQL schema of its own, removed afterwards, instead of SQLite.
+	DatabaseURL string
+	Keep        bool
+	Verbose     bool
 
 	// exe and env run the pipeline (tests pass the test binary).
 	exe string
@@ -83,6 +94,8 @@ genuinely permanent failures, and the mirror converged within
 	f.DurationVar(&opts.Down, "down", opts.Down, "how long the pipeline stays dead after each kill")
 	f.DurationVar(&opts.ConvergeWithin, "converge-within", opts.ConvergeWithin, "fail unless the mirror matches this long after the faults stop")
 	f.Float64Var(&opts.ReconcileRPS, "reconcile-rps", 0, "the pipeline's reconcile budget in upstream requests per second (default: its own default)")
+	f.Float64Var(&opts.UpstreamRPS, "upstream-rps", 0, "the pipeline's cap on upstream requests per second, 0 = none (the simulator sets no limit; serve's default 8 would queue the run's ~16 a second)")
+	f.StringVar(&opts.DatabaseURL, "database-url", "", "PostgreSQL URL (postgres://…) for the pipeline's mirror, in a schema of its own; default SQLite in the data directory")
 	f.BoolVar(&opts.Keep, "keep", false, "keep the data directory and the pipeline's log, and print where they are")
 	f.BoolVar(&opts.Verbose, "verbose", false, "log the simulator's warnings to stderr")
 	return cmd
@@ -100,6 +113,10 @@ func (o chaosOptions) validate() error {
 		return fmt.Errorf("chaos: kills must be ≥ 0, got %d", o.Kills)
 	case o.Down < 0:
 		return fmt.Errorf("chaos: down must not be negative, got %s", o.Down)
+	case o.UpstreamRPS < 0:
+		return fmt.Errorf("chaos: upstream-rps must not be negative, got %v", o.UpstreamRPS)
+	case o.DatabaseURL != "" && !strings.HasPrefix(o.DatabaseURL, "postgres://") && !strings.HasPrefix(o.DatabaseURL, "postgresql://"):
+		return fmt.Errorf("chaos: database-url must be a PostgreSQL URL (postgres://…), got %q", app.RedactURL(o.DatabaseURL))
 	case o.ReconcileRPS < 0:
 		return fmt.Errorf("chaos: reconcile-rps must not be negative (dropped webhooks are only caught by the reconciler), got %v", o.ReconcileRPS)
 	case o.ConvergeWithin <= 0:
@@ -109,6 +126,9 @@ func (o chaosOptions) validate() error {
 	}
 	return nil
 }
+
+// formatRPS is a requests-per-second setting as serve's flag takes it.
+func formatRPS(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // chaosFaults are the simulator's faults during the run: every kind of
 // upstream trouble at once. Hangs (2s) stay below the pipeline's upstream
@@ -181,11 +201,14 @@ type chaosRun struct {
 	out   io.Writer
 	start time.Time
 
-	sim     *sim.Server
-	simURL  string
-	child   *child.Process
-	proxy   *recordingProxy
-	db      *store.DB
+	sim    *sim.Server
+	simURL string
+	child  *child.Process
+	proxy  *recordingProxy
+	db     *store.DB
+	// pg is the PostgreSQL schema of the mirror (--database-url); nil on
+	// SQLite.
+	pg      *testenv.Run
 	rep     chaosReport
 	created atomic.Int64 // orders confirmed to the client
 	// hook is the fulfilment endpoint the pipeline delivers to over HTTP,
@@ -284,22 +307,35 @@ func (r *chaosRun) setUp(ctx context.Context) (err error) {
 		r.proxy.Close()
 		return err
 	}
-	args := []string{"--upstream-timeout", "5s", "--log-level", "warn"}
+	args := []string{"--upstream-timeout", "5s", "--log-level", "warn", "--upstream-rps", formatRPS(r.opts.UpstreamRPS)}
 	if r.opts.ReconcileRPS > 0 {
-		args = append(args, "--reconcile-rps", strconv.FormatFloat(r.opts.ReconcileRPS, 'g', -1, 64))
+		args = append(args, "--reconcile-rps", formatRPS(r.opts.ReconcileRPS))
+	}
+	env := r.opts.env
+	if r.opts.DatabaseURL != "" {
+		// NATS stays embedded in the pipeline: only the mirror moves.
+		if r.pg, err = testenv.New(ctx, "", r.opts.DatabaseURL); err != nil {
+			r.sim.Close()
+			r.proxy.Close()
+			return err
+		}
+		env = append(slices.Clip(env), "ORDERSYNC_DATABASE_URL="+r.pg.DatabaseURL)
 	}
 	r.child, err = child.Start(ctx, child.Config{
-		Exe: r.opts.exe, Env: r.opts.env, DataDir: r.rep.DataDir, LogPath: r.rep.LogPath,
+		Exe: r.opts.exe, Env: env, DataDir: r.rep.DataDir, LogPath: r.rep.LogPath,
 		APIBaseURL: r.simURL, SecretKey: secretKey, WebhookSecret: webhookSecret, Args: args,
 	})
 	if err != nil {
-		r.sim.Close()
-		r.proxy.Close()
+		r.tearDown()
 		return err
 	}
 	r.proxy.SetTarget(r.child.WebhookURL())
 	migrate := false
-	if r.db, err = store.Open(ctx, store.Config{URL: r.child.DatabasePath(), Migrate: &migrate, MaxOpenConns: 2}); err != nil {
+	mirror := r.child.DatabasePath()
+	if r.pg != nil {
+		mirror = r.pg.DatabaseURL
+	}
+	if r.db, err = store.Open(ctx, store.Config{URL: mirror, Migrate: &migrate, MaxOpenConns: 2}); err != nil {
 		r.tearDown()
 		return fmt.Errorf("open the pipeline's mirror: %w", err)
 	}
@@ -337,6 +373,11 @@ func (r *chaosRun) tearDown() {
 	}
 	if r.db != nil {
 		r.db.Close()
+	}
+	if r.pg != nil {
+		if err := r.pg.Close(); err != nil {
+			r.rep.fail("remove the mirror's PostgreSQL schema: %v", err)
+		}
 	}
 	if r.sim != nil {
 		r.sim.Close()

@@ -180,7 +180,10 @@ func prepareIdle(ctx context.Context, out io.Writer, opts idleOptions) (idleReci
 	}
 	defer s.Close()
 	r.LastCode = orders[len(orders)-1].OrderCode
-	c, err := startIdleServe(ctx, opts, r, url)
+	// Mirroring the orders is the preparation, not the measurement: it
+	// runs uncapped (the simulator sets no limit), where serve's default of
+	// 8 requests a second would take 20 minutes for 10,000 orders.
+	c, err := startIdleServe(ctx, opts, r, url, "--upstream-rps", "0")
 	if err != nil {
 		return r, err
 	}
@@ -256,13 +259,14 @@ func postAll(ctx context.Context, poster *loadpost.Poster, orders []ordersync.Pa
 	return errors.Join(errs...)
 }
 
-// startIdleServe starts serve at its defaults on the prepared directory:
-// only the listeners are given, and no NATS port, which the default opens
-// none of.
-func startIdleServe(ctx context.Context, opts idleOptions, r idleRecipe, simURL string) (*child.Process, error) {
+// startIdleServe starts serve at its defaults on the prepared directory,
+// the measured one with its upstream cap: only the listeners are given,
+// and no NATS port, which the default opens none of; args are the
+// preparation's further flags.
+func startIdleServe(ctx context.Context, opts idleOptions, r idleRecipe, simURL string, args ...string) (*child.Process, error) {
 	return child.Start(ctx, child.Config{
 		Exe: opts.exe, Env: opts.env, DataDir: filepath.Join(opts.Dir, "data"), LogPath: filepath.Join(opts.Dir, "ordersync.log"),
-		APIBaseURL: simURL, SecretKey: r.SecretKey, WebhookSecret: r.WebhookKey, Args: []string{"--nats-port", "0"},
+		APIBaseURL: simURL, SecretKey: r.SecretKey, WebhookSecret: r.WebhookKey, Args: append([]string{"--nats-port", "0"}, args...),
 	})
 }
 

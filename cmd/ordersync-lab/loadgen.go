@@ -219,7 +219,10 @@ func startLoadPipeline(ctx context.Context, dir string, opts loadOptions, role s
 		p.sim.Close()
 		return nil, err
 	}
-	args := []string{"--reconcile-interval", "0", "--log-level", "warn", "--role", role}
+	// --upstream-rps 0: the load test sends thousands of fetches a second
+	// to a simulator that sets no limit, and measures the pipeline, not
+	// serve's default cap of 8 a second.
+	args := []string{"--reconcile-interval", "0", "--upstream-rps", "0", "--log-level", "warn", "--role", role}
 	if opts.Workers > 0 {
 		args = append(args, "--workers", strconv.Itoa(opts.Workers))
 	}

@@ -121,6 +121,7 @@ per order.`,
 	f.DurationVar(&opts.Chaos.Down, "down", opts.Chaos.Down, "how long a killed process stays dead")
 	f.DurationVar(&opts.Chaos.ConvergeWithin, "converge-within", opts.Chaos.ConvergeWithin, "fail unless the mirror matches this long after the faults stop")
 	f.Float64Var(&opts.Chaos.ReconcileRPS, "reconcile-rps", 0, "the reconciler's budget in upstream requests per second (default: its own default)")
+	f.Float64Var(&opts.Chaos.UpstreamRPS, "upstream-rps", 0, "each process's cap on upstream requests per second, 0 = none (the simulator sets no limit)")
 	f.BoolVar(&opts.Chaos.Keep, "keep", false, "keep the logs, the schema and the NATS streams, and print where they are")
 	f.BoolVar(&opts.Chaos.Verbose, "verbose", false, "log the simulator's warnings to stderr")
 	f.IntVar(&opts.Receivers, "receivers", opts.Receivers, "receiver processes")
@@ -497,10 +498,10 @@ func (m *multiprocRun) setUp(ctx context.Context, dir string) (err error) {
 		roles = append(roles, "relay")
 	}
 	roles = append(roles, "reconciler")
-	args := []string{"--upstream-timeout", "5s", "--log-level", "warn",
+	args := []string{"--upstream-timeout", "5s", "--log-level", "warn", "--upstream-rps", formatRPS(m.opts.Chaos.UpstreamRPS),
 		"--leader-ttl", m.opts.LeaderTTL.String(), "--db-max-open-conns", "5", "--db-max-idle-conns", "5"}
 	if m.opts.Chaos.ReconcileRPS > 0 {
-		args = append(args, "--reconcile-rps", strconv.FormatFloat(m.opts.Chaos.ReconcileRPS, 'g', -1, 64))
+		args = append(args, "--reconcile-rps", formatRPS(m.opts.Chaos.ReconcileRPS))
 	}
 	m.procs, err = startFleet(ctx, fleetConfig{
 		exe: m.opts.Chaos.exe, env: m.opts.Chaos.env, dir: dir, ext: m.ext,
@@ -831,7 +832,9 @@ func measureWorkers(ctx context.Context, opts scalingOptions, n int) (res scalin
 	procs, err := startFleet(ctx, fleetConfig{
 		exe: opts.exe, env: opts.env, dir: dir, ext: ext,
 		apiBaseURL: simURL, secretKey: secretKey, webhookSec: webhookSecret,
-		args: []string{"--reconcile-interval", "0", "--log-level", "warn", "--workers", strconv.Itoa(opts.FetchesInFlight),
+		// No upstream cap: the run measures how many orders a second the
+		// workers mirror, thousands, against a simulator that sets no limit.
+		args: []string{"--reconcile-interval", "0", "--upstream-rps", "0", "--log-level", "warn", "--workers", strconv.Itoa(opts.FetchesInFlight),
 			"--db-max-open-conns", "8", "--db-max-idle-conns", "8"},
 	}, roles)
 	if err != nil {

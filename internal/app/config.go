@@ -100,8 +100,9 @@ type Config struct {
 	// Workers is how many upstream fetches run at once.
 	Workers int
 	// UpstreamRPS caps each account's requests per second to the payment
-	// link service (0: none); worker.DefaultUpstreamRPS is the recommended
-	// cap (docs/reconciler.md).
+	// link service in this process (0: none). Default
+	// worker.DefaultUpstreamRPS, below the limit assumed for a merchant
+	// (docs/reconciler.md).
 	UpstreamRPS float64
 	// UpstreamTimeout bounds one upstream request.
 	UpstreamTimeout time.Duration
@@ -171,6 +172,7 @@ func DefaultConfig() Config {
 		AdminListen:     "127.0.0.1:9090",
 		Workers:         64,
 		UpstreamTimeout: 10 * time.Second,
+		UpstreamRPS:     worker.DefaultUpstreamRPS,
 		ReconcileRPS:    worker.DefaultReconcileBudget,
 		// Why these defaults: docs/reconciler.md.
 		ReconcileEvidenceWindow: worker.DefaultEvidenceWindow,
@@ -328,7 +330,7 @@ var settings = []setting[Config]{
 	{key: "admin_tokens", env: "ORDERSYNC_ADMIN_TOKEN", usage: "operator tokens of the admin API and console, comma-separated (the client commands send the first operator's); in the file also {name, role, token} entries", set: adminTokens(ordersync.RoleOperator)},
 	{key: "admin_viewer_tokens", env: "ORDERSYNC_ADMIN_VIEWER_TOKEN", usage: "viewer tokens (read, never act) of the admin API and console, comma-separated", set: adminTokens(ordersync.RoleViewer)},
 	{key: "workers", env: "ORDERSYNC_WORKERS", usage: "concurrent upstream fetches", set: integer(func(c *Config) *int { return &c.Workers })},
-	{key: "upstream_rps", env: "ORDERSYNC_UPSTREAM_RPS", usage: "cap on each account's upstream requests per second, 0 = none (8 recommended: below the 10 a second assumed allowed a merchant)", set: number(func(c *Config) *float64 { return &c.UpstreamRPS })},
+	{key: "upstream_rps", env: "ORDERSYNC_UPSTREAM_RPS", usage: "cap on each account's upstream requests per second in this process, 0 = none (default 8: below the 10 a second assumed allowed a merchant, with reconcile_rps inside it)", set: number(func(c *Config) *float64 { return &c.UpstreamRPS })},
 	{key: "upstream_timeout", env: "ORDERSYNC_UPSTREAM_TIMEOUT", usage: "timeout of one upstream request", scope: ScopeUpstream, set: duration(func(c *Config) *time.Duration { return &c.UpstreamTimeout })},
 	{key: "reconcile_rps", env: "ORDERSYNC_RECONCILE_RPS", usage: "upstream requests per second the reconciler may spend on checks that are due, 0 = reconciler off", set: number(func(c *Config) *float64 { return &c.ReconcileRPS })},
 	{key: "reconcile_evidence_window", env: "ORDERSYNC_RECONCILE_EVIDENCE_WINDOW", usage: "on evidence of lost webhooks, open orders active within this long are checked densely (default 2h: the likeliest to change next)", set: duration(func(c *Config) *time.Duration { return &c.ReconcileEvidenceWindow })},

@@ -182,6 +182,30 @@ func TestReplacedReconcileSettings(t *testing.T) {
 	}
 }
 
+// TestUpstreamBudgetDefaults: with no setting, every upstream request of
+// an account is capped below the 10 a second assumed allowed a merchant,
+// and the reconciler's budget fits inside that cap; upstream_rps 0 still
+// lifts the cap.
+func TestUpstreamBudgetDefaults(t *testing.T) {
+	cfg, err := loadTestConfig(t, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.UpstreamRPS != worker.DefaultUpstreamRPS || !(cfg.UpstreamRPS < 10) {
+		t.Errorf("upstream_rps %v by default, want %v (below the assumed 10 a second)", cfg.UpstreamRPS, worker.DefaultUpstreamRPS)
+	}
+	if !(cfg.ReconcileRPS < cfg.UpstreamRPS) {
+		t.Errorf("reconcile_rps %v by default, want below upstream_rps %v", cfg.ReconcileRPS, cfg.UpstreamRPS)
+	}
+	off, err := loadTestConfig(t, "", map[string]string{"ORDERSYNC_UPSTREAM_RPS": "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off.UpstreamRPS != 0 {
+		t.Errorf("ORDERSYNC_UPSTREAM_RPS=0 gave upstream_rps %v, want 0 (no cap)", off.UpstreamRPS)
+	}
+}
+
 // TestExampleConfig: the example file loads and documents every setting
 // with its environment variable, and so does the README.
 func TestExampleConfig(t *testing.T) {

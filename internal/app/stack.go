@@ -65,6 +65,10 @@ func StartStack(ctx context.Context, opts StackOptions) (_ *Stack, err error) {
 	cfg.DatabaseURL = opts.DataDir + "/ordersync.db"
 	cfg.Listen, cfg.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Workers = opts.Workers
+	// The simulator sets no rate limit, and the demo and the tests measure
+	// the pipeline, not upstream_rps's default: a Configure that tests the
+	// cap sets one.
+	cfg.UpstreamRPS = 0
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}

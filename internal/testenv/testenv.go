@@ -30,7 +30,8 @@ type Run struct {
 	baseURL     string
 }
 
-// New creates the run's schema.
+// New creates the run's schema. natsURL may be empty for a run that
+// uses only the schema.
 func New(ctx context.Context, natsURL, databaseURL string) (*Run, error) {
 	b := make([]byte, 5)
 	_, _ = crand.Read(b)
@@ -74,6 +75,9 @@ func (e *Run) Close() error {
 			errs = append(errs, fmt.Errorf("drop schema %s: %w", e.Namespace, err))
 		}
 		conn.Close(ctx)
+	}
+	if e.NATSURL == "" { // a run with only a schema (the chaos run's mirror)
+		return errors.Join(errs...)
 	}
 	nc, err := nats.Connect(e.NATSURL, nats.Name("ordersync-multiproc cleanup"))
 	if err != nil {
