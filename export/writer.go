@@ -170,6 +170,8 @@ func (ew *Writer) order(e *ordersync.ExportedOrder) error {
 			amountText(o.TotalDetails.ShippingAmount, cur), amountText(o.TotalDetails.DiscountAmount, cur),
 			amountText(o.TotalDetails.SurchargeAmount, cur))
 	case OrderLines:
+		// Every line of an order repeats its creation time: written once.
+		created, createdUTC := ew.local(o.Created.Time), utc(o.Created.Time)
 		for i, it := range o.LineItems {
 			promo := ""
 			if it.PromoPrice != nil {
@@ -178,7 +180,7 @@ func (ew *Writer) order(e *ordersync.ExportedOrder) error {
 			if err := ew.row(o.OrderCode, o.OrderReference, string(o.OrderStatus), cur,
 				strconv.Itoa(i+1), string(it.ProductID), it.SKU, it.Name, strconv.Itoa(it.Quantity),
 				amountText(it.Price, cur), promo, amountText(it.SubTotal, cur),
-				ew.local(o.Created.Time), utc(o.Created.Time), e.Account); err != nil {
+				created, createdUTC, e.Account); err != nil {
 				return err
 			}
 		}

@@ -79,7 +79,7 @@ func (db *DB) exportBatch(ctx context.Context, filter ordersync.OrderFilter, sor
 			batch[i].MirroredOrder = orders[i]
 		}
 		if params.LineItems {
-			if err := db.loadDetails(ctx, tx, ids, orders); err != nil {
+			if err := db.loadLineItems(ctx, tx, ids, orders); err != nil {
 				return err
 			}
 		}
@@ -103,31 +103,27 @@ type statusChangeRow struct {
 }
 
 // loadStatusChanges fills the status changes of batch, whose rows are rows
-// (one to one), oldest first, with one query per maxInParams orders.
+// (one to one), oldest first, with one query.
 func (db *DB) loadStatusChanges(ctx context.Context, tx *sqlx.Tx, rows []int64, batch []ordersync.ExportedOrder) error {
+	if len(rows) == 0 {
+		return nil
+	}
 	byRow := make(map[int64]*ordersync.ExportedOrder, len(batch))
 	for i := range batch {
 		byRow[rows[i]] = &batch[i]
 	}
-	for len(rows) > 0 {
-		chunk := rows[:min(len(rows), maxInParams)]
-		rows = rows[len(chunk):]
-		args := make([]any, len(chunk))
-		for i, r := range chunk {
-			args[i] = r
-		}
-		var changes []statusChangeRow
-		if err := tx.SelectContext(ctx, &changes, db.rebind(`SELECT order_row, from_status, to_status, at, cause FROM status_history
-WHERE order_row IN (`+placeholders(len(chunk))+`) ORDER BY order_row, id`), args...); err != nil {
-			return fmt.Errorf("load status history: %w", err)
-		}
-		for _, c := range changes {
-			o := byRow[c.OrderRow]
-			o.StatusChanges = append(o.StatusChanges, ordersync.StatusChange{
-				StatusTransition: ordersync.StatusTransition{From: ordersync.Status(c.From), To: ordersync.Status(c.To)},
-				At:               c.At.UTC(), Cause: ordersync.Cause(c.Cause),
-			})
-		}
+	in, arg := db.rowSet(rows)
+	var changes []statusChangeRow
+	if err := tx.SelectContext(ctx, &changes, db.rebind(`SELECT order_row, from_status, to_status, at, cause FROM status_history
+WHERE `+in+` ORDER BY order_row, id`), arg); err != nil {
+		return fmt.Errorf("load status history: %w", err)
+	}
+	for _, c := range changes {
+		o := byRow[c.OrderRow]
+		o.StatusChanges = append(o.StatusChanges, ordersync.StatusChange{
+			StatusTransition: ordersync.StatusTransition{From: ordersync.Status(c.From), To: ordersync.Status(c.To)},
+			At:               c.At.UTC(), Cause: ordersync.Cause(c.Cause),
+		})
 	}
 	return nil
 }

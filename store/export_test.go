@@ -2,9 +2,12 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -277,4 +280,82 @@ func TestExportIsTheListing(t *testing.T) {
 			t.Error("Since with CreatedFrom: no error")
 		}
 	})
+}
+
+// Each order of an export has its own line items and status changes, in
+// their order, whatever the batch size: the batch's lines and changes are
+// read in one query each and handed to their orders by row.
+func TestExportLinesAndChangesAcrossBatches(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		want := map[string]string{}
+		wantChanges := map[string]string{}
+		statuses := []ordersync.Status{ordersync.StatusPending, ordersync.StatusPaid, ordersync.StatusCancelled}
+		seq := int64(0)
+		for i := range 7 {
+			code := fmt.Sprintf("o%d", i)
+			lines := make([]any, i%5) // 0 to 4 lines
+			for j := range lines {
+				line := map[string]any{"productId": json.Number(strconv.Itoa(100*i + j)), "sku": fmt.Sprintf("S%d-%d", i, j),
+					"name": fmt.Sprintf("item %d of %s", j, code), "price": json.Number(fmt.Sprintf("%d.25", j+1)),
+					"quantity": json.Number(strconv.Itoa(j + 1)), "subTotal": json.Number(fmt.Sprintf("%d.50", j+1))}
+				if j%2 == 1 {
+					line["promoPrice"] = json.Number("0.99")
+				}
+				lines[j] = line
+			}
+			edit := func(doc map[string]any) { doc["lineItems"] = lines }
+			// Order i goes through i%3+1 statuses.
+			var doc *ordersync.Order
+			for _, s := range statuses[:i%3+1] {
+				seq++
+				doc = orderDoc(t, code, i+1, s, edit)
+				apply(t, db, fetched(doc, seq))
+			}
+			if len(doc.LineItems) != len(lines) {
+				t.Fatalf("%s has %d line items, want %d", code, len(doc.LineItems), len(lines))
+			}
+			want[code] = lineItemsText(doc.LineItems)
+			wantChanges[code] = fmt.Sprint(statuses[:i%3+1])
+		}
+		for _, size := range []int{1, 2, 3, 1000} {
+			got, gotChanges := map[string]string{}, map[string]string{}
+			err := db.ExportOrders(context.Background(), ordersync.ExportParams{LineItems: true, StatusChanges: true, BatchSize: size},
+				func(batch []ordersync.ExportedOrder) error {
+					for _, o := range batch {
+						got[o.Order.OrderCode] = lineItemsText(o.Order.LineItems)
+						var to []ordersync.Status
+						for _, c := range o.StatusChanges {
+							to = append(to, c.To)
+						}
+						gotChanges[o.Order.OrderCode] = fmt.Sprint(to)
+					}
+					return nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for code, w := range want {
+				if got[code] != w {
+					t.Errorf("batch size %d: %s's line items\n%s\nwant\n%s", size, code, got[code], w)
+				}
+				if gotChanges[code] != wantChanges[code] {
+					t.Errorf("batch size %d: %s's status changes %s, want %s", size, code, gotChanges[code], wantChanges[code])
+				}
+			}
+		}
+	})
+}
+
+// lineItemsText writes line items one a line, every field in it.
+func lineItemsText(items []ordersync.LineItem) string {
+	var b strings.Builder
+	for _, it := range items {
+		promo := "-"
+		if it.PromoPrice != nil {
+			promo = it.PromoPrice.String()
+		}
+		fmt.Fprintf(&b, "%s %s %q %s %s %d %s %s\n", it.ProductID, it.SKU, it.Name, it.Price, promo, it.Quantity, it.ImageURL, it.SubTotal)
+	}
+	return b.String()
 }

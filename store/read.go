@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,18 +68,6 @@ subtotal, shipping_amount, discount_amount, surcharge_amount, total, payment_lin
 store_name, store_country_code, store_currency_code, store_currency_symbol, store_locale, store_timezone,
 has_payment, payment_authorization_code, payment_voucher_url, buyer_name, buyer_phone, buyer_email,
 first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count, fetch_seq, paid_at, status_changed_at, total_key`
-
-type itemRow struct {
-	OrderRow   int64             `db:"order_row"`
-	ProductID  string            `db:"product_id"`
-	SKU        string            `db:"sku"`
-	Name       string            `db:"name"`
-	Price      ordersync.Amount  `db:"price"`
-	PromoPrice *ordersync.Amount `db:"promo_price"`
-	Quantity   int               `db:"quantity"`
-	ImageURL   string            `db:"image_url"`
-	SubTotal   ordersync.Amount  `db:"sub_total"`
-}
 
 type metadataRow struct {
 	OrderRow int64  `db:"order_row"`
@@ -190,8 +179,73 @@ WHERE o.account = ? AND o.order_code = ? AND o.raw_document IS NOT NULL`), accou
 }
 
 // loadDetails fills the line items and metadata of orders, whose rows are
-// rows (one to one), with two queries per maxInParams orders.
+// rows (one to one).
 func (db *DB) loadDetails(ctx context.Context, tx *sqlx.Tx, rows []int64, orders []*ordersync.MirroredOrder) error {
+	if err := db.loadLineItems(ctx, tx, rows, orders); err != nil {
+		return err
+	}
+	return db.loadMetadata(ctx, tx, rows, orders)
+}
+
+// loadLineItems fills the line items of orders, whose rows are rows (one
+// to one), in their order, with one query: an export reads a thousand
+// orders' lines at a time, and a query per few hundred orders cost it a
+// round trip and a plan each.
+func (db *DB) loadLineItems(ctx context.Context, tx *sqlx.Tx, rows []int64, orders []*ordersync.MirroredOrder) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	byRow := make(map[int64]*ordersync.MirroredOrder, len(orders))
+	for i, m := range orders {
+		byRow[rows[i]] = m
+	}
+	in, arg := db.rowSet(rows)
+	res, err := tx.QueryContext(ctx, db.rebind(`SELECT order_row, product_id, sku, name, price, promo_price, quantity, image_url, sub_total
+FROM order_line_items WHERE `+in+` ORDER BY order_row, position`), arg)
+	if err != nil {
+		return fmt.Errorf("load line items: %w", err)
+	}
+	defer res.Close()
+	for res.Next() {
+		var (
+			row       int64
+			productID string
+			it        ordersync.LineItem
+		)
+		if err := res.Scan(&row, &productID, &it.SKU, &it.Name, &it.Price, &it.PromoPrice, &it.Quantity, &it.ImageURL, &it.SubTotal); err != nil {
+			return fmt.Errorf("load line items: %w", err)
+		}
+		it.ProductID = ordersync.ID(productID)
+		m := byRow[row]
+		m.Order.LineItems = append(m.Order.LineItems, it)
+	}
+	if err := res.Err(); err != nil {
+		return fmt.Errorf("load line items: %w", err)
+	}
+	return nil
+}
+
+// rowSet is a condition that order_row is one of rows, with its one
+// argument: an array in PostgreSQL, a JSON array that json_each reads in
+// SQLite. Either takes any number of rows as a single parameter.
+func (db *DB) rowSet(rows []int64) (string, any) {
+	if db.dialect == DialectPostgres {
+		return "order_row = ANY(?)", rows
+	}
+	b := make([]byte, 0, len(rows)*8+2)
+	b = append(b, '[')
+	for i, r := range rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, r, 10)
+	}
+	return "order_row IN (SELECT value FROM json_each(?))", string(append(b, ']'))
+}
+
+// loadMetadata fills the metadata of orders, whose rows are rows (one to
+// one), with one query per maxInParams orders.
+func (db *DB) loadMetadata(ctx context.Context, tx *sqlx.Tx, rows []int64, orders []*ordersync.MirroredOrder) error {
 	byRow := make(map[int64]*ordersync.MirroredOrder, len(orders))
 	for i, m := range orders {
 		byRow[rows[i]] = m
@@ -199,24 +253,13 @@ func (db *DB) loadDetails(ctx context.Context, tx *sqlx.Tx, rows []int64, orders
 	for len(rows) > 0 {
 		chunk := rows[:min(len(rows), maxInParams)]
 		rows = rows[len(chunk):]
-		where := ` WHERE order_row IN (` + placeholders(len(chunk)) + `) ORDER BY order_row, position`
 		args := make([]any, len(chunk))
 		for i, r := range chunk {
 			args[i] = r
 		}
-		var items []itemRow
-		if err := tx.SelectContext(ctx, &items, db.rebind(`SELECT order_row, product_id, sku, name, price, promo_price, quantity, image_url, sub_total FROM order_line_items`+where), args...); err != nil {
-			return fmt.Errorf("load line items: %w", err)
-		}
-		for _, it := range items {
-			m := byRow[it.OrderRow]
-			m.Order.LineItems = append(m.Order.LineItems, ordersync.LineItem{
-				ProductID: ordersync.ID(it.ProductID), SKU: it.SKU, Name: it.Name, Price: it.Price,
-				PromoPrice: it.PromoPrice, Quantity: it.Quantity, ImageURL: it.ImageURL, SubTotal: it.SubTotal,
-			})
-		}
 		var metadata []metadataRow
-		if err := tx.SelectContext(ctx, &metadata, db.rebind(`SELECT order_row, name, value FROM order_metadata`+where), args...); err != nil {
+		if err := tx.SelectContext(ctx, &metadata, db.rebind(`SELECT order_row, name, value FROM order_metadata
+WHERE order_row IN (`+placeholders(len(chunk))+`) ORDER BY order_row, position`), args...); err != nil {
 			return fmt.Errorf("load metadata: %w", err)
 		}
 		for _, md := range metadata {
