@@ -157,7 +157,7 @@ func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) (ord
 			return err
 		}
 		if filter.Count {
-			_, count, args := db.partQueries(filter, names, sortColumns[sort.Key()], "", "ASC", func(string) ([]string, []any) { return nil, nil })
+			_, count, args := db.partQueries(filter, names, sortColumns[sort.Key()], "", "ASC", 0, func(string) ([]string, []any) { return nil, nil })
 			var n int
 			if err := tx.GetContext(ctx, &n, db.rebind(count), args...); err != nil {
 				return err
@@ -238,7 +238,7 @@ func (db *DB) selectOrders(ctx context.Context, tx *sqlx.Tx, filter ordersync.Or
 	}
 	var rows []orderRow
 	if !skipValued {
-		q, count, args := db.partQueries(filter, names, col, col, dir, valued)
+		q, count, args := db.partQueries(filter, names, col, col, dir, want+offset, valued)
 		if err := tx.SelectContext(ctx, &rows, db.rebind(q), append(args, want, offset)...); err != nil {
 			return nil, err
 		}
@@ -256,7 +256,7 @@ func (db *DB) selectOrders(ctx context.Context, tx *sqlx.Tx, filter ordersync.Or
 	}
 	if len(rows) < want {
 		var more []orderRow
-		q, _, args := db.partQueries(filter, names, col, "", dir, unvalued)
+		q, _, args := db.partQueries(filter, names, col, "", dir, want-len(rows)+offset, unvalued)
 		if err := tx.SelectContext(ctx, &more, db.rebind(q), append(args, want-len(rows), offset)...); err != nil {
 			return nil, err
 		}
@@ -271,9 +271,9 @@ type orderPart func(id string) ([]string, []any)
 
 // partQueries are the query that reads the orders of one part of what f
 // selects, ordered by orderBy (the sort's column, or "" for the row alone)
-// then the row in dir, ending with LIMIT and OFFSET placeholders; the one
-// that counts them; and their arguments but the limit and offset. col is
-// the sort's column.
+// then the row in dir, ending with LIMIT and OFFSET placeholders that
+// together ask for at most rows rows; the one that counts them; and their
+// arguments but the limit and offset. col is the sort's column.
 //
 // Both read the page's row ids and sort values first, and only then the
 // page's orders: from an index where one holds every column the filter
@@ -281,12 +281,16 @@ type orderPart func(id string) ([]string, []any)
 // (which repeat the order's filtered and sorted columns). A common name or
 // a rare total range selects tens of thousands of orders, and reading each
 // order's row to sort them would cost far more than the page.
-func (db *DB) partQueries(f ordersync.OrderFilter, names nameSearch, col, orderBy, dir string, part orderPart) (string, string, []any) {
+func (db *DB) partQueries(f ordersync.OrderFilter, names nameSearch, col, orderBy, dir string, rows int, part orderPart) (string, string, []any) {
 	where, whereArgs := db.filterConditions(f, col)
 	q := strings.TrimSpace(f.Q)
+	order := "found_id " + dir
+	if orderBy != "" {
+		order = "k " + dir + ", " + order
+	}
 	var (
-		found string
-		args  []any
+		found, counted string
+		args           []any
 	)
 	if q == "" {
 		// Only fetched orders have a created time, a paid time or a total
@@ -300,16 +304,14 @@ func (db *DB) partQueries(f ordersync.OrderFilter, names nameSearch, col, orderB
 		pc, pa := part("id")
 		found = `SELECT id AS found_id, ` + col + ` AS k FROM orders WHERE ` + strings.Join(slices.Concat(fetched, where, pc), " AND ")
 		args = slices.Concat(whereArgs, pa)
+		counted = found
 	} else {
-		found, args = db.searchFound(f.Account, q, names, col, where, whereArgs, part)
-	}
-	order := "found_id " + dir
-	if orderBy != "" {
-		order = "k " + dir + ", " + order
+		found, args = db.searchFound(f.Account, q, names, col, where, whereArgs, part, order, rows)
+		counted, _ = db.searchFound(f.Account, q, names, col, where, whereArgs, part, order, 0)
 	}
 	return `SELECT ` + orderRowColumns + ` FROM (SELECT found_id, k FROM (` + found + `) AS found ORDER BY ` + order + ` LIMIT ? OFFSET ?) AS page` +
 			db.crossJoin() + `orders ON orders.id = page.found_id ORDER BY page.` + strings.ReplaceAll(order, ", ", ", page."),
-		`SELECT COUNT(*) FROM (` + found + `) AS found`, args
+		`SELECT COUNT(*) FROM (` + counted + `) AS found`, args
 }
 
 // noIndex writes column so that SQLite cannot answer a condition on it from
@@ -452,8 +454,11 @@ func (db *DB) planNameSearch(ctx context.Context, tx *sqlx.Tx, f ordersync.Order
 // orders of one part that a search for q finds, with the filter's
 // conditions where: those whose identifiers equal q, and those whose buyer
 // name has, for every word of q, a word that begins with it. A union of
-// index lookups, the name's from order_name_tokens alone.
-func (db *DB) searchFound(account, q string, names nameSearch, col string, where []string, whereArgs []any, part orderPart) (string, []any) {
+// index lookups, the name's from order_name_tokens alone. With rows > 0,
+// only the first rows of the name's in order (the listing's ORDER BY
+// terms over found_id and k) are read.
+func (db *DB) searchFound(account, q string, names nameSearch, col string, where []string, whereArgs []any, part orderPart,
+	order string, rows int) (string, []any) {
 	var (
 		parts []string
 		args  []any
@@ -521,11 +526,18 @@ func (db *DB) searchFound(account, q string, names nameSearch, col string, where
 	tc, ta := part("order_row")
 	conds = slices.Concat(conds, where, tc)
 	args = append(append(args, whereArgs...), ta...)
-	union := " UNION "
-	if names.exact != "" {
-		union = " UNION ALL "
+	byWords := `SELECT order_row AS found_id, ` + col + ` AS k FROM order_name_tokens t0 WHERE ` + strings.Join(conds, " AND ")
+	if names.exact == "" {
+		return found + " UNION " + byWords, args
 	}
-	return found + union + `SELECT order_row AS found_id, ` + col + ` AS k FROM order_name_tokens t0 WHERE ` + strings.Join(conds, " AND "), args
+	if rows > 0 {
+		// The page holds at most the first rows of the word's orders: an
+		// index of the word's rows in the page's order (PostgreSQL's by
+		// created time) is then read until the page is full, where a
+		// union's sort would read every one of them.
+		byWords = `SELECT found_id, k FROM (` + byWords + ` ORDER BY ` + order + ` LIMIT ` + strconv.Itoa(rows) + `) AS first_found`
+	}
+	return found + " UNION ALL " + byWords, args
 }
 
 // cursorKey is the sort value a cursor stopped at, as its column holds it,

@@ -1,12 +1,14 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -494,6 +496,190 @@ func TestNameTokenKeysBackfill(t *testing.T) {
 		}
 		if err := db.read.Get(&empty, `SELECT COUNT(*) FROM order_name_tokens WHERE created_at IS NULL OR status IS NULL OR total_key IS NULL`); err != nil || empty != 0 {
 			t.Errorf("%d words without their order's values: %v", empty, err)
+		}
+	})
+}
+
+// TestListOrdersMatchesBruteForce walks, page by page, the listings of
+// random filters, searches and sorts over random orders (names sharing
+// words, totals, days and statuses that tie) and compares them with the
+// same filter applied in Go to every order: whichever plan a dialect's
+// query takes, it selects and orders exactly these.
+func TestListOrdersMatchesBruteForce(t *testing.T) {
+	firsts := []string{"José", "Josefa", "María", "Ana", "Ángel", "Jorge"}
+	lasts := []string{"Peña", "Núñez", "Pérez", "Ruiz", "Anaya"}
+	statuses := []ordersync.Status{ordersync.StatusPending, ordersync.StatusPaid, ordersync.StatusCancelled, ordersync.StatusFinalized}
+	totals := []string{"1.00", "2.00", "9.99", "20.50", "100", "1000"}
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		ctx := context.Background()
+		rng := rand.New(rand.NewPCG(20, 20))
+		var batch []ordersync.ApplyParams
+		for i := range 160 {
+			so := searchOrder{code: fmt.Sprintf("b-%03d", i), status: statuses[rng.IntN(len(statuses))], day: 1 + rng.IntN(20),
+				total: totals[rng.IntN(len(totals))], currency: []string{"USD", "EUR"}[rng.IntN(2)]}
+			if i%30 == 0 { // found by its reference and, some, by name too
+				so.ref = "jose"
+			}
+			if so.status.IsPaidState() {
+				name := firsts[rng.IntN(len(firsts))] + " " + lasts[rng.IntN(len(lasts))]
+				if rng.IntN(3) == 0 {
+					name += " " + lasts[rng.IntN(len(lasts))]
+				}
+				so.buyer = []string{name, fmt.Sprintf("b%d@example.com", i), fmt.Sprintf("+5037%07d", i), fmt.Sprintf("AU%d", i%50)}
+			}
+			// Paid times from the fetch's seq: several orders share one.
+			batch = append(batch, so.params(t, int64(1+rng.IntN(60))))
+		}
+		apply(t, db, batch...)
+		all, err := db.ListOrders(ctx, ordersync.OrderFilter{Account: ordersync.DefaultAccount, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []struct {
+			ID   int64  `db:"id"`
+			Code string `db:"order_code"`
+		}
+		if err := db.read.SelectContext(ctx, &ids, `SELECT id, order_code FROM orders`); err != nil {
+			t.Fatal(err)
+		}
+		row := map[string]int64{}
+		for _, r := range ids {
+			row[r.Code] = r.ID
+		}
+		matches := func(m *ordersync.MirroredOrder, f ordersync.OrderFilter) bool {
+			o := m.Order
+			created, paid := o.Created.Time, m.Sync.PaidAt
+			switch {
+			case len(f.Statuses) > 0 && !slices.Contains(f.Statuses, o.OrderStatus),
+				!f.CreatedFrom.IsZero() && created.Before(f.CreatedFrom),
+				!f.CreatedTo.IsZero() && !created.Before(f.CreatedTo),
+				!f.PaidFrom.IsZero() && (paid == nil || paid.Before(f.PaidFrom)),
+				!f.PaidTo.IsZero() && (paid == nil || !paid.Before(f.PaidTo)),
+				f.Currency != "" && o.Store.CurrencyCode != f.Currency,
+				f.MinTotal != nil && totalKey(o.Total) < totalKey(*f.MinTotal),
+				f.MaxTotal != nil && totalKey(o.Total) > totalKey(*f.MaxTotal):
+				return false
+			}
+			if f.Q == "" {
+				return true
+			}
+			var buyer ordersync.Buyer
+			auth := ""
+			if o.Payment != nil {
+				auth = o.Payment.AuthorizationCode
+				if o.Payment.Buyer != nil {
+					buyer = *o.Payment.Buyer
+				}
+			}
+			for _, id := range []string{o.OrderCode, string(o.OrderID), o.OrderReference, buyer.Email, buyer.Phone, auth} {
+				if id != "" && id == f.Q {
+					return true
+				}
+			}
+			words, name := ordersync.NameTokens(f.Q), ordersync.NameTokens(buyer.Name)
+			for _, w := range words {
+				if !slices.ContainsFunc(name, func(n string) bool { return strings.HasPrefix(n, w) }) {
+					return false
+				}
+			}
+			return len(words) > 0
+		}
+		// key is the order's sort value as its column orders it, "" when it
+		// has none.
+		key := func(m *ordersync.MirroredOrder, s ordersync.OrderSort) string {
+			switch s.Key() {
+			case "paid":
+				if m.Sync.PaidAt == nil {
+					return ""
+				}
+				return m.Sync.PaidAt.UTC().Format(time.RFC3339Nano)
+			case "total":
+				return totalKey(m.Order.Total)
+			}
+			return m.Order.Created.UTC().Format(time.RFC3339Nano)
+		}
+		want := func(f ordersync.OrderFilter) []string {
+			sort := cmp.Or(f.Sort, ordersync.SortCreatedDesc)
+			var found []*ordersync.MirroredOrder
+			for _, m := range all.Orders {
+				if matches(m, f) {
+					found = append(found, m)
+				}
+			}
+			slices.SortFunc(found, func(a, b *ordersync.MirroredOrder) int {
+				ka, kb := key(a, sort), key(b, sort)
+				if (ka == "") != (kb == "") { // those without a value last
+					return cmp.Compare(len(kb), len(ka))
+				}
+				c := cmp.Or(cmp.Compare(ka, kb), cmp.Compare(row[a.Order.OrderCode], row[b.Order.OrderCode]))
+				if sort.Desc() {
+					return -c
+				}
+				return c
+			})
+			codes := []string{}
+			for _, m := range found {
+				codes = append(codes, m.Order.OrderCode)
+			}
+			return codes
+		}
+		day := func(d int) time.Time { return time.Date(2026, 10, d, 0, 0, 0, 0, time.UTC) }
+		paid := func(s int) time.Time { return time.Date(2026, 10, 10, 18, 5, s, 0, time.UTC) }
+		amount := func(s string) *ordersync.Amount { a := ordersync.MustAmount(s); return &a }
+		queries := []string{"", "", "", "jose", "jos", "JOSÉ peña", "núñez", "ana", "an", "pérez ruiz", "jorge anaya", "b-007", "AU3", "b12@example.com", "zz"}
+		for i := range 150 {
+			f := ordersync.OrderFilter{Account: ordersync.DefaultAccount, Q: queries[rng.IntN(len(queries))],
+				Sort: ordersync.OrderSorts[rng.IntN(len(ordersync.OrderSorts))], Limit: 1 + rng.IntN(12)}
+			if rng.IntN(3) == 0 {
+				f.Statuses = []ordersync.Status{statuses[rng.IntN(len(statuses))]}
+				if rng.IntN(2) == 0 {
+					f.Statuses = append(f.Statuses, statuses[rng.IntN(len(statuses))])
+				}
+			}
+			if rng.IntN(3) == 0 {
+				from := 1 + rng.IntN(20)
+				f.CreatedFrom, f.CreatedTo = day(from), day(from+1+rng.IntN(7))
+			}
+			if rng.IntN(5) == 0 {
+				from := rng.IntN(60)
+				f.PaidFrom, f.PaidTo = paid(from), paid(from+1+rng.IntN(20))
+			}
+			if rng.IntN(4) == 0 {
+				f.Currency = "EUR"
+			}
+			if rng.IntN(3) == 0 {
+				f.MaxTotal = amount(totals[rng.IntN(len(totals))])
+			}
+			if rng.IntN(4) == 0 {
+				f.MinTotal = amount(totals[rng.IntN(len(totals))])
+			}
+			expected := want(f)
+			var walked []string
+			page := f
+			for range len(expected) + 2 {
+				p, err := db.ListOrders(ctx, page)
+				if err != nil {
+					t.Fatalf("filter %d %+v: %v", i, f, err)
+				}
+				for _, m := range p.Orders {
+					walked = append(walked, m.Order.OrderCode)
+				}
+				if p.Next == nil {
+					break
+				}
+				page.After = p.Next
+			}
+			if !slices.Equal(walked, expected) {
+				t.Errorf("filter %d (q %q, sort %s, statuses %v, created %v–%v, paid %v–%v, currency %q, total %v–%v, limit %d):\n got %q\nwant %q",
+					i, f.Q, f.Sort, f.Statuses, f.CreatedFrom, f.CreatedTo, f.PaidFrom, f.PaidTo, f.Currency, f.MinTotal, f.MaxTotal, f.Limit, walked, expected)
+			}
+			if off := rng.IntN(5); off < len(expected) {
+				f.Offset = off
+				if got, w := listCodes(t, db, f), expected[off:min(off+f.Limit, len(expected))]; !slices.Equal(got, w) {
+					t.Errorf("filter %d offset %d: %q, want %q", i, off, got, w)
+				}
+			}
 		}
 	})
 }
