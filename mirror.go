@@ -332,13 +332,15 @@ type OrderCodesResolver interface {
 	ResolveOrderCodes(ctx context.Context, account string, ids []ID) (map[ID]string, error)
 }
 
-// LastFetchReader is a Mirror that also reads what it holds of an order's
-// last applied fetch. The worker pool reads it before fetching for a
-// webhook: a fetch sent after the webhook was received already saw its
-// change, so the webhook costs no request.
+// LastFetchReader is a Mirror that also reads what it holds of orders'
+// last applied fetches. The worker pool reads them for a pull's webhooks
+// before fetching: a fetch sent after a webhook was received already saw
+// its change, so the webhook costs no request.
 type LastFetchReader interface {
-	// LastFetch is ErrNotFound for an order never fetched.
-	LastFetch(ctx context.Context, account, code string) (LastFetch, error)
+	// LastFetches reads the last fetches of the account's orders codes
+	// with one read per 512 codes; an order never fetched is missing from
+	// the map.
+	LastFetches(ctx context.Context, account string, codes []string) (map[string]LastFetch, error)
 }
 
 // LastFetch is the mirror's record of an order's last applied fetch and of

@@ -697,19 +697,24 @@ func (s *Store) FindOrderByCode(_ context.Context, account, code string) (*order
 	return o.mirrored(), nil
 }
 
-// LastFetch reads the order's last applied fetch and last status change.
-func (s *Store) LastFetch(_ context.Context, account, code string) (ordersync.LastFetch, error) {
+// LastFetches reads the orders' last applied fetches and last status
+// changes; orders never fetched are missing.
+func (s *Store) LastFetches(_ context.Context, account string, codes []string) (map[string]ordersync.LastFetch, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o := s.orders[key{account, code}]
-	if o == nil || !o.fetched || o.sync.LastSyncedAt == nil {
-		return ordersync.LastFetch{}, fmt.Errorf("last fetch of %s/%s: %w", account, code, ordersync.ErrNotFound)
+	out := make(map[string]ordersync.LastFetch, len(codes))
+	for _, code := range codes {
+		o := s.orders[key{account, code}]
+		if o == nil || !o.fetched || o.sync.LastSyncedAt == nil {
+			continue
+		}
+		lf := ordersync.LastFetch{At: *o.sync.LastSyncedAt, Status: o.detail.OrderStatus}
+		if n := len(o.history); n > 0 {
+			lf.ChangedAt, lf.ChangeCause = o.history[n-1].At, o.history[n-1].Cause
+		}
+		out[code] = lf
 	}
-	lf := ordersync.LastFetch{At: *o.sync.LastSyncedAt, Status: o.detail.OrderStatus}
-	if n := len(o.history); n > 0 {
-		lf.ChangedAt, lf.ChangeCause = o.history[n-1].At, o.history[n-1].Cause
-	}
-	return lf, nil
+	return out, nil
 }
 
 // FindOrderHistory returns the document changes, status changes and

@@ -175,17 +175,7 @@ func (db *DB) ResolveOrderCodes(ctx context.Context, account string, ids []order
 	for rest := ids; len(rest) > 0; {
 		chunk := rest[:min(len(rest), resolveBatchMax)]
 		rest = rest[len(chunk):]
-		// Padded to a power of two by repeating an id, so a few prepared
-		// statements serve every batch.
-		size := 1
-		for size < len(chunk) {
-			size *= 2
-		}
-		args := make([]any, 0, size+1)
-		args = append(args, account)
-		for i := range size {
-			args = append(args, string(chunk[min(i, len(chunk)-1)]))
-		}
+		args, size := paddedArgs(account, chunk)
 		// Newest first: the first row of an id is the one to keep.
 		query := `SELECT order_id, order_code FROM orders
 WHERE account = ? AND order_id IN (` + placeholders(size) + `) AND order_id <> ''
@@ -194,16 +184,7 @@ ORDER BY COALESCE(created_at, first_seen_at) DESC`
 			ID   string `db:"order_id"`
 			Code string `db:"order_code"`
 		}
-		var err error
-		if db.readStmts != nil {
-			var stmt *sqlx.Stmt
-			if stmt, err = db.readStmts.get(ctx, query); err == nil {
-				err = stmt.SelectContext(ctx, &rows, args...)
-			}
-		} else {
-			err = db.read.SelectContext(ctx, &rows, db.rebind(query), args...)
-		}
-		if err != nil {
+		if err := db.selectRead(ctx, &rows, query, args...); err != nil {
 			return nil, translate(op, err)
 		}
 		for _, r := range rows {
@@ -217,3 +198,31 @@ ORDER BY COALESCE(created_at, first_seen_at) DESC`
 
 // resolveBatchMax bounds the ids of one ResolveOrderCodes statement.
 const resolveBatchMax = 512
+
+// paddedArgs is account followed by keys, padded to a power of two by
+// repeating the last key, so that a few prepared statements serve every
+// batch; n is the keys' count after padding.
+func paddedArgs[K ~string](account string, keys []K) (args []any, n int) {
+	n = 1
+	for n < len(keys) {
+		n *= 2
+	}
+	args = make([]any, 0, n+1)
+	args = append(args, account)
+	for i := range n {
+		args = append(args, string(keys[min(i, len(keys)-1)]))
+	}
+	return args, n
+}
+
+// selectRead runs a read outside a transaction, prepared once on SQLite.
+func (db *DB) selectRead(ctx context.Context, dest any, query string, args ...any) error {
+	if db.readStmts == nil {
+		return db.read.SelectContext(ctx, dest, db.rebind(query), args...)
+	}
+	stmt, err := db.readStmts.get(ctx, query)
+	if err != nil {
+		return err
+	}
+	return stmt.SelectContext(ctx, dest, args...)
+}

@@ -150,33 +150,44 @@ WHERE account = ? AND order_code = ? AND raw_document IS NOT NULL`), account, or
 	return m, nil
 }
 
-// LastFetch reads the order's last applied fetch and, from its status
-// history, its last status change: one indexed read.
-func (db *DB) LastFetch(ctx context.Context, account, code string) (ordersync.LastFetch, error) {
-	var r struct {
-		At        *time.Time `db:"last_synced_at"`
-		Status    string     `db:"status"`
-		ChangedAt *time.Time `db:"at"`
-		Cause     *string    `db:"cause"`
-	}
-	// One statement, outside a transaction: the pool reads it for every
-	// round of webhooks, and a read transaction's begin and end cost more
-	// than the query.
-	err := db.read.GetContext(ctx, &r, db.rebind(`SELECT o.last_synced_at, o.status, h.at, h.cause FROM orders o
+// LastFetches reads the last applied fetches of the account's orders
+// codes and, from their status histories, their last status changes: one
+// indexed read per lastFetchBatchMax codes, outside a transaction, since
+// the pool reads them for every pull of webhooks. Orders never fetched are
+// missing from the map.
+func (db *DB) LastFetches(ctx context.Context, account string, codes []string) (map[string]ordersync.LastFetch, error) {
+	op := fmt.Sprintf("read the last fetches of %d orders in %s", len(codes), account)
+	out := make(map[string]ordersync.LastFetch, len(codes))
+	for rest := codes; len(rest) > 0; {
+		chunk := rest[:min(len(rest), lastFetchBatchMax)]
+		rest = rest[len(chunk):]
+		args, n := paddedArgs(account, chunk)
+		query := `SELECT o.order_code, o.last_synced_at, o.status, h.at, h.cause FROM orders o
 LEFT JOIN status_history h ON h.id = (SELECT MAX(id) FROM status_history WHERE order_row = o.id)
-WHERE o.account = ? AND o.order_code = ? AND o.raw_document IS NOT NULL`), account, code)
-	if err != nil {
-		return ordersync.LastFetch{}, translate(fmt.Sprintf("last fetch of %s/%s", account, code), err)
+WHERE o.account = ? AND o.order_code IN (` + placeholders(n) + `) AND o.raw_document IS NOT NULL AND o.last_synced_at IS NOT NULL`
+		var rows []struct {
+			Code      string     `db:"order_code"`
+			At        time.Time  `db:"last_synced_at"`
+			Status    string     `db:"status"`
+			ChangedAt *time.Time `db:"at"`
+			Cause     *string    `db:"cause"`
+		}
+		if err := db.selectRead(ctx, &rows, query, args...); err != nil {
+			return nil, translate(op, err)
+		}
+		for _, r := range rows {
+			lf := ordersync.LastFetch{At: r.At, Status: ordersync.Status(r.Status)}
+			if r.ChangedAt != nil && r.Cause != nil {
+				lf.ChangedAt, lf.ChangeCause = *r.ChangedAt, ordersync.Cause(*r.Cause)
+			}
+			out[r.Code] = lf
+		}
 	}
-	if r.At == nil {
-		return ordersync.LastFetch{}, fmt.Errorf("last fetch of %s/%s: %w", account, code, ordersync.ErrNotFound)
-	}
-	lf := ordersync.LastFetch{At: *r.At, Status: ordersync.Status(r.Status)}
-	if r.ChangedAt != nil && r.Cause != nil {
-		lf.ChangedAt, lf.ChangeCause = *r.ChangedAt, ordersync.Cause(*r.Cause)
-	}
-	return lf, nil
+	return out, nil
 }
+
+// lastFetchBatchMax bounds the codes of one LastFetches statement.
+const lastFetchBatchMax = 512
 
 // loadDetails fills the line items and metadata of orders, whose rows are
 // rows (one to one).

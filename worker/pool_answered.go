@@ -8,7 +8,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"slices"
 
 	"github.com/ordersync/ordersync"
@@ -18,42 +17,82 @@ import (
 // status a reconciler check had mirrored before it.
 const evidenceLateWebhook = "late_webhook"
 
+// readLastFetches reads, with one read of the mirror per account, the last
+// applied fetches of the orders of items that a fetch may have answered
+// (webhooks with a receipt time), and keeps each on its item for
+// skipAnswered. An order the mirror holds no fetch of, or a failed read,
+// leaves the item without one: it is fetched.
+func (p *Pool) readLastFetches(ctx context.Context, items []*item) {
+	if p.lastFetches == nil {
+		return
+	}
+	byAccount := map[string][]*item{}
+	for _, it := range items {
+		if answerable(it) {
+			byAccount[it.account] = append(byAccount[it.account], it)
+		}
+	}
+	for account, its := range byAccount {
+		codes := make([]string, 0, len(its))
+		for _, it := range its {
+			codes = append(codes, it.code)
+		}
+		lfs, err := p.lastFetches.LastFetches(ctx, account, codes)
+		if err != nil {
+			if ctx.Err() == nil {
+				p.log.Warn("read the orders' last fetches failed; fetching them", "orders", len(codes), "err", err)
+			}
+			continue
+		}
+		for _, it := range its {
+			if lf, ok := lfs[it.code]; ok {
+				it.last = &lf
+			}
+		}
+	}
+}
+
+// answerable says whether a fetch sent after it was received answers it:
+// a webhook with a receipt time.
+func answerable(it *item) bool {
+	return (it.ev.Cause == "" || it.ev.Cause == ordersync.CauseWebhook) && !it.ev.ReceivedAt.IsZero()
+}
+
 // skipAnswered acknowledges r's events without a fetch when every one of
 // them is a webhook received before the request of the order's last
-// applied fetch left, and reports a late webhook as evidence. It returns
-// false, and r is fetched, whenever that is not certain: an event that is
-// not a webhook or has no receipt time, an order the mirror has not
-// fetched, a failed read, or an event that joined r during the read.
+// applied fetch left, as the mirror held it when they were pulled (the
+// newest of their reads: the mirror never moves backwards), and reports a
+// late webhook as evidence. It returns false, and r is fetched, whenever
+// that is not certain: an event that is not a webhook or has no receipt
+// time, or an order the mirror had not fetched.
 func (p *Pool) skipAnswered(ctx context.Context, r *round) bool {
-	if p.lastFetches == nil {
-		return false
-	}
 	p.mu.Lock()
 	items := slices.Clone(r.items)
-	p.mu.Unlock()
+	var lf *ordersync.LastFetch
 	for _, it := range items {
-		if (it.ev.Cause != "" && it.ev.Cause != ordersync.CauseWebhook) || it.ev.ReceivedAt.IsZero() {
+		if !answerable(it) {
+			p.mu.Unlock()
 			return false
 		}
-	}
-	lf, err := p.lastFetches.LastFetch(ctx, r.key.account, r.key.code)
-	if err != nil {
-		if !errors.Is(err, ordersync.ErrNotFound) && ctx.Err() == nil {
-			p.log.Warn("read the order's last fetch failed; fetching it", "order_code", r.key.code, "err", err)
+		if it.last != nil && (lf == nil || it.last.At.After(lf.At)) {
+			lf = it.last
 		}
+	}
+	answered := lf != nil
+	for _, it := range items {
+		answered = answered && it.ev.ReceivedAt.Before(lf.At)
+	}
+	// Marked started under the same lock, so that no event joins a round
+	// found answered without it.
+	if answered {
+		r.started = true
+	}
+	p.mu.Unlock()
+	if lf == nil {
 		return false
 	}
-	p.lateWebhooks(ctx, r.key.account, items, lf)
-	for _, it := range items {
-		if !it.ev.ReceivedAt.Before(lf.At) {
-			return false
-		}
-	}
-	p.mu.Lock()
-	joined := len(r.items) != len(items)
-	r.started = !joined
-	p.mu.Unlock()
-	if joined {
+	p.lateWebhooks(ctx, r.key.account, items, *lf)
+	if !answered {
 		return false
 	}
 	p.metrics.answered.Add(float64(len(items)))

@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/sim"
+	"github.com/ordersync/ordersync/store"
 	"github.com/ordersync/ordersync/worker"
 )
 
@@ -131,4 +133,59 @@ func TestPoolFetchesAWebhookReceivedDuringAFetch(t *testing.T) {
 		t.Errorf("%d requests for the order, want 2: the webhook arrived while the first was in flight", n)
 	}
 	e.assertMirrorMatchesSim(t, []string{o.OrderCode})
+}
+
+// lastFetchReads is the mirror, counting its reads of last fetches.
+type lastFetchReads struct {
+	*store.DB
+	n atomic.Int64
+}
+
+func (m *lastFetchReads) LastFetches(ctx context.Context, account string, codes []string) (map[string]ordersync.LastFetch, error) {
+	m.n.Add(1)
+	return m.DB.LastFetches(ctx, account, codes)
+}
+
+// TestPoolReadsAPullsLastFetchesAtOnce: the last fetches of a pull's
+// orders come from one read of the mirror, not one per order, and each
+// order's webhook is judged by its own order's last fetch.
+func TestPoolReadsAPullsLastFetchesAtOnce(t *testing.T) {
+	ctx := context.Background()
+	const n = 40
+	e := newEnv(t, sim.Faults{})
+	orders := e.createOrders(t, n)
+	syncer := e.newSyncer(t, nil, nil)
+	var evs []*ordersync.InboundEvent
+	for i, o := range orders {
+		ev := e.webhook(o.OrderID, ordersync.EventCreated)
+		ev.ReceivedAt = time.Now().Add(-time.Millisecond)
+		evs = append(evs, ev)
+		// Every other order is fetched after its webhook was received.
+		if i%2 == 0 {
+			if _, err := syncer.SyncOrder(ctx, ordersync.DefaultAccount, o.OrderCode, ordersync.CauseTrack); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	e.publish(t, evs...)
+	reads := &lastFetchReads{DB: e.db}
+	e.startPool(t, syncer, func(c *worker.PoolConfig) { c.Mirror = reads })
+	e.waitDrained(t, 10*time.Second)
+	waitFor(t, 10*time.Second, "a fetch of every order", func() bool { return len(e.sim.Stats().GetsByOrder) == n })
+	var codes []string
+	for i, o := range orders {
+		codes = append(codes, o.OrderCode)
+		if got := e.sim.Stats().GetsByOrder[o.OrderCode]; got != 1 {
+			t.Errorf("order %d: %d requests, want 1", i, got)
+		}
+	}
+	if got := counterValue(t, e.reg, "ordersync_worker_events_already_fetched_total", nil); got != n/2 {
+		t.Errorf("already fetched events %v, want %d", got, n/2)
+	}
+	// The webhooks were queued before the pool started: a pull takes up
+	// to 100, so a few pulls take them all.
+	if got := reads.n.Load(); got == 0 || got > n/10 {
+		t.Errorf("%d reads of last fetches for %d webhooks, want one per pull (at most %d)", got, n, n/10)
+	}
+	e.assertMirrorMatchesSim(t, codes)
 }

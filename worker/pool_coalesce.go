@@ -21,6 +21,10 @@ type item struct {
 	account  string
 	code     string
 	pulledAt time.Time
+	// last is the order's last applied fetch as the mirror held it when the
+	// delivery was pulled (readLastFetches), nil when it held none or was
+	// not asked: a webhook received before it needs no fetch of its own.
+	last *ordersync.LastFetch
 }
 
 // round is one fetch of an order and the deliveries it answers.
@@ -60,13 +64,23 @@ func (p *Pool) pull(ctx context.Context) {
 			}
 		}
 		now := p.now()
-		var unresolved []*item
+		var unresolved, ready []*item
 		for _, d := range ds {
-			if it := p.dispatch(d, now); it != nil {
+			switch it := p.dispatch(d, now); {
+			case it == nil:
+			case it.code == "":
 				unresolved = append(unresolved, it)
+			default:
+				ready = append(ready, it)
 			}
 		}
-		p.resolveBatch(ctx, unresolved)
+		ready = append(ready, p.resolveBatch(ctx, unresolved)...)
+		p.readLastFetches(ctx, ready)
+		for _, it := range ready {
+			if r := p.attach(it); r != nil {
+				p.jobs <- job{round: r}
+			}
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -87,8 +101,10 @@ func (p *Pool) pull(ctx context.Context) {
 
 // dispatch routes a fresh delivery. It runs on the pull goroutine and does
 // no I/O: anything that needs the mirror goes to the fetch goroutines, except
-// the events it returns, which carry an order id but no code the pool knows:
-// the caller resolves them with resolveBatch.
+// the events it returns, which the caller attaches to their orders' rounds
+// after reading the mirror once for the whole pull: those with a code, and
+// those that carry an order id but no code the pool knows, which it
+// resolves with resolveBatch.
 func (p *Pool) dispatch(d ordersync.Delivery, now time.Time) *item {
 	ev := d.Event()
 	it := &item{d: d, ev: ev, account: ev.Account, pulledAt: now}
@@ -108,25 +124,20 @@ func (p *Pool) dispatch(d ordersync.Delivery, now time.Time) *item {
 	if it.code == "" {
 		it.code, _ = p.codes.get(it.account, e.OrderID)
 	}
-	switch {
-	case it.code == "" && e.OrderID != "" && p.codesResolver != nil:
-		return it
-	case it.code == "":
+	if it.code == "" && (e.OrderID == "" || p.codesResolver == nil) {
 		p.jobs <- job{resolve: it}
 		return nil
 	}
-	if r := p.attach(it); r != nil {
-		p.jobs <- job{round: r}
-	}
-	return nil
+	return it
 }
 
 // resolveBatch finds the codes of a pull's events that carry only an order
 // id with one read of the mirror per account, on the pull goroutine, instead
-// of one read per event on the fetch goroutines. What it does not find, or
-// cannot look up, takes the path of one event: resolve, with its fallback
-// to the order reference and its retry schedule.
-func (p *Pool) resolveBatch(ctx context.Context, items []*item) {
+// of one read per event on the fetch goroutines, and returns the events it
+// resolved. What it does not find, or cannot look up, takes the path of one
+// event: resolve, with its fallback to the order reference and its retry
+// schedule.
+func (p *Pool) resolveBatch(ctx context.Context, items []*item) (resolved []*item) {
 	byAccount := map[string][]*item{}
 	for _, it := range items {
 		byAccount[it.account] = append(byAccount[it.account], it)
@@ -148,11 +159,10 @@ func (p *Pool) resolveBatch(ctx context.Context, items []*item) {
 			}
 			p.codes.put(account, it.e.OrderID, code)
 			it.code = code
-			if r := p.attach(it); r != nil {
-				p.jobs <- job{round: r}
-			}
+			resolved = append(resolved, it)
 		}
 	}
+	return resolved
 }
 
 // attach joins it to its order's planned round, or to the follow-up round

@@ -65,6 +65,7 @@ func (p *Pool) resolve(ctx context.Context, it *item) *round {
 	}
 	p.codes.put(it.account, it.e.OrderID, code)
 	it.code = code
+	p.readLastFetches(ctx, []*item{it})
 	return p.attach(it)
 }
 

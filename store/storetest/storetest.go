@@ -657,13 +657,14 @@ func testOrderHistory(t *testing.T, s Store) {
 
 // testLastFetch: the last applied fetch's time is its FetchedAt, and the
 // last status change's time and cause are those of the fetch that saw it;
-// an earlier fetch applied late changes neither.
+// an earlier fetch applied late changes neither. One read serves many
+// orders, and leaves out those never fetched.
 func testLastFetch(t *testing.T, s Store) {
 	ctx := context.Background()
-	if _, err := s.LastFetch(ctx, account, "Last01"); !errors.Is(err, ordersync.ErrNotFound) {
-		t.Fatalf("LastFetch of an unknown order: %v, want ErrNotFound", err)
+	if got, err := s.LastFetches(ctx, account, []string{"Last01"}); err != nil || len(got) != 0 {
+		t.Fatalf("LastFetches of an unknown order = %v, %v; want none", got, err)
 	}
-	sq := seqs(t, s, 3)
+	sq := seqs(t, s, 4)
 	base := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	created := params(order("Last01", 7001, ordersync.StatusPending, "Last"), sq[0])
 	created.FetchedAt = base
@@ -671,12 +672,23 @@ func testLastFetch(t *testing.T, s Store) {
 	paid.FetchedAt, paid.Cause = base.Add(time.Minute), ordersync.CauseReconcile
 	stale := params(order("Last01", 7001, ordersync.StatusPending, "Last"), sq[1])
 	stale.FetchedAt = base.Add(2 * time.Minute)
+	other := params(order("Last02", 7002, ordersync.StatusPending, "Last"), sq[3])
+	other.FetchedAt = base.Add(3 * time.Minute)
 	apply(t, s, created)
 	apply(t, s, paid)
 	apply(t, s, stale)
-	lf, err := s.LastFetch(ctx, account, "Last01")
-	want := ordersync.LastFetch{At: paid.FetchedAt, Status: ordersync.StatusPaid, ChangedAt: paid.FetchedAt, ChangeCause: ordersync.CauseReconcile}
-	if err != nil || !lf.At.Equal(want.At) || lf.Status != want.Status || !lf.ChangedAt.Equal(want.ChangedAt) || lf.ChangeCause != want.ChangeCause {
-		t.Errorf("LastFetch = %+v, %v; want %+v", lf, err, want)
+	apply(t, s, other)
+	got, err := s.LastFetches(ctx, account, []string{"Last01", "Nope01", "Last02"})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("LastFetches = %+v, %v; want Last01 and Last02 only", got, err)
+	}
+	for code, want := range map[string]ordersync.LastFetch{
+		"Last01": {At: paid.FetchedAt, Status: ordersync.StatusPaid, ChangedAt: paid.FetchedAt, ChangeCause: ordersync.CauseReconcile},
+		"Last02": {At: other.FetchedAt, Status: ordersync.StatusPending, ChangedAt: other.FetchedAt, ChangeCause: ordersync.CauseWebhook},
+	} {
+		lf := got[code]
+		if !lf.At.Equal(want.At) || lf.Status != want.Status || !lf.ChangedAt.Equal(want.ChangedAt) || lf.ChangeCause != want.ChangeCause {
+			t.Errorf("LastFetches[%s] = %+v; want %+v", code, lf, want)
+		}
 	}
 }
