@@ -411,7 +411,7 @@ type Outbox interface {
 // Retention is the part of the mirror that forgets what has served its
 // purpose: outbox messages long published, event log, delivery log and
 // document change rows long past, audit records past their retention,
-// console sessions expired.
+// console sessions expired, replay jobs long ended.
 // Each call deletes at most limit rows, oldest first, and says how many.
 type Retention interface {
 	PruneSentOutbox(ctx context.Context, sentBefore time.Time, limit int) (int, error)
@@ -420,6 +420,7 @@ type Retention interface {
 	PruneDocumentChanges(ctx context.Context, before time.Time, limit int) (int, error)
 	PruneAuditLog(ctx context.Context, before time.Time, limit int) (int, error)
 	PruneConsoleSessions(ctx context.Context, expiredBefore time.Time, limit int) (int, error)
+	PruneReplayJobs(ctx context.Context, endedBefore time.Time, limit int) (int, error)
 }
 
 // ReconcileSource lists orders for an on-demand reconcile, most overdue

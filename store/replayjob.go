@@ -130,3 +130,11 @@ func (db *DB) ListReplayJobs(ctx context.Context, limit int) ([]ordersync.Replay
 	}
 	return out, nil
 }
+
+// PruneReplayJobs deletes up to limit replay jobs that ended before
+// endedBefore, oldest first, and returns how many it deleted. A job still
+// marked running whose heartbeat is that old had its process die: it
+// ended, as far as anyone can tell, at its last beat.
+func (db *DB) PruneReplayJobs(ctx context.Context, endedBefore time.Time, limit int) (int, error) {
+	return db.pruneBefore(ctx, "prune replay jobs", "replay_jobs", "id", "COALESCE(ended_at, beat_at)", endedBefore, limit)
+}

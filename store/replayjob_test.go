@@ -108,3 +108,65 @@ func TestReplayJobs(t *testing.T) {
 		}
 	})
 }
+
+// TestPruneReplayJobs: jobs that ended before the cutoff go, oldest first
+// and at most limit at a time, and so does a job still marked running whose
+// last heartbeat is that old (its process died); a job that ended later, or
+// runs with a fresh heartbeat, stays.
+func TestPruneReplayJobs(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		db := openDB(t, url)
+		t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+		start := func(at time.Time) int64 {
+			t.Helper()
+			j, err := db.StartReplayJob(ctx, ordersync.ReplayJob{Query: "reason=malformed", Actor: "ops", Process: "p", Started: at})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return j.ID
+		}
+		end := func(id int64, at time.Time) {
+			t.Helper()
+			if err := db.EndReplayJob(ctx, id, ordersync.ReplayJobProgress{}, ordersync.JobFinished, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		old1 := start(t0.Add(-50 * time.Hour))
+		end(old1, t0.Add(-49*time.Hour))
+		old2 := start(t0.Add(-48 * time.Hour))
+		end(old2, t0.Add(-47*time.Hour))
+		recent := start(t0.Add(-2 * time.Hour))
+		end(recent, t0.Add(-time.Hour))
+		dead := start(t0.Add(-30 * time.Hour)) // never beats again
+		cutoff := t0.Add(-24 * time.Hour)
+
+		if n, err := db.PruneReplayJobs(ctx, cutoff, 2); err != nil || n != 2 {
+			t.Fatalf("PruneReplayJobs(limit 2) = %d, %v; want 2", n, err)
+		}
+		if _, err := db.FindReplayJob(ctx, old1); !errors.Is(err, ordersync.ErrNotFound) {
+			t.Errorf("the oldest job after the first prune: %v; want it gone", err)
+		}
+		if n, err := db.PruneReplayJobs(ctx, cutoff, 10); err != nil || n != 1 {
+			t.Fatalf("PruneReplayJobs = %d, %v; want the 1 left before the cutoff", n, err)
+		}
+		if _, err := db.FindReplayJob(ctx, dead); !errors.Is(err, ordersync.ErrNotFound) {
+			t.Errorf("the job whose process died: %v; want it gone", err)
+		}
+		jobs, err := db.ListReplayJobs(ctx, 10)
+		if err != nil || len(jobs) != 1 || jobs[0].ID != recent {
+			t.Fatalf("jobs left: %+v, %v; want the recent one only", jobs, err)
+		}
+
+		live := start(t0)
+		if err := db.BeatReplayJob(ctx, live, ordersync.ReplayJobProgress{}, t0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := db.PruneReplayJobs(ctx, t0, 10); err != nil || n != 1 {
+			t.Fatalf("PruneReplayJobs(now) = %d, %v; want the recent one only, not the running one", n, err)
+		}
+		if _, err := db.FindReplayJob(ctx, live); err != nil {
+			t.Errorf("the running job: %v", err)
+		}
+	})
+}

@@ -14,14 +14,16 @@ import (
 	"github.com/ordersync/ordersync"
 )
 
-// The queries of DailyTotals. Each reads the orders one figure counts in
-// [lo, hi), with the instant that places each in a day. An order counts
-// once per figure: finalized by its first transition to FINALIZED, a
-// cancellation by the first one after its payment (or at all, when it was
-// never paid). The created and paid figures are summed by the database
-// per day (reportSumsSQL) for the orders whose total_minor says their
-// total; these read the others, and those of a currency whose total_minor sums cannot
-// stand in for the decimal sum (reportCurrencySQL).
+// The queries of DailyTotals that read orders one by one. Each reads the
+// orders one figure counts in [lo, hi), with the instant that places each
+// in a day. An order counts once per figure: finalized by its first
+// transition to FINALIZED, a cancellation by the first one after its
+// payment (or at all, when it was never paid); internal_report_figures
+// (migration 00018) says the same. The report reads the sums of
+// report_buckets (reportBucketsSQL) instead, and these only for the
+// orders whose total_minor does not say their total (reportUnsummedSQL)
+// and those of a currency whose total_minor sums cannot stand in for the
+// decimal sum (reportCurrencySQL).
 var (
 	reportCreatedSQL = `SELECT created_at AS at, store_currency_code AS currency, total FROM orders
 WHERE account = ? AND created_at >= ? AND created_at < ? AND total IS NOT NULL`
@@ -38,22 +40,37 @@ WHERE o.account = ? AND h.to_status = 'CANCELLED' AND h.at >= ? AND h.at < ? AND
 	reportCurrencySQL = ` AND total_minor IS NOT NULL AND store_currency_code = ?`
 )
 
-// reportSumsSQL counts the account's orders whose column (created_at or
-// paid_at) is in [lo, hi), one day of the report, and sums their
-// total_minor per currency: an index holds every column it reads
-// (migration 00014), so it reads neither the orders' rows nor one Go value
-// per order.
-func reportSumsSQL(column string) string {
-	return fmt.Sprintf(`SELECT store_currency_code AS currency, COUNT(*) AS n, SUM(total_minor) AS minor FROM orders
-WHERE account = ? AND %s >= ? AND %s < ? AND total_minor IS NOT NULL
-GROUP BY store_currency_code`, column, column)
-}
+// reportBucketsSQL sums one day of the report, quarter hours [lo, hi) of
+// report_buckets, per figure and currency: about a hundred rows of its
+// primary key a day, whatever the day's orders.
+const reportBucketsSQL = `SELECT figure, currency, SUM(summed) AS n, SUM(total_minor) AS minor, SUM(unsummed) AS unsummed
+FROM report_buckets WHERE account = ? AND bucket >= ? AND bucket < ?
+GROUP BY figure, currency`
+
+// bucketSeconds is the span of a report_buckets row: every zone's offset
+// from UTC is a whole number of quarter hours.
+const bucketSeconds = 15 * 60
 
 // reportSum is one day's orders of one currency in a figure.
 type reportSum struct {
+	Figure   string `db:"figure"`
 	Currency string `db:"currency"`
-	N        int    `db:"n"`
+	N        int64  `db:"n"`
 	Minor    int64  `db:"minor"`
+	Unsummed int64  `db:"unsummed"`
+}
+
+// reportFigures are report_buckets' figures, and the query that reads
+// their orders one by one (cancelled and reversed share one).
+var reportFigures = map[string]struct {
+	kind  ordersync.ReportKind
+	query string
+}{
+	"created":   {ordersync.ReportCreated, "created"},
+	"paid":      {ordersync.ReportPaid, "paid"},
+	"finalized": {ordersync.ReportFinalized, "finalized"},
+	"cancelled": {ordersync.ReportCancelled, "cancelled"},
+	"reversed":  {ordersync.ReportReversed, "cancelled"},
 }
 
 // reportRow is one order counted by a query of DailyTotals.
@@ -62,6 +79,18 @@ type reportRow struct {
 	PaidAt   *time.Time       `db:"paid_at"`
 	Currency string           `db:"currency"`
 	Total    ordersync.Amount `db:"total"`
+}
+
+// bucketed says whether every day of the report is a whole range of
+// report_buckets: days that start on a quarter hour of UTC, after the
+// first of 1970 (the buckets of earlier instants are not floors).
+func bucketed(days []ordersync.DaySpan) bool {
+	for _, d := range days {
+		if d.Start.Unix() < 24*60*60 || d.Start.Unix()%bucketSeconds != 0 || d.End.Unix()%bucketSeconds != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // DailyTotals sums the account's orders per calendar day of the report's
@@ -75,7 +104,7 @@ func (db *DB) DailyTotals(ctx context.Context, params ordersync.DailyTotalsParam
 }
 
 // dailyTotals is DailyTotals; without sums it reads every order one by
-// one, which the database's sums must agree with (TestDailyTotalsSums).
+// one, which report_buckets' sums must agree with (TestDailyTotalsSums).
 func (db *DB) dailyTotals(ctx context.Context, params ordersync.DailyTotalsParams, sums bool) (ordersync.DailyTotals, error) {
 	var out ordersync.DailyTotals
 	if err := params.Validate(); err != nil {
@@ -115,62 +144,86 @@ func (db *DB) dailyTotals(ctx context.Context, params ordersync.DailyTotalsParam
 				entries = append(entries, ordersync.ReportEntry{Kind: kind, At: r.At, Currency: r.Currency, Total: r.Total})
 			}
 		}
-		// summed reads a figure's orders with a total_minor as the
-		// database's sums, a query per day, and the others one by one. A
-		// currency this binary does not know keeps the digits of its
-		// totals in the sum (ordersync.TallyDays), which the integers lost:
-		// its orders are read one by one too.
-		summed := func(what, column, rowsSQL string, kind ordersync.ReportKind) error {
-			if !sums {
-				return read(what, rowsSQL, entry(kind))
-			}
-			stmt, err := tx.PreparexContext(ctx, db.rebind(reportSumsSQL(column)))
-			if err != nil {
-				return fmt.Errorf("%s: %w", what, err)
-			}
-			defer stmt.Close()
-			unknown := map[string]bool{}
-			for _, d := range days {
-				var got []reportSum
-				if err := stmt.SelectContext(ctx, &got, params.Account, dbTime(d.Start), dbTime(d.End)); err != nil {
-					return fmt.Errorf("%s: %w", what, err)
+		readCancelled := func(extra string, args ...any) error {
+			return read("cancelled", reportCancelledSQL+extra, func(r reportRow) {
+				switch {
+				case r.PaidAt == nil:
+					entry(ordersync.ReportCancelled)(r)
+				case !r.PaidAt.After(r.At):
+					entry(ordersync.ReportReversed)(r)
 				}
-				for _, s := range got {
-					if _, ok := ordersync.MinorUnits(s.Currency); !ok {
-						unknown[s.Currency] = true
-						continue
-					}
-					entries = append(entries, ordersync.ReportEntry{Kind: kind, At: d.Start, Currency: s.Currency,
-						Total: ordersync.AmountFromMinor(s.Minor, ordersync.MinorScale(s.Currency)), Count: s.N})
-				}
-			}
-			for _, currency := range slices.Sorted(maps.Keys(unknown)) {
-				if err := read(what, rowsSQL+reportCurrencySQL, entry(kind), currency); err != nil {
+				// Cancelled before a payment learned later: neither.
+			}, args...)
+		}
+		queries := map[string]func(extra string, args ...any) error{
+			"created": func(extra string, args ...any) error {
+				return read("created", reportCreatedSQL+extra, entry(ordersync.ReportCreated), args...)
+			},
+			"paid": func(extra string, args ...any) error {
+				return read("paid", reportPaidSQL+extra, entry(ordersync.ReportPaid), args...)
+			},
+			"finalized": func(extra string, args ...any) error {
+				return read("finalized", reportFinalizedSQL+extra, entry(ordersync.ReportFinalized), args...)
+			},
+			"cancelled": readCancelled,
+		}
+		if !sums || !bucketed(days) {
+			for _, q := range []string{"created", "paid", "finalized", "cancelled"} {
+				if err := queries[q](""); err != nil {
 					return err
 				}
 			}
-			return read(what, rowsSQL+reportUnsummedSQL, entry(kind))
+			out = ordersync.DailyTotals{TZ: loc.String(), Days: ordersync.TallyDays(days, entries)}
+			return nil
 		}
-		if err := summed("created", "created_at", reportCreatedSQL, ordersync.ReportCreated); err != nil {
-			return err
-		}
-		if err := summed("paid", "paid_at", reportPaidSQL, ordersync.ReportPaid); err != nil {
-			return err
-		}
-		if err := read("finalized", reportFinalizedSQL, entry(ordersync.ReportFinalized)); err != nil {
-			return err
-		}
-		err := read("cancelled", reportCancelledSQL, func(r reportRow) {
-			switch {
-			case r.PaidAt == nil:
-				entry(ordersync.ReportCancelled)(r)
-			case !r.PaidAt.After(r.At):
-				entry(ordersync.ReportReversed)(r)
-			}
-			// Cancelled before a payment learned later: neither.
-		})
+		// The sums of report_buckets, a query per day. The orders they do
+		// not sum (unsummed) are read one by one, and so are those of a
+		// currency this binary does not know, whose sum keeps the digits
+		// of their totals (ordersync.TallyDays), which the integers lost.
+		stmt, err := tx.PreparexContext(ctx, db.rebind(reportBucketsSQL))
 		if err != nil {
-			return err
+			return fmt.Errorf("read daily totals: %w", err)
+		}
+		defer stmt.Close()
+		unsummed, unknown := map[string]bool{}, map[string]map[string]bool{}
+		for _, d := range days {
+			var got []reportSum
+			if err := stmt.SelectContext(ctx, &got, params.Account, d.Start.Unix()/bucketSeconds, d.End.Unix()/bucketSeconds); err != nil {
+				return fmt.Errorf("read daily totals: %w", err)
+			}
+			for _, s := range got {
+				f, ok := reportFigures[s.Figure]
+				if !ok {
+					return fmt.Errorf("read daily totals: report_buckets has a figure %q", s.Figure)
+				}
+				if s.Unsummed > 0 {
+					unsummed[f.query] = true
+				}
+				if s.N == 0 {
+					continue
+				}
+				if _, ok := ordersync.MinorUnits(s.Currency); !ok {
+					if unknown[f.query] == nil {
+						unknown[f.query] = map[string]bool{}
+					}
+					unknown[f.query][s.Currency] = true
+					continue
+				}
+				entries = append(entries, ordersync.ReportEntry{Kind: f.kind, At: d.Start, Currency: s.Currency,
+					Total: ordersync.AmountFromMinor(s.Minor, ordersync.MinorScale(s.Currency)), Count: int(s.N)})
+			}
+		}
+		for _, q := range []string{"created", "paid", "finalized", "cancelled"} {
+			for _, currency := range slices.Sorted(maps.Keys(unknown[q])) {
+				if err := queries[q](reportCurrencySQL, currency); err != nil {
+					return err
+				}
+			}
+			if unsummed[q] {
+				if err := queries[q](reportUnsummedSQL); err != nil {
+					return err
+				}
+			}
 		}
 		out = ordersync.DailyTotals{TZ: loc.String(), Days: ordersync.TallyDays(days, entries)}
 		return nil

@@ -47,7 +47,8 @@ func documentedViews(t *testing.T) map[string][]string {
 }
 
 // TestSchemaDoc: the views docs/schema.md documents are exactly the
-// database's views, each with exactly the documented columns.
+// database's views, each with exactly the documented columns, but for the
+// store's own views (named internal_…), which are no part of the contract.
 func TestSchemaDoc(t *testing.T) {
 	docs := documentedViews(t)
 	eachDialect(t, func(t *testing.T, url string) {
@@ -62,7 +63,7 @@ func TestSchemaDoc(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, v := range views {
-			if _, ok := docs[v]; !ok {
+			if _, ok := docs[v]; !ok && !strings.HasPrefix(v, "internal_") {
 				t.Errorf("view %s is not in docs/schema.md", v)
 			}
 		}

@@ -188,7 +188,7 @@ func newRelayMetrics(reg prometheus.Registerer) (*relayMetrics, error) {
 }
 
 // prunedTables are the label values of ordersync_pruned_rows_total.
-var prunedTables = []string{"outbox", "event_log", "delivery_log", "document_changes", "audit_log", "console_sessions"}
+var prunedTables = []string{"outbox", "event_log", "delivery_log", "document_changes", "audit_log", "console_sessions", "replay_jobs"}
 
 // prunerMetrics are the pruner's collectors.
 type prunerMetrics struct {
@@ -199,7 +199,7 @@ func newPrunerMetrics(reg prometheus.Registerer) (*prunerMetrics, error) {
 	m := &prunerMetrics{
 		pruned: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ordersync_pruned_rows_total",
-			Help: "Rows the pruner deleted past their retention, by table (outbox, event_log, delivery_log, document_changes, audit_log, console_sessions).",
+			Help: "Rows the pruner deleted past their retention, by table (outbox, event_log, delivery_log, document_changes, audit_log, console_sessions, replay_jobs).",
 		}, []string{"table"}),
 	}
 	if err := collect.RegisterAll(reg, collect.Of(&m.pruned)); err != nil {

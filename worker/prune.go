@@ -26,6 +26,9 @@ type PrunerConfig struct {
 	EventLogRetention time.Duration
 	// AuditRetention keeps audit records this long; 0 keeps them forever.
 	AuditRetention time.Duration
+	// ReplayJobRetention keeps the console's replay jobs this long after
+	// they ended; 0 keeps them forever. A running job is never pruned.
+	ReplayJobRetention time.Duration
 	// Interval between passes. Default 10m.
 	Interval time.Duration
 	// Chunk is the most rows one delete removes: each is a short write
@@ -58,6 +61,8 @@ func (c PrunerConfig) validate() error {
 		return fmt.Errorf("worker: PrunerConfig.EventLogRetention must be ≥ 0, got %v", c.EventLogRetention)
 	case c.AuditRetention < 0:
 		return fmt.Errorf("worker: PrunerConfig.AuditRetention must be ≥ 0, got %v", c.AuditRetention)
+	case c.ReplayJobRetention < 0:
+		return fmt.Errorf("worker: PrunerConfig.ReplayJobRetention must be ≥ 0, got %v", c.ReplayJobRetention)
 	}
 	return nil
 }
@@ -67,7 +72,7 @@ func (c PrunerConfig) validate() error {
 // event log row, every status change an outbox message with the whole
 // order, every order event a delivery log row per endpoint, every fetch
 // that changes a document a document change row, every action an audit
-// record, every sign-in a console session.
+// record, every sign-in a console session, every bulk replay a replay job.
 type Pruner struct {
 	cfg     PrunerConfig
 	metrics *prunerMetrics
@@ -88,7 +93,7 @@ func NewPruner(cfg PrunerConfig) (*Pruner, error) {
 
 // PruneReport is what one pass deleted.
 type PruneReport struct {
-	Outbox, EventLog, DeliveryLog, DocumentChanges, AuditLog, ConsoleSessions int
+	Outbox, EventLog, DeliveryLog, DocumentChanges, AuditLog, ConsoleSessions, ReplayJobs int
 }
 
 // Prune runs one pass: for each table with a retention, deletes chunk
@@ -107,6 +112,7 @@ func (p *Pruner) Prune(ctx context.Context) (PruneReport, error) {
 		{"delivery_log", p.cfg.EventLogRetention, p.cfg.Store.PruneDeliveryLog, &rep.DeliveryLog},
 		{"document_changes", p.cfg.EventLogRetention, p.cfg.Store.PruneDocumentChanges, &rep.DocumentChanges},
 		{"audit_log", p.cfg.AuditRetention, p.cfg.Store.PruneAuditLog, &rep.AuditLog},
+		{"replay_jobs", p.cfg.ReplayJobRetention, p.cfg.Store.PruneReplayJobs, &rep.ReplayJobs},
 		// A session is done with the moment it expires: no retention.
 		{"console_sessions", sessionsExpired, p.cfg.Store.PruneConsoleSessions, &rep.ConsoleSessions},
 	}
@@ -140,7 +146,7 @@ const sessionsExpired time.Duration = -1
 // Expired console sessions are pruned in every pass that runs; a lookup
 // refuses them anyway, so without passes they only take room.
 func (p *Pruner) Enabled() bool {
-	return p.cfg.OutboxRetention > 0 || p.cfg.EventLogRetention > 0 || p.cfg.AuditRetention > 0
+	return p.cfg.OutboxRetention > 0 || p.cfg.EventLogRetention > 0 || p.cfg.AuditRetention > 0 || p.cfg.ReplayJobRetention > 0
 }
 
 // Run prunes at once and then every Interval until ctx ends. It does
@@ -156,10 +162,10 @@ func (p *Pruner) Run(ctx context.Context) error {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			p.cfg.Logger.Error("prune pass", "err", err, "outbox", rep.Outbox, "event_log", rep.EventLog, "delivery_log", rep.DeliveryLog,
-				"document_changes", rep.DocumentChanges, "audit_log", rep.AuditLog, "console_sessions", rep.ConsoleSessions)
+				"document_changes", rep.DocumentChanges, "audit_log", rep.AuditLog, "console_sessions", rep.ConsoleSessions, "replay_jobs", rep.ReplayJobs)
 		case rep != PruneReport{}:
 			p.cfg.Logger.Info("pruned past retention", "outbox", rep.Outbox, "event_log", rep.EventLog, "delivery_log", rep.DeliveryLog,
-				"document_changes", rep.DocumentChanges, "audit_log", rep.AuditLog, "console_sessions", rep.ConsoleSessions)
+				"document_changes", rep.DocumentChanges, "audit_log", rep.AuditLog, "console_sessions", rep.ConsoleSessions, "replay_jobs", rep.ReplayJobs)
 		}
 		select {
 		case <-ctx.Done():

@@ -98,15 +98,32 @@ func TestPruner(t *testing.T) {
 		}
 	}
 
+	// Replay jobs: one ended 40 days ago, one ended yesterday, and one
+	// whose process died 35 days ago (still marked running).
+	for _, j := range []struct {
+		started time.Duration
+		ended   time.Duration
+	}{{41 * 24 * time.Hour, 40 * 24 * time.Hour}, {3 * 24 * time.Hour, 24 * time.Hour}, {35 * 24 * time.Hour, 0}} {
+		job, err := db.StartReplayJob(ctx, ordersync.ReplayJob{Query: "reason=malformed", Actor: "ops", Process: "p", Started: now.Add(-j.started)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.ended > 0 {
+			if err := db.EndReplayJob(ctx, job.ID, ordersync.ReplayJobProgress{}, ordersync.JobFinished, now.Add(-j.ended)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
 	reg := prometheus.NewRegistry()
 	p, err := worker.NewPruner(worker.PrunerConfig{Store: db, OutboxRetention: 48 * time.Hour, EventLogRetention: 30 * 24 * time.Hour,
-		AuditRetention: 400 * 24 * time.Hour, Chunk: 2, Registerer: reg, Clock: func() time.Time { return now }})
+		AuditRetention: 400 * 24 * time.Hour, ReplayJobRetention: 30 * 24 * time.Hour, Chunk: 2, Registerer: reg, Clock: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep, err := p.Prune(ctx)
-	if err != nil || rep != (worker.PruneReport{Outbox: 5, EventLog: 3, DeliveryLog: 2, DocumentChanges: 1, AuditLog: 3, ConsoleSessions: 1}) {
-		t.Fatalf("Prune = %+v, %v; want 5 outbox messages, 3 event log rows, 2 delivery log rows, 1 document change, 3 audit records, 1 session", rep, err)
+	if err != nil || rep != (worker.PruneReport{Outbox: 5, EventLog: 3, DeliveryLog: 2, DocumentChanges: 1, AuditLog: 3, ConsoleSessions: 1, ReplayJobs: 2}) {
+		t.Fatalf("Prune = %+v, %v; want 5 outbox messages, 3 event log rows, 2 delivery log rows, 1 document change, 3 audit records, 1 session, 2 replay jobs", rep, err)
 	}
 	if rep, err := p.Prune(ctx); err != nil || rep != (worker.PruneReport{}) {
 		t.Errorf("second Prune = %+v, %v; want nothing left to prune", rep, err)
@@ -131,8 +148,11 @@ func TestPruner(t *testing.T) {
 	if _, err := db.FindConsoleSession(ctx, "live", now); err != nil {
 		t.Errorf("the live session: %v", err)
 	}
+	if jobs, err := db.ListReplayJobs(ctx, 10); err != nil || len(jobs) != 1 || !jobs[0].Ended.Equal(now.Add(-24*time.Hour)) {
+		t.Errorf("replay jobs after pruning: %+v, %v; want yesterday's", jobs, err)
+	}
 	want := `
-# HELP ordersync_pruned_rows_total Rows the pruner deleted past their retention, by table (outbox, event_log, delivery_log, document_changes, audit_log, console_sessions).
+# HELP ordersync_pruned_rows_total Rows the pruner deleted past their retention, by table (outbox, event_log, delivery_log, document_changes, audit_log, console_sessions, replay_jobs).
 # TYPE ordersync_pruned_rows_total counter
 ordersync_pruned_rows_total{table="audit_log"} 3
 ordersync_pruned_rows_total{table="console_sessions"} 1
@@ -140,6 +160,7 @@ ordersync_pruned_rows_total{table="delivery_log"} 2
 ordersync_pruned_rows_total{table="document_changes"} 1
 ordersync_pruned_rows_total{table="event_log"} 3
 ordersync_pruned_rows_total{table="outbox"} 5
+ordersync_pruned_rows_total{table="replay_jobs"} 2
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "ordersync_pruned_rows_total"); err != nil {
 		t.Error(err)

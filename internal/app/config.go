@@ -129,6 +129,9 @@ type Config struct {
 	EventLogRetention time.Duration
 	// AuditRetention keeps the audit trail this long (0: forever).
 	AuditRetention time.Duration
+	// ReplayJobRetention keeps the console's replay jobs this long after
+	// they ended (0: forever).
+	ReplayJobRetention time.Duration
 
 	// Endpoints receive order events over HTTP (Standard Webhooks). They
 	// are written into the database at every start: the file owns these
@@ -183,6 +186,9 @@ func DefaultConfig() Config {
 		// Thirteen months and a few days: a yearly audit finds the whole of
 		// the year it looks at, whenever in the next month it runs.
 		AuditRetention: 400 * 24 * time.Hour,
+		// A month of the Dead letters page's past jobs: what was replayed
+		// is in the audit trail for longer.
+		ReplayJobRetention: 30 * 24 * time.Hour,
 		// A day lets a receiver deploy the new secret at its pace.
 		EndpointSecretGrace: 24 * time.Hour,
 		LogLevel:            "info",
@@ -341,6 +347,7 @@ var settings = []setting[Config]{
 	{key: "outbox_retention", env: "ORDERSYNC_OUTBOX_RETENTION", usage: "how long published outbox messages are kept, 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.OutboxRetention })},
 	{key: "event_log_retention", env: "ORDERSYNC_EVENT_LOG_RETENTION", usage: "how long event log and delivery log rows are kept (an order's event log), 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.EventLogRetention })},
 	{key: "audit_retention", env: "ORDERSYNC_AUDIT_RETENTION", usage: "how long the audit trail of actions is kept, 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.AuditRetention })},
+	{key: "replay_job_retention", env: "ORDERSYNC_REPLAY_JOB_RETENTION", usage: "how long the console's replay jobs are kept after they ended, 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.ReplayJobRetention })},
 	{key: "endpoint_secret_grace", env: "ORDERSYNC_ENDPOINT_SECRET_GRACE", usage: "how long a replaced endpoint secret keeps signing deliveries", set: duration(func(c *Config) *time.Duration { return &c.EndpointSecretGrace })},
 	{key: "log_level", env: "ORDERSYNC_LOG_LEVEL", usage: "debug, info, warn or error", set: str(func(c *Config) *string { return &c.LogLevel })},
 	{key: "log_format", env: "ORDERSYNC_LOG_FORMAT", usage: "text or json", set: str(func(c *Config) *string { return &c.LogFormat })},
@@ -637,6 +644,9 @@ func (c *Config) ValidateServe() error {
 	}
 	if c.AuditRetention < 0 {
 		bad("bad setting: audit_retention must not be negative, got %s", c.AuditRetention)
+	}
+	if c.ReplayJobRetention < 0 {
+		bad("bad setting: replay_job_retention must not be negative, got %s", c.ReplayJobRetention)
 	}
 	for _, check := range []func() error{
 		func() error { _, err := parseRoles(c.Role); return err },

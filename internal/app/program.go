@@ -239,7 +239,7 @@ func (p *Program) buildStages() (err error) {
 	}
 	p.pruner, err = worker.NewPruner(worker.PrunerConfig{
 		Store: p.db, OutboxRetention: p.cfg.OutboxRetention, EventLogRetention: p.cfg.EventLogRetention, AuditRetention: p.cfg.AuditRetention,
-		Registerer: p.reg, Logger: log("prune"),
+		ReplayJobRetention: p.cfg.ReplayJobRetention, Registerer: p.reg, Logger: log("prune"),
 	})
 	if err != nil {
 		return err
