@@ -28,9 +28,12 @@ const postgresEnv = "ORDERSYNC_TEST_POSTGRES_URL"
 // eachDialect runs test once per dialect, each time against a fresh
 // database at the current schema version: a new SQLite file, or a new
 // PostgreSQL schema dropped at cleanup. The URL lets a test open the same
-// database again.
+// database again. Sharing nothing, such tests run in parallel with each
+// other (t.Parallel): most of their time is the database's, waiting on
+// its disk.
 func eachDialect(t *testing.T, test func(t *testing.T, url string)) {
 	t.Helper()
+	t.Parallel()
 	t.Run(DialectSQLite, func(t *testing.T) { test(t, sqliteURL(t)) })
 	t.Run(DialectPostgres, func(t *testing.T) { test(t, postgresURL(t)) })
 }
