@@ -544,12 +544,23 @@ func TestTransportFailures(t *testing.T) {
 
 	t.Run("caller cancels", func(t *testing.T) {
 		stop := make(chan struct{})
-		u := startUpstream(t, hang(stop))
+		arrived := make(chan struct{}, len(calls))
+		u := startUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			arrived <- struct{}{}
+			hang(stop)(w, r)
+		})
 		t.Cleanup(func() { close(stop) })
 		c := newClient(t, u, paymentlink.Config{})
 		for _, cl := range calls {
+			// Cancelled once the request is at the upstream, waiting.
 			ctx, cancel := context.WithCancel(context.Background())
-			time.AfterFunc(50*time.Millisecond, cancel)
+			go func() {
+				select {
+				case <-arrived:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
 			err := cl.run(ctx, c)
 			cancel()
 			if !errors.Is(err, context.Canceled) {

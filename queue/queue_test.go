@@ -466,7 +466,7 @@ func TestExtendAndTerm(t *testing.T) {
 }
 
 func TestNextWaitsAndRespectsContext(t *testing.T) {
-	_, q := embeddedQueue(t, uniqueConfig())
+	e, q := embeddedQueue(t, uniqueConfig())
 	src := q.Events()
 
 	start := time.Now()
@@ -478,28 +478,68 @@ func TestNextWaitsAndRespectsContext(t *testing.T) {
 		t.Fatalf("empty Next took %s, want about the 200ms wait", took)
 	}
 
+	// Cancelled while its pull waits at the server, Next returns at once.
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := src.Next(ctx, 10, 10*time.Second)
+		errc <- err
+	}()
+	waitPulling(t, q)
 	start = time.Now()
-	_, err = src.Next(ctx, 10, 10*time.Second)
-	if !errors.Is(err, context.Canceled) {
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Next error = %v, want context.Canceled", err)
 	}
 	if took := time.Since(start); took > 2*time.Second {
-		t.Fatalf("cancelled Next returned after %s", took)
+		t.Fatalf("cancelled Next returned %s after the cancel", took)
 	}
 
-	// An event published while Next waits is returned before the wait ends.
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		q.PublishEvent(context.Background(), testEvent(3))
-	}()
-	start = time.Now()
-	ds = next(t, src, 10, 5*time.Second)
-	if len(ds) != 1 || time.Since(start) > 3*time.Second {
-		t.Fatalf("got %d deliveries after %s, want 1 soon after publish", len(ds), time.Since(start))
+	// An event published while Next waits is returned before the wait
+	// ends. On a consumer of its own: the cancelled pull stays at the
+	// server until its wait is over, counted by waitPulling, and would take
+	// the event first (and hand it back).
+	q = newQueue(t, connect(t, e), uniqueConfig())
+	src = q.Events()
+	type result struct {
+		ds  []ordersync.Delivery
+		err error
 	}
-	ds[0].Ack(context.Background())
+	done := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ds, err := src.Next(ctx, 10, 5*time.Second)
+		done <- result{ds, err}
+	}()
+	waitPulling(t, q)
+	published := time.Now()
+	publish(t, q, testEvent(3))
+	r := <-done
+	if after := time.Since(published); r.err != nil || len(r.ds) != 1 || after > 3*time.Second {
+		t.Fatalf("got %d deliveries (err %v) %s after the publish, want 1 soon after it", len(r.ds), r.err, after)
+	}
+	r.ds[0].Ack(context.Background())
+}
+
+// waitPulling returns once one pull request of q's events consumer waits
+// at the server: the long poll of a Next, not the request for what is
+// there now.
+func waitPulling(t testing.TB, q *Queue) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		info, err := q.consumer.Info(ctx)
+		if err != nil {
+			t.Fatalf("consumer info: %v", err)
+		}
+		if info.NumWaiting == 1 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // TestNextLongPollWakesOnEvent: a Next whose wait is far longer than the
@@ -521,16 +561,7 @@ func TestNextLongPollWakesOnEvent(t *testing.T) {
 		ds, err := src.Next(ctx, 10, time.Hour)
 		done <- result{ds, err}
 	}()
-	for {
-		info, err := q.consumer.Info(ctx)
-		if err != nil {
-			t.Fatalf("consumer info: %v", err)
-		}
-		if info.NumWaiting == 1 {
-			break // the long poll, not the request for what is there now
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitPulling(t, q)
 	publish(t, q, testEvent(1))
 	r := <-done
 	if r.err != nil || len(r.ds) != 1 {

@@ -7,11 +7,14 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,11 +25,15 @@ import (
 // against, e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable.
 const postgresEnv = "ORDERSYNC_TEST_POSTGRES_URL"
 
-// eachDialect runs test once per dialect, each time against a fresh,
-// empty database: a new SQLite file, or a new PostgreSQL schema dropped at
-// cleanup. The URL lets a test open the same database again.
+// eachDialect runs test once per dialect, each time against a fresh
+// database at the current schema version: a new SQLite file, or a new
+// PostgreSQL schema dropped at cleanup. The URL lets a test open the same
+// database again. Sharing nothing, such tests run in parallel with each
+// other (t.Parallel): most of their time is the database's, waiting on
+// its disk.
 func eachDialect(t *testing.T, test func(t *testing.T, url string)) {
 	t.Helper()
+	t.Parallel()
 	t.Run(DialectSQLite, func(t *testing.T) { test(t, sqliteURL(t)) })
 	t.Run(DialectPostgres, func(t *testing.T) { test(t, postgresURL(t)) })
 }
@@ -36,22 +43,136 @@ func sqliteURL(t *testing.T) string {
 	return "sqlite:" + filepath.Join(t.TempDir(), "mirror.db")
 }
 
-// postgresURL creates a schema with a unique name and returns a URL whose
-// connections use it as their search_path.
+// postgresURL creates a schema with a unique name, at the current schema
+// version, and returns a URL whose connections use it as their
+// search_path. goose migrates a schema one migration, one transaction,
+// and round trip, at a time, and nearly every test here wants a schema of
+// its own; so a template migrated by goose once per test binary is copied
+// instead: the migrations' SQL in one transaction, and the template's
+// goose version rows. TestPostgresCopyIsTheTemplate holds the copy to the
+// template.
 func postgresURL(t *testing.T) string {
+	t.Helper()
+	tmpl := postgresTemplate(t)
+	schema, url := newPostgresSchema(t)
+	up, err := upSQL(DialectPostgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copySQL := "SET LOCAL search_path = " + schema + ";\n" + up +
+		"\nCREATE TABLE goose_db_version (LIKE " + tmpl + ".goose_db_version INCLUDING ALL);" +
+		"\nINSERT INTO goose_db_version (version_id, is_applied, tstamp) SELECT version_id, is_applied, tstamp FROM " + tmpl + ".goose_db_version ORDER BY id;"
+	ctx := context.Background()
+	tx, err := postgresAdmin(t).BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, copySQL); err != nil {
+		tx.Rollback()
+		t.Fatalf("copy the migrated template into %s: %v", schema, err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("copy the migrated template into %s: %v", schema, err)
+	}
+	return url
+}
+
+// upSQL is every migration's Up section, in order.
+func upSQL(dialect string) (string, error) {
+	dir := "migrations/" + dialect
+	entries, err := migrations.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		src, err := migrations.ReadFile(dir + "/" + e.Name())
+		if err != nil {
+			return "", err
+		}
+		up, _, _ := strings.Cut(string(src), "-- +goose Down")
+		b.WriteString(up)
+		b.WriteString("\n")
+	}
+	return b.String(), nil
+}
+
+var pgTemplate struct {
+	once   sync.Once
+	schema string
+	err    error
+}
+
+// postgresTemplate is the name of a schema goose migrated from empty, once
+// per test binary; TestMain drops it.
+func postgresTemplate(t *testing.T) string {
+	t.Helper()
+	admin := postgresAdmin(t)
+	pgTemplate.once.Do(func() {
+		pgTemplate.schema = "ordersync_template_" + randomHex()
+		ctx := context.Background()
+		if _, pgTemplate.err = admin.ExecContext(ctx, "CREATE SCHEMA "+pgTemplate.schema); pgTemplate.err != nil {
+			return
+		}
+		var db *DB
+		db, pgTemplate.err = Open(ctx, Config{URL: withSearchPath(os.Getenv(postgresEnv), pgTemplate.schema), Logger: slog.New(slog.DiscardHandler)})
+		if pgTemplate.err == nil {
+			pgTemplate.err = db.Close()
+		}
+	})
+	if pgTemplate.err != nil {
+		t.Fatalf("migrate the template schema: %v", pgTemplate.err)
+	}
+	return pgTemplate.schema
+}
+
+var pgAdmin struct {
+	once sync.Once
+	db   *sql.DB
+	err  error
+}
+
+// postgresAdmin is the package's connection pool to the server named by
+// postgresEnv (closed by TestMain), or skips the test when it is unset.
+func postgresAdmin(t *testing.T) *sql.DB {
 	t.Helper()
 	base := os.Getenv(postgresEnv)
 	if base == "" {
 		t.Skipf("PostgreSQL conformance skipped: set %s (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)", postgresEnv)
 	}
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatalf("open %s: %v", postgresEnv, err)
+	pgAdmin.once.Do(func() { pgAdmin.db, pgAdmin.err = sql.Open("pgx", base) })
+	if pgAdmin.err != nil {
+		t.Fatalf("open %s: %v", postgresEnv, pgAdmin.err)
 	}
-	t.Cleanup(func() { admin.Close() })
-	suffix := make([]byte, 6)
-	rand.Read(suffix)
-	schema := "ordersync_test_" + hex.EncodeToString(suffix)
+	return pgAdmin.db
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if pgAdmin.db != nil {
+		if pgTemplate.schema != "" {
+			if _, err := pgAdmin.db.Exec("DROP SCHEMA " + pgTemplate.schema + " CASCADE"); err != nil {
+				fmt.Fprintf(os.Stderr, "drop the template schema %s: %v\n", pgTemplate.schema, err)
+			}
+		}
+		pgAdmin.db.Close()
+	}
+	os.Exit(code)
+}
+
+// emptyPostgresURL creates an empty schema with a unique name, dropped at
+// cleanup, and returns a URL whose connections use it as their
+// search_path.
+func emptyPostgresURL(t *testing.T) string {
+	t.Helper()
+	_, url := newPostgresSchema(t)
+	return url
+}
+
+func newPostgresSchema(t *testing.T) (schema, url string) {
+	t.Helper()
+	admin := postgresAdmin(t)
+	schema = "ordersync_test_" + randomHex()
 	ctx := context.Background()
 	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
 		t.Fatalf("create schema: %v", err)
@@ -61,9 +182,19 @@ func postgresURL(t *testing.T) string {
 			t.Errorf("drop schema %s: %v", schema, err)
 		}
 	})
+	return schema, withSearchPath(os.Getenv(postgresEnv), schema)
+}
+
+func randomHex() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func withSearchPath(base, schema string) string {
 	u, err := url.Parse(base)
 	if err != nil {
-		t.Fatalf("parse %s: %v", postgresEnv, err)
+		panic(fmt.Sprintf("parse %s: %v", postgresEnv, err))
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
