@@ -410,6 +410,18 @@ func (db *DB) lockOrderStates(ctx context.Context, tx *sqlx.Tx, params []ordersy
 			}
 		}
 	}
+	if db.dialect == DialectPostgres {
+		// The triggers of migration 18 add each order to its account's
+		// report_buckets rows in the order the batch writes them, which
+		// differs between batches: without one lock per account, taken in
+		// account order after the orders' own, two batches of different
+		// currencies deadlock on the rows they share.
+		for _, a := range accounts {
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('ordersync report_buckets ' || $1))`, a); err != nil {
+				return nil, fmt.Errorf("lock the report's buckets: %w", err)
+			}
+		}
+	}
 	return states, nil
 }
 
