@@ -83,7 +83,7 @@ func TestReceiverOutageIsCaughtUp(t *testing.T) {
 	}
 	var latest time.Duration
 	for r.clock.now().Sub(back) < 10*time.Minute && len(changed) > 0 {
-		for _, c := range r.second(t) {
+		for _, c := range r.second(t).Changed {
 			if changed[c.OrderCode] {
 				delete(changed, c.OrderCode)
 				latest = r.clock.now().Sub(back)
@@ -176,7 +176,7 @@ func TestMissedWebhookTightensTheAccount(t *testing.T) {
 	activeAt := r.clock.now()
 	var freshAfter time.Duration
 	for freshAfter == 0 && r.clock.now().Sub(activeAt) < ordersync.CheckFirstSpread {
-		for _, c := range r.second(t) {
+		for _, c := range r.second(t).Changed {
 			if c.OrderCode == fresh {
 				freshAfter = r.clock.now().Sub(activeAt)
 			}
