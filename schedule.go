@@ -27,7 +27,7 @@ const (
 	// first check comes between it and CheckActiveInterval, at a point
 	// fixed by the order's code, so that orders active at once (a batch
 	// mirrored together, a restart) are checked spread out and not in one
-	// burst every 4 minutes.
+	// burst every interval.
 	CheckFirstSpread = time.Minute
 	// CheckMaxInterval is the wait between two checks of a quiet open
 	// order: within the 1-hour promise with room for lateness, and about
@@ -54,14 +54,11 @@ const (
 	// have been lost (DenseChecks), in place of the tiers': the first check
 	// CheckDenseFirst after the order's activity, where a lost webhook is
 	// likeliest (a buyer pays right after opening the link), then
-	// CheckDenseMax apart whatever the order's quiet time. A change whose webhook was lost right after the
-	// activity is so mirrored within about 15 s, not 1 to 4m20s, and a
-	// quiet order is checked every 4 minutes, not 52. The ramp it replaces
-	// (a quarter of the quiet time) cost about 13 checks in an order's
-	// first 4 minutes for changes that come, if at all, in the first
-	// seconds: docs/reconciler.md.
+	// CheckActiveInterval apart whatever the order's quiet time. A change
+	// whose webhook was lost right after the activity is so mirrored within
+	// about 15 s, not 1 to 4m20s; later ones within the active tier's
+	// promise, and an active hour still costs at most 15 checks.
 	CheckDenseFirst = 15 * time.Second
-	CheckDenseMax   = 4 * time.Minute
 )
 
 // DenseChecks is an account's evidence that its webhooks may have been
@@ -83,7 +80,7 @@ func denseInterval(age time.Duration) time.Duration {
 	if age < CheckDenseFirst {
 		return CheckDenseFirst - age
 	}
-	return CheckDenseMax
+	return CheckActiveInterval
 }
 
 // CheckReason says why a check is made: the rule that set its time. It is
@@ -159,7 +156,7 @@ func PlanCheck(st CheckState, now time.Time) (due time.Time, reason CheckReason,
 	if st.Status != "" && st.Dense.Covers(st.ActiveAt, now) {
 		// The dense schedule replaces the tiers': its first check, 15 s
 		// after the activity, takes the place of the active tier's spread
-		// one, and the next come 4 minutes apart.
+		// one, and the next come CheckActiveInterval apart.
 		interval, reason = denseInterval(age), CheckEvidence
 	}
 	unpaid := st.Status == "" || st.Status == StatusPending

@@ -33,9 +33,9 @@ func TestNextCheck(t *testing.T) {
 		// it are checked on the dense schedule until it expires.
 		{"dense: webhook a moment ago", CheckState{Status: StatusPending, Code: "yY7Mcnd", ActiveAt: now, Dense: dense}, CheckDenseFirst, CheckEvidence},
 		{"dense: 10s after a webhook", CheckState{Status: StatusPending, Code: "yY7Mcnd", ActiveAt: ago(10 * time.Second), Dense: dense}, 5 * time.Second, CheckEvidence},
-		{"dense: quiet 2m", CheckState{Status: StatusPending, ActiveAt: ago(2 * time.Minute), Dense: dense}, CheckDenseMax, CheckEvidence},
-		{"dense: quiet 20m, capped", CheckState{Status: StatusPaid, ActiveAt: ago(20 * time.Minute), Dense: dense}, CheckDenseMax, CheckEvidence},
-		{"dense: quiet 90m, capped", CheckState{Status: StatusPending, ActiveAt: ago(90 * time.Minute), Dense: dense}, CheckDenseMax, CheckEvidence},
+		{"dense: quiet 2m", CheckState{Status: StatusPending, ActiveAt: ago(2 * time.Minute), Dense: dense}, CheckActiveInterval, CheckEvidence},
+		{"dense: quiet 20m, capped", CheckState{Status: StatusPaid, ActiveAt: ago(20 * time.Minute), Dense: dense}, CheckActiveInterval, CheckEvidence},
+		{"dense: quiet 90m, capped", CheckState{Status: StatusPending, ActiveAt: ago(90 * time.Minute), Dense: dense}, CheckActiveInterval, CheckEvidence},
 		{"dense: active before the window", CheckState{Status: StatusPending, ActiveAt: ago(3 * time.Hour), Dense: dense}, CheckMaxInterval, CheckQuiet},
 		{"dense: evidence expired", CheckState{Status: StatusPending, ActiveAt: ago(2 * time.Minute), Dense: DenseChecks{Since: ago(2 * time.Hour), Until: now}}, CheckActiveInterval, CheckActive},
 		{"dense: never fetched stays first fetch", CheckState{ActiveAt: now, Dense: dense}, CheckFirstFetch, CheckActive},
@@ -141,9 +141,37 @@ func TestNextCheckKeepsThePromise(t *testing.T) {
 	t.Logf("%d checks in the first hour, %d in the next %d hours", firstHour, later, hours-1)
 }
 
+// TestDenseHourKeepsThePromise walks the dense schedule of an order under
+// evidence from its activity: every gap within the hour after it is at
+// most CheckActiveInterval, and the hour costs at most 15 checks with the
+// one that closes it, as the active tier's does.
+func TestDenseHourKeepsThePromise(t *testing.T) {
+	start := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	dense := DenseChecks{Since: start.Add(-time.Hour), Until: start.Add(3 * time.Hour)}
+	st := CheckState{Status: StatusPending, Code: "yY7Mcnd", ActiveAt: start, Dense: dense}
+	at, checks := start, 0
+	for at.Sub(start) < CheckActiveWindow {
+		due, ok := NextCheck(st, at)
+		if !ok {
+			t.Fatal("a pending order left the schedule")
+		}
+		if gap := due.Sub(at); gap > CheckActiveInterval {
+			t.Fatalf("at %s after activity the next check is %s away, over %s", at.Sub(start), gap, CheckActiveInterval)
+		}
+		if reason := DueReason(st, due); reason != CheckEvidence {
+			t.Fatalf("the check %s after activity is due for %q, want %q", due.Sub(start), reason, CheckEvidence)
+		}
+		at = due
+		checks++
+	}
+	if checks > 15 {
+		t.Errorf("%d checks for an active hour under evidence (the last closing it, %s after the activity), want at most 15", checks, at.Sub(start))
+	}
+}
+
 // TestDueReasonOfTheDenseFirstCheck: the dense schedule's first check,
-// 15 s after the activity, counts as evidence, and the next comes 4
-// minutes later, not at the active tier's spread first check.
+// 15 s after the activity, counts as evidence, and the next comes
+// CheckActiveInterval later, not at the active tier's spread first check.
 func TestDueReasonOfTheDenseFirstCheck(t *testing.T) {
 	active := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	dense := DenseChecks{Since: active.Add(-time.Hour), Until: active.Add(time.Hour)}
@@ -155,8 +183,8 @@ func TestDueReasonOfTheDenseFirstCheck(t *testing.T) {
 	if got := DueReason(st, due); got != CheckEvidence {
 		t.Errorf("the dense first check's reason %q, want %q", got, CheckEvidence)
 	}
-	if next, _ := NextCheck(st, due); next != due.Add(CheckDenseMax) {
-		t.Errorf("after the dense first check the next is %s later, want %s", next.Sub(due), CheckDenseMax)
+	if next, _ := NextCheck(st, due); next != due.Add(CheckActiveInterval) {
+		t.Errorf("after the dense first check the next is %s later, want %s", next.Sub(due), CheckActiveInterval)
 	}
 	st.Dense = DenseChecks{}
 	if got := DueReason(st, active.Add(FirstCheckAfter(st.Code))); got != CheckActive {

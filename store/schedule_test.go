@@ -194,7 +194,7 @@ func TestTightenChecks(t *testing.T) {
 			t.Errorf("another account's record = %+v, want none", got)
 		}
 		at(2, 20*time.Minute)
-		want("a quiet fetch while dense", 20*time.Minute+ordersync.CheckDenseMax)
+		want("a quiet fetch while dense", 20*time.Minute+ordersync.CheckActiveInterval)
 		due, err := db.ClaimDueChecks(ctx, ordersync.DefaultAccount, t0.Add(25*time.Minute), 10, t0.Add(26*time.Minute))
 		if err != nil || len(due) != 1 || due[0].State.Dense != dense {
 			t.Fatalf("claim = %+v, %v; want the order with the account's evidence", due, err)

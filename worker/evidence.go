@@ -130,7 +130,7 @@ func (r *Reconciler) ObserveReceivers(ctx context.Context, now time.Time) error 
 	for _, g := range gaps {
 		if g[1].Sub(g[0]) <= grace {
 			// A restart seconds long: the dense schedule (Tighten)
-			// finds what it lost within 4 minutes, without a burst of
+			// finds what it lost within 4m20s, without a burst of
 			// checks of every recent order.
 			r.cfg.Logger.Warn("a receiver restarted after the earlier ones stopped: checking the orders active lately densely",
 				"gap_from", g[0], "gap_to", g[1])

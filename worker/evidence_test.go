@@ -83,7 +83,7 @@ func TestReceiverOutageIsCaughtUp(t *testing.T) {
 	}
 	var latest time.Duration
 	for r.clock.now().Sub(back) < 10*time.Minute && len(changed) > 0 {
-		for _, c := range r.second(t) {
+		for _, c := range r.second(t).Changed {
 			if changed[c.OrderCode] {
 				delete(changed, c.OrderCode)
 				latest = r.clock.now().Sub(back)
@@ -161,13 +161,13 @@ func TestMissedWebhookTightensTheAccount(t *testing.T) {
 	if got := counterValue(t, reg, "ordersync_reconcile_evidence_total", map[string]string{"kind": "missed_webhook"}); got != 1 {
 		t.Fatalf("missed_webhook evidence %v, want 1", got)
 	}
-	// Dense again: on the ramp, capped at 4 minutes for these quiet orders,
-	// so at least 7 checks each in 30 minutes.
-	if got := tight[ordersync.CheckEvidence]; got < 7*len(quiet) {
+	// Dense again: CheckActiveInterval apart for these quiet orders, so at
+	// least 6 checks each in 30 minutes.
+	if got := tight[ordersync.CheckEvidence]; got < 6*len(quiet) {
 		t.Errorf("%d evidence checks of %d quiet orders in the 30 minutes after a missed webhook, want at least %d: %v", got, len(quiet), 6*len(quiet), tight)
 	}
-	// While dense, an order is first checked 15 s after its activity (the
-	// ramp), not 1 to 4m20s after it: a change whose webhook is lost right
+	// While dense, an order is first checked 15 s after its activity, not
+	// 1 to 4m20s after it: a change whose webhook is lost right
 	// after is mirrored within about 15 s.
 	fresh := r.createMirrored(t, 1, 0)[0]
 	if _, err := r.sim.Apply(fresh, sim.ActionPay, nil); err != nil {
@@ -176,7 +176,7 @@ func TestMissedWebhookTightensTheAccount(t *testing.T) {
 	activeAt := r.clock.now()
 	var freshAfter time.Duration
 	for freshAfter == 0 && r.clock.now().Sub(activeAt) < ordersync.CheckFirstSpread {
-		for _, c := range r.second(t) {
+		for _, c := range r.second(t).Changed {
 			if c.OrderCode == fresh {
 				freshAfter = r.clock.now().Sub(activeAt)
 			}

@@ -22,6 +22,12 @@ type ReconcileChange struct {
 	From, To  ordersync.Status
 }
 
+// ReconcileCheck is one check due by the schedule: the order and why.
+type ReconcileCheck struct {
+	OrderCode string
+	Reason    ordersync.CheckReason
+}
+
 // ReconcileReport is what a set of checks did.
 type ReconcileReport struct {
 	Candidates int
@@ -29,9 +35,9 @@ type ReconcileReport struct {
 	Unchanged  int
 	Changed    []ReconcileChange
 	Failed     int
-	// ByReason counts the checks by why they were due; checks not due by
-	// the schedule (RunOnce) are not counted.
-	ByReason map[ordersync.CheckReason]int
+	// Scheduled are the checks due by the schedule, with why each was
+	// due, in no particular order; RunOnce's checks are not among them.
+	Scheduled []ReconcileCheck
 	// FirstError is the first failure, for the caller to show.
 	FirstError error
 }
@@ -92,7 +98,7 @@ func (r *Reconciler) RunOnce(ctx context.Context, filter ordersync.ReconcileFilt
 }
 
 // checkAll checks the orders of due; those with a due time (claimed from
-// the schedule) are counted by reason.
+// the schedule) are reported with their reason.
 func (r *Reconciler) checkAll(ctx context.Context, due []ordersync.DueCheck, admit func(context.Context) error, progress func(ReconcileReport)) (ReconcileReport, error) {
 	rep := ReconcileReport{Candidates: len(due)}
 	var mu sync.Mutex
@@ -154,10 +160,7 @@ func (r *Reconciler) check(ctx context.Context, c ordersync.DueCheck, reason ord
 	mu.Lock()
 	defer mu.Unlock()
 	if reason != "" {
-		if rep.ByReason == nil {
-			rep.ByReason = map[ordersync.CheckReason]int{}
-		}
-		rep.ByReason[reason]++
+		rep.Scheduled = append(rep.Scheduled, ReconcileCheck{OrderCode: ref.Code, Reason: reason})
 	}
 	if progress != nil {
 		defer func() { progress(*rep) }()
