@@ -182,7 +182,8 @@ type orderEventSource struct {
 // stand in for the earlier event still held elsewhere. An earlier reader
 // that stopped by stoppedBy leaves nothing pending past its ack wait from
 // then, which bounds the wait; a consumer it cannot read costs that whole
-// wait.
+// wait. One that stopped in this process released what it held, which is
+// back at once. When ctx ends, what was taken back is released again.
 func (s *orderEventSource) Resume(ctx context.Context, stoppedBy time.Time) error {
 	until := stoppedBy.Add(s.ackWait + handBackMargin)
 	info, err := s.c.Info(ctx)
@@ -199,10 +200,11 @@ func (s *orderEventSource) Resume(ctx context.Context, stoppedBy time.Time) erro
 	extended := time.Now()
 	for info.NumAckPending > len(s.early) && time.Now().Before(until) {
 		ds, err := s.next(ctx, endpointMaxAckPending, min(time.Until(until), time.Second))
+		s.early = append(s.early, ds...)
 		if ctx.Err() != nil {
+			s.release()
 			return fmt.Errorf("resume order events: %w", ctx.Err())
 		}
-		s.early = append(s.early, ds...)
 		// What is held must not run out its own ack wait meanwhile.
 		if time.Since(extended) >= s.ackWait/3 {
 			extended = time.Now()
@@ -212,6 +214,7 @@ func (s *orderEventSource) Resume(ctx context.Context, stoppedBy time.Time) erro
 		}
 		if err != nil && len(ds) == 0 {
 			if err := sleepUntil(ctx, time.Now().Add(min(time.Until(until), time.Second))); err != nil {
+				s.release()
 				return fmt.Errorf("resume order events: %w", err)
 			}
 		}
@@ -239,9 +242,19 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 // event and takes what else arrived with it (see eventSource.Next). A
 // batch is sorted by stream sequence: redeliveries come in the order their
 // ack waits ran out, which need not be the order published.
+//
+// Once ctx has ended nothing is returned: a pull that ctx cut short may
+// still have brought events, and a reader that stops would leave them
+// unsettled, for the next reader's Resume to wait out the ack wait. They
+// are released instead, with what Resume took back and Next has not yet
+// returned.
 func (s *orderEventSource) Next(ctx context.Context, max int, wait time.Duration) ([]ordersync.OrderEventDelivery, error) {
 	if max < 1 {
 		return nil, fmt.Errorf("next order events: max %d must be at least 1", max)
+	}
+	if err := ctx.Err(); err != nil {
+		s.release()
+		return nil, fmt.Errorf("next order events: %w", err)
 	}
 	if len(s.early) > 0 {
 		n := min(max, len(s.early))
@@ -250,8 +263,21 @@ func (s *orderEventSource) Next(ctx context.Context, max int, wait time.Duration
 		return out, nil
 	}
 	out, err := s.next(ctx, max, wait)
+	if ctx.Err() != nil {
+		s.early = append(s.early, out...)
+		s.release()
+		return nil, fmt.Errorf("next order events: %w", ctx.Err())
+	}
 	sortBySequence(out)
 	return out, err
+}
+
+// release hands back what the source holds and has not returned.
+func (s *orderEventSource) release() {
+	for _, d := range s.early {
+		_ = d.Release()
+	}
+	s.early = nil
 }
 
 func (s *orderEventSource) next(ctx context.Context, max int, wait time.Duration) ([]ordersync.OrderEventDelivery, error) {
@@ -333,6 +359,15 @@ func (d *orderEventDelivery) Ack(ctx context.Context) error {
 	}
 	if err := d.msg.Ack(); err != nil {
 		return fmt.Errorf("ack order event %s: %w", d.ev.MsgID, err)
+	}
+	return nil
+}
+
+// Release refuses the event: the server hands it out again at once, ahead
+// of anything not yet handed out.
+func (d *orderEventDelivery) Release() error {
+	if err := d.msg.Nak(); err != nil {
+		return fmt.Errorf("release order event %s: %w", d.ev.MsgID, err)
 	}
 	return nil
 }

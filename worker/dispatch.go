@@ -159,10 +159,11 @@ func (d *Dispatcher) Notify() {
 	}
 }
 
-// Run delivers until ctx ends, then waits for its goroutines. Events in
-// flight when it stops stay unacknowledged and come back, to this process
-// or another, after the consumer's ack wait; the next Run waits for them
-// before it delivers a later event of the same endpoint.
+// Run delivers until ctx ends, then waits for its goroutines. An event the
+// endpoint took while it stopped is settled; the rest it holds is released,
+// back at once; a process that dies leaves its events to come back after
+// the consumer's ack wait. The next Run, here or in another process, takes
+// them back before it delivers a later event of the same endpoint.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	d.mu.Lock()
 	d.running = time.Now()

@@ -60,7 +60,9 @@ func (r *runner) run() {
 		return
 	}
 	extended := time.Now()
-	for r.ctx.Err() == nil {
+	// The loop ends in Next: once ctx has ended, Next releases what the
+	// source still holds.
+	for {
 		room, freed := r.lanes.room(r.d.cfg.MaxHeld)
 		oldest := r.lanes.oldest()
 		var extend []*held
@@ -96,11 +98,12 @@ func (r *runner) run() {
 			wait = DefaultPullWait
 		}
 		ds, err := r.src.Next(r.ctx, min(room, 100), wait)
+		if r.ctx.Err() != nil && err != nil {
+			return
+		}
 		if err != nil {
-			if r.ctx.Err() == nil {
-				log.Warn("deliveries: fetch order events", "err", err)
-				_ = sleep(r.ctx, time.Second)
-			}
+			log.Warn("deliveries: fetch order events", "err", err)
+			_ = sleep(r.ctx, time.Second)
 			continue
 		}
 		for _, dl := range ds {
@@ -150,10 +153,13 @@ func (r *runner) enqueue(dl ordersync.OrderEventDelivery) {
 }
 
 // drain delivers a lane's events one after the other until it is empty.
+// A runner that stops releases the lane's events, undelivered, so that the
+// endpoint's next runner takes them back at once (Resume) rather than
+// after the ack wait.
 func (r *runner) drain(key string) {
 	for {
 		if r.ctx.Err() != nil {
-			r.lanes.drop(key)
+			release(r.lanes.drop(key))
 			return
 		}
 		h, ok := r.lanes.head(key)
@@ -161,14 +167,29 @@ func (r *runner) drain(key string) {
 			return
 		}
 		if !r.deliver(h) {
-			// Stopping, or the store failed: this event and those behind
-			// it stay unsettled and come back after the ack wait, in order.
-			r.lanes.drop(key)
+			dropped := r.lanes.drop(key)
+			if r.ctx.Err() != nil {
+				release(dropped)
+			}
+			// Otherwise the store failed: this event and those behind it
+			// stay unsettled and come back after the ack wait, in order.
 			return
 		}
 		r.lanes.pop(key)
 	}
 }
+
+func release(hs []*held) {
+	for _, h := range hs {
+		_ = h.d.Release()
+	}
+}
+
+// settleCtx is the context an event is settled in once the endpoint has
+// answered for it: the runner stopping then must not leave it unsettled,
+// or the endpoint's next runner waits out its ack wait, delivers it again,
+// and only then what came after it.
+func (r *runner) settleCtx() context.Context { return context.WithoutCancel(r.ctx) }
 
 // deliver tries one event until it is delivered, refused for good or out
 // of time, and reports whether it was settled. How it ended goes to the
@@ -179,7 +200,7 @@ func (r *runner) deliver(h *held) bool {
 	ep := r.endpoint()
 	hookEv, ok := ordersync.HookEventOf(ev.Subject)
 	if !ok || !ep.Wants(hookEv) {
-		return dl.Ack(r.ctx) == nil
+		return dl.Ack(r.settleCtx()) == nil
 	}
 	published := ev.PublishedAt
 	if published.IsZero() {
@@ -192,7 +213,7 @@ func (r *runner) deliver(h *held) bool {
 	}
 	if err != nil {
 		r.d.cfg.Logger.Error("deliveries: encode event", "endpoint", ep.ID, "msg_id", ev.MsgID, "err", err)
-		return dl.Ack(r.ctx) == nil
+		return dl.Ack(r.settleCtx()) == nil
 	}
 	id := delivery.WebhookID(ep.ID, ev.MsgID)
 	rec := ordersync.DeliveryRecord{WebhookID: id, EndpointID: ep.ID, Event: hookEv, Account: o.Account,
@@ -214,7 +235,7 @@ func (r *runner) deliver(h *held) bool {
 		}
 		res := r.d.attempt(r.ctx, ep, id, body)
 		<-r.sem
-		if r.ctx.Err() != nil {
+		if r.ctx.Err() != nil && res.verdict != delivered {
 			return false
 		}
 		r.d.metrics.attempts.WithLabelValues(ep.ID, res.label).Inc()
@@ -224,7 +245,8 @@ func (r *runner) deliver(h *held) bool {
 			r.d.metrics.events.WithLabelValues(ep.ID, "delivered").Inc()
 			r.d.metrics.lag.WithLabelValues(ep.ID).Observe(time.Since(published).Seconds())
 			rec.Outcome = ordersync.DeliveryDelivered
-			return r.log.add(r.ctx, rec) && dl.Ack(r.ctx) == nil
+			ctx := r.settleCtx()
+			return r.log.add(ctx, rec) && dl.Ack(ctx) == nil
 		case gone:
 			r.d.cfg.Logger.Warn("deliveries: endpoint answered 410 Gone; disabling it", "endpoint", ep.ID)
 			if err := r.d.cfg.Endpoints.DisableEndpoint(r.ctx, ep.ID, ordersync.DisabledGone); err != nil {
@@ -278,5 +300,6 @@ func (r *runner) deadLetter(dl ordersync.OrderEventDelivery, rec ordersync.Deliv
 	if answer != "" {
 		rec.Detail += ": " + answer
 	}
-	return r.log.add(r.ctx, rec) && dl.Ack(r.ctx) == nil
+	ctx := r.settleCtx()
+	return r.log.add(ctx, rec) && dl.Ack(ctx) == nil
 }
