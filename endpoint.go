@@ -320,9 +320,9 @@ type OrderEventSource interface {
 	// Next waits up to wait for at least one event and returns at most max
 	// (see Resume), in the order published, as soon as one is there (a long
 	// poll); an empty slice, not an error, when none arrived. When ctx ends
-	// it returns ctx's error and releases what it holds, and what its
-	// abandoned pull still brings: a reader that stops leaves nothing to
-	// wait out the ack wait.
+	// it ends its pull, releases what it holds and what the pull brought,
+	// and returns ctx's error: a reader that stops reads no more, and
+	// leaves nothing to wait out the ack wait.
 	Next(ctx context.Context, max int, wait time.Duration) ([]OrderEventDelivery, error)
 }
 

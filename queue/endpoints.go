@@ -285,7 +285,12 @@ func (s *orderEventSource) next(ctx context.Context, max int, wait time.Duration
 	if len(out) > 0 || wait <= 0 {
 		return out, orderFetchError(ctx, out, err)
 	}
-	out, err = s.collect(ctx, out, func() (jetstream.MessageBatch, error) { return waitForOne(s.c, wait) })
+	pull, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	out, err = s.collect(ctx, out, func() (jetstream.MessageBatch, error) { return s.c.Fetch(1, jetstream.FetchContext(pull)) })
+	if ctx.Err() != nil {
+		s.awaitWithdrawn()
+	}
 	if len(out) == 0 {
 		return nil, orderFetchError(ctx, out, err)
 	}
@@ -295,6 +300,16 @@ func (s *orderEventSource) next(ctx context.Context, max int, wait time.Duration
 	return out, nil
 }
 
+// collect runs one fetch and appends its messages to out. The wait of
+// next is a long poll made with ctx, unlike the pool's (waitForOne): when
+// ctx ends the fetch stops listening, and the server, finding no one
+// listening, drops the pull. Left open until it expired, a stopped
+// reader's pull took the next event and refused it, and a new reader
+// already pulling delivered that order's later events first. collect
+// returns only once the pull is over, refusing what it still brought, so a
+// reader that stopped reads no more. An event the server sent just as the
+// pull was dropped is left unsettled: the next reader's Resume waits for it
+// (at most the ack wait), which keeps the order.
 func (s *orderEventSource) collect(ctx context.Context, out []ordersync.OrderEventDelivery, fetch func() (jetstream.MessageBatch, error)) ([]ordersync.OrderEventDelivery, error) {
 	s.q.metrics.pulls.orders.Inc()
 	batch, err := fetch()
@@ -315,12 +330,34 @@ func (s *orderEventSource) collect(ctx context.Context, out []ordersync.OrderEve
 			}
 			out = append(out, d)
 		case <-ctx.Done():
-			go func() {
-				for msg := range msgs {
-					_ = msg.Nak()
-				}
-			}()
+			for msg := range msgs {
+				_ = msg.Nak()
+			}
 			return out, ctx.Err()
+		}
+	}
+}
+
+// withdrawBound bounds awaitWithdrawn: another process's pull (a takeover)
+// counts as waiting too.
+const withdrawBound = time.Second
+
+// awaitWithdrawn waits until the server holds no pull of the consumer
+// open. The fetch stops listening at once when its context ends, but the
+// server drops the pull only when it next looks for someone listening
+// (consumer info makes it look), and until then hands it the next event,
+// which nobody takes: an event released then, or one published, would
+// wait out the ack wait.
+func (s *orderEventSource) awaitWithdrawn() {
+	ctx, cancel := context.WithTimeout(context.Background(), withdrawBound)
+	defer cancel()
+	for {
+		info, err := s.c.Info(ctx)
+		if err != nil || info.NumWaiting == 0 {
+			return
+		}
+		if sleepUntil(ctx, time.Now().Add(5*time.Millisecond)) != nil {
+			return
 		}
 	}
 }

@@ -24,8 +24,12 @@ type runner struct {
 	cancel context.CancelFunc
 	sem    chan struct{}
 
-	// stoppedBy is when the runner before this one stopped (see Resume).
+	// stoppedBy is when the runner before this one stopped (see Resume);
+	// after is closed when it no longer reads (nil: there was none here).
 	stoppedBy time.Time
+	after     <-chan struct{}
+	// reading is closed when this one no longer reads.
+	reading chan struct{}
 
 	lanes *lanes
 
@@ -34,10 +38,10 @@ type runner struct {
 	limitAt float64       // the rate limit was made for
 }
 
-func (d *Dispatcher) start(ctx context.Context, ep *ordersync.Endpoint, src ordersync.OrderEventSource, log *logWriter, stoppedBy time.Time) *runner {
+func (d *Dispatcher) start(ctx context.Context, ep *ordersync.Endpoint, src ordersync.OrderEventSource, log *logWriter, stoppedBy time.Time, after <-chan struct{}) *runner {
 	rctx, cancel := context.WithCancel(ctx)
-	r := &runner{d: d, src: src, log: log, stoppedBy: stoppedBy, ctx: rctx, cancel: cancel, sem: make(chan struct{}, d.cfg.Concurrency),
-		lanes: newLanes()}
+	r := &runner{d: d, src: src, log: log, stoppedBy: stoppedBy, after: after, reading: make(chan struct{}), ctx: rctx, cancel: cancel,
+		sem: make(chan struct{}, d.cfg.Concurrency), lanes: newLanes()}
 	r.ep.Store(ep)
 	d.wg.Add(1)
 	go func() {
@@ -54,6 +58,16 @@ func (r *runner) run() {
 	log := r.d.cfg.Logger.With("endpoint", id)
 	gauge := r.d.metrics.oldest.WithLabelValues(id)
 	defer gauge.Set(0)
+	defer close(r.reading)
+	// The runner before this one reads no more: a pull of its still open
+	// would take an event this one's Resume does not wait for.
+	if r.after != nil {
+		select {
+		case <-r.after:
+		case <-r.ctx.Done():
+			return
+		}
+	}
 	// An order's earlier event another runner left unsettled must not be
 	// overtaken by its later one.
 	if err := r.src.Resume(r.ctx, r.stoppedBy); err != nil {
@@ -159,7 +173,7 @@ func (r *runner) enqueue(dl ordersync.OrderEventDelivery) {
 func (r *runner) drain(key string) {
 	for {
 		if r.ctx.Err() != nil {
-			release(r.lanes.drop(key))
+			r.release(r.lanes.drop(key))
 			return
 		}
 		h, ok := r.lanes.head(key)
@@ -169,7 +183,7 @@ func (r *runner) drain(key string) {
 		if !r.deliver(h) {
 			dropped := r.lanes.drop(key)
 			if r.ctx.Err() != nil {
-				release(dropped)
+				r.release(dropped)
 			}
 			// Otherwise the store failed: this event and those behind it
 			// stay unsettled and come back after the ack wait, in order.
@@ -179,7 +193,13 @@ func (r *runner) drain(key string) {
 	}
 }
 
-func release(hs []*held) {
+// release hands back what a stopped runner held, once it reads no more: a
+// pull of its still open would take the events again, and drop them.
+func (r *runner) release(hs []*held) {
+	if len(hs) == 0 {
+		return
+	}
+	<-r.reading
 	for _, h := range hs {
 		_ = h.d.Release()
 	}

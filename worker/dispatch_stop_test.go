@@ -2,7 +2,9 @@ package worker_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -117,4 +119,33 @@ func TestDispatchStopReleasesWhatIsHeld(t *testing.T) {
 		t.Errorf("after re-enabling: %d requests, want A1's PAID again and then its FINALIZED", len(got))
 	}
 	waitFor(t, 10*time.Second, "nothing unsettled", func() bool { return e.ackPending(t, ep.ID) == 0 })
+}
+
+// A runner restarted at once (disabled and enabled again; the same for a
+// change of its events) keeps an order's events in order. The stopped
+// runner's long poll stayed open at the server for up to 30s: it took the
+// next event and refused it, while the new runner, already past Resume,
+// delivered the order's later events first (15 runs in 20).
+func TestDispatchRestartKeepsOrder(t *testing.T) {
+	e := newDispatchEnv(t)
+	srv := newEndpointServer(t, hookSecret, nil)
+	ep := e.addEndpoint(t, srv.URL)
+	e.publishOrders(t, orderMsg("A0", ordersync.StatusPaid, 1, true))
+	waitFor(t, 10*time.Second, "A0 settled", func() bool { return len(srv.requests()) == 1 && e.ackPending(t, ep.ID) == 0 })
+	// The runner is idle in its long poll when it is stopped.
+	e.disable(t, ep.ID, true)
+	e.disable(t, ep.ID, false)
+	var msgs []ordersync.OutboxMessage
+	for i := 1; i <= 4; i++ {
+		msgs = append(msgs, orderMsg("A1", ordersync.Status(fmt.Sprint("S", i)), i, false))
+	}
+	e.publishOrders(t, msgs...)
+	waitFor(t, 10*time.Second, "A1's four events", func() bool { return len(srv.requests()) >= 5 })
+	var got []string
+	for _, r := range srv.requests()[1:] {
+		got = append(got, r.status)
+	}
+	if want := []string{"S1", "S2", "S3", "S4"}; !slices.Equal(got, want) {
+		t.Errorf("after a restart the endpoint got %v, want %v", got, want)
+	}
 }
