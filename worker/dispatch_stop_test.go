@@ -125,7 +125,7 @@ func TestDispatchStopReleasesWhatIsHeld(t *testing.T) {
 // change of its events) keeps an order's events in order. The stopped
 // runner's long poll stayed open at the server for up to 30s: it took the
 // next event and refused it, while the new runner, already past Resume,
-// delivered the order's later events first (15 runs in 20).
+// delivered the order's later events first.
 func TestDispatchRestartKeepsOrder(t *testing.T) {
 	e := newDispatchEnv(t)
 	srv := newEndpointServer(t, hookSecret, nil)
