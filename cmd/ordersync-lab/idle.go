@@ -102,8 +102,9 @@ forward, and each order's next check is set at an even share of the 52
 minutes from now (the quiet tier's interval), where checks every 52
 minutes leave orders that became quiet at different times. The
 reconciler then makes only its regular quiet checks: about 3.2 a second
-for 10,000 orders. The change is made to the directory on every run:
-measure a copy of the prepared one.`,
+for 10,000 orders. The change is made to the directory on every run (a
+second run moves the history 3 more hours back): measure a copy of the
+prepared one.`,
 		Args: cobra.NoArgs,
 		RunE: withBinary(func(cmd *cobra.Command, exe string) error {
 			opts.exe = exe
