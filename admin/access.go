@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/httpstatus"
 )
 
 // router is the admin listener's ServeMux, which also remembers every
@@ -155,7 +156,7 @@ func (s *Server) serveAs(w http.ResponseWriter, r *http.Request, p ordersync.Pri
 	if act.object != "" {
 		rq.object = act.object + " " + pathValue(pattern, r.URL.Path, "id")
 	}
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &httpstatus.Writer{ResponseWriter: w}
 	if AccessOf(r.Method, pattern) == ordersync.AccessAct && !p.Role.May(ordersync.AccessAct) {
 		writeProblem(sw, http.StatusForbidden, fmt.Sprintf("%s is a viewer: viewers read, only operators act (%s)", p.Name, act.name), nil)
 	} else {
@@ -164,7 +165,7 @@ func (s *Server) serveAs(w http.ResponseWriter, r *http.Request, p ordersync.Pri
 	if pattern == "" || act.self { // no such route: nothing was done to record
 		return
 	}
-	s.recordAudit(r, act.name, rq.object, ordersync.OutcomeOfStatus(sw.status()))
+	s.recordAudit(r, act.name, rq.object, ordersync.OutcomeOfStatus(sw.Status()))
 }
 
 // recordAudit records an action of r in the audit trail: its principal and
@@ -201,33 +202,3 @@ func pathValue(pattern, path, name string) string {
 	}
 	return ""
 }
-
-// statusWriter remembers the status a handler answered with.
-type statusWriter struct {
-	http.ResponseWriter
-	code int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.code == 0 {
-		w.code = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) status() int {
-	if w.code == 0 {
-		return http.StatusOK
-	}
-	return w.code
-}
-
-// Unwrap lets http.ResponseController reach the connection.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -126,6 +126,33 @@ func (e *apiEnv) do(t *testing.T, method, path, body string) (int, []byte) {
 	return resp.StatusCode, b
 }
 
+// createLink creates a payment link through the API and returns its order
+// code.
+func (e *apiEnv) createLink(t *testing.T, body string) string {
+	t.Helper()
+	status, b := e.do(t, "POST", "/v1/payment-links", body)
+	if status != http.StatusOK {
+		t.Fatalf("create: %d %s", status, b)
+	}
+	var res ordersync.PaymentLinkResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	return res.OrderCode
+}
+
+// payAndTrack has buyer pay the order in the simulator and tracks it
+// through the API, so that the mirror holds the payment.
+func (e *apiEnv) payAndTrack(t *testing.T, code string, buyer ordersync.Buyer) {
+	t.Helper()
+	if _, err := e.sim.Pay(code, buyer); err != nil {
+		t.Fatal(err)
+	}
+	if status, b := e.do(t, "POST", "/v1/orders/track", `{"orderCode":"`+code+`"}`); status != http.StatusOK {
+		t.Fatalf("track: %d %s", status, b)
+	}
+}
+
 func TestOrdersEndpoints(t *testing.T) {
 	e := newAPIEnv(t)
 	// Create two links through the API (Method 1 and Method 2).
@@ -448,14 +475,7 @@ func TestTokens(t *testing.T) {
 // than holding the caller until the wait has passed.
 func TestUpstreamGateAnswersAtOnce(t *testing.T) {
 	e := newAPIEnv(t)
-	status, b := e.do(t, "POST", "/v1/payment-links", `{"amount":5.00,"orderReference":"G-1"}`)
-	if status != http.StatusOK {
-		t.Fatalf("create: %d %s", status, b)
-	}
-	var res ordersync.PaymentLinkResult
-	if err := json.Unmarshal(b, &res); err != nil {
-		t.Fatal(err)
-	}
+	code := e.createLink(t, `{"amount":5.00,"orderReference":"G-1"}`)
 	if err := e.sim.SetFaults(sim.Faults{RateLimitRate: 1, RetryAfter: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +497,7 @@ func TestUpstreamGateAnswersAtOnce(t *testing.T) {
 		io.Copy(io.Discard, resp.Body)
 		return resp.StatusCode, resp.Header.Get("Retry-After")
 	}
-	track := `{"orderCode":"` + res.OrderCode + `"}`
+	track := `{"orderCode":"` + code + `"}`
 	// The first track meets the 429 itself.
 	if status, retry := call("/v1/orders/track", track); status != http.StatusServiceUnavailable || retry != "300" {
 		t.Fatalf("track during a 429: %d Retry-After %q, want 503 Retry-After 300 (the cap)", status, retry)

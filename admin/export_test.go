@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/export"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -87,7 +87,7 @@ type exportEnv struct {
 	url     string
 	srv     *httptest.Server
 	hook    *hookedExporter
-	logs    *syncBuffer
+	logs    *testenv.Buffer
 	audited chan ordersync.AuditRecord
 }
 
@@ -143,7 +143,7 @@ func newExportEnv(t *testing.T, n int, configure func(*admin.Config, *http.Serve
 	if _, err := db.ApplyOrders(ctx, params); err != nil {
 		t.Fatal(err)
 	}
-	e := &exportEnv{hook: &hookedExporter{DB: db, ended: make(chan error, 8)}, logs: &syncBuffer{}, audited: make(chan ordersync.AuditRecord, 16)}
+	e := &exportEnv{hook: &hookedExporter{DB: db, ended: make(chan error, 8)}, logs: &testenv.Buffer{}, audited: make(chan ordersync.AuditRecord, 16)}
 	cfg := admin.Config{Orders: db, Exports: e.hook, ExportBatchSize: 2, Audit: hookedAudit{DB: db, recorded: e.audited},
 		Logger: slog.New(slog.NewJSONHandler(e.logs, nil))}
 	srv := httptest.NewUnstartedServer(nil)
@@ -159,24 +159,6 @@ func newExportEnv(t *testing.T, n int, configure func(*admin.Config, *http.Serve
 	t.Cleanup(srv.Close)
 	e.url, e.srv = srv.URL, srv
 	return e
-}
-
-// syncBuffer lets the server's goroutines log into one buffer.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func (e *exportEnv) get(t *testing.T, path string) (*http.Response, []byte, error) {

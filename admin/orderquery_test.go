@@ -18,22 +18,9 @@ func TestListOrdersQuery(t *testing.T) {
 	e := newAPIEnv(t)
 	var codes []string
 	for _, body := range []string{`{"amount":5.00}`, `{"amount":25.00}`, `{"amount":100.00}`} {
-		status, b := e.do(t, "POST", "/v1/payment-links", body)
-		if status != http.StatusOK {
-			t.Fatalf("create: %d %s", status, b)
-		}
-		var res ordersync.PaymentLinkResult
-		if err := json.Unmarshal(b, &res); err != nil {
-			t.Fatal(err)
-		}
-		codes = append(codes, res.OrderCode)
+		codes = append(codes, e.createLink(t, body))
 	}
-	if _, err := e.sim.Pay(codes[1], ordersync.Buyer{Name: "Íñigo Muñoz", Email: "inigo@example.com", Phone: "+34600000001"}); err != nil {
-		t.Fatal(err)
-	}
-	if status, b := e.do(t, "POST", "/v1/orders/track", `{"orderCode":"`+codes[1]+`"}`); status != http.StatusOK {
-		t.Fatalf("track: %d %s", status, b)
-	}
+	e.payAndTrack(t, codes[1], ordersync.Buyer{Name: "Íñigo Muñoz", Email: "inigo@example.com", Phone: "+34600000001"})
 	type list struct {
 		Orders []struct {
 			OrderCode string `json:"orderCode"`

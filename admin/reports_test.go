@@ -19,23 +19,10 @@ func TestDailyTotalsEndpoint(t *testing.T) {
 	e := newAPIEnv(t)
 	var codes []string
 	for range 3 {
-		status, b := e.do(t, "POST", "/v1/payment-links", `{"amount":0.10}`)
-		if status != http.StatusOK {
-			t.Fatalf("create: %d %s", status, b)
-		}
-		var res ordersync.PaymentLinkResult
-		if err := json.Unmarshal(b, &res); err != nil {
-			t.Fatal(err)
-		}
-		codes = append(codes, res.OrderCode)
+		codes = append(codes, e.createLink(t, `{"amount":0.10}`))
 	}
 	for _, code := range codes[:2] {
-		if _, err := e.sim.Pay(code, sim.DefaultBuyer); err != nil {
-			t.Fatal(err)
-		}
-		if status, b := e.do(t, "POST", "/v1/orders/track", `{"orderCode":"`+code+`"}`); status != http.StatusOK {
-			t.Fatalf("track: %d %s", status, b)
-		}
+		e.payAndTrack(t, code, sim.DefaultBuyer)
 	}
 	// The order's JSON says when ordersync learned of the payment.
 	status, b := e.do(t, "GET", "/v1/orders/"+codes[0], "")

@@ -37,14 +37,7 @@ func (db *DB) AddDeadLetter(ctx context.Context, dl ordersync.DeadLetter) (int64
 	if err != nil {
 		return 0, fmt.Errorf("%s: encode headers: %w", op, err)
 	}
-	body := dl.Body
-	if body == nil {
-		body = []byte{}
-	}
-	created := dl.CreatedAt
-	if created.IsZero() {
-		created = time.Now()
-	}
+	body, created := letterDefaults(dl.Body, dl.CreatedAt)
 	// The event log row takes whatever the body says about the event; a
 	// malformed body leaves those columns empty.
 	ev := ordersync.EventRecord{
@@ -91,6 +84,18 @@ RETURNING id`),
 		return 0, err
 	}
 	return id, nil
+}
+
+// letterDefaults is what a dead letter of either kind stores for a nil body
+// (an empty one: the column is NOT NULL) and a zero creation time (now).
+func letterDefaults(body []byte, created time.Time) ([]byte, time.Time) {
+	if body == nil {
+		body = []byte{}
+	}
+	if created.IsZero() {
+		created = time.Now()
+	}
+	return body, created
 }
 
 func deadLetterDetail(dl ordersync.DeadLetter) string {
@@ -237,16 +242,15 @@ func (db *DB) FindDeadLetter(ctx context.Context, id int64) (*ordersync.DeadLett
 
 // MarkDeadLetterReplayed records that a dead letter was queued again.
 func (db *DB) MarkDeadLetterReplayed(ctx context.Context, id int64, at time.Time) error {
-	return db.inTx(ctx, fmt.Sprintf("mark dead letter %d replayed", id), func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, db.rebind(`UPDATE dead_letters SET replayed_at = ?, replay_count = replay_count + 1 WHERE id = ?`), dbTime(at), id)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return ordersync.ErrNotFound
-		}
-		return nil
+	return db.markReplayed(ctx, "dead_letters", fmt.Sprintf("mark dead letter %d replayed", id), id, at)
+}
+
+// markReplayed stamps a letter of table (dead_letters or
+// delivery_dead_letters) replayed at at and counts the replay; a letter
+// not there is ErrNotFound.
+func (db *DB) markReplayed(ctx context.Context, table, op string, id int64, at time.Time) error {
+	return db.inTx(ctx, op, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, db.rebind(`UPDATE `+table+` SET replayed_at = ?, replay_count = replay_count + 1 WHERE id = ?`), dbTime(at), id)
+		return oneRow(res, err)
 	})
 }

@@ -33,14 +33,7 @@ func (db *DB) AddDeliveryDeadLetter(ctx context.Context, dl ordersync.DeliveryDe
 		dl.LastBody = strings.ToValidUTF8(dl.LastBody[:maxDeliveryAnswer], "")
 	}
 	dl.LastError = ordersync.Clip(dl.LastError, maxDetail)
-	body := dl.Body
-	if body == nil {
-		body = []byte{}
-	}
-	created := dl.CreatedAt
-	if created.IsZero() {
-		created = time.Now()
-	}
+	body, created := letterDefaults(dl.Body, dl.CreatedAt)
 	var id int64
 	err := db.inTx(ctx, op, func(tx *sqlx.Tx) error {
 		return tx.QueryRowxContext(ctx, db.rebind(`
@@ -134,10 +127,7 @@ func (db *DB) FindDeliveryDeadLetter(ctx context.Context, id int64) (*ordersync.
 
 // MarkDeliveryDeadLetterReplayed records that a letter was delivered again.
 func (db *DB) MarkDeliveryDeadLetterReplayed(ctx context.Context, id int64, at time.Time) error {
-	return db.inTx(ctx, fmt.Sprintf("mark delivery dead letter %d replayed", id), func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, db.rebind(`UPDATE delivery_dead_letters SET replayed_at = ?, replay_count = replay_count + 1 WHERE id = ?`), dbTime(at), id)
-		return oneRow(res, err)
-	})
+	return db.markReplayed(ctx, "delivery_dead_letters", fmt.Sprintf("mark delivery dead letter %d replayed", id), id, at)
 }
 
 var (

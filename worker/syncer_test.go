@@ -1,7 +1,6 @@
 package worker_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/paymentlink"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/worker"
@@ -273,24 +273,6 @@ func (s *switchableUpstream) GetOrder(ctx context.Context, code string) (*orders
 	return s.cur.Load().GetOrder(ctx, code)
 }
 
-// syncBuffer is a log destination safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestPoolCredentialsPause: a rejected key pauses fetching (one probe per
 // interval, one ERROR log, the gauge up, no dead letters); fixing the key
 // resumes it and everything syncs.
@@ -300,7 +282,7 @@ func TestPoolCredentialsPause(t *testing.T) {
 	orders := e.createOrders(t, 5)
 	up := &switchableUpstream{}
 	up.cur.Store(newClient(t, e.simURL, "sk_wrong"))
-	var logs syncBuffer
+	var logs testenv.Buffer
 	s := e.newSyncer(t, up, func(c *worker.SyncerConfig) {
 		c.CredentialsProbeInterval = probeEvery
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/httpstatus"
 	"github.com/ordersync/ordersync/webhook"
 )
 
@@ -81,9 +82,9 @@ func (p *recordingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &httpstatus.Writer{ResponseWriter: w}
 	p.proxy.ServeHTTP(sw, r)
-	if sw.status >= 200 && sw.status < 300 {
+	if sw.Code >= 200 && sw.Code < 300 {
 		id := webhook.MsgID(ordersync.DefaultAccount, body)
 		p.mu.Lock()
 		p.acked[id] = body
@@ -113,24 +114,4 @@ func (p *recordingProxy) Close() {
 	}
 	<-p.done
 	p.proxy.Transport.(*http.Transport).CloseIdleConnections()
-}
-
-// statusWriter remembers the status a handler answered.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
 }

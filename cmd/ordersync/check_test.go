@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -92,7 +93,7 @@ func TestServeLogsChecksAtStart(t *testing.T) {
 	t.Setenv("GOMAXPROCS", strconv.Itoa(runtime.GOMAXPROCS(0)))
 	t.Setenv("GOMEMLIMIT", "off")
 	cmd := newRootCommand()
-	var out syncBuffer
+	var out testenv.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
 	cmd.SetArgs([]string{"serve", "--data-dir", t.TempDir(), "--api-base-url", simURL, "--secret-key", "sk-wrong",

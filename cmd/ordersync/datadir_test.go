@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/internal/child"
 	"github.com/ordersync/ordersync/internal/datadir"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 // dataDirConfig is a serve configuration on dir that needs no upstream.
@@ -179,28 +178,11 @@ func TestWarnsOnSharedDataDir(t *testing.T) {
 // startAndLog opens and closes a program on dir and returns its log.
 func startAndLog(t *testing.T, dir string) string {
 	t.Helper()
-	var buf syncBuffer
+	var buf testenv.Buffer
 	p, err := app.NewProgram(context.Background(), dataDirConfig(dir), slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Close()
 	return buf.String()
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/delivery"
 	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 const testEndpointSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -286,7 +287,7 @@ func TestEndpointsCLI(t *testing.T) {
 	ln.Close()
 
 	listenCtx, stopListen := context.WithCancel(context.Background())
-	listenOut := &syncBuffer{}
+	listenOut := &testenv.Buffer{}
 	listenDone := make(chan error, 1)
 	go func() {
 		cmd := newRootCommand()

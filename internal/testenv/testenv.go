@@ -1,6 +1,7 @@
 // Package testenv gives a test or a lab run its own share of the external
 // servers a scale-out deployment uses: a fresh PostgreSQL schema and a NATS
-// namespace, removed when it ends.
+// namespace, removed when it ends; and a log destination its goroutines
+// may share (Buffer).
 package testenv
 
 import (
