@@ -192,16 +192,17 @@ func quantile(d []time.Duration, q float64) time.Duration {
 //     Each check counts for the tier its order was in when the check was
 //     set (active: last activity less than an hour before; quiet
 //     otherwise), whatever its reason: the check closing an order's active
-//     hour, made just after it, counts for the active tier. The requests per order-hour by tier must stay
-//     within the budget the README states: at most 15 for an order active
-//     in the last hour, 1.2 for any other open order (checks for a payment
-//     in flight or an expiring link apart; evidence checks counted in the
-//     tier of the order they check, though every change here is a lost
-//     webhook, so the account is always under evidence).
+//     hour, made just after it, counts for the active tier. The requests
+//     per order-hour by tier must stay within the budget the README
+//     states: at most 15 for an order active in the last hour, 1.2 for any
+//     other open order (checks for a payment in flight or an expiring link
+//     apart; evidence checks counted in the tier of the order they check,
+//     though every change here is a lost webhook, so the account is always
+//     under evidence).
 //  2. 10,000 open orders, quiet for four hours: the upstream requests the
 //     reconciler spends per hour on them, at most 1.2 per order.
 //
-// It takes about 5 minutes, so it runs only with
+// It takes 2 to 5 minutes, so it runs only with
 // ORDERSYNC_TEST_PROMISE=1; the README quotes its figures.
 func TestReconcilePromise(t *testing.T) {
 	if os.Getenv(promiseEnv) == "" {
