@@ -291,13 +291,18 @@ type OrderEvent struct {
 
 // OrderEventDelivery is an order event handed to one endpoint's deliverer.
 // It is settled once: Ack when the endpoint took it or it became a dead
-// letter; left unsettled, it comes back after the queue's ack wait.
+// letter, Release when a deliverer that stops hands it back undelivered;
+// left unsettled (a process that died), it comes back after the queue's
+// ack wait.
 type OrderEventDelivery interface {
 	Event() OrderEvent
 	Ack(ctx context.Context) error
 	// Extend tells the queue the event is still being worked on, as while
 	// its retries wait.
 	Extend() error
+	// Release hands the event back at once, for the next reader's Resume
+	// to take back before anything later.
+	Release() error
 }
 
 // OrderEventSource hands out one endpoint's order events.
@@ -309,11 +314,15 @@ type OrderEventSource interface {
 	// takes back what was left, holding any later event that arrives
 	// meanwhile, until all of it is back or the ack wait after stoppedBy has
 	// passed; the next Next returns everything it holds, in the order
-	// published, however many. It returns an error only when ctx ends.
+	// published, however many. It returns an error only when ctx ends, and
+	// then has released what it took back.
 	Resume(ctx context.Context, stoppedBy time.Time) error
 	// Next waits up to wait for at least one event and returns at most max
 	// (see Resume), in the order published, as soon as one is there (a long
-	// poll); an empty slice, not an error, when none arrived.
+	// poll); an empty slice, not an error, when none arrived. When ctx ends
+	// it ends its pull, releases what it holds and what the pull brought,
+	// and returns ctx's error: a reader that stops reads no more, and
+	// leaves nothing to wait out the ack wait.
 	Next(ctx context.Context, max int, wait time.Duration) ([]OrderEventDelivery, error)
 }
 

@@ -182,7 +182,8 @@ type orderEventSource struct {
 // stand in for the earlier event still held elsewhere. An earlier reader
 // that stopped by stoppedBy leaves nothing pending past its ack wait from
 // then, which bounds the wait; a consumer it cannot read costs that whole
-// wait.
+// wait. One that stopped in this process released what it held, which is
+// back at once. When ctx ends, what was taken back is released again.
 func (s *orderEventSource) Resume(ctx context.Context, stoppedBy time.Time) error {
 	until := stoppedBy.Add(s.ackWait + handBackMargin)
 	info, err := s.c.Info(ctx)
@@ -199,10 +200,11 @@ func (s *orderEventSource) Resume(ctx context.Context, stoppedBy time.Time) erro
 	extended := time.Now()
 	for info.NumAckPending > len(s.early) && time.Now().Before(until) {
 		ds, err := s.next(ctx, endpointMaxAckPending, min(time.Until(until), time.Second))
+		s.early = append(s.early, ds...)
 		if ctx.Err() != nil {
+			s.release()
 			return fmt.Errorf("resume order events: %w", ctx.Err())
 		}
-		s.early = append(s.early, ds...)
 		// What is held must not run out its own ack wait meanwhile.
 		if time.Since(extended) >= s.ackWait/3 {
 			extended = time.Now()
@@ -212,6 +214,7 @@ func (s *orderEventSource) Resume(ctx context.Context, stoppedBy time.Time) erro
 		}
 		if err != nil && len(ds) == 0 {
 			if err := sleepUntil(ctx, time.Now().Add(min(time.Until(until), time.Second))); err != nil {
+				s.release()
 				return fmt.Errorf("resume order events: %w", err)
 			}
 		}
@@ -239,9 +242,19 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 // event and takes what else arrived with it (see eventSource.Next). A
 // batch is sorted by stream sequence: redeliveries come in the order their
 // ack waits ran out, which need not be the order published.
+//
+// Once ctx has ended nothing is returned: a pull that ctx cut short may
+// still have brought events, and a reader that stops would leave them
+// unsettled, for the next reader's Resume to wait out the ack wait. They
+// are released instead, with what Resume took back and Next has not yet
+// returned.
 func (s *orderEventSource) Next(ctx context.Context, max int, wait time.Duration) ([]ordersync.OrderEventDelivery, error) {
 	if max < 1 {
 		return nil, fmt.Errorf("next order events: max %d must be at least 1", max)
+	}
+	if err := ctx.Err(); err != nil {
+		s.release()
+		return nil, fmt.Errorf("next order events: %w", err)
 	}
 	if len(s.early) > 0 {
 		n := min(max, len(s.early))
@@ -250,8 +263,21 @@ func (s *orderEventSource) Next(ctx context.Context, max int, wait time.Duration
 		return out, nil
 	}
 	out, err := s.next(ctx, max, wait)
+	if ctx.Err() != nil {
+		s.early = append(s.early, out...)
+		s.release()
+		return nil, fmt.Errorf("next order events: %w", ctx.Err())
+	}
 	sortBySequence(out)
 	return out, err
+}
+
+// release hands back what the source holds and has not returned.
+func (s *orderEventSource) release() {
+	for _, d := range s.early {
+		_ = d.Release()
+	}
+	s.early = nil
 }
 
 func (s *orderEventSource) next(ctx context.Context, max int, wait time.Duration) ([]ordersync.OrderEventDelivery, error) {
@@ -259,7 +285,12 @@ func (s *orderEventSource) next(ctx context.Context, max int, wait time.Duration
 	if len(out) > 0 || wait <= 0 {
 		return out, orderFetchError(ctx, out, err)
 	}
-	out, err = s.collect(ctx, out, func() (jetstream.MessageBatch, error) { return waitForOne(s.c, wait) })
+	pull, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	out, err = s.collect(ctx, out, func() (jetstream.MessageBatch, error) { return s.c.Fetch(1, jetstream.FetchContext(pull)) })
+	if ctx.Err() != nil {
+		s.awaitWithdrawn()
+	}
 	if len(out) == 0 {
 		return nil, orderFetchError(ctx, out, err)
 	}
@@ -269,6 +300,16 @@ func (s *orderEventSource) next(ctx context.Context, max int, wait time.Duration
 	return out, nil
 }
 
+// collect runs one fetch and appends its messages to out. The wait of
+// next is a long poll made with ctx, unlike the pool's (waitForOne): when
+// ctx ends the fetch stops listening, and the server, finding no one
+// listening, drops the pull. Left open until it expired, a stopped
+// reader's pull took the next event and refused it, and a new reader
+// already pulling delivered that order's later events first. collect
+// returns only once the pull is over, refusing what it still brought, so a
+// reader that stopped reads no more. An event the server sent just as the
+// pull was dropped is left unsettled: the next reader's Resume waits for it
+// (at most the ack wait), which keeps the order.
 func (s *orderEventSource) collect(ctx context.Context, out []ordersync.OrderEventDelivery, fetch func() (jetstream.MessageBatch, error)) ([]ordersync.OrderEventDelivery, error) {
 	s.q.metrics.pulls.orders.Inc()
 	batch, err := fetch()
@@ -289,12 +330,34 @@ func (s *orderEventSource) collect(ctx context.Context, out []ordersync.OrderEve
 			}
 			out = append(out, d)
 		case <-ctx.Done():
-			go func() {
-				for msg := range msgs {
-					_ = msg.Nak()
-				}
-			}()
+			for msg := range msgs {
+				_ = msg.Nak()
+			}
 			return out, ctx.Err()
+		}
+	}
+}
+
+// withdrawBound bounds awaitWithdrawn: another process's pull (a takeover)
+// counts as waiting too.
+const withdrawBound = time.Second
+
+// awaitWithdrawn waits until the server holds no pull of the consumer
+// open. The fetch stops listening at once when its context ends, but the
+// server drops the pull only when it next looks for someone listening
+// (consumer info makes it look), and until then hands it the next event,
+// which nobody takes: an event released then, or one published, would
+// wait out the ack wait.
+func (s *orderEventSource) awaitWithdrawn() {
+	ctx, cancel := context.WithTimeout(context.Background(), withdrawBound)
+	defer cancel()
+	for {
+		info, err := s.c.Info(ctx)
+		if err != nil || info.NumWaiting == 0 {
+			return
+		}
+		if sleepUntil(ctx, time.Now().Add(5*time.Millisecond)) != nil {
+			return
 		}
 	}
 }
@@ -333,6 +396,15 @@ func (d *orderEventDelivery) Ack(ctx context.Context) error {
 	}
 	if err := d.msg.Ack(); err != nil {
 		return fmt.Errorf("ack order event %s: %w", d.ev.MsgID, err)
+	}
+	return nil
+}
+
+// Release refuses the event: the server hands it out again at once, ahead
+// of anything not yet handed out.
+func (d *orderEventDelivery) Release() error {
+	if err := d.msg.Nak(); err != nil {
+		return fmt.Errorf("release order event %s: %w", d.ev.MsgID, err)
 	}
 	return nil
 }

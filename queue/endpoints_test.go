@@ -90,3 +90,84 @@ func TestResumeTakesBackFirst(t *testing.T) {
 		t.Errorf("Resume past its bound took %v", took)
 	}
 }
+
+// TestStoppedReaderReleases: a reader whose context ended hands back what
+// it holds and has not returned, the events Resume took back included, so
+// the next reader's Resume has them at once rather than after the ack wait
+// (an hour here).
+func TestStoppedReaderReleases(t *testing.T) {
+	_, q := embeddedQueue(t, uniqueConfig())
+	ctx := context.Background()
+	from := time.Now().Add(-time.Minute)
+	open := func() ordersync.OrderEventSource {
+		t.Helper()
+		src, err := q.EndpointEvents(ctx, "ep1", ordersync.HookEvents, from, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return src
+	}
+	first := open()
+	var msgs []ordersync.OutboxMessage
+	for i, status := range []ordersync.Status{ordersync.StatusPending, ordersync.StatusPaid, ordersync.StatusFinalized} {
+		msgs = append(msgs, ordersync.OutboxMessage{Subject: ordersync.SubjectStatusPrefix + string(status), MsgID: fmt.Sprintf("A1:%d", i+1),
+			Payload: fmt.Appendf(nil, `{"orderCode":"A1","orderStatus":%q}`, status)})
+	}
+	if _, err := q.PublishMessages(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	var held []ordersync.OrderEventDelivery
+	for deadline := time.Now().Add(5 * time.Second); len(held) < 3 && time.Now().Before(deadline); {
+		ds, err := first.Next(ctx, 10, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, ds...)
+	}
+	if len(held) != 3 {
+		t.Fatalf("the first reader got %d events, want 3", len(held))
+	}
+	for _, d := range held {
+		if err := d.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The second takes them back, returns one and stops.
+	second := open()
+	if err := second.Resume(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := second.Next(ctx, 1, 0)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("Next after Resume: %d events, %v", len(ds), err)
+	}
+	if err := ds[0].Release(); err != nil {
+		t.Fatal(err)
+	}
+	stopped, stop := context.WithCancel(ctx)
+	stop()
+	if ds, err := second.Next(stopped, 10, time.Second); err == nil || len(ds) != 0 {
+		t.Errorf("Next with its context ended: %d events, error %v", len(ds), err)
+	}
+
+	third := open()
+	bounded, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := third.Resume(bounded, time.Now()); err != nil {
+		t.Fatalf("Resume after a reader that released what it held: %v", err)
+	}
+	var ids []string
+	for deadline := time.Now().Add(5 * time.Second); len(ids) < 3 && time.Now().Before(deadline); {
+		ds, err := third.Next(ctx, 10, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			ids = append(ids, d.Event().MsgID)
+		}
+	}
+	if want := []string{"A1:1", "A1:2", "A1:3"}; !slices.Equal(ids, want) {
+		t.Errorf("the third reader got %v, want %v", ids, want)
+	}
+}

@@ -207,3 +207,47 @@ func TestTightenChecks(t *testing.T) {
 		want("once the evidence expired", 3*time.Hour+ordersync.CheckMaxInterval)
 	})
 }
+
+// TestBackdateOrders: the times the schedule reads as activity move back
+// by the given duration for the account's orders alone, so a claim sees
+// the order as active that much earlier and a pull of the orders active
+// since between the two times finds it no more.
+func TestBackdateOrders(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		ctx := context.Background()
+		t0 := time.Now().UTC().Add(time.Hour).Truncate(time.Second)
+		for i, account := range []string{ordersync.DefaultAccount, "other"} {
+			p := fetched(orderDoc(t, "a", 1, ordersync.StatusPending), int64(i+1),
+				ordersync.EventRecord{MsgID: "m" + account, ReceivedAt: t0, Type: ordersync.EventUpdated})
+			p.Account, p.FetchedAt = account, t0
+			apply(t, db, p)
+		}
+		// Each claim is an hour after the last one's retry time.
+		claims := 0
+		activeAt := func(account string) time.Time {
+			t.Helper()
+			claims++
+			now := t0.Add(time.Duration(100+2*claims) * time.Hour)
+			due, err := db.ClaimDueChecks(ctx, account, now, 10, now.Add(time.Hour))
+			if err != nil || len(due) != 1 {
+				t.Fatalf("claim of %s = %+v, %v; want the one order", account, due, err)
+			}
+			return due[0].State.ActiveAt
+		}
+		before := activeAt(ordersync.DefaultAccount)
+		if n, err := db.BackdateOrders(ctx, ordersync.DefaultAccount, 3*time.Hour); err != nil || n != 1 {
+			t.Fatalf("BackdateOrders = %d, %v; want 1 order moved", n, err)
+		}
+		if got := activeAt(ordersync.DefaultAccount); !got.Equal(before.Add(-3 * time.Hour)) {
+			t.Errorf("backdated order active at %v, want %v", got, before.Add(-3*time.Hour))
+		}
+		if got := activeAt("other"); !got.Equal(before) {
+			t.Errorf("another account's order active at %v, want %v untouched", got, before)
+		}
+		codes, err := db.PullChecks(ctx, ordersync.DefaultAccount, before.Add(-2*time.Hour), t0, time.Minute)
+		if err != nil || len(codes) != 0 {
+			t.Errorf("PullChecks of the orders active in the 2 hours before = %q, %v; want none", codes, err)
+		}
+	})
+}

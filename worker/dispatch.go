@@ -129,10 +129,10 @@ type Dispatcher struct {
 	// started is closed, and replaced, when runners start.
 	started chan struct{}
 	// running is when Run started: any earlier holder of the lease had
-	// stopped by then. stopped is when each endpoint's last runner in this
-	// process was stopped.
+	// stopped by then. stopped is each endpoint's last runner in this
+	// process that was stopped.
 	running time.Time
-	stopped map[string]time.Time
+	stopped map[string]stoppedRunner
 	wg      sync.WaitGroup
 }
 
@@ -142,7 +142,7 @@ func NewDispatcher(cfg DispatcherConfig) (*Dispatcher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	d := &Dispatcher{cfg: cfg, retries: deliveryPolicy(cfg.RetryInitial, cfg.RetryWindow), wake: make(chan struct{}, 1), runners: map[string]*runner{}, stopped: map[string]time.Time{}, started: make(chan struct{})}
+	d := &Dispatcher{cfg: cfg, retries: deliveryPolicy(cfg.RetryInitial, cfg.RetryWindow), wake: make(chan struct{}, 1), runners: map[string]*runner{}, stopped: map[string]stoppedRunner{}, started: make(chan struct{})}
 	var err error
 	if d.metrics, err = newDispatchMetrics(cfg.Registerer); err != nil {
 		return nil, err
@@ -159,10 +159,11 @@ func (d *Dispatcher) Notify() {
 	}
 }
 
-// Run delivers until ctx ends, then waits for its goroutines. Events in
-// flight when it stops stay unacknowledged and come back, to this process
-// or another, after the consumer's ack wait; the next Run waits for them
-// before it delivers a later event of the same endpoint.
+// Run delivers until ctx ends, then waits for its goroutines. An event the
+// endpoint took while it stopped is settled; the rest it holds is released,
+// back at once; a process that dies leaves its events to come back after
+// the consumer's ack wait. The next Run, here or in another process, takes
+// them back before it delivers a later event of the same endpoint.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	d.mu.Lock()
 	d.running = time.Now()
@@ -218,9 +219,7 @@ func (d *Dispatcher) sync(ctx context.Context, log *logWriter) error {
 			r.ep.Store(ep) // URL, secrets: the next attempt uses them
 			continue
 		}
-		r.cancel()
-		delete(d.runners, id)
-		d.stopped[id] = time.Now()
+		d.stop(id, r)
 		if !slices.ContainsFunc(eps, func(e *ordersync.Endpoint) bool { return e.ID == id }) {
 			d.forget(ctx, id)
 		}
@@ -237,14 +236,29 @@ func (d *Dispatcher) sync(ctx context.Context, log *logWriter) error {
 		// The events the endpoint's last runner, here or in another
 		// process, left unsettled: that one stopped by then.
 		stoppedBy := d.running
-		if at, ok := d.stopped[id]; ok && at.After(stoppedBy) {
-			stoppedBy = at
+		last := d.stopped[id]
+		if last.at.After(stoppedBy) {
+			stoppedBy = last.at
 		}
-		d.runners[id] = d.start(ctx, ep, src, log, stoppedBy)
+		d.runners[id] = d.start(ctx, ep, src, log, stoppedBy, last.reading)
 		close(d.started)
 		d.started = make(chan struct{})
 	}
 	return nil
+}
+
+// stoppedRunner is an endpoint's runner that was stopped: when, and a channel
+// closed when it no longer reads the endpoint's consumer.
+type stoppedRunner struct {
+	at      time.Time
+	reading <-chan struct{}
+}
+
+// stop stops the endpoint's runner; d.mu is held.
+func (d *Dispatcher) stop(id string, r *runner) {
+	r.cancel()
+	delete(d.runners, id)
+	d.stopped[id] = stoppedRunner{at: time.Now(), reading: r.reading}
 }
 
 // forget deletes a deleted endpoint's consumer and its series.
@@ -261,9 +275,7 @@ func (d *Dispatcher) forget(ctx context.Context, id string) {
 func (d *Dispatcher) Forget(ctx context.Context, id string) error {
 	d.mu.Lock()
 	if r, ok := d.runners[id]; ok {
-		r.cancel()
-		delete(d.runners, id)
-		d.stopped[id] = time.Now()
+		d.stop(id, r)
 	}
 	d.mu.Unlock()
 	d.forget(ctx, id)

@@ -120,3 +120,4 @@ type replayed struct{ ev ordersync.OrderEvent }
 func (r replayed) Event() ordersync.OrderEvent { return r.ev }
 func (replayed) Ack(context.Context) error     { return nil }
 func (replayed) Extend() error                 { return nil }
+func (replayed) Release() error                { return nil }

@@ -24,8 +24,12 @@ type runner struct {
 	cancel context.CancelFunc
 	sem    chan struct{}
 
-	// stoppedBy is when the runner before this one stopped (see Resume).
+	// stoppedBy is when the runner before this one stopped (see Resume);
+	// after is closed when it no longer reads (nil: there was none here).
 	stoppedBy time.Time
+	after     <-chan struct{}
+	// reading is closed when this one no longer reads.
+	reading chan struct{}
 
 	lanes *lanes
 
@@ -34,10 +38,10 @@ type runner struct {
 	limitAt float64       // the rate limit was made for
 }
 
-func (d *Dispatcher) start(ctx context.Context, ep *ordersync.Endpoint, src ordersync.OrderEventSource, log *logWriter, stoppedBy time.Time) *runner {
+func (d *Dispatcher) start(ctx context.Context, ep *ordersync.Endpoint, src ordersync.OrderEventSource, log *logWriter, stoppedBy time.Time, after <-chan struct{}) *runner {
 	rctx, cancel := context.WithCancel(ctx)
-	r := &runner{d: d, src: src, log: log, stoppedBy: stoppedBy, ctx: rctx, cancel: cancel, sem: make(chan struct{}, d.cfg.Concurrency),
-		lanes: newLanes()}
+	r := &runner{d: d, src: src, log: log, stoppedBy: stoppedBy, after: after, reading: make(chan struct{}), ctx: rctx, cancel: cancel,
+		sem: make(chan struct{}, d.cfg.Concurrency), lanes: newLanes()}
 	r.ep.Store(ep)
 	d.wg.Add(1)
 	go func() {
@@ -54,13 +58,25 @@ func (r *runner) run() {
 	log := r.d.cfg.Logger.With("endpoint", id)
 	gauge := r.d.metrics.oldest.WithLabelValues(id)
 	defer gauge.Set(0)
+	defer close(r.reading)
+	// The runner before this one reads no more: a pull of its still open
+	// would take an event this one's Resume does not wait for.
+	if r.after != nil {
+		select {
+		case <-r.after:
+		case <-r.ctx.Done():
+			return
+		}
+	}
 	// An order's earlier event another runner left unsettled must not be
 	// overtaken by its later one.
 	if err := r.src.Resume(r.ctx, r.stoppedBy); err != nil {
 		return
 	}
 	extended := time.Now()
-	for r.ctx.Err() == nil {
+	// The loop ends in Next: once ctx has ended, Next releases what the
+	// source still holds.
+	for {
 		room, freed := r.lanes.room(r.d.cfg.MaxHeld)
 		oldest := r.lanes.oldest()
 		var extend []*held
@@ -96,11 +112,12 @@ func (r *runner) run() {
 			wait = DefaultPullWait
 		}
 		ds, err := r.src.Next(r.ctx, min(room, 100), wait)
+		if r.ctx.Err() != nil && err != nil {
+			return
+		}
 		if err != nil {
-			if r.ctx.Err() == nil {
-				log.Warn("deliveries: fetch order events", "err", err)
-				_ = sleep(r.ctx, time.Second)
-			}
+			log.Warn("deliveries: fetch order events", "err", err)
+			_ = sleep(r.ctx, time.Second)
 			continue
 		}
 		for _, dl := range ds {
@@ -150,10 +167,13 @@ func (r *runner) enqueue(dl ordersync.OrderEventDelivery) {
 }
 
 // drain delivers a lane's events one after the other until it is empty.
+// A runner that stops releases the lane's events, undelivered, so that the
+// endpoint's next runner takes them back at once (Resume) rather than
+// after the ack wait.
 func (r *runner) drain(key string) {
 	for {
 		if r.ctx.Err() != nil {
-			r.lanes.drop(key)
+			r.release(r.lanes.drop(key))
 			return
 		}
 		h, ok := r.lanes.head(key)
@@ -161,14 +181,35 @@ func (r *runner) drain(key string) {
 			return
 		}
 		if !r.deliver(h) {
-			// Stopping, or the store failed: this event and those behind
-			// it stay unsettled and come back after the ack wait, in order.
-			r.lanes.drop(key)
+			dropped := r.lanes.drop(key)
+			if r.ctx.Err() != nil {
+				r.release(dropped)
+			}
+			// Otherwise the store failed: this event and those behind it
+			// stay unsettled and come back after the ack wait, in order.
 			return
 		}
 		r.lanes.pop(key)
 	}
 }
+
+// release hands back what a stopped runner held, once it reads no more: a
+// pull of its still open would take the events again, and drop them.
+func (r *runner) release(hs []*held) {
+	if len(hs) == 0 {
+		return
+	}
+	<-r.reading
+	for _, h := range hs {
+		_ = h.d.Release()
+	}
+}
+
+// settleCtx is the context an event is settled in once the endpoint has
+// answered for it: the runner stopping then must not leave it unsettled,
+// or the endpoint's next runner waits out its ack wait, delivers it again,
+// and only then what came after it.
+func (r *runner) settleCtx() context.Context { return context.WithoutCancel(r.ctx) }
 
 // deliver tries one event until it is delivered, refused for good or out
 // of time, and reports whether it was settled. How it ended goes to the
@@ -179,7 +220,7 @@ func (r *runner) deliver(h *held) bool {
 	ep := r.endpoint()
 	hookEv, ok := ordersync.HookEventOf(ev.Subject)
 	if !ok || !ep.Wants(hookEv) {
-		return dl.Ack(r.ctx) == nil
+		return dl.Ack(r.settleCtx()) == nil
 	}
 	published := ev.PublishedAt
 	if published.IsZero() {
@@ -192,7 +233,7 @@ func (r *runner) deliver(h *held) bool {
 	}
 	if err != nil {
 		r.d.cfg.Logger.Error("deliveries: encode event", "endpoint", ep.ID, "msg_id", ev.MsgID, "err", err)
-		return dl.Ack(r.ctx) == nil
+		return dl.Ack(r.settleCtx()) == nil
 	}
 	id := delivery.WebhookID(ep.ID, ev.MsgID)
 	rec := ordersync.DeliveryRecord{WebhookID: id, EndpointID: ep.ID, Event: hookEv, Account: o.Account,
@@ -214,7 +255,7 @@ func (r *runner) deliver(h *held) bool {
 		}
 		res := r.d.attempt(r.ctx, ep, id, body)
 		<-r.sem
-		if r.ctx.Err() != nil {
+		if r.ctx.Err() != nil && res.verdict != delivered {
 			return false
 		}
 		r.d.metrics.attempts.WithLabelValues(ep.ID, res.label).Inc()
@@ -224,7 +265,8 @@ func (r *runner) deliver(h *held) bool {
 			r.d.metrics.events.WithLabelValues(ep.ID, "delivered").Inc()
 			r.d.metrics.lag.WithLabelValues(ep.ID).Observe(time.Since(published).Seconds())
 			rec.Outcome = ordersync.DeliveryDelivered
-			return r.log.add(r.ctx, rec) && dl.Ack(r.ctx) == nil
+			ctx := r.settleCtx()
+			return r.log.add(ctx, rec) && dl.Ack(ctx) == nil
 		case gone:
 			r.d.cfg.Logger.Warn("deliveries: endpoint answered 410 Gone; disabling it", "endpoint", ep.ID)
 			if err := r.d.cfg.Endpoints.DisableEndpoint(r.ctx, ep.ID, ordersync.DisabledGone); err != nil {
@@ -278,5 +320,6 @@ func (r *runner) deadLetter(dl ordersync.OrderEventDelivery, rec ordersync.Deliv
 	if answer != "" {
 		rec.Detail += ": " + answer
 	}
-	return r.log.add(r.ctx, rec) && dl.Ack(r.ctx) == nil
+	ctx := r.settleCtx()
+	return r.log.add(ctx, rec) && dl.Ack(ctx) == nil
 }

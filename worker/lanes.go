@@ -108,18 +108,21 @@ func (l *lanes) pop(key string) {
 	l.mu.Unlock()
 }
 
-// drop ends the lane key with every event in it, unsettled: they come back
-// from the queue after its ack wait, in order.
-func (l *lanes) drop(key string) {
+// drop ends the lane key and returns every event in it, unsettled: the
+// caller releases them or leaves them to come back from the queue after
+// its ack wait, in order.
+func (l *lanes) drop(key string) []*held {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, h := range l.byKey[key] {
+	lane := l.byKey[key]
+	for _, h := range lane {
 		heap.Remove(&l.ages, h.index)
 	}
-	if len(l.byKey[key]) > 0 {
+	if len(lane) > 0 {
 		l.free()
 	}
 	delete(l.byKey, key)
+	return lane
 }
 
 // len is how many events the lanes hold.
