@@ -35,9 +35,10 @@ const DefaultEvidenceWindow = ordersync.CheckActiveWindow
 
 // DefaultEvidenceHold is how long the account's record must stay clean
 // before the schedule relaxes: long enough for every affected order to be
-// checked about 14 times, short enough that one lost webhook does not
-// double the spending for the rest of the day.
-const DefaultEvidenceHold = time.Hour
+// checked about 7 times, short enough that the orders dense when the
+// evidence stops do not spend the quiet tier's budget for long past their
+// active hour (docs/reconciler.md has the promise run's figures).
+const DefaultEvidenceHold = 30 * time.Minute
 
 // evidence is what the reconciler keeps of the receivers' heartbeats and
 // of the orders it pulled forward. The evidence itself is in the mirror

@@ -239,11 +239,15 @@ func TestMissedWebhookTightensTheAccount(t *testing.T) {
 	if freshAfter == 0 || freshAfter > ordersync.CheckDenseFirst+2*time.Second {
 		t.Errorf("a change lost right after activity while dense mirrored after %s (0: not within %s), want about %s", freshAfter, ordersync.CheckFirstSpread, ordersync.CheckDenseFirst)
 	}
-	// Clean for the hold (an hour from the last evidence, the fresh
-	// order's change), then relaxed: the orders the last record covers
-	// (missed and fresh, active in the hour before it) back on the quiet
-	// checks, like every other.
-	phase(time.Hour + time.Minute)
+	// Clean for the hold (from the last evidence, the fresh order's
+	// change): no check is made for evidence any more. Then, once the
+	// fresh order's active hour is over too, relaxed: the orders the last
+	// record covers (missed and fresh) back on the quiet checks, like
+	// every other.
+	phase(worker.DefaultEvidenceHold)
+	if after, _ := phase(time.Hour - worker.DefaultEvidenceHold + time.Minute); after[ordersync.CheckEvidence] != 0 {
+		t.Errorf("%d checks for evidence once the record had been clean for the hold, want none: %v", after[ordersync.CheckEvidence], after)
+	}
 	relaxed, relaxedOrders := phase(time.Hour)
 	all := append(append([]string{missed, fresh}, quiet...), recent...)
 	if relaxed[ordersync.CheckEvidence] != 0 || most(relaxedOrders, all...) > 2 {
