@@ -9,7 +9,12 @@ import (
 func TestNextCheck(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	ago := func(d time.Duration) time.Time { return now.Add(-d) }
-	dense := DenseChecks{Since: ago(2 * time.Hour), Until: now.Add(time.Hour)}
+	// Evidence found just now, with the default window and hold: the
+	// orders active in the hour before it, for an hour.
+	dense := DenseChecks{Since: ago(time.Hour), Until: now.Add(time.Hour)}
+	// Evidence found 40 minutes ago: it still covers orders active up to
+	// 100 minutes ago, now quiet, for 20 minutes more.
+	older := DenseChecks{Since: ago(100 * time.Minute), Until: now.Add(20 * time.Minute)}
 	tests := []struct {
 		name   string
 		st     CheckState
@@ -34,10 +39,17 @@ func TestNextCheck(t *testing.T) {
 		{"dense: webhook a moment ago", CheckState{Status: StatusPending, Code: "yY7Mcnd", ActiveAt: now, Dense: dense}, CheckDenseFirst, CheckEvidence},
 		{"dense: 10s after a webhook", CheckState{Status: StatusPending, Code: "yY7Mcnd", ActiveAt: ago(10 * time.Second), Dense: dense}, 5 * time.Second, CheckEvidence},
 		{"dense: quiet 2m", CheckState{Status: StatusPending, ActiveAt: ago(2 * time.Minute), Dense: dense}, CheckActiveInterval, CheckEvidence},
-		{"dense: quiet 20m, capped", CheckState{Status: StatusPaid, ActiveAt: ago(20 * time.Minute), Dense: dense}, CheckActiveInterval, CheckEvidence},
-		{"dense: quiet 90m, capped", CheckState{Status: StatusPending, ActiveAt: ago(90 * time.Minute), Dense: dense}, CheckActiveInterval, CheckEvidence},
-		{"dense: active before the window", CheckState{Status: StatusPending, ActiveAt: ago(3 * time.Hour), Dense: dense}, CheckMaxInterval, CheckQuiet},
-		{"dense: evidence expired", CheckState{Status: StatusPending, ActiveAt: ago(2 * time.Minute), Dense: DenseChecks{Since: ago(2 * time.Hour), Until: now}}, CheckActiveInterval, CheckActive},
+		{"dense: quiet 20m", CheckState{Status: StatusPaid, ActiveAt: ago(20 * time.Minute), Dense: dense}, CheckActiveInterval, CheckEvidence},
+		{"dense: quiet 59m", CheckState{Status: StatusPending, ActiveAt: ago(59 * time.Minute), Dense: dense}, CheckActiveInterval, CheckEvidence},
+		// Active before the window: the 1-hour promise's quiet checks.
+		{"dense: quiet 61m, active before the window", CheckState{Status: StatusPending, ActiveAt: ago(61 * time.Minute), Dense: dense}, CheckMaxInterval, CheckQuiet},
+		{"dense: quiet 3h", CheckState{Status: StatusPending, ActiveAt: ago(3 * time.Hour), Dense: dense}, CheckMaxInterval, CheckQuiet},
+		// Active within the hour before older evidence: dense past the
+		// order's active hour, until the record has been clean for the hold.
+		{"older evidence: quiet 90m, still dense", CheckState{Status: StatusPending, ActiveAt: ago(90 * time.Minute), Dense: older}, CheckActiveInterval, CheckEvidence},
+		{"older evidence: quiet 110m, before its window", CheckState{Status: StatusPending, ActiveAt: ago(110 * time.Minute), Dense: older}, CheckMaxInterval, CheckQuiet},
+		{"dense: evidence expired", CheckState{Status: StatusPending, ActiveAt: ago(2 * time.Minute), Dense: DenseChecks{Since: ago(time.Hour), Until: now}}, CheckActiveInterval, CheckActive},
+		{"older evidence expired: quiet 90m", CheckState{Status: StatusPending, ActiveAt: ago(90 * time.Minute), Dense: DenseChecks{Since: ago(100 * time.Minute), Until: now}}, CheckMaxInterval, CheckQuiet},
 		{"dense: never fetched stays first fetch", CheckState{ActiveAt: now, Dense: dense}, CheckFirstFetch, CheckActive},
 		{"dense: payment in flight stays sooner", CheckState{Status: StatusPending, ActiveAt: ago(10 * time.Minute), LastEventType: EventRequires3ds, Dense: dense}, CheckInFlightInterval, CheckPaymentInFlight},
 		{"dense: final leaves", CheckState{Status: StatusCancelled, ActiveAt: now, Dense: dense}, -1, ""},

@@ -176,12 +176,13 @@ func TestTightenChecks(t *testing.T) {
 		}
 		at(1, 0)
 		want("created, clean record", ordersync.FirstCheckAfter("a"))
-		// An hour of evidence, found 5 s after creation: the order was
-		// active within the window, so its check comes to the dense
-		// schedule's first, 15 s after the activity, instead of the active
-		// tier's spread one (a minute or more after it).
+		// Evidence found 5 s after creation, with the default window and
+		// hold (the hour before it, for an hour): the order was active
+		// within the window, so its check comes to the dense schedule's
+		// first, 15 s after the activity, instead of the active tier's
+		// spread one (a minute or more after it).
 		now := t0.Add(5 * time.Second)
-		dense := ordersync.DenseChecks{Since: now.Add(-2 * time.Hour), Until: now.Add(time.Hour)}
+		dense := ordersync.DenseChecks{Since: now.Add(-ordersync.CheckActiveWindow), Until: now.Add(time.Hour)}
 		n, err := db.TightenChecks(ctx, ordersync.DefaultAccount, dense, now)
 		if err != nil || n != 1 {
 			t.Fatalf("TightenChecks = %d, %v; want 1 order brought nearer", n, err)

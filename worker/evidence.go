@@ -24,17 +24,21 @@ const (
 var evidenceKinds = []string{evidenceMissedWebhook, evidenceReceiverAway, evidenceUnavailable, evidenceAllRefused, evidenceStart, evidenceLateWebhook}
 
 // DefaultEvidenceWindow is how far back from the evidence an order's last
-// activity may be for the order to count as possibly affected: a webhook
-// is lost for an order that changes, and an order active in the last two
-// hours is the likeliest to change next. Orders active in the last hour
-// are checked densely anyway, so this doubles the dense tier at most.
-const DefaultEvidenceWindow = 2 * time.Hour
+// activity may be for the order to count as possibly affected: the orders
+// of the 5-minute promise, those active in the last hour. Any older open
+// order keeps its 1-hour promise through its quiet checks, evidence or
+// not, so checking it densely too would spend the merchant's budget on a
+// promise already kept. A longer window, a setting, trades requests (about
+// 14 an hour for each quiet order it adds while the evidence holds) for
+// finding a quiet order's lost change within minutes instead of the hour.
+const DefaultEvidenceWindow = ordersync.CheckActiveWindow
 
 // DefaultEvidenceHold is how long the account's record must stay clean
 // before the schedule relaxes: long enough for every affected order to be
-// checked about 14 times, short enough that one lost webhook does not
-// double the spending for the rest of the day.
-const DefaultEvidenceHold = time.Hour
+// checked about 7 times, short enough that the orders dense when the
+// evidence stops do not spend the quiet tier's budget for long past their
+// active hour (docs/reconciler.md has the promise run's figures).
+const DefaultEvidenceHold = 30 * time.Minute
 
 // evidence is what the reconciler keeps of the receivers' heartbeats and
 // of the orders it pulled forward. The evidence itself is in the mirror

@@ -110,8 +110,8 @@ type Config struct {
 	// per second it spends checking orders that are due (0 turns it off).
 	ReconcileRPS float64
 	// ReconcileEvidenceWindow and ReconcileEvidenceHold: on evidence that
-	// webhooks were lost, the open orders active within the window are
-	// checked densely until the record has been clean for the hold.
+	// webhooks were lost, the open orders active within the window before
+	// it are checked densely until the record has been clean for the hold.
 	ReconcileEvidenceWindow time.Duration
 	ReconcileEvidenceHold   time.Duration
 	// ReceiverHeartbeat is how often a receiver records its uptime in the
@@ -339,8 +339,8 @@ var settings = []setting[Config]{
 	{key: "upstream_rps", env: "ORDERSYNC_UPSTREAM_RPS", usage: "cap on each account's upstream requests per second in this process, 0 = none (default 8: below the 10 a second assumed allowed a merchant, with reconcile_rps inside it)", set: number(func(c *Config) *float64 { return &c.UpstreamRPS })},
 	{key: "upstream_timeout", env: "ORDERSYNC_UPSTREAM_TIMEOUT", usage: "timeout of one upstream request", scope: ScopeUpstream, set: duration(func(c *Config) *time.Duration { return &c.UpstreamTimeout })},
 	{key: "reconcile_rps", env: "ORDERSYNC_RECONCILE_RPS", usage: "upstream requests per second the reconciler may spend on checks that are due, 0 = reconciler off", set: number(func(c *Config) *float64 { return &c.ReconcileRPS })},
-	{key: "reconcile_evidence_window", env: "ORDERSYNC_RECONCILE_EVIDENCE_WINDOW", usage: "on evidence of lost webhooks, open orders active within this long are checked densely (default 2h: the likeliest to change next)", set: duration(func(c *Config) *time.Duration { return &c.ReconcileEvidenceWindow })},
-	{key: "reconcile_evidence_hold", env: "ORDERSYNC_RECONCILE_EVIDENCE_HOLD", usage: "how long the record of lost webhooks must stay clean before dense checks relax (default 1h)", set: duration(func(c *Config) *time.Duration { return &c.ReconcileEvidenceHold })},
+	{key: "reconcile_evidence_window", env: "ORDERSYNC_RECONCILE_EVIDENCE_WINDOW", usage: "on evidence of lost webhooks, open orders active within this long before it are checked densely (default 1h: the orders of the 5-minute promise; longer finds a quiet order's lost change sooner at about 14 requests an hour for each order it adds)", set: duration(func(c *Config) *time.Duration { return &c.ReconcileEvidenceWindow })},
+	{key: "reconcile_evidence_hold", env: "ORDERSYNC_RECONCILE_EVIDENCE_HOLD", usage: "how long the record of lost webhooks must stay clean before dense checks relax (default 30m: each affected order checked about 7 times meanwhile)", set: duration(func(c *Config) *time.Duration { return &c.ReconcileEvidenceHold })},
 	{key: "receiver_heartbeat", env: "ORDERSYNC_RECEIVER_HEARTBEAT", usage: "how often a receiver records its uptime in the mirror; three missed beats count as away (default 10s)", set: duration(func(c *Config) *time.Duration { return &c.ReceiverHeartbeat })},
 	{key: "reconcile_interval", env: "ORDERSYNC_RECONCILE_INTERVAL", usage: "replaced by reconcile_rps; only 0 (reconciler off) is still accepted", replaced: true, set: duration(func(c *Config) *time.Duration { return &c.ReconcileInterval })},
 	{key: "reconcile_budget", env: "ORDERSYNC_RECONCILE_BUDGET", usage: "replaced by reconcile_rps (requests per second); refused", replaced: true, set: integer(func(c *Config) *int { return &c.ReconcileBudget })},
