@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "github.com/mattn/go-sqlite3"
 )
@@ -314,6 +315,32 @@ func TestAmountZeroWithExponent(t *testing.T) {
 		var back Amount
 		if err := json.Unmarshal(b, &back); err != nil || !back.IsZero() {
 			t.Fatalf("%s does not round-trip as zero: %v", b, err)
+		}
+	}
+}
+
+// TestParseAmountPlainMatchesGeneral checks that ParseAmount's fast path
+// gives the Decimal apd's parser gives, and leaves to it what it cannot.
+func TestParseAmountPlainMatchesGeneral(t *testing.T) {
+	for _, s := range []string{"0", "00", "0.00", "6.50", "-6.50", "17.990", "007", "-0.01", "123456789012345678", "1234567890.12345678",
+		"-999999999999999999", "0.00000000000000001", "1", "-1", "2000.00"} {
+		var plain, general apd.Decimal
+		if !parsePlainAmount(s, &plain) {
+			t.Errorf("%q: not parsed by the fast path", s)
+			continue
+		}
+		if _, _, err := general.SetString(s); err != nil {
+			t.Fatal(err)
+		}
+		if plain.Form != general.Form || plain.Negative != general.Negative || plain.Exponent != general.Exponent ||
+			plain.Coeff.Cmp(&general.Coeff) != 0 || plain.String() != general.String() {
+			t.Errorf("%q: fast path %s (exp %d), apd %s (exp %d)", s, plain.String(), plain.Exponent, general.String(), general.Exponent)
+		}
+	}
+	for _, s := range []string{"", "-", ".5", "5.", "-0", "-0.00", "1e3", "+1", "1.2.3", "1234567890123456789", "1,5", " 1", "NaN", "--1"} {
+		var d apd.Decimal
+		if parsePlainAmount(s, &d) {
+			t.Errorf("%q: taken by the fast path, want apd's parser to decide", s)
 		}
 	}
 }

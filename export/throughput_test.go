@@ -91,6 +91,13 @@ func TestExportThroughput(t *testing.T) {
 				t.Fatal(err)
 			}
 			have := counts[ordersync.StatusPaid]
+			if total := sumCounts(counts); have < n && total >= n {
+				// A mirror that store's TestOrderQueryTimes filled (orders
+				// of every status, two line items each) is exported as it
+				// is, so that one mirror serves both benchmarks.
+				t.Logf("exporting the kept mirror's %d orders as they are (%d paid)", total, have)
+				have = n
+			}
 			if have < n {
 				fillStart := time.Now()
 				applied := n
@@ -196,6 +203,15 @@ func fill(t *testing.T, db *store.DB, from, n int) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// sumCounts is the number of orders of every status.
+func sumCounts(counts map[ordersync.Status]int) int {
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	return n
 }
 
 // loadAverage is the 1-minute load average, as /proc/loadavg gives it.

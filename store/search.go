@@ -239,7 +239,8 @@ func (db *DB) selectOrders(ctx context.Context, tx *sqlx.Tx, filter ordersync.Or
 	var rows []orderRow
 	if !skipValued {
 		q, count, args := db.partQueries(filter, names, col, col, dir, want+offset, valued)
-		if err := tx.SelectContext(ctx, &rows, db.rebind(q), append(args, want, offset)...); err != nil {
+		var err error
+		if rows, err = queryOrderRows(ctx, tx, db.rebind(q), append(args, want, offset)...); err != nil {
 			return nil, err
 		}
 		if len(rows) < want && offset > 0 {
@@ -255,9 +256,9 @@ func (db *DB) selectOrders(ctx context.Context, tx *sqlx.Tx, filter ordersync.Or
 		}
 	}
 	if len(rows) < want {
-		var more []orderRow
 		q, _, args := db.partQueries(filter, names, col, "", dir, want-len(rows)+offset, unvalued)
-		if err := tx.SelectContext(ctx, &more, db.rebind(q), append(args, want-len(rows), offset)...); err != nil {
+		more, err := queryOrderRows(ctx, tx, db.rebind(q), append(args, want-len(rows), offset)...)
+		if err != nil {
 			return nil, err
 		}
 		rows = append(rows, more...)
@@ -306,8 +307,8 @@ func (db *DB) partQueries(f ordersync.OrderFilter, names nameSearch, col, orderB
 		args = slices.Concat(whereArgs, pa)
 		counted = found
 	} else {
-		found, args = db.searchFound(f.Account, q, names, col, where, whereArgs, part, order, rows)
-		counted, _ = db.searchFound(f.Account, q, names, col, where, whereArgs, part, order, 0)
+		found, args = db.searchFound(f.Account, q, names, col, orderBy != "", where, whereArgs, part, order, rows)
+		counted, _ = db.searchFound(f.Account, q, names, col, orderBy != "", where, whereArgs, part, order, 0)
 	}
 	return `SELECT ` + orderRowColumns + ` FROM (SELECT found_id, k FROM (` + found + `) AS found ORDER BY ` + order + ` LIMIT ? OFFSET ?) AS page` +
 			db.crossJoin() + `orders ON orders.id = page.found_id ORDER BY page.` + strings.ReplaceAll(order, ", ", ", page."),
@@ -404,6 +405,10 @@ type nameSearch struct {
 	// distinct), and the name's rows are added to the identifiers' without
 	// the de-duplication that would cost a pass over every one of them.
 	exact string
+	// later holds, on PostgreSQL when exact is set, the one word of the
+	// account's buyer names that begins with each later word of the
+	// search, "" where there are several or none.
+	later []string
 }
 
 // tokenMatch is the condition on a word's column that matches a prefix,
@@ -426,26 +431,43 @@ func (db *DB) planNameSearch(ctx context.Context, tx *sqlx.Tx, f ordersync.Order
 		return names, nil
 	}
 	match, pattern := db.tokenMatch("token")
-	next := func(cmp, from string) (string, error) {
+	next := func(word, cmp, from string) (string, error) {
 		var token []string
 		err := tx.SelectContext(ctx, &token, db.rebind(`SELECT token FROM order_name_tokens WHERE account = ? AND token `+cmp+` ? AND `+match+
-			` ORDER BY token LIMIT 1`), f.Account, from, pattern(names.words[0]))
+			` ORDER BY token LIMIT 1`), f.Account, from, pattern(word))
 		if err != nil || len(token) == 0 {
 			return "", err
 		}
 		return token[0], nil
 	}
-	first, err := next(">=", names.words[0])
-	if err != nil || first == "" {
+	// only is the one word of the names that begins with word, "" when
+	// there are none or several.
+	only := func(word string) (string, bool, error) {
+		first, err := next(word, ">=", word)
+		if err != nil || first == "" {
+			return "", false, err
+		}
+		second, err := next(word, ">", first)
+		if err != nil || second != "" {
+			return "", true, err
+		}
+		return first, true, nil
+	}
+	exact, some, err := only(names.words[0])
+	if err != nil || !some {
 		names.none = err == nil
 		return names, err
 	}
-	second, err := next(">", first)
-	if err != nil {
-		return names, err
+	names.exact = exact
+	if exact == "" || db.dialect != DialectPostgres {
+		return names, nil
 	}
-	if second == "" {
-		names.exact = first
+	for _, w := range names.words[1:] {
+		word, _, err := only(w)
+		if err != nil {
+			return names, err
+		}
+		names.later = append(names.later, word)
 	}
 	return names, nil
 }
@@ -456,8 +478,9 @@ func (db *DB) planNameSearch(ctx context.Context, tx *sqlx.Tx, f ordersync.Order
 // name has, for every word of q, a word that begins with it. A union of
 // index lookups, the name's from order_name_tokens alone. With rows > 0,
 // only the first rows of the name's in order (the listing's ORDER BY
-// terms over found_id and k) are read.
-func (db *DB) searchFound(account, q string, names nameSearch, col string, where []string, whereArgs []any, part orderPart,
+// terms over found_id and k) are read. valued says the part is the one
+// with the sort's value (col IS NOT NULL).
+func (db *DB) searchFound(account, q string, names nameSearch, col string, valued bool, where []string, whereArgs []any, part orderPart,
 	order string, rows int) (string, []any) {
 	var (
 		parts []string
@@ -509,6 +532,20 @@ func (db *DB) searchFound(account, q string, names nameSearch, col string, where
 		conds[0], args[len(args)-1] = "t0.token = ?", names.exact
 	}
 	for i, w := range names.words[1:] {
+		if valued && col == "created_at" && account != "" && i < len(names.later) && names.later[i] != "" {
+			// A later word that is one word of the names, in the created
+			// sort: its rows in the words' created index are in the
+			// page's order too, so PostgreSQL merges the two walks on
+			// (created time, row) and stops with the page, where a set of
+			// the word's orders would read every one of its rows (15,000
+			// for a common surname). The words' rows repeat their order's
+			// created time, and the valued part has one.
+			t := fmt.Sprintf("t%d", i+1)
+			conds = append(conds, `EXISTS (SELECT 1 FROM order_name_tokens `+t+` WHERE `+t+`.account = t0.account AND `+t+`.token = ? AND `+
+				t+`.created_at = t0.created_at AND `+t+`.order_row = t0.order_row)`)
+			args = append(args, names.later[i])
+			continue
+		}
 		if account != "" {
 			// The other words' orders, each read once from the index and
 			// kept in a set (SQLite) or hashed (PostgreSQL), rather than a
