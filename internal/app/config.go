@@ -19,6 +19,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/datadir"
 	"github.com/ordersync/ordersync/queue"
+	"github.com/ordersync/ordersync/webhook"
 	"github.com/ordersync/ordersync/worker"
 )
 
@@ -117,6 +118,9 @@ type Config struct {
 	// ReceiverHeartbeat is how often a receiver records its uptime in the
 	// mirror, for the reconciler to see when none was listening.
 	ReceiverHeartbeat time.Duration
+	// RejectionFlushInterval is how often a receiver writes its counts of
+	// requests rejected before verification to the rejection record.
+	RejectionFlushInterval time.Duration
 	// ReconcileInterval and ReconcileBudget are the settings of the
 	// reconciler's passes, which a schedule replaced: reconcile_interval 0
 	// still turns the reconciler off; other values are refused with what
@@ -181,6 +185,7 @@ func DefaultConfig() Config {
 		ReconcileEvidenceWindow: worker.DefaultEvidenceWindow,
 		ReconcileEvidenceHold:   worker.DefaultEvidenceHold,
 		ReceiverHeartbeat:       ordersync.DefaultHeartbeatInterval,
+		RejectionFlushInterval:  webhook.DefaultRejectionFlushInterval,
 		ReconcileInterval:       reconcileIntervalUnset,
 		OutboxRetention:         7 * 24 * time.Hour,
 		// Thirteen months and a few days: a yearly audit finds the whole of
@@ -342,6 +347,7 @@ var settings = []setting[Config]{
 	{key: "reconcile_evidence_window", env: "ORDERSYNC_RECONCILE_EVIDENCE_WINDOW", usage: "on evidence of lost webhooks, open orders active within this long are checked densely (default 2h: the likeliest to change next)", set: duration(func(c *Config) *time.Duration { return &c.ReconcileEvidenceWindow })},
 	{key: "reconcile_evidence_hold", env: "ORDERSYNC_RECONCILE_EVIDENCE_HOLD", usage: "how long the record of lost webhooks must stay clean before dense checks relax (default 1h)", set: duration(func(c *Config) *time.Duration { return &c.ReconcileEvidenceHold })},
 	{key: "receiver_heartbeat", env: "ORDERSYNC_RECEIVER_HEARTBEAT", usage: "how often a receiver records its uptime in the mirror; three missed beats count as away (default 10s)", set: duration(func(c *Config) *time.Duration { return &c.ReceiverHeartbeat })},
+	{key: "rejection_flush_interval", env: "ORDERSYNC_REJECTION_FLUSH_INTERVAL", usage: "how often a receiver writes its counts of rejected (unsigned, wrongly signed) requests to the rejection record (default 10s)", set: duration(func(c *Config) *time.Duration { return &c.RejectionFlushInterval })},
 	{key: "reconcile_interval", env: "ORDERSYNC_RECONCILE_INTERVAL", usage: "replaced by reconcile_rps; only 0 (reconciler off) is still accepted", replaced: true, set: duration(func(c *Config) *time.Duration { return &c.ReconcileInterval })},
 	{key: "reconcile_budget", env: "ORDERSYNC_RECONCILE_BUDGET", usage: "replaced by reconcile_rps (requests per second); refused", replaced: true, set: integer(func(c *Config) *int { return &c.ReconcileBudget })},
 	{key: "outbox_retention", env: "ORDERSYNC_OUTBOX_RETENTION", usage: "how long published outbox messages are kept, 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.OutboxRetention })},
@@ -629,9 +635,9 @@ func (c *Config) ValidateServe() error {
 	if !ordersync.ValidName(c.NATSNamespace) {
 		bad("bad setting: nats_namespace %q (want %s)", c.NATSNamespace, ordersync.NameRule)
 	}
-	if c.ReconcileEvidenceWindow <= 0 || c.ReconcileEvidenceHold <= 0 || c.ReceiverHeartbeat <= 0 {
-		bad("bad setting: reconcile_evidence_window, reconcile_evidence_hold and receiver_heartbeat must be > 0, got %s, %s, %s",
-			c.ReconcileEvidenceWindow, c.ReconcileEvidenceHold, c.ReceiverHeartbeat)
+	if c.ReconcileEvidenceWindow <= 0 || c.ReconcileEvidenceHold <= 0 || c.ReceiverHeartbeat <= 0 || c.RejectionFlushInterval <= 0 {
+		bad("bad setting: reconcile_evidence_window, reconcile_evidence_hold, receiver_heartbeat and rejection_flush_interval must be > 0, got %s, %s, %s, %s",
+			c.ReconcileEvidenceWindow, c.ReconcileEvidenceHold, c.ReceiverHeartbeat, c.RejectionFlushInterval)
 	}
 	if c.LeaderTTL < 300*time.Millisecond {
 		bad("bad setting: leader_ttl must be ≥ 300ms, got %s", c.LeaderTTL)
