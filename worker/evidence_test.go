@@ -45,6 +45,7 @@ func (r *promiseRig) beat(t *testing.T, id string, started time.Time, c ordersyn
 // minutes of the service coming back, even for orders whose schedule had
 // gone quiet.
 func TestReceiverOutageIsCaughtUp(t *testing.T) {
+	t.Parallel()
 	r := newPromiseRig(t)
 	ctx := context.Background()
 	started := r.clock.now()
@@ -112,6 +113,7 @@ func TestReceiverOutageIsCaughtUp(t *testing.T) {
 // arriving, tighten nothing; a receiver answering 503, or refusing every
 // webhook while it accepts none, does.
 func TestMissedWebhookTightensTheAccount(t *testing.T) {
+	t.Parallel()
 	r := newPromiseRig(t)
 	ctx := context.Background()
 	reg := r.withHeartbeats(t)
