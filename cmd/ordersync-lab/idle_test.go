@@ -13,6 +13,8 @@ import (
 // recreated orders must match the mirror's. The window is short: this
 // checks the command, not the figures (docs/benchmarks.md "Idle cost").
 func TestIdleRun(t *testing.T) {
+	// Its pipeline mostly waits out the idle window: beside the other runs.
+	t.Parallel()
 	opts := idleOptions{Dir: filepath.Join(t.TempDir(), "idle"), Orders: 20, Window: time.Second, exe: testBinary}
 	var out bytes.Buffer
 	opts.PrepareOnly = true
