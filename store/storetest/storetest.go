@@ -34,8 +34,7 @@ type Store interface {
 }
 
 // Run runs every case of the suite, each against a fresh, empty store from
-// open, in parallel with each other: open must be safe to call from several
-// goroutines.
+// open.
 func Run(t *testing.T, open func(t *testing.T) Store) {
 	t.Helper()
 	for _, c := range []struct {
@@ -57,10 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"OrderHistory", testOrderHistory},
 		{"LastFetch", testLastFetch},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			c.test(t, open(t))
-		})
+		t.Run(c.name, func(t *testing.T) { c.test(t, open(t)) })
 	}
 }
 
