@@ -77,7 +77,10 @@ type Config struct {
 	Reports ordersync.Reports
 	// Overview serves the console's home; without it the home only
 	// links to the pages.
-	Overview        ordersync.OverviewReader
+	Overview ordersync.OverviewReader
+	// OverviewRefresh is how often the Overview's script reads the figures
+	// again; default DefaultOverviewRefresh.
+	OverviewRefresh time.Duration
 	ExportBatchSize int
 	MaxExports      int
 }
@@ -98,6 +101,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if cfg.MaxExports <= 0 {
 		cfg.MaxExports = defaultMaxExports
+	}
+	if cfg.OverviewRefresh <= 0 {
+		cfg.OverviewRefresh = DefaultOverviewRefresh
 	}
 	return cfg
 }

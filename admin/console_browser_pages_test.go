@@ -22,6 +22,9 @@ func newPagesEnv(t *testing.T) *apiEnv {
 	t.Helper()
 	e := newAPIEnvWith(t, func(e *apiEnv, c *admin.Config) {
 		c.Tokens, c.Audit, c.Sessions, c.Exports, c.Reports, c.Overview = roleTokens, e.db, e.db, e.db, e.db, e.db
+		// The refresh the test waits for, sooner than the default 5 s:
+		// whether the script refreshes is the subject, not how often.
+		c.OverviewRefresh = 300 * time.Millisecond
 	})
 	var codes []string
 	for _, ref := range []string{"B-1", "B-2"} {

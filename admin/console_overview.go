@@ -15,8 +15,9 @@ import (
 // static/overview.js refreshes it from /console/overview.json, which
 // carries the same figures as the page shows them.
 
-// overviewRefresh is how often the page's script reads the figures again.
-const overviewRefresh = 5 * time.Second
+// DefaultOverviewRefresh is how often the page's script reads the figures
+// again.
+const DefaultOverviewRefresh = 5 * time.Second
 
 // OverviewView is the home page, and, as JSON, what its script reads.
 type OverviewView struct {
@@ -60,7 +61,7 @@ func (s *Server) overview(r *http.Request) (*OverviewView, error) {
 	}
 	p := o.Params
 	minutes := p.Window.Minutes()
-	*view = OverviewView{Enabled: true, RefreshMs: overviewRefresh.Milliseconds(), WindowMinutes: int(minutes),
+	*view = OverviewView{Enabled: true, RefreshMs: s.cfg.OverviewRefresh.Milliseconds(), WindowMinutes: int(minutes),
 		HealthMinutes: int(p.HealthWindow.Minutes()), Webhooks: o.Webhooks, Mirrored: o.Mirrored, LagSamples: o.Lag.Samples,
 		LagMedianMs: o.Lag.Median.Milliseconds(), LagMaxMs: o.Lag.Max.Milliseconds(), Waiting: o.Waiting,
 		ChecksDue: o.Checks.Due, Unsent: o.Unsent, DeadLetters: o.DeadLetters, Zone: view.Zone,

@@ -37,6 +37,10 @@ const (
 	HeaderFromStatus = "Ordersync-From-Status"
 )
 
+// DefaultAckWait is how long a delivered event may go unsettled before it
+// is redelivered: the events a killed worker held come back after it.
+const DefaultAckWait = 30 * time.Second
+
 // Config configures the streams and the durable consumer.
 type Config struct {
 	// SubjectPrefix is the first subject token; default "ordersync".
@@ -60,7 +64,7 @@ type Config struct {
 	// "ordersync-worker".
 	Consumer string
 	// AckWait is how long a delivered event may go unsettled before it is
-	// redelivered; default 30s.
+	// redelivered; default DefaultAckWait.
 	AckWait time.Duration
 	// MaxAckPending bounds delivered-but-unsettled events; default 20000.
 	MaxAckPending int
@@ -94,7 +98,7 @@ func (c *Config) withDefaults() {
 		c.Consumer = "ordersync-worker"
 	}
 	if c.AckWait == 0 {
-		c.AckWait = 30 * time.Second
+		c.AckWait = DefaultAckWait
 	}
 	if c.MaxAckPending == 0 {
 		c.MaxAckPending = 20000

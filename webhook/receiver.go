@@ -27,6 +27,11 @@ import (
 // arrive at Path + "/" + its name.
 const Path = "/webhooks/paymentlink"
 
+// DefaultRejectionFlushInterval is how often the counts of requests
+// rejected before verification are written: a handful of rows a minute
+// whatever the flood.
+const DefaultRejectionFlushInterval = 10 * time.Second
+
 // EventRecorder writes event log rows; the store implements it.
 type EventRecorder interface {
 	RecordEvents(ctx context.Context, events []ordersync.EventRecord) error
@@ -68,7 +73,8 @@ type Config struct {
 	// reason) rows one minute gets; the sources beyond are counted as
 	// "other". Default 200.
 	RejectionSourcesPerMinute int
-	// RejectionFlushInterval is how often counts are written; default 10s.
+	// RejectionFlushInterval is how often counts are written; default
+	// DefaultRejectionFlushInterval.
 	RejectionFlushInterval time.Duration
 	// RejectionLogInterval is how often at most a WARN line sums up the
 	// rejections; default 1m.
@@ -120,7 +126,7 @@ func (c *Config) withDefaults() {
 		c.RejectionSourcesPerMinute = 200
 	}
 	if c.RejectionFlushInterval == 0 {
-		c.RejectionFlushInterval = 10 * time.Second
+		c.RejectionFlushInterval = DefaultRejectionFlushInterval
 	}
 	if c.RejectionLogInterval == 0 {
 		c.RejectionLogInterval = time.Minute

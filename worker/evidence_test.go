@@ -46,6 +46,7 @@ func (r *promiseRig) beat(t *testing.T, id string, started time.Time, c ordersyn
 // outside the evidence window: they are neither caught up nor checked
 // densely, and keep the 1-hour promise through their quiet checks.
 func TestReceiverOutageIsCaughtUp(t *testing.T) {
+	t.Parallel()
 	r := newPromiseRig(t)
 	ctx := context.Background()
 	started := r.clock.now()
@@ -142,6 +143,7 @@ func TestReceiverOutageIsCaughtUp(t *testing.T) {
 // alone, while valid webhooks keep arriving, tighten nothing; a receiver
 // answering 503, or refusing every webhook while it accepts none, does.
 func TestMissedWebhookTightensTheAccount(t *testing.T) {
+	t.Parallel()
 	r := newPromiseRig(t)
 	ctx := context.Background()
 	reg := r.withHeartbeats(t)

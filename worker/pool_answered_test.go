@@ -112,6 +112,7 @@ func TestLateWebhookTightensTheAccount(t *testing.T) {
 // mirror records when the request left, not when its answer came), so the
 // webhook is fetched.
 func TestPoolFetchesAWebhookReceivedDuringAFetch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newEnv(t, sim.Faults{GetLatency: time.Second})
 	o := e.createOrders(t, 1)[0]

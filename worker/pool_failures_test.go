@@ -20,6 +20,7 @@ import (
 // dead-lettered "unresolved" after the retry schedule; one whose order is
 // recorded during the schedule syncs.
 func TestPoolUnresolved(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{})
 	amount := ordersync.MustAmount("12.00")
 	late, err := e.sim.CreatePaymentLink(ordersync.PaymentLinkParams{Amount: &amount})
@@ -76,6 +77,7 @@ func (m *missSignal) ResolveOrderCode(ctx context.Context, ref ordersync.OrderRe
 // TestPoolDeadLetters: permanent failures end as dead letters with their
 // reason, the event terminated and logged as dead-lettered.
 func TestPoolDeadLetters(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		body   string
@@ -160,6 +162,7 @@ func TestPoolIgnoredEvents(t *testing.T) {
 // opens, nothing is dead-lettered, and once the service recovers the
 // redelivered events sync.
 func TestPoolBreakerOutage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{ServerErrorRate: 1})
 	orders := e.createOrders(t, 10)
 	var codes []string

@@ -17,6 +17,7 @@ import (
 // out a window of two intervals, since what it proves is that no read
 // happened within it; a slow machine reads less, not more.
 func TestPoolIdleReadsPressureRarely(t *testing.T) {
+	t.Parallel()
 	const interval = time.Second
 	e := newEnv(t, sim.Faults{})
 	orders := e.createOrders(t, 1)

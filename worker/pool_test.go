@@ -123,6 +123,7 @@ func TestPoolCoalescesBursts(t *testing.T) {
 // its order's fetch waits at the rate limit is answered by that fetch, whose
 // request has not left yet, instead of costing a request of its own.
 func TestPoolRoundTakesEventsWhileRateLimited(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{})
 	orders := e.createOrders(t, 2)
 	first, waiting := orders[0], orders[1]
@@ -159,6 +160,7 @@ func TestPoolRoundTakesEventsWhileRateLimited(t *testing.T) {
 // commits and acknowledges them, and leaves the rest in the queue for the
 // next worker.
 func TestPoolDrainAcksCommitted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{GetLatency: 30 * time.Millisecond})
 	orders := e.createOrders(t, 40)
 	var codes []string

@@ -16,6 +16,7 @@ import (
 // leave no faster than the configured cap. Only a lower bound on the time
 // is asserted: a slow machine cannot make it fail.
 func TestRequestsPerSecondCap(t *testing.T) {
+	t.Parallel()
 	e := newFakeEnv(t, sim.Faults{})
 	s := e.newSyncer(t, nil, func(c *worker.SyncerConfig) { c.RequestsPerSecond, c.Burst = 40, 1 })
 	orders := e.createOrders(t, 41)
@@ -47,6 +48,7 @@ func TestRequestsPerSecondCap(t *testing.T) {
 // the fetches alone would take 10/20 s. Only a lower bound on the time is
 // asserted: a slow machine cannot make it fail.
 func TestLinkCreationCountsAgainstTheCap(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{})
 	s := e.newSyncer(t, nil, func(c *worker.SyncerConfig) { c.RequestsPerSecond, c.Burst = 20, 1 })
 	follower, err := worker.NewFollower(worker.FollowerConfig{Accounts: worker.Accounts{ordersync.DefaultAccount: s}, Mirror: e.db, Reader: e.db})

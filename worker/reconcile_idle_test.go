@@ -38,6 +38,7 @@ func (noChecks) CheckOrder(context.Context, string, string, func(context.Context
 // The test waits out the window, since what it proves is that no claim
 // happened within it; a slow machine claims less, not more.
 func TestReconcilerIdleSleepsUntilWoken(t *testing.T) {
+	t.Parallel()
 	sched := &claimCounter{CheckSchedule: fake.NewStore()}
 	rec, err := worker.NewReconciler(worker.ReconcilerConfig{Schedule: sched, Syncer: noChecks{}, Registerer: prometheus.NewRegistry(), Idle: 30 * time.Second})
 	if err != nil {

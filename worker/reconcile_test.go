@@ -103,6 +103,7 @@ func TestReconcilerCatchesMissedChanges(t *testing.T) {
 // at a budget of 10 requests per second never sends more than 10 in any
 // second, retries included.
 func TestReconcilerStaysWithinBudget(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{})
 	up := &getLog{Upstream: e.client}
 	s := e.newSyncer(t, up, nil)
@@ -163,6 +164,7 @@ func TestReconcilerStaysWithinBudget(t *testing.T) {
 // reconciler's checks wait until every one of those fetches has left,
 // including those queued after the checks were.
 func TestReconcilerGivesWayToWebhookFetches(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{})
 	up := &getLog{Upstream: e.client}
 	s := e.newSyncer(t, up, func(c *worker.SyncerConfig) { c.RequestsPerSecond = 20 })
@@ -219,6 +221,7 @@ func TestReconcilerGivesWayToWebhookFetches(t *testing.T) {
 // the longest interval, while a transient failure is tried again a
 // minute later.
 func TestReconcilerDefersOrdersTheServiceRefuses(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{})
 	s := e.newSyncer(t, nil, nil)
 	ctx := context.Background()
@@ -248,6 +251,7 @@ func TestReconcilerDefersOrdersTheServiceRefuses(t *testing.T) {
 // reconciler's budget, down to an eighth of it, so the checks make room
 // for webhook-driven fetches before those feel the limit again.
 func TestReconcilerBacksOffOn429(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{})
 	// The breaker stays closed, so every check ends in the 429 itself.
 	s := e.newSyncer(t, nil, func(c *worker.SyncerConfig) { c.Breaker.ConsecutiveFailures = 1 << 20 })

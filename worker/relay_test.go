@@ -248,6 +248,7 @@ func (p *lostAckPublisher) PublishMessages(ctx context.Context, msgs []ordersync
 // again, which JetStream drops as duplicates, so each paid order still
 // reaches a PAID consumer once and the outbox ends empty.
 func TestRelayLostAckInABatch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{})
 	s := e.newSyncer(t, nil, nil)
 	ctx := context.Background()

@@ -29,6 +29,7 @@ func (c *countingDeadLetters) ListDeadLetters(ctx context.Context, f ordersync.D
 // unresolved letter is pending, a call for many orders costs one query, as
 // the pool makes one call for every batch of newly mirrored orders.
 func TestReplayUnresolved(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{})
 	ctx := context.Background()
 	dls := &countingDeadLetters{DeadLetters: e.db}
@@ -92,6 +93,7 @@ func TestReplayUnresolved(t *testing.T) {
 // is replayed and mirrored once a later event makes the pool mirror its
 // order for the first time.
 func TestPoolReplaysUnresolvedOnceKnown(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{})
 	amount := ordersync.MustAmount("9.50")
 	o, err := e.sim.CreatePaymentLink(ordersync.PaymentLinkParams{Amount: &amount})

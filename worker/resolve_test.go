@@ -39,6 +39,7 @@ func (m *countingMirror) ResolveOrderCodes(ctx context.Context, account string, 
 // the one-event path (and its retry schedule), and when batch resolution
 // fails every event is resolved alone: the mirror ends the same.
 func TestPoolResolvesIDsInBatches(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		failBatches bool

@@ -141,6 +141,7 @@ func (r *recordingUpstream) snapshot() []call {
 // TestSyncerRetryAfterHoldsEveryCaller: a 429 with Retry-After pauses all
 // callers, not only the one that got it: no request leaves before it.
 func TestSyncerRetryAfterHoldsEveryCaller(t *testing.T) {
+	t.Parallel()
 	const retryAfter = time.Second
 	e := newFakeEnv(t, sim.Faults{RateLimitRate: 1, RetryAfter: retryAfter})
 	orders := e.createOrders(t, 4)
@@ -277,6 +278,7 @@ func (s *switchableUpstream) GetOrder(ctx context.Context, code string) (*orders
 // interval, one ERROR log, the gauge up, no dead letters); fixing the key
 // resumes it and everything syncs.
 func TestPoolCredentialsPause(t *testing.T) {
+	t.Parallel()
 	const probeEvery = 100 * time.Millisecond
 	e := newEnv(t, sim.Faults{})
 	orders := e.createOrders(t, 5)

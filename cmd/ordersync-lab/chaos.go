@@ -53,6 +53,11 @@ type chaosOptions struct {
 	// with its webhooks, retries and checks): serve's default cap of 8
 	// would make it measure a queue at the cap instead of the schedule.
 	UpstreamRPS float64
+	// AckWait is the pipeline's --ack-wait; 0 leaves its default
+	// (queue.DefaultAckWait). The events the killed pipeline held come
+	// back after it, so the event-log check waits for it after the last
+	// kill.
+	AckWait time.Duration
 	// DatabaseURL, when set (postgres://…), puts the pipeline's mirror in
 	// a PostgreSQL schema of its own, removed afterwards, instead of SQLite.
 	DatabaseURL string
@@ -310,6 +315,9 @@ func (r *chaosRun) setUp(ctx context.Context) (err error) {
 	args := []string{"--upstream-timeout", "5s", "--log-level", "warn", "--upstream-rps", formatRPS(r.opts.UpstreamRPS)}
 	if r.opts.ReconcileRPS > 0 {
 		args = append(args, "--reconcile-rps", formatRPS(r.opts.ReconcileRPS))
+	}
+	if r.opts.AckWait > 0 {
+		args = append(args, "--ack-wait", r.opts.AckWait.String())
 	}
 	env := r.opts.env
 	if r.opts.DatabaseURL != "" {
@@ -836,7 +844,7 @@ func (r *chaosRun) checkEventLog(ctx context.Context) error {
 	// webhook or the reconciler already brought its order up to date).
 	deadline := time.Now().Add(10 * time.Second)
 	if !r.lastKill.IsZero() {
-		deadline = later(deadline, r.lastKill.Add(pipelineAckWait+5*time.Second))
+		deadline = later(deadline, r.lastKill.Add(r.opts.ackWait()+5*time.Second))
 	}
 	_, err := r.awaitEventLog(ctx, deadline, func(ctx context.Context) (uint64, error) {
 		return eventsHeld(ctx, r.child.NATSURL(), "ORDERSYNC_EVENTS", "ordersync-worker")
@@ -944,9 +952,13 @@ func connectJetStream(natsURL, name string) (js jetstream.JetStream, closeJS fun
 	return js, nc.Close, nil
 }
 
-// pipelineAckWait is the queue's default AckWait (queue.Config), which
-// serve does not change.
-const pipelineAckWait = 30 * time.Second
+// ackWait is the pipeline's AckWait: --ack-wait, or serve's default.
+func (o chaosOptions) ackWait() time.Duration {
+	if o.AckWait > 0 {
+		return o.AckWait
+	}
+	return queue.DefaultAckWait
+}
 
 func later(a, b time.Time) time.Time {
 	if b.After(a) {

@@ -14,6 +14,8 @@ import (
 // checks the command, not the figures (docs/benchmarks.md "Idle cost");
 // with --steady, that the reconciler makes no catch-up or evidence check.
 func TestIdleRun(t *testing.T) {
+	// Its pipeline mostly waits out the idle window: beside the other runs.
+	t.Parallel()
 	opts := idleOptions{Dir: filepath.Join(t.TempDir(), "idle"), Orders: 20, Window: time.Second, exe: testBinary}
 	var out bytes.Buffer
 	opts.PrepareOnly = true

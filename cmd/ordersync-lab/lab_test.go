@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 // testBinary is the ordersync binary the lab's tests run, built once.
@@ -25,6 +27,9 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	// The chaos and multi-process runs, and the short ones beside them,
+	// mostly wait: all four at once, not GOMAXPROCS's two.
+	testenv.WaitingParallel(4)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -17,6 +17,9 @@ import (
 // 200 with latencies measured, and the end-to-end phase ends only when the
 // mirror holds every order, each fetched upstream at least once.
 func TestLoadtest(t *testing.T) {
+	// A second of load on a pipeline of its own, beside the runs that
+	// mostly wait.
+	t.Parallel()
 	opts := defaultLoadOptions()
 	opts.Duration, opts.Connections, opts.IngestOrders, opts.Orders = time.Second, 16, 200, 500
 	opts.E2ETimeout = 30 * time.Second

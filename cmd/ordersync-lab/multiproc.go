@@ -503,6 +503,9 @@ func (m *multiprocRun) setUp(ctx context.Context, dir string) (err error) {
 	if m.opts.Chaos.ReconcileRPS > 0 {
 		args = append(args, "--reconcile-rps", formatRPS(m.opts.Chaos.ReconcileRPS))
 	}
+	if m.opts.Chaos.AckWait > 0 {
+		args = append(args, "--ack-wait", m.opts.Chaos.AckWait.String())
+	}
 	m.procs, err = startFleet(ctx, fleetConfig{
 		exe: m.opts.Chaos.exe, env: m.opts.Chaos.env, dir: dir, ext: m.ext,
 		apiBaseURL: r.simURL, secretKey: secretKey, webhookSec: webhookSecret,

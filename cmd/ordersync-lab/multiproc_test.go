@@ -36,7 +36,7 @@ func TestMultiProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the multi-process test takes about a minute; skipped with -short")
 	}
-	// The lab's two runs spend most of their time waiting (for the
+	// The lab's runs spend most of their time waiting (for the
 	// consumer's AckWait, the reconciler's schedule, a lease), not
 	// computing: they wait side by side.
 	t.Parallel()
@@ -45,8 +45,10 @@ func TestMultiProcess(t *testing.T) {
 	opts.NATSURL, opts.DatabaseURL = natsURL, pg
 	opts.Chaos.Orders, opts.Chaos.Seed = 300, 11
 	// A killed worker's unacknowledged events come back after the
-	// consumer's AckWait (30s): the promise covers it.
+	// consumer's AckWait: the promise covers it. The shortest the pipeline
+	// accepts, 15 s, not the default 30 s: the run waits for them.
 	opts.Chaos.ConvergeWithin = 50 * time.Second
+	opts.Chaos.AckWait = 15 * time.Second
 	opts.Chaos.exe = testBinary
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

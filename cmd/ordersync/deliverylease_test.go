@@ -18,6 +18,9 @@ import (
 // deliveries lease makes every delivery, so each order's events pass
 // through one process's lanes and arrive in order.
 func TestOneDispatcherAcrossProcesses(t *testing.T) {
+	// It waits on the deliveries lease and the endpoint consumers,
+	// computing little, on a schema and a NATS namespace of its own.
+	t.Parallel()
 	_, programs := startDeployment(t, 2, "worker,relay", "sk-deliver", 9)
 	ctx := context.Background()
 	var received atomic.Int64

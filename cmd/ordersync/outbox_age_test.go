@@ -15,6 +15,8 @@ import (
 // ordersync_outbox_oldest_unsent_age_seconds rises; with the relay it
 // falls back to 0 once they are published.
 func TestOutboxOldestUnsentAge(t *testing.T) {
+	// It waits for the gauge to be read, on a data directory of its own.
+	t.Parallel()
 	age := func(f map[string]*dto.MetricFamily) float64 {
 		fam := f["ordersync_outbox_oldest_unsent_age_seconds"]
 		if fam == nil || len(fam.Metric) != 1 {

@@ -16,13 +16,19 @@ import (
 // database; one holds the reconciler's lease and makes every check, the
 // other makes none, and every order whose check came due is mirrored.
 func TestOneReconcilerAcrossProcesses(t *testing.T) {
-	// It waits out the schedule's first check (CheckFirstFetch) on the
-	// wall clock, computing little: beside the other waiting test.
+	// It waits on the reconcilers' leases and claims, computing little:
+	// beside the other waiting tests.
 	t.Parallel()
-	simulator, programs := startDeployment(t, 2, "reconciler", "sk-reconcile", 5)
+	// A budget that checks the orders in a second, not five: how many
+	// checks a second is the budget's own test (worker).
+	simulator, programs := newDeployment(t, 2, "reconciler", "sk-reconcile", 5, func(c *app.Config) { c.ReconcileRPS = 50 })
 	ctx := context.Background()
 	// Orders created through ordersync are recorded, never fetched; no
-	// webhook comes, so only the reconciler mirrors them, once due.
+	// webhook comes, so only the reconciler mirrors them, once due. They
+	// are recorded before the processes run, and each made due at once
+	// (PullCheck, as evidence of a lost webhook does) rather than
+	// CheckFirstFetch after its recording, which the schedule's own tests
+	// hold: this test is about who checks, not when.
 	const orders = 30
 	var codes []string
 	for range orders {
@@ -34,9 +40,13 @@ func TestOneReconcilerAcrossProcesses(t *testing.T) {
 		if err := programs[0].DB().RecordOrderRef(ctx, ordersync.OrderRef{Account: ordersync.DefaultAccount, Code: res.OrderCode, ID: res.OrderID}); err != nil {
 			t.Fatal(err)
 		}
+		if err := programs[0].DB().PullCheck(ctx, ordersync.DefaultAccount, res.OrderCode, time.Now()); err != nil {
+			t.Fatal(err)
+		}
 		codes = append(codes, res.OrderCode)
 	}
-	deadline := time.Now().Add(ordersync.CheckFirstFetch + 20*time.Second)
+	runDeployment(t, programs)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		mirrored := 0
 		for _, c := range codes {
@@ -72,6 +82,15 @@ func TestOneReconcilerAcrossProcesses(t *testing.T) {
 // each running role; they stop when the test ends.
 func startDeployment(t *testing.T, n int, role, secretKey string, seed int64) (*sim.Server, []*app.Program) {
 	t.Helper()
+	simulator, programs := newDeployment(t, n, role, secretKey, seed, nil)
+	runDeployment(t, programs)
+	return simulator, programs
+}
+
+// newDeployment is startDeployment's simulator and processes, each
+// configured by configure (when not nil), built and migrated but not run.
+func newDeployment(t *testing.T, n int, role, secretKey string, seed int64, configure func(*app.Config)) (*sim.Server, []*app.Program) {
+	t.Helper()
 	dbURL, natsURL, ns := externalServices(t)
 	simulator, err := sim.New(sim.Config{SecretKey: secretKey, Seed: seed})
 	if err != nil {
@@ -89,10 +108,23 @@ func startDeployment(t *testing.T, n int, role, secretKey string, seed int64) (*
 		cfg.DataDir = filepath.Join(t.TempDir(), "p")
 		cfg.DatabaseURL, cfg.NATSURL, cfg.NATSNamespace = dbURL, natsURL, ns
 		cfg.Role, cfg.Listen, cfg.AdminListen = role, "127.0.0.1:0", "127.0.0.1:0"
+		if configure != nil {
+			configure(&cfg)
+		}
 		p, err := app.NewProgram(context.Background(), cfg, testLogger(t).With("process", i))
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(p.Close)
+		programs = append(programs, p)
+	}
+	return simulator, programs
+}
+
+// runDeployment runs newDeployment's processes until the test ends.
+func runDeployment(t *testing.T, programs []*app.Program) {
+	t.Helper()
+	for i, p := range programs {
 		runCtx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- p.Run(runCtx) }()
@@ -101,9 +133,6 @@ func startDeployment(t *testing.T, n int, role, secretKey string, seed int64) (*
 			if err := <-done; err != nil {
 				t.Errorf("process %d: %v", i, err)
 			}
-			p.Close()
 		})
-		programs = append(programs, p)
 	}
-	return simulator, programs
 }

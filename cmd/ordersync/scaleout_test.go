@@ -24,6 +24,9 @@ func externalServices(t *testing.T) (databaseURL, natsURL, namespace string) {
 // server, with leader election for the relay and the reconciler, mirrors
 // every order exactly and fires each PAID trigger once.
 func TestScaleOutEndToEnd(t *testing.T) {
+	// It waits on the webhooks and the leases, on a schema and a NATS
+	// namespace of its own.
+	t.Parallel()
 	dbURL, natsURL, ns := externalServices(t)
 	st := startTestStack(t, app.StackOptions{
 		Seed:   3,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/internal/child"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 // TestMain lets a test start `ordersync serve` as a real separate process:
@@ -23,6 +24,8 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
+	// The parallel tests wait on leases, gauges and flushes, together.
+	testenv.WaitingParallel(8)
 	os.Exit(m.Run())
 }
 

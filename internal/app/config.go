@@ -19,6 +19,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/datadir"
 	"github.com/ordersync/ordersync/queue"
+	"github.com/ordersync/ordersync/webhook"
 	"github.com/ordersync/ordersync/worker"
 )
 
@@ -70,6 +71,11 @@ type Config struct {
 	// NATSNamespace prefixes ordersync's subjects, streams, consumer and
 	// leader bucket, so several deployments can share one NATS.
 	NATSNamespace string
+	// AckWait is how long a worker may hold a webhook event unsettled
+	// before JetStream hands it to another: how late the events a killed
+	// worker held come back. Workers report events still in progress well
+	// within it.
+	AckWait time.Duration
 	// LeaderTTL is the lease of the relay's and the reconciler's leader on
 	// an external NATS: how long a dead holder keeps the role before a
 	// standby takes over. Every process of a deployment must use the same.
@@ -117,6 +123,9 @@ type Config struct {
 	// ReceiverHeartbeat is how often a receiver records its uptime in the
 	// mirror, for the reconciler to see when none was listening.
 	ReceiverHeartbeat time.Duration
+	// RejectionFlushInterval is how often a receiver writes its counts of
+	// requests rejected before verification to the rejection record.
+	RejectionFlushInterval time.Duration
 	// ReconcileInterval and ReconcileBudget are the settings of the
 	// reconciler's passes, which a schedule replaced: reconcile_interval 0
 	// still turns the reconciler off; other values are refused with what
@@ -155,7 +164,7 @@ func (c *Config) QueueConfig() queue.Config {
 	up := strings.ToUpper(c.NATSNamespace)
 	return queue.Config{
 		SubjectPrefix: c.NATSNamespace, EventsStream: up + "_EVENTS", OrdersStream: up + "_ORDERS",
-		Consumer: c.NATSNamespace + "-worker", Replicas: c.NATSReplicas,
+		Consumer: c.NATSNamespace + "-worker", Replicas: c.NATSReplicas, AckWait: c.AckWait,
 	}
 }
 
@@ -171,6 +180,7 @@ func DefaultConfig() Config {
 		NATSReplicas:    1,
 		NATSNamespace:   "ordersync",
 		LeaderTTL:       10 * time.Second,
+		AckWait:         queue.DefaultAckWait,
 		Listen:          ":8080",
 		AdminListen:     "127.0.0.1:9090",
 		Workers:         64,
@@ -181,6 +191,7 @@ func DefaultConfig() Config {
 		ReconcileEvidenceWindow: worker.DefaultEvidenceWindow,
 		ReconcileEvidenceHold:   worker.DefaultEvidenceHold,
 		ReceiverHeartbeat:       ordersync.DefaultHeartbeatInterval,
+		RejectionFlushInterval:  webhook.DefaultRejectionFlushInterval,
 		ReconcileInterval:       reconcileIntervalUnset,
 		OutboxRetention:         7 * 24 * time.Hour,
 		// Thirteen months and a few days: a yearly audit finds the whole of
@@ -325,6 +336,7 @@ var settings = []setting[Config]{
 	{key: "nats_tls_key", env: "ORDERSYNC_NATS_TLS_KEY", usage: "client key for NATS", set: str(func(c *Config) *string { return &c.NATSTLSKey })},
 	{key: "nats_replicas", env: "ORDERSYNC_NATS_REPLICAS", usage: "JetStream stream replicas (3 on a cluster)", set: integer(func(c *Config) *int { return &c.NATSReplicas })},
 	{key: "nats_namespace", env: "ORDERSYNC_NATS_NAMESPACE", usage: "prefix of subjects (NAMESPACE.orders.paid), streams, consumer and leader bucket on a shared NATS", set: str(func(c *Config) *string { return &c.NATSNamespace })},
+	{key: "ack_wait", env: "ORDERSYNC_ACK_WAIT", usage: "how long a worker may hold a webhook event before it is handed to another; the events of a worker that died come back after it (default 30s, at least 15s)", set: duration(func(c *Config) *time.Duration { return &c.AckWait })},
 	{key: "leader_ttl", env: "ORDERSYNC_LEADER_TTL", usage: "lease of the relay and reconciler leaders on an external NATS: the failover time (same in every process)", set: duration(func(c *Config) *time.Duration { return &c.LeaderTTL })},
 	{key: "nats_port", env: "ORDERSYNC_NATS_PORT", usage: "TCP port for the embedded NATS server; 0 = in-process only", set: integer(func(c *Config) *int { return &c.NATSPort })},
 	{key: "jetstream_sync", env: "ORDERSYNC_JETSTREAM_SYNC", usage: "embedded JetStream fsync policy: default, always or an interval like 1s", set: str(func(c *Config) *string { return &c.JetStreamSync })},
@@ -342,6 +354,7 @@ var settings = []setting[Config]{
 	{key: "reconcile_evidence_window", env: "ORDERSYNC_RECONCILE_EVIDENCE_WINDOW", usage: "on evidence of lost webhooks, open orders active within this long before it are checked densely (default 1h: the orders of the 5-minute promise; longer finds a quiet order's lost change sooner at about 14 requests an hour for each order it adds)", set: duration(func(c *Config) *time.Duration { return &c.ReconcileEvidenceWindow })},
 	{key: "reconcile_evidence_hold", env: "ORDERSYNC_RECONCILE_EVIDENCE_HOLD", usage: "how long the record of lost webhooks must stay clean before dense checks relax (default 30m: each affected order checked about 7 times meanwhile)", set: duration(func(c *Config) *time.Duration { return &c.ReconcileEvidenceHold })},
 	{key: "receiver_heartbeat", env: "ORDERSYNC_RECEIVER_HEARTBEAT", usage: "how often a receiver records its uptime in the mirror; three missed beats count as away (default 10s)", set: duration(func(c *Config) *time.Duration { return &c.ReceiverHeartbeat })},
+	{key: "rejection_flush_interval", env: "ORDERSYNC_REJECTION_FLUSH_INTERVAL", usage: "how often a receiver writes its counts of rejected (unsigned, wrongly signed) requests to the rejection record (default 10s)", set: duration(func(c *Config) *time.Duration { return &c.RejectionFlushInterval })},
 	{key: "reconcile_interval", env: "ORDERSYNC_RECONCILE_INTERVAL", usage: "replaced by reconcile_rps; only 0 (reconciler off) is still accepted", replaced: true, set: duration(func(c *Config) *time.Duration { return &c.ReconcileInterval })},
 	{key: "reconcile_budget", env: "ORDERSYNC_RECONCILE_BUDGET", usage: "replaced by reconcile_rps (requests per second); refused", replaced: true, set: integer(func(c *Config) *int { return &c.ReconcileBudget })},
 	{key: "outbox_retention", env: "ORDERSYNC_OUTBOX_RETENTION", usage: "how long published outbox messages are kept, 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.OutboxRetention })},
@@ -599,6 +612,12 @@ func (p *problems) Error() string {
 
 func (p *problems) Unwrap() []error { return p.errs }
 
+// minAckWait is the shortest ack_wait: three times the interval at which
+// the pool reports the events it still holds (worker.PoolConfig's
+// ExtendInterval, 5 s), so that a held event is reported before it can be
+// redelivered.
+const minAckWait = 15 * time.Second
+
 // ValidateServe names every missing or wrong setting `serve` needs, all at
 // once.
 func (c *Config) ValidateServe() error {
@@ -629,9 +648,12 @@ func (c *Config) ValidateServe() error {
 	if !ordersync.ValidName(c.NATSNamespace) {
 		bad("bad setting: nats_namespace %q (want %s)", c.NATSNamespace, ordersync.NameRule)
 	}
-	if c.ReconcileEvidenceWindow <= 0 || c.ReconcileEvidenceHold <= 0 || c.ReceiverHeartbeat <= 0 {
-		bad("bad setting: reconcile_evidence_window, reconcile_evidence_hold and receiver_heartbeat must be > 0, got %s, %s, %s",
-			c.ReconcileEvidenceWindow, c.ReconcileEvidenceHold, c.ReceiverHeartbeat)
+	if c.ReconcileEvidenceWindow <= 0 || c.ReconcileEvidenceHold <= 0 || c.ReceiverHeartbeat <= 0 || c.RejectionFlushInterval <= 0 {
+		bad("bad setting: reconcile_evidence_window, reconcile_evidence_hold, receiver_heartbeat and rejection_flush_interval must be > 0, got %s, %s, %s, %s",
+			c.ReconcileEvidenceWindow, c.ReconcileEvidenceHold, c.ReceiverHeartbeat, c.RejectionFlushInterval)
+	}
+	if c.AckWait < minAckWait {
+		bad("bad setting: ack_wait must be ≥ %s (three times the interval at which workers report events in progress), got %s", minAckWait, c.AckWait)
 	}
 	if c.LeaderTTL < 300*time.Millisecond {
 		bad("bad setting: leader_ttl must be ≥ 300ms, got %s", c.LeaderTTL)

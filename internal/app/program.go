@@ -186,7 +186,8 @@ func (p *Program) buildStages() (err error) {
 		}
 		p.receiver, err = webhook.New(webhook.Config{
 			Secrets: p.cfg.WebhookSecrets, Accounts: accounts, Insecure: p.cfg.InsecureNoWebhookSignature, TrustedProxies: proxies,
-			Publisher: p.queue, Recorder: p.db, Rejections: p.db, Registerer: p.reg, Logger: log("webhook"),
+			Publisher: p.queue, Recorder: p.db, Rejections: p.db, RejectionFlushInterval: p.cfg.RejectionFlushInterval,
+			Registerer: p.reg, Logger: log("webhook"),
 		})
 		if err != nil {
 			return err

@@ -1,0 +1,15 @@
+package worker_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/ordersync/ordersync/internal/testenv"
+)
+
+// TestMain lets more of the parallel tests wait at once: most wait out a
+// window, a backoff or an ack wait rather than compute.
+func TestMain(m *testing.M) {
+	testenv.WaitingParallel(6)
+	os.Exit(m.Run())
+}
