@@ -86,6 +86,29 @@ type ApplyParams struct {
 	Events []EventRecord
 }
 
+// ValidateApplyParams checks a batch of ApplyParams before any of it is
+// applied: every one names its account, an order with a code, a positive
+// Seq, and events with message ids. The error names the first offending
+// param by its index.
+func ValidateApplyParams(params []ApplyParams) error {
+	for i, p := range params {
+		switch {
+		case p.Account == "":
+			return fmt.Errorf("params[%d]: Account is required", i)
+		case p.Order == nil || p.Order.OrderCode == "":
+			return fmt.Errorf("params[%d]: Order with an OrderCode is required", i)
+		case p.Seq < 1:
+			return fmt.Errorf("params[%d] (%s): Seq must be positive, got %d", i, p.Order.OrderCode, p.Seq)
+		}
+		for j, ev := range p.Events {
+			if ev.MsgID == "" {
+				return fmt.Errorf("params[%d] (%s): event %d has no MsgID", i, p.Order.OrderCode, j)
+			}
+		}
+	}
+	return nil
+}
+
 // ApplyResult is what one ApplyParams did.
 type ApplyResult struct {
 	// Applied is false when a fetch that started later was already applied.
