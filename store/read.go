@@ -332,16 +332,23 @@ WHERE order_row IN (`+placeholders(len(chunk))+`) ORDER BY order_row, position`)
 // one row from the newest end of the table, so a link's creation does not
 // pay for the size of the mirror.
 func (db *DB) StoreCurrency(ctx context.Context, account string) (string, error) {
-	var code string
-	err := db.inReadTx(ctx, "read the store's currency", func(tx *sqlx.Tx) error {
-		err := tx.GetContext(ctx, &code, db.rebind(`SELECT store_currency_code FROM orders
-WHERE account = ? AND store_currency_code <> '' ORDER BY id DESC LIMIT 1`), account)
+	return db.newestStoreField(ctx, "read the store's currency", "store_currency_code", account)
+}
+
+// newestStoreField reads column (a store_* column of orders) of the
+// account's most recently recorded order that has it set, or "" before any
+// order has: one row from the newest end of the table.
+func (db *DB) newestStoreField(ctx context.Context, op, column, account string) (string, error) {
+	var value string
+	err := db.inReadTx(ctx, op, func(tx *sqlx.Tx) error {
+		err := tx.GetContext(ctx, &value, db.rebind(`SELECT `+column+` FROM orders
+WHERE account = ? AND `+column+` <> '' ORDER BY id DESC LIMIT 1`), account)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
 		return err
 	})
-	return code, err
+	return value, err
 }
 
 // CountOrdersByStatus counts the mirror's orders per status; orders
