@@ -26,14 +26,7 @@ func TestMigrationPaidAtTime(t *testing.T) {
 	eachDialect(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		db := openDB(t, url)
-		provider, unlock, err := db.migrations(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := provider.DownTo(ctx, 7); err != nil {
-			unlock()
-			t.Fatalf("migrate down to 7: %v", err)
-		}
+		_, unlock := migrateDownTo(t, db, 7)
 		unlock()
 
 		overriding := ""
