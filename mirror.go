@@ -2,6 +2,7 @@ package ordersync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -240,6 +241,19 @@ type DeadLetter struct {
 	CreatedAt   time.Time
 	ReplayedAt  *time.Time
 	ReplayCount int
+}
+
+// ValidateDeadLetter names what a letter lacks; the store refuses it.
+func ValidateDeadLetter(dl DeadLetter) error {
+	switch {
+	case dl.MsgID == "":
+		return errors.New("MsgID is required")
+	case dl.Account == "":
+		return errors.New("Account is required")
+	case dl.Reason == "":
+		return errors.New("Reason is required")
+	}
+	return nil
 }
 
 // DeadLetterFilter selects dead letters; zero fields select all.

@@ -390,13 +390,8 @@ func (s *Store) RecordEvents(_ context.Context, events []ordersync.EventRecord) 
 // the same MsgID not replayed yet is updated.
 func (s *Store) AddDeadLetter(_ context.Context, dl ordersync.DeadLetter) (int64, error) {
 	op := fmt.Sprintf("add dead letter %s", dl.MsgID)
-	switch {
-	case dl.MsgID == "":
-		return 0, fmt.Errorf("%s: MsgID is required", op)
-	case dl.Account == "":
-		return 0, fmt.Errorf("%s: Account is required", op)
-	case dl.Reason == "":
-		return 0, fmt.Errorf("%s: Reason is required", op)
+	if err := ordersync.ValidateDeadLetter(dl); err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
 	}
 	dl.CreatedAt = dbTime(cmp.Or(dl.CreatedAt, time.Now()))
 	if dl.Body == nil {

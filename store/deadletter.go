@@ -20,13 +20,8 @@ const maxDetail = 500
 // its id is returned.
 func (db *DB) AddDeadLetter(ctx context.Context, dl ordersync.DeadLetter) (int64, error) {
 	op := fmt.Sprintf("add dead letter %s", dl.MsgID)
-	switch {
-	case dl.MsgID == "":
-		return 0, fmt.Errorf("%s: MsgID is required", op)
-	case dl.Account == "":
-		return 0, fmt.Errorf("%s: Account is required", op)
-	case dl.Reason == "":
-		return 0, fmt.Errorf("%s: Reason is required", op)
+	if err := ordersync.ValidateDeadLetter(dl); err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
 	}
 	headers := dl.Headers
 	if headers == nil {
