@@ -1,7 +1,7 @@
 // Package testenv gives a test or a lab run its own share of the external
 // servers a scale-out deployment uses: a fresh PostgreSQL schema and a NATS
-// namespace, removed when it ends; and a log destination its goroutines
-// may share (Buffer).
+// namespace, removed when it ends; a log destination its goroutines may
+// share (Buffer); and golden files (Golden).
 package testenv
 
 import (
