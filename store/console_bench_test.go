@@ -3,9 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -18,10 +16,7 @@ import (
 // webhooks in the event log's last 5 minutes: the Daily totals page's
 // default range (the year's last 30 days) and the Overview.
 func TestConsoleQueryTimes(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv(queryBenchEnv))
-	if n <= 0 {
-		t.Skipf("set %s to a number of orders to time the console's queries", queryBenchEnv)
-	}
+	n := benchOrders(t, queryBenchEnv, "time the console's queries")
 	t.Run(DialectSQLite, func(t *testing.T) { consoleQueryTimes(t, benchQueryURL(t, DialectSQLite), n) })
 	t.Run(DialectPostgres, func(t *testing.T) { consoleQueryTimes(t, benchQueryURL(t, DialectPostgres), n) })
 }

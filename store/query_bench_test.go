@@ -300,10 +300,7 @@ func benchQueryCases(n int) []queryCase {
 // ms for one filter, 200 ms for a combination). It measures: it is skipped
 // unless queryBenchEnv is set.
 func TestOrderQueryTimes(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv(queryBenchEnv))
-	if n <= 0 {
-		t.Skipf("set %s to a number of orders to time the order queries", queryBenchEnv)
-	}
+	n := benchOrders(t, queryBenchEnv, "time the order queries")
 	only, err := regexp.Compile(os.Getenv(queryBenchCasesEnv))
 	if err != nil {
 		t.Fatalf("%s: %v", queryBenchCasesEnv, err)
@@ -403,6 +400,17 @@ func TestOrderQueryTimes(t *testing.T) {
 	t.Run(DialectPostgres, func(t *testing.T) { test(t, benchQueryURL(t, DialectPostgres)) })
 }
 
+// benchOrders is the number of orders env names for a measurement, which
+// is skipped, saying what the number is for, while env is not set.
+func benchOrders(t *testing.T, env, what string) int {
+	t.Helper()
+	n, _ := strconv.Atoi(os.Getenv(env))
+	if n <= 0 {
+		t.Skipf("set %s to a number of orders to %s", env, what)
+	}
+	return n
+}
+
 // openBenchQueryMirror opens the query benchmarks' mirror at url, loading
 // n orders into it when it is empty; a kept mirror must hold n already.
 func openBenchQueryMirror(t *testing.T, url string, n int) *DB {
@@ -453,10 +461,7 @@ const migrationSearchBenchEnv = "ORDERSYNC_BENCH_MIGRATION_SEARCH_ORDERS"
 // TestOrderQueryTimes fills one. It measures: it is skipped unless
 // migrationSearchBenchEnv is set.
 func TestMigrationSearchTime(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv(migrationSearchBenchEnv))
-	if n <= 0 {
-		t.Skipf("set %s to a number of orders to time migration 9", migrationSearchBenchEnv)
-	}
+	n := benchOrders(t, migrationSearchBenchEnv, "time migration 9")
 	eachDialect(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		db := openDB(t, url)
@@ -490,10 +495,7 @@ const migrationBackfillBenchEnv = "ORDERSYNC_BENCH_MIGRATION_BACKFILL_ORDERS"
 // words' copies of their orders' values, each apart. It measures: it is
 // skipped unless migrationBackfillBenchEnv is set.
 func TestMigrationBackfillTimes(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv(migrationBackfillBenchEnv))
-	if n <= 0 {
-		t.Skipf("set %s to a number of orders to time migrations 11 and 13", migrationBackfillBenchEnv)
-	}
+	n := benchOrders(t, migrationBackfillBenchEnv, "time migrations 11 and 13")
 	eachDialect(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		db := openDB(t, url)
