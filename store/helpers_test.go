@@ -201,6 +201,16 @@ func withSearchPath(base, schema string) string {
 	return u
 }
 
+// openDBAt is openDB with the schema taken down to version, as an older
+// build left it, for a test that migrates it up.
+func openDBAt(t *testing.T, url string, version int64) *DB {
+	t.Helper()
+	db := openDB(t, url)
+	_, unlock := migrateDownTo(t, db, version)
+	unlock()
+	return db
+}
+
 // migrateDownTo takes db's schema down to version, as an older build left
 // it, and returns the migrations and the unlock of their lock, held.
 func migrateDownTo(t *testing.T, db *DB, version int64) (*goose.Provider, func()) {

@@ -20,9 +20,7 @@ func TestMigrationPaidAtTime(t *testing.T) {
 	n := benchOrders(t, migrationBenchEnv, "time migration 8")
 	eachDialect(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		db := openDB(t, url)
-		_, unlock := migrateDownTo(t, db, 7)
-		unlock()
+		db := openDBAt(t, url, 7)
 
 		overriding := ""
 		series := `WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?) SELECT i FROM s`

@@ -464,9 +464,7 @@ func TestMigrationSearchTime(t *testing.T) {
 	n := benchOrders(t, migrationSearchBenchEnv, "time migration 9")
 	eachDialect(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		db := openDB(t, url)
-		_, unlock := migrateDownTo(t, db, 8)
-		unlock()
+		db := openDBAt(t, url, 8)
 		loadBenchQueryOrders(t, db, n, 8)
 		start := time.Now()
 		if err := db.Migrate(ctx); err != nil {
