@@ -151,7 +151,8 @@ func chaosFaults() sim.Faults {
 
 // chaosReport is what a chaos run measured.
 type chaosReport struct {
-	Orders, Mirrored, Matching int
+	// MirrorMatch holds the mirror against the simulator's orders.
+	ordersync.MirrorMatch
 	// Unconfirmed are orders the simulator created whose answer never
 	// reached the client (the pipeline was killed mid-request); Orphans are
 	// those the pipeline never recorded either, followed afterwards with
@@ -186,7 +187,6 @@ type chaosReport struct {
 	Requests     map[string]float64
 	PeakRSS      int64 // of the last pipeline process
 	Took         time.Duration
-	Mismatches   []string
 	Problems     []string
 	LogPath      string
 	DataDir      string
@@ -690,22 +690,15 @@ func (r *chaosRun) followOrphans(ctx context.Context) error {
 // compareMirror holds every simulator order against the mirror.
 func (r *chaosRun) compareMirror(ctx context.Context) {
 	rep := &r.rep
-	rep.Orders, rep.Mirrored, rep.Matching, rep.Mismatches = 0, 0, 0, nil
+	rep.MirrorMatch = ordersync.MirrorMatch{}
 	for _, want := range r.sim.Orders() {
-		rep.Orders++
 		got, err := r.db.FindOrderByCode(ctx, ordersync.DefaultAccount, want.OrderCode)
 		if err != nil {
-			if len(rep.Mismatches) < 5 {
-				rep.Mismatches = append(rep.Mismatches, want.OrderCode+": "+err.Error())
-			}
+			rep.Compare(&want, nil)
+			rep.Mismatch(want.OrderCode + ": " + err.Error())
 			continue
 		}
-		rep.Mirrored++
-		if diffs := ordersync.DiffOrders(&want, &got.Order); len(diffs) == 0 {
-			rep.Matching++
-		} else if len(rep.Mismatches) < 5 {
-			rep.Mismatches = append(rep.Mismatches, want.OrderCode+": "+diffs[0])
-		}
+		rep.Compare(&want, &got.Order)
 	}
 }
 
