@@ -86,6 +86,17 @@ func clampLimit(limit int) int {
 	return limit
 }
 
+// newestPage is a list's first page as the store returns it: sorted by
+// newestFirst, at most limit (clamped) rows, and empty rather than nil.
+func newestPage[T any](out []T, limit int, newestFirst func(a, b T) int) []T {
+	slices.SortFunc(out, newestFirst)
+	out = out[:min(len(out), clampLimit(limit))]
+	if out == nil {
+		out = []T{}
+	}
+	return out
+}
+
 // AllocateFetchSeq reserves n consecutive numbers and returns the first.
 func (s *Store) AllocateFetchSeq(_ context.Context, n int) (int64, error) {
 	if n < 1 {
@@ -813,14 +824,9 @@ func (s *Store) ListEvents(_ context.Context, f ordersync.EventFilter) ([]orders
 		}
 		out = append(out, ev)
 	}
-	slices.SortFunc(out, func(a, b ordersync.EventRecord) int {
+	return newestPage(out, f.Limit, func(a, b ordersync.EventRecord) int {
 		return cmp.Or(b.ReceivedAt.Compare(a.ReceivedAt), cmp.Compare(b.MsgID, a.MsgID))
-	})
-	out = out[:min(len(out), clampLimit(f.Limit))]
-	if out == nil {
-		out = []ordersync.EventRecord{}
-	}
-	return out, nil
+	}), nil
 }
 
 // RecordDeliveries writes delivery log rows, each replacing its webhook-id's.
@@ -880,12 +886,7 @@ func (s *Store) ListDeliveries(_ context.Context, f ordersync.DeliveryFilter) ([
 			out = append(out, d)
 		}
 	}
-	slices.SortFunc(out, func(a, b ordersync.DeliveryRecord) int {
+	return newestPage(out, f.Limit, func(a, b ordersync.DeliveryRecord) int {
 		return cmp.Or(b.At.Compare(a.At), cmp.Compare(b.WebhookID, a.WebhookID))
-	})
-	out = out[:min(len(out), clampLimit(f.Limit))]
-	if out == nil {
-		out = []ordersync.DeliveryRecord{}
-	}
-	return out, nil
+	}), nil
 }
