@@ -705,17 +705,9 @@ func (r *chaosRun) compareMirror(ctx context.Context) {
 // check verifies the PAID triggers, the event log and the dead letters.
 func (r *chaosRun) check(ctx context.Context) error {
 	rep := &r.rep
-	if !rep.Converged {
-		for _, m := range rep.Mismatches {
-			rep.fail("mismatch: %s", m)
-		}
-	}
-	rep.Sim = r.sim.Stats()
+	r.checkMirrorAndSim()
 	if rss, err := r.child.PeakRSS(); err == nil {
 		rep.PeakRSS = rss
-	}
-	if rep.Sim.Webhooks.GivenUp > 0 {
-		rep.fail("the simulator gave up %d webhooks", rep.Sim.Webhooks.GivenUp)
 	}
 	if err := r.checkPaid(ctx); err != nil {
 		return err
@@ -727,6 +719,22 @@ func (r *chaosRun) check(ctx context.Context) error {
 		return err
 	}
 	return r.checkDeadLetters(ctx)
+}
+
+// checkMirrorAndSim fails the run for the mismatches left in a mirror that
+// did not converge and for any webhook the simulator gave up, and records
+// the simulator's stats; the single- and multi-process runs both check it.
+func (r *chaosRun) checkMirrorAndSim() {
+	rep := &r.rep
+	if !rep.Converged {
+		for _, m := range rep.Mismatches {
+			rep.fail("mismatch: %s", m)
+		}
+	}
+	rep.Sim = r.sim.Stats()
+	if rep.Sim.Webhooks.GivenUp > 0 {
+		rep.fail("the simulator gave up %d webhooks", rep.Sim.Webhooks.GivenUp)
+	}
 }
 
 // maxDeliveryWait bounds the wait for the endpoint's last event after the
