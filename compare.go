@@ -18,6 +18,41 @@ func DiffOrders(want, got *Order) []string {
 	return diffs
 }
 
+// MirrorMatch is how far a mirror holds the service's orders, as the demo
+// and the chaos runs report it: how many orders were compared, how many
+// the mirror has, how many match field for field (DiffOrders), and the
+// first few mismatches, "code: what differs".
+type MirrorMatch struct {
+	Orders, Mirrored, Matching int
+	Mismatches                 []string
+}
+
+// maxMismatches is how many mismatches a MirrorMatch keeps: the first few
+// say what went wrong.
+const maxMismatches = 5
+
+// Compare counts want, an order of the service's, against got, the
+// mirror's copy of it, or nil when the mirror has none.
+func (m *MirrorMatch) Compare(want, got *Order) {
+	m.Orders++
+	if got == nil {
+		return
+	}
+	m.Mirrored++
+	if diffs := DiffOrders(want, got); len(diffs) == 0 {
+		m.Matching++
+	} else {
+		m.Mismatch(want.OrderCode + ": " + diffs[0])
+	}
+}
+
+// Mismatch keeps a mismatch while fewer than maxMismatches are kept.
+func (m *MirrorMatch) Mismatch(s string) {
+	if len(m.Mismatches) < maxMismatches {
+		m.Mismatches = append(m.Mismatches, s)
+	}
+}
+
 // ChangedFields names the fields of an order detail that differ from prev
 // to next, as DiffOrders names them ("Payment.Buyer.Email",
 // "LineItems[0].Price"), without their values: the mirror records which

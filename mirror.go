@@ -2,6 +2,7 @@ package ordersync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -84,6 +85,29 @@ type ApplyParams struct {
 	// the event log (outcome synced) in the same transaction, and the last
 	// one's receipt becomes SyncInfo.LastEventAt.
 	Events []EventRecord
+}
+
+// ValidateApplyParams checks a batch of ApplyParams before any of it is
+// applied: every one names its account, an order with a code, a positive
+// Seq, and events with message ids. The error names the first offending
+// param by its index.
+func ValidateApplyParams(params []ApplyParams) error {
+	for i, p := range params {
+		switch {
+		case p.Account == "":
+			return fmt.Errorf("params[%d]: Account is required", i)
+		case p.Order == nil || p.Order.OrderCode == "":
+			return fmt.Errorf("params[%d]: Order with an OrderCode is required", i)
+		case p.Seq < 1:
+			return fmt.Errorf("params[%d] (%s): Seq must be positive, got %d", i, p.Order.OrderCode, p.Seq)
+		}
+		for j, ev := range p.Events {
+			if ev.MsgID == "" {
+				return fmt.Errorf("params[%d] (%s): event %d has no MsgID", i, p.Order.OrderCode, j)
+			}
+		}
+	}
+	return nil
 }
 
 // ApplyResult is what one ApplyParams did.
@@ -217,6 +241,19 @@ type DeadLetter struct {
 	CreatedAt   time.Time
 	ReplayedAt  *time.Time
 	ReplayCount int
+}
+
+// ValidateDeadLetter names what a letter lacks; the store refuses it.
+func ValidateDeadLetter(dl DeadLetter) error {
+	switch {
+	case dl.MsgID == "":
+		return errors.New("MsgID is required")
+	case dl.Account == "":
+		return errors.New("Account is required")
+	case dl.Reason == "":
+		return errors.New("Reason is required")
+	}
+	return nil
 }
 
 // DeadLetterFilter selects dead letters; zero fields select all.

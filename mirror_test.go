@@ -27,3 +27,58 @@ func TestMirroredOrderJSON(t *testing.T) {
 		t.Fatalf("null raw: %s, %v", b, err)
 	}
 }
+
+func TestValidateApplyParams(t *testing.T) {
+	order := &Order{OrderCode: "yY7Mcnd"}
+	tests := []struct {
+		name   string
+		params []ApplyParams
+		want   string
+	}{
+		{"none", nil, ""},
+		{"valid", []ApplyParams{{Account: "default", Order: order, Seq: 1, Events: []EventRecord{{MsgID: "m1"}}}}, ""},
+		{"no account", []ApplyParams{{Order: order, Seq: 1}}, "params[0]: Account is required"},
+		{"no order", []ApplyParams{{Account: "default", Seq: 1}}, "params[0]: Order with an OrderCode is required"},
+		{"no code", []ApplyParams{{Account: "default", Order: &Order{}, Seq: 1}}, "params[0]: Order with an OrderCode is required"},
+		{"zero seq", []ApplyParams{{Account: "default", Order: order, Seq: 1}, {Account: "default", Order: order}}, "params[1] (yY7Mcnd): Seq must be positive, got 0"},
+		{"event without id", []ApplyParams{{Account: "default", Order: order, Seq: 2, Events: []EventRecord{{MsgID: "m1"}, {}}}}, "params[0] (yY7Mcnd): event 1 has no MsgID"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ""
+			if err := ValidateApplyParams(tt.params); err != nil {
+				got = err.Error()
+			}
+			if got != tt.want {
+				t.Errorf("ValidateApplyParams = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidateDeadLetter(t *testing.T) {
+	ok := DeadLetter{MsgID: "m1", Account: "default", Reason: "malformed"}
+	tests := []struct {
+		name string
+		edit func(*DeadLetter)
+		want string
+	}{
+		{"valid", func(*DeadLetter) {}, ""},
+		{"no MsgID", func(dl *DeadLetter) { dl.MsgID = "" }, "MsgID is required"},
+		{"no account", func(dl *DeadLetter) { dl.Account = "" }, "Account is required"},
+		{"no reason", func(dl *DeadLetter) { dl.Reason = "" }, "Reason is required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dl := ok
+			tt.edit(&dl)
+			got := ""
+			if err := ValidateDeadLetter(dl); err != nil {
+				got = err.Error()
+			}
+			if got != tt.want {
+				t.Errorf("ValidateDeadLetter = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

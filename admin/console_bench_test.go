@@ -13,6 +13,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -41,14 +42,11 @@ func TestConsolePageTimes(t *testing.T) {
 		if base == "" || schema == "" {
 			t.Skip("set ORDERSYNC_TEST_POSTGRES_URL and ORDERSYNC_BENCH_QUERY_KEEP_PG_SCHEMA to the schema store's TestConsoleQueryTimes keeps")
 		}
-		u, err := url.Parse(base)
+		u, err := testenv.SchemaURL(base, schema)
 		if err != nil {
 			t.Fatal(err)
 		}
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		consolePageTimes(t, u.String(), n)
+		consolePageTimes(t, u, n)
 	})
 }
 

@@ -2,7 +2,6 @@ package admin_test
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
-	"github.com/ordersync/ordersync/sim"
 )
 
 // newPagesEnv is the API with the two roles' tokens, sessions, the audit
@@ -26,21 +24,7 @@ func newPagesEnv(t *testing.T) *apiEnv {
 		// whether the script refreshes is the subject, not how often.
 		c.OverviewRefresh = 300 * time.Millisecond
 	})
-	var codes []string
-	for _, ref := range []string{"B-1", "B-2"} {
-		var res ordersync.PaymentLinkResult
-		body := `{"lineItems":[{"product":{"name":"Combo","price":"6.50"},"quantity":2}],"orderReference":"` + ref + `"}`
-		if st := apiDo(t, e.url, "POST", "/v1/payment-links", "ops-token", body, &res); st != http.StatusOK {
-			t.Fatalf("create %s: %d", ref, st)
-		}
-		codes = append(codes, res.OrderCode)
-	}
-	if _, err := e.sim.Pay(codes[0], sim.DefaultBuyer); err != nil {
-		t.Fatal(err)
-	}
-	if st := apiDo(t, e.url, "POST", "/v1/orders/track", "ops-token", `{"orderCode":"`+codes[0]+`"}`, nil); st != http.StatusOK {
-		t.Fatalf("track: %d", st)
-	}
+	codes := linksFirstPaid(t, e, "B-1", "B-2")
 	now := time.Now().UTC()
 	mirrorOrders(t, e.db, now, [5]string{"eur1", "PAID", "EUR", "12.5", now.Add(-time.Hour).Format("2006-01-02T15:04:05.000Z")})
 	ctx := context.Background()

@@ -23,8 +23,16 @@ func newConsoleEnv(t *testing.T) (*apiEnv, []string) {
 	e := newAPIEnvWith(t, func(e *apiEnv, c *admin.Config) {
 		c.Tokens, c.Audit, c.Sessions, c.Exports = roleTokens, e.db, e.db, e.db
 	})
+	return e, linksFirstPaid(t, e, "A-1", "A-2")
+}
+
+// linksFirstPaid creates a link (two Combos) per reference through the
+// API, pays the first with sim.DefaultBuyer and tracks it, so that the
+// mirror has it paid; it returns the links' order codes.
+func linksFirstPaid(t *testing.T, e *apiEnv, refs ...string) []string {
+	t.Helper()
 	var codes []string
-	for _, ref := range []string{"A-1", "A-2"} {
+	for _, ref := range refs {
 		var res ordersync.PaymentLinkResult
 		body := `{"lineItems":[{"product":{"name":"Combo","price":"6.50"},"quantity":2}],"orderReference":"` + ref + `"}`
 		if st := apiDo(t, e.url, "POST", "/v1/payment-links", "ops-token", body, &res); st != http.StatusOK {
@@ -38,7 +46,7 @@ func newConsoleEnv(t *testing.T) (*apiEnv, []string) {
 	if st := apiDo(t, e.url, "POST", "/v1/orders/track", "ops-token", `{"orderCode":"`+codes[0]+`"}`, nil); st != http.StatusOK {
 		t.Fatalf("track: %d", st)
 	}
-	return e, codes
+	return codes
 }
 
 // TestConsoleOrders: the Orders page finds an order by its reference and

@@ -202,14 +202,8 @@ func totalsCharts(p ordersync.DailyTotalsParams, totals ordersync.DailyTotals) [
 // `ordersync report daily --csv`, by the console's session.
 func (s *Server) totalsCSV(w http.ResponseWriter, r *http.Request) {
 	from, to, tz := s.totalsParams(r)
-	params, err := ParseDailyTotals(s.account(r), from, to, tz)
-	if err != nil {
-		s.fail(w, "daily totals", err, "")
-		return
-	}
-	totals, err := s.cfg.Reports.DailyTotals(r.Context(), params)
-	if err != nil {
-		s.fail(w, "daily totals", err, "")
+	totals, ok := s.readDailyTotals(w, r, from, to, tz)
+	if !ok {
 		return
 	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")

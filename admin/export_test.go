@@ -4,10 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"database/sql"
 	"encoding/csv"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	neturl "net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -488,30 +484,16 @@ func mirrorURLs(t *testing.T) map[string]string {
 		t.Log("PostgreSQL skipped: set ORDERSYNC_TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
 		return urls
 	}
-	conn, err := sql.Open("pgx", base)
+	run, err := testenv.New(context.Background(), "", base)
 	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	suffix := make([]byte, 6)
-	_, _ = rand.Read(suffix)
-	schema := "ordersync_admin_test_" + hex.EncodeToString(suffix)
-	if _, err := conn.Exec("CREATE SCHEMA " + schema); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if _, err := conn.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
+		if err := run.Close(); err != nil {
+			t.Errorf("drop the test schema: %v", err)
 		}
 	})
-	u, err := neturl.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	urls[store.DialectPostgres] = u.String()
+	urls[store.DialectPostgres] = run.DatabaseURL
 	return urls
 }
 

@@ -44,17 +44,27 @@ func ParseDailyTotals(account, from, to, tz string) (ordersync.DailyTotalsParams
 	return p, p.Validate()
 }
 
-// dailyTotals answers GET /v1/reports/daily.
-func (s *Server) dailyTotals(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	params, err := ParseDailyTotals(s.account(r), q.Get("from"), q.Get("to"), q.Get("tz"))
+// readDailyTotals reads the account's daily totals for the request's
+// range, or answers the parse or read error and returns false.
+func (s *Server) readDailyTotals(w http.ResponseWriter, r *http.Request, from, to, tz string) (ordersync.DailyTotals, bool) {
+	params, err := ParseDailyTotals(s.account(r), from, to, tz)
 	if err != nil {
 		s.fail(w, "daily totals", err, "")
-		return
+		return ordersync.DailyTotals{}, false
 	}
 	totals, err := s.cfg.Reports.DailyTotals(r.Context(), params)
 	if err != nil {
 		s.fail(w, "daily totals", err, "")
+		return ordersync.DailyTotals{}, false
+	}
+	return totals, true
+}
+
+// dailyTotals answers GET /v1/reports/daily.
+func (s *Server) dailyTotals(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	totals, ok := s.readDailyTotals(w, r, q.Get("from"), q.Get("to"), q.Get("tz"))
+	if !ok {
 		return
 	}
 	if totals.Days == nil {

@@ -3,13 +3,13 @@ package delivery_test
 import (
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ordersync/ordersync/delivery"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "write the golden files of the wire format")
@@ -19,20 +19,7 @@ var update = flag.Bool("update", false, "write the golden files of the wire form
 // bytes, so -update is for a deliberate change of the format only.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s changed:\n got %s\nwant %s", name, got, want)
-	}
+	testenv.Golden(t, filepath.Join("testdata", name), got, *update)
 }
 
 // Order events as the outbox publishes them.

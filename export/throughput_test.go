@@ -3,9 +3,7 @@ package export_test
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -64,7 +62,7 @@ func TestExportThroughput(t *testing.T) {
 	}
 	if pg := os.Getenv("ORDERSYNC_TEST_POSTGRES_URL"); pg != "" && (keepSchema != "" || keep == "") {
 		if keepSchema != "" {
-			urls["postgres"] = keptSchema(t, pg, keepSchema)
+			urls["postgres"] = testenv.KeptSchema(t, pg, keepSchema)
 		} else {
 			run, err := testenv.New(context.Background(), "", pg)
 			if err != nil {
@@ -151,28 +149,6 @@ func TestExportThroughput(t *testing.T) {
 			}
 		})
 	}
-}
-
-// keptSchema is the URL of base with search_path set to schema, which is
-// created when missing.
-func keptSchema(t *testing.T, base, schema string) string {
-	t.Helper()
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	db, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec("CREATE SCHEMA IF NOT EXISTS " + pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	return u.String()
 }
 
 // fill applies paid orders from to n (exclusive) in batches, as the

@@ -86,6 +86,17 @@ func clampLimit(limit int) int {
 	return limit
 }
 
+// newestPage is a list's first page as the store returns it: sorted by
+// newestFirst, at most limit (clamped) rows, and empty rather than nil.
+func newestPage[T any](out []T, limit int, newestFirst func(a, b T) int) []T {
+	slices.SortFunc(out, newestFirst)
+	out = out[:min(len(out), clampLimit(limit))]
+	if out == nil {
+		out = []T{}
+	}
+	return out
+}
+
 // AllocateFetchSeq reserves n consecutive numbers and returns the first.
 func (s *Store) AllocateFetchSeq(_ context.Context, n int) (int64, error) {
 	if n < 1 {
@@ -208,20 +219,8 @@ func (s *Store) ResolveOrderCodes(_ context.Context, account string, ids []order
 // ApplyOrders applies params in order under the sequence guard.
 func (s *Store) ApplyOrders(_ context.Context, params []ordersync.ApplyParams) ([]ordersync.ApplyResult, error) {
 	op := fmt.Sprintf("apply %d orders", len(params))
-	for i, p := range params {
-		switch {
-		case p.Account == "":
-			return nil, fmt.Errorf("%s: params[%d]: Account is required", op, i)
-		case p.Order == nil || p.Order.OrderCode == "":
-			return nil, fmt.Errorf("%s: params[%d]: Order with an OrderCode is required", op, i)
-		case p.Seq < 1:
-			return nil, fmt.Errorf("%s: params[%d] (%s): Seq must be positive, got %d", op, i, p.Order.OrderCode, p.Seq)
-		}
-		for j, ev := range p.Events {
-			if ev.MsgID == "" {
-				return nil, fmt.Errorf("%s: params[%d] (%s): event %d has no MsgID", op, i, p.Order.OrderCode, j)
-			}
-		}
+	if err := ordersync.ValidateApplyParams(params); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	if len(params) == 0 {
 		return nil, nil
@@ -402,13 +401,8 @@ func (s *Store) RecordEvents(_ context.Context, events []ordersync.EventRecord) 
 // the same MsgID not replayed yet is updated.
 func (s *Store) AddDeadLetter(_ context.Context, dl ordersync.DeadLetter) (int64, error) {
 	op := fmt.Sprintf("add dead letter %s", dl.MsgID)
-	switch {
-	case dl.MsgID == "":
-		return 0, fmt.Errorf("%s: MsgID is required", op)
-	case dl.Account == "":
-		return 0, fmt.Errorf("%s: Account is required", op)
-	case dl.Reason == "":
-		return 0, fmt.Errorf("%s: Reason is required", op)
+	if err := ordersync.ValidateDeadLetter(dl); err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
 	}
 	dl.CreatedAt = dbTime(cmp.Or(dl.CreatedAt, time.Now()))
 	if dl.Body == nil {
@@ -830,14 +824,9 @@ func (s *Store) ListEvents(_ context.Context, f ordersync.EventFilter) ([]orders
 		}
 		out = append(out, ev)
 	}
-	slices.SortFunc(out, func(a, b ordersync.EventRecord) int {
+	return newestPage(out, f.Limit, func(a, b ordersync.EventRecord) int {
 		return cmp.Or(b.ReceivedAt.Compare(a.ReceivedAt), cmp.Compare(b.MsgID, a.MsgID))
-	})
-	out = out[:min(len(out), clampLimit(f.Limit))]
-	if out == nil {
-		out = []ordersync.EventRecord{}
-	}
-	return out, nil
+	}), nil
 }
 
 // RecordDeliveries writes delivery log rows, each replacing its webhook-id's.
@@ -897,12 +886,7 @@ func (s *Store) ListDeliveries(_ context.Context, f ordersync.DeliveryFilter) ([
 			out = append(out, d)
 		}
 	}
-	slices.SortFunc(out, func(a, b ordersync.DeliveryRecord) int {
+	return newestPage(out, f.Limit, func(a, b ordersync.DeliveryRecord) int {
 		return cmp.Or(b.At.Compare(a.At), cmp.Compare(b.WebhookID, a.WebhookID))
-	})
-	out = out[:min(len(out), clampLimit(f.Limit))]
-	if out == nil {
-		out = []ordersync.DeliveryRecord{}
-	}
-	return out, nil
+	}), nil
 }

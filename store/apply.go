@@ -284,20 +284,8 @@ func (db *DB) ApplyOrders(ctx context.Context, params []ordersync.ApplyParams) (
 		return nil, nil
 	}
 	op := fmt.Sprintf("apply %d orders", len(params))
-	for i, p := range params {
-		switch {
-		case p.Account == "":
-			return nil, fmt.Errorf("%s: params[%d]: Account is required", op, i)
-		case p.Order == nil || p.Order.OrderCode == "":
-			return nil, fmt.Errorf("%s: params[%d]: Order with an OrderCode is required", op, i)
-		case p.Seq < 1:
-			return nil, fmt.Errorf("%s: params[%d] (%s): Seq must be positive, got %d", op, i, p.Order.OrderCode, p.Seq)
-		}
-		for j, ev := range p.Events {
-			if ev.MsgID == "" {
-				return nil, fmt.Errorf("%s: params[%d] (%s): event %d has no MsgID", op, i, p.Order.OrderCode, j)
-			}
-		}
+	if err := ordersync.ValidateApplyParams(params); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	if err := db.prepareWrites(ctx); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)

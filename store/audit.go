@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -42,28 +41,23 @@ type auditRow struct {
 // on the id: a page after filter.Before is the same whatever was recorded
 // since the first. Limit defaults to 100 and is capped at 1000.
 func (db *DB) ListAudit(ctx context.Context, filter ordersync.AuditFilter) (ordersync.AuditPage, error) {
-	where := []string{"1 = 1"}
-	var args []any
-	if filter.Actor != "" {
-		where, args = append(where, "actor = ?"), append(args, filter.Actor)
-	}
-	if filter.Action != "" {
-		where, args = append(where, "action = ?"), append(args, filter.Action)
-	}
+	var c conditions
+	c.equal("actor", filter.Actor)
+	c.equal("action", filter.Action)
 	if !filter.Since.IsZero() {
-		where, args = append(where, "at >= ?"), append(args, dbTime(filter.Since))
+		c.add("at >= ?", dbTime(filter.Since))
 	}
 	if !filter.Until.IsZero() {
-		where, args = append(where, "at < ?"), append(args, dbTime(filter.Until))
+		c.add("at < ?", dbTime(filter.Until))
 	}
 	if filter.Before > 0 {
-		where, args = append(where, "id < ?"), append(args, filter.Before)
+		c.add("id < ?", filter.Before)
 	}
 	limit := clampLimit(filter.Limit, defaultListLimit, maxListLimit)
 	// One row more than the page says whether another page follows.
-	args = append(args, limit+1)
+	args := append(c.args, limit+1)
 	query := `SELECT id, at, actor, role, via, action, object, outcome FROM audit_log WHERE ` +
-		strings.Join(where, " AND ") + ` ORDER BY id DESC LIMIT ?`
+		c.sql() + ` ORDER BY id DESC LIMIT ?`
 	var page ordersync.AuditPage
 	err := db.inReadTx(ctx, "list audit", func(tx *sqlx.Tx) error {
 		var rows []auditRow

@@ -3,9 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -18,26 +16,14 @@ import (
 // webhooks in the event log's last 5 minutes: the Daily totals page's
 // default range (the year's last 30 days) and the Overview.
 func TestConsoleQueryTimes(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv(queryBenchEnv))
-	if n <= 0 {
-		t.Skipf("set %s to a number of orders to time the console's queries", queryBenchEnv)
-	}
+	n := benchOrders(t, queryBenchEnv, "time the console's queries")
 	t.Run(DialectSQLite, func(t *testing.T) { consoleQueryTimes(t, benchQueryURL(t, DialectSQLite), n) })
 	t.Run(DialectPostgres, func(t *testing.T) { consoleQueryTimes(t, benchQueryURL(t, DialectPostgres), n) })
 }
 
 func consoleQueryTimes(t *testing.T, url string, n int) {
 	ctx := context.Background()
-	db := openDB(t, url)
-	var have int
-	if err := db.read.GetContext(ctx, &have, `SELECT COUNT(*) FROM orders`); err != nil {
-		t.Fatal(err)
-	}
-	if have == 0 {
-		loadBenchQueryOrders(t, db, n, 0)
-	} else if have != n {
-		t.Fatalf("the kept mirror holds %d orders, not %d", have, n)
-	}
+	db := openBenchQueryMirror(t, url, n)
 	// The loader writes no minor-unit totals (it also loads mirrors older
 	// than migration 11); the store's own backfill fills them, once.
 	var unfilled int

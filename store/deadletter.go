@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -21,13 +20,8 @@ const maxDetail = 500
 // its id is returned.
 func (db *DB) AddDeadLetter(ctx context.Context, dl ordersync.DeadLetter) (int64, error) {
 	op := fmt.Sprintf("add dead letter %s", dl.MsgID)
-	switch {
-	case dl.MsgID == "":
-		return 0, fmt.Errorf("%s: MsgID is required", op)
-	case dl.Account == "":
-		return 0, fmt.Errorf("%s: Account is required", op)
-	case dl.Reason == "":
-		return 0, fmt.Errorf("%s: Reason is required", op)
+	if err := ordersync.ValidateDeadLetter(dl); err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
 	}
 	headers := dl.Headers
 	if headers == nil {
@@ -143,12 +137,12 @@ func (r *deadLetterRow) deadLetter() (*ordersync.DeadLetter, error) {
 // given, select letters matching either. Limit defaults to 100 and is
 // capped at 1000.
 func (db *DB) ListDeadLetters(ctx context.Context, filter ordersync.DeadLetterFilter) ([]*ordersync.DeadLetter, error) {
-	where, args := deadLetterWhere(filter)
+	c := deadLetterWhere(filter)
 	if filter.BeforeID > 0 {
-		where, args = append(where, "id < ?"), append(args, filter.BeforeID)
+		c.add("id < ?", filter.BeforeID)
 	}
-	args = append(args, clampLimit(filter.Limit, defaultListLimit, maxListLimit))
-	query := `SELECT ` + deadLetterColumns + ` FROM dead_letters WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id DESC LIMIT ?`
+	args := append(c.args, clampLimit(filter.Limit, defaultListLimit, maxListLimit))
+	query := `SELECT ` + deadLetterColumns + ` FROM dead_letters WHERE ` + c.sql() + ` ORDER BY id DESC LIMIT ?`
 
 	var letters []*ordersync.DeadLetter
 	err := db.inReadTx(ctx, "list dead letters", func(tx *sqlx.Tx) error {
@@ -175,15 +169,15 @@ func (db *DB) ListDeadLetters(ctx context.Context, filter ordersync.DeadLetterFi
 // CountDeadLetters counts the letters the filter selects, per reason, in
 // one read.
 func (db *DB) CountDeadLetters(ctx context.Context, filter ordersync.DeadLetterFilter) (map[ordersync.DeadLetterReason]int, error) {
-	where, args := deadLetterWhere(filter)
-	query := `SELECT reason, COUNT(*) AS n FROM dead_letters WHERE ` + strings.Join(where, " AND ") + ` GROUP BY reason`
+	c := deadLetterWhere(filter)
+	query := `SELECT reason, COUNT(*) AS n FROM dead_letters WHERE ` + c.sql() + ` GROUP BY reason`
 	out := map[ordersync.DeadLetterReason]int{}
 	err := db.inReadTx(ctx, "count dead letters", func(tx *sqlx.Tx) error {
 		var rows []struct {
 			Reason string `db:"reason"`
 			N      int    `db:"n"`
 		}
-		if err := tx.SelectContext(ctx, &rows, db.rebind(query), args...); err != nil {
+		if err := tx.SelectContext(ctx, &rows, db.rebind(query), c.args...); err != nil {
 			return err
 		}
 		for _, r := range rows {
@@ -199,27 +193,22 @@ func (db *DB) CountDeadLetters(ctx context.Context, filter ordersync.DeadLetterF
 
 // deadLetterWhere is the condition of a filter, but its page (BeforeID,
 // Limit).
-func deadLetterWhere(filter ordersync.DeadLetterFilter) ([]string, []any) {
-	where := []string{"1 = 1"}
-	var args []any
-	if filter.Account != "" {
-		where, args = append(where, "account = ?"), append(args, filter.Account)
-	}
-	if filter.Reason != "" {
-		where, args = append(where, "reason = ?"), append(args, string(filter.Reason))
-	}
+func deadLetterWhere(filter ordersync.DeadLetterFilter) conditions {
+	var c conditions
+	c.equal("account", filter.Account)
+	c.equal("reason", string(filter.Reason))
 	if !filter.IncludeReplayed {
-		where = append(where, "replayed_at IS NULL")
+		c.add("replayed_at IS NULL")
 	}
 	switch {
 	case filter.OrderID != "" && filter.OrderReference != "":
-		where, args = append(where, "(order_id = ? OR order_reference = ?)"), append(args, string(filter.OrderID), filter.OrderReference)
+		c.add("(order_id = ? OR order_reference = ?)", string(filter.OrderID), filter.OrderReference)
 	case filter.OrderID != "":
-		where, args = append(where, "order_id = ?"), append(args, string(filter.OrderID))
+		c.add("order_id = ?", string(filter.OrderID))
 	case filter.OrderReference != "":
-		where, args = append(where, "order_reference = ?"), append(args, filter.OrderReference)
+		c.add("order_reference = ?", filter.OrderReference)
 	}
-	return where, args
+	return c
 }
 
 // FindDeadLetter returns one dead letter, replayed or not.

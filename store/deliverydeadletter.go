@@ -86,29 +86,15 @@ func (r *deliveryDeadLetterRow) letter() *ordersync.DeliveryDeadLetter {
 // replayed ones only with IncludeReplayed. Limit defaults to 100, at most
 // 1000.
 func (db *DB) ListDeliveryDeadLetters(ctx context.Context, f ordersync.DeliveryDeadLetterFilter) ([]*ordersync.DeliveryDeadLetter, error) {
-	where := []string{"1 = 1"}
-	var args []any
-	if f.EndpointID != "" {
-		where, args = append(where, "endpoint_id = ?"), append(args, f.EndpointID)
-	}
+	var c conditions
+	c.equal("endpoint_id", f.EndpointID)
 	if !f.IncludeReplayed {
-		where = append(where, "replayed_at IS NULL")
+		c.add("replayed_at IS NULL")
 	}
-	args = append(args, clampLimit(f.Limit, defaultListLimit, maxListLimit))
-	var letters []*ordersync.DeliveryDeadLetter
-	err := db.inReadTx(ctx, "list delivery dead letters", func(tx *sqlx.Tx) error {
-		var rows []deliveryDeadLetterRow
-		if err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT `+deliveryDeadLetterColumns+` FROM delivery_dead_letters WHERE `+
-			strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`), args...); err != nil {
-			return err
-		}
-		letters = make([]*ordersync.DeliveryDeadLetter, len(rows))
-		for i := range rows {
-			letters[i] = rows[i].letter()
-		}
-		return nil
-	})
-	return letters, err
+	args := append(c.args, clampLimit(f.Limit, defaultListLimit, maxListLimit))
+	query := `SELECT ` + deliveryDeadLetterColumns + ` FROM delivery_dead_letters WHERE ` +
+		c.sql() + ` ORDER BY id DESC LIMIT ?`
+	return selectList(ctx, db, "list delivery dead letters", query, args, (*deliveryDeadLetterRow).letter)
 }
 
 // FindDeliveryDeadLetter returns one delivery dead letter or ErrNotFound.

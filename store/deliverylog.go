@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -82,34 +81,13 @@ type deliveryRow struct {
 // ListDeliveries returns delivery log rows, newest first. Limit defaults to
 // 100 and is capped at 1000.
 func (db *DB) ListDeliveries(ctx context.Context, filter ordersync.DeliveryFilter) ([]ordersync.DeliveryRecord, error) {
-	where := []string{"1 = 1"}
-	var args []any
-	if filter.Account != "" {
-		where, args = append(where, "account = ?"), append(args, filter.Account)
-	}
-	if filter.OrderCode != "" {
-		where, args = append(where, "order_code = ?"), append(args, filter.OrderCode)
-	}
-	args = append(args, clampLimit(filter.Limit, defaultListLimit, maxListLimit))
+	var c conditions
+	c.equal("account", filter.Account)
+	c.equal("order_code", filter.OrderCode)
+	args := append(c.args, clampLimit(filter.Limit, defaultListLimit, maxListLimit))
 	query := `SELECT webhook_id, endpoint_id, event, account, order_code, order_status, outcome, attempts, status, detail, ended_at
-FROM delivery_log WHERE ` + strings.Join(where, " AND ") + ` ORDER BY ended_at DESC, webhook_id DESC LIMIT ?`
-
-	var recs []ordersync.DeliveryRecord
-	err := db.inReadTx(ctx, "list deliveries", func(tx *sqlx.Tx) error {
-		var rows []deliveryRow
-		if err := tx.SelectContext(ctx, &rows, db.rebind(query), args...); err != nil {
-			return err
-		}
-		recs = make([]ordersync.DeliveryRecord, len(rows))
-		for i, r := range rows {
-			recs[i] = r.record()
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return recs, nil
+FROM delivery_log WHERE ` + c.sql() + ` ORDER BY ended_at DESC, webhook_id DESC LIMIT ?`
+	return selectList(ctx, db, "list deliveries", query, args, (*deliveryRow).record)
 }
 
 // DeliveryHealth counts, per endpoint, the deliveries that ended at or

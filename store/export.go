@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -132,16 +130,7 @@ WHERE `+in+` ORDER BY order_row, id`), arg); err != nil {
 // order names for its store, or "" before any order named one. Like
 // StoreCurrency, it reads one row from the newest end of the table.
 func (db *DB) StoreTimeZone(ctx context.Context, account string) (string, error) {
-	var zone string
-	err := db.inReadTx(ctx, "read the store's time zone", func(tx *sqlx.Tx) error {
-		err := tx.GetContext(ctx, &zone, db.rebind(`SELECT store_timezone FROM orders
-WHERE account = ? AND store_timezone <> '' ORDER BY id DESC LIMIT 1`), account)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		return err
-	})
-	return zone, err
+	return db.newestStoreField(ctx, "read the store's time zone", "store_timezone", account)
 }
 
 var _ ordersync.OrderExporter = (*DB)(nil)

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,7 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pressly/goose/v3"
+
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 // postgresEnv names the PostgreSQL server the conformance suite also runs
@@ -192,14 +194,36 @@ func randomHex() string {
 }
 
 func withSearchPath(base, schema string) string {
-	u, err := url.Parse(base)
+	u, err := testenv.SchemaURL(base, schema)
 	if err != nil {
-		panic(fmt.Sprintf("parse %s: %v", postgresEnv, err))
+		panic(fmt.Sprintf("%s: %v", postgresEnv, err))
 	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return u
+}
+
+// openDBAt is openDB with the schema taken down to version, as an older
+// build left it, for a test that migrates it up.
+func openDBAt(t *testing.T, url string, version int64) *DB {
+	t.Helper()
+	db := openDB(t, url)
+	_, unlock := migrateDownTo(t, db, version)
+	unlock()
+	return db
+}
+
+// migrateDownTo takes db's schema down to version, as an older build left
+// it, and returns the migrations and the unlock of their lock, held.
+func migrateDownTo(t *testing.T, db *DB, version int64) (*goose.Provider, func()) {
+	t.Helper()
+	provider, unlock, err := db.migrations(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provider.DownTo(context.Background(), version); err != nil {
+		unlock()
+		t.Fatalf("migrate down to %d: %v", version, err)
+	}
+	return provider, unlock
 }
 
 // openDB opens the database at url and closes it at cleanup (registered

@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -19,22 +17,10 @@ const migrationBenchEnv = "ORDERSYNC_BENCH_MIGRATION_ORDERS"
 // (pending; then paid for six in ten; then finalized or cancelled for half
 // of those). It measures: it is skipped unless migrationBenchEnv is set.
 func TestMigrationPaidAtTime(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv(migrationBenchEnv))
-	if n <= 0 {
-		t.Skipf("set %s to a number of orders to time migration 8", migrationBenchEnv)
-	}
+	n := benchOrders(t, migrationBenchEnv, "time migration 8")
 	eachDialect(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		db := openDB(t, url)
-		provider, unlock, err := db.migrations(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := provider.DownTo(ctx, 7); err != nil {
-			unlock()
-			t.Fatalf("migrate down to 7: %v", err)
-		}
-		unlock()
+		db := openDBAt(t, url, 7)
 
 		overriding := ""
 		series := `WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?) SELECT i FROM s`

@@ -118,16 +118,7 @@ func TestPaidAt(t *testing.T) {
 func TestMigrationPaidAt(t *testing.T) {
 	eachDialect(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		db := openDB(t, url)
-		provider, unlock, err := db.migrations(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := provider.DownTo(ctx, 7); err != nil {
-			unlock()
-			t.Fatalf("migrate down to 7: %v", err)
-		}
-		unlock()
+		db := openDBAt(t, url, 7)
 
 		at := func(minute int) time.Time { return time.Date(2026, 3, 1, 10, minute, 0, 0, time.UTC) }
 		type change struct {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 var updateGolden = flag.Bool("update", false, "write the golden files of the outbox payloads")
@@ -64,20 +65,7 @@ func TestOutboxPayloadGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", "payload_"+c.name+".json")
-			if *updateGolden {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("MarshalJSON changed the payload:\n got %s\nwant %s", got, want)
-			}
+			testenv.Golden(t, filepath.Join("testdata", "payload_"+c.name+".json"), got, *updateGolden)
 		})
 	}
 }

@@ -2,10 +2,8 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/rusage"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 // queryBenchEnv, set to a number of orders (1000000 for the figures in
@@ -301,26 +300,14 @@ func benchQueryCases(n int) []queryCase {
 // ms for one filter, 200 ms for a combination). It measures: it is skipped
 // unless queryBenchEnv is set.
 func TestOrderQueryTimes(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv(queryBenchEnv))
-	if n <= 0 {
-		t.Skipf("set %s to a number of orders to time the order queries", queryBenchEnv)
-	}
+	n := benchOrders(t, queryBenchEnv, "time the order queries")
 	only, err := regexp.Compile(os.Getenv(queryBenchCasesEnv))
 	if err != nil {
 		t.Fatalf("%s: %v", queryBenchCasesEnv, err)
 	}
 	test := func(t *testing.T, url string) {
 		ctx := context.Background()
-		db := openDB(t, url)
-		var have int
-		if err := db.read.GetContext(ctx, &have, `SELECT COUNT(*) FROM orders`); err != nil {
-			t.Fatal(err)
-		}
-		if have == 0 {
-			loadBenchQueryOrders(t, db, n, 0)
-		} else if have != n {
-			t.Fatalf("the kept mirror holds %d orders, not %d", have, n)
-		}
+		db := openBenchQueryMirror(t, url, n)
 		const runs = 40
 		// cpu is this process's CPU time per query of the last case: on
 		// SQLite the whole query's, on PostgreSQL the client's only. On a
@@ -413,6 +400,34 @@ func TestOrderQueryTimes(t *testing.T) {
 	t.Run(DialectPostgres, func(t *testing.T) { test(t, benchQueryURL(t, DialectPostgres)) })
 }
 
+// benchOrders is the number of orders env names for a measurement, which
+// is skipped, saying what the number is for, while env is not set.
+func benchOrders(t *testing.T, env, what string) int {
+	t.Helper()
+	n, _ := strconv.Atoi(os.Getenv(env))
+	if n <= 0 {
+		t.Skipf("set %s to a number of orders to %s", env, what)
+	}
+	return n
+}
+
+// openBenchQueryMirror opens the query benchmarks' mirror at url, loading
+// n orders into it when it is empty; a kept mirror must hold n already.
+func openBenchQueryMirror(t *testing.T, url string, n int) *DB {
+	t.Helper()
+	db := openDB(t, url)
+	var have int
+	if err := db.read.GetContext(context.Background(), &have, `SELECT COUNT(*) FROM orders`); err != nil {
+		t.Fatal(err)
+	}
+	if have == 0 {
+		loadBenchQueryOrders(t, db, n, 0)
+	} else if have != n {
+		t.Fatalf("the kept mirror holds %d orders, not %d", have, n)
+	}
+	return db
+}
+
 // benchQueryURL is the database of the query benchmarks on dialect: the
 // kept SQLite file or PostgreSQL schema when one is named, else a fresh one.
 func benchQueryURL(t *testing.T, dialect string) string {
@@ -434,22 +449,7 @@ func benchQueryURL(t *testing.T, dialect string) string {
 	if base == "" {
 		t.Skipf("set %s", postgresEnv)
 	}
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if _, err := admin.Exec(`CREATE SCHEMA IF NOT EXISTS ` + schema); err != nil {
-		t.Fatal(err)
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return testenv.KeptSchema(t, base, schema)
 }
 
 // migrationSearchBenchEnv, set to a number of orders (1000000 for the
@@ -461,22 +461,10 @@ const migrationSearchBenchEnv = "ORDERSYNC_BENCH_MIGRATION_SEARCH_ORDERS"
 // TestOrderQueryTimes fills one. It measures: it is skipped unless
 // migrationSearchBenchEnv is set.
 func TestMigrationSearchTime(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv(migrationSearchBenchEnv))
-	if n <= 0 {
-		t.Skipf("set %s to a number of orders to time migration 9", migrationSearchBenchEnv)
-	}
+	n := benchOrders(t, migrationSearchBenchEnv, "time migration 9")
 	eachDialect(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		db := openDB(t, url)
-		provider, unlock, err := db.migrations(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := provider.DownTo(ctx, 8); err != nil {
-			unlock()
-			t.Fatalf("migrate down to 8: %v", err)
-		}
-		unlock()
+		db := openDBAt(t, url, 8)
 		loadBenchQueryOrders(t, db, n, 8)
 		start := time.Now()
 		if err := db.Migrate(ctx); err != nil {
@@ -505,21 +493,12 @@ const migrationBackfillBenchEnv = "ORDERSYNC_BENCH_MIGRATION_BACKFILL_ORDERS"
 // words' copies of their orders' values, each apart. It measures: it is
 // skipped unless migrationBackfillBenchEnv is set.
 func TestMigrationBackfillTimes(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv(migrationBackfillBenchEnv))
-	if n <= 0 {
-		t.Skipf("set %s to a number of orders to time migrations 11 and 13", migrationBackfillBenchEnv)
-	}
+	n := benchOrders(t, migrationBackfillBenchEnv, "time migrations 11 and 13")
 	eachDialect(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		db := openDB(t, url)
-		provider, unlock, err := db.migrations(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		provider, unlock := migrateDownTo(t, db, 10)
 		defer unlock()
-		if _, err := provider.DownTo(ctx, 10); err != nil {
-			t.Fatalf("migrate down to 10: %v", err)
-		}
 		loadBenchQueryOrders(t, db, n, 10)
 		timed := func(what string, step func() error) {
 			start := time.Now()

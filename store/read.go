@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -332,16 +331,23 @@ WHERE order_row IN (`+placeholders(len(chunk))+`) ORDER BY order_row, position`)
 // one row from the newest end of the table, so a link's creation does not
 // pay for the size of the mirror.
 func (db *DB) StoreCurrency(ctx context.Context, account string) (string, error) {
-	var code string
-	err := db.inReadTx(ctx, "read the store's currency", func(tx *sqlx.Tx) error {
-		err := tx.GetContext(ctx, &code, db.rebind(`SELECT store_currency_code FROM orders
-WHERE account = ? AND store_currency_code <> '' ORDER BY id DESC LIMIT 1`), account)
+	return db.newestStoreField(ctx, "read the store's currency", "store_currency_code", account)
+}
+
+// newestStoreField reads column (a store_* column of orders) of the
+// account's most recently recorded order that has it set, or "" before any
+// order has: one row from the newest end of the table.
+func (db *DB) newestStoreField(ctx context.Context, op, column, account string) (string, error) {
+	var value string
+	err := db.inReadTx(ctx, op, func(tx *sqlx.Tx) error {
+		err := tx.GetContext(ctx, &value, db.rebind(`SELECT `+column+` FROM orders
+WHERE account = ? AND `+column+` <> '' ORDER BY id DESC LIMIT 1`), account)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
 		return err
 	})
-	return code, err
+	return value, err
 }
 
 // CountOrdersByStatus counts the mirror's orders per status; orders
@@ -396,43 +402,24 @@ type eventRow struct {
 // ListEvents returns event log rows, newest first. Limit defaults to 100
 // and is capped at 1000.
 func (db *DB) ListEvents(ctx context.Context, filter ordersync.EventFilter) ([]ordersync.EventRecord, error) {
-	where := []string{"1 = 1"}
-	var args []any
-	if filter.Account != "" {
-		where, args = append(where, "account = ?"), append(args, filter.Account)
-	}
-	if filter.OrderCode != "" {
-		where, args = append(where, "order_code = ?"), append(args, filter.OrderCode)
-	}
+	var c conditions
+	c.equal("account", filter.Account)
+	c.equal("order_code", filter.OrderCode)
 	if filter.OrderID != "" {
-		where, args = append(where, "order_id = ? AND order_id <> ''"), append(args, string(filter.OrderID))
+		c.add("order_id = ? AND order_id <> ''", string(filter.OrderID))
 	}
-	if filter.MsgID != "" {
-		where, args = append(where, "msg_id = ?"), append(args, filter.MsgID)
-	}
-	args = append(args, clampLimit(filter.Limit, defaultListLimit, maxListLimit))
+	c.equal("msg_id", filter.MsgID)
+	args := append(c.args, clampLimit(filter.Limit, defaultListLimit, maxListLimit))
 	query := `SELECT msg_id, account, received_at, type, order_type, order_id, order_reference, order_code, signature, outcome, detail
-FROM event_log WHERE ` + strings.Join(where, " AND ") + ` ORDER BY received_at DESC, msg_id DESC LIMIT ?`
+FROM event_log WHERE ` + c.sql() + ` ORDER BY received_at DESC, msg_id DESC LIMIT ?`
+	return selectList(ctx, db, "list events", query, args, (*eventRow).record)
+}
 
-	var events []ordersync.EventRecord
-	err := db.inReadTx(ctx, "list events", func(tx *sqlx.Tx) error {
-		var rows []eventRow
-		if err := tx.SelectContext(ctx, &rows, db.rebind(query), args...); err != nil {
-			return err
-		}
-		events = make([]ordersync.EventRecord, len(rows))
-		for i, r := range rows {
-			events[i] = ordersync.EventRecord{
-				MsgID: r.MsgID, Account: r.Account, ReceivedAt: r.ReceivedAt.UTC(), Type: ordersync.EventType(r.Type),
-				OrderType: r.OrderType, OrderID: ordersync.ID(r.OrderID), OrderReference: r.OrderReference,
-				OrderCode: r.OrderCode, Signature: ordersync.SignatureVerdict(r.Signature),
-				Outcome: ordersync.EventOutcome(r.Outcome), Detail: r.Detail,
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+func (r *eventRow) record() ordersync.EventRecord {
+	return ordersync.EventRecord{
+		MsgID: r.MsgID, Account: r.Account, ReceivedAt: r.ReceivedAt.UTC(), Type: ordersync.EventType(r.Type),
+		OrderType: r.OrderType, OrderID: ordersync.ID(r.OrderID), OrderReference: r.OrderReference,
+		OrderCode: r.OrderCode, Signature: ordersync.SignatureVerdict(r.Signature),
+		Outcome: ordersync.EventOutcome(r.Outcome), Detail: r.Detail,
 	}
-	return events, nil
 }

@@ -68,11 +68,8 @@ func (r dueRow) ref() ordersync.OrderRef {
 // Since applies to the upstream creation time, or to when ordersync first
 // saw a placeholder. Limit defaults to 100 and is capped at 10000.
 func (db *DB) ListReconcileCandidates(ctx context.Context, filter ordersync.ReconcileFilter) ([]ordersync.OrderRef, error) {
-	where := []string{"1 = 1"}
-	var args []any
-	if filter.Account != "" {
-		where, args = append(where, "account = ?"), append(args, filter.Account)
-	}
+	var c conditions
+	c.equal("account", filter.Account)
 	if !filter.All {
 		var final []string
 		for _, s := range ordersync.Statuses {
@@ -81,33 +78,17 @@ func (db *DB) ListReconcileCandidates(ctx context.Context, filter ordersync.Reco
 			}
 		}
 		clause, clauseArgs := statusOutside(final)
-		where, args = append(where, clause), append(args, clauseArgs...)
+		c.add(clause, clauseArgs...)
 	}
 	if !filter.Since.IsZero() {
-		where, args = append(where, "COALESCE(created_at, first_seen_at) >= ?"), append(args, dbTime(filter.Since))
+		c.add("COALESCE(created_at, first_seen_at) >= ?", dbTime(filter.Since))
 	}
-	args = append(args, clampLimit(filter.Limit, defaultReconcileLimit, maxReconcileLimit))
+	args := append(c.args, clampLimit(filter.Limit, defaultReconcileLimit, maxReconcileLimit))
 	query := `SELECT account, order_code, order_id, order_reference, expires_at, next_check_at FROM orders
-WHERE ` + strings.Join(where, " AND ") + `
+WHERE ` + c.sql() + `
 ORDER BY next_check_at ASC NULLS LAST, account, order_code
 LIMIT ?`
-
-	var refs []ordersync.OrderRef
-	err := db.inReadTx(ctx, "list reconcile candidates", func(tx *sqlx.Tx) error {
-		var rows []dueRow
-		if err := tx.SelectContext(ctx, &rows, db.rebind(query), args...); err != nil {
-			return err
-		}
-		refs = make([]ordersync.OrderRef, len(rows))
-		for i, r := range rows {
-			refs[i] = r.ref()
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return refs, nil
+	return selectList(ctx, db, "list reconcile candidates", query, args, (*dueRow).ref)
 }
 
 // ClaimDueChecks returns up to limit orders of account due at now, most

@@ -495,6 +495,52 @@ func clampLimit(limit, def, maxLimit int) int {
 	return limit
 }
 
+// conditions is a list query's WHERE clause, built filter by filter: the
+// conditions ANDed, and their arguments in order.
+type conditions struct {
+	where []string
+	args  []any
+}
+
+// add appends a condition and the arguments of its placeholders.
+func (c *conditions) add(cond string, args ...any) {
+	c.where = append(c.where, cond)
+	c.args = append(c.args, args...)
+}
+
+// equal adds "column = ?" when value is set; an empty value filters nothing.
+func (c *conditions) equal(column, value string) {
+	if value != "" {
+		c.add(column+" = ?", value)
+	}
+}
+
+// sql is the clause for after WHERE; "1 = 1" matches every row.
+func (c *conditions) sql() string {
+	return strings.Join(append([]string{"1 = 1"}, c.where...), " AND ")
+}
+
+// selectList reads the rows of query in one read transaction and turns
+// each into what the caller returns.
+func selectList[R, T any](ctx context.Context, db *DB, op, query string, args []any, convert func(*R) T) ([]T, error) {
+	var out []T
+	err := db.inReadTx(ctx, op, func(tx *sqlx.Tx) error {
+		var rows []R
+		if err := tx.SelectContext(ctx, &rows, db.rebind(query), args...); err != nil {
+			return err
+		}
+		out = make([]T, len(rows))
+		for i := range rows {
+			out[i] = convert(&rows[i])
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // pingSQLiteWrite opens the write connection. Switching a new file to WAL
 // needs a lock that SQLite does not wait for with busy_timeout, so when
 // several processes open a fresh database at once some see SQLITE_BUSY at

@@ -151,7 +151,8 @@ func chaosFaults() sim.Faults {
 
 // chaosReport is what a chaos run measured.
 type chaosReport struct {
-	Orders, Mirrored, Matching int
+	// MirrorMatch holds the mirror against the simulator's orders.
+	ordersync.MirrorMatch
 	// Unconfirmed are orders the simulator created whose answer never
 	// reached the client (the pipeline was killed mid-request); Orphans are
 	// those the pipeline never recorded either, followed afterwards with
@@ -186,7 +187,6 @@ type chaosReport struct {
 	Requests     map[string]float64
 	PeakRSS      int64 // of the last pipeline process
 	Took         time.Duration
-	Mismatches   []string
 	Problems     []string
 	LogPath      string
 	DataDir      string
@@ -690,39 +690,24 @@ func (r *chaosRun) followOrphans(ctx context.Context) error {
 // compareMirror holds every simulator order against the mirror.
 func (r *chaosRun) compareMirror(ctx context.Context) {
 	rep := &r.rep
-	rep.Orders, rep.Mirrored, rep.Matching, rep.Mismatches = 0, 0, 0, nil
+	rep.MirrorMatch = ordersync.MirrorMatch{}
 	for _, want := range r.sim.Orders() {
-		rep.Orders++
 		got, err := r.db.FindOrderByCode(ctx, ordersync.DefaultAccount, want.OrderCode)
 		if err != nil {
-			if len(rep.Mismatches) < 5 {
-				rep.Mismatches = append(rep.Mismatches, want.OrderCode+": "+err.Error())
-			}
+			rep.Compare(&want, nil)
+			rep.Mismatch(want.OrderCode + ": " + err.Error())
 			continue
 		}
-		rep.Mirrored++
-		if diffs := ordersync.DiffOrders(&want, &got.Order); len(diffs) == 0 {
-			rep.Matching++
-		} else if len(rep.Mismatches) < 5 {
-			rep.Mismatches = append(rep.Mismatches, want.OrderCode+": "+diffs[0])
-		}
+		rep.Compare(&want, &got.Order)
 	}
 }
 
 // check verifies the PAID triggers, the event log and the dead letters.
 func (r *chaosRun) check(ctx context.Context) error {
 	rep := &r.rep
-	if !rep.Converged {
-		for _, m := range rep.Mismatches {
-			rep.fail("mismatch: %s", m)
-		}
-	}
-	rep.Sim = r.sim.Stats()
+	r.checkMirrorAndSim()
 	if rss, err := r.child.PeakRSS(); err == nil {
 		rep.PeakRSS = rss
-	}
-	if rep.Sim.Webhooks.GivenUp > 0 {
-		rep.fail("the simulator gave up %d webhooks", rep.Sim.Webhooks.GivenUp)
 	}
 	if err := r.checkPaid(ctx); err != nil {
 		return err
@@ -734,6 +719,22 @@ func (r *chaosRun) check(ctx context.Context) error {
 		return err
 	}
 	return r.checkDeadLetters(ctx)
+}
+
+// checkMirrorAndSim fails the run for the mismatches left in a mirror that
+// did not converge and for any webhook the simulator gave up, and records
+// the simulator's stats; the single- and multi-process runs both check it.
+func (r *chaosRun) checkMirrorAndSim() {
+	rep := &r.rep
+	if !rep.Converged {
+		for _, m := range rep.Mismatches {
+			rep.fail("mismatch: %s", m)
+		}
+	}
+	rep.Sim = r.sim.Stats()
+	if rep.Sim.Webhooks.GivenUp > 0 {
+		rep.fail("the simulator gave up %d webhooks", rep.Sim.Webhooks.GivenUp)
+	}
 }
 
 // maxDeliveryWait bounds the wait for the endpoint's last event after the

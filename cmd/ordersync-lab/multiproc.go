@@ -643,15 +643,7 @@ func (m *multiprocRun) killAndRestart(ctx context.Context) error {
 // PostgreSQL, and records which processes did the work.
 func (m *multiprocRun) check(ctx context.Context) error {
 	r, rep := m.r, &m.r.rep
-	if !rep.Converged {
-		for _, mm := range rep.Mismatches {
-			rep.fail("mismatch: %s", mm)
-		}
-	}
-	rep.Sim = r.sim.Stats()
-	if rep.Sim.Webhooks.GivenUp > 0 {
-		rep.fail("the simulator gave up %d webhooks", rep.Sim.Webhooks.GivenUp)
-	}
+	r.checkMirrorAndSim()
 	for _, p := range m.procs {
 		if rss, err := p.PeakRSS(); err == nil {
 			rep.PeakRSS = max(rep.PeakRSS, rss)

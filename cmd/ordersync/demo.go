@@ -69,17 +69,17 @@ mirror does not match.`,
 
 // demoReport is what the demo measured.
 type demoReport struct {
-	Orders, Mirrored, Matching int
-	PaidOrders                 int // orders PAID or FINALIZED in the simulator
-	PaidTriggers               int // messages on ordersync.orders.paid
-	PaidMissing                int // paid orders without a trigger
-	PaidDuplicates             int // orders with more than one trigger
-	PaidThenReversed           int // reversed orders the mirror saw paid first
-	Fetches                    int64
-	LagP50, LagP99             time.Duration
-	Webhooks                   sim.WebhookStats
-	Deduplicated               float64
-	Mismatches                 []string
+	// MirrorMatch holds the mirror against the simulator's orders.
+	ordersync.MirrorMatch
+	PaidOrders       int // orders PAID or FINALIZED in the simulator
+	PaidTriggers     int // messages on ordersync.orders.paid
+	PaidMissing      int // paid orders without a trigger
+	PaidDuplicates   int // orders with more than one trigger
+	PaidThenReversed int // reversed orders the mirror saw paid first
+	Fetches          int64
+	LagP50, LagP99   time.Duration
+	Webhooks         sim.WebhookStats
+	Deduplicated     float64
 	// HTTP is what the demo's verifying endpoint received.
 	HTTP fulfilment.Report
 	// Daily is the run's daily totals per currency, as GET
@@ -157,20 +157,14 @@ func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoRepo
 
 	deadline := time.Now().Add(opts.Timeout)
 	for {
-		rep.Mismatches = nil
-		rep.Orders, rep.Mirrored, rep.Matching = 0, 0, 0
+		rep.MirrorMatch = ordersync.MirrorMatch{}
 		for _, want := range st.Sim.Orders() {
-			rep.Orders++
 			got, err := st.Program.DB().FindOrderByCode(ctx, ordersync.DefaultAccount, want.OrderCode)
 			if err != nil {
+				rep.Compare(&want, nil) // not mirrored yet: the demo waits for it
 				continue
 			}
-			rep.Mirrored++
-			if diffs := ordersync.DiffOrders(&want, &got.Order); len(diffs) == 0 {
-				rep.Matching++
-			} else if len(rep.Mismatches) < 5 {
-				rep.Mismatches = append(rep.Mismatches, want.OrderCode+": "+diffs[0])
-			}
+			rep.Compare(&want, &got.Order)
 		}
 		fmt.Fprintf(out, "  %5.1fs  mirrored %d/%d, %d match the simulator\n", time.Since(start).Seconds(), rep.Mirrored, rep.Orders, rep.Matching)
 		if rep.Matching == rep.Orders || time.Now().After(deadline) || ctx.Err() != nil {

@@ -1,7 +1,7 @@
 // Package testenv gives a test or a lab run its own share of the external
 // servers a scale-out deployment uses: a fresh PostgreSQL schema and a NATS
-// namespace, removed when it ends; and a log destination its goroutines
-// may share (Buffer).
+// namespace, removed when it ends; a log destination its goroutines may
+// share (Buffer); and golden files (Golden).
 package testenv
 
 import (
@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -45,14 +44,9 @@ func New(ctx context.Context, natsURL, databaseURL string) (*Run, error) {
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+run.Namespace); err != nil {
 		return nil, fmt.Errorf("create schema %s: %w", run.Namespace, err)
 	}
-	u, err := url.Parse(databaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("parse the database URL: %w", err)
+	if run.DatabaseURL, err = SchemaURL(databaseURL, run.Namespace); err != nil {
+		return nil, err
 	}
-	q := u.Query()
-	q.Set("search_path", run.Namespace)
-	u.RawQuery = q.Encode()
-	run.DatabaseURL = u.String()
 	return run, nil
 }
 
