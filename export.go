@@ -15,9 +15,33 @@ type ExportParams struct {
 	// line items and its recorded status changes.
 	LineItems     bool
 	StatusChanges bool
+	// Fields says which of each order's own fields the export writes; the
+	// reader may leave the others empty. The zero value reads them all.
+	Fields ExportFields
 	// BatchSize is how many orders one read takes (default 1,000).
 	BatchSize int
 }
+
+// ExportFields names the fields of an order an export writes, so that a
+// reader can skip the rest: an export reads every order of the mirror, and
+// on SQLite each column read costs a call into the database.
+type ExportFields int
+
+// Fields of an order an export writes.
+const (
+	// ExportEveryField is every field a listing gives.
+	ExportEveryField ExportFields = iota
+	// ExportOrderFields are the orders file's: the account; the order's
+	// code, id, reference, name and status; the store's currency; the
+	// subtotal, total, shipping, discount and surcharge; the created time;
+	// the payment's authorization code and buyer; the sync's paid and
+	// status-changed times.
+	ExportOrderFields
+	// ExportRepeatedFields are what each row of the line items' and status
+	// changes' files repeats of its order: the account, the order's code,
+	// reference and status, the store's currency and the created time.
+	ExportRepeatedFields
+)
 
 // StatusChange is one recorded status transition of an order: when the
 // mirror saw it (the time of the fetch that found the new status, not a

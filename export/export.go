@@ -190,7 +190,10 @@ func Run(ctx context.Context, src ordersync.OrderExporter, filter ordersync.Orde
 		return 0, err
 	}
 	params := ordersync.ExportParams{Filter: filter, LineItems: opts.Kind == OrderLines,
-		StatusChanges: opts.Kind == StatusChanges, BatchSize: batchSize}
+		StatusChanges: opts.Kind == StatusChanges, Fields: ordersync.ExportRepeatedFields, BatchSize: batchSize}
+	if opts.Kind == Orders {
+		params.Fields = ordersync.ExportOrderFields
+	}
 	err = src.ExportOrders(ctx, params, func(batch []ordersync.ExportedOrder) error {
 		if err := ew.Write(batch); err != nil {
 			return err

@@ -147,7 +147,10 @@ func (ew *Writer) Flush() error {
 	return ew.bw.Flush()
 }
 
-// order writes the rows of one order for the writer's kind.
+// order writes the rows of one order for the writer's kind. The fields of
+// the order it reads are the ones Run asks the mirror for
+// (ordersync.ExportOrderFields, ExportRepeatedFields): a column that reads
+// another needs it added there, or TestExportFieldsWriteTheSameFile fails.
 func (ew *Writer) order(e *ordersync.ExportedOrder) error {
 	o := &e.Order
 	cur := o.Store.CurrencyCode

@@ -66,7 +66,7 @@ func (db *DB) exportBatch(ctx context.Context, filter ordersync.OrderFilter, sor
 		if err != nil {
 			return err
 		}
-		if rows, err = db.selectOrders(ctx, tx, filter, names, sort, size, 0); err != nil {
+		if rows, err = db.selectOrders(ctx, tx, exportColumns(params.Fields, sort), filter, names, sort, size, 0); err != nil {
 			return err
 		}
 		batch = make([]ordersync.ExportedOrder, len(rows))

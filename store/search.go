@@ -157,14 +157,14 @@ func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) (ord
 			return err
 		}
 		if filter.Count {
-			_, count, args := db.partQueries(filter, names, sortColumns[sort.Key()], "", "ASC", 0, func(string) ([]string, []any) { return nil, nil })
+			_, count, args := db.partQueries(everyOrderColumn, filter, names, sortColumns[sort.Key()], "", "ASC", 0, func(string) ([]string, []any) { return nil, nil })
 			var n int
 			if err := tx.GetContext(ctx, &n, db.rebind(count), args...); err != nil {
 				return err
 			}
 			out.Total = &n
 		}
-		rows, err := db.selectOrders(ctx, tx, filter, names, sort, want, out.Offset)
+		rows, err := db.selectOrders(ctx, tx, everyOrderColumn, filter, names, sort, want, out.Offset)
 		if err != nil {
 			return err
 		}
@@ -207,8 +207,9 @@ func checkFilter(filter ordersync.OrderFilter) (ordersync.OrderSort, error) {
 // selectOrders reads up to want rows of the orders filter selects, in
 // sort, after filter.After and offset more: the one query of a listing's
 // page and of an export's batch, so that both select and order alike.
-// names is planNameSearch's answer in the same transaction.
-func (db *DB) selectOrders(ctx context.Context, tx *sqlx.Tx, filter ordersync.OrderFilter, names nameSearch, sort ordersync.OrderSort,
+// names is planNameSearch's answer in the same transaction; set, the
+// columns it reads.
+func (db *DB) selectOrders(ctx context.Context, tx *sqlx.Tx, set orderColumnSet, filter ordersync.OrderFilter, names nameSearch, sort ordersync.OrderSort,
 	want, offset int) ([]orderRow, error) {
 	col, dir, cmp := sortColumns[sort.Key()], "ASC", ">"
 	if sort.Desc() {
@@ -238,9 +239,9 @@ func (db *DB) selectOrders(ctx context.Context, tx *sqlx.Tx, filter ordersync.Or
 	}
 	var rows []orderRow
 	if !skipValued {
-		q, count, args := db.partQueries(filter, names, col, col, dir, want+offset, valued)
+		q, count, args := db.partQueries(set, filter, names, col, col, dir, want+offset, valued)
 		var err error
-		if rows, err = queryOrderRows(ctx, tx, db.rebind(q), append(args, want, offset)...); err != nil {
+		if rows, err = queryOrderRows(ctx, tx, set, db.rebind(q), append(args, want, offset)...); err != nil {
 			return nil, err
 		}
 		if len(rows) < want && offset > 0 {
@@ -256,8 +257,8 @@ func (db *DB) selectOrders(ctx context.Context, tx *sqlx.Tx, filter ordersync.Or
 		}
 	}
 	if len(rows) < want {
-		q, _, args := db.partQueries(filter, names, col, "", dir, want-len(rows)+offset, unvalued)
-		more, err := queryOrderRows(ctx, tx, db.rebind(q), append(args, want-len(rows), offset)...)
+		q, _, args := db.partQueries(set, filter, names, col, "", dir, want-len(rows)+offset, unvalued)
+		more, err := queryOrderRows(ctx, tx, set, db.rebind(q), append(args, want-len(rows), offset)...)
 		if err != nil {
 			return nil, err
 		}
@@ -282,7 +283,7 @@ type orderPart func(id string) ([]string, []any)
 // (which repeat the order's filtered and sorted columns). A common name or
 // a rare total range selects tens of thousands of orders, and reading each
 // order's row to sort them would cost far more than the page.
-func (db *DB) partQueries(f ordersync.OrderFilter, names nameSearch, col, orderBy, dir string, rows int, part orderPart) (string, string, []any) {
+func (db *DB) partQueries(set orderColumnSet, f ordersync.OrderFilter, names nameSearch, col, orderBy, dir string, rows int, part orderPart) (string, string, []any) {
 	where, whereArgs := db.filterConditions(f, col)
 	q := strings.TrimSpace(f.Q)
 	order := "found_id " + dir
@@ -310,7 +311,16 @@ func (db *DB) partQueries(f ordersync.OrderFilter, names nameSearch, col, orderB
 		found, args = db.searchFound(f.Account, q, names, col, orderBy != "", where, whereArgs, part, order, rows)
 		counted, _ = db.searchFound(f.Account, q, names, col, orderBy != "", where, whereArgs, part, order, 0)
 	}
-	return `SELECT ` + orderRowColumns + ` FROM (SELECT found_id, k FROM (` + found + `) AS found ORDER BY ` + order + ` LIMIT ? OFFSET ?) AS page` +
+	page := `(SELECT found_id, k FROM (` + found + `) AS found ORDER BY ` + order + ` LIMIT ? OFFSET ?)`
+	if db.dialect == DialectSQLite {
+		// The page's rows are read from the table in row order, then put
+		// in the page's: most sorts run against the rows' order (newest
+		// first), and the operating system reads ahead only forwards, so
+		// on a file not yet in its cache each row would otherwise cost a
+		// read of its own (LIMIT -1 keeps SQLite from dropping the order).
+		page = `(SELECT found_id, k FROM ` + page + ` AS sorted ORDER BY found_id LIMIT -1)`
+	}
+	return `SELECT ` + set.list + ` FROM ` + page + ` AS page` +
 			db.crossJoin() + `orders ON orders.id = page.found_id ORDER BY page.` + strings.ReplaceAll(order, ", ", ", page."),
 		`SELECT COUNT(*) FROM (` + counted + `) AS found`, args
 }
