@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -84,6 +85,8 @@ func TestConfigErrors(t *testing.T) {
 		{"bad role", "", full, []string{"--role", "worker,janitor"}, "janitor"},
 		{"half a TLS pair", "", full, []string{"--tls-cert-file", "/x.pem"}, "tls_key_file"},
 		{"bad proxy", "", full, []string{"--trusted-proxies", "10.0.0.0/99"}, "trusted_proxies"},
+		{"ack wait below the in-progress reports", "", full, []string{"--ack-wait", "10s"}, "ack_wait"},
+		{"no rejection flush", "", full, []string{"--rejection-flush-interval", "0s"}, "rejection_flush_interval"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -203,6 +206,32 @@ func TestUpstreamBudgetDefaults(t *testing.T) {
 	}
 	if off.UpstreamRPS != 0 {
 		t.Errorf("ORDERSYNC_UPSTREAM_RPS=0 gave upstream_rps %v, want 0 (no cap)", off.UpstreamRPS)
+	}
+}
+
+// TestQueueAndReceiverTimings: ack_wait reaches the worker consumer's
+// configuration, and both it and rejection_flush_interval keep their
+// defaults (30 s, 10 s) unless set.
+func TestQueueAndReceiverTimings(t *testing.T) {
+	cfg, err := loadTestConfig(t, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.QueueConfig().AckWait; got != 30*time.Second {
+		t.Errorf("the consumer's ack wait %s by default, want 30s", got)
+	}
+	if cfg.RejectionFlushInterval != 10*time.Second {
+		t.Errorf("rejection_flush_interval %s by default, want 10s", cfg.RejectionFlushInterval)
+	}
+	set, err := loadTestConfig(t, "ack_wait: 45s\n", map[string]string{"ORDERSYNC_REJECTION_FLUSH_INTERVAL": "2s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := set.QueueConfig().AckWait; got != 45*time.Second {
+		t.Errorf("ack_wait: 45s gave the consumer an ack wait of %s", got)
+	}
+	if set.RejectionFlushInterval != 2*time.Second {
+		t.Errorf("ORDERSYNC_REJECTION_FLUSH_INTERVAL=2s gave %s", set.RejectionFlushInterval)
 	}
 }
 
