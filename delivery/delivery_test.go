@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
 	"github.com/ordersync/ordersync"
 )
 
@@ -114,6 +116,34 @@ func TestSignDuringRotation(t *testing.T) {
 	}
 	if err := Verify(mustSecret(t), h, []byte(vectorBody), 0); !errors.Is(err, ErrNoMatchingSignature) {
 		t.Errorf("Verify with a third secret = %v, want ErrNoMatchingSignature", err)
+	}
+}
+
+// Sign hashes the body in place of the reference library's joined string:
+// the header must be the library's, byte for byte, for any id and body.
+func TestSignMatchesReferenceLibrary(t *testing.T) {
+	secrets := []string{mustSecret(t), vectorSecret}
+	at := time.Unix(1764115200, 0)
+	for _, body := range []string{"", vectorBody, `{"data":{"orderCode":"ÄB-1"}}`, strings.Repeat("x", 5000)} {
+		h := http.Header{}
+		if err := Sign(h, "whk_"+body[:min(len(body), 8)], at, []byte(body), secrets...); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, s := range secrets {
+			wh, err := standardwebhooks.NewWebhook(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sig, err := wh.Sign(h.Get(HeaderID), at, []byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, sig)
+		}
+		if got := h.Get(HeaderSignature); got != strings.Join(want, " ") {
+			t.Errorf("body %.20q: signature %q, want the library's %q", body, got, strings.Join(want, " "))
+		}
 	}
 }
 
