@@ -183,3 +183,30 @@ func TestEventNamesAreTheDomains(t *testing.T) {
 		t.Error("delivery's event names differ from ordersync's")
 	}
 }
+
+// Verify compares signatures itself: it accepts exactly what the
+// reference library accepts, timestamp apart.
+func TestVerifyAgreesWithReferenceLibrary(t *testing.T) {
+	at := time.Unix(vectorTimestamp, 0)
+	h := http.Header{}
+	if err := Sign(h, vectorID, at, []byte(vectorBody), vectorSecret); err != nil {
+		t.Fatal(err)
+	}
+	good := h.Get(HeaderSignature)
+	wh, err := standardwebhooks.NewWebhook(vectorSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sig := range []string{good, "v2," + good[3:], good + ",extra", "v1,x " + good, good + " v1,x", "v1," + good, good[:len(good)-1], "v1", " ", good + "  "} {
+		for _, ts := range []string{"1614265330", "01614265330"} {
+			h := http.Header{}
+			h.Set(HeaderID, vectorID)
+			h.Set(HeaderTimestamp, ts)
+			h.Set(HeaderSignature, sig)
+			want := wh.VerifyIgnoringTimestamp([]byte(vectorBody), h) == nil
+			if got := verifyAt(vectorSecret, h, []byte(vectorBody), time.Minute, at) == nil; got != want {
+				t.Errorf("signature %q, timestamp %s: Verify accepts %v, the library %v", sig, ts, got, want)
+			}
+		}
+	}
+}
