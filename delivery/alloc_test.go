@@ -35,3 +35,20 @@ func TestOrderEventBodyAllocBudget(t *testing.T) {
 		t.Errorf("building a delivery body allocates %.0f times, over its budget of %d", allocs, bodyAllocBudget)
 	}
 }
+
+// TestUnsortedOrderEventBodyAllocBudget: an order whose members are not in
+// name order, but otherwise as encoding/json writes them, is only sorted,
+// not decoded into a map and encoded again: it keeps the same budget.
+func TestUnsortedOrderEventBodyAllocBudget(t *testing.T) {
+	payload := []byte(`{"orderCode":"B0000001","orderId":1,"orderStatus":"PENDING","account":"default","sync":{"fetchSeq":1}}`)
+	at := time.Date(2026, 3, 1, 9, 31, 2, 0, time.UTC)
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := delivery.OrderEventBody(delivery.EventOrderStatusChanged, at, payload, ""); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("%.0f allocations per body (budget %d)", allocs, bodyAllocBudget)
+	if allocs > bodyAllocBudget {
+		t.Errorf("building the body of an unsorted order allocates %.0f times, over its budget of %d", allocs, bodyAllocBudget)
+	}
+}

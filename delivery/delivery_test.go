@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
 	"github.com/ordersync/ordersync"
 )
 
@@ -117,6 +119,34 @@ func TestSignDuringRotation(t *testing.T) {
 	}
 }
 
+// Sign hashes the body in place of the reference library's joined string:
+// the header must be the library's, byte for byte, for any id and body.
+func TestSignMatchesReferenceLibrary(t *testing.T) {
+	secrets := []string{mustSecret(t), vectorSecret}
+	at := time.Unix(1764115200, 0)
+	for _, body := range []string{"", vectorBody, `{"data":{"orderCode":"ÄB-1"}}`, strings.Repeat("x", 5000)} {
+		h := http.Header{}
+		if err := Sign(h, "whk_"+body[:min(len(body), 8)], at, []byte(body), secrets...); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, s := range secrets {
+			wh, err := standardwebhooks.NewWebhook(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sig, err := wh.Sign(h.Get(HeaderID), at, []byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, sig)
+		}
+		if got := h.Get(HeaderSignature); got != strings.Join(want, " ") {
+			t.Errorf("body %.20q: signature %q, want the library's %q", body, got, strings.Join(want, " "))
+		}
+	}
+}
+
 func TestSecrets(t *testing.T) {
 	s := mustSecret(t)
 	if !strings.HasPrefix(s, SecretPrefix) {
@@ -151,5 +181,32 @@ func mustSecret(t *testing.T) string {
 func TestEventNamesAreTheDomains(t *testing.T) {
 	if EventOrderPaid != string(ordersync.HookOrderPaid) || EventOrderStatusChanged != string(ordersync.HookOrderStatusChanged) {
 		t.Error("delivery's event names differ from ordersync's")
+	}
+}
+
+// Verify compares signatures itself: it accepts exactly what the
+// reference library accepts, timestamp apart.
+func TestVerifyAgreesWithReferenceLibrary(t *testing.T) {
+	at := time.Unix(vectorTimestamp, 0)
+	h := http.Header{}
+	if err := Sign(h, vectorID, at, []byte(vectorBody), vectorSecret); err != nil {
+		t.Fatal(err)
+	}
+	good := h.Get(HeaderSignature)
+	wh, err := standardwebhooks.NewWebhook(vectorSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sig := range []string{good, "v2," + good[3:], good + ",extra", "v1,x " + good, good + " v1,x", "v1," + good, good[:len(good)-1], "v1", " ", good + "  "} {
+		for _, ts := range []string{"1614265330", "01614265330"} {
+			h := http.Header{}
+			h.Set(HeaderID, vectorID)
+			h.Set(HeaderTimestamp, ts)
+			h.Set(HeaderSignature, sig)
+			want := wh.VerifyIgnoringTimestamp([]byte(vectorBody), h) == nil
+			if got := verifyAt(vectorSecret, h, []byte(vectorBody), time.Minute, at) == nil; got != want {
+				t.Errorf("signature %q, timestamp %s: Verify accepts %v, the library %v", sig, ts, got, want)
+			}
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 )
@@ -139,17 +140,18 @@ func (o *Order) EventBody(eventType string, at time.Time, from string) ([]byte, 
 	return append(out, '}', '}'), nil
 }
 
-// canonicalMembers splits payload into its top-level members when it is
-// in the form encoding/json writes a map of raw values: an object, compact,
-// no characters it escapes, names without escapes in strictly increasing
-// order.
-// false otherwise, and for anything that is not valid JSON.
+// canonicalMembers splits payload into its top-level members, sorted by
+// name, when encoding/json would write them as they are: an object,
+// compact, no characters it escapes, names without escapes and each once
+// (sorting them is all the map encoding would change). It reports false
+// otherwise, and for anything that is not valid JSON.
 func canonicalMembers(payload []byte) ([]member, bool) {
 	if len(payload) < 2 || payload[0] != '{' || !json.Valid(payload) ||
 		bytes.ContainsAny(payload, "<>&") || bytes.Contains(payload, lineSep) || bytes.Contains(payload, paraSep) {
 		return nil, false
 	}
 	members := make([]member, 0, 24)
+	sorted := true
 	i := 1 // past '{'
 	for i < len(payload)-1 {
 		// A name without escapes, in UTF-8: written as encoding/json
@@ -166,7 +168,7 @@ func canonicalMembers(payload []byte) ([]member, bool) {
 			return nil, false
 		}
 		if n := len(members); n > 0 && bytes.Compare(members[n-1].key, key) >= 0 {
-			return nil, false
+			sorted = false
 		}
 		i += end + 2
 		if payload[i] != ':' {
@@ -180,6 +182,15 @@ func canonicalMembers(payload []byte) ([]member, bool) {
 		members = append(members, member{key: key, value: payload[start:i]})
 		if payload[i] == ',' {
 			i++
+		}
+	}
+	if !sorted {
+		// A name given twice is left to the map encoding: the last wins.
+		slices.SortFunc(members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+		for n := 1; n < len(members); n++ {
+			if bytes.Equal(members[n-1].key, members[n].key) {
+				return nil, false
+			}
 		}
 	}
 	return members, true

@@ -48,7 +48,8 @@ type DispatcherConfig struct {
 	// Default 2s.
 	Refresh time.Duration
 	// Client sends the requests; default one without redirects, with
-	// Timeout.
+	// Timeout, keeping a connection per request in flight (Concurrency)
+	// to each endpoint for the next ones.
 	Client     *http.Client
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
@@ -80,8 +81,14 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 		c.Refresh = 2 * time.Second
 	}
 	if c.Client == nil {
+		// The default transport keeps two idle connections per host: a
+		// burst at Concurrency requests would dial and close one per
+		// delivery beyond those two.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = c.Concurrency
 		c.Client = &http.Client{
-			Timeout: c.Timeout,
+			Timeout:   c.Timeout,
+			Transport: tr,
 			// A redirect is an answer: the endpoint's URL is wrong.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}

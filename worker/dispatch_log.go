@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/ordersync/ordersync"
@@ -13,9 +14,15 @@ import (
 const logBatch = 200
 
 // logLinger is how long a write waits for more rows after the first: the
-// lanes wait for their rows, so it delays their acks by that much at most,
-// and rows settled at a steady pace share a commit instead of one each.
+// lanes wait for their rows, so it delays their acks by that much, and
+// rows settled at a steady pace share a commit instead of one each.
 const logLinger = 2 * time.Millisecond
+
+// logMaxLinger is how long after the first row a write keeps waiting while
+// requests are in flight, whose rows are on their way: in a burst a commit
+// then takes the rows of a few milliseconds of deliveries, not of two,
+// and a lone delivery still waits only logLinger.
+const logMaxLinger = 10 * time.Millisecond
 
 // logWriteTimeout bounds one write of the delivery log: lanes wait for it.
 const logWriteTimeout = 10 * time.Second
@@ -29,6 +36,8 @@ type logWriter struct {
 	logger *slog.Logger
 	ch     chan logEntry
 	done   chan struct{}
+	// attempts counts the requests in flight (attempting).
+	attempts atomic.Int64
 }
 
 type logEntry struct {
@@ -37,11 +46,20 @@ type logEntry struct {
 }
 
 func startLogWriter(log ordersync.DeliveryLog, logger *slog.Logger) *logWriter {
+	return newLogWriter(log, logger, logLinger, logMaxLinger)
+}
+
+// newLogWriter starts a writer whose writes wait linger for more rows, and
+// up to maxLinger while requests are in flight.
+func newLogWriter(log ordersync.DeliveryLog, logger *slog.Logger, linger, maxLinger time.Duration) *logWriter {
 	w := &logWriter{log: log, logger: logger, ch: make(chan logEntry, logBatch), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
+		timer := time.NewTimer(linger)
+		defer timer.Stop()
 		batch.Drain(w.ch, logBatch, func(entries []logEntry) {
-			deadline := time.After(logLinger)
+			first := time.Now()
+			timer.Reset(linger)
 		gather:
 			for len(entries) < logBatch {
 				select {
@@ -50,15 +68,24 @@ func startLogWriter(log ordersync.DeliveryLog, logger *slog.Logger) *logWriter {
 						break gather
 					}
 					entries = append(entries, e)
-				case <-deadline:
-					break gather
+				case <-timer.C:
+					rest := maxLinger - time.Since(first)
+					if w.attempts.Load() == 0 || rest <= 0 {
+						break gather
+					}
+					timer.Reset(min(rest, linger))
 				}
 			}
+			timer.Stop()
 			w.write(entries)
 		})
 	}()
 	return w
 }
+
+// attempting counts a request in flight while it is (+1 before, -1 after):
+// a write in progress waits for its row.
+func (w *logWriter) attempting(n int64) { w.attempts.Add(n) }
 
 // add records how a delivery ended and waits for the write, so that the
 // event is settled only after its row is in: a process killed in between

@@ -253,7 +253,9 @@ func (r *runner) deliver(h *held) bool {
 		case <-r.ctx.Done():
 			return false
 		}
+		r.log.attempting(1)
 		res := r.d.attempt(r.ctx, ep, id, body)
+		r.log.attempting(-1)
 		<-r.sem
 		if r.ctx.Err() != nil && res.verdict != delivered {
 			return false

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -307,5 +309,56 @@ func TestDispatchRate(t *testing.T) {
 	// One at once, then one every 250ms: eight gaps of 250ms.
 	if span := got[8].at.Sub(got[0].at); span < 1900*time.Millisecond {
 		t.Errorf("nine deliveries at 4/s took %v, want about 2s", span)
+	}
+}
+
+// TestDispatchKeepsConnections: a burst to one endpoint reuses the
+// connections of the requests in flight instead of dialling one per
+// delivery beyond the transport's default two idle connections per host.
+func TestDispatchKeepsConnections(t *testing.T) {
+	const concurrency, events = 4, 200
+	e := newDispatchEnv(t, func(c *worker.DispatcherConfig) { c.Concurrency = concurrency })
+	var mu sync.Mutex
+	conns, requests := 0, 0
+	// The first requests wait until concurrency are in flight, so that
+	// every connection the dispatcher may keep is open at once.
+	full := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests++
+		if requests == concurrency {
+			close(full)
+		}
+		mu.Unlock()
+		select {
+		case <-full:
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	e.addEndpoint(t, srv.URL)
+	msgs := make([]ordersync.OutboxMessage, events)
+	for i := range msgs {
+		msgs[i] = orderMsg(fmt.Sprintf("K%03d", i), ordersync.StatusPending, 1, false)
+	}
+	e.publishOrders(t, msgs...)
+	waitFor(t, 30*time.Second, "every delivery", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return requests == events
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if conns > concurrency {
+		t.Errorf("%d connections for %d deliveries, at most %d in flight: want at most %d", conns, events, concurrency, concurrency)
 	}
 }
