@@ -150,10 +150,11 @@ var (
 	insertOutbox   = rowsSQL{prefix: `INSERT INTO outbox (order_row, account, order_code, subject, msg_id, payload, created_at, from_status) VALUES `, cols: 8}
 	insertChanges  = rowsSQL{prefix: `INSERT INTO document_changes (account, order_code, at, cause, fields) VALUES `, cols: 5}
 	upsertEvents   = rowsSQL{
-		prefix: `INSERT INTO event_log (msg_id, account, received_at, type, order_type, order_id, order_reference, order_code, signature, outcome, detail) VALUES `,
-		cols:   11,
+		prefix: `INSERT INTO event_log (msg_id, account, received_at, type, order_type, order_id, order_reference, order_code, signature, outcome, detail, order_row) VALUES `,
+		cols:   12,
 		suffix: ` ON CONFLICT (msg_id) DO UPDATE SET
     outcome = excluded.outcome,
+    order_row = COALESCE(excluded.order_row, event_log.order_row),
     detail = excluded.detail,
     type = CASE WHEN excluded.type <> '' THEN excluded.type ELSE event_log.type END,
     order_type = CASE WHEN excluded.order_type <> '' THEN excluded.order_type ELSE event_log.order_type END,
@@ -266,7 +267,10 @@ type batch struct {
 	outbox   []outboxEntry
 	payloads []ordersync.MirroredOrder
 	events   []ordersync.EventRecord
-	eventAt  map[string]int // msg id → index in events
+	// eventOrders is, for each of events, the batch's order it came with;
+	// the zero key for events logged alone.
+	eventOrders []orderKey
+	eventAt     map[string]int // msg id → index in events
 	// dense is each account's evidence of lost webhooks, for the schedule.
 	dense map[string]ordersync.DenseChecks
 	// announced holds, for the orders the batch may find paid for the first
@@ -468,7 +472,7 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 			ev.OrderReference = o.OrderReference
 		}
 		ev.Outcome = ordersync.OutcomeSynced
-		b.addEvent(ev)
+		b.addEvent(ev, key)
 		if ev.Type.AnnouncesPayment() && (bo.announced == nil || ev.ReceivedAt.Before(*bo.announced)) {
 			at := ev.ReceivedAt
 			bo.announced = &at
@@ -601,15 +605,28 @@ func (st *orderState) mirrorState() *ordersync.MirrorState {
 	return &ordersync.MirrorState{Status: ordersync.Status(st.Status), DocumentHash: st.Hash, PaidFired: st.PaidFired, Transitions: st.Transitions}
 }
 
-// addEvent logs an event; a MsgID logged earlier in the batch is replaced,
-// as one statement must not upsert the same row twice.
-func (b *batch) addEvent(ev ordersync.EventRecord) {
+// addEvent logs an event that came with the batch's order key (the zero
+// key: none); a MsgID logged earlier in the batch is replaced, as one
+// statement must not upsert the same row twice.
+func (b *batch) addEvent(ev ordersync.EventRecord, key orderKey) {
 	if i, ok := b.eventAt[ev.MsgID]; ok {
-		b.events[i] = ev
+		b.events[i], b.eventOrders[i] = ev, key
 		return
 	}
 	b.eventAt[ev.MsgID] = len(b.events)
 	b.events = append(b.events, ev)
+	b.eventOrders = append(b.eventOrders, key)
+}
+
+// eventOrderRow is the row id event i is logged under: its order's, when
+// the order has a row and the event is of the order's account; else nil,
+// and the event is found by its code.
+func (b *batch) eventOrderRow(i int) any {
+	k := b.eventOrders[i]
+	if bo := b.orders[k]; bo != nil && bo.st.ID != 0 && b.events[i].Account == k.account {
+		return bo.st.ID
+	}
+	return nil
 }
 
 // writeBatch writes what the batch worked out: event log, orders (in full
@@ -644,14 +661,6 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 		}
 	})
 	defer encoding.Wait()
-
-	events := make([][]any, len(b.events))
-	for i, ev := range b.events {
-		events[i] = eventValues(ev)
-	}
-	if err := db.execRows(ctx, tx, upsertEvents, events); err != nil {
-		return fmt.Errorf("log events: %w", err)
-	}
 
 	var full, touched, replaced [][]any
 	for _, k := range b.keys {
@@ -693,6 +702,14 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	})
 	if err != nil {
 		return fmt.Errorf("write orders: %w", err)
+	}
+	// The events after the orders, so that new orders' have their row ids.
+	events := make([][]any, len(b.events))
+	for i, ev := range b.events {
+		events[i] = eventValues(ev, b.eventOrderRow(i))
+	}
+	if err := db.execRows(ctx, tx, upsertEvents, events); err != nil {
+		return fmt.Errorf("log events: %w", err)
 	}
 
 	var items, metadata, history, tokens [][]any
@@ -769,9 +786,11 @@ func (db *DB) execSteps(ctx context.Context, tx *sqlx.Tx, steps []writeStep) err
 	return nil
 }
 
-func eventValues(ev ordersync.EventRecord) []any {
+// eventValues are an event log row's values; orderRow is its order's row
+// id, or nil.
+func eventValues(ev ordersync.EventRecord, orderRow any) []any {
 	return []any{ev.MsgID, ev.Account, dbTime(ev.ReceivedAt), string(ev.Type), ev.OrderType, string(ev.OrderID),
-		ev.OrderReference, ev.OrderCode, string(ev.Signature), string(ev.Outcome), ev.Detail}
+		ev.OrderReference, ev.OrderCode, string(ev.Signature), string(ev.Outcome), ev.Detail, orderRow}
 }
 
 // newOrderWrite is the row of a changed order.
@@ -839,16 +858,22 @@ func (db *DB) paymentAnnouncements(ctx context.Context, tx *sqlx.Tx, params []or
 		for len(codes) > 0 {
 			chunk := codes[:min(len(codes), maxInParams)]
 			codes = codes[len(chunk):]
-			args := append([]any{account}, types...)
-			for _, c := range chunk {
-				args = append(args, c)
+			codeArgs := make([]any, len(chunk))
+			for i, c := range chunk {
+				codeArgs[i] = c
 			}
+			args := slices.Concat([]any{account}, types, codeArgs, []any{account}, codeArgs, types)
 			var rows []struct {
 				Code       string    `db:"order_code"`
 				ReceivedAt time.Time `db:"received_at"`
 			}
+			// An order's events are those logged under its row and those of
+			// its code logged without one (migration 20).
 			query := `SELECT order_code, received_at FROM event_log
-WHERE account = ? AND type IN (?, ?) AND order_code <> '' AND order_code IN (` + placeholders(len(chunk)) + `)`
+WHERE account = ? AND type IN (?, ?) AND order_code IN (` + placeholders(len(chunk)) + `) AND order_code <> '' AND order_row IS NULL
+UNION ALL
+SELECT o.order_code, e.received_at FROM orders o JOIN event_log e ON e.order_row = o.id
+WHERE o.account = ? AND o.order_code IN (` + placeholders(len(chunk)) + `) AND e.type IN (?, ?)`
 			if err := tx.SelectContext(ctx, &rows, db.rebind(query), args...); err != nil {
 				return nil, fmt.Errorf("read payment webhooks: %w", err)
 			}

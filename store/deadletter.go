@@ -69,7 +69,7 @@ RETURNING id`),
 		if err != nil {
 			return fmt.Errorf("insert dead letter: %w", err)
 		}
-		if err := db.execRows(ctx, tx, upsertEvents, [][]any{eventValues(ev)}); err != nil {
+		if err := db.execRows(ctx, tx, upsertEvents, [][]any{eventValues(ev, nil)}); err != nil {
 			return fmt.Errorf("log event: %w", err)
 		}
 		return nil

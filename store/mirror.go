@@ -133,11 +133,11 @@ func (db *DB) RecordEvents(ctx context.Context, events []ordersync.EventRecord) 
 		if ev.ReceivedAt.IsZero() {
 			ev.ReceivedAt = now
 		}
-		b.addEvent(ev)
+		b.addEvent(ev, orderKey{})
 	}
 	rows := make([][]any, len(b.events))
 	for i, ev := range b.events {
-		rows[i] = eventValues(ev)
+		rows[i] = eventValues(ev, nil)
 	}
 	return db.inTx(ctx, op, func(tx *sqlx.Tx) error {
 		return db.execRows(ctx, tx, upsertEvents, rows)

@@ -521,8 +521,23 @@ type eventRow struct {
 // and is capped at 1000.
 func (db *DB) ListEvents(ctx context.Context, filter ordersync.EventFilter) ([]ordersync.EventRecord, error) {
 	var c conditions
-	c.equal("account", filter.Account)
-	c.equal("order_code", filter.OrderCode)
+	if filter.OrderCode != "" {
+		// An order's events are those logged under its row and those of its
+		// code logged without one (migration 20). The account narrows both
+		// halves and not the whole query, which would have the planner walk
+		// the account's whole log.
+		byCode := `SELECT msg_id FROM event_log WHERE order_code = ? AND order_code <> '' AND order_row IS NULL`
+		byRow := `SELECT id FROM orders WHERE order_code = ?`
+		args := []any{filter.OrderCode, filter.OrderCode}
+		if filter.Account != "" {
+			byCode = `SELECT msg_id FROM event_log WHERE account = ? AND order_code = ? AND order_code <> '' AND order_row IS NULL`
+			byRow = `SELECT id FROM orders WHERE account = ? AND order_code = ?`
+			args = []any{filter.Account, filter.OrderCode, filter.Account, filter.OrderCode}
+		}
+		c.add("msg_id IN ("+byCode+" UNION ALL SELECT msg_id FROM event_log WHERE order_row IN ("+byRow+"))", args...)
+	} else {
+		c.equal("account", filter.Account)
+	}
 	if filter.OrderID != "" {
 		c.add("order_id = ? AND order_id <> ''", string(filter.OrderID))
 	}
