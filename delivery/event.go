@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -38,9 +39,18 @@ type Order struct {
 	members []member
 }
 
-// member is one top-level member: its name as written (without quotes)
-// and its value.
-type member struct{ key, value []byte }
+// member is one top-level member: its name, its value as written, and the
+// name as written (without quotes) when the encoder escapes it (nil: as
+// the name).
+type member struct{ key, value, written []byte }
+
+// writtenKey is the member's name as the body writes it.
+func (m member) writtenKey() []byte {
+	if m.written != nil {
+		return m.written
+	}
+	return m.key
+}
 
 // ParseOrder reads an order event's payload. The store's one encoder
 // (MirroredOrder.MarshalJSON) writes it compact with its keys sorted, so
@@ -51,16 +61,9 @@ type member struct{ key, value []byte }
 func ParseOrder(payload []byte) (*Order, error) {
 	members, ok := canonicalMembers(payload)
 	if !ok {
-		var data map[string]json.RawMessage
-		if err := json.Unmarshal(payload, &data); err != nil || data == nil {
-			return nil, fmt.Errorf("order event: the order is not a JSON object: %v", err)
-		}
-		normal, err := json.Marshal(data)
-		if err != nil {
-			return nil, fmt.Errorf("order event: %w", err)
-		}
-		if members, ok = canonicalMembers(normal); !ok {
-			return nil, fmt.Errorf("order event: the order's members are not in the encoder's form")
+		var err error
+		if members, err = encodedMembers(payload); err != nil {
+			return nil, err
 		}
 	}
 	o := &Order{members: members}
@@ -106,7 +109,7 @@ func (o *Order) EventBody(eventType string, at time.Time, from string) ([]byte, 
 	}
 	size := len(`{"type":,"timestamp":"","data":{"statusChange":}}`) + len(typ) + len(time.RFC3339Nano) + len(sc)
 	for _, m := range o.members {
-		size += len(m.key) + len(m.value) + 4
+		size += len(m.writtenKey()) + len(m.value) + 4
 	}
 	out := make([]byte, 0, size)
 	out = append(out, `{"type":`...)
@@ -132,12 +135,40 @@ func (o *Order) EventBody(eventType string, at time.Time, from string) ([]byte, 
 				continue // replaced
 			}
 		}
-		put(m.key, m.value)
+		put(m.writtenKey(), m.value)
 	}
 	if !placed {
 		put([]byte("statusChange"), sc)
 	}
 	return append(out, '}', '}'), nil
+}
+
+// encodedMembers are payload's top-level members as encoding/json writes a
+// map of raw values: sorted by name, each name and value escaped as it
+// escapes them. The names keep their own bytes for the sorting, so a
+// name the encoder escapes (a "&", a line separator) sorts as it does.
+func encodedMembers(payload []byte) ([]member, error) {
+	var data map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &data); err != nil || data == nil {
+		return nil, fmt.Errorf("order event: the order is not a JSON object: %v", err)
+	}
+	members := make([]member, 0, len(data))
+	for _, name := range slices.Sorted(maps.Keys(data)) {
+		value, err := json.Marshal(data[name])
+		if err != nil {
+			return nil, fmt.Errorf("order event: member %q: %w", name, err)
+		}
+		quoted, err := json.Marshal(name)
+		if err != nil {
+			return nil, fmt.Errorf("order event: member %q: %w", name, err)
+		}
+		m := member{key: []byte(name), value: value}
+		if written := quoted[1 : len(quoted)-1]; !bytes.Equal(written, m.key) {
+			m.written = written
+		}
+		members = append(members, m)
+	}
+	return members, nil
 }
 
 // canonicalMembers splits payload into its top-level members, sorted by
