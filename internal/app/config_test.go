@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -578,5 +579,32 @@ func TestAccountSettings(t *testing.T) {
 	}
 	if _, err := upstreamOf(cfg, "shop-2"); err == nil || err.Error() != "missing setting: "+AccountSettings("shop-2").SecretKey {
 		t.Errorf("upstreamOf: %v", err)
+	}
+}
+
+// TestLowerOpenConnsAlone: lowering db_max_open_conns alone opens the
+// mirror (the idle connections kept follow it); an idle setting above the
+// open one is still refused.
+func TestLowerOpenConnsAlone(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr bool
+	}{
+		{[]string{"--db-max-open-conns", "4"}, false},
+		{[]string{"--db-max-open-conns", "4", "--db-max-idle-conns", "8"}, true},
+	} {
+		args := append([]string{"--database-url", filepath.Join(t.TempDir(), "m.db")}, tc.args...)
+		cfg, err := loadTestConfig(t, "", nil, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &wiring{cfg: cfg, logger: slog.New(slog.DiscardHandler)}
+		err = w.openMirror(t.Context(), true)
+		if err == nil {
+			w.db.Close()
+		}
+		if (err != nil) != tc.wantErr {
+			t.Errorf("%v: open the mirror: %v, want an error %v", tc.args, err, tc.wantErr)
+		}
 	}
 }
