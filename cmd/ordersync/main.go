@@ -40,7 +40,7 @@ func tuneGC() {
 // it. GOMEMLIMIT, when set, wins.
 func limitServeMemory() {
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(100 << 20)
+		debug.SetMemoryLimit(90 << 20)
 	}
 }
 
