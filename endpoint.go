@@ -322,7 +322,10 @@ type OrderEventSource interface {
 	// poll); an empty slice, not an error, when none arrived. When ctx ends
 	// it ends its pull, releases what it holds and what the pull brought,
 	// and returns ctx's error: a reader that stops reads no more, and
-	// leaves nothing to wait out the ack wait.
+	// leaves nothing to wait out the ack wait. An event the queue sent
+	// this reader and lost on the way comes back only after the ack wait;
+	// Next then holds what came after it, as Resume does, and returns
+	// nothing meanwhile, at least once a second.
 	Next(ctx context.Context, max int, wait time.Duration) ([]OrderEventDelivery, error)
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -168,8 +169,20 @@ type orderEventSource struct {
 	// ackWait is the consumer's.
 	ackWait time.Duration
 	// early is what Resume took back, with what came meanwhile, in stream
-	// order: the next calls of Next return it, max at a time.
+	// order, or what came after deliveries lost on the way: the next calls
+	// of Next return it, max at a time, once nothing earlier is elsewhere.
 	early []ordersync.OrderEventDelivery
+	// holdUntil bounds how long early waits for what is elsewhere; zero
+	// when nothing is awaited. extended is when early was last extended.
+	holdUntil, extended time.Time
+	// nextDelivery is the consumer sequence the next delivery should carry
+	// (0: not known). This reader is the consumer's only one, so a later
+	// one means deliveries were lost on the way: a pull the client stopped
+	// listening to just as the server answered it. They come back only
+	// after their ack wait, and until then what came after them is held.
+	nextDelivery uint64
+	// out counts the deliveries Next returned and that are not settled.
+	out atomic.Int64
 }
 
 // Resume fetches until every event the consumer counts as handed out and
@@ -189,6 +202,7 @@ func (s *orderEventSource) Resume(ctx context.Context, stoppedBy time.Time) erro
 	info, err := s.c.Info(ctx)
 	switch {
 	case err == nil && info.NumAckPending == 0:
+		s.nextDelivery = info.Delivered.Consumer + 1
 		return nil
 	case err != nil:
 		// Without the count, wait out the bound and take nothing early.
@@ -197,34 +211,66 @@ func (s *orderEventSource) Resume(ctx context.Context, stoppedBy time.Time) erro
 		}
 		return nil
 	}
-	extended := time.Now()
-	for info.NumAckPending > len(s.early) && time.Now().Before(until) {
-		ds, err := s.next(ctx, endpointMaxAckPending, min(time.Until(until), time.Second))
-		s.early = append(s.early, ds...)
-		if ctx.Err() != nil {
-			s.release()
-			return fmt.Errorf("resume order events: %w", ctx.Err())
-		}
-		// What is held must not run out its own ack wait meanwhile.
-		if time.Since(extended) >= s.ackWait/3 {
-			extended = time.Now()
-			for _, d := range s.early {
-				_ = d.Extend()
-			}
-		}
-		if err != nil && len(ds) == 0 {
-			if err := sleepUntil(ctx, time.Now().Add(min(time.Until(until), time.Second))); err != nil {
-				s.release()
-				return fmt.Errorf("resume order events: %w", err)
-			}
-		}
-		// What we hold is counted as unsettled too: the rest is elsewhere.
-		if now, err := s.c.Info(ctx); err == nil {
-			info = now
+	s.nextDelivery = info.Delivered.Consumer + 1
+	s.hold(until)
+	for !s.holdUntil.IsZero() {
+		if err := s.takeBack(ctx, time.Second); err != nil {
+			return fmt.Errorf("resume order events: %w", err)
 		}
 	}
-	sortBySequence(s.early)
 	return nil
+}
+
+// hold makes early wait, until at most until, for what is elsewhere.
+func (s *orderEventSource) hold(until time.Time) {
+	if s.holdUntil.IsZero() {
+		s.extended = time.Now()
+	}
+	if until.After(s.holdUntil) {
+		s.holdUntil = until
+	}
+}
+
+// takeBack is one round of waiting for what is elsewhere: it fetches for
+// up to wait into early and ends the hold once the consumer counts nothing
+// unsettled beyond what this reader holds and has handed out, or once its
+// bound has passed. When ctx ends it releases early.
+func (s *orderEventSource) takeBack(ctx context.Context, wait time.Duration) error {
+	if !time.Now().Before(s.holdUntil) {
+		s.endHold()
+		return nil
+	}
+	ds, err := s.next(ctx, endpointMaxAckPending, min(time.Until(s.holdUntil), wait))
+	s.early = append(s.early, ds...)
+	if ctx.Err() != nil {
+		s.release()
+		return ctx.Err()
+	}
+	// What is held must not run out its own ack wait meanwhile.
+	if time.Since(s.extended) >= s.ackWait/3 {
+		s.extended = time.Now()
+		for _, d := range s.early {
+			_ = d.Extend()
+		}
+	}
+	if err != nil && len(ds) == 0 {
+		if err := sleepUntil(ctx, time.Now().Add(min(time.Until(s.holdUntil), wait))); err != nil {
+			s.release()
+			return err
+		}
+	}
+	// What this reader holds or handed out is counted as unsettled too:
+	// the rest is elsewhere. An ack on its way may still be counted, which
+	// only waits a round longer.
+	if info, err := s.c.Info(ctx); err == nil && info.NumAckPending <= int(s.out.Load())+len(s.early) {
+		s.endHold()
+	}
+	return nil
+}
+
+func (s *orderEventSource) endHold() {
+	s.holdUntil = time.Time{}
+	sortBySequence(s.early)
 }
 
 func sleepUntil(ctx context.Context, t time.Time) error {
@@ -241,7 +287,9 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 // Next asks for what is there now and, when nothing is, waits for one
 // event and takes what else arrived with it (see eventSource.Next). A
 // batch is sorted by stream sequence: redeliveries come in the order their
-// ack waits ran out, which need not be the order published.
+// ack waits ran out, which need not be the order published. After a
+// delivery lost on the way (see delivered), it holds what came after it as
+// Resume does, coming back within a second with nothing meanwhile.
 //
 // Once ctx has ended nothing is returned: a pull that ctx cut short may
 // still have brought events, and a reader that stops would leave them
@@ -256,11 +304,21 @@ func (s *orderEventSource) Next(ctx context.Context, max int, wait time.Duration
 		s.release()
 		return nil, fmt.Errorf("next order events: %w", err)
 	}
+	if !s.holdUntil.IsZero() {
+		// The caller comes back within a second while it holds events,
+		// to extend them: so does this wait.
+		if err := s.takeBack(ctx, min(wait, time.Second)); err != nil {
+			return nil, fmt.Errorf("next order events: %w", err)
+		}
+		if !s.holdUntil.IsZero() {
+			return nil, nil
+		}
+	}
 	if len(s.early) > 0 {
 		n := min(max, len(s.early))
 		out := s.early[:n:n]
 		s.early = s.early[n:]
-		return out, nil
+		return s.handOut(out), nil
 	}
 	out, err := s.next(ctx, max, wait)
 	if ctx.Err() != nil {
@@ -268,8 +326,22 @@ func (s *orderEventSource) Next(ctx context.Context, max int, wait time.Duration
 		s.release()
 		return nil, fmt.Errorf("next order events: %w", ctx.Err())
 	}
+	if !s.holdUntil.IsZero() {
+		// A delivery before these was lost on the way.
+		s.early = append(s.early, out...)
+		return nil, nil
+	}
 	sortBySequence(out)
-	return out, err
+	return s.handOut(out), err
+}
+
+// handOut counts what Next returns as out until settled.
+func (s *orderEventSource) handOut(ds []ordersync.OrderEventDelivery) []ordersync.OrderEventDelivery {
+	for _, d := range ds {
+		d.(*orderEventDelivery).src = s
+	}
+	s.out.Add(int64(len(ds)))
+	return ds
 }
 
 // release hands back what the source holds and has not returned.
@@ -327,6 +399,7 @@ func (s *orderEventSource) collect(ctx context.Context, out []ordersync.OrderEve
 			d := &orderEventDelivery{msg: msg, ev: s.q.orderEvent(msg, md)}
 			if md != nil {
 				d.seq = md.Sequence.Stream
+				s.delivered(md.Sequence.Consumer)
 			}
 			out = append(out, d)
 		case <-ctx.Done():
@@ -336,6 +409,19 @@ func (s *orderEventSource) collect(ctx context.Context, out []ordersync.OrderEve
 			return out, ctx.Err()
 		}
 	}
+}
+
+// delivered notes a delivery's consumer sequence. One past the next
+// expected means deliveries were lost on the way: what comes from here on
+// is held until they are back, at most their ack wait from now.
+func (s *orderEventSource) delivered(seq uint64) {
+	if s.nextDelivery != 0 && seq > s.nextDelivery {
+		s.q.metrics.lost.Add(float64(seq - s.nextDelivery))
+		s.q.logger.Warn("deliveries: events sent by the queue were lost on the way; the later ones wait until they are back, within the ack wait",
+			"consumer", s.c.CachedInfo().Name, "lost", seq-s.nextDelivery, "ack_wait", s.ackWait)
+		s.hold(time.Now().Add(s.ackWait + handBackMargin))
+	}
+	s.nextDelivery = seq + 1
 }
 
 // withdrawBound bounds awaitWithdrawn: another process's pull (a takeover)
@@ -380,6 +466,16 @@ type orderEventDelivery struct {
 	msg jetstream.Msg
 	ev  ordersync.OrderEvent
 	seq uint64 // in the stream
+	// src is the source that handed it out, counting it until settled.
+	src     *orderEventSource
+	settled atomic.Bool
+}
+
+// settle stops counting a delivery handed out.
+func (d *orderEventDelivery) settle() {
+	if d.src != nil && d.settled.CompareAndSwap(false, true) {
+		d.src.out.Add(-1)
+	}
 }
 
 func sortBySequence(out []ordersync.OrderEventDelivery) {
@@ -397,6 +493,7 @@ func (d *orderEventDelivery) Ack(ctx context.Context) error {
 	if err := d.msg.Ack(); err != nil {
 		return fmt.Errorf("ack order event %s: %w", d.ev.MsgID, err)
 	}
+	d.settle()
 	return nil
 }
 
@@ -406,6 +503,7 @@ func (d *orderEventDelivery) Release() error {
 	if err := d.msg.Nak(); err != nil {
 		return fmt.Errorf("release order event %s: %w", d.ev.MsgID, err)
 	}
+	d.settle()
 	return nil
 }
 

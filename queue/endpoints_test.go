@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/ordersync/ordersync"
 )
 
@@ -169,5 +172,78 @@ func TestStoppedReaderReleases(t *testing.T) {
 	}
 	if want := []string{"A1:1", "A1:2", "A1:3"}; !slices.Equal(ids, want) {
 		t.Errorf("the third reader got %v, want %v", ids, want)
+	}
+}
+
+// TestNextHoldsWhatFollowsALostDelivery: a delivery the server sent and no
+// reader received (here another pull takes it and drops it, as a pull the
+// client gave up on just as the server answered it does) comes back only
+// after its ack wait. The reader notices the gap in the consumer's
+// delivery sequence and holds what came after it until it is back, so the
+// order's second event is not returned before its first.
+func TestNextHoldsWhatFollowsALostDelivery(t *testing.T) {
+	_, q := embeddedQueue(t, uniqueConfig())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const ackWait = 2 * time.Second
+	src, err := q.EndpointEvents(ctx, "ep1", ordersync.HookEvents, time.Now().Add(-time.Minute), ackWait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Resume(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(order string, n int, status ordersync.Status) {
+		t.Helper()
+		m := ordersync.OutboxMessage{Subject: ordersync.SubjectStatusPrefix + string(status), MsgID: fmt.Sprintf("%s:%d", order, n),
+			Payload: fmt.Appendf(nil, `{"orderCode":%q,"orderStatus":%q}`, order, status)}
+		if _, err := q.PublishMessages(ctx, []ordersync.OutboxMessage{m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	next := func(want int) {
+		t.Helper()
+		for n := len(got) + want; len(got) < n; {
+			ds, err := src.Next(ctx, 10, time.Second)
+			if err != nil {
+				t.Fatalf("Next after %v: %v", got, err)
+			}
+			for _, d := range ds {
+				got = append(got, d.Event().MsgID)
+				if err := d.Ack(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	publish("B", 1, ordersync.StatusPending)
+	next(1)
+
+	// Another pull takes A's first event and drops it.
+	publish("A", 1, ordersync.StatusPending)
+	thief, err := q.js.Consumer(ctx, q.cfg.OrdersStream, q.endpointConsumer("ep1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := thief.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dropped []string
+	for m := range batch.Messages() {
+		dropped = append(dropped, m.Headers().Get(jetstream.MsgIDHeader))
+	}
+	if !slices.Equal(dropped, []string{"A:1"}) {
+		t.Fatalf("the other pull took %v, want [A:1]", dropped)
+	}
+
+	publish("A", 2, ordersync.StatusPaid)
+	next(2)
+	if want := []string{"B:1", "A:1", "A:2"}; !slices.Equal(got, want) {
+		t.Errorf("the reader returned %v, want %v: an order's later event before the one lost on the way", got, want)
+	}
+	if lost := testutil.ToFloat64(q.metrics.lost); lost != 1 {
+		t.Errorf("lost deliveries counted %v, want 1", lost)
 	}
 }

@@ -35,6 +35,9 @@ type metrics struct {
 	fetchErrors     prometheus.Counter
 	settlements     *prometheus.CounterVec
 	pullRequests    *prometheus.CounterVec
+	// lost counts deliveries of order events the server sent and no
+	// reader received.
+	lost prometheus.Counter
 
 	// Resolved once from the vectors above, so that each publish and
 	// settlement only counts.
@@ -68,13 +71,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ordersync_queue_pull_requests_total",
 			Help: "Pull requests sent to JetStream consumers, by stream (events, orders); an idle consumer sends one per long-poll wait.",
 		}, []string{"stream"}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ordersync_queue_order_deliveries_lost_total",
+			Help: "Deliveries of order events the server sent to an endpoint's reader that it never received (a pull given up as the server answered it); they come back after the ack wait, and the events after them wait for them.",
+		}),
 		settlements: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ordersync_queue_settlements_total",
 			Help: "Deliveries settled by workers, by action (ack, retry, term).",
 		}, []string{"action"}),
 	}
 	if err := collect.RegisterAll(reg, collect.Of(&m.published), collect.Of(&m.publishDuration), collect.Of(&m.delivered),
-		collect.Of(&m.fetchErrors), collect.Of(&m.pullRequests), collect.Of(&m.settlements)); err != nil {
+		collect.Of(&m.fetchErrors), collect.Of(&m.pullRequests), collect.Of(&m.lost), collect.Of(&m.settlements)); err != nil {
 		return nil, err
 	}
 	stream := func(name string) *streamMetrics {
