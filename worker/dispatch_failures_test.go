@@ -2,8 +2,10 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -165,5 +167,64 @@ func TestDispatchRetriesExhausted(t *testing.T) {
 	})
 	if dl := dls[0]; dl.Attempts < 2 || dl.Attempts != len(srv.requests()) || dl.LastStatus != http.StatusBadGateway {
 		t.Errorf("letter after %d requests: %+v", len(srv.requests()), dl)
+	}
+}
+
+// failingLetters fails the first dead letter it is asked to store, and
+// closes failed then.
+type failingLetters struct {
+	ordersync.DeliveryDeadLetters
+	once   sync.Once
+	failed chan struct{}
+}
+
+func (f *failingLetters) AddDeliveryDeadLetter(ctx context.Context, l ordersync.DeliveryDeadLetter) (int64, error) {
+	fail := false
+	f.once.Do(func() { fail = true })
+	if fail {
+		defer close(f.failed)
+		return 0, errors.New("the database is away")
+	}
+	return f.DeliveryDeadLetters.AddDeliveryDeadLetter(ctx, l)
+}
+
+// TestDispatchUnsettledEventKeepsItsPlace: an event the dispatcher could
+// not settle (here its dead letter could not be stored) is tried again
+// ahead of its order's later events, not left to come back after the ack
+// wait while a later event published meanwhile goes first.
+func TestDispatchUnsettledEventKeepsItsPlace(t *testing.T) {
+	letters := &failingLetters{failed: make(chan struct{})}
+	e := newDispatchEnv(t, func(c *worker.DispatcherConfig) {
+		letters.DeliveryDeadLetters = c.DeadLetters
+		c.DeadLetters = letters
+		c.RetryInitial = 50 * time.Millisecond
+	})
+	srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
+		if r.status == string(ordersync.StatusPending) {
+			return http.StatusUnprocessableEntity
+		}
+		return http.StatusNoContent
+	})
+	ep := e.addEndpoint(t, srv.URL, ordersync.HookOrderStatusChanged)
+	e.publishOrders(t, orderMsg("A1", ordersync.StatusPending, 1, false))
+	<-letters.failed
+	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 2, false))
+	waitFor(t, 10*time.Second, "the PAID change delivered", func() bool {
+		for _, r := range srv.requests() {
+			if r.status == string(ordersync.StatusPaid) {
+				return true
+			}
+		}
+		return false
+	})
+	var got []string
+	for _, r := range srv.requests() {
+		got = append(got, r.status)
+	}
+	if want := []string{"PENDING", "PENDING", "PAID"}; !slices.Equal(got, want) {
+		t.Errorf("the endpoint received %v, want %v: the later change went first", got, want)
+	}
+	if dls, err := e.db.ListDeliveryDeadLetters(context.Background(), ordersync.DeliveryDeadLetterFilter{EndpointID: ep.ID}); err != nil || len(dls) != 1 {
+		t.Errorf("dead letters: %d, %v; want the PENDING change's", len(dls), err)
 	}
 }

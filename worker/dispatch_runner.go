@@ -181,13 +181,11 @@ func (r *runner) drain(key string) {
 			return
 		}
 		if !r.deliver(h) {
-			dropped := r.lanes.drop(key)
-			if r.ctx.Err() != nil {
-				r.release(dropped)
-			}
-			// Otherwise the store failed: this event and those behind it
-			// stay unsettled and come back after the ack wait, in order.
-			return
+			// Unless the runner stopped, the store or the queue failed to
+			// settle it: it is tried again after a pause, still at the head
+			// of its lane, so the order's later events wait behind it.
+			_ = sleep(r.ctx, r.d.cfg.RetryInitial)
+			continue
 		}
 		r.lanes.pop(key)
 	}
