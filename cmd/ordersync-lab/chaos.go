@@ -184,12 +184,14 @@ type chaosReport struct {
 
 	Sim sim.Stats
 	// Requests is the pipeline's upstream requests by reason (requestTally).
-	Requests     map[string]float64
-	PeakRSS      int64 // of the last pipeline process
-	Took         time.Duration
-	Problems     []string
-	LogPath      string
-	DataDir      string
+	Requests map[string]float64
+	PeakRSS  int64 // of the last pipeline process
+	Took     time.Duration
+	Problems []string
+	LogPath  string
+	DataDir  string
+	// KeptSchema is the PostgreSQL schema kept with the data directory.
+	KeptSchema   string
 	ConvergeWant time.Duration
 }
 
@@ -248,6 +250,9 @@ func runChaos(ctx context.Context, out io.Writer, opts chaosOptions) (rep *chaos
 	defer func() {
 		if opts.Keep || (rep != nil && !rep.OK()) || err != nil {
 			fmt.Fprintf(out, "kept: data %s, pipeline log %s\n", r.rep.DataDir, r.rep.LogPath)
+			if r.rep.KeptSchema != "" {
+				fmt.Fprintf(out, "kept: the mirror's PostgreSQL schema %s (DROP SCHEMA %s CASCADE when done)\n", r.rep.KeptSchema, r.rep.KeptSchema)
+			}
 			return
 		}
 		os.RemoveAll(dir)
@@ -382,7 +387,13 @@ func (r *chaosRun) tearDown() {
 	if r.db != nil {
 		r.db.Close()
 	}
-	if r.pg != nil {
+	switch {
+	case r.pg == nil:
+	case r.opts.Keep || !r.rep.OK():
+		// Kept with the data directory: the delivery log and the event log
+		// are the mirror's.
+		r.rep.KeptSchema = r.pg.Namespace
+	default:
 		if err := r.pg.Close(); err != nil {
 			r.rep.fail("remove the mirror's PostgreSQL schema: %v", err)
 		}

@@ -70,7 +70,7 @@ type order struct {
 	changes   int              // status changes received
 	paidAfter int              // changes received when order.paid arrived; -1 before
 	firstPaid int              // index of the first change to PAID or FINALIZED; -1 before
-	trail     []string         // what arrived, in order, for the notes
+	trail     []string         // what arrived, in order, and when, for the notes
 }
 
 // disordered counts an event that arrived out of order and notes the first
@@ -183,13 +183,13 @@ func (e *Endpoint) receive(w http.ResponseWriter, r *http.Request) {
 		// order.paid follows the status change that paid the order and
 		// precedes the next one.
 		if e.paid[code] == 1 && o.firstPaid >= 0 && o.changes != o.firstPaid+1 {
-			e.disordered(code, "order.paid", o)
+			e.disordered(code, arrived("order.paid"), o)
 		}
 		o.paidAfter = o.changes
-		o.trail = append(o.trail, "paid")
+		o.trail = append(o.trail, arrived("paid"))
 	case ordersync.HookOrderStatusChanged:
 		e.changes++
-		what := fmt.Sprintf("%v→%s", fromText(change.From), change.To)
+		what := arrived(fmt.Sprintf("%v→%s", fromText(change.From), change.To))
 		if (o.changes > 0 && (change.From == nil || *change.From != o.last)) || (o.changes == 0 && change.From != nil) {
 			e.disordered(code, what, o)
 		}
@@ -204,6 +204,12 @@ func (e *Endpoint) receive(w http.ResponseWriter, r *http.Request) {
 		o.changes++
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// arrived is what arrived with its time: a note on events out of order
+// then tells which process delivered each, against the pipeline's log.
+func arrived(what string) string {
+	return what + " at " + time.Now().UTC().Format("15:04:05.000")
 }
 
 func fromText(s *ordersync.Status) string {
