@@ -41,10 +41,12 @@ type ReconcilerConfig struct {
 	RetryDelay time.Duration
 	// Idle is the longest the reconciler sleeps when no check is due. It
 	// sleeps until the earliest check on the schedule, and wakes at once
-	// when this process brings a check forward (Tighten, a check made,
-	// Wake); a check that another process brings forward is found within
-	// Idle: the dense schedule's checks that a webhook's fetch sets 15 s
-	// ahead are among them. Default 5s.
+	// when this process brings a check forward (Tighten, Wake); after each
+	// check it makes it reads the schedule again, for the check may have
+	// set its order's next check sooner (the dense schedule). A check that
+	// another process brings forward is found within Idle: the dense
+	// schedule's checks that a webhook's fetch sets 15 s ahead are among
+	// them. Default 5s.
 	Idle time.Duration
 	// BacklogInterval is how often the backlog gauges are read from the
 	// schedule. Default 5s.
@@ -143,8 +145,12 @@ type Reconciler struct {
 	budget *rate.Limiter
 	*reconcilerMetrics
 	ev evidence
-	// wake tells a sleeping Run that a check may be due sooner (Wake).
+	// wake tells a sleeping Run that a check may be due sooner (Wake):
+	// it claims at once.
 	wake chan struct{}
+	// rescheduled tells a sleeping Run that a check it made set the
+	// order's next check: it reads when the earliest check is due.
+	rescheduled chan struct{}
 	// limitMu guards the budget in use (fitBudget).
 	limitMu    sync.Mutex
 	adjustedAt time.Time
@@ -226,6 +232,7 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 		budget:            rate.NewLimiter(rate.Limit(cfg.Budget), 1),
 		reconcilerMetrics: m,
 		wake:              make(chan struct{}, 1),
+		rescheduled:       make(chan struct{}, 1),
 	}
 	if cfg.Schedule != nil {
 		r.cfg.Schedule = wakingSchedule{cfg.Schedule, r.Wake}
@@ -237,9 +244,14 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 // the schedule said when it went to sleep: a caller that brings checks
 // forward outside the reconciler calls it.
 func (r *Reconciler) Wake() {
+	notify(r.wake)
+}
+
+// notify signals ch unless a signal is pending already.
+func notify(ch chan<- struct{}) {
 	select {
-	case r.wake <- struct{}{}:
-	default: // a wake-up is pending already
+	case ch <- struct{}{}:
+	default:
 	}
 }
 

@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,15 +15,35 @@ import (
 	"github.com/ordersync/ordersync/worker"
 )
 
-// claimCounter counts the reconciler's asks for due work.
+// claimCounter counts the reconciler's asks for due work and its reads of
+// the backlog; readAfterClaim, when made (buffered), is signalled by the
+// first read after a claim that returned checks.
 type claimCounter struct {
 	ordersync.CheckSchedule
-	claims atomic.Int64
+	claims, reads  atomic.Int64
+	claimed        atomic.Bool
+	readAfterClaim chan struct{}
 }
 
 func (c *claimCounter) ClaimDueChecks(ctx context.Context, account string, now time.Time, limit int, retryAt time.Time) ([]ordersync.DueCheck, error) {
 	c.claims.Add(1)
-	return c.CheckSchedule.ClaimDueChecks(ctx, account, now, limit, retryAt)
+	due, err := c.CheckSchedule.ClaimDueChecks(ctx, account, now, limit, retryAt)
+	if len(due) > 0 {
+		c.claimed.Store(true)
+	}
+	return due, err
+}
+
+func (c *claimCounter) CheckBacklog(ctx context.Context, account string, now time.Time) (ordersync.CheckBacklog, error) {
+	b, err := c.CheckSchedule.CheckBacklog(ctx, account, now)
+	c.reads.Add(1)
+	if c.claimed.CompareAndSwap(true, false) && c.readAfterClaim != nil {
+		select {
+		case c.readAfterClaim <- struct{}{}:
+		default:
+		}
+	}
+	return b, err
 }
 
 // noChecks is a Syncer the test never expects a check of.
@@ -44,15 +65,7 @@ func TestReconcilerIdleSleepsUntilWoken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rec.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
+	ctx := runReconciler(t, rec)
 	// The first claim, and the one the start's Tighten woke.
 	waitFor(t, 5*time.Second, "the reconciler's first claims", func() bool { return sched.claims.Load() >= 2 })
 	idle := sched.claims.Load()
@@ -65,4 +78,123 @@ func TestReconcilerIdleSleepsUntilWoken(t *testing.T) {
 	}
 	// Within a third of the 30 s Idle cap: Tighten woke it.
 	waitFor(t, 10*time.Second, "a claim after Tighten", func() bool { return sched.claims.Load() > idle })
+}
+
+// rescheduler is a Syncer whose check of an order sets its next check as
+// an apply does, on the schedule itself (nothing wakes the reconciler),
+// by next; it counts the checks.
+type rescheduler struct {
+	sched  ordersync.CheckSchedule
+	next   func(code string, checks int64) time.Time
+	checks atomic.Int64
+}
+
+func (s *rescheduler) CheckOrder(ctx context.Context, account, code string, _ func(context.Context) error) (ordersync.ApplyResult, error) {
+	n := s.checks.Add(1)
+	if err := s.sched.DeferCheck(ctx, account, code, s.next(code, n)); err != nil {
+		return ordersync.ApplyResult{}, err
+	}
+	return ordersync.ApplyResult{Applied: true, From: ordersync.StatusPending, Status: ordersync.StatusPending}, nil
+}
+
+// runReconciler runs rec until the test ends, in the context it returns.
+func runReconciler(t *testing.T, rec *worker.Reconciler) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rec.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return ctx
+}
+
+// scheduleOrders puts orders on the schedule of st, due at the times of at.
+func scheduleOrders(t *testing.T, st *fake.Store, at ...time.Time) []string {
+	t.Helper()
+	ctx := context.Background()
+	codes := make([]string, len(at))
+	for i, due := range at {
+		codes[i] = fmt.Sprintf("quiet%02d", i)
+		ref := ordersync.OrderRef{Account: ordersync.DefaultAccount, Code: codes[i]}
+		if err := st.RecordOrderRef(ctx, ref); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.DeferCheck(ctx, ref.Account, ref.Code, due); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return codes
+}
+
+// TestReconcilerClaimsOncePerQuietCheck: quiet orders due one at a time
+// cost one claim each. The loop used to claim twice more for each, for
+// nothing: at once after handing the check over, and on the wake-up the
+// check sent when done.
+func TestReconcilerClaimsOncePerQuietCheck(t *testing.T) {
+	t.Parallel()
+	const n = 8
+	st := fake.NewStore()
+	start := time.Now()
+	due := make([]time.Time, n)
+	for i := range due {
+		// Further apart than the budget's spacing (6 a second), so that
+		// each is claimed alone.
+		due[i] = start.Add(time.Duration(i+1) * 250 * time.Millisecond)
+	}
+	scheduleOrders(t, st, due...)
+	sched := &claimCounter{CheckSchedule: st}
+	checker := &rescheduler{sched: st, next: func(string, int64) time.Time { return time.Now().Add(time.Hour) }}
+	rec, err := worker.NewReconciler(worker.ReconcilerConfig{Schedule: sched, Syncer: checker,
+		Registerer: prometheus.NewRegistry(), Idle: 30 * time.Second, BacklogInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runReconciler(t, rec)
+	waitFor(t, 20*time.Second, "every order checked", func() bool { return checker.checks.Load() == n })
+	// The first claim, the one the start's Tighten woke, and one a check.
+	if got := sched.claims.Load(); got > n+2 {
+		t.Fatalf("%d claims for %d checks due one at a time, want at most %d", got, n, n+2)
+	}
+}
+
+// TestReconcilerSleepsUntilASoonerCheck: a check that sets its order's
+// next check sooner than the claim loop's sleep (the dense schedule) has
+// the loop claim it then, long before the loop's Idle cap.
+func TestReconcilerSleepsUntilASoonerCheck(t *testing.T) {
+	t.Parallel()
+	st := fake.NewStore()
+	codes := scheduleOrders(t, st, time.Now().Add(time.Hour))
+	sched := &claimCounter{CheckSchedule: st, readAfterClaim: make(chan struct{}, 1)}
+	checker := &rescheduler{sched: st, next: func(_ string, checks int64) time.Time {
+		if checks > 1 {
+			return time.Now().Add(time.Hour)
+		}
+		// Once the loop has read the schedule after claiming this check,
+		// it sleeps until the retry (a minute) or its cap (30 s).
+		select {
+		case <-sched.readAfterClaim:
+		case <-time.After(10 * time.Second):
+			t.Error("no read of the schedule after the claim")
+		}
+		return time.Now().Add(300 * time.Millisecond)
+	}}
+	rec, err := worker.NewReconciler(worker.ReconcilerConfig{Schedule: sched, Syncer: checker,
+		Registerer: prometheus.NewRegistry(), Idle: 30 * time.Second, BacklogInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runReconciler(t, rec)
+	// The first claim and the one the start's Tighten woke, and the
+	// backlog gauges' first read: only the claim loop reads from now on.
+	waitFor(t, 10*time.Second, "the reconciler's start", func() bool { return sched.claims.Load() >= 2 && sched.reads.Load() >= 3 })
+	if err := st.PullCheck(context.Background(), ordersync.DefaultAccount, codes[0], time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	rec.Wake()
+	// Within a third of the 30 s Idle cap: the check's reschedule woke it.
+	waitFor(t, 10*time.Second, "the order's second check", func() bool { return checker.checks.Load() >= 2 })
 }

@@ -28,9 +28,12 @@ func (r *Reconciler) Run(ctx context.Context) error {
 			for c := range work {
 				var rep ReconcileReport
 				r.check(ctx, c, r.reasonOf(c), r.admit, &rep, &sync.Mutex{}, nil)
-				// The check rescheduled the order, maybe sooner than the
-				// claim loop's sleep (the dense schedule).
-				r.Wake()
+				if rep.Failed == 0 {
+					// The check set the order's next check, maybe sooner
+					// than the claim loop's sleep. A failed one left it
+					// where the claim put it, which the loop has read.
+					notify(r.rescheduled)
+				}
 				switch {
 				case rep.Failed == 0 || ctx.Err() != nil:
 				case IsOutage(rep.FirstError):
@@ -54,7 +57,9 @@ func (r *Reconciler) Run(ctx context.Context) error {
 
 // claimLoop hands due checks to the workers. It claims about a second of
 // the budget at a time, so that a check claimed and not yet made when the
-// process dies is due again after RetryDelay, not much later.
+// process dies is due again after RetryDelay, not much later. A claim that
+// returned less than that took every check due: the loop sleeps until the
+// next one rather than claim again for nothing.
 func (r *Reconciler) claimLoop(ctx context.Context, work chan<- ordersync.DueCheck) error {
 	batch := max(r.cfg.Concurrency, int(math.Ceil(r.cfg.Budget)))
 	for ctx.Err() == nil {
@@ -67,16 +72,15 @@ func (r *Reconciler) claimLoop(ctx context.Context, work chan<- ordersync.DueChe
 			_ = sleep(ctx, claimRetryWait)
 			continue
 		}
-		if len(due) == 0 {
-			r.idle(ctx)
-			continue
-		}
 		for _, c := range due {
 			select {
 			case work <- c:
 			case <-ctx.Done():
 				return nil
 			}
+		}
+		if len(due) < batch {
+			r.idle(ctx, now)
 		}
 	}
 	return nil
@@ -90,9 +94,44 @@ const claimRetryWait = time.Second
 const minIdle = 100 * time.Millisecond
 
 // idle sleeps until the earliest check on the schedule is due, at most
-// Idle, or until Wake.
-func (r *Reconciler) idle(ctx context.Context) {
-	wait := r.cfg.Idle
+// Idle, or until Wake. A check made sets its order's next check: idle then
+// reads the schedule again and sleeps until the earliest check, sooner if
+// that check was (the dense schedule), without a claim for nothing.
+func (r *Reconciler) idle(ctx context.Context, claimedAt time.Time) {
+	// A check made before the read below is in it.
+	select {
+	case <-r.rescheduled:
+	default:
+	}
+	wait := r.untilDue(ctx, claimedAt)
+	until := time.Now().Add(wait)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			return
+		case <-r.wake:
+			return
+		case <-r.rescheduled:
+			wait := r.untilDue(ctx, claimedAt)
+			if wait <= 0 {
+				return
+			}
+			if sooner := time.Now().Add(wait); sooner.Before(until) {
+				until = sooner
+				t.Reset(wait)
+			}
+		}
+	}
+}
+
+// untilDue is how long the claim loop may sleep: until the earliest check
+// on the schedule is due, at most Idle; at least minIdle when a check due
+// by claimedAt is there, which that claim did not return.
+func (r *Reconciler) untilDue(ctx context.Context, claimedAt time.Time) time.Duration {
 	now := r.cfg.Clock()
 	b, err := r.cfg.Schedule.CheckBacklog(ctx, r.cfg.Account, now)
 	switch {
@@ -100,17 +139,13 @@ func (r *Reconciler) idle(ctx context.Context) {
 		if ctx.Err() == nil {
 			r.cfg.Logger.Warn("read when the next reconcile check is due", "err", err)
 		}
-		wait = min(wait, claimRetryWait)
-	case !b.Next.IsZero():
-		wait = min(wait, max(b.Next.Sub(now), minIdle))
+		return min(r.cfg.Idle, claimRetryWait)
+	case b.Next.IsZero():
+		return r.cfg.Idle
+	case !b.Next.After(claimedAt):
+		return min(r.cfg.Idle, minIdle)
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	case <-r.wake:
-	}
+	return min(r.cfg.Idle, b.Next.Sub(now))
 }
 
 // backlogLoop keeps the due and overdue gauges current and reads the
