@@ -171,6 +171,7 @@ func (r *runner) enqueue(dl ordersync.OrderEventDelivery) {
 // endpoint's next runner takes them back at once (Resume) rather than
 // after the ack wait.
 func (r *runner) drain(key string) {
+	pause := r.d.cfg.RetryInitial
 	for {
 		if r.ctx.Err() != nil {
 			r.release(r.lanes.drop(key))
@@ -182,14 +183,21 @@ func (r *runner) drain(key string) {
 		}
 		if !r.deliver(h) {
 			// Unless the runner stopped, the store or the queue failed to
-			// settle it: it is tried again after a pause, still at the head
-			// of its lane, so the order's later events wait behind it.
-			_ = sleep(r.ctx, r.d.cfg.RetryInitial)
+			// settle it: it is tried again after a pause, doubling while
+			// they fail, still at the head of its lane, so the order's
+			// later events wait behind it.
+			_ = sleep(r.ctx, pause)
+			pause = min(2*pause, maxSettlePause)
 			continue
 		}
+		pause = r.d.cfg.RetryInitial
 		r.lanes.pop(key)
 	}
 }
+
+// maxSettlePause caps the pause before an event that could not be settled
+// is tried again: its endpoint may get it again each time.
+const maxSettlePause = time.Minute
 
 // release hands back what a stopped runner held, once it reads no more: a
 // pull of its still open would take the events again, and drop them.
