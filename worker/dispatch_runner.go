@@ -171,7 +171,7 @@ func (r *runner) enqueue(dl ordersync.OrderEventDelivery) {
 // endpoint's next runner takes them back at once (Resume) rather than
 // after the ack wait.
 func (r *runner) drain(key string) {
-	pause := r.d.cfg.RetryInitial
+	failed := 0
 	for {
 		if r.ctx.Err() != nil {
 			r.release(r.lanes.drop(key))
@@ -183,21 +183,17 @@ func (r *runner) drain(key string) {
 		}
 		if !r.deliver(h) {
 			// Unless the runner stopped, the store or the queue failed to
-			// settle it: it is tried again after a pause, doubling while
-			// they fail, still at the head of its lane, so the order's
-			// later events wait behind it.
-			_ = sleep(r.ctx, pause)
-			pause = min(2*pause, maxSettlePause)
+			// settle it: an outage to the policy, which retries and never
+			// dead-letters it. It stays at the head of its lane, so the
+			// order's later events wait behind it.
+			failed++
+			_ = sleep(r.ctx, r.d.retries.decide(failed, 0, failure{kind: failOutage}).after)
 			continue
 		}
-		pause = r.d.cfg.RetryInitial
+		failed = 0
 		r.lanes.pop(key)
 	}
 }
-
-// maxSettlePause caps the pause before an event that could not be settled
-// is tried again: its endpoint may get it again each time.
-const maxSettlePause = time.Minute
 
 // release hands back what a stopped runner held, once it reads no more: a
 // pull of its still open would take the events again, and drop them.
