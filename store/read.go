@@ -526,15 +526,13 @@ func (db *DB) ListEvents(ctx context.Context, filter ordersync.EventFilter) ([]o
 		// code logged without one (migration 20). The account narrows both
 		// halves and not the whole query, which would have the planner walk
 		// the account's whole log.
-		byCode := `SELECT msg_id FROM event_log WHERE order_code = ? AND order_code <> '' AND order_row IS NULL`
-		byRow := `SELECT id FROM orders WHERE order_code = ?`
-		args := []any{filter.OrderCode, filter.OrderCode}
-		if filter.Account != "" {
-			byCode = `SELECT msg_id FROM event_log WHERE account = ? AND order_code = ? AND order_code <> '' AND order_row IS NULL`
-			byRow = `SELECT id FROM orders WHERE account = ? AND order_code = ?`
-			args = []any{filter.Account, filter.OrderCode, filter.Account, filter.OrderCode}
-		}
-		c.add("msg_id IN ("+byCode+" UNION ALL SELECT msg_id FROM event_log WHERE order_row IN ("+byRow+"))", args...)
+		var key conditions
+		key.equal("account", filter.Account)
+		key.equal("order_code", filter.OrderCode)
+		where := strings.Join(key.where, " AND ")
+		c.add("msg_id IN (SELECT msg_id FROM event_log WHERE "+where+" AND order_code <> '' AND order_row IS NULL"+
+			" UNION ALL SELECT msg_id FROM event_log WHERE order_row IN (SELECT id FROM orders WHERE "+where+"))",
+			slices.Concat(key.args, key.args)...)
 	} else {
 		c.equal("account", filter.Account)
 	}
