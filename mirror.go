@@ -127,6 +127,12 @@ type ApplyResult struct {
 	// Paid is true when this apply queued the PAID trigger: the first time
 	// the mirror saw the order PAID or FINALIZED.
 	Paid bool
+	// NextCheck is when the reconciler next checks the order, as this
+	// apply set it by NextCheck, to the microsecond the mirror keeps: a
+	// reconciler learns from its own check whether to wake sooner, without
+	// reading the schedule. Zero when the order leaves the schedule (a
+	// final status) or the apply was stale and left the schedule as it was.
+	NextCheck time.Time
 }
 
 // Subjects ordersync publishes order events on, through the outbox. They

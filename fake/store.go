@@ -300,6 +300,9 @@ func (s *Store) ApplyOrders(_ context.Context, params []ordersync.ApplyParams) (
 			o.ref.ID, o.ref.Reference = p.Order.OrderID, p.Order.OrderReference
 		}
 		o.scheduleNextCheck(c.State.Status, fetchedAt, s.dense[p.Account])
+		if o.nextCheck != nil {
+			results[i].NextCheck = *o.nextCheck
+		}
 		if len(c.Messages) == 0 {
 			continue
 		}

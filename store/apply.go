@@ -514,6 +514,9 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 		st.PaidAt = &paidAt
 	}
 	st.scheduleNextCheck(c.State.Status, fetchedAt, b.dense[p.Account])
+	if st.NextCheckAt != nil {
+		res.NextCheck = *st.NextCheckAt
+	}
 	if !c.Changed {
 		return res, nil
 	}

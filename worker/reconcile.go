@@ -41,12 +41,12 @@ type ReconcilerConfig struct {
 	RetryDelay time.Duration
 	// Idle is the longest the reconciler sleeps when no check is due. It
 	// sleeps until the earliest check on the schedule, and wakes at once
-	// when this process brings a check forward (Tighten, Wake); after each
-	// check it makes it reads the schedule again, for the check may have
-	// set its order's next check sooner (the dense schedule). A check that
-	// another process brings forward is found within Idle: the dense
-	// schedule's checks that a webhook's fetch sets 15 s ahead are among
-	// them. Default 5s.
+	// when this process brings a check forward (Tighten, Wake); each check
+	// it makes reports its order's next check, and it wakes then if that
+	// is sooner (the dense schedule), without reading the schedule. A
+	// check that another process brings forward is found within Idle: the
+	// dense schedule's checks that a webhook's fetch sets 15 s ahead are
+	// among them. Default 5s.
 	Idle time.Duration
 	// BacklogInterval is how often the backlog gauges are read from the
 	// schedule. Default 5s.
@@ -148,9 +148,9 @@ type Reconciler struct {
 	// wake tells a sleeping Run that a check may be due sooner (Wake):
 	// it claims at once.
 	wake chan struct{}
-	// rescheduled tells a sleeping Run that a check it made set the
-	// order's next check: it reads when the earliest check is due.
-	rescheduled chan struct{}
+	// reported carries to a sleeping Run the earliest next check that the
+	// checks it made set: it wakes then if that is sooner.
+	reported *nextDue
 	// limitMu guards the budget in use (fitBudget).
 	limitMu    sync.Mutex
 	adjustedAt time.Time
@@ -232,7 +232,7 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 		budget:            rate.NewLimiter(rate.Limit(cfg.Budget), 1),
 		reconcilerMetrics: m,
 		wake:              make(chan struct{}, 1),
-		rescheduled:       make(chan struct{}, 1),
+		reported:          &nextDue{set: make(chan struct{}, 1)},
 	}
 	if cfg.Schedule != nil {
 		r.cfg.Schedule = wakingSchedule{cfg.Schedule, r.Wake}

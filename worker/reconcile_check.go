@@ -136,8 +136,9 @@ func (r *Reconciler) afterCheck(ctx context.Context, res ordersync.ApplyResult) 
 }
 
 // check fetches one order, due for reason ("" when not due by the
-// schedule), and adds the outcome to rep.
-func (r *Reconciler) check(ctx context.Context, c ordersync.DueCheck, reason ordersync.CheckReason, admit func(context.Context) error, rep *ReconcileReport, mu *sync.Mutex, progress func(ReconcileReport)) {
+// schedule), adds the outcome to rep and returns the order's next check as
+// the check's apply set it: zero when it failed or set none.
+func (r *Reconciler) check(ctx context.Context, c ordersync.DueCheck, reason ordersync.CheckReason, admit func(context.Context) error, rep *ReconcileReport, mu *sync.Mutex, progress func(ReconcileReport)) time.Time {
 	ref := c.OrderRef
 	if reason != "" {
 		requests := r.requests.WithLabelValues(string(reason))
@@ -196,4 +197,8 @@ func (r *Reconciler) check(ctx context.Context, c ordersync.DueCheck, reason ord
 		rep.Unchanged++
 		r.checks.WithLabelValues(checkUnchanged).Inc()
 	}
+	if err != nil {
+		return time.Time{}
+	}
+	return res.NextCheck
 }

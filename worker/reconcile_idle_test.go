@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -80,21 +81,26 @@ func TestReconcilerIdleSleepsUntilWoken(t *testing.T) {
 	waitFor(t, 10*time.Second, "a claim after Tighten", func() bool { return sched.claims.Load() > idle })
 }
 
-// rescheduler is a Syncer whose check of an order sets its next check as
-// an apply does, on the schedule itself (nothing wakes the reconciler),
-// by next; it counts the checks.
+// rescheduler is a Syncer whose check of an order, admitted by the
+// reconciler's budget, sets its next check as an apply does, on the
+// schedule itself (nothing wakes the reconciler), by next, and reports it;
+// it counts the checks.
 type rescheduler struct {
 	sched  ordersync.CheckSchedule
 	next   func(code string, checks int64) time.Time
 	checks atomic.Int64
 }
 
-func (s *rescheduler) CheckOrder(ctx context.Context, account, code string, _ func(context.Context) error) (ordersync.ApplyResult, error) {
-	n := s.checks.Add(1)
-	if err := s.sched.DeferCheck(ctx, account, code, s.next(code, n)); err != nil {
+func (s *rescheduler) CheckOrder(ctx context.Context, account, code string, admit func(context.Context) error) (ordersync.ApplyResult, error) {
+	if err := admit(ctx); err != nil {
 		return ordersync.ApplyResult{}, err
 	}
-	return ordersync.ApplyResult{Applied: true, From: ordersync.StatusPending, Status: ordersync.StatusPending}, nil
+	n := s.checks.Add(1)
+	next := s.next(code, n)
+	if err := s.sched.DeferCheck(ctx, account, code, next); err != nil {
+		return ordersync.ApplyResult{}, err
+	}
+	return ordersync.ApplyResult{Applied: true, From: ordersync.StatusPending, Status: ordersync.StatusPending, NextCheck: next}, nil
 }
 
 // runReconciler runs rec until the test ends, in the context it returns.
@@ -197,4 +203,51 @@ func TestReconcilerSleepsUntilASoonerCheck(t *testing.T) {
 	rec.Wake()
 	// Within a third of the 30 s Idle cap: the check's reschedule woke it.
 	waitFor(t, 10*time.Second, "the order's second check", func() bool { return checker.checks.Load() >= 2 })
+}
+
+// TestReconcilerReadsTheScheduleOncePerIdle: the checks of one claim cost
+// one read of the schedule, when the claim loop goes to sleep after it,
+// not one more per check (each check reports its order's next check), and
+// the one that reports a sooner check still wakes the loop then.
+func TestReconcilerReadsTheScheduleOncePerIdle(t *testing.T) {
+	t.Parallel()
+	// Fewer than a claim asks for (8), so that one claim takes them all.
+	const n = 6
+	st := fake.NewStore()
+	due := time.Now().Add(time.Second)
+	scheduleOrders(t, st, slices.Repeat([]time.Time{due}, n)...)
+	sched := &claimCounter{CheckSchedule: st, readAfterClaim: make(chan struct{}, 1)}
+	checker := &rescheduler{sched: st, next: func(_ string, checks int64) time.Time {
+		if checks == n {
+			// Far sooner than the loop's sleep: the claimed checks' retry
+			// (a minute) or its cap (30 s).
+			return time.Now().Add(300 * time.Millisecond)
+		}
+		return time.Now().Add(time.Hour)
+	}}
+	rec, err := worker.NewReconciler(worker.ReconcilerConfig{Schedule: sched, Syncer: checker,
+		Registerer: prometheus.NewRegistry(), Idle: 30 * time.Second, BacklogInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runReconciler(t, rec)
+	afterClaim := func(what string) int64 {
+		t.Helper()
+		select {
+		case <-sched.readAfterClaim:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no read of the schedule after %s", what)
+		}
+		return sched.reads.Load()
+	}
+	first := afterClaim("the claim of the due checks")
+	// The budget (6 a second) spaces the checks, so that a loop that read
+	// the schedule after each check would read it once per check.
+	second := afterClaim("the claim of the check reported sooner")
+	// Within a third of the 30 s Idle cap: the check's report woke it.
+	waitFor(t, 10*time.Second, "the sooner check", func() bool { return checker.checks.Load() == n+1 })
+	// Only the read after the second claim, none for the checks between.
+	if got := second - first; got != 1 {
+		t.Errorf("%d reads of the schedule between two claims %d checks apart, want 1", got, n)
+	}
 }

@@ -27,13 +27,10 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		wg.Go(func() {
 			for c := range work {
 				var rep ReconcileReport
-				r.check(ctx, c, r.reasonOf(c), r.admit, &rep, &sync.Mutex{}, nil)
-				if rep.Failed == 0 {
-					// The check set the order's next check, maybe sooner
-					// than the claim loop's sleep. A failed one left it
-					// where the claim put it, which the loop has read.
-					notify(r.rescheduled)
-				}
+				// The check set the order's next check, maybe sooner than
+				// the claim loop's sleep. A failed one reports none: it
+				// left it where the claim put it, which the loop has read.
+				r.reported.report(r.check(ctx, c, r.reasonOf(c), r.admit, &rep, &sync.Mutex{}, nil))
 				switch {
 				case rep.Failed == 0 || ctx.Err() != nil:
 				case IsOutage(rep.FirstError):
@@ -94,15 +91,12 @@ const claimRetryWait = time.Second
 const minIdle = 100 * time.Millisecond
 
 // idle sleeps until the earliest check on the schedule is due, at most
-// Idle, or until Wake. A check made sets its order's next check: idle then
-// reads the schedule again and sleeps until the earliest check, sooner if
-// that check was (the dense schedule), without a claim for nothing.
+// Idle, or until Wake. A check made sets its order's next check and reports
+// it: idle then sleeps until that time if it is sooner (the dense
+// schedule), without reading the schedule again or a claim for nothing.
 func (r *Reconciler) idle(ctx context.Context, claimedAt time.Time) {
-	// A check made before the read below is in it.
-	select {
-	case <-r.rescheduled:
-	default:
-	}
+	// A check reported before the read below is in it.
+	r.reported.take()
 	wait := r.untilDue(ctx, claimedAt)
 	until := time.Now().Add(wait)
 	t := time.NewTimer(wait)
@@ -115,8 +109,12 @@ func (r *Reconciler) idle(ctx context.Context, claimedAt time.Time) {
 			return
 		case <-r.wake:
 			return
-		case <-r.rescheduled:
-			wait := r.untilDue(ctx, claimedAt)
+		case <-r.reported.set:
+			next := r.reported.take()
+			if next.IsZero() {
+				continue
+			}
+			wait := next.Sub(r.cfg.Clock())
 			if wait <= 0 {
 				return
 			}
@@ -126,6 +124,38 @@ func (r *Reconciler) idle(ctx context.Context, claimedAt time.Time) {
 			}
 		}
 	}
+}
+
+// nextDue holds the earliest next check that checks reported since the
+// claim loop last took it.
+type nextDue struct {
+	mu sync.Mutex
+	at time.Time
+	// set is signalled when a check reports a time.
+	set chan struct{}
+}
+
+// report records at, a check's next check; zero (none) changes nothing.
+func (n *nextDue) report(at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	n.mu.Lock()
+	if n.at.IsZero() || at.Before(n.at) {
+		n.at = at
+	}
+	n.mu.Unlock()
+	notify(n.set)
+}
+
+// take returns the earliest time reported since the last take, zero if
+// none, and forgets it.
+func (n *nextDue) take() time.Time {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	at := n.at
+	n.at = time.Time{}
+	return at
 }
 
 // untilDue is how long the claim loop may sleep: until the earliest check

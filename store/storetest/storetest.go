@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"FetchSeqGrows", testFetchSeqGrows},
 		{"EarlierFetchNeverOverwritesLater", testEarlierFetchNeverOverwritesLater},
 		{"ApplyResults", testApplyResults},
+		{"ApplyReportsNextCheck", testApplyReportsNextCheck},
 		{"OutboxPaidExactlyOnce", testOutboxPaidExactlyOnce},
 		{"OutboxFinalizedFiresPaid", testOutboxFinalizedFiresPaid},
 		{"ResolveOrderCodes", testResolveOrderCodes},
@@ -189,11 +190,12 @@ func testApplyResults(t *testing.T, s Store) {
 	if _, err := s.ApplyOrders(context.Background(), []ordersync.ApplyParams{params(order("Res01", 1, ordersync.StatusPending, "x"), 0)}); err == nil {
 		t.Error("ApplyOrders with Seq 0 succeeded")
 	}
-	r := apply(t, s, params(order("Res01", 1, ordersync.StatusPending, "x"), n[0]))[0]
+	// NextCheck has a case of its own (ApplyReportsNextCheck).
+	r := withoutNextCheck(apply(t, s, params(order("Res01", 1, ordersync.StatusPending, "x"), n[0]))[0])
 	if want := (ordersync.ApplyResult{Applied: true, Created: true, Changed: true, Status: ordersync.StatusPending}); r != want {
 		t.Errorf("first apply: %+v, want %+v", r, want)
 	}
-	r = apply(t, s, params(order("Res01", 1, ordersync.StatusPending, "x"), n[1]))[0]
+	r = withoutNextCheck(apply(t, s, params(order("Res01", 1, ordersync.StatusPending, "x"), n[1]))[0])
 	if want := (ordersync.ApplyResult{Applied: true, From: ordersync.StatusPending, Status: ordersync.StatusPending}); r != want {
 		t.Errorf("same document again: %+v, want %+v", r, want)
 	}
@@ -203,6 +205,41 @@ func testApplyResults(t *testing.T, s Store) {
 	r = apply(t, s, params(order("Res01", 1, ordersync.StatusCancelled, "x"), n[2]))[0]
 	if want := (ordersync.ApplyResult{Applied: true, Changed: true, From: ordersync.StatusPending, Status: ordersync.StatusCancelled}); r != want {
 		t.Errorf("status change: %+v, want %+v", r, want)
+	}
+}
+
+// withoutNextCheck is r with NextCheck cleared, for comparing the rest.
+func withoutNextCheck(r ordersync.ApplyResult) ordersync.ApplyResult {
+	r.NextCheck = time.Time{}
+	return r
+}
+
+// testApplyReportsNextCheck: an apply reports the next check it set, the
+// one the schedule holds; none for a final status, and none for a stale
+// apply, which leaves the schedule as it was.
+func testApplyReportsNextCheck(t *testing.T, s Store) {
+	ctx := context.Background()
+	n := seqs(t, s, 4)
+	p := params(order("Next01", 61, ordersync.StatusPending, "x"), n[1])
+	r := apply(t, s, p)[0]
+	if r.NextCheck.IsZero() || !r.NextCheck.After(p.FetchedAt) {
+		t.Fatalf("an open order's apply reported next check %v, want one after its fetch at %v", r.NextCheck, p.FetchedAt)
+	}
+	if want, ok := ordersync.NextCheck(ordersync.CheckState{Code: "Next01", Status: ordersync.StatusPending, ActiveAt: p.FetchedAt}, p.FetchedAt); !ok || r.NextCheck.Sub(want).Abs() > time.Second {
+		t.Errorf("reported next check %v, want about %v (ordersync.NextCheck)", r.NextCheck, want)
+	}
+	b, err := s.CheckBacklog(ctx, account, p.FetchedAt)
+	if err != nil || !b.Next.Equal(r.NextCheck) {
+		t.Errorf("the schedule's next check is %v (%v), the apply reported %v", b.Next, err, r.NextCheck)
+	}
+	if r := apply(t, s, params(order("Next01", 61, ordersync.StatusPaid, "x"), n[0]))[0]; r.Applied || !r.NextCheck.IsZero() {
+		t.Errorf("a stale apply: %+v, want not applied and no next check", r)
+	}
+	if r := apply(t, s, params(order("Next01", 61, ordersync.StatusCancelled, "x"), n[2]))[0]; !r.Applied || !r.NextCheck.IsZero() {
+		t.Errorf("a final status: %+v, want applied and no next check", r)
+	}
+	if b, err := s.CheckBacklog(ctx, account, p.FetchedAt); err != nil || !b.Next.IsZero() {
+		t.Errorf("a final order still on the schedule: %+v, %v", b, err)
 	}
 }
 
