@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Status is an order's status as the payment link service reports it.
@@ -64,11 +65,15 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 	case bytes.Equal(b, []byte("null")):
 		*id = ""
 	case len(b) > 0 && b[0] == '"':
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return fmt.Errorf("id: %w", err)
+		s, ok := plainString(b)
+		if !ok {
+			if err := json.Unmarshal(b, &s); err != nil {
+				return fmt.Errorf("id: %w", err)
+			}
 		}
 		*id = ID(strings.TrimSpace(s))
+	case plainInteger(b):
+		*id = ID(b)
 	default:
 		var n json.Number
 		if err := json.Unmarshal(b, &n); err != nil {
@@ -77,6 +82,48 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 		*id = ID(n.String())
 	}
 	return nil
+}
+
+// plainString is the text of a JSON string token that needs no decoding:
+// between its quotes only valid UTF-8 without escapes or control
+// characters, which is what the service writes in ids and times. False
+// for anything else, which encoding/json then decodes (or refuses).
+func plainString(b []byte) (string, bool) {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return "", false
+	}
+	in := b[1 : len(b)-1]
+	ascii := true
+	for _, c := range in {
+		switch {
+		case c < 0x20 || c == '"' || c == '\\':
+			return "", false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	if !ascii && !utf8.Valid(in) {
+		return "", false
+	}
+	return string(in), true
+}
+
+// plainInteger reports whether b is a JSON number without fraction or
+// exponent (-?(0|[1-9][0-9]*)), whose text is then the number's as
+// json.Number would keep it.
+func plainInteger(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 || (b[0] == '0' && len(b) > 1) {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // MarshalJSON writes an all-digit ID as a number, as the API does, anything
@@ -140,9 +187,11 @@ func (t *Timestamp) UnmarshalJSON(b []byte) error {
 		*t = Timestamp{}
 		return nil
 	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("timestamp: want a string, got %.30s", b)
+	s, ok := plainString(b)
+	if !ok {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("timestamp: want a string, got %.30s", b)
+		}
 	}
 	if s == "" {
 		*t = Timestamp{}

@@ -23,6 +23,13 @@ func TestIDUnmarshalJSON(t *testing.T) {
 		{doc: `null`, want: ""},
 		{doc: `""`, want: ""},
 		{doc: `18446744073709551616`, want: "18446744073709551616"},
+		{doc: `-12`, want: "-12"},
+		{doc: `0`, want: "0"},
+		{doc: `1.50`, want: "1.50"},
+		{doc: `1e3`, want: "1e3"},
+		{doc: `"\u0033\u0031547"`, want: "31547"},
+		{doc: `"caf\u00e9 \"x\""`, want: `café "x"`},
+		{doc: `"café"`, want: "café"},
 		{doc: `true`, wantErr: true},
 		{doc: `{}`, wantErr: true},
 		{doc: `[1]`, wantErr: true},
@@ -46,6 +53,42 @@ func TestIDUnmarshalJSON(t *testing.T) {
 				t.Errorf("= %q, want %q", v.ID, tt.want)
 			}
 		})
+	}
+}
+
+// TestIDAndTimestampDecodeAsEncodingJSON: the tokens the decoders take
+// without encoding/json (strings without escapes, integers) come out as
+// encoding/json would decode them, and what they pass on to it (escapes,
+// invalid UTF-8, control characters, numbers JSON does not allow) too,
+// also when UnmarshalJSON is called on bytes no decoder checked first.
+func TestIDAndTimestampDecodeAsEncodingJSON(t *testing.T) {
+	for _, doc := range []string{`"31547"`, `"a\u0062c"`, "\"\xff\xfe\"", "\"tab\there\"", `"q\"uote"`, `"é"`,
+		`12`, `-3`, `007`, `-`, `--1`, `1.0`, `0x10`, `"2026-10-10T18:01:12.345Z"`, `"2026-10-10T18:01:12.345\u005a"`, `"`, `"unterminated`} {
+		var want string
+		wantErr := json.Unmarshal([]byte(doc), &want) != nil
+		if wantErr && !strings.HasPrefix(doc, `"`) {
+			var n json.Number
+			if json.Unmarshal([]byte(doc), &n) == nil {
+				want, wantErr = n.String(), false
+			}
+		}
+		var id ID
+		err := id.UnmarshalJSON([]byte(doc))
+		if (err != nil) != wantErr || (err == nil && string(id) != strings.TrimSpace(want)) {
+			t.Errorf("ID from %q = %q, %v; encoding/json: %q, error %v", doc, id, err, want, wantErr)
+		}
+		if !strings.HasPrefix(doc, `"`) {
+			continue
+		}
+		var ts Timestamp
+		err = ts.UnmarshalJSON([]byte(doc))
+		wantTS, parseErr := ParseTimestamp(want)
+		if wantErr || want == "" {
+			parseErr = nil
+		}
+		if (err != nil) != (wantErr || parseErr != nil) || (err == nil && !wantErr && want != "" && !ts.Equal(wantTS.Time)) {
+			t.Errorf("Timestamp from %q = %v, %v; encoding/json then ParseTimestamp: %v, %v", doc, ts, err, wantTS, wantErr || parseErr != nil)
+		}
 	}
 }
 

@@ -39,7 +39,7 @@ func (w *discardWriter) WriteHeader(code int)        { w.code = code }
 // It sits a few allocations above the count when it was set, so that a
 // change of Go's runtime or of net/http's internals does not fail it,
 // while one more copy of the body or one more parse does.
-const receiverAllocBudget = 24
+const receiverAllocBudget = 23
 
 // TestReceiverAllocBudget holds the receiver's path to its allocation
 // budget: a count, not a time, so it does not depend on the machine.
