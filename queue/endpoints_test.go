@@ -295,20 +295,7 @@ func TestShortPollKeepsALateEvent(t *testing.T) {
 		done <- result{ds, err}
 	}()
 	// The event goes out once the reader's pull waits on the server.
-	for {
-		info, err := consumer.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.NumWaiting > 0 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("the reader's pull never waited on the server")
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	waitPulling(t, consumer)
 	m := ordersync.OutboxMessage{Subject: ordersync.SubjectStatusPrefix + string(ordersync.StatusPending), MsgID: "A:1",
 		Payload: []byte(`{"orderCode":"A","orderStatus":"PENDING"}`)}
 	if _, err := direct.PublishMessages(ctx, []ordersync.OutboxMessage{m}); err != nil {
