@@ -357,13 +357,9 @@ func (s *orderEventSource) next(ctx context.Context, max int, wait time.Duration
 	if len(out) > 0 || wait <= 0 {
 		return out, orderFetchError(ctx, out, err)
 	}
-	fetch := func() (jetstream.MessageBatch, error) { return s.c.Fetch(1, jetstream.FetchMaxWait(wait)) }
-	if wait >= contextPullWait {
-		pull, cancel := context.WithTimeout(ctx, wait)
-		defer cancel()
-		fetch = func() (jetstream.MessageBatch, error) { return s.c.Fetch(1, jetstream.FetchContext(pull)) }
-	}
-	out, err = s.collect(ctx, out, fetch)
+	pull, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	out, err = s.collect(ctx, out, func() (jetstream.MessageBatch, error) { return s.c.Fetch(1, jetstream.FetchContext(pull)) })
 	if ctx.Err() != nil {
 		s.awaitWithdrawn()
 	}
@@ -376,21 +372,8 @@ func (s *orderEventSource) next(ctx context.Context, max int, wait time.Duration
 	return out, nil
 }
 
-// contextPullWait is the shortest wait next makes with ctx (FetchContext),
-// so that a reader that stops withdraws its pull at once. Such a pull asks
-// the server to end it a tenth of its wait, at most a second, before the
-// fetch stops listening; from ten seconds on that is a whole second. A
-// shorter pull (the one made every second while events are held) is ended
-// by the server and listened to until it has (FetchMaxWait, a second
-// more at most): with a tenth of a second to spare, an event sent just
-// before the end reached a client on a busy machine after it had stopped
-// listening, stayed unsettled, and held the endpoint's later events for
-// the ack wait (TestShortPollKeepsALateEvent). A reader that stops during
-// a short pull waits for its end, and refuses what it still brings.
-const contextPullWait = 10 * time.Second
-
-// collect runs one fetch and appends its messages to out. The long wait of
-// next is a poll made with ctx, unlike the pool's (waitForOne): when
+// collect runs one fetch and appends its messages to out. The wait of
+// next is a long poll made with ctx, unlike the pool's (waitForOne): when
 // ctx ends the fetch stops listening, and the server, finding no one
 // listening, drops the pull. Left open until it expired, a stopped
 // reader's pull took the next event and refused it, and a new reader

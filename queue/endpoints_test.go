@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -247,69 +245,5 @@ func TestNextHoldsWhatFollowsALostDelivery(t *testing.T) {
 	}
 	if lost := testutil.ToFloat64(q.metrics.lost); lost != 1 {
 		t.Errorf("lost deliveries counted %v, want 1", lost)
-	}
-}
-
-// TestShortPollKeepsALateEvent: a pull of an endpoint's reader that waits
-// less than ten seconds (the one made every second while it holds
-// events) listens until the server has ended it, so an event the server
-// sent within it reaches the reader however late its client reads it. A
-// link that holds the server's bytes for 1.2 s stands for a busy machine:
-// the event is published as soon as the one-second pull is waiting, and
-// arrives after that second. Listening only as long as the pull's own
-// wait, the reader missed it, and the event came back after its ack wait
-// (30 s here), holding the endpoint's later events that long.
-func TestShortPollKeepsALateEvent(t *testing.T) {
-	e := startEmbedded(t, t.TempDir(), -1)
-	cfg := uniqueConfig()
-	direct := newQueue(t, connect(t, e), cfg)
-	link := startSlowLink(t, strings.TrimPrefix(e.ClientURL(), "nats://"))
-	nc, err := nats.Connect("nats://"+link.addr(), nats.UserInfo(EmbeddedUser, e.password), nats.NoReconnect())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	q := newQueue(t, nc, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	src, err := q.EndpointEvents(ctx, "ep1", ordersync.HookEvents, time.Now().Add(-time.Minute), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := src.Resume(ctx, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	consumer, err := direct.js.Consumer(ctx, cfg.OrdersStream, q.endpointConsumer("ep1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	link.setDelay(1200 * time.Millisecond)
-	type result struct {
-		ds  []ordersync.OrderEventDelivery
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		ds, err := src.Next(ctx, 10, time.Second)
-		done <- result{ds, err}
-	}()
-	// The event goes out once the reader's pull waits on the server.
-	waitPulling(t, consumer)
-	m := ordersync.OutboxMessage{Subject: ordersync.SubjectStatusPrefix + string(ordersync.StatusPending), MsgID: "A:1",
-		Payload: []byte(`{"orderCode":"A","orderStatus":"PENDING"}`)}
-	if _, err := direct.PublishMessages(ctx, []ordersync.OutboxMessage{m}); err != nil {
-		t.Fatal(err)
-	}
-	r := <-done
-	if r.err != nil {
-		t.Fatalf("Next: %v", r.err)
-	}
-	var got []string
-	for _, d := range r.ds {
-		got = append(got, d.Event().MsgID)
-	}
-	if !slices.Equal(got, []string{"A:1"}) {
-		t.Errorf("the one-second pull returned %v, want [A:1]: the event the server sent within it was lost on the way", got)
 	}
 }
