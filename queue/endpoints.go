@@ -357,7 +357,7 @@ func (s *orderEventSource) next(ctx context.Context, max int, wait time.Duration
 	if len(out) > 0 || wait <= 0 {
 		return out, orderFetchError(ctx, out, err)
 	}
-	pull, cancel := context.WithTimeout(ctx, wait)
+	pull, cancel := newPullContext(ctx, wait)
 	defer cancel()
 	out, err = s.collect(ctx, out, func() (jetstream.MessageBatch, error) { return s.c.Fetch(1, jetstream.FetchContext(pull)) })
 	if ctx.Err() != nil {
@@ -371,6 +371,40 @@ func (s *orderEventSource) next(ctx context.Context, max int, wait time.Duration
 	}
 	return out, nil
 }
+
+// pullGrace is how long a pull made by next is listened to after the
+// server was asked to end it: long enough for the server's last event and
+// its end to reach a client on a busy machine.
+const pullGrace = time.Second
+
+// pullContext is the context of next's long poll. FetchContext asks the
+// server to end the pull a little before the context's deadline (a tenth
+// of the wait, at most a second) and stops listening at the deadline. So
+// its Deadline is the wait, from which the server's end is computed, while
+// it is done pullGrace later, or as soon as the reader's context is: the
+// server's end of the pull, which ends the fetch, comes in time however
+// late the client reads it, and a reader that stops still withdraws its
+// pull at once. With only the tenth of a second to spare, an event sent
+// just before a one-second pull's end (the one made every second while
+// events are held) reached a client on a busy machine after it had
+// stopped listening, stayed unsettled and held the endpoint's later events
+// for the ack wait (TestShortPollKeepsALateEvent).
+type pullContext struct {
+	context.Context
+	deadline time.Time
+}
+
+func newPullContext(ctx context.Context, wait time.Duration) (pullContext, context.CancelFunc) {
+	deadline := time.Now().Add(wait)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		// The reader's own deadline comes first: listened to until then.
+		deadline = d
+	}
+	listen, cancel := context.WithTimeout(ctx, wait+pullGrace)
+	return pullContext{Context: listen, deadline: deadline}, cancel
+}
+
+func (c pullContext) Deadline() (time.Time, bool) { return c.deadline, true }
 
 // collect runs one fetch and appends its messages to out. The wait of
 // next is a long poll made with ctx, unlike the pool's (waitForOne): when

@@ -2,11 +2,14 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -245,5 +248,109 @@ func TestNextHoldsWhatFollowsALostDelivery(t *testing.T) {
 	}
 	if lost := testutil.ToFloat64(q.metrics.lost); lost != 1 {
 		t.Errorf("lost deliveries counted %v, want 1", lost)
+	}
+}
+
+// TestShortPollKeepsALateEvent: a pull of an endpoint's reader is listened
+// to until the server has ended it, a second past its wait at most, so an
+// event the server sent within it reaches the reader however late its
+// client reads it. A link that holds the server's bytes for 1.2 s stands
+// for a busy machine: the event is published as soon as the one-second
+// pull (the one made every second while events are held) is waiting, and
+// arrives after that second. Listening a tenth of a second past the
+// server's end, the reader missed it, and the event came back after its
+// ack wait (30 s here), holding the endpoint's later events that long.
+func TestShortPollKeepsALateEvent(t *testing.T) {
+	e := startEmbedded(t, t.TempDir(), -1)
+	cfg := uniqueConfig()
+	direct := newQueue(t, connect(t, e), cfg)
+	link := startSlowLink(t, strings.TrimPrefix(e.ClientURL(), "nats://"))
+	nc, err := nats.Connect("nats://"+link.addr(), nats.UserInfo(EmbeddedUser, e.password), nats.NoReconnect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	q := newQueue(t, nc, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	src, err := q.EndpointEvents(ctx, "ep1", ordersync.HookEvents, time.Now().Add(-time.Minute), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Resume(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	consumer, err := direct.js.Consumer(ctx, cfg.OrdersStream, q.endpointConsumer("ep1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	link.setDelay(1200 * time.Millisecond)
+	type result struct {
+		ds  []ordersync.OrderEventDelivery
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ds, err := src.Next(ctx, 10, time.Second)
+		done <- result{ds, err}
+	}()
+	// The event goes out once the reader's pull waits on the server.
+	waitPulling(t, consumer)
+	m := ordersync.OutboxMessage{Subject: ordersync.SubjectStatusPrefix + string(ordersync.StatusPending), MsgID: "A:1",
+		Payload: []byte(`{"orderCode":"A","orderStatus":"PENDING"}`)}
+	if _, err := direct.PublishMessages(ctx, []ordersync.OutboxMessage{m}); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("Next: %v", r.err)
+	}
+	var got []string
+	for _, d := range r.ds {
+		got = append(got, d.Event().MsgID)
+	}
+	if !slices.Equal(got, []string{"A:1"}) {
+		t.Errorf("the one-second pull returned %v, want [A:1]: the event the server sent within it was lost on the way", got)
+	}
+}
+
+// TestEndpointReaderStopsDuringAPull: a reader whose context ends while its
+// pull waits at the server returns at once, not when the pull would have
+// ended (five seconds here), so stopping an endpoint's runner (a shutdown,
+// an endpoint's change, a takeover) waits for no pull. The grace a pull is
+// listened to after its end (TestShortPollKeepsALateEvent) does not apply
+// to a stop.
+func TestEndpointReaderStopsDuringAPull(t *testing.T) {
+	e := startEmbedded(t, t.TempDir(), -1)
+	cfg := uniqueConfig()
+	q := newQueue(t, connect(t, e), cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	src, err := q.EndpointEvents(ctx, "ep1", ordersync.HookEvents, time.Now().Add(-time.Minute), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Resume(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	consumer, err := q.js.Consumer(ctx, cfg.OrdersStream, q.endpointConsumer("ep1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := src.Next(ctx, 10, 5*time.Second)
+		errc <- err
+	}()
+	waitPulling(t, consumer)
+	stopped := time.Now()
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Next stopped during its pull: error %v, want context.Canceled", err)
+	}
+	// awaitWithdrawn may take up to withdrawBound after the stop.
+	if took := time.Since(stopped); took > withdrawBound+time.Second {
+		t.Errorf("Next returned %s after its reader stopped, want at once: it waited for the pull's end", took)
 	}
 }

@@ -486,7 +486,7 @@ func TestNextWaitsAndRespectsContext(t *testing.T) {
 		_, err := src.Next(ctx, 10, 10*time.Second)
 		errc <- err
 	}()
-	waitPulling(t, q)
+	waitPulling(t, q.consumer)
 	start = time.Now()
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
@@ -513,7 +513,7 @@ func TestNextWaitsAndRespectsContext(t *testing.T) {
 		ds, err := src.Next(ctx, 10, 5*time.Second)
 		done <- result{ds, err}
 	}()
-	waitPulling(t, q)
+	waitPulling(t, q.consumer)
 	published := time.Now()
 	publish(t, q, testEvent(3))
 	r := <-done
@@ -523,15 +523,14 @@ func TestNextWaitsAndRespectsContext(t *testing.T) {
 	r.ds[0].Ack(context.Background())
 }
 
-// waitPulling returns once one pull request of q's events consumer waits
-// at the server: the long poll of a Next, not the request for what is
-// there now.
-func waitPulling(t testing.TB, q *Queue) {
+// waitPulling returns once one pull request of consumer c waits at the
+// server: the long poll of a Next, not the request for what is there now.
+func waitPulling(t testing.TB, c jetstream.Consumer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for {
-		info, err := q.consumer.Info(ctx)
+		info, err := c.Info(ctx)
 		if err != nil {
 			t.Fatalf("consumer info: %v", err)
 		}
@@ -561,7 +560,7 @@ func TestNextLongPollWakesOnEvent(t *testing.T) {
 		ds, err := src.Next(ctx, 10, time.Hour)
 		done <- result{ds, err}
 	}()
-	waitPulling(t, q)
+	waitPulling(t, q.consumer)
 	publish(t, q, testEvent(1))
 	r := <-done
 	if r.err != nil || len(r.ds) != 1 {
