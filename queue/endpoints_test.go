@@ -273,17 +273,7 @@ func TestShortPollKeepsALateEvent(t *testing.T) {
 	q := newQueue(t, nc, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	src, err := q.EndpointEvents(ctx, "ep1", ordersync.HookEvents, time.Now().Add(-time.Minute), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := src.Resume(ctx, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	consumer, err := direct.js.Consumer(ctx, cfg.OrdersStream, q.endpointConsumer("ep1"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, consumer := resumedReader(ctx, t, q, direct)
 
 	link.setDelay(1200 * time.Millisecond)
 	type result struct {
@@ -323,21 +313,10 @@ func TestShortPollKeepsALateEvent(t *testing.T) {
 // to a stop.
 func TestEndpointReaderStopsDuringAPull(t *testing.T) {
 	e := startEmbedded(t, t.TempDir(), -1)
-	cfg := uniqueConfig()
-	q := newQueue(t, connect(t, e), cfg)
+	q := newQueue(t, connect(t, e), uniqueConfig())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	src, err := q.EndpointEvents(ctx, "ep1", ordersync.HookEvents, time.Now().Add(-time.Minute), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := src.Resume(ctx, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	consumer, err := q.js.Consumer(ctx, cfg.OrdersStream, q.endpointConsumer("ep1"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, consumer := resumedReader(ctx, t, q, q)
 	errc := make(chan error, 1)
 	go func() {
 		_, err := src.Next(ctx, 10, 5*time.Second)
@@ -353,4 +332,23 @@ func TestEndpointReaderStopsDuringAPull(t *testing.T) {
 	if took := time.Since(stopped); took > withdrawBound+time.Second {
 		t.Errorf("Next returned %s after its reader stopped, want at once: it waited for the pull's end", took)
 	}
+}
+
+// resumedReader starts reading endpoint ep1's events through q, and returns
+// the reader and its consumer as seen through direct (a connection of its
+// own, or q).
+func resumedReader(ctx context.Context, t *testing.T, q, direct *Queue) (ordersync.OrderEventSource, jetstream.Consumer) {
+	t.Helper()
+	src, err := q.EndpointEvents(ctx, "ep1", ordersync.HookEvents, time.Now().Add(-time.Minute), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Resume(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	consumer, err := direct.js.Consumer(ctx, q.cfg.OrdersStream, q.endpointConsumer("ep1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, consumer
 }
