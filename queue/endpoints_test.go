@@ -254,12 +254,13 @@ func TestNextHoldsWhatFollowsALostDelivery(t *testing.T) {
 // TestShortPollKeepsALateEvent: a pull of an endpoint's reader is listened
 // to until the server has ended it, a second past its wait at most, so an
 // event the server sent within it reaches the reader however late its
-// client reads it. A link that holds the server's bytes for 1.2 s stands
-// for a busy machine: the event is published as soon as the one-second
-// pull (the one made every second while events are held) is waiting, and
-// arrives after that second. Listening a tenth of a second past the
-// server's end, the reader missed it, and the event came back after its
-// ack wait (30 s here), holding the endpoint's later events that long.
+// client reads it. A link that holds the server's bytes for 1.2 s from the
+// moment the one-second pull (the one made every second while events are
+// held) waits on the server stands for a busy machine: the event,
+// published then, arrives after that second. Listening a tenth of a second
+// past the server's end, the reader missed it, and the event came back
+// after its ack wait (30 s here), holding the endpoint's later events that
+// long.
 func TestShortPollKeepsALateEvent(t *testing.T) {
 	e := startEmbedded(t, t.TempDir(), -1)
 	cfg := uniqueConfig()
@@ -275,18 +276,20 @@ func TestShortPollKeepsALateEvent(t *testing.T) {
 	defer cancel()
 	src, consumer := resumedReader(ctx, t, q, direct)
 
-	link.setDelay(1200 * time.Millisecond)
 	type result struct {
 		ds  []ordersync.OrderEventDelivery
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		ds, err := src.Next(ctx, 10, time.Second)
+		// One event at most: Next asks for no more after it, through the
+		// slow link.
+		ds, err := src.Next(ctx, 1, time.Second)
 		done <- result{ds, err}
 	}()
 	// The event goes out once the reader's pull waits on the server.
 	waitPulling(t, consumer)
+	link.setDelay(1200 * time.Millisecond)
 	m := ordersync.OutboxMessage{Subject: ordersync.SubjectStatusPrefix + string(ordersync.StatusPending), MsgID: "A:1",
 		Payload: []byte(`{"orderCode":"A","orderStatus":"PENDING"}`)}
 	if _, err := direct.PublishMessages(ctx, []ordersync.OutboxMessage{m}); err != nil {

@@ -17,6 +17,8 @@ type slowLink struct {
 	ln     net.Listener
 	server string
 	delay  atomic.Int64 // nanoseconds
+	// closed ends the relays, bytes still held included.
+	closed chan struct{}
 	wg     sync.WaitGroup
 }
 
@@ -26,7 +28,7 @@ func startSlowLink(t testing.TB, server string) *slowLink {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &slowLink{ln: ln, server: server}
+	l := &slowLink{ln: ln, server: server, closed: make(chan struct{})}
 	l.wg.Go(func() {
 		for {
 			c, err := ln.Accept()
@@ -38,6 +40,7 @@ func startSlowLink(t testing.TB, server string) *slowLink {
 	})
 	t.Cleanup(func() {
 		ln.Close()
+		close(l.closed)
 		l.wg.Wait()
 	})
 	return l
@@ -65,7 +68,11 @@ func (l *slowLink) relay(client net.Conn) {
 	chunks := make(chan chunk, 1024)
 	l.wg.Go(func() {
 		for c := range chunks {
-			time.Sleep(time.Until(c.due))
+			select {
+			case <-time.After(time.Until(c.due)):
+			case <-l.closed:
+				return
+			}
 			if _, err := client.Write(c.b); err != nil {
 				return
 			}
