@@ -58,6 +58,9 @@ type chaosOptions struct {
 	// back after it, so the event-log check waits for it after the last
 	// kill.
 	AckWait time.Duration
+	// Faults are the simulator's during the run: chaosFaults, unless a
+	// test sizes them.
+	Faults sim.Faults
 	// DatabaseURL, when set (postgres://…), puts the pipeline's mirror in
 	// a PostgreSQL schema of its own, removed afterwards, instead of SQLite.
 	DatabaseURL string
@@ -107,7 +110,7 @@ genuinely permanent failures, and the mirror converged within
 }
 
 func defaultChaosOptions() chaosOptions {
-	return chaosOptions{Orders: 2000, Kills: 2, Seed: 1, Down: time.Second, ConvergeWithin: 60 * time.Second}
+	return chaosOptions{Orders: 2000, Kills: 2, Seed: 1, Down: time.Second, ConvergeWithin: 60 * time.Second, Faults: chaosFaults()}
 }
 
 func (o chaosOptions) validate() error {
@@ -263,7 +266,7 @@ func runChaos(ctx context.Context, out io.Writer, opts chaosOptions) (rep *chaos
 	defer r.tearDown()
 	fmt.Fprintf(out, "ordersync-lab chaos: %d orders, %d kills; simulator %s, pipeline pid %d (webhooks via a recording proxy at %s, admin %s, NATS %s)\n",
 		opts.Orders, opts.Kills, r.simURL, r.child.PID(), r.proxy.URL(), r.child.AdminURL(), app.RedactURL(r.child.NATSURL()))
-	fmt.Fprintf(out, "faults: %s\n", describeFaults(chaosFaults()))
+	fmt.Fprintf(out, "faults: %s\n", describeFaults(opts.Faults))
 	fmt.Fprintf(out, "fulfilment endpoint %s: %s\n", r.hook.URL(), describeEndpointFaults(endpointFaults(opts.Seed)))
 
 	var tally requestTally
@@ -302,7 +305,7 @@ func (r *chaosRun) setUp(ctx context.Context) (err error) {
 		// Webhooks keep being retried (at most 5s apart) while the
 		// pipeline is dead: none may be given up during a restart.
 		WebhookMaxAttempts: 200,
-		Faults:             chaosFaults(), Seed: int64(r.opts.Seed), Logger: logger,
+		Faults:             r.opts.Faults, Seed: int64(r.opts.Seed), Logger: logger,
 	})
 	if err != nil {
 		r.proxy.Close()
