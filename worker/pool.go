@@ -38,6 +38,11 @@ type PoolConfig struct {
 	PressureTarget time.Duration
 	// PressureInterval is how often Pressure is read. Default 50ms.
 	PressureInterval time.Duration
+	// PressureMinRate is the webhooks a second under which the pool does
+	// not yield, whatever their wait: a burst the pool could sync as fast
+	// as it comes, whose waits a busy moment of the process raised.
+	// Default 2000.
+	PressureMinRate float64
 	// BatchSize is the most events one pull returns and the most orders one
 	// mirror transaction applies. Default 100.
 	BatchSize int
@@ -126,6 +131,9 @@ func (c PoolConfig) withDefaults() PoolConfig {
 	}
 	if c.PressureInterval == 0 {
 		c.PressureInterval = 50 * time.Millisecond
+	}
+	if c.PressureMinRate == 0 {
+		c.PressureMinRate = 2000
 	}
 	if c.CommitDelay == 0 {
 		c.CommitDelay = 2 * time.Millisecond

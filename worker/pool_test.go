@@ -218,6 +218,8 @@ func TestPoolYieldsToWebhooks(t *testing.T) {
 	var reads atomic.Int64 // how many times the pool read Pressure
 	stop := e.startPool(t, e.newSyncer(t, nil, nil), func(c *worker.PoolConfig) {
 		c.PressureTarget, c.PressureInterval = target, 20*time.Millisecond
+		// Every read counts as a flood, however late the machine makes it.
+		c.PressureMinRate = 1
 		c.DrainTimeout = 5 * time.Second
 		c.Pressure = func() (time.Duration, int64) {
 			reads.Add(1)
@@ -281,6 +283,40 @@ func TestPoolYieldsToWebhooks(t *testing.T) {
 	e.assertMirrorMatchesSim(t, secondCodes)
 }
 
+// TestPoolDoesNotYieldToABurst: webhooks answered slowly but fewer than
+// PressureMinRate a second (the default 2,000; here 5 in each 20 ms
+// interval, 250 a second) are a burst the pool syncs as it comes, not a
+// flood: it keeps every fetch, and the events sync at once. Stopping for
+// them, it left a demo's burst a quarter of a second in the queue. The
+// test counts the pool's reads of Pressure instead of sleeping.
+func TestPoolDoesNotYieldToABurst(t *testing.T) {
+	e := newEnv(t, sim.Faults{})
+	orders := e.createOrders(t, 10)
+	var reads atomic.Int64
+	e.startPool(t, e.newSyncer(t, nil, nil), func(c *worker.PoolConfig) {
+		c.PressureTarget, c.PressureInterval = 2*time.Millisecond, 20*time.Millisecond
+		c.Pressure = func() (time.Duration, int64) {
+			reads.Add(1)
+			return 10 * time.Millisecond, 5
+		}
+	})
+	limit := func() float64 { return counterValue(t, e.reg, "ordersync_worker_fetch_limit", nil) }
+	var codes []string
+	for _, o := range orders {
+		codes = append(codes, o.OrderCode)
+		e.publish(t, e.webhook(o.OrderID, ordersync.EventCreated))
+	}
+	until := reads.Load() + 5
+	waitFor(t, 5*time.Second, "five reads of the publish wait", func() bool {
+		if l := limit(); l != 16 {
+			t.Fatalf("the fetch limit fell to %v under a burst of 250 webhooks a second, want it kept at 16", l)
+		}
+		return reads.Load() >= until
+	})
+	e.waitDrained(t, 5*time.Second)
+	e.assertMirrorMatchesSim(t, codes)
+}
+
 // TestPoolSyncsWhileTheWaitStaysHigh: a publish wait that stays above the
 // target with no fetch left to take away is one yielding cannot bring down
 // (the receiver at its own limit): after the hold's bound the pool lets one
@@ -291,6 +327,7 @@ func TestPoolSyncsWhileTheWaitStaysHigh(t *testing.T) {
 	orders := e.createOrders(t, 10)
 	e.startPool(t, e.newSyncer(t, nil, nil), func(c *worker.PoolConfig) {
 		c.PressureTarget, c.PressureInterval = 2*time.Millisecond, 2*time.Millisecond
+		c.PressureMinRate = 1
 		c.Pressure = func() (time.Duration, int64) { return 10 * time.Millisecond, 100 }
 	})
 	limit := func() float64 { return counterValue(t, e.reg, "ordersync_worker_fetch_limit", nil) }

@@ -70,9 +70,14 @@ func (p *Pool) Yields() bool { return p.cfg.Pressure != nil }
 
 // yieldLoop gives the CPU to the webhook receiver of this process while it
 // needs it: every PressureInterval it reads the receiver's mean publish
-// wait; above PressureTarget it halves the fetches allowed to start, down
-// to none; below a quarter of the target it raises them by a quarter, and
-// back to FetchConcurrency at once when no webhook came. In between, or
+// wait; while webhooks come at PressureMinRate or more, above
+// PressureTarget it halves the fetches allowed to start, down to none;
+// below a quarter of the target it raises them by a quarter, and back to
+// FetchConcurrency at once when no webhook came, or fewer than
+// PressureMinRate a second: a burst of a few hundred (the demo's) raised
+// the wait above the target on a busy moment, and the pool, stopped and
+// taking its fetches back a quarter at a time, left the burst's events a
+// quarter of a second in the queue. In between, or
 // above the target with no fetch left to take away, it holds for at most
 // maxHeldTicks and then raises, so a wait that yielding cannot bring down
 // never stops syncing. Events not fetched meanwhile wait in the queue. It
@@ -97,6 +102,7 @@ func (p *Pool) yieldLoop(ctx context.Context) {
 	defer t.Stop()
 	limit, held := full, 0
 	raise := func() { limit, held = min(full, limit+limit/4+1), 0 }
+	read := time.Now()         // the last read of Pressure
 	var pulled <-chan struct{} // p.pulled while idle, else nil
 	for {
 		select {
@@ -106,6 +112,13 @@ func (p *Pool) yieldLoop(ctx context.Context) {
 		case <-pulled:
 		}
 		wait, n := p.cfg.Pressure()
+		// The first read after an idle spell comes within a pull's round
+		// trip of the first webhooks, too soon to tell a burst from a
+		// flood: it is taken for a flood, as the start of one needs the
+		// CPU at once.
+		now := time.Now()
+		flood := pulled != nil || float64(n) >= p.cfg.PressureMinRate*now.Sub(read).Seconds()
+		read = now
 		switch idle := n == 0 && limit == full; {
 		case idle && pulled == nil:
 			pulled = p.pulled
@@ -115,7 +128,7 @@ func (p *Pool) yieldLoop(ctx context.Context) {
 			t.Reset(p.cfg.PressureInterval)
 		}
 		switch {
-		case n == 0:
+		case n == 0 || !flood:
 			limit, held = full, 0
 		case wait > p.cfg.PressureTarget && limit > 0:
 			limit, held = limit/2, 0
