@@ -82,7 +82,12 @@ func (l *slowLink) relay(client net.Conn) {
 	for {
 		n, err := server.Read(buf)
 		if n > 0 {
-			chunks <- chunk{due: time.Now().Add(time.Duration(l.delay.Load())), b: bytes.Clone(buf[:n])}
+			select {
+			case chunks <- chunk{due: time.Now().Add(time.Duration(l.delay.Load())), b: bytes.Clone(buf[:n])}:
+			case <-l.closed:
+				close(chunks)
+				return
+			}
 		}
 		if err != nil {
 			close(chunks)

@@ -41,7 +41,7 @@ func TestChaos(t *testing.T) {
 	// Each 429 closes the pipeline's upstream gate for its Retry-After (a
 	// whole second at the least), and at the full run's 5% the gate was
 	// closed for most of the creation: 33–36 s of this test's 50. At 1% the
-	// run still meets 429s (checked below) and creates its orders in 17–20 s;
+	// run still meets 429s (checked below) and creates its orders in 15–20 s;
 	// the full run (`ordersync-lab chaos`) keeps 5%.
 	opts.Faults.RateLimitRate = 0.01
 
