@@ -218,13 +218,13 @@ func TestPoolYieldsToWebhooks(t *testing.T) {
 	var reads atomic.Int64 // how many times the pool read Pressure
 	stop := e.startPool(t, e.newSyncer(t, nil, nil), func(c *worker.PoolConfig) {
 		c.PressureTarget, c.PressureInterval = target, 20*time.Millisecond
-		// Every read counts as a flood, however late the machine makes it.
-		c.PressureMinRate = 1
 		c.DrainTimeout = 5 * time.Second
 		c.Pressure = func() (time.Duration, int64) {
 			reads.Add(1)
 			if w := wait.Load(); w > 0 {
-				return time.Duration(w), 100
+				// A flood at the default PressureMinRate even for a
+				// read seconds late.
+				return time.Duration(w), 10000
 			}
 			return 0, 0
 		}
@@ -366,8 +366,7 @@ func TestPoolSyncsWhileTheWaitStaysHigh(t *testing.T) {
 	orders := e.createOrders(t, 10)
 	e.startPool(t, e.newSyncer(t, nil, nil), func(c *worker.PoolConfig) {
 		c.PressureTarget, c.PressureInterval = 2*time.Millisecond, 2*time.Millisecond
-		c.PressureMinRate = 1
-		c.Pressure = func() (time.Duration, int64) { return 10 * time.Millisecond, 100 }
+		c.Pressure = func() (time.Duration, int64) { return 10 * time.Millisecond, 10000 }
 	})
 	limit := func() float64 { return counterValue(t, e.reg, "ordersync_worker_fetch_limit", nil) }
 	waitFor(t, 2*time.Second, "the fetch limit to fall to 0", func() bool { return limit() == 0 })
