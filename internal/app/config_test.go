@@ -237,7 +237,7 @@ func TestQueueAndReceiverTimings(t *testing.T) {
 }
 
 // TestExampleConfig: the example file loads and documents every setting
-// with its environment variable, and so does the README.
+// with its environment variable, and so does docs/configuration.md.
 func TestExampleConfig(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "..", "configs", "ordersync.example.yaml"))
 	if err != nil {
@@ -246,13 +246,13 @@ func TestExampleConfig(t *testing.T) {
 	if _, err := loadTestConfig(t, string(b), nil); err != nil {
 		t.Fatalf("the example config does not load: %v", err)
 	}
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, st := range settings {
-		if !strings.Contains(string(readme), st.env) {
-			t.Errorf("the README's configuration table lacks %s", st.env)
+		if !strings.Contains(string(doc), st.env) {
+			t.Errorf("docs/configuration.md's table lacks %s", st.env)
 		}
 		if st.replaced {
 			continue
@@ -381,7 +381,7 @@ const endpointSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 // TestAccountAndEndpointSettingsInTable: every field of an account or an
 // endpoint is set by exactly one setting of its table, the file and the
-// environment reach each through it, the example config and the README
+// environment reach each through it, the example config and docs/configuration.md
 // name every one, and a key the table lacks is an error naming it.
 func TestAccountAndEndpointSettingsInTable(t *testing.T) {
 	fieldsOf(t, accountSettings)
@@ -440,7 +440,7 @@ func TestAccountAndEndpointSettingsInTable(t *testing.T) {
 	}
 
 	// The example config's accounts and endpoints, uncommented, load and
-	// use every key of the tables; the README's table names each.
+	// use every key of the tables; docs/configuration.md's table names each.
 	b, err := os.ReadFile(filepath.Join("..", "..", "configs", "ordersync.example.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -455,7 +455,7 @@ func TestAccountAndEndpointSettingsInTable(t *testing.T) {
 	if len(cfg.Accounts) != 1 || len(cfg.Endpoints) != 1 {
 		t.Fatalf("the example config gives accounts %v and endpoints %v, want one of each", cfg.Accounts, cfg.Endpoints)
 	}
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -464,8 +464,8 @@ func TestAccountAndEndpointSettingsInTable(t *testing.T) {
 			t.Errorf("the example config's account lacks %s", st.key)
 		}
 		for _, want := range []string{"accounts.NAME." + st.key, AccountEnvPrefix("NAME") + st.env} {
-			if !strings.Contains(string(readme), want) {
-				t.Errorf("the README's table lacks %s", want)
+			if !strings.Contains(string(doc), want) {
+				t.Errorf("docs/configuration.md's table lacks %s", want)
 			}
 		}
 		if !strings.Contains(string(b), "_"+st.env) {
@@ -477,8 +477,8 @@ func TestAccountAndEndpointSettingsInTable(t *testing.T) {
 			t.Errorf("the example config's endpoint lacks %s", st.key)
 		}
 	}
-	if !strings.Contains(string(readme), "| endpoints (a list of HTTP endpoints, each with "+keysOf(endpointSettings)+";") {
-		t.Errorf("the README's table does not list the endpoint settings %s", keysOf(endpointSettings))
+	if !strings.Contains(string(doc), "| endpoints (a list of HTTP endpoints, each with "+keysOf(endpointSettings)+";") {
+		t.Errorf("docs/configuration.md's table does not list the endpoint settings %s", keysOf(endpointSettings))
 	}
 }
 
