@@ -75,8 +75,8 @@ type Event struct {
 	Type      string    `json:"type"`
 	Timestamp time.Time `json:"timestamp"`
 	// Data is the mirrored order as the read API returns it (the service's
-	// own fields plus "account" and "sync"), and for status changes
-	// "previousStatus"; a ping carries {"endpoint": id}.
+	// own fields plus "account" and "sync") with "statusChange": {"from",
+	// "to"} added (OrderEventBody); a ping carries {"endpoint": id}.
 	Data json.RawMessage `json:"data"`
 }
 

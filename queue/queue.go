@@ -25,9 +25,8 @@ const (
 	// HeaderReceivedNanos is the receipt time in Unix nanoseconds, decimal:
 	// read back with one integer parse, no calendar arithmetic.
 	HeaderReceivedNanos = "Ordersync-Received-Unix-Nano"
-	// HeaderReceivedAt is the receipt time as releases before wrote it (RFC
-	// 3339 with nanoseconds); still read from events already in the stream,
-	// no longer written.
+	// HeaderReceivedAt is the receipt time as RFC 3339 text with
+	// nanoseconds: read from events that carry it, never written.
 	HeaderReceivedAt = "Ordersync-Received-At"
 	HeaderSignature  = "Ordersync-Signature"
 	HeaderIgnored    = "Ordersync-Ignored"
@@ -393,9 +392,8 @@ func (q *Queue) orderSubject(subject string) (string, error) {
 }
 
 // publish sends an event and waits for its ack. It uses the asynchronous
-// publisher and waits on the future: under many concurrent callers this
-// pipelines on the connection's one ack subscription and measured about 1.5
-// times the throughput of a request per publish.
+// publisher and waits on the future: many concurrent callers then share the
+// connection's one ack subscription instead of each making a request.
 func (q *Queue) publish(ctx context.Context, msg *nats.Msg) (bool, error) {
 	start := time.Now()
 	ack, err := q.awaitAck(ctx, msg)

@@ -15,7 +15,8 @@ import (
 )
 
 // The retry schedule: exponential from retryInitial, doubling, capped at
-// retryMaxInterval, each wait randomised by ±50%. Published in the README.
+// retryMaxInterval, each wait randomised by ±50%, as docs/fulfilment-http.md
+// publishes it.
 const (
 	retryInitial     = time.Second
 	retryMultiplier  = 2

@@ -55,8 +55,8 @@ type Follower struct {
 
 	// currencies caches each account's store currency, once known, for the
 	// check of a link's amounts: a read of the mirror on every link
-	// creation put the recording of the link behind its own first webhook
-	// (the demo's sync lag p50 went from about 20 ms to 150-250 ms).
+	// creation would put the recording of the link behind its own first
+	// webhook, which the sync lag then pays.
 	mu         sync.Mutex
 	currencies map[string]string
 }

@@ -72,17 +72,17 @@ func (p *Pool) Yields() bool { return p.cfg.Pressure != nil }
 // needs it: every PressureInterval it reads the receiver's mean publish
 // wait; while webhooks come at PressureMinRate or more, above
 // PressureTarget it halves the fetches allowed to start, down to none;
-// below a quarter of the target it raises them by a quarter, and back to
-// FetchConcurrency at once when no webhook came, or fewer than
-// PressureMinRate a second: a burst of a few hundred (the demo's) raised
-// the wait above the target on a busy moment, and the pool, stopped and
-// taking its fetches back a quarter at a time, left the burst's events a
-// quarter of a second in the queue. In between, or
-// above the target with no fetch left to take away, it holds for at most
-// maxHeldTicks and then raises, so a wait that yielding cannot bring down
-// never stops syncing. Events not fetched meanwhile wait in the queue. It
-// returns with the limit back at FetchConcurrency, so a drain runs at full
-// speed. README "Webhooks first" gives the measured effect.
+// below a quarter of the target it raises them by a quarter. When no
+// webhook came, or fewer than PressureMinRate a second, the limit goes back
+// to FetchConcurrency at once: a burst of a few hundred webhooks can raise
+// the wait above the target for a moment, and yielding to it would leave
+// its events in the queue while the fetches came back a quarter at a time.
+// In between, or above the target with no fetch left to take away, it
+// holds for at most maxHeldTicks and then raises, so a wait that yielding
+// cannot bring down never stops syncing. Events not fetched meanwhile wait
+// in the queue. It returns with the limit back at FetchConcurrency, so a
+// drain runs at full speed. docs/how-it-works.md describes the rule and
+// docs/benchmarks.md its effect.
 //
 // While no webhook comes and the limit is full there is nothing to adjust:
 // it then reads Pressure when a pull brings events (a webhook answered here

@@ -203,7 +203,7 @@ func quantile(d []time.Duration, q float64) time.Duration {
 //     reconciler spends per hour on them, at most 1.2 per order.
 //
 // It takes 2 to 5 minutes, so it runs only with
-// ORDERSYNC_TEST_PROMISE=1; the README quotes its figures.
+// ORDERSYNC_TEST_PROMISE=1; docs/reconciler.md quotes its figures.
 func TestReconcilePromise(t *testing.T) {
 	if os.Getenv(promiseEnv) == "" {
 		t.Skipf("set %s=1 to hold the reconciler to the README's promise (about 5 minutes)", promiseEnv)

@@ -280,7 +280,7 @@ func (h *hostile) slow(addr, path string, conns int) {
 // TestHostileLoad attacks both listeners on loopback (unsigned floods, 1 MiB
 // bodies with a bad signature on many connections, slow and half-sent
 // requests) while the simulator's signed webhooks flow, and checks the
-// bounds the README states: every valid webhook answered 200 and mirrored,
+// bounds docs/security.md states: every valid webhook answered 200 and mirrored,
 // no event log row for an unauthenticated request, memory and storage
 // within their bounds, and every slow connection dropped by the server.
 // It takes about a minute: set ORDERSYNC_HOSTILE_LOAD=1.
@@ -293,7 +293,7 @@ func TestHostileLoad(t *testing.T) {
 		floodSenders  = 16
 		oversizeConns = 300
 		// floodPerSecond and oversizePerSecond pace the attack (see
-		// hostile): more than the earlier, unpaced runs reached (README).
+		// hostile): more than unpaced runs reach (docs/security.md).
 		floodPerSecond    = 1000
 		oversizePerSecond = 2000
 		slowConns         = 100 // per listener
@@ -406,7 +406,7 @@ func TestHostileLoad(t *testing.T) {
 	if len(h.slowClosed) != h.slowOpened || longest > 40*time.Second {
 		t.Errorf("%d of %d slow connections closed by the server, the longest after %s; want all within 40 s", len(h.slowClosed), h.slowOpened, longest)
 	}
-	// The bounds the README states: storage grows by the valid orders
+	// The bounds docs/security.md states: storage grows by the valid orders
 	// only; memory by the body budget and a per-connection cost. The WAL
 	// holds the valid orders' page writes until a checkpoint starts it
 	// over, so its size varies from run to run; since the search tokens,

@@ -27,7 +27,7 @@ func main() {
 }
 
 // tuneGC trades memory for fewer collections, which keeps the webhook ack
-// latency low under load (README, Configuration). GOGC, when set, wins.
+// latency low under load (docs/configuration.md). GOGC, when set, wins.
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)

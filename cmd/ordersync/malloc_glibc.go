@@ -42,7 +42,7 @@ import "C"
 // back to the kernel after every burst and fault it in again on the next,
 // each cgo thread in an arena of its own, trimmed as soon as 128 KiB at its
 // top is free. Two arenas that keep up to 64 MiB free save those page
-// faults at the same peak RSS under the load test (docs/benchmarks.md).
+// faults without raising the peak RSS (docs/configuration.md).
 // GLIBC_TUNABLES setting any glibc.malloc tunable wins: nothing is changed
 // then.
 func mallocTuned() bool { return C.ordersync_malloc_state() == 1 }

@@ -493,8 +493,8 @@ func AddConfigFlags(fs *pflag.FlagSet, sc Scope) *ConfigFlags {
 		if st.set.kind == "bool" {
 			fl.NoOptDefVal = "true"
 		}
-		// A replaced setting is still read, to say what replaces it, but
-		// no longer offered.
+		// A replaced setting is read, to say what replaces it, and hidden
+		// from the help.
 		fl.Hidden = st.replaced
 	}
 	return f

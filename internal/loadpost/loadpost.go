@@ -3,9 +3,8 @@
 //
 // A load generator that runs on the machine it measures must spend as
 // little of it as it can, so it uses fasthttp's client, as load tools such
-// as bombardier do: its cost per request is a fraction of net/http's (the
-// README's benchmarks give the figures). The service under test keeps
-// net/http.
+// as bombardier do: its cost per request is a fraction of net/http's. The
+// service under test keeps net/http.
 package loadpost
 
 import (
