@@ -26,7 +26,7 @@ func dataDirConfig(dir string) app.Config {
 	cfg.APIBaseURL, cfg.SecretKey, cfg.WebhookSecrets = "http://127.0.0.1:1", "sk", []string{"whsec"}
 	cfg.DataDir = dir
 	cfg.DatabaseURL = filepath.Join(dir, "ordersync.db")
-	cfg.Listen, cfg.AdminListen, cfg.ReconcileInterval = "127.0.0.1:0", "127.0.0.1:0", 0
+	cfg.Listen, cfg.AdminListen, cfg.ReconcileInterval, cfg.ShutdownDrain = "127.0.0.1:0", "127.0.0.1:0", 0, 0
 	return cfg
 }
 

@@ -108,6 +108,7 @@ func newDeployment(t *testing.T, n int, role, secretKey string, seed int64, conf
 		cfg.DataDir = filepath.Join(t.TempDir(), "p")
 		cfg.DatabaseURL, cfg.NATSURL, cfg.NATSNamespace = dbURL, natsURL, ns
 		cfg.Role, cfg.Listen, cfg.AdminListen = role, "127.0.0.1:0", "127.0.0.1:0"
+		cfg.ShutdownDrain = 0
 		if configure != nil {
 			configure(&cfg)
 		}

@@ -22,8 +22,9 @@ file (--config), then ORDERSYNC_* environment variables, then flags.
 Required: the API base URL, the secret key and a webhook secret.
 With no NATS URL, NATS runs embedded under the data directory; with no
 database URL, the mirror is SQLite in the data directory.
-SIGINT/SIGTERM drain: stop accepting webhooks, finish and ack in-flight
-work, publish the outbox, close.`,
+SIGINT/SIGTERM drain: /readyz answers 503 for shutdown_drain while the
+listeners keep serving, then stop accepting webhooks, finish and ack
+in-flight work, publish the outbox, close.`,
 		Args: cobra.NoArgs,
 	}
 	flags := app.AddConfigFlags(cmd.Flags(), app.ScopeAll)

@@ -22,7 +22,7 @@ func TestWebhookTLS(t *testing.T) {
 	cfg.APIBaseURL, cfg.SecretKey, cfg.WebhookSecrets = "http://127.0.0.1:1", "sk", []string{"whsec"}
 	cfg.DataDir = t.TempDir()
 	cfg.DatabaseURL = cfg.DataDir + "/m.db"
-	cfg.Listen, cfg.AdminListen, cfg.ReconcileInterval = "127.0.0.1:0", "127.0.0.1:0", 0
+	cfg.Listen, cfg.AdminListen, cfg.ReconcileInterval, cfg.ShutdownDrain = "127.0.0.1:0", "127.0.0.1:0", 0, 0
 	cfg.TLSCertFile, cfg.TLSKeyFile = cert.CertFile, cert.KeyFile
 	p, err := app.NewProgram(context.Background(), cfg, testLogger(t))
 	if err != nil {

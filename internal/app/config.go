@@ -95,6 +95,10 @@ type Config struct {
 	TrustedProxies []string
 	// AdminListen is the back-office API's address.
 	AdminListen string
+	// ShutdownDrain is how long, on SIGTERM or SIGINT, /readyz answers 503
+	// while both listeners keep serving, before they stop accepting: a
+	// load balancer's probes see the process leave before its port closes.
+	ShutdownDrain time.Duration
 	// AdminTokens are the admin API's and the console's tokens, each with
 	// a name (what the audit trail records) and a role; without one the
 	// admin listener answers on loopback only. In the file an entry is a
@@ -204,6 +208,9 @@ func DefaultConfig() Config {
 		EndpointSecretGrace: 24 * time.Hour,
 		LogLevel:            "info",
 		LogFormat:           "text",
+		// A load balancer's probe interval: its probes see the process
+		// unready before its port closes (docs/deployment.md).
+		ShutdownDrain: 5 * time.Second,
 	}
 }
 
@@ -347,6 +354,7 @@ var settings = []setting[Config]{
 	{key: "admin_listen", env: "ORDERSYNC_ADMIN_LISTEN", usage: "admin API address (beyond loopback only with admin tokens)", scope: ScopeAdmin, set: str(func(c *Config) *string { return &c.AdminListen })},
 	{key: "admin_tokens", env: "ORDERSYNC_ADMIN_TOKEN", usage: "operator tokens of the admin API and console, comma-separated (the client commands send the first operator's); in the file also {name, role, token} entries", set: adminTokens(ordersync.RoleOperator)},
 	{key: "admin_viewer_tokens", env: "ORDERSYNC_ADMIN_VIEWER_TOKEN", usage: "viewer tokens (read, never act) of the admin API and console, comma-separated", set: adminTokens(ordersync.RoleViewer)},
+	{key: "shutdown_drain", env: "ORDERSYNC_SHUTDOWN_DRAIN", usage: "on SIGTERM, how long /readyz answers 503 (draining) while the listeners keep serving, before they close (0: close at once)", set: duration(func(c *Config) *time.Duration { return &c.ShutdownDrain })},
 	{key: "workers", env: "ORDERSYNC_WORKERS", usage: "concurrent upstream fetches", set: integer(func(c *Config) *int { return &c.Workers })},
 	{key: "upstream_rps", env: "ORDERSYNC_UPSTREAM_RPS", usage: "cap on each account's upstream requests per second in this process, 0 = none (default 8: below the 10 a second assumed allowed a merchant, with reconcile_rps inside it)", set: number(func(c *Config) *float64 { return &c.UpstreamRPS })},
 	{key: "upstream_timeout", env: "ORDERSYNC_UPSTREAM_TIMEOUT", usage: "timeout of one upstream request", scope: ScopeUpstream, set: duration(func(c *Config) *time.Duration { return &c.UpstreamTimeout })},
@@ -660,6 +668,9 @@ func (c *Config) ValidateServe() error {
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		bad("bad setting: tls_cert_file and tls_key_file go together")
+	}
+	if c.ShutdownDrain < 0 {
+		bad("bad setting: shutdown_drain must not be negative, got %s", c.ShutdownDrain)
 	}
 	if c.EndpointSecretGrace < 0 {
 		bad("bad setting: endpoint_secret_grace must not be negative, got %s", c.EndpointSecretGrace)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -56,6 +57,8 @@ type Program struct {
 	api *admin.Server
 	// unlockDataDir releases the data directory's lock; nil when not held.
 	unlockDataDir func()
+	// draining is set when shutdown begins: /readyz answers 503 from then.
+	draining atomic.Bool
 
 	closeOnce sync.Once
 }
@@ -192,7 +195,7 @@ func (p *Program) buildStages() (err error) {
 		if err != nil {
 			return err
 		}
-		p.webhookSrv = &http.Server{Handler: p.receiver, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		p.webhookSrv = &http.Server{Handler: p.closeWhileDraining(p.receiver), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 			MaxHeaderBytes: maxHeaderBytes}
 	}
 	// Webhooks answered in this process come first: the pool yields the CPU
@@ -287,6 +290,9 @@ func (p *Program) buildStages() (err error) {
 const maxHeaderBytes = 8 << 10
 
 func (p *Program) ready(ctx context.Context) error {
+	if p.draining.Load() {
+		return errDraining
+	}
 	if err := p.db.Ping(ctx); err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
@@ -294,6 +300,22 @@ func (p *Program) ready(ctx context.Context) error {
 		return fmt.Errorf("queue: %w", err)
 	}
 	return nil
+}
+
+// errDraining is why a process that is shutting down is not ready.
+var errDraining = errors.New("draining: shutting down")
+
+// closeWhileDraining answers every request with Connection: close once the
+// drain began, so a client's connections end cleanly after their answer and
+// its next request opens one where the load balancer now sends it, rather
+// than finding an idle one closed under it when the listener stops.
+func (p *Program) closeWhileDraining(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p.draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // WebhookURL is where the provider must post webhooks; "" when this process
@@ -332,9 +354,10 @@ func (p *Program) CountPaidTriggers(ctx context.Context) (map[string]int, error)
 // Config is the configuration the program runs with.
 func (p *Program) Config() Config { return p.cfg }
 
-// Run serves until ctx is cancelled, then shuts down in order: stop taking
-// webhooks, let the workers finish and ack what they hold, publish what the
-// outbox has, stop the admin API. It returns the first stage failure.
+// Run serves until ctx is cancelled, then shuts down in order: drain (see
+// drain), stop taking webhooks and finish those in flight, let the workers
+// finish and ack what they hold, publish what the outbox has, stop the
+// admin API. It returns the first stage failure.
 func (p *Program) Run(ctx context.Context) error {
 	p.logger.Info("ordersync serving", "role", p.cfg.Role, "webhooks", p.WebhookURL(), "admin", p.AdminURL(),
 		"database", RedactURL(p.cfg.DatabaseURL), "nats", p.natsDescription())
@@ -385,7 +408,9 @@ func (p *Program) Run(ctx context.Context) error {
 	var runErr error
 	select {
 	case <-ctx.Done():
+		runErr = p.drain(errc)
 	case runErr = <-errc:
+		p.draining.Store(true)
 		p.logger.Error("stage failed; shutting down", "err", runErr)
 	}
 	p.logger.Info("shutting down: no new webhooks, draining workers")
@@ -405,6 +430,27 @@ func (p *Program) Run(ctx context.Context) error {
 	serving.Wait()
 	p.logger.Info("ordersync stopped")
 	return runErr
+}
+
+// drain turns /readyz to 503 at once and keeps both listeners serving for
+// ShutdownDrain, so that a load balancer's probe takes the process out of
+// rotation before its ports close and no webhook meets a refused
+// connection. A stage failing meanwhile ends the drain.
+func (p *Program) drain(errc <-chan error) error {
+	p.draining.Store(true)
+	if p.cfg.ShutdownDrain <= 0 {
+		return nil
+	}
+	p.logger.Info("draining: /readyz answers 503 while the listeners keep serving", "drain", p.cfg.ShutdownDrain)
+	t := time.NewTimer(p.cfg.ShutdownDrain)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case err := <-errc:
+		p.logger.Error("stage failed while draining; shutting down", "err", err)
+		return err
+	}
 }
 
 // runReconcilers runs every account's reconciler until ctx ends.

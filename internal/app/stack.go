@@ -69,6 +69,8 @@ func StartStack(ctx context.Context, opts StackOptions) (_ *Stack, err error) {
 	// the pipeline, not upstream_rps's default: a Configure that tests the
 	// cap sets one.
 	cfg.UpstreamRPS = 0
+	// Nothing probes a stack's readiness: it stops at once.
+	cfg.ShutdownDrain = 0
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}

@@ -172,7 +172,10 @@ func (c *Process) launch(ctx context.Context) (exitedEarly bool, err error) {
 		"--nats-port", strconv.Itoa(ports.NATS),
 	}, c.cfg.Args...)
 	cmd := exec.Command(c.cfg.Exe, args...)
-	cmd.Env = append(childEnviron(), c.cfg.Env...)
+	// Nothing probes a child's readiness unless its test does: it stops at
+	// once unless Env or Args give a drain.
+	cmd.Env = append(childEnviron(), "ORDERSYNC_SHUTDOWN_DRAIN=0")
+	cmd.Env = append(cmd.Env, c.cfg.Env...)
 	cmd.Env = append(cmd.Env,
 		"ORDERSYNC_API_BASE_URL="+c.cfg.APIBaseURL,
 		"ORDERSYNC_SECRET_KEY="+c.cfg.SecretKey,

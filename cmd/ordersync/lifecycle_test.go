@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/child"
+	"github.com/ordersync/ordersync/internal/datadir"
+	"github.com/ordersync/ordersync/queue"
+	"github.com/ordersync/ordersync/webhook"
+)
+
+// probe polls /readyz as a load balancer does, every interval, and keeps
+// its last verdict.
+type probe struct {
+	ready atomic.Bool
+	// unready is closed at the first answer other than 200; body is its.
+	unready chan struct{}
+	body    string
+}
+
+func startProbe(t *testing.T, ctx context.Context, url string, interval time.Duration) *probe {
+	t.Helper()
+	p := &probe{unready: make(chan struct{})}
+	p.ready.Store(true) // child.Start returned once /readyz said 200
+	client := &http.Client{Timeout: time.Second}
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	wg.Go(func() {
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			status, body := 0, ""
+			if resp, err := client.Get(url); err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				status, body = resp.StatusCode, string(b)
+			}
+			if status != http.StatusOK {
+				p.body = body
+				p.ready.Store(false)
+				close(p.unready)
+				return
+			}
+		}
+	})
+	return p
+}
+
+// signedWebhook is a payment-link webhook for order n, signed with secret,
+// and its message id.
+func signedWebhook(t *testing.T, url, secret string, n int) (*http.Request, string) {
+	t.Helper()
+	body := fmt.Appendf(nil, `{"orderId":"%d","orderReference":"drain-%d","orderType":"FASTLINK_CHARGE","description":"x","metadata":null,"level":"Info","type":"Created"}`, n, n)
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(webhook.SignatureHeader, webhook.Sign(secret, body))
+	return req, webhook.MsgID(ordersync.DefaultAccount, body)
+}
+
+// TestServeDrainsOnSIGTERM: webhooks flow to serve behind a probe that polls
+// /readyz every 100 ms, sent only while the probe last saw it ready, as a
+// load balancer sends them. On SIGTERM /readyz turns 503 naming the drain
+// while the webhook port keeps answering, so no webhook sent while the
+// probe said ready meets a refused connection or a non-2xx; the process
+// exits 0, and every webhook answered 2xx is in the stream.
+func TestServeDrainsOnSIGTERM(t *testing.T) {
+	secret := app.RandomSecret()
+	// Receiver only: nothing consumes the events stream, so every webhook
+	// made durable is still in it when the process has stopped.
+	cfg := testChildConfig(t, "http://127.0.0.1:1", app.RandomSecret(), secret, "--role", "receiver", "--shutdown-drain", "1s")
+	c, err := child.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Kill)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr := startProbe(t, ctx, c.AdminURL()+"/readyz", 100*time.Millisecond)
+
+	var (
+		mu       sync.Mutex
+		accepted []string // message ids answered 2xx
+		failed   []string // sent while ready, not answered 2xx
+		next     atomic.Int64
+		sent     atomic.Int64
+	)
+	client := &http.Client{Timeout: 10 * time.Second}
+	flowing := make(chan struct{})
+	var senders sync.WaitGroup
+	for range 4 {
+		senders.Go(func() {
+			for pr.ready.Load() {
+				n := int(next.Add(1))
+				req, id := signedWebhook(t, c.WebhookURL(), secret, n)
+				resp, err := client.Do(req)
+				if sent.Add(1) == 200 {
+					close(flowing)
+				}
+				mu.Lock()
+				switch {
+				case err != nil:
+					failed = append(failed, err.Error())
+				case resp.StatusCode/100 != 2:
+					failed = append(failed, resp.Status)
+				default:
+					accepted = append(accepted, id)
+				}
+				mu.Unlock()
+				if resp != nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}
+		})
+	}
+	// Let webhooks flow, then stop the process as systemd or Kubernetes
+	// would while they still do.
+	<-flowing
+	stopped := make(chan error, 1)
+	go func() { stopped <- c.Stop() }()
+	select {
+	case <-pr.unready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("/readyz still answered 200 10 s after SIGTERM")
+	}
+	senders.Wait()
+	if err := <-stopped; err != nil {
+		t.Fatalf("SIGTERM: %v", err)
+	}
+	if !strings.Contains(pr.body, "draining") {
+		t.Errorf("/readyz while draining answered %q, want it to name the drain", pr.body)
+	}
+	if len(failed) > 0 {
+		t.Errorf("%d of %d webhooks sent while /readyz said ready were not answered 2xx, e.g. %q", len(failed), sent.Load(), failed[0])
+	}
+	t.Logf("%d webhooks sent, %d accepted", sent.Load(), len(accepted))
+
+	// Every webhook answered 2xx is in the stream.
+	defaults := app.DefaultConfig()
+	inStream := streamMsgIDs(t, cfg.DataDir, defaults.QueueConfig().EventsStream)
+	missing := 0
+	for _, id := range accepted {
+		if !inStream[id] {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d webhooks answered 2xx are not in the stream", missing, len(accepted))
+	}
+}
+
+// streamMsgIDs starts the embedded NATS server of a stopped process's data
+// directory and reads the message id of every message in stream.
+func streamMsgIDs(t *testing.T, dataDir, stream string) map[string]bool {
+	t.Helper()
+	e, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: datadir.JetStreamDir(dataDir), PasswordFile: datadir.NATSPasswordFile(dataDir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Shutdown()
+	nc, err := e.Connect("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatalf("message %d: %v", seq, err)
+		}
+		ids[m.Header.Get(jetstream.MsgIDHeader)] = true
+	}
+	return ids
+}
