@@ -229,6 +229,36 @@ type setting[T any] struct {
 	// replaced marks a setting kept only to say what replaced it; the
 	// example config leaves it out.
 	replaced bool
+	// secret marks a credential, which may also come from a file named by
+	// its _file variant (see fileKey), so that a secret mounted as a file
+	// never has to be copied into the config or the environment.
+	secret bool
+}
+
+// A secret setting's file variant: key secret_key_file, variable
+// ORDERSYNC_SECRET_KEY_FILE, flag --secret-key-file. Its value is a path;
+// the setting's value is the file's contents, trimmed, read again at every
+// load (serve's reload included). A list's file holds its entries
+// separated by commas or lines.
+func (st setting[T]) fileKey() string  { return st.key + "_file" }
+func (st setting[T]) fileEnv() string  { return st.env + "_FILE" }
+func (st setting[T]) fileFlag() string { return st.flagName() + "-file" }
+
+// parseFile sets a secret setting from the file at path.
+func (st setting[T]) parseFile(c *T, path string) error {
+	path = strings.TrimSpace(path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read the secret's file: %w", err)
+	}
+	text := strings.TrimSpace(string(b))
+	if text == "" {
+		return fmt.Errorf("the secret's file %s is empty", path)
+	}
+	if st.set.kind == "strings" {
+		text = strings.Join(strings.FieldsFunc(text, func(r rune) bool { return r == '\n' || r == '\r' }), ",")
+	}
+	return st.set.parse(c, text)
 }
 
 // Scope is a set of the parts of the configuration a command needs.
@@ -324,19 +354,19 @@ func duration[T any](dst func(*T) *time.Duration) value[T] {
 
 var settings = []setting[Config]{
 	{key: "api_base_url", env: "ORDERSYNC_API_BASE_URL", usage: "payment link service base URL", scope: ScopeUpstream, set: str(func(c *Config) *string { return &c.APIBaseURL })},
-	{key: "secret_key", env: "ORDERSYNC_SECRET_KEY", usage: "payment link service secret key", scope: ScopeUpstream, set: str(func(c *Config) *string { return &c.SecretKey })},
-	{key: "webhook_secrets", flag: "webhook-secret", env: "ORDERSYNC_WEBHOOK_SECRET", usage: "webhook signing secrets, comma-separated (several during rotation)", set: list(func(c *Config) *[]string { return &c.WebhookSecrets })},
+	{key: "secret_key", secret: true, env: "ORDERSYNC_SECRET_KEY", usage: "payment link service secret key", scope: ScopeUpstream, set: str(func(c *Config) *string { return &c.SecretKey })},
+	{key: "webhook_secrets", secret: true, flag: "webhook-secret", env: "ORDERSYNC_WEBHOOK_SECRET", usage: "webhook signing secrets, comma-separated (several during rotation)", set: list(func(c *Config) *[]string { return &c.WebhookSecrets })},
 	{key: "insecure_no_webhook_signature", env: "ORDERSYNC_INSECURE_NO_WEBHOOK_SIGNATURE", usage: "accept unsigned webhooks (never in production)", set: boolean(func(c *Config) *bool { return &c.InsecureNoWebhookSignature })},
 	{key: "role", env: "ORDERSYNC_ROLE", usage: "what this process runs: all, or a comma-separated list of receiver, worker, relay, reconciler", set: str(func(c *Config) *string { return &c.Role })},
 	{key: "data_dir", env: "ORDERSYNC_DATA_DIR", usage: "directory for the embedded JetStream store and the default SQLite file", scope: ScopeMirror, set: str(func(c *Config) *string { return &c.DataDir })},
-	{key: "database_url", env: "ORDERSYNC_DATABASE_URL", usage: "SQLite path or postgres:// URL (default DATA_DIR/ordersync.db)", scope: ScopeMirror, set: str(func(c *Config) *string { return &c.DatabaseURL })},
+	{key: "database_url", secret: true, env: "ORDERSYNC_DATABASE_URL", usage: "SQLite path or postgres:// URL (default DATA_DIR/ordersync.db)", scope: ScopeMirror, set: str(func(c *Config) *string { return &c.DatabaseURL })},
 	{key: "migrate_on_start", env: "ORDERSYNC_MIGRATE_ON_START", usage: "create or upgrade the schema at start-up", set: boolean(func(c *Config) *bool { return &c.MigrateOnStart })},
 	{key: "db_max_open_conns", env: "ORDERSYNC_DB_MAX_OPEN_CONNS", usage: "database connections at most (PostgreSQL; SQLite reads)", scope: ScopeMirror, set: integer(func(c *Config) *int { return &c.DBMaxOpenConns })},
 	{key: "db_max_idle_conns", env: "ORDERSYNC_DB_MAX_IDLE_CONNS", usage: "idle database connections kept (0: as many as db_max_open_conns)", scope: ScopeMirror, set: integer(func(c *Config) *int { return &c.DBMaxIdleConns })},
 	{key: "db_conn_max_lifetime", env: "ORDERSYNC_DB_CONN_MAX_LIFETIME", usage: "close database connections older than this (0: never)", scope: ScopeMirror, set: duration(func(c *Config) *time.Duration { return &c.DBConnMaxLifetime })},
-	{key: "nats_url", env: "ORDERSYNC_NATS_URL", usage: "external NATS server or cluster URL(s); empty runs NATS embedded", set: str(func(c *Config) *string { return &c.NATSURL })},
+	{key: "nats_url", secret: true, env: "ORDERSYNC_NATS_URL", usage: "external NATS server or cluster URL(s); empty runs NATS embedded", set: str(func(c *Config) *string { return &c.NATSURL })},
 	{key: "nats_creds_file", env: "ORDERSYNC_NATS_CREDS_FILE", usage: "NATS credentials file", set: str(func(c *Config) *string { return &c.NATSCredsFile })},
-	{key: "nats_token", env: "ORDERSYNC_NATS_TOKEN", usage: "NATS token", set: str(func(c *Config) *string { return &c.NATSToken })},
+	{key: "nats_token", secret: true, env: "ORDERSYNC_NATS_TOKEN", usage: "NATS token", set: str(func(c *Config) *string { return &c.NATSToken })},
 	{key: "nats_nkey_file", env: "ORDERSYNC_NATS_NKEY_FILE", usage: "NATS NKey seed file", set: str(func(c *Config) *string { return &c.NATSNKeyFile })},
 	{key: "nats_tls_ca", env: "ORDERSYNC_NATS_TLS_CA", usage: "CA certificate to verify the NATS servers", set: str(func(c *Config) *string { return &c.NATSTLSCA })},
 	{key: "nats_tls_cert", env: "ORDERSYNC_NATS_TLS_CERT", usage: "client certificate for NATS", set: str(func(c *Config) *string { return &c.NATSTLSCert })},
@@ -352,8 +382,8 @@ var settings = []setting[Config]{
 	{key: "tls_key_file", env: "ORDERSYNC_TLS_KEY_FILE", usage: "the key of tls_cert_file", set: str(func(c *Config) *string { return &c.TLSKeyFile })},
 	{key: "trusted_proxies", env: "ORDERSYNC_TRUSTED_PROXIES", usage: "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated", set: list(func(c *Config) *[]string { return &c.TrustedProxies })},
 	{key: "admin_listen", env: "ORDERSYNC_ADMIN_LISTEN", usage: "admin API address (beyond loopback only with admin tokens)", scope: ScopeAdmin, set: str(func(c *Config) *string { return &c.AdminListen })},
-	{key: "admin_tokens", env: "ORDERSYNC_ADMIN_TOKEN", usage: "operator tokens of the admin API and console, comma-separated (the client commands send the first operator's); in the file also {name, role, token} entries", set: adminTokens(ordersync.RoleOperator)},
-	{key: "admin_viewer_tokens", env: "ORDERSYNC_ADMIN_VIEWER_TOKEN", usage: "viewer tokens (read, never act) of the admin API and console, comma-separated", set: adminTokens(ordersync.RoleViewer)},
+	{key: "admin_tokens", secret: true, env: "ORDERSYNC_ADMIN_TOKEN", usage: "operator tokens of the admin API and console, comma-separated (the client commands send the first operator's); in the file also {name, role, token} entries", set: adminTokens(ordersync.RoleOperator)},
+	{key: "admin_viewer_tokens", secret: true, env: "ORDERSYNC_ADMIN_VIEWER_TOKEN", usage: "viewer tokens (read, never act) of the admin API and console, comma-separated", set: adminTokens(ordersync.RoleViewer)},
 	{key: "shutdown_drain", env: "ORDERSYNC_SHUTDOWN_DRAIN", usage: "on SIGTERM, how long /readyz answers 503 (draining) while the listeners keep serving, before they close (0: close at once)", set: duration(func(c *Config) *time.Duration { return &c.ShutdownDrain })},
 	{key: "workers", env: "ORDERSYNC_WORKERS", usage: "concurrent upstream fetches", set: integer(func(c *Config) *int { return &c.Workers })},
 	{key: "upstream_rps", env: "ORDERSYNC_UPSTREAM_RPS", usage: "cap on each account's upstream requests per second in this process, 0 = none (default 8: below the 10 a second assumed allowed a merchant, with reconcile_rps inside it)", set: number(func(c *Config) *float64 { return &c.UpstreamRPS })},
@@ -504,6 +534,9 @@ func AddConfigFlags(fs *pflag.FlagSet, sc Scope) *ConfigFlags {
 		// A replaced setting is read, to say what replaces it, and hidden
 		// from the help.
 		fl.Hidden = st.replaced
+		if st.secret {
+			fs.VarP(&settingFlag{kind: "string"}, st.fileFlag(), "", "file holding the "+st.flagName()+" setting, trimmed; read again on reload ("+st.fileEnv()+")")
+		}
 	}
 	return f
 }
@@ -532,9 +565,18 @@ func (f *ConfigFlags) Load(getenv func(string) string) (Config, error) {
 	errs = append(errs, loadAccountsEnv(&cfg, getenv)...)
 	errs = append(errs, loadEnv(&cfg, settings, "", getenv)...)
 	for _, st := range settings {
-		if fl := f.fs.Lookup(st.flagName()); fl != nil && fl.Changed {
+		fl, file := f.fs.Lookup(st.flagName()), f.fs.Lookup(st.fileFlag())
+		given, fileGiven := fl != nil && fl.Changed, st.secret && file != nil && file.Changed
+		switch {
+		case given && fileGiven:
+			errs = append(errs, fmt.Errorf("--%s and --%s: give one of them", fl.Name, file.Name))
+		case given:
 			if err := st.set.parse(&cfg, fl.Value.String()); err != nil {
 				errs = append(errs, fmt.Errorf("--%s: %w", fl.Name, err))
+			}
+		case fileGiven:
+			if err := st.parseFile(&cfg, file.Value.String()); err != nil {
+				errs = append(errs, fmt.Errorf("--%s: %w", file.Name, err))
 			}
 		}
 	}

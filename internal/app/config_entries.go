@@ -35,9 +35,9 @@ type AccountConfig struct {
 var (
 	accountBaseURL = setting[AccountConfig]{key: "api_base_url", env: "API_BASE_URL", usage: "the account's payment link service base URL",
 		set: str(func(a *AccountConfig) *string { return &a.APIBaseURL })}
-	accountSecretKey = setting[AccountConfig]{key: "secret_key", env: "SECRET_KEY", usage: "the account's payment link service secret key",
+	accountSecretKey = setting[AccountConfig]{key: "secret_key", env: "SECRET_KEY", secret: true, usage: "the account's payment link service secret key",
 		set: str(func(a *AccountConfig) *string { return &a.SecretKey })}
-	accountWebhookSecrets = setting[AccountConfig]{key: "webhook_secrets", env: "WEBHOOK_SECRET", usage: "the account's webhook signing secrets, several during rotation",
+	accountWebhookSecrets = setting[AccountConfig]{key: "webhook_secrets", env: "WEBHOOK_SECRET", secret: true, usage: "the account's webhook signing secrets, several during rotation",
 		set: list(func(a *AccountConfig) *[]string { return &a.WebhookSecrets })}
 
 	accountSettings = []setting[AccountConfig]{accountBaseURL, accountSecretKey, accountWebhookSecrets}
@@ -64,7 +64,7 @@ var (
 		set: str(func(e *EndpointConfig) *string { return &e.ID })}
 	endpointURL = setting[EndpointConfig]{key: "url", usage: "where deliveries are posted",
 		set: str(func(e *EndpointConfig) *string { return &e.URL })}
-	endpointSecretSetting = setting[EndpointConfig]{key: "secret", usage: "signs deliveries: whsec_ and base64 of 24-64 bytes",
+	endpointSecretSetting = setting[EndpointConfig]{key: "secret", secret: true, usage: "signs deliveries: whsec_ and base64 of 24-64 bytes",
 		set: str(func(e *EndpointConfig) *string { return &e.Secret })}
 	endpointEvents = setting[EndpointConfig]{key: "events", usage: "the events it receives: order.paid, order.status_changed",
 		set: list(func(e *EndpointConfig) *[]string { return &e.Events })}
@@ -124,14 +124,35 @@ func (c *Config) Upstreams() map[string]AccountConfig {
 type at func(n *yaml.Node, key string, err error) error
 
 // loadMapping reads a mapping of settings into dst, each value through its
-// setting in table; other reads, or reports, a key the table lacks.
+// setting in table (a secret's _file variant through its file); other
+// reads, or reports, a key the table lacks.
 func loadMapping[T any](dst *T, table []setting[T], n *yaml.Node, prefix string, other func(k, v *yaml.Node) []error, at at) []error {
 	var errs []error
+	given := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		given[k.Value] = true
+		if st, ok := secretByFileKey(table, k.Value); ok {
+			if given[st.key] {
+				errs = append(errs, at(k, prefix+k.Value, fmt.Errorf("give %s or %s, not both", prefix+st.key, prefix+k.Value)))
+				continue
+			}
+			text, err := nodeText(v, "string")
+			if err == nil {
+				err = st.parseFile(dst, text)
+			}
+			if err != nil {
+				errs = append(errs, at(v, prefix+k.Value, err))
+			}
+			continue
+		}
 		st, ok := settingByKey(table, k.Value)
 		if !ok {
 			errs = append(errs, other(k, v)...)
+			continue
+		}
+		if st.secret && given[st.fileKey()] {
+			errs = append(errs, at(k, prefix+k.Value, fmt.Errorf("give %s or %s, not both", prefix+st.key, prefix+st.fileKey())))
 			continue
 		}
 		var err error
@@ -158,16 +179,27 @@ func notIn[T any](what string, table []setting[T], prefix string, at at) func(k,
 }
 
 // loadEnv reads into dst each setting of table whose variable, prefix and
-// its env, is set.
+// its env, is set, or for a secret the variable of its file.
 func loadEnv[T any](dst *T, table []setting[T], prefix string, getenv func(string) string) []error {
 	var errs []error
 	for _, st := range table {
 		if st.env == "" {
 			continue
 		}
-		if v := getenv(prefix + st.env); v != "" {
+		v, file := getenv(prefix+st.env), ""
+		if st.secret {
+			file = getenv(prefix + st.fileEnv())
+		}
+		switch {
+		case v != "" && file != "":
+			errs = append(errs, fmt.Errorf("environment variables %s and %s: set one of them", prefix+st.env, prefix+st.fileEnv()))
+		case v != "":
 			if err := st.set.parse(dst, v); err != nil {
 				errs = append(errs, fmt.Errorf("environment variable %s: %w", prefix+st.env, err))
+			}
+		case file != "":
+			if err := st.parseFile(dst, file); err != nil {
+				errs = append(errs, fmt.Errorf("environment variable %s: %w", prefix+st.fileEnv(), err))
 			}
 		}
 	}
@@ -183,6 +215,16 @@ func loadAccountsEnv(cfg *Config, getenv func(string) string) []error {
 		cfg.Accounts[name] = a
 	}
 	return errs
+}
+
+// secretByFileKey is the secret setting whose _file variant key is.
+func secretByFileKey[T any](table []setting[T], key string) (setting[T], bool) {
+	for _, st := range table {
+		if st.secret && st.fileKey() == key {
+			return st, true
+		}
+	}
+	return setting[T]{}, false
 }
 
 func settingByKey[T any](table []setting[T], key string) (setting[T], bool) {
