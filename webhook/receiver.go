@@ -210,9 +210,10 @@ func checkSecrets(setting string, secrets []string, insecure bool) error {
 
 // account is one merchant account as the receiver serves it.
 type account struct {
-	name    string
-	secrets []string // empty: unsigned webhooks accepted (insecure mode)
-	verify  *verifier
+	name string
+	// verify checks its signatures; nil: unsigned webhooks accepted
+	// (insecure mode). SetSecrets replaces it.
+	verify atomic.Pointer[verifier]
 	// requests counts the account's answers by outcome; counts holds the
 	// same for the heartbeat (Receiver.Counts).
 	requests [numOutcomes]prometheus.Counter
@@ -220,7 +221,17 @@ type account struct {
 }
 
 func newAccount(name string, secrets []string, m *metrics) *account {
-	return &account{name: name, secrets: secrets, verify: newVerifier(secrets), requests: m.requestsOf(name)}
+	a := &account{name: name, requests: m.requestsOf(name)}
+	a.setSecrets(secrets)
+	return a
+}
+
+func (a *account) setSecrets(secrets []string) {
+	if len(secrets) == 0 {
+		a.verify.Store(nil)
+		return
+	}
+	a.verify.Store(newVerifier(secrets))
 }
 
 // unknownAccount is the label of requests for an account not configured.
@@ -265,9 +276,20 @@ func New(cfg Config) (*Receiver, error) {
 	for name, a := range cfg.Accounts {
 		rc.accounts[name] = newAccount(name, a.Secrets, m)
 	}
+	rc.warnUnsigned()
+	if cfg.Recorder != nil {
+		rc.recorder = startRecorder(cfg.Recorder, cfg.RecordBuffer, cfg.RecordTimeout, m.recordDropped, rc.logger)
+	}
+	rc.bodies = &bodyBudget{limit: cfg.MaxBodyBytesInFlight, held: m.bodyBytes}
+	rc.tally = startTally(cfg.Rejections, &rc.cfg, rc.logger, func(n int) { m.recordDropped.Add(float64(n)) })
+	return rc, nil
+}
+
+// warnUnsigned names the accounts whose webhooks are not verified.
+func (rc *Receiver) warnUnsigned() {
 	var unsigned []string
 	for name, a := range rc.accounts {
-		if len(a.secrets) == 0 {
+		if a.verify.Load() == nil {
 			unsigned = append(unsigned, name)
 		}
 	}
@@ -276,12 +298,33 @@ func New(cfg Config) (*Receiver, error) {
 		rc.logger.Warn("INSECURE: webhook signatures are NOT verified for these accounts; anyone who can reach the receiver can inject events",
 			"accounts", unsigned)
 	}
-	if cfg.Recorder != nil {
-		rc.recorder = startRecorder(cfg.Recorder, cfg.RecordBuffer, cfg.RecordTimeout, m.recordDropped, rc.logger)
+}
+
+// SetSecrets replaces the webhook secrets of every account served, by
+// account name (the default account's under ordersync.DefaultAccount), all
+// or none: secrets must name exactly the accounts the receiver was built
+// with, each valid as in Config. A request already being verified finishes
+// with the secrets it began with.
+func (rc *Receiver) SetSecrets(secrets map[string][]string) error {
+	for name := range secrets {
+		if _, ok := rc.accounts[name]; !ok {
+			return fmt.Errorf("webhook receiver: account %q is not served here (an account is added at start)", name)
+		}
 	}
-	rc.bodies = &bodyBudget{limit: cfg.MaxBodyBytesInFlight, held: m.bodyBytes}
-	rc.tally = startTally(cfg.Rejections, &rc.cfg, rc.logger, func(n int) { m.recordDropped.Add(float64(n)) })
-	return rc, nil
+	for name := range rc.accounts {
+		s, ok := secrets[name]
+		if !ok {
+			return fmt.Errorf("webhook receiver: no secrets given for account %q", name)
+		}
+		if err := checkSecrets(fmt.Sprintf("webhook secret of account %q", name), s, rc.cfg.Insecure); err != nil {
+			return err
+		}
+	}
+	for name, a := range rc.accounts {
+		a.setSecrets(secrets[name])
+	}
+	rc.warnUnsigned()
+	return nil
 }
 
 // Close writes the rejected requests still buffered and stops the recorder.
@@ -368,8 +411,8 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	verdict := ordersync.SignatureInsecure
-	if len(acct.secrets) > 0 {
-		verdict = acct.verify.verify(r.Header.Get(SignatureHeader), body)
+	if v := acct.verify.Load(); v != nil {
+		verdict = v.verify(r.Header.Get(SignatureHeader), body)
 	}
 	switch verdict {
 	case ordersync.SignatureMissing:
