@@ -97,7 +97,7 @@ func (s *Server) bearer(r *http.Request) (ordersync.AdminToken, bool) {
 func (s *Server) tokenOf(token string) (ordersync.AdminToken, bool) {
 	var found ordersync.AdminToken
 	match := 0
-	for _, t := range s.cfg.Tokens {
+	for _, t := range s.tokens() {
 		if subtle.ConstantTimeCompare([]byte(token), []byte(t.Token)) == 1 {
 			found, match = t, 1
 		}

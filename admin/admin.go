@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ordersync/ordersync"
@@ -123,6 +124,9 @@ type Server struct {
 	cfg     Config
 	mux     *router
 	limiter *signInLimiter
+	// tokenSet holds cfg.Tokens until SetTokens replaces them; read it
+	// through Server.tokens.
+	tokenSet atomic.Pointer[[]ordersync.AdminToken]
 	// exportSlots holds a token per running export.
 	exportSlots chan struct{}
 	// jobs are the console's replay jobs.
@@ -136,6 +140,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, mux: newRouter(), limiter: newSignInLimiter()}
+	s.tokenSet.Store(&cfg.Tokens)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -173,7 +178,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mux.ServeHTTP(w, r)
 	case isConsolePath(r.URL.Path):
 		s.serveConsole(w, r)
-	case len(s.cfg.Tokens) == 0:
+	case len(s.tokens()) == 0:
 		s.serveAs(w, r, ordersync.Loopback, ordersync.ViaAPI)
 	case isDownload(r) && r.Header.Get("Authorization") == "":
 		s.serveDownload(w, r)
@@ -186,6 +191,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.serveAs(w, r, ordersync.Principal{Name: t.Name, Role: t.Role}, ordersync.ViaAPI)
 	}
+}
+
+// tokens are the admin tokens in force.
+func (s *Server) tokens() []ordersync.AdminToken { return *s.tokenSet.Load() }
+
+// SetTokens replaces the admin tokens, valid as Config.Tokens: the next
+// request is authorised with them, and a console session of a token no
+// longer among them ends at its next request. Without tokens the listener
+// answers loopback names only, as at start.
+func (s *Server) SetTokens(tokens []ordersync.AdminToken) error {
+	if err := ordersync.ValidateAdminTokens(tokens); err != nil {
+		return fmt.Errorf("admin: tokens: %w", err)
+	}
+	tokens = slices.Clone(tokens)
+	s.tokenSet.Store(&tokens)
+	return nil
 }
 
 func (s *Server) account(r *http.Request) string {

@@ -131,7 +131,7 @@ var errNoSession = errors.New("no console session")
 // session was started with, in its configured role, as long as it is
 // still configured (a session of a removed or replaced token ends).
 func (s *Server) consolePrincipal(r *http.Request) (ordersync.Principal, string, error) {
-	if len(s.cfg.Tokens) == 0 {
+	if len(s.tokens()) == 0 {
 		return ordersync.Loopback, "", nil
 	}
 	c, err := r.Cookie(sessionCookie)
@@ -146,7 +146,7 @@ func (s *Server) consolePrincipal(r *http.Request) (ordersync.Principal, string,
 	if err != nil {
 		return ordersync.Principal{}, "", err
 	}
-	for _, t := range s.cfg.Tokens {
+	for _, t := range s.tokens() {
 		if subtle.ConstantTimeCompare([]byte(t.Identity()), []byte(sess.TokenIdentity)) == 1 {
 			return ordersync.Principal{Name: t.Name, Role: t.Role}, c.Value, nil
 		}
@@ -232,7 +232,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, status int, name s
 	session := ""
 	if rq := requestOf(r); rq != nil && rq.principal.Role != "" {
 		p.Principal = rq.principal
-		if c, err := r.Cookie(sessionCookie); err == nil && len(s.cfg.Tokens) > 0 {
+		if c, err := r.Cookie(sessionCookie); err == nil && len(s.tokens()) > 0 {
 			session, p.SignedIn = c.Value, true
 		}
 	}
@@ -275,7 +275,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 			Message: "This form has expired (its CSRF token is missing or wrong): enter the token again."})
 		return
 	}
-	if len(s.cfg.Tokens) == 0 {
+	if len(s.tokens()) == 0 {
 		http.Redirect(w, r, "/console/", http.StatusSeeOther)
 		return
 	}

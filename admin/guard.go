@@ -21,7 +21,7 @@ import (
 // resolved to 127.0.0.1 makes the browser treat the API as that site's). It
 // answers the refusal and returns false, or returns true.
 func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
-	if len(s.cfg.Tokens) == 0 && !loopbackHost(r.Host) {
+	if len(s.tokens()) == 0 && !loopbackHost(r.Host) {
 		writeProblem(w, http.StatusForbidden, fmt.Sprintf("Host %q is not a loopback name: without admin_tokens the admin API answers only "+
 			"requests addressed to localhost, 127.0.0.0/8 or [::1]", clip(r.Host)), nil)
 		return false
