@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ordersync/ordersync"
@@ -87,11 +88,8 @@ func (c *Config) validate() error {
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return fmt.Errorf("paymentlink: Config.BaseURL %q: want no query, fragment or user info", c.BaseURL)
 	}
-	if c.SecretKey == "" {
-		return errors.New("paymentlink: Config.SecretKey is required")
-	}
-	if strings.ContainsFunc(c.SecretKey, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return errors.New("paymentlink: Config.SecretKey contains control characters")
+	if err := CheckSecretKey(c.SecretKey); err != nil {
+		return fmt.Errorf("paymentlink: Config.SecretKey: %w", err)
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("paymentlink: Config.Timeout %s: must not be negative", c.Timeout)
@@ -113,12 +111,23 @@ func newHTTPClient() *http.Client {
 	}
 }
 
+// CheckSecretKey refuses a key that cannot go in an Authorization header.
+func CheckSecretKey(key string) error {
+	if key == "" {
+		return errors.New("the secret key is required")
+	}
+	if strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return errors.New("the secret key contains control characters")
+	}
+	return nil
+}
+
 // Client calls the payment link service. It is safe for concurrent use.
 type Client struct {
 	http        *http.Client
 	timeout     time.Duration
 	userAgent   string
-	auth        string
+	auth        atomic.Pointer[string] // "Bearer " and the key; see SetSecretKey
 	checkoutURL string
 	orderURL    string // followed by the escaped order code
 }
@@ -132,14 +141,27 @@ func New(cfg Config) (*Client, error) {
 	}
 	cfg = cfg.withDefaults()
 	base := strings.TrimRight(cfg.BaseURL, "/")
-	return &Client{
+	c := &Client{
 		http:        cfg.HTTPClient,
 		timeout:     cfg.Timeout,
 		userAgent:   cfg.UserAgent,
-		auth:        "Bearer " + cfg.SecretKey,
 		checkoutURL: base + "/paymentlink/checkout",
 		orderURL:    base + "/paymentlink/order/",
-	}, nil
+	}
+	auth := "Bearer " + cfg.SecretKey
+	c.auth.Store(&auth)
+	return c, nil
+}
+
+// SetSecretKey replaces the key the next request sends (a rotated key);
+// requests already sent finish with the old one.
+func (c *Client) SetSecretKey(key string) error {
+	if err := CheckSecretKey(key); err != nil {
+		return fmt.Errorf("paymentlink: %w", err)
+	}
+	auth := "Bearer " + key
+	c.auth.Store(&auth)
+	return nil
 }
 
 // CloseIdleConnections closes the connections kept for reuse.
@@ -232,7 +254,7 @@ func (c *Client) do(ctx context.Context, op, method, target string, body []byte,
 	if err != nil {
 		return &ordersync.UpstreamError{Kind: ordersync.UpstreamProtocol, Op: op, Err: fmt.Errorf("build request: %w", err)}
 	}
-	req.Header.Set("Authorization", c.auth)
+	req.Header.Set("Authorization", *c.auth.Load())
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
 	if body != nil {
