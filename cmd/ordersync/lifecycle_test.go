@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -208,4 +211,160 @@ func streamMsgIDs(t *testing.T, dataDir, stream string) map[string]bool {
 		ids[m.Header.Get(jetstream.MsgIDHeader)] = true
 	}
 	return ids
+}
+
+// TestServeReloadsOnSIGHUP: serve reloads its config file on SIGHUP, never
+// going down: a new admin token replaces the old one; a rotated webhook
+// secret is accepted beside the old one while the secrets file lists both,
+// and alone once it lists only the new one; a setting that needs a restart
+// is reported, not applied; an invalid file is refused and the settings in
+// force stay. No secret reaches the log.
+func TestServeReloadsOnSIGHUP(t *testing.T) {
+	dir := t.TempDir()
+	confPath, secretsPath := filepath.Join(dir, "ordersync.yaml"), filepath.Join(dir, "webhook-secrets")
+	oldSecret, newSecret := app.RandomSecret(), app.RandomSecret()
+	oldToken, newToken := app.RandomSecret(), app.RandomSecret()
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := func(token, extra string) string {
+		return "log_level: info\nworkers: 8\nwebhook_secrets_file: " + secretsPath + "\n" +
+			"admin_tokens:\n  - {name: ops, role: operator, token: " + token + "}\n" + extra
+	}
+	write(secretsPath, oldSecret+"\n")
+	write(confPath, config(oldToken, ""))
+
+	cfg := testChildConfig(t, "http://127.0.0.1:1", app.RandomSecret(), "", "--config", confPath)
+	cfg.Args = cfg.Args[2:] // the file gives the log level
+	c, err := child.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Kill)
+	pid := c.PID()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr := startProbe(t, ctx, c.AdminURL()+"/readyz", 50*time.Millisecond)
+	stillUp := func(step string) {
+		t.Helper()
+		select {
+		case <-pr.unready:
+			t.Fatalf("%s: /readyz answered %q", step, pr.body)
+		default:
+		}
+		if c.PID() != pid {
+			t.Fatalf("%s: the process is not the one started", step)
+		}
+	}
+
+	client := &http.Client{Timeout: 5 * time.Second}
+	n := 0
+	webhookStatus := func(secret string) int {
+		t.Helper()
+		n++
+		req, _ := signedWebhook(t, c.WebhookURL(), secret, n)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	adminStatus := func(token string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, c.AdminURL()+"/v1/orders", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	expect := func(step string, want map[string]int, got func(string) int) {
+		t.Helper()
+		for k, w := range want {
+			if g := got(k); g != w {
+				t.Errorf("%s: %d, want %d", step, g, w)
+			}
+		}
+	}
+	readLog := func() string {
+		b, err := os.ReadFile(cfg.LogPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	// await polls for what a reload brings about: it is applied by the
+	// process in its own time after the signal.
+	await := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 15 s; log tail:\n%s", what, c.LogTail(2000))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	hup := func() {
+		t.Helper()
+		if err := c.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	expect("before any reload, the admin tokens", map[string]int{oldToken: 200, newToken: 401}, adminStatus)
+	expect("before any reload, the webhook secrets", map[string]int{oldSecret: 200, newSecret: 401}, webhookStatus)
+
+	// A new admin token, the rotation's overlap, a more verbose log and a
+	// setting that needs a restart.
+	write(secretsPath, newSecret+"\n"+oldSecret+"\n")
+	write(confPath, strings.Replace(config(newToken, ""), "log_level: info\nworkers: 8", "log_level: debug\nworkers: 16", 1))
+	hup()
+	await("the new admin token accepted", func() bool { return adminStatus(newToken) == http.StatusOK })
+	stillUp("after the first reload")
+	expect("after the first reload, the admin tokens", map[string]int{oldToken: 401, newToken: 200}, adminStatus)
+	expect("during the rotation's overlap, the webhook secrets", map[string]int{oldSecret: 200, newSecret: 200}, webhookStatus)
+	log := readLog()
+	for _, want := range []string{"applied=\"[webhook_secrets log_level admin_tokens]\"", "needs_restart=[workers]"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the log does not say %s:\n%s", want, log)
+		}
+	}
+
+	// The overlap ends: only the new secret.
+	write(secretsPath, newSecret+"\n")
+	hup()
+	await("the old webhook secret refused", func() bool { return webhookStatus(oldSecret) == http.StatusUnauthorized })
+	expect("after the overlap, the new secret", map[string]int{newSecret: 200}, webhookStatus)
+
+	// Invalid files: a bad value, then tokens that break the rules. Each
+	// is refused whole: the token and secrets in force stay.
+	for i, bad := range []string{
+		config(oldToken, "upstream_timeout: soon\n"),
+		config(oldToken, "  - {name: ops, role: viewer, token: "+app.RandomSecret()+"}\n"),
+	} {
+		write(confPath, bad)
+		hup()
+		await("the invalid file refused", func() bool { return strings.Count(readLog(), "reload refused") == i+1 })
+		stillUp("after an invalid file")
+		expect("after an invalid file, the admin tokens", map[string]int{oldToken: 401, newToken: 200}, adminStatus)
+		expect("after an invalid file, the webhook secrets", map[string]int{oldSecret: 401, newSecret: 200}, webhookStatus)
+	}
+	stillUp("at the end")
+	cancel()
+	if err := c.Stop(); err != nil {
+		t.Fatalf("SIGTERM after the reloads: %v", err)
+	}
+	log = readLog()
+	for name, secret := range map[string]string{"old token": oldToken, "new token": newToken, "old secret": oldSecret, "new secret": newSecret} {
+		if strings.Contains(log, secret) {
+			t.Errorf("the log holds the %s", name)
+		}
+	}
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -24,17 +27,28 @@ With no NATS URL, NATS runs embedded under the data directory; with no
 database URL, the mirror is SQLite in the data directory.
 SIGINT/SIGTERM drain: /readyz answers 503 for shutdown_drain while the
 listeners keep serving, then stop accepting webhooks, finish and ack
-in-flight work, publish the outbox, close.`,
+in-flight work, publish the outbox, close.
+SIGHUP reloads: the file, the environment and the flags are read again,
+and the admin tokens, the webhook secrets, the secret keys, the file's
+endpoints and log_level take effect; an invalid configuration is refused
+and the settings in force are kept; other changed settings are logged as
+needing a restart.`,
 		Args: cobra.NoArgs,
 	}
 	flags := app.AddConfigFlags(cmd.Flags(), app.ScopeAll)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		// SIGHUP reloads from now on rather than ending the process; one
+		// that arrives before the program runs waits for it.
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
 		limitServeMemory()
 		cfg, err := flags.Load(os.Getenv)
 		if err != nil {
 			return err
 		}
-		logger, err := newLogger(cmd.ErrOrStderr(), cfg.LogLevel, cfg.LogFormat)
+		level := new(slog.LevelVar)
+		logger, err := newLogger(cmd.ErrOrStderr(), level, cfg.LogLevel, cfg.LogFormat)
 		if err != nil {
 			return err
 		}
@@ -52,17 +66,47 @@ in-flight work, publish the outbox, close.`,
 		if p.SQLite() {
 			spareProcForSQLite()
 		}
-		return p.Run(cmd.Context())
+		p.SetLogLevelVar(level)
+		ctx, stop := context.WithCancel(cmd.Context())
+		defer stop()
+		var reloads sync.WaitGroup
+		reloads.Go(func() { reloadOnHangup(ctx, hup, flags, p, logger) })
+		err = p.Run(ctx)
+		stop()
+		reloads.Wait()
+		return err
 	}
 	return cmd
 }
 
-func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("bad setting: log_level %q (want debug, info, warn or error)", level)
+// reloadOnHangup reloads the configuration on each SIGHUP until ctx ends.
+// Program.Reload logs what changed; a configuration that does not load is
+// logged here, and the settings in force are kept.
+func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, flags *app.ConfigFlags, p *app.Program, logger *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		logger.Info("SIGHUP: reloading the configuration")
+		next, err := flags.Load(os.Getenv)
+		if err != nil {
+			logger.Error("reload refused; the settings in force are kept", "err", err)
+			continue
+		}
+		_, _ = p.Reload(ctx, next) // it logs its outcome
 	}
-	opts := &slog.HandlerOptions{Level: lv}
+}
+
+// newLogger is a logger at level, which it sets to the log_level given.
+func newLogger(w io.Writer, level *slog.LevelVar, logLevel, format string) (*slog.Logger, error) {
+	lv, err := app.ParseLogLevel(logLevel)
+	if err != nil {
+		return nil, err
+	}
+	level.Set(lv)
+	opts := &slog.HandlerOptions{Level: level}
 	switch strings.ToLower(format) {
 	case "", "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil

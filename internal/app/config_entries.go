@@ -35,9 +35,9 @@ type AccountConfig struct {
 var (
 	accountBaseURL = setting[AccountConfig]{key: "api_base_url", env: "API_BASE_URL", usage: "the account's payment link service base URL",
 		set: str(func(a *AccountConfig) *string { return &a.APIBaseURL })}
-	accountSecretKey = setting[AccountConfig]{key: "secret_key", env: "SECRET_KEY", secret: true, usage: "the account's payment link service secret key",
+	accountSecretKey = setting[AccountConfig]{key: "secret_key", env: "SECRET_KEY", secret: true, reload: true, usage: "the account's payment link service secret key",
 		set: str(func(a *AccountConfig) *string { return &a.SecretKey })}
-	accountWebhookSecrets = setting[AccountConfig]{key: "webhook_secrets", env: "WEBHOOK_SECRET", secret: true, usage: "the account's webhook signing secrets, several during rotation",
+	accountWebhookSecrets = setting[AccountConfig]{key: "webhook_secrets", env: "WEBHOOK_SECRET", secret: true, reload: true, usage: "the account's webhook signing secrets, several during rotation",
 		set: list(func(a *AccountConfig) *[]string { return &a.WebhookSecrets })}
 
 	accountSettings = []setting[AccountConfig]{accountBaseURL, accountSecretKey, accountWebhookSecrets}

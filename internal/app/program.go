@@ -60,6 +60,13 @@ type Program struct {
 	// draining is set when shutdown begins: /readyz answers 503 from then.
 	draining atomic.Bool
 
+	// reloadMu serialises reloads; live is the configuration in force
+	// (cfg, the one the process started with, as far as a reload changed
+	// it), level the logger's level a reload sets (nil: none).
+	reloadMu sync.Mutex
+	live     Config
+	level    *slog.LevelVar
+
 	closeOnce sync.Once
 }
 
@@ -69,7 +76,7 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 	if err := cfg.ValidateServe(); err != nil {
 		return nil, err
 	}
-	p := &Program{wiring: wiring{cfg: cfg, logger: logger, reg: metrics.NewRegistry()}}
+	p := &Program{wiring: wiring{cfg: cfg, logger: logger, reg: metrics.NewRegistry()}, live: cfg}
 	p.roles, _ = parseRoles(cfg.Role) // validateServe checked it
 	defer func() {
 		if err != nil {
