@@ -356,6 +356,21 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 		expect("after an invalid file, the admin tokens", map[string]int{oldToken: 401, newToken: 200}, adminStatus)
 		expect("after an invalid file, the webhook secrets", map[string]int{oldSecret: 401, newSecret: 200}, webhookStatus)
 	}
+	// A refused reload is also told by the metrics: systemctl reload
+	// cannot say it, the signal being sent before the file is read.
+	req, _ := http.NewRequest(http.MethodGet, c.AdminURL()+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+newToken)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scraped, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"\nordersync_config_last_reload_successful 0\n", "\nordersync_config_reloads_total{result=\"refused\"} 2\n", "\nordersync_config_reloads_total{result=\"applied\"} 2\n"} {
+		if !strings.Contains(string(scraped), want) {
+			t.Errorf("/metrics lacks %q", strings.TrimSpace(want))
+		}
+	}
 	stillUp("at the end")
 	cancel()
 	if err := c.Stop(); err != nil {

@@ -80,8 +80,8 @@ needing a restart.`,
 }
 
 // reloadOnHangup reloads the configuration on each SIGHUP until ctx ends.
-// Program.Reload logs what changed; a configuration that does not load is
-// logged here, and the settings in force are kept.
+// The program logs and counts each outcome, a configuration that does not
+// load included.
 func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, flags *app.ConfigFlags, p *app.Program, logger *slog.Logger) {
 	for {
 		select {
@@ -92,7 +92,7 @@ func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, flags *app.Config
 		logger.Info("SIGHUP: reloading the configuration")
 		next, err := flags.Load(os.Getenv)
 		if err != nil {
-			logger.Error("reload refused; the settings in force are kept", "err", err)
+			p.ReloadRefused(err)
 			continue
 		}
 		_, _ = p.Reload(ctx, next) // it logs its outcome

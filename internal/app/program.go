@@ -63,9 +63,10 @@ type Program struct {
 	// reloadMu serialises reloads; live is the configuration in force
 	// (cfg, the one the process started with, as far as a reload changed
 	// it), level the logger's level a reload sets (nil: none).
-	reloadMu sync.Mutex
-	live     Config
-	level    *slog.LevelVar
+	reloadMu      sync.Mutex
+	live          Config
+	level         *slog.LevelVar
+	reloadMetrics reloadMetrics
 
 	closeOnce sync.Once
 }
@@ -83,6 +84,9 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 			p.Close()
 		}
 	}()
+	if p.reloadMetrics, err = newReloadMetrics(p.reg); err != nil {
+		return nil, err
+	}
 	if err := datadir.MakePrivate(cfg.DataDir, logger); err != nil {
 		return nil, err
 	}

@@ -8,8 +8,44 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ordersync/ordersync/metrics"
 	"github.com/ordersync/ordersync/paymentlink"
 )
+
+// reloadMetrics say whether the last reload was refused: `systemctl
+// reload` cannot, since the signal is sent before the file is read.
+type reloadMetrics struct {
+	lastSuccessful prometheus.Gauge
+	reloads        *prometheus.CounterVec
+}
+
+func newReloadMetrics(reg prometheus.Registerer) (reloadMetrics, error) {
+	m := reloadMetrics{
+		lastSuccessful: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ordersync_config_last_reload_successful",
+			Help: "1 when the configuration in force is the last one read (at start or by a reload), 0 when the last reload was refused."}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ordersync_config_reloads_total",
+			Help: "Reloads of the configuration (SIGHUP) by result: applied or refused."}, []string{"result"}),
+	}
+	m.lastSuccessful.Set(1)
+	for _, r := range []string{"applied", "refused"} {
+		m.reloads.WithLabelValues(r)
+	}
+	return m, metrics.RegisterAll(reg, metrics.Of(&m.lastSuccessful), metrics.Of(&m.reloads))
+}
+
+// ReloadRefused records a reload refused before it reached the program: a
+// configuration that did not load.
+func (p *Program) ReloadRefused(err error) {
+	p.logger.Error("reload refused; the settings in force are kept", "err", err)
+	p.reloadMetrics.refused()
+}
+
+func (m reloadMetrics) refused() {
+	m.lastSuccessful.Set(0)
+	m.reloads.WithLabelValues("refused").Inc()
+}
 
 // Reloaded is what a reload changed, by setting name; never a value.
 type Reloaded struct {
@@ -49,9 +85,14 @@ func (p *Program) Reload(ctx context.Context, next Config) (Reloaded, error) {
 	p.reloadMu.Lock()
 	defer p.reloadMu.Unlock()
 	r, err := p.reload(ctx, next)
-	switch {
-	case err != nil:
+	if err != nil {
 		p.logger.Error("reload refused; the settings in force are kept", "err", err)
+		p.reloadMetrics.refused()
+		return r, err
+	}
+	p.reloadMetrics.lastSuccessful.Set(1)
+	p.reloadMetrics.reloads.WithLabelValues("applied").Inc()
+	switch {
 	case len(r.Applied) == 0 && len(r.NeedRestart) == 0:
 		p.logger.Info("reloaded: no setting changed")
 	default:

@@ -34,6 +34,10 @@ func TestReload(t *testing.T) {
 	if k := fetchKind(); k != ordersync.UpstreamNotFound {
 		t.Fatalf("with the simulator's key: %v", k)
 	}
+	lastSuccessful := func() float64 { return gaugeValue(t, p.Registry(), "ordersync_config_last_reload_successful") }
+	if v := lastSuccessful(); v != 1 {
+		t.Errorf("at start, ordersync_config_last_reload_successful = %v, want 1", v)
+	}
 
 	const secret1, secret2 = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_QmFzZTY0IG9mIDI0IHJhbmRvbSBieXRlcyE="
 	next := p.Config()
@@ -87,6 +91,9 @@ func TestReload(t *testing.T) {
 	if _, err := p.Reload(ctx, bad); err == nil || !strings.Contains(err.Error(), "secret_key") {
 		t.Errorf("a secret key with a line break: %v, want it refused naming secret_key", err)
 	}
+	if v := lastSuccessful(); v != 0 {
+		t.Errorf("after a refused reload, ordersync_config_last_reload_successful = %v, want 0", v)
+	}
 
 	// Back to the simulator's key.
 	next.SecretKey = st.SecretKey
@@ -95,5 +102,8 @@ func TestReload(t *testing.T) {
 	}
 	if k := fetchKind(); k != ordersync.UpstreamNotFound {
 		t.Errorf("after the key came back: %v", k)
+	}
+	if v := lastSuccessful(); v != 1 {
+		t.Errorf("after a reload applied, ordersync_config_last_reload_successful = %v, want 1", v)
 	}
 }
