@@ -330,18 +330,19 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 	stillUp("after the first reload")
 	expect("after the first reload, the admin tokens", map[string]int{oldToken: 401, newToken: 200}, adminStatus)
 	expect("during the rotation's overlap, the webhook secrets", map[string]int{oldSecret: 200, newSecret: 200}, webhookStatus)
-	log := readLog()
 	for _, want := range []string{"applied=\"[webhook_secrets log_level admin_tokens]\"", "needs_restart=[workers]"} {
-		if !strings.Contains(log, want) {
-			t.Errorf("the log does not say %s:\n%s", want, log)
-		}
+		await("the log saying "+want, func() bool { return strings.Contains(readLog(), want) })
 	}
 
-	// The overlap ends: only the new secret.
+	// The overlap ends: only the new secret; a quieter log, whose change
+	// is still logged at the level in force before it.
 	write(secretsPath, newSecret+"\n")
+	write(confPath, strings.Replace(config(newToken, ""), "log_level: info\nworkers: 8", "log_level: warn\nworkers: 16", 1))
 	hup()
 	await("the old webhook secret refused", func() bool { return webhookStatus(oldSecret) == http.StatusUnauthorized })
 	expect("after the overlap, the new secret", map[string]int{newSecret: 200}, webhookStatus)
+	want := "applied=\"[webhook_secrets log_level]\""
+	await("the log saying "+want, func() bool { return strings.Contains(readLog(), want) })
 
 	// Invalid files: a bad value, then tokens that break the rules. Each
 	// is refused whole: the token and secrets in force stay.
@@ -376,7 +377,7 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 	if err := c.Stop(); err != nil {
 		t.Fatalf("SIGTERM after the reloads: %v", err)
 	}
-	log = readLog()
+	log := readLog()
 	for name, secret := range map[string]string{"old token": oldToken, "new token": newToken, "old secret": oldSecret, "new secret": newSecret} {
 		if strings.Contains(log, secret) {
 			t.Errorf("the log holds the %s", name)

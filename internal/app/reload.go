@@ -84,7 +84,7 @@ func (p *Program) SetLogLevelVar(lv *slog.LevelVar) {
 func (p *Program) Reload(ctx context.Context, next Config) (Reloaded, error) {
 	p.reloadMu.Lock()
 	defer p.reloadMu.Unlock()
-	r, err := p.reload(ctx, next)
+	r, level, err := p.reload(ctx, next)
 	if err != nil {
 		p.logger.Error("reload refused; the settings in force are kept", "err", err)
 		p.reloadMetrics.refused()
@@ -103,31 +103,37 @@ func (p *Program) Reload(ctx context.Context, next Config) (Reloaded, error) {
 			p.logger.Warn("settings changed that need a restart; not applied", "needs_restart", r.NeedRestart)
 		}
 	}
-	return r, err
+	// The level changes last, so that its own change is logged at the
+	// level the operator was watching.
+	if p.level != nil {
+		p.level.Set(level)
+	}
+	return r, nil
 }
 
-func (p *Program) reload(ctx context.Context, next Config) (Reloaded, error) {
+// reload applies next and returns what changed and the log level to set.
+func (p *Program) reload(ctx context.Context, next Config) (Reloaded, slog.Level, error) {
 	if err := next.ValidateServe(); err != nil {
-		return Reloaded{}, err
+		return Reloaded{}, 0, err
 	}
 	level, err := ParseLogLevel(next.LogLevel)
 	if err != nil {
-		return Reloaded{}, err
+		return Reloaded{}, 0, err
 	}
 	cur := p.live
 	upd, r := reloadable(cur, next, p.level != nil)
 	// What will be in force, the settings that need a restart as they
 	// were, must hold together too (say admin tokens and admin_listen).
 	if err := upd.ValidateServe(); err != nil {
-		return Reloaded{}, fmt.Errorf("with the settings that need a restart as they are: %w", err)
+		return Reloaded{}, 0, fmt.Errorf("with the settings that need a restart as they are: %w", err)
 	}
 	for name, a := range upd.Upstreams() {
 		if err := paymentlink.CheckSecretKey(a.SecretKey); err != nil {
-			return Reloaded{}, fmt.Errorf("bad setting: %s: %w", AccountSettings(name).SecretKey, err)
+			return Reloaded{}, 0, fmt.Errorf("bad setting: %s: %w", AccountSettings(name).SecretKey, err)
 		}
 	}
 	if len(r.Applied) == 0 {
-		return r, nil
+		return r, level, nil
 	}
 
 	// The endpoints first: their write to the database is the one step
@@ -135,17 +141,17 @@ func (p *Program) reload(ctx context.Context, next Config) (Reloaded, error) {
 	if !reflect.DeepEqual(cur.Endpoints, upd.Endpoints) {
 		params, err := upd.EndpointParams()
 		if err != nil {
-			return Reloaded{}, err
+			return Reloaded{}, 0, err
 		}
 		if err := p.db.SyncConfigEndpoints(ctx, params, p.cfg.EndpointSecretGrace); err != nil {
-			return Reloaded{}, fmt.Errorf("write the configured endpoints: %w", err)
+			return Reloaded{}, 0, fmt.Errorf("write the configured endpoints: %w", err)
 		}
 		if p.dispatcher != nil {
 			p.dispatcher.Notify()
 		}
 	}
 	if err := p.api.SetTokens(upd.AdminTokens); err != nil {
-		return Reloaded{}, err // ValidateServe checked them
+		return Reloaded{}, 0, err // ValidateServe checked them
 	}
 	if p.receiver != nil {
 		secrets := map[string][]string{}
@@ -153,19 +159,16 @@ func (p *Program) reload(ctx context.Context, next Config) (Reloaded, error) {
 			secrets[name] = a.WebhookSecrets
 		}
 		if err := p.receiver.SetSecrets(secrets); err != nil {
-			return Reloaded{}, err // ValidateServe checked them
+			return Reloaded{}, 0, err // ValidateServe checked them
 		}
 	}
 	for name, a := range upd.Upstreams() {
 		if err := p.clients[name].SetSecretKey(a.SecretKey); err != nil {
-			return Reloaded{}, err // checked above
+			return Reloaded{}, 0, err // checked above
 		}
 	}
-	if p.level != nil {
-		p.level.Set(level)
-	}
 	p.live = upd
-	return r, nil
+	return r, level, nil
 }
 
 // reloadable is cur with next's values of the settings a reload applies,
