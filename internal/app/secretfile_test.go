@@ -93,7 +93,7 @@ func TestSecretFiles(t *testing.T) {
 // TestSecretFilesDocumented: the README's table and the example config
 // name the _file variant of every secret setting.
 func TestSecretFilesDocumented(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,8 +118,8 @@ func TestSecretFilesDocumented(t *testing.T) {
 		}
 	}
 	for _, k := range keys {
-		if !strings.Contains(string(readme), k) {
-			t.Errorf("the README's configuration table does not name %s", k)
+		if !strings.Contains(string(doc), k) {
+			t.Errorf("docs/configuration.md's table does not name %s", k)
 		}
 	}
 	if !strings.Contains(string(example), "_file") || !strings.Contains(string(example), "_FILE") {
