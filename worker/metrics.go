@@ -29,6 +29,7 @@ type syncerMetrics struct {
 	fetchRetries         prometheus.Counter
 	breakerOpen          prometheus.Gauge
 	credentialsRejected  prometheus.Gauge
+	rateLimit            prometheus.Gauge
 	mirrorUpserts        *prometheus.CounterVec
 	mirrorStatusChanges  *prometheus.CounterVec
 	mirrorCommitDuration prometheus.Histogram
@@ -58,6 +59,10 @@ func newSyncerMetrics(reg prometheus.Registerer) (*syncerMetrics, error) {
 			Name: "ordersync_upstream_credentials_rejected",
 			Help: "1 while the payment link service rejects the secret key and fetching is paused.",
 		}),
+		rateLimit: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ordersync_upstream_rate_limit_rps",
+			Help: "The rate requests to the payment link service may leave at: upstream_rps, or lower while its 429s say so; 0 for no limit.",
+		}),
 		mirrorUpserts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ordersync_mirror_upserts_total",
 			Help: "Fetched orders written to the mirror, by result (created, changed, unchanged, stale).",
@@ -77,7 +82,7 @@ func newSyncerMetrics(reg prometheus.Registerer) (*syncerMetrics, error) {
 		}, []string{"kind"}),
 	}
 	if err := collect.RegisterAll(reg, collect.Of(&m.fetchRequests), collect.Of(&m.fetchDuration), collect.Of(&m.fetchRetries),
-		collect.Of(&m.breakerOpen), collect.Of(&m.credentialsRejected), collect.Of(&m.mirrorUpserts),
+		collect.Of(&m.breakerOpen), collect.Of(&m.credentialsRejected), collect.Of(&m.rateLimit), collect.Of(&m.mirrorUpserts),
 		collect.Of(&m.mirrorStatusChanges), collect.Of(&m.mirrorCommitDuration), collect.Of(&m.drift)); err != nil {
 		return nil, err
 	}

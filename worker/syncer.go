@@ -10,13 +10,13 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/sony/gobreaker/v2"
-	"golang.org/x/time/rate"
 
 	"github.com/ordersync/ordersync"
 )
 
 // Syncer fetches orders from the upstream and applies them to the mirror.
-// It is safe for concurrent use; all its callers share one rate limit, one
+// It is safe for concurrent use; all its callers share one rate (learned
+// from the upstream's 429s, under a fixed cap when one is set), one
 // breaker, one Retry-After gate and one credentials pause.
 type Syncer struct {
 	upstream ordersync.Upstream
@@ -26,7 +26,7 @@ type Syncer struct {
 	now      func() time.Time
 	metrics  *syncerMetrics
 	seqs     *seqAllocator
-	limiter  *rate.Limiter // nil when unlimited
+	rate     *upstreamRate
 	breaker  *gobreaker.CircuitBreaker[fetched]
 
 	// notBefore (unix nanoseconds) holds every request back until a
@@ -92,9 +92,7 @@ func NewSyncer(cfg SyncerConfig) (*Syncer, error) {
 		metrics:  m,
 		seqs:     newSeqAllocator(cfg.Mirror),
 	}
-	if cfg.RequestsPerSecond > 0 {
-		s.limiter = rate.NewLimiter(rate.Limit(cfg.RequestsPerSecond), cfg.Burst)
-	}
+	s.rate = newUpstreamRate(cfg.RequestsPerSecond, cfg.Burst, cfg.RateFloor, cfg.RateRecovery, m.rateLimit.Set)
 	s.breaker = gobreaker.NewCircuitBreaker[fetched](gobreaker.Settings{
 		Name:        "upstream",
 		MaxRequests: 1,
@@ -181,6 +179,7 @@ func (s *Syncer) attempt(ctx context.Context, code string, opts fetchOptions) (f
 		if err != nil && ctx.Err() != nil {
 			return fetched{}, &notUpstreamError{err}
 		}
+		s.rate.answered(start, ordersync.UpstreamErrorKindOf(err) == ordersync.UpstreamRateLimited)
 		if err == nil {
 			err = checkFetched(order, code)
 		}

@@ -37,13 +37,21 @@ type BreakerConfig struct {
 type SyncerConfig struct {
 	Upstream ordersync.Upstream
 	Mirror   ordersync.Mirror
-	// RequestsPerSecond caps the requests sent to the upstream; 0 means
-	// unlimited. Burst is the bucket size, default a tenth of a second's
-	// worth (at least 1).
+	// RequestsPerSecond is a fixed cap on the requests sent to the
+	// upstream; 0 sets none. Either way the upstream's 429s lower the rate
+	// (RateFloor, RateRecovery). Burst is the cap's bucket size, default a
+	// tenth of a second's worth (at least 1).
 	RequestsPerSecond float64
 	Burst             int
-	Retry             RetryConfig
-	Breaker           BreakerConfig
+	// RateFloor is the lowest rate, in requests per second, that the
+	// upstream's 429s lower the requests to. Default DefaultRateFloor.
+	RateFloor float64
+	// RateRecovery is how long a rate the 429s lowered takes to climb
+	// back to where they met it, after which it is lifted. Default
+	// DefaultRateRecovery.
+	RateRecovery time.Duration
+	Retry        RetryConfig
+	Breaker      BreakerConfig
 	// CredentialsProbeInterval is how often one request is let through while
 	// fetching is paused on rejected credentials. Default 10s.
 	CredentialsProbeInterval time.Duration
@@ -58,6 +66,12 @@ type SyncerConfig struct {
 func (c SyncerConfig) withDefaults() SyncerConfig {
 	if c.Burst == 0 && c.RequestsPerSecond > 0 {
 		c.Burst = max(1, int(math.Ceil(c.RequestsPerSecond/10)))
+	}
+	if c.RateFloor == 0 {
+		c.RateFloor = DefaultRateFloor
+	}
+	if c.RateRecovery == 0 {
+		c.RateRecovery = DefaultRateRecovery
 	}
 	if c.Retry.Initial == 0 {
 		c.Retry.Initial = 100 * time.Millisecond
@@ -95,6 +109,10 @@ func (c SyncerConfig) validate() error {
 		return errors.New("worker: SyncerConfig.Mirror is required")
 	case c.RequestsPerSecond < 0 || math.IsNaN(c.RequestsPerSecond) || math.IsInf(c.RequestsPerSecond, 0):
 		return fmt.Errorf("worker: SyncerConfig.RequestsPerSecond must be a finite number ≥ 0, got %v", c.RequestsPerSecond)
+	case !(c.RateFloor > 0) || math.IsInf(c.RateFloor, 0):
+		return fmt.Errorf("worker: SyncerConfig.RateFloor must be a finite number > 0, got %v", c.RateFloor)
+	case c.RateRecovery < 0:
+		return fmt.Errorf("worker: SyncerConfig.RateRecovery must be > 0, got %v", c.RateRecovery)
 	case c.Burst < 0:
 		return fmt.Errorf("worker: SyncerConfig.Burst must be ≥ 0, got %d", c.Burst)
 	case c.Retry.Initial < 0:

@@ -54,9 +54,10 @@ func (s *Syncer) CredentialsPaused() bool {
 
 // waitTurn waits until a request may leave: past the Retry-After gate (an
 // interactive fetch does not wait there) and the credentials pause, then
-// the rate limit. A reconciler's check (opts.admit set) first passes its
-// own budget and then gives way to the other fetches, which count
-// themselves as waiting meanwhile.
+// the rate. A reconciler's check (opts.admit set) first passes its own
+// budget and then gives way to the other fetches, which count themselves
+// as waiting meanwhile: they go first, and a check waits behind at most
+// one request.
 func (s *Syncer) waitTurn(ctx context.Context, code string, opts fetchOptions) (probe bool, err error) {
 	check := opts.admit != nil
 	if check {
@@ -79,10 +80,8 @@ func (s *Syncer) waitTurn(ctx context.Context, code string, opts fetchOptions) (
 	}
 	if check {
 		err = s.giveWay(ctx)
-	} else if s.limiter != nil {
-		if err = s.limiter.Wait(ctx); err != nil {
-			err = fmt.Errorf("wait for the upstream rate limit: %w", err)
-		}
+	} else if err = s.rate.wait(ctx); err != nil {
+		err = fmt.Errorf("wait for the upstream rate limit: %w", err)
 	}
 	if err != nil {
 		s.endProbe(probe, false)
@@ -91,32 +90,37 @@ func (s *Syncer) waitTurn(ctx context.Context, code string, opts fetchOptions) (
 	return probe, nil
 }
 
-// CreatePaymentLink creates a link upstream, counted against the same rate
-// limit as every fetch, so upstream_rps caps all that ordersync sends. A
-// person waits on it: while the Retry-After gate is closed it is refused at
-// once with an outage that says when to come back.
+// CreatePaymentLink creates a link upstream at the same rate as every
+// fetch, so the rate (upstream_rps, or what the 429s taught) holds for all
+// that ordersync sends, and its 429s teach it too. A person waits on it:
+// while the Retry-After gate is closed it is refused at once with an
+// outage that says when to come back.
 func (s *Syncer) CreatePaymentLink(ctx context.Context, params ordersync.PaymentLinkParams) (*ordersync.PaymentLinkResult, error) {
 	const op = "create payment link"
 	if wait := s.GateWait(); wait > 0 {
 		return nil, gateClosed(op, wait)
 	}
-	if s.limiter != nil {
-		s.foreground.Add(1)
-		err := s.limiter.Wait(ctx)
-		s.foreground.Add(-1)
-		if err != nil {
-			return nil, fmt.Errorf("%s: wait for the upstream rate limit: %w", op, err)
-		}
+	s.foreground.Add(1)
+	err := s.rate.wait(ctx)
+	s.foreground.Add(-1)
+	if err != nil {
+		return nil, fmt.Errorf("%s: wait for the upstream rate limit: %w", op, err)
 	}
-	return s.upstream.CreatePaymentLink(ctx, params)
+	sent := time.Now()
+	res, err := s.upstream.CreatePaymentLink(ctx, params)
+	if ctx.Err() == nil {
+		s.rate.answered(sent, ordersync.UpstreamErrorKindOf(err) == ordersync.UpstreamRateLimited)
+	}
+	return res, err
 }
 
 // giveWay waits until no other fetch is waiting for the upstream and the
-// rate limit has a request to spare now, and takes it: a check never takes
-// a turn a webhook's fetch is queued for.
+// rate has a request to spare now, and takes it: a check never takes a
+// turn a webhook's fetch is queued for, and a fetch that starts waiting
+// waits behind at most the one check that took the last turn.
 func (s *Syncer) giveWay(ctx context.Context) error {
 	for {
-		if s.foreground.Load() == 0 && (s.limiter == nil || s.limiter.Allow()) {
+		if s.foreground.Load() == 0 && s.rate.allow() {
 			return nil
 		}
 		if err := sleep(ctx, giveWayPoll); err != nil {

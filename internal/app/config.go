@@ -109,9 +109,10 @@ type Config struct {
 
 	// Workers is how many upstream fetches run at once.
 	Workers int
-	// UpstreamRPS caps each account's requests per second to the payment
-	// link service in this process (0: none). Default
-	// worker.DefaultUpstreamRPS, below the limit assumed for a merchant
+	// UpstreamRPS is a fixed cap on each account's requests per second to
+	// the payment link service in this process; 0 (the default,
+	// worker.DefaultUpstreamRPS) sets none. Either way the service's 429s
+	// lower the rate for every request until it recovers
 	// (docs/reconciler.md).
 	UpstreamRPS float64
 	// UpstreamTimeout bounds one upstream request.
@@ -389,7 +390,7 @@ var settings = []setting[Config]{
 	{key: "admin_viewer_tokens", secret: true, reload: true, env: "ORDERSYNC_ADMIN_VIEWER_TOKEN", usage: "viewer tokens (read, never act) of the admin API and console, comma-separated", set: adminTokens(ordersync.RoleViewer)},
 	{key: "shutdown_drain", env: "ORDERSYNC_SHUTDOWN_DRAIN", usage: "on SIGTERM, how long /readyz answers 503 (draining) while the listeners keep serving, before they close (0: close at once)", set: duration(func(c *Config) *time.Duration { return &c.ShutdownDrain })},
 	{key: "workers", env: "ORDERSYNC_WORKERS", usage: "concurrent upstream fetches", set: integer(func(c *Config) *int { return &c.Workers })},
-	{key: "upstream_rps", env: "ORDERSYNC_UPSTREAM_RPS", usage: "cap on each account's upstream requests per second in this process, 0 = none (default 8: below the 10 a second assumed allowed a merchant, with reconcile_rps inside it)", set: number(func(c *Config) *float64 { return &c.UpstreamRPS })},
+	{key: "upstream_rps", env: "ORDERSYNC_UPSTREAM_RPS", usage: "fixed cap on each account's upstream requests per second in this process, 0 = none (the default: the rate is learned from the service's 429s, and checks spend only what webhook-driven fetches leave)", set: number(func(c *Config) *float64 { return &c.UpstreamRPS })},
 	{key: "upstream_timeout", env: "ORDERSYNC_UPSTREAM_TIMEOUT", usage: "timeout of one upstream request", scope: ScopeUpstream, set: duration(func(c *Config) *time.Duration { return &c.UpstreamTimeout })},
 	{key: "reconcile_rps", env: "ORDERSYNC_RECONCILE_RPS", usage: "upstream requests per second the reconciler may spend on checks that are due, 0 = reconciler off", set: number(func(c *Config) *float64 { return &c.ReconcileRPS })},
 	{key: "reconcile_evidence_window", env: "ORDERSYNC_RECONCILE_EVIDENCE_WINDOW", usage: "on evidence of lost webhooks, open orders active within this long before it are checked densely (default 1h: the orders of the 5-minute promise; longer finds a quiet order's lost change sooner at about 14 requests an hour for each order it adds)", set: duration(func(c *Config) *time.Duration { return &c.ReconcileEvidenceWindow })},

@@ -186,27 +186,27 @@ func TestReplacedReconcileSettings(t *testing.T) {
 	}
 }
 
-// TestUpstreamBudgetDefaults: with no setting, every upstream request of
-// an account is capped below the 10 a second assumed allowed a merchant,
-// and the reconciler's budget fits inside that cap; upstream_rps 0 still
-// lifts the cap.
+// TestUpstreamBudgetDefaults: with no setting, the webhook-driven fetches
+// have no fixed cap (the rate is learned from the upstream's 429s), while
+// the reconciler's budget stays below the 10 a second assumed allowed a
+// merchant; a fixed cap can still be set.
 func TestUpstreamBudgetDefaults(t *testing.T) {
 	cfg, err := loadTestConfig(t, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.UpstreamRPS != worker.DefaultUpstreamRPS || !(cfg.UpstreamRPS < 10) {
-		t.Errorf("upstream_rps %v by default, want %v (below the assumed 10 a second)", cfg.UpstreamRPS, worker.DefaultUpstreamRPS)
+	if cfg.UpstreamRPS != 0 || worker.DefaultUpstreamRPS != 0 {
+		t.Errorf("upstream_rps %v by default, want 0 (no fixed cap)", cfg.UpstreamRPS)
 	}
-	if !(cfg.ReconcileRPS < cfg.UpstreamRPS) {
-		t.Errorf("reconcile_rps %v by default, want below upstream_rps %v", cfg.ReconcileRPS, cfg.UpstreamRPS)
+	if !(cfg.ReconcileRPS > 0 && cfg.ReconcileRPS < 10) {
+		t.Errorf("reconcile_rps %v by default, want below the assumed 10 a second", cfg.ReconcileRPS)
 	}
-	off, err := loadTestConfig(t, "", map[string]string{"ORDERSYNC_UPSTREAM_RPS": "0"})
+	capped, err := loadTestConfig(t, "", map[string]string{"ORDERSYNC_UPSTREAM_RPS": "8"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if off.UpstreamRPS != 0 {
-		t.Errorf("ORDERSYNC_UPSTREAM_RPS=0 gave upstream_rps %v, want 0 (no cap)", off.UpstreamRPS)
+	if capped.UpstreamRPS != 8 {
+		t.Errorf("ORDERSYNC_UPSTREAM_RPS=8 gave upstream_rps %v, want 8", capped.UpstreamRPS)
 	}
 }
 

@@ -65,9 +65,8 @@ func StartStack(ctx context.Context, opts StackOptions) (_ *Stack, err error) {
 	cfg.DatabaseURL = opts.DataDir + "/ordersync.db"
 	cfg.Listen, cfg.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Workers = opts.Workers
-	// The simulator sets no rate limit, and the demo and the tests measure
-	// the pipeline, not upstream_rps's default: a Configure that tests the
-	// cap sets one.
+	// The simulator sets no rate limit: a Configure that tests a fixed cap
+	// sets one.
 	cfg.UpstreamRPS = 0
 	// Nothing probes a stack's readiness: it stops at once.
 	cfg.ShutdownDrain = 0
