@@ -40,6 +40,35 @@ const DefaultEvidenceWindow = ordersync.CheckActiveWindow
 // active hour (docs/reconciler.md has the promise run's figures).
 const DefaultEvidenceHold = 30 * time.Minute
 
+// The hurry: evidence that webhooks are being lost now (missed webhooks
+// found at a rate, a restart, webhooks refused) makes the account's
+// recently active orders due within a minute, instead of at the dense
+// schedule's next check, up to 4m20s on. A webhook lost now is most likely
+// one of an order active now: a buyer who opened the link minutes ago.
+const (
+	// HurryWindow is how recently active an order must be to be hurried,
+	// and the least time between two hurries of an account: every order
+	// is hurried at most once for one activity.
+	HurryWindow = 5 * time.Minute
+	// hurryWithin is when the hurried orders are due: now, or a minute
+	// after their last fetch when that is later.
+	hurryWithin = time.Minute
+	// hurryMissed is how many missed webhooks found within HurryWindow
+	// make a rate: a single one may be a webhook the provider never sent.
+	hurryMissed = 10
+)
+
+// hurries says which evidence hurries: every kind but a late webhook (one
+// webhook, which arrived) and a missed webhook (which hurries only at a
+// rate).
+func hurries(kind string) bool {
+	switch kind {
+	case evidenceReceiverAway, evidenceUnavailable, evidenceAllRefused, evidenceStart:
+		return true
+	}
+	return false
+}
+
 // evidence is what the reconciler keeps of the receivers' heartbeats and
 // of the orders it pulled forward. The evidence itself is in the mirror
 // (ordersync.DenseChecks), where every fetch's schedule reads it.
@@ -52,13 +81,42 @@ type evidence struct {
 	handledUntil time.Time
 	// counts are each receiver's counts at the last look.
 	counts map[string]ordersync.WebhookCounts
+	// missed are when missed webhooks were found, within HurryWindow;
+	// hurriedAt is the account's last hurry.
+	missed    []time.Time
+	hurriedAt time.Time
+}
+
+// hurryDue says whether evidence of kind at now hurries the account, and
+// takes the hurry if it does.
+func (e *evidence) hurryDue(kind string, now time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if kind == evidenceMissedWebhook {
+		cut := 0
+		for cut < len(e.missed) && now.Sub(e.missed[cut]) >= HurryWindow {
+			cut++
+		}
+		e.missed = append(e.missed[cut:], now)
+	}
+	if !hurries(kind) && len(e.missed) < hurryMissed {
+		return false
+	}
+	if !e.hurriedAt.IsZero() && now.Sub(e.hurriedAt) < HurryWindow {
+		return false
+	}
+	e.hurriedAt = now
+	e.missed = nil
+	return true
 }
 
 // Tighten takes evidence that webhooks of the account may have been lost
 // (kind names it): it records in the mirror that the account's open
 // orders active within EvidenceWindow before now are on the dense schedule
 // (ordersync.DenseChecks) until EvidenceHold after now, and brings their
-// next checks to it. Every fetch of those orders, by a webhook or a check,
+// next checks to it. Evidence that webhooks are being lost now (hurries,
+// or missed webhooks at a rate) also makes the orders active within
+// HurryWindow due within a minute, at most once per HurryWindow. Every fetch of those orders, by a webhook or a check,
 // in any process, then sets the next check densely, until the record has
 // been clean for EvidenceHold.
 func (r *Reconciler) Tighten(ctx context.Context, now time.Time, kind string) error {
@@ -74,6 +132,17 @@ func (r *Reconciler) Tighten(ctx context.Context, now time.Time, kind string) er
 	if n > 0 {
 		r.cfg.Logger.Warn("webhooks may have been lost: checking the orders active lately densely until the record is clean",
 			"evidence", kind, "orders_brought_nearer", n, "active_since", dense.Since, "until", dense.Until)
+	}
+	if !r.ev.hurryDue(kind, now) {
+		return nil
+	}
+	codes, err := r.cfg.Schedule.PullChecks(ctx, r.cfg.Account, now.Add(-HurryWindow), now, hurryWithin)
+	if err != nil {
+		return fmt.Errorf("hurry the checks of %s: %w", r.cfg.Account, err)
+	}
+	if len(codes) > 0 {
+		r.cfg.Logger.Warn("webhooks are being lost: checking the orders active in the last minutes within a minute",
+			"evidence", kind, "orders", len(codes), "active_since", now.Add(-HurryWindow))
 	}
 	return nil
 }

@@ -21,6 +21,11 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	if err := r.Tighten(ctx, r.cfg.Clock(), evidenceStart); err != nil && ctx.Err() == nil {
 		r.cfg.Logger.Warn("tighten the schedule on start", "err", err)
 	}
+	// The claim loop claims at once: the wake Tighten left is moot.
+	select {
+	case <-r.wake:
+	default:
+	}
 	work := make(chan ordersync.DueCheck)
 	var wg sync.WaitGroup
 	for range r.cfg.Concurrency {
