@@ -48,10 +48,8 @@ type chaosOptions struct {
 	// default, which the chaos test is meant to prove.
 	ReconcileRPS float64
 	// UpstreamRPS is the pipeline's --upstream-rps, always passed; 0 (the
-	// flag's default) is no cap. The simulator sets no limit, and the run
-	// sends about 16 requests a second (4 orders a second created, each
-	// with its webhooks, retries and checks): serve's default cap of 8
-	// would make it measure a queue at the cap instead of the schedule.
+	// flag's default, and serve's) is no fixed cap: the rate is learned
+	// from the simulator's 429s.
 	UpstreamRPS float64
 	// AckWait is the pipeline's --ack-wait; 0 leaves its default
 	// (queue.DefaultAckWait). The events the killed pipeline held come
@@ -102,7 +100,7 @@ genuinely permanent failures, and the mirror converged within
 	f.DurationVar(&opts.Down, "down", opts.Down, "how long the pipeline stays dead after each kill")
 	f.DurationVar(&opts.ConvergeWithin, "converge-within", opts.ConvergeWithin, "fail unless the mirror matches this long after the faults stop")
 	f.Float64Var(&opts.ReconcileRPS, "reconcile-rps", 0, "the pipeline's reconcile budget in upstream requests per second (default: its own default)")
-	f.Float64Var(&opts.UpstreamRPS, "upstream-rps", 0, "the pipeline's cap on upstream requests per second, 0 = none (the simulator sets no limit; serve's default 8 would queue the run's ~16 a second)")
+	f.Float64Var(&opts.UpstreamRPS, "upstream-rps", 0, "the pipeline's fixed cap on upstream requests per second, 0 = none, serve's default (the rate learned from the 429s)")
 	f.StringVar(&opts.DatabaseURL, "database-url", "", "PostgreSQL URL (postgres://…) for the pipeline's mirror, in a schema of its own; default SQLite in the data directory")
 	f.BoolVar(&opts.Keep, "keep", false, "keep the data directory and the pipeline's log, and print where they are")
 	f.BoolVar(&opts.Verbose, "verbose", false, "log the simulator's warnings to stderr")

@@ -219,9 +219,9 @@ func startLoadPipeline(ctx context.Context, dir string, opts loadOptions, role s
 		p.sim.Close()
 		return nil, err
 	}
-	// --upstream-rps 0: the load test sends thousands of fetches a second
-	// to a simulator that sets no limit, and measures the pipeline, not
-	// serve's default cap of 8 a second.
+	// --upstream-rps 0 (serve's default, no fixed cap): the load test
+	// sends thousands of fetches a second to a simulator that sets no
+	// limit.
 	args := []string{"--reconcile-interval", "0", "--upstream-rps", "0", "--log-level", "warn", "--role", role}
 	if opts.Workers > 0 {
 		args = append(args, "--workers", strconv.Itoa(opts.Workers))

@@ -121,7 +121,7 @@ per order.`,
 	f.DurationVar(&opts.Chaos.Down, "down", opts.Chaos.Down, "how long a killed process stays dead")
 	f.DurationVar(&opts.Chaos.ConvergeWithin, "converge-within", opts.Chaos.ConvergeWithin, "fail unless the mirror matches this long after the faults stop")
 	f.Float64Var(&opts.Chaos.ReconcileRPS, "reconcile-rps", 0, "the reconciler's budget in upstream requests per second (default: its own default)")
-	f.Float64Var(&opts.Chaos.UpstreamRPS, "upstream-rps", 0, "each process's cap on upstream requests per second, 0 = none (the simulator sets no limit)")
+	f.Float64Var(&opts.Chaos.UpstreamRPS, "upstream-rps", 0, "each process's fixed cap on upstream requests per second, 0 = none, serve's default (the rate learned from the 429s)")
 	f.BoolVar(&opts.Chaos.Keep, "keep", false, "keep the logs, the schema and the NATS streams, and print where they are")
 	f.BoolVar(&opts.Chaos.Verbose, "verbose", false, "log the simulator's warnings to stderr")
 	f.IntVar(&opts.Receivers, "receivers", opts.Receivers, "receiver processes")
