@@ -174,6 +174,7 @@ func (s *Syncer) attempt(ctx context.Context, code string, opts fetchOptions) (f
 			return fetched{}, &notUpstreamError{err}
 		}
 		sent, start := s.now(), time.Now()
+		s.rate.leave(start)
 		order, err := s.upstream.GetOrder(ctx, code)
 		s.metrics.fetchDuration.Observe(time.Since(start).Seconds())
 		if err != nil && ctx.Err() != nil {

@@ -107,6 +107,7 @@ func (s *Syncer) CreatePaymentLink(ctx context.Context, params ordersync.Payment
 		return nil, fmt.Errorf("%s: wait for the upstream rate limit: %w", op, err)
 	}
 	sent := time.Now()
+	s.rate.leave(sent)
 	res, err := s.upstream.CreatePaymentLink(ctx, params)
 	if ctx.Err() == nil {
 		s.rate.answered(sent, ordersync.UpstreamErrorKindOf(err) == ordersync.UpstreamRateLimited)

@@ -45,8 +45,10 @@ type upstreamRate struct {
 	limiter *rate.Limiter
 
 	mu sync.Mutex
-	// answers are the answers of the last rateWindow to requests sent
-	// after the last lowering.
+	// sent are when the requests of the last rateWindow left; answers
+	// are the answers of the last rateWindow to requests sent after the
+	// last lowering.
+	sent    []time.Time
 	answers []rateAnswer
 	// loweredAt is when the rate was last lowered; zero when it is not.
 	// The limit climbs from low at loweredAt to high over recovery.
@@ -144,11 +146,23 @@ func (r *upstreamRate) setLimit(now time.Time, limit float64) {
 	r.gauge(gaugeOf(limit))
 }
 
+// leave notes a request leaving at now.
+func (r *upstreamRate) leave(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cut := 0
+	for cut < len(r.sent) && now.Sub(r.sent[cut]) > rateWindow {
+		cut++
+	}
+	r.sent = append(r.sent[cut:], now)
+}
+
 // answered takes the upstream's answer to a request sent at sent: a 429
 // (refused) or anything else. When the window's 429s show a limit, the
 // rate is lowered to half of what the window sent, at least the floor. A
 // request sent before the last lowering says nothing of the lowered rate,
 // so a burst of 429s to requests sent together lowers it once.
+// sent is as passed to leave.
 func (r *upstreamRate) answered(sent time.Time, refused bool) {
 	now := time.Now()
 	r.mu.Lock()
@@ -177,7 +191,13 @@ func (r *upstreamRate) answered(sent time.Time, refused bool) {
 	if l := r.limiter.Limit(); l != rate.Inf {
 		current = float64(l)
 	}
-	sentRate := float64(len(r.answers)) / rateWindow.Seconds()
+	left := 0
+	for _, at := range r.sent {
+		if now.Sub(at) <= rateWindow {
+			left++
+		}
+	}
+	sentRate := float64(max(left, len(r.answers))) / rateWindow.Seconds()
 	r.high = max(r.floor, min(current, sentRate))
 	r.low = max(r.floor, r.high/2)
 	r.loweredAt = now
