@@ -114,11 +114,12 @@ func (e *evidence) hurryDue(kind string, now time.Time) bool {
 // (kind names it): it records in the mirror that the account's open
 // orders active within EvidenceWindow before now are on the dense schedule
 // (ordersync.DenseChecks) until EvidenceHold after now, and brings their
-// next checks to it. Evidence that webhooks are being lost now (hurries,
-// or missed webhooks at a rate) also makes the orders active within
-// HurryWindow due within a minute, at most once per HurryWindow. Every fetch of those orders, by a webhook or a check,
-// in any process, then sets the next check densely, until the record has
-// been clean for EvidenceHold.
+// next checks to it. Every fetch of those orders, by a webhook or a
+// check, in any process, then sets the next check densely, until the
+// record has been clean for EvidenceHold. Evidence that webhooks are being
+// lost now (hurries, or missed webhooks at a rate) also makes the orders
+// active within HurryWindow due within a minute, at most once per
+// HurryWindow.
 func (r *Reconciler) Tighten(ctx context.Context, now time.Time, kind string) error {
 	r.evidenceSeen.WithLabelValues(kind).Inc()
 	if r.cfg.Schedule == nil {

@@ -56,8 +56,8 @@ func (s *Syncer) CredentialsPaused() bool {
 // interactive fetch does not wait there) and the credentials pause, then
 // the rate. A reconciler's check (opts.admit set) first passes its own
 // budget and then gives way to the other fetches, which count themselves
-// as waiting meanwhile: they go first, and a check waits behind at most
-// one request.
+// as waiting meanwhile: they go first, each behind at most the one check
+// that took the last turn.
 func (s *Syncer) waitTurn(ctx context.Context, code string, opts fetchOptions) (probe bool, err error) {
 	check := opts.admit != nil
 	if check {
