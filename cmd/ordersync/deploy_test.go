@@ -950,3 +950,22 @@ func intOr(v any, def int) int {
 	}
 	return def
 }
+
+// TestKustomizationListsTheManifests: kubectl apply -k applies every
+// manifest but the migration Job, which runs before a rollout on its own.
+func TestKustomizationListsTheManifests(t *testing.T) {
+	k := readYAML(t, filepath.Join(kubeDir, "kustomization.yaml"))
+	files, err := filepath.Glob(filepath.Join(kubeDir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, f := range files {
+		if base := filepath.Base(f); base != "kustomization.yaml" && base != "migrate-job.yaml" {
+			want = append(want, base)
+		}
+	}
+	if got := slices.Sorted(slices.Values(strList(k["resources"]))); !slices.Equal(got, want) {
+		t.Errorf("kustomization.yaml lists %v, want %v", got, want)
+	}
+}
