@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -85,7 +86,7 @@ func TestDeployFiles(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		break_ func(d *deployDocs)
+		mutate func(d *deployDocs)
 		want   string
 	}{
 		{"compose: unknown command", func(d *deployDocs) { composeService(d, "receiver")["command"] = []any{"serv", "--role", "receiver"} }, `unknown command "serv"`},
@@ -174,7 +175,7 @@ func TestDeployFiles(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := loadDeployDocs(t)
-			tc.break_(d)
+			tc.mutate(d)
 			errs := d.check(t, bin)
 			joined := errors.Join(errs...)
 			t.Log(joined)
@@ -268,7 +269,7 @@ func loadDeployDocs(t *testing.T) *deployDocs {
 		for {
 			var doc map[string]any
 			if err := dec.Decode(&doc); err != nil {
-				if err.Error() != "EOF" {
+				if !errors.Is(err, io.EOF) {
 					t.Fatalf("%s: %v", file, err)
 				}
 				break
