@@ -1,6 +1,7 @@
 package ordersync
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -110,7 +111,10 @@ type Tally struct {
 // DayTotals are one day's figures in one currency. Net is paid less
 // reversed: what ordersync saw collected, not the provider's payout.
 type DayTotals struct {
-	Date      string `json:"date"`
+	Date string `json:"date"`
+	// Account is the store the figures are of, in a report of several
+	// stores (MergeStoreTotals); "" in a report of one.
+	Account   string `json:"account,omitempty"`
 	Currency  string `json:"currency"`
 	Created   Tally  `json:"created"`
 	Paid      Tally  `json:"paid"`
@@ -125,6 +129,24 @@ type DayTotals struct {
 type DailyTotals struct {
 	TZ   string      `json:"tz"`
 	Days []DayTotals `json:"days"`
+}
+
+// MergeStoreTotals is the report of several stores over the same days of
+// the same zone: each store's entries, marked with the store, by date,
+// then store, then currency. Figures of different stores stay apart, as
+// those of different currencies do.
+func MergeStoreTotals(tz string, byStore map[string]DailyTotals) DailyTotals {
+	out := DailyTotals{TZ: tz, Days: []DayTotals{}}
+	for store, t := range byStore {
+		for _, d := range t.Days {
+			d.Account = store
+			out.Days = append(out.Days, d)
+		}
+	}
+	slices.SortFunc(out.Days, func(a, b DayTotals) int {
+		return cmp.Or(strings.Compare(a.Date, b.Date), strings.Compare(a.Account, b.Account), strings.Compare(a.Currency, b.Currency))
+	})
+	return out
 }
 
 // TallyDays sums entries into the days they fall in; entries outside every

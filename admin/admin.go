@@ -27,7 +27,11 @@ import (
 // dependency is nil answers 501.
 type Config struct {
 	// Account is the account served when a request names none.
-	Account     string
+	Account string
+	// Stores are the accounts the deployment serves, each a store of the
+	// back office, the default first: what a request's account parameter
+	// may name (ChooseStore). Default: Account alone.
+	Stores      []string
 	Orders      ordersync.MirrorReader
 	DeadLetters ordersync.DeadLetters
 	Follower    ordersync.Follower
@@ -284,7 +288,12 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "list orders", err, "")
 		return
 	}
-	filter.Account = s.account(r)
+	choice, err := s.chooseStore(r, true)
+	if err != nil {
+		s.fail(w, "list orders", err, "")
+		return
+	}
+	filter.Account = choice.Account
 	page, err := s.cfg.Orders.ListOrders(r.Context(), filter)
 	if err != nil {
 		s.fail(w, "list orders", err, "")
@@ -312,7 +321,12 @@ func queryCount(w http.ResponseWriter, q url.Values, name string, dst *int) bool
 
 func (s *Server) showOrder(w http.ResponseWriter, r *http.Request) {
 	code := r.PathValue("orderCode")
-	o, err := s.cfg.Orders.FindOrderByCode(r.Context(), s.account(r), code)
+	choice, err := s.chooseStore(r, false)
+	if err != nil {
+		s.fail(w, "find order", err, "")
+		return
+	}
+	o, err := s.cfg.Orders.FindOrderByCode(r.Context(), choice.Account, code)
 	if err != nil {
 		s.fail(w, "find order", err, fmt.Sprintf("order %s is not in the mirror", code))
 		return

@@ -278,7 +278,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("Export this view of the paid orders: %q, want a header and %s", rows, codes[0])
 	}
 
-	h.load("open the order", chromedp.Click(chromedp.CSS(`tbody a[href="/console/orders/`+codes[0]+`"]`)))
+	h.load("open the order", chromedp.Click(chromedp.CSS(`tbody a[href="/console/orders/`+codes[0]+`?account=default"]`)))
 	if tl := h.text("ol.timeline"); !strings.Contains(tl, "PENDING → PAID") || !strings.Contains(tl, "first seen → PENDING") ||
 		!strings.Contains(tl, "Document changed") || !strings.Contains(tl, "PAID trigger") {
 		t.Errorf("the timeline is %q, want the order's status changes, its document's change and the PAID trigger", tl)

@@ -114,10 +114,18 @@ type ZoneSwitch struct {
 
 // OrdersView is the Orders page.
 type OrdersView struct {
+	// Query is the page's query as the form shows it; tz only when the
+	// URL chose a zone, so a change of store takes the new store's.
 	Query    url.Values
 	Errors   map[string][]string
 	Statuses []ordersync.Status
 	Sorts    []ordersync.OrderSort
+	Stores   []StoreOption
+	// AllStores: the rows are of every store, and say whose.
+	AllStores bool
+	// DateZone names the zone the date filters' days are in, with its
+	// offset.
+	DateZone string
 	Rows     []OrderRow
 	NextURL  string
 	Export   string
@@ -131,33 +139,59 @@ func (v *OrdersView) Value(name string) string { return v.Query.Get(name) }
 // OrderRow is one order of the Orders page.
 type OrderRow struct {
 	Code, Reference, Status, Buyer, Total, Currency string
-	Created, Paid                                   Moment
+	// Account is the order's store; Link its page.
+	Account, Link string
+	Created, Paid Moment
+}
+
+// orderLink is the console's page of an order of account.
+func orderLink(account, code string) string {
+	return "/console/orders/" + url.PathEscape(code) + "?" + url.Values{"account": {account}}.Encode()
 }
 
 func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
-	account := s.account(r)
-	zoneName := s.storeZone(r.Context(), account)
+	form := r.URL.Query()
+	view := &OrdersView{Query: form, Statuses: ordersync.Statuses, Sorts: ordersync.OrderSorts}
+	choice, err := s.chooseStore(r, true)
+	view.Stores, view.AllStores = s.storeOptions(choice, true), choice.All
+	var ve *ordersync.ValidationError
+	if errors.As(err, &ve) {
+		view.Stores = s.storeOptions(StoreChoice{Account: s.cfg.Account}, true)
+		view.Errors = ve.Fields
+		s.page(w, r, http.StatusBadRequest, "orders.html", &Page{Title: "Orders", Data: view})
+		return
+	}
+	zoneName := ""
+	if !choice.All {
+		zoneName = s.storeZone(r.Context(), choice.Account)
+	}
 	loc, mode := s.zoneOf(r, zoneName)
-	q := r.URL.Query()
-	// Dates of the form mean midnight in the zone the page shows.
+	view.Zone = ZoneSwitch{Mode: mode, Store: zoneName, Back: r.URL.RequestURI()}
+	// Dates of the form mean midnight in the zone the page shows, unless
+	// the URL chose another.
+	q := cloneValues(form)
 	if q.Get("tz") == "" {
 		q.Set("tz", loc.String())
 	}
-	view := &OrdersView{Query: q, Statuses: ordersync.Statuses, Sorts: ordersync.OrderSorts,
-		Zone: ZoneSwitch{Mode: mode, Store: zoneName, Back: r.URL.RequestURI()}}
+	dateZone := loc
+	if z, err := ordersync.ParseZone(q.Get("tz")); err == nil {
+		dateZone = z
+	}
+	now := time.Now()
+	view.DateZone = ordersync.ZoneLabel(dateZone, now, now)
 	for _, p := range OrderQueryParams {
 		if p != "tz" && p != "sort" && q.Get(p) != "" {
 			view.Searched = true
 		}
 	}
-	filter, err := ParseOrderQuery(q, time.Now())
+	filter, err := ParseOrderQuery(q, now)
 	var qe *QueryError
 	if errors.As(err, &qe) {
 		view.Errors = qe.Fields
 		s.page(w, r, http.StatusBadRequest, "orders.html", &Page{Title: "Orders", Data: view})
 		return
 	}
-	filter.Account = account
+	filter.Account = choice.Account
 	if filter.Limit == 0 {
 		filter.Limit = defaultConsoleLimit
 	}
@@ -169,7 +203,8 @@ func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, o := range page.Orders {
 		row := OrderRow{Code: o.Order.OrderCode, Reference: o.Order.OrderReference, Status: string(o.Order.OrderStatus),
-			Total: o.Order.Total.String(), Currency: o.Order.Store.CurrencyCode,
+			Total: o.Order.Total.String(), Currency: o.Order.Store.CurrencyCode, Account: o.Account,
+			Link:    orderLink(o.Account, o.Order.OrderCode),
 			Created: momentOf(o.Order.Created.Time, loc), Paid: momentOfPtr(o.Sync.PaidAt, loc)}
 		if p := o.Order.Payment; p != nil && p.Buyer != nil {
 			row.Buyer = p.Buyer.Email
@@ -236,7 +271,12 @@ func (s *Server) orderPage(w http.ResponseWriter, r *http.Request) {
 // shows the page with what the fetch found.
 func (s *Server) resyncOrder(w http.ResponseWriter, r *http.Request) {
 	code := r.PathValue("id")
-	if _, err := s.cfg.Follower.TrackOrder(r.Context(), s.account(r), code); err != nil {
+	choice, err := s.chooseStore(r, false)
+	if err != nil {
+		s.fail(w, "track order", err, "")
+		return
+	}
+	if _, err := s.cfg.Follower.TrackOrder(r.Context(), choice.Account, code); err != nil {
 		s.fail(w, "track order", err, "")
 		return
 	}
@@ -244,8 +284,13 @@ func (s *Server) resyncOrder(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) showOrderPage(w http.ResponseWriter, r *http.Request, code string, resynced bool) {
-	ctx, account := r.Context(), s.account(r)
-	o, err := s.cfg.Orders.FindOrderByCode(ctx, account, code)
+	ctx := r.Context()
+	choice, err := s.chooseStore(r, false)
+	if err != nil {
+		s.fail(w, "find order", err, "")
+		return
+	}
+	o, err := s.cfg.Orders.FindOrderByCode(ctx, choice.Account, code)
 	if err != nil {
 		s.fail(w, "find order", err, fmt.Sprintf("order %s is not in the mirror", code))
 		return
@@ -253,7 +298,7 @@ func (s *Server) showOrderPage(w http.ResponseWriter, r *http.Request, code stri
 	loc, mode := s.zoneOf(r, o.Order.Store.Timezone)
 	view := &OrderView{Order: o, Created: momentOf(o.Order.Created.Time, loc), Synced: momentOfPtr(o.Sync.LastSyncedAt, loc),
 		Paid: momentOfPtr(o.Sync.PaidAt, loc), Resynced: resynced,
-		Zone: ZoneSwitch{Mode: mode, Store: o.Order.Store.Timezone, Back: "/console/orders/" + url.PathEscape(code)}}
+		Zone: ZoneSwitch{Mode: mode, Store: o.Order.Store.Timezone, Back: orderLink(o.Account, code)}}
 	if p, ok := PrincipalOf(ctx); ok {
 		view.MayAct = p.Role.May(ordersync.AccessAct)
 	}

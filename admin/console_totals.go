@@ -36,7 +36,12 @@ func (s *Server) routeConsoleTotals() {
 
 // TotalsView is the Daily totals page.
 type TotalsView struct {
+	// TZ is the zone the URL chose, "" for the store's (or UTC for all
+	// stores); Zone names the zone the days are in, with its offsets.
 	From, To, TZ string
+	Zone         string
+	Stores       []StoreOption
+	AllStores    bool
 	Errors       map[string][]string
 	Totals       ordersync.DailyTotals
 	// Rows are the table's page of Totals.Days, from the row Offset.
@@ -75,17 +80,17 @@ const (
 
 // totalsParams reads the page's query: from, to (excluded) and tz, any of
 // them missing taking its default, the last defaultTotalsDays days up to
-// today in the store's time zone.
-func (s *Server) totalsParams(r *http.Request) (from, to, tz string) {
+// today in the zone of the days: tz, else the chosen store's, else UTC
+// (every store's days are UTC's unless a zone is chosen).
+func (s *Server) totalsParams(r *http.Request, choice StoreChoice) (from, to, tz string) {
 	q := r.URL.Query()
 	from, to, tz = q.Get("from"), q.Get("to"), q.Get("tz")
-	if tz == "" {
-		if tz = s.storeZone(r.Context(), s.account(r)); tz == "" {
-			tz = "UTC"
-		}
+	days := tz
+	if days == "" && !choice.All {
+		days = s.storeZone(r.Context(), choice.Account)
 	}
 	if to == "" || from == "" {
-		loc, err := time.LoadLocation(tz)
+		loc, err := ordersync.ParseZone(days)
 		if err != nil {
 			loc = time.UTC
 		}
@@ -104,10 +109,16 @@ func (s *Server) totalsParams(r *http.Request) (from, to, tz string) {
 }
 
 func (s *Server) totalsPage(w http.ResponseWriter, r *http.Request) {
-	from, to, tz := s.totalsParams(r)
-	view := &TotalsView{From: from, To: to, TZ: tz}
-	params, err := ParseDailyTotals(s.account(r), from, to, tz)
+	choice, err := s.chooseStore(r, true)
 	var ve *ordersync.ValidationError
+	if errors.As(err, &ve) {
+		view := &TotalsView{Stores: s.storeOptions(StoreChoice{Account: s.cfg.Account}, true), Errors: ve.Fields}
+		s.page(w, r, http.StatusBadRequest, "totals.html", &Page{Title: "Daily totals", Data: view})
+		return
+	}
+	from, to, tz := s.totalsParams(r, choice)
+	view := &TotalsView{From: from, To: to, TZ: tz, Stores: s.storeOptions(choice, true), AllStores: choice.All}
+	params, err := ParseDailyTotals(choice.Account, from, to, tz)
 	if errors.As(err, &ve) {
 		view.Errors = ve.Fields
 		s.page(w, r, http.StatusBadRequest, "totals.html", &Page{Title: "Daily totals", Data: view})
@@ -117,12 +128,19 @@ func (s *Server) totalsPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "daily totals", err, "")
 		return
 	}
-	if view.Totals, err = s.cfg.Reports.DailyTotals(r.Context(), params); err != nil {
+	if view.Totals, err = ReadDailyTotals(r.Context(), s.cfg.Reports, choice, s.stores(), params); err != nil {
 		s.fail(w, "daily totals", err, "")
 		return
 	}
+	if loc, err := ordersync.ParseZone(view.Totals.TZ); err == nil {
+		days := ordersync.ReportDays(params.From, params.To, loc)
+		view.Zone = ordersync.ZoneLabel(loc, days[0].Start, days[len(days)-1].End)
+	}
 	view.Charts = totalsCharts(params, view.Totals)
-	query := url.Values{"from": {from}, "to": {to}, "tz": {tz}}
+	query := url.Values{"from": {from}, "to": {to}, "account": {choice.Param()}}
+	if tz != "" {
+		query.Set("tz", tz)
+	}
 	view.CSV = "/console/totals.csv?" + query.Encode()
 	view.Offset, _ = strconv.Atoi(r.URL.Query().Get("row"))
 	view.Offset = min(max(0, view.Offset), len(view.Totals.Days))
@@ -162,13 +180,18 @@ func totalsCharts(p ordersync.DailyTotalsParams, totals ordersync.DailyTotals) [
 	var order []string
 	byCurrency := map[string]*series{}
 	for _, d := range totals.Days {
-		sr := byCurrency[d.Currency]
+		// Several stores' charts of one currency stay apart too.
+		key := d.Currency
+		if d.Account != "" {
+			key = d.Account + " " + d.Currency
+		}
+		sr := byCurrency[key]
 		if sr == nil {
 			sr = &series{bars: make([]TotalsBar, len(days)), max: new(big.Rat), top: "0"}
 			for i, day := range days {
 				sr.bars[i] = TotalsBar{Date: day.Date, Total: "0", X: i * (chartBar + chartGap), Y: chartHeight}
 			}
-			byCurrency[d.Currency], order = sr, append(order, d.Currency)
+			byCurrency[key], order = sr, append(order, key)
 		}
 		i, ok := index[d.Date]
 		if !ok {
@@ -201,13 +224,18 @@ func totalsCharts(p ordersync.DailyTotalsParams, totals ordersync.DailyTotals) [
 // totalsCSV streams the page's report as CSV, the columns of
 // `ordersync report daily --csv`, by the console's session.
 func (s *Server) totalsCSV(w http.ResponseWriter, r *http.Request) {
-	from, to, tz := s.totalsParams(r)
+	choice, err := s.chooseStore(r, true)
+	if err != nil {
+		s.fail(w, "daily totals", err, "")
+		return
+	}
+	from, to, tz := s.totalsParams(r, choice)
 	totals, ok := s.readDailyTotals(w, r, from, to, tz)
 	if !ok {
 		return
 	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="daily-totals-%s-%s.csv"`, from, to))
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="daily-totals-%s-%s-%s.csv"`, storeFileName(choice), from, to))
 	w.Header().Set("Cache-Control", "no-store")
 	if err := WriteDailyCSV(w, totals); err != nil {
 		s.cfg.Logger.Warn("admin: write daily totals CSV", "err", err)

@@ -67,9 +67,12 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, kind export.Kind
 		refuse(http.StatusBadRequest, "the query is not valid: "+err.Error(), nil)
 		return
 	}
-	account := s.cfg.Account
-	if a := q.Get("account"); a != "" {
-		account = a
+	choice, err := ChooseStore(q.Get("account"), s.cfg.Account, s.stores(), true)
+	if err != nil {
+		var ve *ordersync.ValidationError
+		errors.As(err, &ve)
+		refuse(http.StatusBadRequest, ve.Title, ve.Fields)
+		return
 	}
 	filterQuery := maps.Clone(q)
 	for _, p := range exportPaging {
@@ -82,7 +85,7 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, kind export.Kind
 	if errors.As(err, &qe) {
 		maps.Copy(fields, qe.Fields)
 	}
-	filter.Account = account
+	filter.Account = choice.Account
 	opts, err := export.ParseSettings(export.Settings{Kind: string(kind), Format: q.Get("format"), Profile: q.Get("profile"),
 		Delimiter: q.Get("delimiter"), Decimal: q.Get("decimal")})
 	var ve *ordersync.ValidationError
@@ -121,7 +124,7 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, kind export.Kind
 	extend()
 	h := w.Header()
 	h.Set("Content-Type", contentType(opts))
-	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": fileName(filter.Account, opts, time.Now())}))
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": fileName(storeFileName(choice), opts, time.Now())}))
 	h.Set("Ordersync-Time-Zone", opts.Location.String())
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -161,6 +164,14 @@ func contentType(opts export.Options) string {
 		return "application/jsonl; charset=utf-8"
 	}
 	return "text/csv; charset=utf-8; header=present"
+}
+
+// storeFileName is the store as an export's file name says it.
+func storeFileName(c StoreChoice) string {
+	if c.All {
+		return "all-stores"
+	}
+	return c.Account
 }
 
 // fileName names an export's file: what, whose and when.

@@ -6,9 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	// Zones come from the binary, so a machine without a time-zone database
-	// reads tz the same.
-	_ "time/tzdata"
 
 	"github.com/ordersync/ordersync"
 )
@@ -52,9 +49,9 @@ func ParseOrderQuery(q url.Values, now time.Time) (ordersync.OrderFilter, error)
 	}
 	loc := time.UTC
 	if tz := q.Get("tz"); tz != "" {
-		if loc, err = time.LoadLocation(tz); err != nil || tz == "Local" {
+		if loc, err = ordersync.ParseZone(tz); err != nil {
 			loc = time.UTC
-			fail("tz", fmt.Sprintf("unknown time zone %q: want an IANA zone such as America/New_York or UTC", tz))
+			fail("tz", err.Error())
 		}
 	}
 	bound := func(param string, dst *time.Time) {

@@ -1,7 +1,9 @@
 package admin
 
 import (
+	"context"
 	"encoding/csv"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -30,12 +32,8 @@ func ParseDailyTotals(account, from, to, tz string) (ordersync.DailyTotalsParams
 		fields["to"] = []string{err.Error()}
 	}
 	if tz = strings.TrimSpace(tz); tz != "" {
-		// LoadLocation also opens files for names with a path in them:
-		// only zone names are accepted.
-		if strings.Contains(tz, "..") || strings.HasPrefix(tz, "/") {
-			fields["tz"] = []string{"unknown time zone " + tz + ": want an IANA name such as America/New_York or UTC"}
-		} else if p.Location, err = time.LoadLocation(tz); err != nil {
-			fields["tz"] = []string{"unknown time zone " + tz + ": want an IANA name such as America/New_York or UTC"}
+		if p.Location, err = ordersync.ParseZone(tz); err != nil {
+			fields["tz"] = []string{err.Error()}
 		}
 	}
 	if len(fields) > 0 {
@@ -44,15 +42,45 @@ func ParseDailyTotals(account, from, to, tz string) (ordersync.DailyTotalsParams
 	return p, p.Validate()
 }
 
-// readDailyTotals reads the account's daily totals for the request's
-// range, or answers the parse or read error and returns false.
+// ReadDailyTotals reads the daily totals of the chosen store, or of every
+// store in stores side by side (ordersync.MergeStoreTotals): the days of
+// several stores are those of one zone, p's, else UTC, so that their
+// figures cover the same instants.
+func ReadDailyTotals(ctx context.Context, reports ordersync.Reports, choice StoreChoice, stores []string, p ordersync.DailyTotalsParams) (ordersync.DailyTotals, error) {
+	if !choice.All {
+		p.Account = choice.Account
+		return reports.DailyTotals(ctx, p)
+	}
+	if p.Location == nil {
+		p.Location = time.UTC
+	}
+	byStore := make(map[string]ordersync.DailyTotals, len(stores))
+	for _, store := range stores {
+		p.Account = store
+		t, err := reports.DailyTotals(ctx, p)
+		if err != nil {
+			return ordersync.DailyTotals{}, fmt.Errorf("store %s: %w", store, err)
+		}
+		byStore[store] = t
+	}
+	return ordersync.MergeStoreTotals(p.Location.String(), byStore), nil
+}
+
+// readDailyTotals reads the chosen store's (or stores') daily totals for
+// the request's range, or answers the parse or read error and returns
+// false.
 func (s *Server) readDailyTotals(w http.ResponseWriter, r *http.Request, from, to, tz string) (ordersync.DailyTotals, bool) {
-	params, err := ParseDailyTotals(s.account(r), from, to, tz)
+	choice, err := s.chooseStore(r, true)
 	if err != nil {
 		s.fail(w, "daily totals", err, "")
 		return ordersync.DailyTotals{}, false
 	}
-	totals, err := s.cfg.Reports.DailyTotals(r.Context(), params)
+	params, err := ParseDailyTotals(choice.Account, from, to, tz)
+	if err != nil {
+		s.fail(w, "daily totals", err, "")
+		return ordersync.DailyTotals{}, false
+	}
+	totals, err := ReadDailyTotals(r.Context(), s.cfg.Reports, choice, s.stores(), params)
 	if err != nil {
 		s.fail(w, "daily totals", err, "")
 		return ordersync.DailyTotals{}, false
@@ -77,7 +105,7 @@ func (s *Server) dailyTotals(w http.ResponseWriter, r *http.Request) {
 // --csv and the console's download); columns are only ever appended.
 var DailyCSVHeader = []string{"date", "tz", "currency",
 	"created_count", "created_total", "paid_count", "paid_total", "cancelled_count", "cancelled_total",
-	"finalized_count", "finalized_total", "reversed_count", "reversed_total", "net"}
+	"finalized_count", "finalized_total", "reversed_count", "reversed_total", "net", "account"}
 
 // WriteDailyCSV writes totals as CSV, one row per day and currency, the
 // amounts exact as the report gives them.
@@ -91,7 +119,7 @@ func WriteDailyCSV(w io.Writer, totals ordersync.DailyTotals) error {
 		for _, t := range []ordersync.Tally{d.Created, d.Paid, d.Cancelled, d.Finalized, d.Reversed} {
 			row = append(row, strconv.Itoa(t.Count), t.Total)
 		}
-		if err := cw.Write(append(row, d.Net)); err != nil {
+		if err := cw.Write(append(row, d.Net, d.Account)); err != nil {
 			return err
 		}
 	}

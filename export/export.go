@@ -152,10 +152,10 @@ func ParseSettings(s Settings) (Options, error) {
 // database embedded in the binary, so every machine gives the same answer.
 func Zone(ctx context.Context, src ordersync.OrderExporter, account, tz string) (*time.Location, error) {
 	if tz = strings.TrimSpace(tz); tz != "" {
-		loc, err := loadZone(tz)
+		loc, err := ordersync.ParseZone(tz)
 		if err != nil {
 			return nil, &ordersync.ValidationError{Title: "invalid export settings",
-				Fields: map[string][]string{"tz": {fmt.Sprintf("%q is not an IANA time zone (for example America/El_Salvador, Europe/Madrid or UTC)", ordersync.Clip(tz, 60))}}}
+				Fields: map[string][]string{"tz": {err.Error()}}}
 		}
 		return loc, nil
 	}
@@ -163,19 +163,10 @@ func Zone(ctx context.Context, src ordersync.OrderExporter, account, tz string) 
 	if err != nil {
 		return nil, err
 	}
-	if loc, err := loadZone(store); err == nil && store != "" {
+	if loc, err := ordersync.ParseZone(store); err == nil {
 		return loc, nil
 	}
 	return time.UTC, nil
-}
-
-// loadZone loads an IANA zone; "Local" is refused, since it would make a
-// file depend on the machine that wrote it.
-func loadZone(name string) (*time.Location, error) {
-	if name == "" || strings.EqualFold(name, "local") {
-		return nil, fmt.Errorf("time zone %q: not an IANA zone", name)
-	}
-	return time.LoadLocation(name)
 }
 
 // Run writes the export of the orders filter selects to w, a batch of the

@@ -56,6 +56,9 @@ columns and what each means are in docs/back-office.md (Exports).`,
 			return err
 		}
 		defer l.Close()
+		if _, err := ff.store(l, &filter); err != nil {
+			return err
+		}
 		// An export reads buyers' data: the trail says who, what and how it
 		// ended (an interrupt records it as cancelled).
 		defer func() { l.audit(cmd.Context(), "export."+string(opts.Kind), admin.FilterQuery(filter), err) }()

@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/internal/app"
 )
 
@@ -29,6 +32,24 @@ func openMirror(ctx context.Context, flags *app.ConfigFlags) (*local, error) {
 		return nil, fmt.Errorf("open database %s: %w", app.RedactURL(cfg.DatabaseURL), err)
 	}
 	return &local{l}, nil
+}
+
+// chooseStore reads --account against the stores the configuration
+// serves (admin.ChooseStore); all says whether the command covers every
+// store at once (--account '*').
+func (l *local) chooseStore(account string, all bool) (admin.StoreChoice, error) {
+	choice, err := admin.ChooseStore(account, ordersync.DefaultAccount, l.storeNames(), all)
+	var ve *ordersync.ValidationError
+	if errors.As(err, &ve) {
+		return choice, errors.New("--account: " + strings.Join(ve.Fields["account"], "; "))
+	}
+	return choice, err
+}
+
+// storeNames are the stores the configuration serves.
+func (l *local) storeNames() []string {
+	cfg := l.Config()
+	return cfg.StoreNames()
 }
 
 // openUpstream opens the mirror and the account's service.

@@ -62,7 +62,7 @@ func addOrderFilterFlags(fs *pflag.FlagSet, except ...string) *orderFilterFlags 
 		}
 	}
 	fs.StringSliceVar(&ff.statuses, "status", nil, "only these statuses: PENDING, PAID, CANCELLED, FINALIZED (comma-separated or repeated)")
-	fs.StringVar(&ff.account, "account", ordersync.DefaultAccount, "merchant account")
+	fs.StringVar(&ff.account, "account", ordersync.DefaultAccount, "the store (merchant account), or '*' for every store")
 	return ff
 }
 
@@ -94,8 +94,16 @@ func (ff *orderFilterFlags) filter(extra url.Values, extraFlags map[string]strin
 	if err != nil {
 		return ordersync.OrderFilter{}, err
 	}
-	filter.Account = ff.account
 	return filter, nil
+}
+
+// store sets the filter's store from --account, as the configuration
+// serves them (an unknown one is an error naming the known ones), and
+// returns the choice.
+func (ff *orderFilterFlags) store(l *local, filter *ordersync.OrderFilter) (admin.StoreChoice, error) {
+	choice, err := l.chooseStore(ff.account, true)
+	filter.Account = choice.Account
+	return choice, err
 }
 
 func newOrdersListCommand() *cobra.Command {
@@ -126,6 +134,9 @@ func newOrdersListCommand() *cobra.Command {
 			return err
 		}
 		defer l.Close()
+		if _, err := ff.store(l, &filter); err != nil {
+			return err
+		}
 		page, err := l.DB().ListOrders(cmd.Context(), filter)
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -40,7 +41,7 @@ else UTC); days with nothing are left out. See docs/back-office.md.`,
 	cmd.Flags().StringVar(&from, "from", "", "first day, YYYY-MM-DD (required)")
 	cmd.Flags().StringVar(&to, "to", "", "the day after the last one, YYYY-MM-DD (required; excluded)")
 	cmd.Flags().StringVar(&tz, "tz", "", "IANA time zone of the days, e.g. America/New_York (default: the store's, else UTC)")
-	cmd.Flags().StringVar(&account, "account", ordersync.DefaultAccount, "merchant account")
+	cmd.Flags().StringVar(&account, "account", ordersync.DefaultAccount, "the store (merchant account), or '*' for every store side by side (days in --tz, else UTC)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the admin API's shape) instead of a table")
 	cmd.Flags().BoolVar(&asCSV, "csv", false, "print CSV instead of a table")
 	cmd.MarkFlagsMutuallyExclusive("json", "csv")
@@ -63,7 +64,11 @@ else UTC); days with nothing are left out. See docs/back-office.md.`,
 			return err
 		}
 		defer l.Close()
-		totals, err := l.DB().DailyTotals(cmd.Context(), params)
+		choice, err := l.chooseStore(account, true)
+		if err != nil {
+			return err
+		}
+		totals, err := admin.ReadDailyTotals(cmd.Context(), l.DB(), choice, l.storeNames(), params)
 		if err != nil {
 			return err
 		}
@@ -76,23 +81,41 @@ else UTC); days with nothing are left out. See docs/back-office.md.`,
 		case asCSV:
 			return admin.WriteDailyCSV(cmd.OutOrStdout(), totals)
 		}
-		printDailyTable(cmd.OutOrStdout(), totals)
+		zone := totals.TZ
+		if loc, err := ordersync.ParseZone(totals.TZ); err == nil {
+			days := ordersync.ReportDays(params.From, params.To, loc)
+			zone = ordersync.ZoneLabel(loc, days[0].Start, days[len(days)-1].End)
+		}
+		printDailyTable(cmd.OutOrStdout(), totals, zone)
 		return nil
 	}
 	return cmd
 }
 
-func printDailyTable(w io.Writer, totals ordersync.DailyTotals) {
-	fmt.Fprintf(w, "Days in %s; paid is when ordersync learned of the payment; net is paid less reversed, not the payout.\n", totals.TZ)
+// printDailyTable writes totals as a table; zone names the zone of their
+// days with its offsets.
+func printDailyTable(w io.Writer, totals ordersync.DailyTotals, zone string) {
+	fmt.Fprintf(w, "Days in %s; paid is when ordersync learned of the payment; net is paid less reversed, not the payout.\n", zone)
 	if len(totals.Days) == 0 {
 		fmt.Fprintln(w, "No orders on these days.")
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "DATE\tCURRENCY\tCREATED\tPAID\tCANCELLED\tFINALIZED\tREVERSED\tNET\t")
+	stores := slices.ContainsFunc(totals.Days, func(d ordersync.DayTotals) bool { return d.Account != "" })
+	store := func(d ordersync.DayTotals) string {
+		if !stores {
+			return ""
+		}
+		return d.Account + "\t"
+	}
+	head := "DATE\t"
+	if stores {
+		head += "STORE\t"
+	}
+	fmt.Fprintln(tw, head+"CURRENCY\tCREATED\tPAID\tCANCELLED\tFINALIZED\tREVERSED\tNET\t")
 	cell := func(t ordersync.Tally) string { return fmt.Sprintf("%d / %s", t.Count, t.Total) }
 	for _, d := range totals.Days {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", d.Date, d.Currency,
+		fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", d.Date, store(d), d.Currency,
 			cell(d.Created), cell(d.Paid), cell(d.Cancelled), cell(d.Finalized), cell(d.Reversed), d.Net)
 	}
 	_ = tw.Flush()

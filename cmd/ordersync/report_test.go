@@ -52,16 +52,30 @@ func TestReportDaily(t *testing.T) {
 	if err != nil {
 		t.Fatalf("report daily --csv: %v\n%s", err, out)
 	}
-	want := "date,tz,currency,created_count,created_total,paid_count,paid_total,cancelled_count,cancelled_total,finalized_count,finalized_total,reversed_count,reversed_total,net\n" +
-		"2026-03-08,Europe/Madrid,USD,3,0.30,3,0.30,0,0.00,0,0.00,0,0.00,0.30\n"
+	want := "date,tz,currency,created_count,created_total,paid_count,paid_total,cancelled_count,cancelled_total,finalized_count,finalized_total,reversed_count,reversed_total,net,account\n" +
+		"2026-03-08,Europe/Madrid,USD,3,0.30,3,0.30,0,0.00,0,0.00,0,0.00,0.30,\n"
 	if out != want {
 		t.Errorf("report daily --csv =\n%s\nwant\n%s", out, want)
 	}
 	if out, err = runCLI(t, append(base, "--json")...); err != nil || !strings.Contains(out, `"net": "0.30"`) || !strings.Contains(out, `"tz": "Europe/Madrid"`) {
 		t.Errorf("report daily --json: %v\n%s", err, out)
 	}
-	if out, err = runCLI(t, base...); err != nil || !strings.Contains(out, "3 / 0.30") {
+	if out, err = runCLI(t, base...); err != nil || !strings.Contains(out, "3 / 0.30") || !strings.Contains(out, "Days in Europe/Madrid (UTC+01:00);") {
 		t.Errorf("report daily: %v\n%s", err, out)
+	}
+	// Every store side by side (the default store only here), in --tz;
+	// an unknown store is named with the known ones.
+	if out, err = runCLI(t, append(base, "--account=*", "--csv")...); err != nil || !strings.HasSuffix(out, ",0.30,default\n") {
+		t.Errorf("report daily --account='*' --csv: %v\n%s", err, out)
+	}
+	if out, err = runCLI(t, append(base, "--account=madrid")...); err == nil || !strings.Contains(err.Error(), `--account: unknown store "madrid" (known stores: default; * for all stores)`) {
+		t.Errorf("report daily --account=madrid: %v\n%s", err, out)
+	}
+	if out, err = runCLI(t, "orders", "list", "--database-url="+url, "--account=madrid"); err == nil || !strings.Contains(err.Error(), "known stores: default") {
+		t.Errorf("orders list --account=madrid: %v\n%s", err, out)
+	}
+	if out, err = runCLI(t, "orders", "list", "--database-url="+url, "--account=*"); err != nil || strings.Count(out, "PAID") != 3 {
+		t.Errorf("orders list --account='*': %v\n%s", err, out)
 	}
 	// The store's zone by default (the fixture's America/El_Salvador).
 	if out, err = runCLI(t, "report", "daily", "--database-url="+url, "--from=2026-03-08", "--to=2026-03-09", "--json"); err != nil || !strings.Contains(out, `"tz": "America/El_Salvador"`) {
@@ -69,11 +83,12 @@ func TestReportDaily(t *testing.T) {
 	}
 	for flag, args := range map[string][]string{
 		"--tz":   {"--from=2026-03-08", "--to=2026-03-09", "--tz=Nowhere/Land"},
+		"--tz ":  {"--from=2026-03-08", "--to=2026-03-09", "--tz=CST"},
 		"--to":   {"--from=2026-03-08", "--to=2026-03-07"},
 		"--from": {"--from=8/3/2026", "--to=2026-03-09"},
 	} {
 		_, err := runCLI(t, append([]string{"report", "daily", "--database-url=" + url}, args...)...)
-		if err == nil || !strings.Contains(err.Error(), flag) {
+		if err == nil || !strings.Contains(err.Error(), strings.TrimSpace(flag)) {
 			t.Errorf("report daily %v: err = %v, want one naming %s", args, err, flag)
 		}
 	}

@@ -120,6 +120,12 @@ func (c *Config) Upstreams() map[string]AccountConfig {
 	return out
 }
 
+// StoreNames are the accounts this deployment serves, the default first,
+// then the others by name: the stores of the back office.
+func (c *Config) StoreNames() []string {
+	return append([]string{ordersync.DefaultAccount}, slices.Sorted(maps.Keys(c.Accounts))...)
+}
+
 // at names a problem of the file by its line and key.
 type at func(n *yaml.Node, key string, err error) error
 

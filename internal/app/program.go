@@ -284,6 +284,7 @@ func (p *Program) buildStages() (err error) {
 		Endpoints: p.db, DeliveryDeadLetters: p.db, Deliverer: deliverer, SecretGrace: p.cfg.EndpointSecretGrace,
 		Metrics: metrics.Handler(p.reg), Ready: p.ready, Tokens: p.cfg.AdminTokens, Audit: p.db, Sessions: p.db,
 		Exports: p.db, Reports: p.db, Overview: p.db, TrustedProxies: adminProxies, Logger: log("admin"),
+		Stores: p.cfg.StoreNames(),
 	})
 	if err != nil {
 		return err
