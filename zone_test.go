@@ -38,7 +38,9 @@ func TestParseZone(t *testing.T) {
 func TestZoneLabel(t *testing.T) {
 	sv, _ := time.LoadLocation("America/El_Salvador")
 	md, _ := time.LoadLocation("Europe/Madrid")
-	day := func(loc *time.Location, y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, loc) }
+	day := func(loc *time.Location, y int, m time.Month, d int) time.Time {
+		return time.Date(y, m, d, 0, 0, 0, 0, loc)
+	}
 	for _, tc := range []struct {
 		loc      *time.Location
 		from, to time.Time
