@@ -535,11 +535,15 @@ func (s *Server) deadLetterFilter(w http.ResponseWriter, r *http.Request) (order
 }
 
 // ParseDeadLetterQuery reads a dead-letter filter from a query (account,
-// reason, replayed=true, limit, and before: the id the page starts
+// "" or AllStores for every account, also those the deployment no longer
+// serves, whose letters are exactly what needs seeing; reason, replayed=true, limit, and before: the id the page starts
 // below), as the API and the console take it; the fields it cannot read
 // are named with why.
 func ParseDeadLetterQuery(q url.Values) (ordersync.DeadLetterFilter, map[string][]string) {
 	f := ordersync.DeadLetterFilter{Account: q.Get("account"), IncludeReplayed: q.Get("replayed") == "true"}
+	if f.Account == AllStores {
+		f.Account = ""
+	}
 	fields := map[string][]string{}
 	if v := q.Get("reason"); v != "" {
 		var err error

@@ -54,6 +54,10 @@ type DeadLettersView struct {
 	MayAct bool
 	Jobs   []JobView
 	Zone   ZoneSwitch
+	// Stores are the store selector's entries: every store, each store
+	// served, and the account the URL named when no store is it (a
+	// letter's account the deployment no longer serves).
+	Stores []StoreOption
 }
 
 // Value is the query's value of the parameter name, for the form.
@@ -109,6 +113,11 @@ func (s *Server) showDeadLetters(w http.ResponseWriter, r *http.Request, q url.V
 	q = cloneValues(q)
 	view := &DeadLettersView{Query: q, Filter: q.Encode(), MayAct: s.mayAct(r),
 		Zone: ZoneSwitch{Mode: mode, Store: zoneName, Back: "/console/dead-letters?" + q.Encode()}}
+	chosen := q.Get("account")
+	view.Stores = s.storeOptions(StoreChoice{Account: chosen, All: chosen == "" || chosen == AllStores}, true)
+	if chosen != "" && chosen != AllStores && !slices.Contains(s.stores(), chosen) {
+		view.Stores = append(view.Stores, StoreOption{Value: chosen, Label: chosen + " (not served)", Selected: true})
+	}
 	if s.cfg.ReplayJobs != nil {
 		jobs, err := s.cfg.ReplayJobs.ListReplayJobs(ctx, keptJobs)
 		if err != nil {

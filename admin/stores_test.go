@@ -63,8 +63,15 @@ func storesServer(t *testing.T) (*browser, *store.DB) {
 	now := time.Date(2026, 11, 3, 12, 0, 0, 0, time.UTC)
 	base := consoleServer(t, db, roleTokens, func(c *admin.Config) {
 		c.Account, c.Stores = "sv", []string{"sv", "md"}
-		c.Reports, c.Exports, c.Clock = db, db, func() time.Time { return now }
+		c.Reports, c.Exports, c.DeadLetters, c.Clock = db, db, db, func() time.Time { return now }
 	})
+	for _, account := range []string{"sv", "md", "ghost"} {
+		if _, err := db.AddDeadLetter(context.Background(), ordersync.DeadLetter{MsgID: "m-" + account, Account: account,
+			Reason: ordersync.ReasonRejected, Attempts: 1, LastError: "the error of " + account,
+			Body: []byte(`{"type":"Created"}`), CreatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	b := newBrowser(t, base)
 	b.signIn("eve-token")
 	return b, db
@@ -222,6 +229,32 @@ func TestStoreChoiceConsole(t *testing.T) {
 		"<td>2026-11-02</td><td>sv</td><td>USD</td>", "<td>2026-11-03</td><td>sv</td><td>USD</td>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("every store's totals lack %s", want)
+		}
+	}
+}
+
+// TestStoreChoiceDeadLetters: the Dead letters page filters by the store
+// selector, every store by default, and shows the letters of an account
+// the deployment does not serve when the URL names it.
+func TestStoreChoiceDeadLetters(t *testing.T) {
+	b, _ := storesServer(t)
+	for path, want := range map[string][]string{
+		"/console/dead-letters":               {`<option value="*" selected>All stores</option>`, "the error of sv", "the error of md", "the error of ghost"},
+		"/console/dead-letters?account=*":     {`<option value="*" selected>All stores</option>`, "the error of sv", "the error of md", "the error of ghost"},
+		"/console/dead-letters?account=md":    {`<option value="md" selected>md</option>`, "the error of md"},
+		"/console/dead-letters?account=ghost": {`<option value="ghost" selected>ghost (not served)</option>`, "the error of ghost"},
+	} {
+		resp, page := b.do("GET", path, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, resp.StatusCode)
+		}
+		for _, w := range want {
+			if !strings.Contains(page, w) {
+				t.Errorf("GET %s lacks %s", path, w)
+			}
+		}
+		if n := strings.Count(page, "the error of "); n != len(want)-1 {
+			t.Errorf("GET %s shows %d letters, want %d", path, n, len(want)-1)
 		}
 	}
 }
