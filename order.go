@@ -24,6 +24,16 @@ const (
 // Statuses lists every known status, in life-cycle order.
 var Statuses = []Status{StatusPending, StatusPaid, StatusCancelled, StatusFinalized}
 
+// Collected is the back office's one meaning of "paid": the payment was
+// taken (PAID or FINALIZED) and not reversed. A reversed order ends
+// CANCELLED, so an order in one of these statuses is not reversed, and
+// the statuses alone select the collected orders. The status filter
+// offers them by the name StatusGroupCollected.
+var Collected = []Status{StatusPaid, StatusFinalized}
+
+// StatusGroupCollected names Collected in a status filter.
+const StatusGroupCollected = "collected"
+
 // Valid reports whether s is one of the known statuses.
 func (s Status) Valid() bool {
 	switch s {

@@ -28,8 +28,16 @@ type OrderFilter struct {
 	Since                  time.Time
 	CreatedFrom, CreatedTo time.Time
 	PaidFrom, PaidTo       time.Time
-	Currency               string
-	MinTotal, MaxTotal     *Amount
+	// CancelledFrom/To, FinalizedFrom/To and ReversedFrom/To select the
+	// orders the daily totals' cancelled, finalized and reversed figures
+	// count in the range: never paid and first cancelled in it; first
+	// finalized in it; paid and first cancelled after the payment in it.
+	// A day of those figures links to exactly its orders with them.
+	CancelledFrom, CancelledTo time.Time
+	FinalizedFrom, FinalizedTo time.Time
+	ReversedFrom, ReversedTo   time.Time
+	Currency                   string
+	MinTotal, MaxTotal         *Amount
 	// Sort is the order of the listing; "" is SortCreatedDesc.
 	Sort OrderSort
 	// After continues a listing after the last order of a previous page

@@ -262,7 +262,8 @@ func NewOrderList(page ordersync.OrderPage) OrderList {
 }
 
 // ParseStatuses reads a status filter: statuses separated by commas, in
-// any letter case, from one value or several.
+// any letter case, from one value or several, and the group collected
+// (ordersync.Collected) for its statuses.
 func ParseStatuses(values []string) ([]ordersync.Status, error) {
 	var out []ordersync.Status
 	for _, v := range values {
@@ -270,12 +271,18 @@ func ParseStatuses(values []string) ([]ordersync.Status, error) {
 			if strings.TrimSpace(s) == "" {
 				continue
 			}
-			st, err := ordersync.ParseStatus(s)
-			if err != nil {
-				return nil, err
+			sts := ordersync.Collected
+			if !strings.EqualFold(strings.TrimSpace(s), ordersync.StatusGroupCollected) {
+				st, err := ordersync.ParseStatus(s)
+				if err != nil {
+					return nil, fmt.Errorf("%w, or collected (PAID and FINALIZED: paid and not reversed)", err)
+				}
+				sts = []ordersync.Status{st}
 			}
-			if !slices.Contains(out, st) {
-				out = append(out, st)
+			for _, st := range sts {
+				if !slices.Contains(out, st) {
+					out = append(out, st)
+				}
 			}
 		}
 	}

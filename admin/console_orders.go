@@ -127,14 +127,30 @@ type OrdersView struct {
 	// offset.
 	DateZone string
 	Rows     []OrderRow
+	// Total is how many orders the filter selects, when the URL asked for
+	// the count (count=exact, as a daily total's link does).
+	Total    *int
 	NextURL  string
 	Export   string
 	Zone     ZoneSwitch
 	Searched bool
+	// Collected names the status group, for the status selector.
+	Collected string
 }
 
 // Value is the query's value of the parameter name, for the form.
 func (v *OrdersView) Value(name string) string { return v.Query.Get(name) }
+
+// StatusList is the status filter as one comma list, when it is not one
+// the selector offers (several statuses in the URL), so that the form
+// keeps it; "" otherwise.
+func (v *OrdersView) StatusList() string {
+	st := v.Query["status"]
+	if len(st) == 1 && !strings.Contains(st[0], ",") {
+		return ""
+	}
+	return strings.Join(st, ",")
+}
 
 // OrderRow is one order of the Orders page.
 type OrderRow struct {
@@ -151,7 +167,7 @@ func orderLink(account, code string) string {
 
 func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
 	form := r.URL.Query()
-	view := &OrdersView{Query: form, Statuses: ordersync.Statuses, Sorts: ordersync.OrderSorts}
+	view := &OrdersView{Query: form, Statuses: ordersync.Statuses, Sorts: ordersync.OrderSorts, Collected: ordersync.StatusGroupCollected}
 	choice, err := s.chooseStore(r, true)
 	view.Stores, view.AllStores = s.storeOptions(choice, true), choice.All
 	var ve *ordersync.ValidationError
@@ -180,7 +196,7 @@ func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	view.DateZone = ordersync.ZoneLabel(dateZone, now, now)
 	for _, p := range OrderQueryParams {
-		if p != "tz" && p != "sort" && q.Get(p) != "" {
+		if p != "tz" && p != "sort" && p != "count" && q.Get(p) != "" {
 			view.Searched = true
 		}
 	}
@@ -201,6 +217,7 @@ func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "list orders", err, "")
 		return
 	}
+	view.Total = page.Total
 	for _, o := range page.Orders {
 		row := OrderRow{Code: o.Order.OrderCode, Reference: o.Order.OrderReference, Status: string(o.Order.OrderStatus),
 			Total: o.Order.Total.String(), Currency: o.Order.Store.CurrencyCode, Account: o.Account,

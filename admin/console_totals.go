@@ -24,7 +24,7 @@ const defaultTotalsDays = 30
 // labelledBarsDays days the bars carry no label of their own (the table
 // says each figure).
 const (
-	totalsTableRows  = 100
+	totalsTableRows  = 30
 	labelledBarsDays = 92
 )
 
@@ -45,11 +45,46 @@ type TotalsView struct {
 	Errors       map[string][]string
 	Totals       ordersync.DailyTotals
 	// Rows are the table's page of Totals.Days, from the row Offset.
-	Rows             []ordersync.DayTotals
+	Rows             []TotalsRow
 	Offset           int
 	PrevURL, NextURL string
 	Charts           []TotalsChart
 	CSV              string
+}
+
+// TotalsRow is a row of the table: one day's figures in one currency (and
+// store), each linked to the Orders page of exactly the orders it counts.
+type TotalsRow struct {
+	ordersync.DayTotals
+	// Links are the Orders pages of the figures, by figure: created, paid,
+	// cancelled, finalized, reversed. Net is a difference of two figures,
+	// not a set of orders.
+	Links map[string]string
+}
+
+// figureRanges are the listing's ranges that select the orders a figure of
+// the daily totals counts on a day (store.TestDailyTotalsFiguresAreTheirOrders
+// holds them to the figures).
+var figureRanges = map[string]string{"created": "created", "paid": "paid", "cancelled": "cancelled",
+	"finalized": "finalized", "reversed": "reversed"}
+
+// totalsRow links each figure of d, a day of a report in zone tz of the
+// store account, to its orders.
+func totalsRow(d ordersync.DayTotals, account, tz string) TotalsRow {
+	row := TotalsRow{DayTotals: d, Links: map[string]string{}}
+	if d.Account != "" {
+		account = d.Account
+	}
+	next := d.Date
+	if day, err := ordersync.ParseDate(d.Date); err == nil {
+		next = day.AddDate(0, 0, 1).Format(ordersync.DateLayout)
+	}
+	for figure, param := range figureRanges {
+		q := url.Values{"account": {account}, "tz": {tz}, "currency": {d.Currency}, "count": {"exact"},
+			param + "From": {d.Date}, param + "To": {next}}
+		row.Links[figure] = "/console/orders?" + q.Encode()
+	}
+	return row
 }
 
 // TotalsChart is the bar chart of one currency: each day's paid total.
@@ -145,7 +180,9 @@ func (s *Server) totalsPage(w http.ResponseWriter, r *http.Request) {
 	view.Offset, _ = strconv.Atoi(r.URL.Query().Get("row"))
 	view.Offset = min(max(0, view.Offset), len(view.Totals.Days))
 	end := min(view.Offset+totalsTableRows, len(view.Totals.Days))
-	view.Rows = view.Totals.Days[view.Offset:end]
+	for _, d := range view.Totals.Days[view.Offset:end] {
+		view.Rows = append(view.Rows, totalsRow(d, choice.Account, view.Totals.TZ))
+	}
 	pageURL := func(row int) string {
 		q := cloneValues(query)
 		if row > 0 {

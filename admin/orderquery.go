@@ -12,7 +12,8 @@ import (
 
 // OrderQueryParams are the query parameters ParseOrderQuery reads, in the
 // API's spelling; the CLI's flags are the same names in kebab case.
-var OrderQueryParams = []string{"q", "status", "since", "createdFrom", "createdTo", "paidFrom", "paidTo", "tz",
+var OrderQueryParams = []string{"q", "status", "since", "createdFrom", "createdTo", "paidFrom", "paidTo",
+	"cancelledFrom", "cancelledTo", "finalizedFrom", "finalizedTo", "reversedFrom", "reversedTo", "tz",
 	"currency", "minTotal", "maxTotal", "sort", "cursor", "limit", "offset", "count"}
 
 // QueryError is input ParseOrderQuery refused: for each parameter, what is
@@ -65,10 +66,18 @@ func ParseOrderQuery(q url.Values, now time.Time) (ordersync.OrderFilter, error)
 	bound("createdTo", &f.CreatedTo)
 	bound("paidFrom", &f.PaidFrom)
 	bound("paidTo", &f.PaidTo)
+	bound("cancelledFrom", &f.CancelledFrom)
+	bound("cancelledTo", &f.CancelledTo)
+	bound("finalizedFrom", &f.FinalizedFrom)
+	bound("finalizedTo", &f.FinalizedTo)
+	bound("reversedFrom", &f.ReversedFrom)
+	bound("reversedTo", &f.ReversedTo)
 	for _, r := range []struct {
 		from, to string
 		f, t     time.Time
-	}{{"createdFrom", "createdTo", f.CreatedFrom, f.CreatedTo}, {"paidFrom", "paidTo", f.PaidFrom, f.PaidTo}} {
+	}{{"createdFrom", "createdTo", f.CreatedFrom, f.CreatedTo}, {"paidFrom", "paidTo", f.PaidFrom, f.PaidTo},
+		{"cancelledFrom", "cancelledTo", f.CancelledFrom, f.CancelledTo}, {"finalizedFrom", "finalizedTo", f.FinalizedFrom, f.FinalizedTo},
+		{"reversedFrom", "reversedTo", f.ReversedFrom, f.ReversedTo}} {
 		if !r.f.IsZero() && !r.t.IsZero() && r.t.Before(r.f) {
 			fail(r.to, fmt.Sprintf("is before %s: a range is [%s, %s), with %s at or after %s", r.from, r.from, r.to, r.to, r.from))
 		}
@@ -179,6 +188,12 @@ func FilterQuery(f ordersync.OrderFilter) string {
 	at("createdTo", f.CreatedTo)
 	at("paidFrom", f.PaidFrom)
 	at("paidTo", f.PaidTo)
+	at("cancelledFrom", f.CancelledFrom)
+	at("cancelledTo", f.CancelledTo)
+	at("finalizedFrom", f.FinalizedFrom)
+	at("finalizedTo", f.FinalizedTo)
+	at("reversedFrom", f.ReversedFrom)
+	at("reversedTo", f.ReversedTo)
 	set("currency", f.Currency)
 	amount("minTotal", f.MinTotal)
 	amount("maxTotal", f.MaxTotal)

@@ -2,9 +2,11 @@ package admin_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,6 +114,31 @@ func TestParseTimeBound(t *testing.T) {
 	}
 }
 
+// TestParseStatuses: several statuses, from one value or several, in any
+// case, and the group collected for PAID and FINALIZED.
+func TestParseStatuses(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string
+	}{
+		{[]string{"paid"}, "[PAID]"},
+		{[]string{"PAID", "FINALIZED"}, "[PAID FINALIZED]"},
+		{[]string{"PAID,finalized"}, "[PAID FINALIZED]"},
+		{[]string{"collected"}, "[PAID FINALIZED]"},
+		{[]string{"Collected,PAID", "CANCELLED"}, "[PAID FINALIZED CANCELLED]"},
+	} {
+		got, err := admin.ParseStatuses(tc.in)
+		if err != nil || fmt.Sprint(got) != tc.want {
+			t.Errorf("ParseStatuses(%q) = %v, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+	if _, err := admin.ParseStatuses([]string{"paidish"}); err == nil || !strings.Contains(err.Error(), "collected") {
+		t.Errorf("an unknown status: %v; want the group named too", err)
+	}
+	// Reversed since: the store's test of the group on both dialects is
+	// TestCollectedGroup.
+}
+
 // TestFilterQuery names a filter as a query string that ParseOrderQuery
 // reads back to the same filter, paging aside.
 func TestFilterQuery(t *testing.T) {
@@ -121,6 +148,7 @@ func TestFilterQuery(t *testing.T) {
 		"q=Jos%C3%A9+Pe%C3%B1a&status=PAID&status=FINALIZED&currency=eur&minTotal=10.50&maxTotal=99&sort=total_asc",
 		"createdFrom=2026-03-08&createdTo=2026-03-09&tz=America/New_York&paidFrom=2026-03-08T10:00:00%2B01:00",
 		"since=24h&paidTo=2026-10-01&limit=5&offset=2&count=exact",
+		"status=collected&cancelledFrom=2026-03-08&finalizedTo=2026-03-09&reversedFrom=2026-03-08&reversedTo=2026-03-09&tz=Europe/Madrid",
 	} {
 		q, _ := url.ParseQuery(in)
 		f, err := admin.ParseOrderQuery(q, now)
@@ -143,6 +171,7 @@ func TestFilterQuery(t *testing.T) {
 		g.Account = back.Get("account")
 		f.Limit, f.Offset, f.Count = 0, 0, false
 		if admin.FilterQuery(g) != named || !g.CreatedFrom.Equal(f.CreatedFrom) || !g.PaidFrom.Equal(f.PaidFrom) || !g.Since.Equal(f.Since) ||
+			!g.CancelledFrom.Equal(f.CancelledFrom) || !g.FinalizedTo.Equal(f.FinalizedTo) || !g.ReversedFrom.Equal(f.ReversedFrom) || !g.ReversedTo.Equal(f.ReversedTo) ||
 			g.Q != f.Q || g.Sort != f.Sort || !slices.Equal(g.Statuses, f.Statuses) || g.Currency != f.Currency {
 			t.Errorf("%s named %q read back as %+v, want %+v", in, named, g, f)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,31 +19,36 @@ import (
 
 // mirrorStores writes the orders of two stores, each an account: "sv"
 // sells in USD in America/El_Salvador, "md" in EUR in Europe/Madrid. Each
-// order is account, code, status, total and created time, fetched (and
-// paid, when paid) a minute after its creation.
+// order is account, code, statuses, total and created time: the statuses
+// as fetched one after another (PENDING>PAID>CANCELLED), the first a
+// minute after its creation, each next an hour later. A paid order keeps
+// its payment when it is cancelled afterwards.
 func mirrorStores(t *testing.T, db *store.DB, orders ...[5]string) {
 	t.Helper()
 	zones := map[string][2]string{"sv": {"USD", "America/El_Salvador"}, "md": {"EUR", "Europe/Madrid"}}
-	seq, err := db.AllocateFetchSeq(context.Background(), len(orders))
-	if err != nil {
-		t.Fatal(err)
-	}
 	for i, o := range orders {
-		payment := "null"
-		if o[2] == "PAID" || o[2] == "FINALIZED" {
-			payment = fmt.Sprintf(`{"authorizationCode":"A%d","buyer":{"name":"Buyer %d","email":"b%d@example.com","phone":"+50370000%03d"}}`, i, i, i, i)
-		}
-		doc := fmt.Sprintf(`{"orderId":"%d","orderCode":%q,"orderReference":"ref-%s","name":"Pedido","orderStatus":%q,
+		paid := false
+		for step, status := range strings.Split(o[2], ">") {
+			payment := "null"
+			if paid = paid || status == "PAID" || status == "FINALIZED"; paid {
+				payment = fmt.Sprintf(`{"authorizationCode":"A%d","buyer":{"name":"Buyer %d","email":"b%d@example.com","phone":"+50370000%03d"}}`, i, i, i, i)
+			}
+			doc := fmt.Sprintf(`{"orderId":"%d","orderCode":%q,"orderReference":"ref-%s","name":"Pedido","orderStatus":%q,
 "subtotal":%s,"totalDetails":{"shippingAmount":0,"discountAmount":0,"surchargeAmount":0},"total":%s,
 "store":{"name":%q,"currencyCode":%q,"timezone":%q},"payment":%s,"created":%q}`,
-			6000+i, o[1], o[1], o[2], o[3], o[3], o[0], zones[o[0]][0], zones[o[0]][1], payment, o[4])
-		order, err := ordersync.DecodeOrder([]byte(doc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.ApplyOrders(context.Background(), []ordersync.ApplyParams{{Account: o[0], Order: order,
-			Seq: seq + int64(i), FetchedAt: order.Created.Time.Add(time.Minute), Cause: ordersync.CauseTrack}}); err != nil {
-			t.Fatal(err)
+				6000+i, o[1], o[1], status, o[3], o[3], o[0], zones[o[0]][0], zones[o[0]][1], payment, o[4])
+			order, err := ordersync.DecodeOrder([]byte(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			seq, err := db.AllocateFetchSeq(context.Background(), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ApplyOrders(context.Background(), []ordersync.ApplyParams{{Account: o[0], Order: order,
+				Seq: seq, FetchedAt: order.Created.Time.Add(time.Minute + time.Duration(step)*time.Hour), Cause: ordersync.CauseTrack}}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }
@@ -256,5 +262,54 @@ func TestStoreChoiceDeadLetters(t *testing.T) {
 		if n := strings.Count(page, "the error of "); n != len(want)-1 {
 			t.Errorf("GET %s shows %d letters, want %d", path, n, len(want)-1)
 		}
+	}
+}
+
+var (
+	figureCell  = regexp.MustCompile(`<td class="num"><a href="([^"]+)">(\d+) / ([0-9.]+)</a></td>`)
+	listedTotal = regexp.MustCompile(`<td class="num">([0-9.]+) [A-Z]{3}</td>`)
+)
+
+// TestTotalsLinkToTheirOrders: every figure of Daily totals, for one store
+// and for every store, opens the Orders page of exactly the orders it
+// counts: as many (the page's count and its rows) and the same sum.
+func TestTotalsLinkToTheirOrders(t *testing.T) {
+	b, db := storesServer(t)
+	mirrorStores(t, db,
+		[5]string{"sv", "s4", "PENDING>PAID>CANCELLED", "4.40", "2026-11-02T15:00:00.000Z"},
+		[5]string{"sv", "s5", "PENDING>CANCELLED", "1.10", "2026-11-02T16:00:00.000Z"},
+		[5]string{"md", "m3", "PAID>FINALIZED", "8.00", "2026-11-02T09:00:00.000Z"},
+		[5]string{"md", "m4", "FINALIZED", "2.25", "2026-11-03T09:00:00.000Z"})
+	figures := 0
+	for _, account := range []string{"sv", "md", "*"} {
+		_, page := b.do("GET", "/console/totals?from=2026-11-01&to=2026-11-05&account="+url.QueryEscape(account), nil)
+		cells := figureCell.FindAllStringSubmatch(page, -1)
+		if len(cells) == 0 {
+			t.Fatalf("%s: no linked figure", account)
+		}
+		for _, c := range cells {
+			link, count, total := html.UnescapeString(c[1]), c[2], c[3]
+			resp, list := b.do("GET", link, nil)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("%s: %d", link, resp.StatusCode)
+			}
+			rows := listedTotal.FindAllStringSubmatch(list, -1)
+			sum := ordersync.AmountFromInt(0)
+			for _, r := range rows {
+				a, err := ordersync.ParseAmount(r[1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum = sum.Add(a)
+			}
+			want, _ := ordersync.ParseAmount(total)
+			if fmt.Sprint(len(rows)) != count || !strings.Contains(list, `<span id="total">`+count+`</span>`) || sum.Cmp(want) != 0 {
+				t.Errorf("%s (store %s): the figure is %s / %s, its orders %d / %s", link, account, count, total, len(rows), sum)
+			}
+			figures++
+		}
+	}
+	if figures < 30 {
+		t.Errorf("%d figures followed", figures)
 	}
 }

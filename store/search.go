@@ -285,6 +285,16 @@ type orderPart func(id string) ([]string, []any)
 // order's row to sort them would cost far more than the page.
 func (db *DB) partQueries(set orderColumnSet, f ordersync.OrderFilter, names nameSearch, col, orderBy, dir string, rows int, part orderPart) (string, string, []any) {
 	where, whereArgs := db.filterConditions(f, col)
+	if counted := countedConditions(f); counted != nil {
+		// On the order's row id, which orders and the words' rows name
+		// differently: part's conditions are where such conditions go.
+		inner := part
+		part = func(id string) ([]string, []any) {
+			pc, pa := inner(id)
+			cc, ca := counted(id)
+			return slices.Concat(cc, pc), slices.Concat(ca, pa)
+		}
+	}
 	q := strings.TrimSpace(f.Q)
 	order := "found_id " + dir
 	if orderBy != "" {
@@ -396,6 +406,61 @@ func (db *DB) filterConditions(f ordersync.OrderFilter, col string) ([]string, [
 		add(total+" <= ?", totalKey(*f.MaxTotal))
 	}
 	return where, args
+}
+
+// The orders the daily totals' transition figures count in [?, ?), by
+// their row id (%s): the rules of DailyTotals' reportFinalizedSQL and
+// reportCancelledSQL, which count an order once per figure, at its first
+// finalization, its first cancellation when never paid, and its first
+// cancellation after the payment when paid.
+const (
+	countedFinalizedSQL = `%s IN (SELECT h.order_row FROM status_history h WHERE h.to_status = 'FINALIZED' AND h.at >= ? AND h.at < ?
+  AND NOT EXISTS (SELECT 1 FROM status_history e WHERE e.order_row = h.order_row AND e.to_status = 'FINALIZED' AND e.id < h.id))`
+	countedCancelledSQL = `%s IN (SELECT h.order_row FROM status_history h JOIN orders o ON o.id = h.order_row
+WHERE o.paid_at IS NULL AND h.to_status = 'CANCELLED' AND h.at >= ? AND h.at < ?
+  AND NOT EXISTS (SELECT 1 FROM status_history e WHERE e.order_row = h.order_row AND e.to_status = 'CANCELLED' AND e.id < h.id))`
+	countedReversedSQL = `%s IN (SELECT h.order_row FROM status_history h JOIN orders o ON o.id = h.order_row
+WHERE o.paid_at IS NOT NULL AND h.to_status = 'CANCELLED' AND h.at >= o.paid_at AND h.at >= ? AND h.at < ?
+  AND NOT EXISTS (SELECT 1 FROM status_history e WHERE e.order_row = h.order_row AND e.to_status = 'CANCELLED' AND e.id < h.id
+                  AND e.at >= o.paid_at))`
+)
+
+// countedConditions are the conditions of f's transition ranges on the
+// order's row id, or nil when it has none.
+func countedConditions(f ordersync.OrderFilter) orderPart {
+	type rng struct {
+		sql      string
+		from, to time.Time
+	}
+	var ranges []rng
+	for _, r := range []rng{{countedCancelledSQL, f.CancelledFrom, f.CancelledTo},
+		{countedFinalizedSQL, f.FinalizedFrom, f.FinalizedTo}, {countedReversedSQL, f.ReversedFrom, f.ReversedTo}} {
+		if !r.from.IsZero() || !r.to.IsZero() {
+			ranges = append(ranges, r)
+		}
+	}
+	if len(ranges) == 0 {
+		return nil
+	}
+	return func(id string) ([]string, []any) {
+		var (
+			conds []string
+			args  []any
+		)
+		for _, r := range ranges {
+			// An open bound is the widest a time column holds.
+			from, to := r.from, r.to
+			if from.IsZero() {
+				from = time.Unix(0, 0)
+			}
+			if to.IsZero() {
+				to = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+			}
+			conds = append(conds, fmt.Sprintf(r.sql, id))
+			args = append(args, dbTime(from), dbTime(to))
+		}
+		return conds, args
+	}
 }
 
 // searchIdentifiers are the columns a search matches exactly, each the

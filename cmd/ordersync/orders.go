@@ -36,6 +36,12 @@ var orderListFlags = []struct{ flag, param, usage string }{
 	{"created-to", "createdTo", "only orders created before: RFC 3339 time, or YYYY-MM-DD (midnight in --tz)"},
 	{"paid-from", "paidFrom", "only orders ordersync learned were paid at or after: RFC 3339 time, or YYYY-MM-DD (midnight in --tz)"},
 	{"paid-to", "paidTo", "only orders ordersync learned were paid before: RFC 3339 time, or YYYY-MM-DD (midnight in --tz)"},
+	{"cancelled-from", "cancelledFrom", "only orders never paid and first cancelled at or after (the daily totals' cancelled): RFC 3339 time, or YYYY-MM-DD"},
+	{"cancelled-to", "cancelledTo", "only orders never paid and first cancelled before: RFC 3339 time, or YYYY-MM-DD"},
+	{"finalized-from", "finalizedFrom", "only orders first finalized at or after: RFC 3339 time, or YYYY-MM-DD"},
+	{"finalized-to", "finalizedTo", "only orders first finalized before: RFC 3339 time, or YYYY-MM-DD"},
+	{"reversed-from", "reversedFrom", "only orders paid and first cancelled after the payment at or after (the daily totals' reversed): RFC 3339 time, or YYYY-MM-DD"},
+	{"reversed-to", "reversedTo", "only orders reversed before: RFC 3339 time, or YYYY-MM-DD"},
 	{"tz", "tz", "IANA time zone the dates of the ranges are read in (default UTC)"},
 	{"currency", "currency", "only orders in this currency (ISO 4217 code)"},
 	{"min-total", "minTotal", "only orders whose total is at least this amount"},
@@ -61,7 +67,7 @@ func addOrderFilterFlags(fs *pflag.FlagSet, except ...string) *orderFilterFlags 
 			fs.StringVar(&ff.values[i], f.flag, "", f.usage)
 		}
 	}
-	fs.StringSliceVar(&ff.statuses, "status", nil, "only these statuses: PENDING, PAID, CANCELLED, FINALIZED (comma-separated or repeated)")
+	fs.StringSliceVar(&ff.statuses, "status", nil, "only these statuses: PENDING, PAID, CANCELLED, FINALIZED, or collected (PAID and FINALIZED: paid and not reversed); comma-separated or repeated")
 	fs.StringVar(&ff.account, "account", ordersync.DefaultAccount, "the store (merchant account), or '*' for every store")
 	return ff
 }
