@@ -124,6 +124,31 @@ func (t EventType) AnnouncesPayment() bool {
 	return t == EventSuccessPayment || t == EventFinalized
 }
 
+// HasPaymentEvidence reports whether the document shows that a payment
+// was taken: an authorization code or a buyer in its payment. A nil order
+// shows none.
+func (o *Order) HasPaymentEvidence() bool {
+	if o == nil || o.Payment == nil {
+		return false
+	}
+	p := o.Payment
+	return p.AuthorizationCode != "" || (p.Buyer != nil && (p.Buyer.Name != "" || p.Buyer.Email != "" || p.Buyer.Phone != ""))
+}
+
+// ReversesPayment reports whether a fetch that sees an order become
+// CANCELLED (next) reverses a payment that ordersync may never have seen
+// PAID: the document shows a payment (HasPaymentEvidence), an earlier one
+// of the order did (before), or a webhook announced one (announced). The
+// order's paid time is then that of the first evidence (PaidAt), so the
+// reversal counts as paid on that day and reversed on the day of the
+// cancellation.
+func ReversesPayment(next *Order, before, announced bool) bool {
+	if next == nil || next.OrderStatus != StatusCancelled {
+		return false
+	}
+	return announced || before || next.HasPaymentEvidence()
+}
+
 // PaidAt is when ordersync learned that an order was paid, worked out when
 // a fetch made at fetchedAt first sees it in a paid state: the receipt of
 // the earliest webhook that announced the payment (announced, nil when none

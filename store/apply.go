@@ -190,6 +190,9 @@ type orderState struct {
 	// PaidAt is written once, by the apply that first sees the order paid.
 	PaidAt          *time.Time `db:"paid_at"`
 	StatusChangedAt *time.Time `db:"status_changed_at"`
+	// PaymentSeen: a document of the order showed a payment
+	// (ordersync.Order.HasPaymentEvidence), which a cancellation reverses.
+	PaymentSeen bool `db:"payment_seen"`
 	// NextCheckAt is when the reconciler next checks the order; nil when
 	// its status is final.
 	NextCheckAt *time.Time `db:"-"`
@@ -421,7 +424,8 @@ func (db *DB) lockOrderStates(ctx context.Context, tx *sqlx.Tx, params []ordersy
 func stateQuery(n int) string {
 	return `SELECT id, account, order_code, status, fetch_seq, document_hash, raw_document IS NOT NULL AS fetched, paid_fired,
        status_transitions, first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count, changed_at, expires_at,
-       paid_at, status_changed_at
+       paid_at, status_changed_at,
+       (payment_authorization_code <> '' OR buyer_name <> '' OR buyer_email <> '' OR buyer_phone <> '') AS payment_seen
 FROM orders WHERE account = ? AND order_code IN (` + placeholders(n) + `)`
 }
 
@@ -513,6 +517,13 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 		paidAt := dbTime(ordersync.PaidAt(bo.announced, fetchedAt))
 		st.PaidAt = &paidAt
 	}
+	if st.PaidAt == nil && c.State.Status == ordersync.StatusCancelled && len(c.History) > 0 &&
+		ordersync.ReversesPayment(o, st.PaymentSeen, bo.announced != nil) {
+		// A payment taken and reversed before any fetch saw it PAID.
+		paidAt := dbTime(ordersync.PaidAt(bo.announced, fetchedAt))
+		st.PaidAt = &paidAt
+	}
+	st.PaymentSeen = st.PaymentSeen || o.HasPaymentEvidence()
 	st.scheduleNextCheck(c.State.Status, fetchedAt, b.dense[p.Account])
 	if st.NextCheckAt != nil {
 		res.NextCheck = *st.NextCheckAt
@@ -838,7 +849,7 @@ func nullTimePtr(t *time.Time) any {
 }
 
 // paymentAnnouncements reads, for each order of the batch that a fetch may
-// find paid for the first time, the earliest receipt of a webhook logged for
+// find paid for the first time (or cancelled, which may reverse a payment), the earliest receipt of a webhook logged for
 // it that announced the payment: a webhook may have come before a fetch that
 // saw the order still unpaid, or with a fetch that lost to a newer one.
 func (db *DB) paymentAnnouncements(ctx context.Context, tx *sqlx.Tx, params []ordersync.ApplyParams, states map[orderKey]*orderState) (map[orderKey]time.Time, error) {
@@ -846,7 +857,9 @@ func (db *DB) paymentAnnouncements(ctx context.Context, tx *sqlx.Tx, params []or
 	seen := map[orderKey]bool{}
 	for _, p := range params {
 		k := orderKey{p.Account, p.Order.OrderCode}
-		if seen[k] || !p.Order.OrderStatus.IsPaidState() {
+		// A cancellation may reverse a payment a webhook announced
+		// (ordersync.ReversesPayment).
+		if seen[k] || !(p.Order.OrderStatus.IsPaidState() || p.Order.OrderStatus == ordersync.StatusCancelled) {
 			continue
 		}
 		if st := states[k]; st != nil && (st.PaidFired || st.PaidAt != nil) {
