@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,19 @@ var Collected = []Status{StatusPaid, StatusFinalized}
 
 // StatusGroupCollected names Collected in a status filter.
 const StatusGroupCollected = "collected"
+
+// PaymentState is what became of an order's payment, as exports name it:
+// "collected" (Collected), "reversed" (CANCELLED with a paid time: paid,
+// or shown paid by evidence, then cancelled), or "" (never paid).
+func PaymentState(status Status, paidAt *time.Time) string {
+	switch {
+	case slices.Contains(Collected, status):
+		return "collected"
+	case status == StatusCancelled && paidAt != nil:
+		return "reversed"
+	}
+	return ""
+}
 
 // Valid reports whether s is one of the known statuses.
 func (s Status) Valid() bool {

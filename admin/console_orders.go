@@ -410,6 +410,19 @@ func (s *Server) timeline(ctx context.Context, o *ordersync.MirroredOrder, loc *
 			}
 		}
 	}
+	if o.Sync.PaidAt != nil && !slices.ContainsFunc(h.StatusChanges, func(c ordersync.StatusChange) bool { return c.To.IsPaidState() }) {
+		add(*o.Sync.PaidAt, "Payment (from evidence)", "no fetch saw the order PAID: its first evidence of a payment (a payment webhook, or a document with an authorization code or a buyer)")
+	}
+	if o.Sync.PaidAt != nil {
+		// The reversal is the first cancellation after the payment, as the
+		// daily totals count it.
+		for _, c := range slices.Backward(h.StatusChanges) {
+			if c.To == ordersync.StatusCancelled && !c.At.Before(*o.Sync.PaidAt) {
+				add(c.At, "Payment reversed", "cancelled after the payment: counted as reversed, not as cancelled")
+				break
+			}
+		}
+	}
 	slices.SortStableFunc(out, func(a, b TimelineEntry) int { return b.at.Compare(a.at) })
 	return out, nil
 }

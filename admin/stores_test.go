@@ -22,7 +22,8 @@ import (
 // order is account, code, statuses, total and created time: the statuses
 // as fetched one after another (PENDING>PAID>CANCELLED), the first a
 // minute after its creation, each next an hour later. A paid order keeps
-// its payment when it is cancelled afterwards.
+// its payment when it is cancelled afterwards; a status marked * carries
+// one too (CANCELLED*: a payment reversed before any fetch saw it).
 func mirrorStores(t *testing.T, db *store.DB, orders ...[5]string) {
 	t.Helper()
 	zones := map[string][2]string{"sv": {"USD", "America/El_Salvador"}, "md": {"EUR", "Europe/Madrid"}}
@@ -30,7 +31,9 @@ func mirrorStores(t *testing.T, db *store.DB, orders ...[5]string) {
 		paid := false
 		for step, status := range strings.Split(o[2], ">") {
 			payment := "null"
-			if paid = paid || status == "PAID" || status == "FINALIZED"; paid {
+			evidence := strings.HasSuffix(status, "*")
+			status = strings.TrimSuffix(status, "*")
+			if paid = paid || evidence || status == "PAID" || status == "FINALIZED"; paid {
 				payment = fmt.Sprintf(`{"authorizationCode":"A%d","buyer":{"name":"Buyer %d","email":"b%d@example.com","phone":"+50370000%03d"}}`, i, i, i, i)
 			}
 			doc := fmt.Sprintf(`{"orderId":"%d","orderCode":%q,"orderReference":"ref-%s","name":"Pedido","orderStatus":%q,
@@ -311,5 +314,33 @@ func TestTotalsLinkToTheirOrders(t *testing.T) {
 	}
 	if figures < 30 {
 		t.Errorf("%d figures followed", figures)
+	}
+}
+
+// TestReversedInConsole: a payment reversed before any fetch saw it PAID
+// shows its paid time and the reversal in the order's timeline, counts as
+// reversed (not cancelled) in Daily totals, and the figure opens it.
+func TestReversedInConsole(t *testing.T) {
+	b, db := storesServer(t)
+	mirrorStores(t, db, [5]string{"md", "rv1", "PENDING>CANCELLED*", "9.90", "2026-11-02T11:00:00.000Z"})
+	_, page := b.do("GET", "/console/orders/rv1?account=md", nil)
+	if !strings.Contains(page, "Payment reversed") || !strings.Contains(page, "Payment (from evidence)") {
+		t.Errorf("the reversed order's page lacks the reversal in its timeline")
+	}
+	if m := regexp.MustCompile(`<dt>Paid</dt><dd>([^<]*<time[^>]*>[^<]+)`).FindStringSubmatch(page); m == nil {
+		t.Errorf("the reversed order shows no paid time")
+	}
+	_, page = b.do("GET", "/console/totals?account=md&from=2026-11-02&to=2026-11-03", nil)
+	cells := figureCell.FindAllStringSubmatch(page, -1)
+	if len(cells) != 5 {
+		t.Fatalf("%d figures on md's 2 November", len(cells))
+	}
+	// created, paid, cancelled, finalized, reversed
+	if cells[4][2] != "1" || cells[4][3] != "9.90" || cells[2][2] != "0" {
+		t.Errorf("md's 2 November: reversed %s / %s, cancelled %s; want the reversal counted as reversed", cells[4][2], cells[4][3], cells[2][2])
+	}
+	_, list := b.do("GET", html.UnescapeString(cells[4][1]), nil)
+	if !strings.Contains(list, "/console/orders/rv1?account=md") {
+		t.Errorf("the reversed figure does not open rv1")
 	}
 }

@@ -39,6 +39,7 @@ var columns = map[Kind][]column{
 		{"buyer_name", text}, {"buyer_email", text}, {"buyer_phone", text}, {"authorization_code", text},
 		{"status_changed_at_utc", when}, {"account", text}, {"order_name", text},
 		{"shipping_amount", amount}, {"discount_amount", amount}, {"surcharge_amount", amount},
+		{"payment_state", text},
 	},
 	OrderLines: {
 		{"order_code", text}, {"order_reference", text}, {"status", text}, {"currency", text},
@@ -171,7 +172,8 @@ func (ew *Writer) order(e *ordersync.ExportedOrder) error {
 			buyer.Name, buyer.Email, buyer.Phone, auth,
 			utc(changed), e.Account, o.Name,
 			amountText(o.TotalDetails.ShippingAmount, cur), amountText(o.TotalDetails.DiscountAmount, cur),
-			amountText(o.TotalDetails.SurchargeAmount, cur))
+			amountText(o.TotalDetails.SurchargeAmount, cur),
+			ordersync.PaymentState(o.OrderStatus, e.Sync.PaidAt))
 	case OrderLines:
 		// Every line of an order repeats its creation time: written once.
 		created, createdUTC := ew.local(o.Created.Time), utc(o.Created.Time)

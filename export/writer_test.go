@@ -69,7 +69,7 @@ func TestColumnsGolden(t *testing.T) {
 	golden := map[Kind]string{
 		Orders: "order_code,order_id,order_reference,status,currency,subtotal,total,created_at,created_at_utc,paid_at,paid_at_utc," +
 			"status_changed_at,buyer_name,buyer_email,buyer_phone,authorization_code,status_changed_at_utc,account,order_name," +
-			"shipping_amount,discount_amount,surcharge_amount",
+			"shipping_amount,discount_amount,surcharge_amount,payment_state",
 		OrderLines: "order_code,order_reference,status,currency,line_number,product_id,sku,name,quantity,price,promo_price," +
 			"line_subtotal,created_at,created_at_utc,account",
 		StatusChanges: "order_code,from_status,to_status,at,at_utc,cause,order_reference,account",
