@@ -60,6 +60,16 @@ func mirrorStores(t *testing.T, db *store.DB, orders ...[5]string) {
 // as a viewer.
 func storesServer(t *testing.T) (*browser, *store.DB) {
 	t.Helper()
+	base, db := storesBase(t)
+	b := newBrowser(t, base)
+	b.signIn("eve-token")
+	return b, db
+}
+
+// storesBase starts the console and API over two stores' mirror and
+// returns its address.
+func storesBase(t *testing.T) (string, *store.DB) {
+	t.Helper()
 	db := openTestDB(t)
 	mirrorStores(t, db,
 		[5]string{"sv", "s1", "PAID", "10.00", "2026-11-02T12:00:00.000Z"},
@@ -81,9 +91,7 @@ func storesServer(t *testing.T) (*browser, *store.DB) {
 			t.Fatal(err)
 		}
 	}
-	b := newBrowser(t, base)
-	b.signIn("eve-token")
-	return b, db
+	return base, db
 }
 
 // TestStoreChoiceAPI: the API's listing, order, export and daily totals
