@@ -749,7 +749,8 @@ func (s *Store) FindOrderHistory(_ context.Context, account, code string, limit 
 // asking the fake for them is an error rather than a wrong answer.
 func (s *Store) ListOrders(_ context.Context, f ordersync.OrderFilter) (ordersync.OrderPage, error) {
 	if f.Q != "" || !f.CreatedFrom.IsZero() || !f.CreatedTo.IsZero() || !f.PaidFrom.IsZero() || !f.PaidTo.IsZero() ||
-		f.Currency != "" || f.MinTotal != nil || f.MaxTotal != nil || (f.Sort != "" && f.Sort != ordersync.SortCreatedDesc) || f.After != nil {
+		!f.CancelledFrom.IsZero() || !f.CancelledTo.IsZero() || !f.FinalizedFrom.IsZero() || !f.FinalizedTo.IsZero() ||
+		!f.ReversedFrom.IsZero() || !f.ReversedTo.IsZero() || f.Currency != "" || f.MinTotal != nil || f.MaxTotal != nil || (f.Sort != "" && f.Sort != ordersync.SortCreatedDesc) || f.After != nil {
 		return ordersync.OrderPage{}, errors.New("fake.Store: ListOrders answers only the account, status and since filters")
 	}
 	s.mu.Lock()
