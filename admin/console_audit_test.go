@@ -52,7 +52,7 @@ func TestConsoleAudit(t *testing.T) {
 			t.Errorf("filtered row %v", r[1:])
 		}
 	}
-	if rows[0][4] != "order o50" || rows[0][1] != "2026-10-10 06:50 CST" && rows[0][1] != "2026-10-10 12:50 UTC" {
+	if rows[0][4] != "order o50" || rows[0][1] != "2026-10-10 06:50 UTC−06:00" && rows[0][1] != "2026-10-10 12:50 UTC" {
 		t.Errorf("newest of alice's: %v", rows[0][1:])
 	}
 

@@ -96,8 +96,18 @@ func momentOf(t time.Time, loc *time.Location) Moment {
 	if t.IsZero() {
 		return Moment{}
 	}
-	return Moment{Shown: t.In(loc).Format("2006-01-02 15:04 MST"), UTC: t.UTC().Format("2006-01-02 15:04:05 UTC"),
-		ISO: t.UTC().Format(time.RFC3339)}
+	return Moment{Shown: shownAt(t, loc), UTC: t.UTC().Format("2006-01-02 15:04:05 UTC"), ISO: t.UTC().Format(time.RFC3339)}
+}
+
+// shownAt writes t in loc with its offset from UTC (2026-10-10 06:50
+// UTC−06:00), or UTC: an abbreviation such as CST names several zones.
+func shownAt(t time.Time, loc *time.Location) string {
+	if loc == time.UTC {
+		return t.UTC().Format("2006-01-02 15:04") + " UTC"
+	}
+	t = t.In(loc)
+	_, offset := t.Zone()
+	return t.Format("2006-01-02 15:04") + " " + ordersync.UTCOffset(offset)
 }
 
 func momentOfPtr(t *time.Time, loc *time.Location) Moment {
@@ -110,6 +120,17 @@ func momentOfPtr(t *time.Time, loc *time.Location) Moment {
 // ZoneSwitch is the header's time-zone switch of a page.
 type ZoneSwitch struct {
 	Mode, Store, Back string
+}
+
+// Offset is the store's zone's offset from UTC now (UTC−06:00), "" when
+// the store names no zone this binary knows.
+func (z ZoneSwitch) Offset() string {
+	loc, err := ordersync.ParseZone(z.Store)
+	if err != nil || z.Store == "" {
+		return ""
+	}
+	_, offset := time.Now().In(loc).Zone()
+	return ordersync.UTCOffset(offset)
 }
 
 // OrdersView is the Orders page.

@@ -209,6 +209,11 @@ func TestStoreChoiceConsole(t *testing.T) {
 		!strings.Contains(page, "/console/orders/s3?account=sv") || !strings.Contains(page, "/console/orders/s1?account=sv") {
 		t.Errorf("sv's paid orders of the 2nd in its zone lack s1 and s3")
 	}
+	// Times show their offset, never an abbreviation alone (CST names
+	// several zones).
+	if !strings.Contains(page, "2026-11-02 06:01 UTC−06:00") || strings.Contains(page, " CST") {
+		t.Errorf("sv's times are not shown with their offset")
+	}
 	_, page = get("/console/orders?account=*&tz=UTC&paidFrom=2026-11-02&paidTo=2026-11-03")
 	for _, want := range []string{`<option value="*" selected>All stores</option>`, `<input type="hidden" name="tz" value="UTC">`,
 		"Dates are days in UTC (UTC+00:00).", "/console/orders/s1?account=sv", "/console/orders/m1?account=md", "/console/orders/m2?account=md"} {
