@@ -97,6 +97,24 @@ func TestStoreScopedQueries(t *testing.T) {
 				t.Errorf("ListOrders(%+v) = %v; want %v", tc.f, got, tc.want)
 			}
 		}
+		// An export reads what the listing does, store by store.
+		for account, want := range map[string][]string{"sv": {"sv/s1", "sv/s2", "sv/s3"}, "md": {"md/m1", "md/m2"},
+			"": {"md/m1", "md/m2", "sv/s1", "sv/s2", "sv/s3"}} {
+			var got []string
+			if err := db.ExportOrders(ctx, ordersync.ExportParams{Filter: ordersync.OrderFilter{Account: account}, BatchSize: 2},
+				func(batch []ordersync.ExportedOrder) error {
+					for _, e := range batch {
+						got = append(got, e.Account+"/"+e.Order.OrderCode)
+					}
+					return nil
+				}); err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("ExportOrders(account %q) = %v; want %v", account, got, want)
+			}
+		}
 		for account, want := range map[string]string{"sv": "America/El_Salvador", "md": "Europe/Madrid", "nobody": ""} {
 			if got, err := db.StoreTimeZone(ctx, account); err != nil || got != want {
 				t.Errorf("StoreTimeZone(%s) = %q, %v; want %q", account, got, err, want)
