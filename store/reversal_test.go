@@ -99,7 +99,6 @@ func TestReversalFromEvidence(t *testing.T) {
 	})
 }
 
-
 // TestReversalMigration: migration 22 fills the reversals of a mirror an
 // older build made, which left their paid time empty: from the earliest
 // payment webhook before the cancellation, else the cancellation; the name
