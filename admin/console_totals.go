@@ -62,11 +62,11 @@ type TotalsRow struct {
 	Links map[string]string
 }
 
-// figureRanges are the listing's ranges that select the orders a figure of
-// the daily totals counts on a day (store.TestDailyTotalsFiguresAreTheirOrders
-// holds them to the figures).
-var figureRanges = map[string]string{"created": "created", "paid": "paid", "cancelled": "cancelled",
-	"finalized": "finalized", "reversed": "reversed"}
+// totalsFigures are the figures of a day that select orders: each is also
+// the name of the listing's range (createdFrom/createdTo, …) that selects
+// the orders it counts (store.TestDailyTotalsFiguresAreTheirOrders holds
+// them to the figures).
+var totalsFigures = []string{"created", "paid", "cancelled", "finalized", "reversed"}
 
 // totalsRow links each figure of d, a day of a report in zone tz of the
 // store account, to its orders.
@@ -79,9 +79,9 @@ func totalsRow(d ordersync.DayTotals, account, tz string) TotalsRow {
 	if day, err := ordersync.ParseDate(d.Date); err == nil {
 		next = day.AddDate(0, 0, 1).Format(ordersync.DateLayout)
 	}
-	for figure, param := range figureRanges {
+	for _, figure := range totalsFigures {
 		q := url.Values{"account": {account}, "tz": {tz}, "currency": {d.Currency}, "count": {"exact"},
-			param + "From": {d.Date}, param + "To": {next}}
+			figure + "From": {d.Date}, figure + "To": {next}}
 		row.Links[figure] = "/console/orders?" + q.Encode()
 	}
 	return row
