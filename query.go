@@ -18,10 +18,14 @@ type OrderFilter struct {
 	Account string
 	// Statuses, when any, select orders in one of them.
 	Statuses []Status
-	// Q finds orders by an identifier, exactly (order code, order id,
-	// reference, buyer email, buyer phone, authorization code), or by the
-	// buyer's name: every word of Q begins a word of the name, regardless of
-	// case and accents ("jose pe" finds "José Peña").
+	// Q finds orders by an identifier: the order code, order id or
+	// authorization code exactly; the reference by its beginning and the
+	// buyer's email whole, regardless of case; the buyer's phone however
+	// it is written (PhoneSearchKeys: with or without the country code,
+	// spaces, dashes, dots, parentheses); the total when Q is an amount
+	// (12.50 finds totals of 12.50 in any currency, 12.5 and 12.500 alike);
+	// or by the buyer's name: every word of Q begins a word of the name,
+	// regardless of case and accents ("jose pe" finds "José Peña").
 	Q string
 	// Since selects orders created upstream at or after it; it predates
 	// CreatedFrom, which means the same, and cannot be given with it.
@@ -192,4 +196,24 @@ func NameTokens(name string) []string {
 	}
 	flush()
 	return out
+}
+
+// IdentifierKey is an email or an order reference as search matches it:
+// in lower case and without surrounding spaces, so that case never
+// decides whether a caller's words find an order.
+func IdentifierKey(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// SearchAmount is q read as an order total a search looks for, when it is
+// a plain decimal (digits, at most one point with digits after it:
+// 12.50, 12.5, 1000); false otherwise.
+func SearchAmount(q string) (Amount, bool) {
+	whole, frac, point := strings.Cut(q, ".")
+	digits := func(s string) bool {
+		return s != "" && strings.Trim(s, "0123456789") == ""
+	}
+	if !digits(whole) || (point && !digits(frac)) {
+		return Amount{}, false
+	}
+	a, err := ParseAmount(q)
+	return a, err == nil
 }

@@ -62,7 +62,7 @@ func (db *DB) exportBatch(ctx context.Context, filter ordersync.OrderFilter, sor
 		batch []ordersync.ExportedOrder
 	)
 	err := db.inReadTx(ctx, "export orders", func(tx *sqlx.Tx) error {
-		names, err := db.planNameSearch(ctx, tx, filter)
+		names, err := db.planSearch(ctx, tx, filter)
 		if err != nil {
 			return err
 		}

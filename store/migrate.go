@@ -40,6 +40,9 @@ func (db *DB) Migrate(ctx context.Context) error {
 	if err := db.backfillMinorUnits(ctx); err != nil {
 		return fmt.Errorf("migrate %s store: %w", db.dialect, err)
 	}
+	if err := db.backfillIdentifierKeys(ctx); err != nil {
+		return fmt.Errorf("migrate %s store: %w", db.dialect, err)
+	}
 	return nil
 }
 

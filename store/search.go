@@ -152,7 +152,7 @@ func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) (ord
 	out := ordersync.OrderPage{Limit: clampLimit(filter.Limit, defaultListLimit, maxListLimit), Offset: max(filter.Offset, 0)}
 	want := out.Limit + 1 // one more than the page tells whether another follows
 	err = db.inReadTx(ctx, "list orders", func(tx *sqlx.Tx) error {
-		names, err := db.planNameSearch(ctx, tx, filter)
+		names, err := db.planSearch(ctx, tx, filter)
 		if err != nil {
 			return err
 		}
@@ -207,9 +207,9 @@ func checkFilter(filter ordersync.OrderFilter) (ordersync.OrderSort, error) {
 // selectOrders reads up to want rows of the orders filter selects, in
 // sort, after filter.After and offset more: the one query of a listing's
 // page and of an export's batch, so that both select and order alike.
-// names is planNameSearch's answer in the same transaction; set, the
+// names is planSearch's answer in the same transaction; set, the
 // columns it reads.
-func (db *DB) selectOrders(ctx context.Context, tx *sqlx.Tx, set orderColumnSet, filter ordersync.OrderFilter, names nameSearch, sort ordersync.OrderSort,
+func (db *DB) selectOrders(ctx context.Context, tx *sqlx.Tx, set orderColumnSet, filter ordersync.OrderFilter, names searchPlan, sort ordersync.OrderSort,
 	want, offset int) ([]orderRow, error) {
 	col, dir, cmp := sortColumns[sort.Key()], "ASC", ">"
 	if sort.Desc() {
@@ -283,7 +283,7 @@ type orderPart func(id string) ([]string, []any)
 // (which repeat the order's filtered and sorted columns). A common name or
 // a rare total range selects tens of thousands of orders, and reading each
 // order's row to sort them would cost far more than the page.
-func (db *DB) partQueries(set orderColumnSet, f ordersync.OrderFilter, names nameSearch, col, orderBy, dir string, rows int, part orderPart) (string, string, []any) {
+func (db *DB) partQueries(set orderColumnSet, f ordersync.OrderFilter, names searchPlan, col, orderBy, dir string, rows int, part orderPart) (string, string, []any) {
 	where, whereArgs := db.filterConditions(f, col)
 	if counted := countedConditions(f); counted != nil {
 		// On the order's row id, which orders and the words' rows name
@@ -463,14 +463,12 @@ func countedConditions(f ordersync.OrderFilter) orderPart {
 	}
 }
 
-// searchIdentifiers are the columns a search matches exactly, each the
-// second column of an index that begins with the account.
-var searchIdentifiers = []string{"order_code", "order_id", "order_reference", "buyer_email", "buyer_phone", "payment_authorization_code"}
-
-// nameSearch is how a search matches buyer names, decided by
-// planNameSearch in the page's read transaction.
-type nameSearch struct {
-	words []string
+// searchPlan is how a search matches phone numbers and buyer names,
+// decided by planSearch in the page's read transaction.
+type searchPlan struct {
+	// phones are the phone keys the search looks for (planPhoneSearch).
+	phones []string
+	words  []string
 	// none: no word of the account's buyer names begins with the first
 	// word, so only the identifiers can find an order.
 	none bool
@@ -496,12 +494,20 @@ func (db *DB) tokenMatch(column string) (string, func(string) string) {
 	return column + " GLOB ?", func(w string) string { return w + "*" }
 }
 
-// planNameSearch looks up, in tx, the first two words of the account's
-// buyer names that begin with the search's first word: two seeks in the
-// words' index. Words hold letters and digits only, so a prefix needs no
-// escaping in a pattern.
-func (db *DB) planNameSearch(ctx context.Context, tx *sqlx.Tx, f ordersync.OrderFilter) (nameSearch, error) {
-	names := nameSearch{words: ordersync.NameTokens(strings.TrimSpace(f.Q))}
+// planSearch looks up, in tx, the phone keys of the search, and the
+// first two words of the account's buyer names that begin with the
+// search's first word: two seeks in the words' index. Words hold letters
+// and digits only, so a prefix needs no escaping in a pattern.
+func (db *DB) planSearch(ctx context.Context, tx *sqlx.Tx, f ordersync.OrderFilter) (searchPlan, error) {
+	q := strings.TrimSpace(f.Q)
+	names := searchPlan{words: ordersync.NameTokens(q)}
+	if q == "" {
+		return names, nil
+	}
+	var err error
+	if names.phones, err = db.planPhoneSearch(ctx, tx, f.Account, q); err != nil {
+		return names, err
+	}
 	if len(names.words) == 0 || f.Account == "" {
 		return names, nil
 	}
@@ -549,13 +555,13 @@ func (db *DB) planNameSearch(ctx context.Context, tx *sqlx.Tx, f ordersync.Order
 
 // searchFound is the row ids (found_id) and sort values (k, of col) of the
 // orders of one part that a search for q finds, with the filter's
-// conditions where: those whose identifiers equal q, and those whose buyer
+// conditions where: those an identifier finds (identifierMatches), and those whose buyer
 // name has, for every word of q, a word that begins with it. A union of
 // index lookups, the name's from order_name_tokens alone. With rows > 0,
 // only the first rows of the name's in order (the listing's ORDER BY
 // terms over found_id and k) are read. valued says the part is the one
 // with the sort's value (col IS NOT NULL).
-func (db *DB) searchFound(account, q string, names nameSearch, col string, valued bool, where []string, whereArgs []any, part orderPart,
+func (db *DB) searchFound(account, q string, names searchPlan, col string, valued bool, where []string, whereArgs []any, part orderPart,
 	order string, rows int) (string, []any) {
 	var (
 		parts []string
@@ -585,15 +591,15 @@ func (db *DB) searchFound(account, q string, names nameSearch, col string, value
 		}
 		byName = []string{"NOT (" + strings.Join(byName, " AND ") + ")"}
 	}
-	for _, c := range searchIdentifiers {
+	for _, m := range identifierMatches(q, names.phones) {
 		// The identifier's index finds the order before the filter's
 		// conditions are tested: given them in one WHERE, SQLite would
 		// rather walk a range the filter names. "<> ''" lets SQLite use the
 		// partial indexes, which it cannot know a parameter satisfies.
 		conds := slices.Concat([]string{"raw_document IS NOT NULL"}, where, pc, byName)
-		parts = append(parts, `SELECT id AS found_id, `+col+` AS k FROM (SELECT id AS ident_id FROM orders WHERE `+c+` = ? AND `+c+` <> ''`+acct+
+		parts = append(parts, `SELECT id AS found_id, `+col+` AS k FROM (SELECT id AS ident_id FROM orders WHERE `+m.cond+` AND `+m.column+` <> ''`+acct+
 			`) AS ident`+db.crossJoin()+`orders ON orders.id = ident.ident_id WHERE `+strings.Join(conds, " AND "))
-		args = slices.Concat(args, []any{q}, acctArgs, whereArgs, pa, byNameArgs)
+		args = slices.Concat(args, m.args, acctArgs, whereArgs, pa, byNameArgs)
 	}
 	found := strings.Join(parts, " UNION ")
 	if len(names.words) == 0 || names.none {

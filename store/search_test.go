@@ -23,6 +23,7 @@ type searchOrder struct {
 	day      int
 	total    string
 	currency string
+	country  string
 	buyer    []string // name, email, phone, authorization code
 	ref      string
 }
@@ -34,6 +35,9 @@ func (so searchOrder) params(t testing.TB, seq int64) ordersync.ApplyParams {
 		doc["total"] = json.Number(so.total)
 		if so.currency != "" {
 			doc["store"].(map[string]any)["currencyCode"] = so.currency
+		}
+		if so.country != "" {
+			doc["store"].(map[string]any)["countryCode"] = so.country
 		}
 		if so.ref != "" {
 			doc["orderReference"] = so.ref
@@ -111,7 +115,19 @@ func TestListOrdersFiltersAndSearch(t *testing.T) {
 			{"order id", def(ordersync.OrderFilter{Q: "3"}), []string{"s-c"}},
 			{"reference", def(ordersync.OrderFilter{Q: "INV-7"}), []string{"s-e"}},
 			{"default reference", def(ordersync.OrderFilter{Q: "ref-s-a"}), []string{"s-a"}},
-			{"identifiers are exact", def(ordersync.OrderFilter{Q: "INV"}), []string{}},
+			{"reference by its beginning, any case", def(ordersync.OrderFilter{Q: "inv"}), []string{"s-e"}},
+			{"reference: the beginning only", def(ordersync.OrderFilter{Q: "NV-7"}), []string{}},
+			{"email in capitals", def(ordersync.OrderFilter{Q: "MARIA@Example.com"}), []string{"s-c"}},
+			{"email is whole", def(ordersync.OrderFilter{Q: "maria@example"}), []string{}},
+			{"phone without the country code", def(ordersync.OrderFilter{Q: "70001111"}), []string{"s-b"}},
+			{"phone with dashes", def(ordersync.OrderFilter{Q: "7000-1111"}), []string{"s-b"}},
+			{"phone with the code and spaces", def(ordersync.OrderFilter{Q: "+503 7000 1111"}), []string{"s-b"}},
+			{"phone with parentheses and dots", def(ordersync.OrderFilter{Q: "(503) 7000.1111"}), []string{"s-b"}},
+			{"another number", def(ordersync.OrderFilter{Q: "7000-1112"}), []string{}},
+			{"amount in any currency", def(ordersync.OrderFilter{Q: "20.50"}), []string{"s-c"}},
+			{"amount with fewer decimals", def(ordersync.OrderFilter{Q: "1000.0"}), []string{"s-e"}},
+			{"amount and currency", def(ordersync.OrderFilter{Q: "20.5", Currency: "USD"}), []string{}},
+			{"identifiers are exact", def(ordersync.OrderFilter{Q: "C33"}), []string{}},
 			{"another account's buyer", ordersync.OrderFilter{Account: "other", Q: "jose"}, []string{"s-x"}},
 			{"search and status", def(ordersync.OrderFilter{Q: "jose", Statuses: []ordersync.Status{ordersync.StatusPaid}}), []string{"s-c", "s-b"}},
 			{"created range is [from, to)", def(ordersync.OrderFilter{CreatedFrom: day(11), CreatedTo: day(13)}), []string{"s-c", "s-b"}},
@@ -572,10 +588,23 @@ func TestListOrdersMatchesBruteForce(t *testing.T) {
 					buyer = *o.Payment.Buyer
 				}
 			}
-			for _, id := range []string{o.OrderCode, string(o.OrderID), o.OrderReference, buyer.Email, buyer.Phone, auth} {
+			for _, id := range []string{o.OrderCode, string(o.OrderID), auth} {
 				if id != "" && id == f.Q {
 					return true
 				}
+			}
+			key := strings.ToLower(f.Q)
+			if email := strings.ToLower(buyer.Email); email != "" && email == key {
+				return true
+			}
+			if ref := strings.ToLower(o.OrderReference); ref != "" && strings.HasPrefix(ref, key) {
+				return true
+			}
+			if phone := ordersync.PhoneKey(buyer.Phone, o.Store.CountryCode); phone != "" && slices.Contains(ordersync.PhoneSearchKeys(f.Q, []string{o.Store.CountryCode}), phone) {
+				return true
+			}
+			if a, ok := ordersync.SearchAmount(f.Q); ok && o.Total.Cmp(a) == 0 {
+				return true
 			}
 			words, name := ordersync.NameTokens(f.Q), ordersync.NameTokens(buyer.Name)
 			for _, w := range words {
@@ -628,6 +657,9 @@ func TestListOrdersMatchesBruteForce(t *testing.T) {
 		paid := func(s int) time.Time { return time.Date(2026, 10, 10, 18, 5, s, 0, time.UTC) }
 		amount := func(s string) *ordersync.Amount { a := ordersync.MustAmount(s); return &a }
 		queries := []string{"", "", "", "jose", "jos", "JOSÉ peña", "núñez", "ana", "an", "pérez ruiz", "jorge anaya", "b-007", "AU3", "b12@example.com", "zz",
+			// A reference's beginning in any case, an email in capitals, a
+			// phone as a caller says it, an amount as written or not.
+			"JOS", "B12@Example.COM", "7000-0030", "(503) 7000.0060", "+503 7000 0090", "20.5", "9.99", "100.00",
 			// Words that each begin one word of the names (PostgreSQL merges
 			// their walks by created time), a later word that begins
 			// several or one, one word twice, three words.
