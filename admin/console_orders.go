@@ -157,6 +157,10 @@ type OrdersView struct {
 	Searched bool
 	// Collected names the status group, for the status selector.
 	Collected string
+	// Q is the search as read (trimmed), for the empty state to name;
+	// Filtered says other filters narrowed it too.
+	Q        string
+	Filtered bool
 }
 
 // Value is the query's value of the parameter name, for the form.
@@ -219,8 +223,10 @@ func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
 	for _, p := range OrderQueryParams {
 		if p != "tz" && p != "sort" && p != "count" && q.Get(p) != "" {
 			view.Searched = true
+			view.Filtered = view.Filtered || p != "q"
 		}
 	}
+	view.Q = strings.TrimSpace(q.Get("q"))
 	filter, err := ParseOrderQuery(q, now)
 	var qe *QueryError
 	if errors.As(err, &qe) {
