@@ -19,8 +19,10 @@ type OrderFilter struct {
 	// Statuses, when any, select orders in one of them.
 	Statuses []Status
 	// Q finds orders by an identifier: the order code, order id or
-	// authorization code exactly; the reference by its beginning and the
-	// buyer's email whole, regardless of case; the buyer's phone however
+	// authorization code exactly; the reference by its beginning (whole,
+	// when the beginning is shared by more than a mirror's bound of
+	// orders) and the buyer's email whole, regardless of case; the buyer's
+	// phone however
 	// it is written (PhoneSearchKeys: with or without the country code,
 	// spaces, dashes, dots, parentheses); the total when Q is an amount
 	// (12.50 finds totals of 12.50 in any currency, 12.5 and 12.500 alike);

@@ -468,7 +468,10 @@ func countedConditions(f ordersync.OrderFilter) orderPart {
 type searchPlan struct {
 	// phones are the phone keys the search looks for (planPhoneSearch).
 	phones []string
-	words  []string
+	// wholeReference: the search's beginning of a reference is too common
+	// (broadReferencePrefix), so it matches whole references only.
+	wholeReference bool
+	words          []string
 	// none: no word of the account's buyer names begins with the first
 	// word, so only the identifiers can find an order.
 	none bool
@@ -506,6 +509,9 @@ func (db *DB) planSearch(ctx context.Context, tx *sqlx.Tx, f ordersync.OrderFilt
 	}
 	var err error
 	if names.phones, err = db.planPhoneSearch(ctx, tx, f.Account, q); err != nil {
+		return names, err
+	}
+	if names.wholeReference, err = db.broadReferencePrefix(ctx, tx, f.Account, q); err != nil {
 		return names, err
 	}
 	if len(names.words) == 0 || f.Account == "" {
@@ -591,7 +597,7 @@ func (db *DB) searchFound(account, q string, names searchPlan, col string, value
 		}
 		byName = []string{"NOT (" + strings.Join(byName, " AND ") + ")"}
 	}
-	for _, m := range identifierMatches(q, names.phones) {
+	for _, m := range identifierMatches(q, names.phones, names.wholeReference) {
 		// The identifier's index finds the order before the filter's
 		// conditions are tested: given them in one WHERE, SQLite would
 		// rather walk a range the filter names. "<> ''" lets SQLite use the

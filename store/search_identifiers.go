@@ -25,20 +25,17 @@ type identifierMatch struct {
 
 // identifierMatches are the identifier lookups of a search for q (see
 // ordersync.OrderFilter.Q): the code, id and authorization code exactly,
-// the email's key, the reference key's range of q's prefix, the phone keys
-// phones lists, and the total when q is an amount.
-func identifierMatches(q string, phones []string) []identifierMatch {
+// the email's key, the reference key's range of q's prefix (its whole key
+// when wholeReference), the phone keys phones lists, and the total when q
+// is an amount.
+func identifierMatches(q string, phones []string, wholeReference bool) []identifierMatch {
 	key := ordersync.IdentifierKey(q)
 	out := []identifierMatch{
 		{"order_code", "order_code = ?", []any{q}},
 		{"order_id", "order_id = ?", []any{q}},
 		{"payment_authorization_code", "payment_authorization_code = ?", []any{q}},
 		{"buyer_email_key", "buyer_email_key = ?", []any{key}},
-	}
-	if end, ok := prefixEnd(key); ok {
-		out = append(out, identifierMatch{"order_reference_key", "order_reference_key >= ? AND order_reference_key < ?", []any{key, end}})
-	} else if key != "" {
-		out = append(out, identifierMatch{"order_reference_key", "order_reference_key >= ?", []any{key}})
+		referenceMatch(key, wholeReference),
 	}
 	if len(phones) > 0 {
 		args := make([]any, len(phones))
@@ -51,6 +48,40 @@ func identifierMatches(q string, phones []string) []identifierMatch {
 		out = append(out, identifierMatch{"total_key", "total_key = ?", []any{totalKey(a)}})
 	}
 	return out
+}
+
+// referenceMatch is the lookup of the references that begin with key, or
+// that are key when whole.
+func referenceMatch(key string, whole bool) identifierMatch {
+	if end, ok := prefixEnd(key); ok && !whole {
+		return identifierMatch{"order_reference_key", "order_reference_key >= ? AND order_reference_key < ?", []any{key, end}}
+	}
+	return identifierMatch{"order_reference_key", "order_reference_key = ?", []any{key}}
+}
+
+// maxReferencePrefixOrders is how many orders a reference's beginning may
+// find: the listing sorts what a search finds, and a beginning that
+// every reference shares ("INV-") would have it read them all. A search
+// whose beginning finds more matches whole references only.
+const maxReferencePrefixOrders = 2000
+
+// broadReferencePrefix reports, in tx, whether the references that begin
+// with q's key are more than maxReferencePrefixOrders of the account's
+// orders (of every account's when account is ""): a count of at most one
+// more than that in the key's index.
+func (db *DB) broadReferencePrefix(ctx context.Context, tx *sqlx.Tx, account, q string) (bool, error) {
+	m := referenceMatch(ordersync.IdentifierKey(q), false)
+	if len(m.args) < 2 {
+		return false, nil
+	}
+	acct, args := "", m.args
+	if account != "" {
+		acct, args = " AND account = ?", append(slices.Clone(m.args), account)
+	}
+	var n int
+	err := tx.GetContext(ctx, &n, db.rebind(`SELECT COUNT(*) FROM (SELECT 1 FROM orders WHERE `+m.cond+` AND order_reference_key <> ''`+acct+
+		` LIMIT `+strconv.Itoa(maxReferencePrefixOrders+1)+`) AS found`), args...)
+	return n > maxReferencePrefixOrders, err
 }
 
 // prefixEnd is the least string after every string that begins with p, in

@@ -147,7 +147,7 @@ func TestIdentifierSearchesSeekAnIndex(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		matches := identifierMatches("12.50", []string{"50370001111", "70001111"})
+		matches := identifierMatches("12.50", []string{"50370001111", "70001111"}, false)
 		if len(matches) != len(want) {
 			t.Fatalf("%d identifier lookups, want %d", len(matches), len(want))
 		}
@@ -199,4 +199,35 @@ func TestPrefixEnd(t *testing.T) {
 			t.Errorf("prefixEnd(%q) = %q, %v, want %q", tt.p, got, ok, tt.want)
 		}
 	}
+}
+
+// TestBroadReferencePrefix: a beginning shared by more references than
+// maxReferencePrefixOrders matches whole references only; one shared by
+// fewer finds them all.
+func TestBroadReferencePrefix(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		var batch []ordersync.ApplyParams
+		for i := range maxReferencePrefixOrders + 1 {
+			batch = append(batch, searchOrder{code: fmt.Sprintf("r-%04d", i), status: ordersync.StatusPending, day: 1 + i%28, total: "1.00",
+				ref: fmt.Sprintf("INV-%04d", i)}.params(t, int64(1+i)))
+		}
+		batch = append(batch, searchOrder{code: "r-inv", status: ordersync.StatusPending, day: 1, total: "1.00", ref: "inv"}.params(t, 9000))
+		apply(t, db, batch...)
+		all := ordersync.OrderFilter{Account: ordersync.DefaultAccount, Limit: 1, Count: true}
+		for _, s := range []struct {
+			q    string
+			want int
+		}{{"INV", 1}, {"inv-", 0}, {"inv-1", 1000}, {"INV-0042", 1}} {
+			f := all
+			f.Q = s.q
+			page, err := db.ListOrders(context.Background(), f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *page.Total != s.want {
+				t.Errorf("q %q: %d orders, want %d", s.q, *page.Total, s.want)
+			}
+		}
+	})
 }
