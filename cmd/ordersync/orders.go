@@ -30,7 +30,7 @@ func newOrdersCommand() *cobra.Command {
 // orderListFlags are the flags of orders list that the admin API's query
 // parameters mirror: flag name → parameter name.
 var orderListFlags = []struct{ flag, param, usage string }{
-	{"search", "q", "find by order code, order id, reference, buyer email, phone or authorization code (exactly), or by the buyer's name (words or their beginnings, regardless of case and accents)"},
+	{"search", "q", "find by order code, order id or authorization code (exactly), reference (its beginning, any case), buyer email (any case), phone (with or without the country code, spaces, dashes, dots, parentheses), total (12.50), or the buyer's name (words or their beginnings, regardless of case and accents); see docs/back-office.md#search"},
 	{"since", "since", "only orders created since: RFC 3339 time, YYYY-MM-DD, or a duration back from now (24h); not with --created-from"},
 	{"created-from", "createdFrom", "only orders created at or after: RFC 3339 time, or YYYY-MM-DD (midnight in --tz)"},
 	{"created-to", "createdTo", "only orders created before: RFC 3339 time, or YYYY-MM-DD (midnight in --tz)"},
