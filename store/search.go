@@ -561,12 +561,12 @@ func (db *DB) planSearch(ctx context.Context, tx *sqlx.Tx, f ordersync.OrderFilt
 
 // searchFound is the row ids (found_id) and sort values (k, of col) of the
 // orders of one part that a search for q finds, with the filter's
-// conditions where: those an identifier finds (identifierMatches), and those whose buyer
-// name has, for every word of q, a word that begins with it. A union of
-// index lookups, the name's from order_name_tokens alone. With rows > 0,
-// only the first rows of the name's in order (the listing's ORDER BY
-// terms over found_id and k) are read. valued says the part is the one
-// with the sort's value (col IS NOT NULL).
+// conditions where: those an identifier finds (identifierMatches), and
+// those whose buyer name has, for every word of q, a word that begins
+// with it. A union of index lookups, the name's from order_name_tokens
+// alone. With rows > 0, only the first rows of the name's in order (the
+// listing's ORDER BY terms over found_id and k) are read. valued says the
+// part is the one with the sort's value (col IS NOT NULL).
 func (db *DB) searchFound(account, q string, names searchPlan, col string, valued bool, where []string, whereArgs []any, part orderPart,
 	order string, rows int) (string, []any) {
 	var (
