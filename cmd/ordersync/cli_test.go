@@ -39,7 +39,7 @@ func TestCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range codes[:2] {
-		if _, err := st.Sim.Pay(c, ordersync.Buyer{Name: "Ana"}); err != nil {
+		if _, err := st.Sim.Pay(c, ordersync.Buyer{Name: "Ana", Phone: "+50373657811"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,6 +82,10 @@ func TestCLI(t *testing.T) {
 	// Search by a buyer's name regardless of case; a listing by cursor.
 	if out, err = runCLI(t, "orders", "list", db, "--search", "ANA", "--json"); err != nil || !strings.Contains(out, `"count": 2`) {
 		t.Errorf("orders list --search ANA: %v\n%s", err, out)
+	}
+	// And by the buyer's phone as a caller says it, without the country code.
+	if out, err = runCLI(t, "orders", "list", db, "--search", "7365-7811", "--json"); err != nil || !strings.Contains(out, `"count": 2`) {
+		t.Errorf("orders list --search 7365-7811: %v\n%s", err, out)
 	}
 	first, err := runCLI(t, "orders", "list", db, "--limit", "3", "--sort", "created_asc")
 	_, next, found := strings.Cut(first, "(next page: --cursor ")
