@@ -58,11 +58,11 @@ var benchQueryColumns = []string{"id", "account", "order_code", "order_id", "ord
 	"created_at", "store_name", "store_currency_code", "store_timezone", "has_payment", "payment_authorization_code", "buyer_name",
 	"buyer_phone", "buyer_email", "raw_document", "document_hash", "first_seen_at", "last_synced_at", "fetch_count", "fetch_seq",
 	"paid_fired", "status_transitions", "paid_at", "status_changed_at", "store_country_code",
-	// Added by migration 22, last: a mirror loaded at an older version
+	// Added by migration 23, last: a mirror loaded at an older version
 	// leaves them out, for the migration's backfill to fill.
 	"buyer_email_key", "buyer_phone_key", "order_reference_key"}
 
-// benchIdentifierKeys is how many of benchQueryColumns migration 22 added.
+// benchIdentifierKeys is how many of benchQueryColumns migration 23 added.
 const benchIdentifierKeys = 3
 
 // benchQueryStart is the first order's creation; the orders span a year.
@@ -153,7 +153,7 @@ func loadBenchQueryOrders(t *testing.T, db *DB, n int, version int64) {
 	insertWords := rowsSQL{prefix: "INSERT INTO order_name_tokens (account, token, order_row" + strings.Repeat(", ", min(len(tokenKeys), 1)) +
 		strings.Join(tokenKeys, ", ") + ") VALUES ", cols: 3 + len(tokenKeys)}
 	keysFrom := len(columns)
-	if version > 0 && version < 22 {
+	if version > 0 && version < 23 {
 		keysFrom -= benchIdentifierKeys
 		columns = columns[:keysFrom]
 	}

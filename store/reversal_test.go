@@ -107,7 +107,7 @@ func TestReversalFromEvidence(t *testing.T) {
 func TestReversalMigration(t *testing.T) {
 	eachDialect(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		db := openDBAt(t, url, 21)
+		db := openDB(t, url)
 		base := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
 		h := func(n int) time.Time { return base.Add(time.Duration(n) * time.Hour) }
 		seq := int64(0)
@@ -132,6 +132,10 @@ func TestReversalMigration(t *testing.T) {
 		step("cx", ordersync.StatusCancelled, h(2), nil)
 		step("seen", ordersync.StatusPaid, h(1), nil)
 		step("seen", ordersync.StatusCancelled, h(6), nil)
+		// The orders are written at the current schema, then the schema is
+		// taken down to 21 and the older build's paid times put back.
+		_, unlock := migrateDownTo(t, db, 21)
+		unlock()
 		// What the older build wrote: no paid time without a PAID fetch.
 		for _, q := range []string{`UPDATE orders SET paid_at = NULL WHERE order_code IN ('auth', 'hook', 'prev')`,
 			`UPDATE order_name_tokens SET paid_at = NULL WHERE order_row IN (SELECT id FROM orders WHERE order_code IN ('auth', 'hook', 'prev'))`} {

@@ -129,13 +129,13 @@ WHERE account = ? AND store_country_code <> '' ORDER BY id DESC LIMIT 1`), accou
 }
 
 // backfillKeys writes the identifier keys of orders mirrored before
-// migration 00022; PostgreSQL reads VALUES parameters as text.
+// migration 00023; PostgreSQL reads VALUES parameters as text.
 var backfillKeys = rowsSQL{prefix: `UPDATE orders SET buyer_email_key = v.column2, buyer_phone_key = v.column3, order_reference_key = v.column4 FROM (VALUES `,
 	cols: 4, suffix: `) AS v WHERE orders.id = CAST(v.column1 AS BIGINT)`}
 
 // backfillIdentifierKeys fills the identifier keys (buyer_email_key,
 // buyer_phone_key, order_reference_key) of orders mirrored before
-// migration 00022, when its mark says they are pending, a thousand orders
+// migration 00023, when its mark says they are pending, a thousand orders
 // per transaction, then clears the mark. It runs under the migration lock.
 func (db *DB) backfillIdentifierKeys(ctx context.Context) error {
 	type row struct {

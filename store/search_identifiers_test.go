@@ -93,19 +93,19 @@ func TestSearchIdentifiers(t *testing.T) {
 }
 
 // TestIdentifierKeysMigration: a mirror made by the migrations before
-// 00022 gets its keys once that migration and its backfill ran. The
+// 00023 gets its keys once that migration and its backfill ran. The
 // orders are written at the current schema, then the schema is taken down
-// to 21, which drops the keys and leaves every other column as the
+// to 22, which drops the keys and leaves every other column as the
 // previous version wrote it.
 func TestIdentifierKeysMigration(t *testing.T) {
 	eachDialect(t, func(t *testing.T, url string) {
 		db := openDB(t, url)
 		loadIdentifierOrders(t, db)
-		_, unlock := migrateDownTo(t, db, 21)
+		_, unlock := migrateDownTo(t, db, 22)
 		unlock()
 		var n int
 		if err := db.read.Get(&n, `SELECT COUNT(*) FROM orders WHERE buyer_phone <> ''`); err != nil || n != 5 {
-			t.Fatalf("orders with a phone at version 21: %d, %v", n, err)
+			t.Fatalf("orders with a phone at version 22: %d, %v", n, err)
 		}
 		if err := db.Migrate(context.Background()); err != nil {
 			t.Fatal(err)
