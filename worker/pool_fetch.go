@@ -152,11 +152,15 @@ func (p *Pool) fetchFailed(ctx context.Context, items []*item, err error) {
 // its retries, and whether the upstream answered for it. Which outages
 // never use up the attempts is the pool's own decision: an open breaker or
 // paused credentials say nothing about the order, so its events wait for
-// the upstream however long it takes.
+// the upstream however long it takes. A fetch refused for either is an
+// outage by its cause, even when the state changed since: a probe may
+// resume fetching while the refused fetches are still being settled.
 func (p *Pool) fetchFailure(account string, err error) (failure, bool) {
 	switch {
 	case IsPermanent(err):
 		return failure{kind: failPermanent, reason: string(deadLetterReason(err))}, true
+	case errors.Is(err, ErrCredentialsRejected) || errors.Is(err, ErrBreakerOpen):
+		return failure{kind: failOutage, wait: OutageWait(err)}, true
 	case IsOutage(err) || isTransient(err):
 		s := p.syncerFor(account)
 		if s.BreakerClosed() && !s.CredentialsPaused() {
