@@ -28,6 +28,7 @@ type syncerMetrics struct {
 	fetchDuration        prometheus.Histogram
 	fetchRetries         prometheus.Counter
 	breakerOpen          prometheus.Gauge
+	breakerOpens         prometheus.Counter
 	credentialsRejected  prometheus.Gauge
 	rateLimit            prometheus.Gauge
 	mirrorUpserts        *prometheus.CounterVec
@@ -54,6 +55,10 @@ func newSyncerMetrics(reg prometheus.Registerer) (*syncerMetrics, error) {
 		breakerOpen: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ordersync_upstream_breaker_open",
 			Help: "1 while the circuit breaker in front of the payment link service is open or half-open.",
+		}),
+		breakerOpens: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ordersync_upstream_breaker_opens_total",
+			Help: "Times the circuit breaker opened after fetches had been flowing (closed to open): a flapping upstream opens it again and again.",
 		}),
 		credentialsRejected: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ordersync_upstream_credentials_rejected",
@@ -82,7 +87,8 @@ func newSyncerMetrics(reg prometheus.Registerer) (*syncerMetrics, error) {
 		}, []string{"kind"}),
 	}
 	if err := collect.RegisterAll(reg, collect.Of(&m.fetchRequests), collect.Of(&m.fetchDuration), collect.Of(&m.fetchRetries),
-		collect.Of(&m.breakerOpen), collect.Of(&m.credentialsRejected), collect.Of(&m.rateLimit), collect.Of(&m.mirrorUpserts),
+		collect.Of(&m.breakerOpen), collect.Of(&m.breakerOpens), collect.Of(&m.credentialsRejected), collect.Of(&m.rateLimit),
+		collect.Of(&m.mirrorUpserts),
 		collect.Of(&m.mirrorStatusChanges), collect.Of(&m.mirrorCommitDuration), collect.Of(&m.drift)); err != nil {
 		return nil, err
 	}

@@ -29,6 +29,7 @@ func (s *Syncer) breakerStateChanged(_ string, from, to gobreaker.State) {
 		s.breakerOpenedAt.Store(time.Now().UnixNano())
 		s.metrics.breakerOpen.Set(1)
 		if from == gobreaker.StateClosed {
+			s.metrics.breakerOpens.Inc()
 			s.log.Warn("upstream circuit breaker opened: fetches fail fast",
 				"consecutive_failures", s.cfg.Breaker.ConsecutiveFailures, "open_for", s.cfg.Breaker.OpenFor)
 		}

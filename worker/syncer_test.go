@@ -239,6 +239,52 @@ func TestSyncerBreakerOpensOnServerErrors(t *testing.T) {
 	}
 }
 
+// TestSyncerBreakerOpensCounted: ordersync_upstream_breaker_opens_total
+// counts the breaker opening after fetches flowed, not each failed probe of
+// an outage, so a flapping upstream shows as opens in a row.
+func TestSyncerBreakerOpensCounted(t *testing.T) {
+	const openFor = 20 * time.Millisecond
+	e := newFakeEnv(t, sim.Faults{ServerErrorRate: 1})
+	code := e.createOrders(t, 1)[0].OrderCode
+	s := e.newSyncer(t, nil, func(c *worker.SyncerConfig) {
+		c.Breaker = worker.BreakerConfig{ConsecutiveFailures: 2, OpenFor: openFor}
+		c.Retry = worker.RetryConfig{Initial: time.Millisecond, Max: time.Millisecond, MaxElapsed: time.Second}
+	})
+	opens := func() float64 { return counterValue(t, e.reg, "ordersync_upstream_breaker_opens_total", nil) }
+	// fetchUntil fetches until the breaker lets a request reach the
+	// simulator and the fetch ends as want says.
+	fetchUntil := func(what string, want func(error) bool) {
+		t.Helper()
+		waitFor(t, 5*time.Second, what, func() bool {
+			gets := e.sim.Stats().Gets
+			_, _, err := s.Fetch(context.Background(), ordersync.DefaultAccount, code)
+			return e.sim.Stats().Gets > gets && want(err)
+		})
+	}
+	outage := func(err error) bool { return errors.Is(err, worker.ErrBreakerOpen) }
+
+	fetchUntil("the breaker opens", outage)
+	if v := opens(); v != 1 {
+		t.Fatalf("opens after the first outage = %v, want 1", v)
+	}
+	// A probe that fails again reopens a breaker that never closed.
+	fetchUntil("a failed probe", outage)
+	if v := opens(); v != 1 {
+		t.Errorf("opens after a failed probe = %v, want still 1", v)
+	}
+	if err := e.sim.SetFaults(sim.Faults{}); err != nil {
+		t.Fatal(err)
+	}
+	fetchUntil("the breaker closes", func(err error) bool { return err == nil })
+	if err := e.sim.SetFaults(sim.Faults{ServerErrorRate: 1}); err != nil {
+		t.Fatal(err)
+	}
+	fetchUntil("the breaker opens again", outage)
+	if v := opens(); v != 2 {
+		t.Errorf("opens after the upstream flapped = %v, want 2", v)
+	}
+}
+
 // TestSyncerRetriesExhausted: transient failures past MaxElapsed end as an
 // outage, with retries counted.
 func TestSyncerRetriesExhausted(t *testing.T) {

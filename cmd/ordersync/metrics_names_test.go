@@ -24,6 +24,7 @@ import (
 
 const (
 	alertRulesFile = "../../configs/prometheus/ordersync.rules.yml"
+	alertTestsFile = "../../configs/prometheus/ordersync.rules.test.yml"
 	dashboardFile  = "../../configs/grafana/ordersync-dashboard.json"
 )
 
@@ -120,6 +121,42 @@ func TestAlertRulesAnnotated(t *testing.T) {
 			if strings.TrimSpace(r.Annotations[a]) == "" {
 				t.Errorf("alert %s has no %s annotation", r.Alert, a)
 			}
+		}
+	}
+}
+
+// TestAlertRulesEachTested checks that the promtool unit tests (run by
+// .ci/run) make every alert fire at least once: a rule without a firing
+// case can be one that never fires.
+func TestAlertRulesEachTested(t *testing.T) {
+	b, err := os.ReadFile(alertTestsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		RuleFiles []string `yaml:"rule_files"`
+		Tests     []struct {
+			AlertRuleTest []struct {
+				AlertName string           `yaml:"alertname"`
+				ExpAlerts []map[string]any `yaml:"exp_alerts"`
+			} `yaml:"alert_rule_test"`
+		} `yaml:"tests"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("parse %s: %v", alertTestsFile, err)
+	}
+	if !slices.Contains(doc.RuleFiles, "ordersync.rules.yml") {
+		t.Errorf("%s tests %v, not ordersync.rules.yml", alertTestsFile, doc.RuleFiles)
+	}
+	fires := map[string]bool{}
+	for _, tc := range doc.Tests {
+		for _, a := range tc.AlertRuleTest {
+			fires[a.AlertName] = fires[a.AlertName] || len(a.ExpAlerts) > 0
+		}
+	}
+	for _, r := range readAlertRules(t) {
+		if r.Alert != "" && !fires[r.Alert] {
+			t.Errorf("alert %s: no promtool test in %s expects it to fire", r.Alert, alertTestsFile)
 		}
 	}
 }
