@@ -22,10 +22,11 @@ import (
 	"github.com/ordersync/ordersync"
 )
 
-// NewRegistry returns a registry with the Go runtime and process collectors.
+// NewRegistry returns a registry with the Go runtime and process collectors
+// and ordersync_build_info: the registry of every process, whatever its roles.
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newBuildInfo())
 	return reg
 }
 

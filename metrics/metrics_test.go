@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,4 +60,34 @@ func TestRegisterAll(t *testing.T) {
 	if err := RegisterAll(reg, Of(&clash)); err == nil {
 		t.Error("a clash of label names registered")
 	}
+}
+
+// TestRegistryExportsBuildInfo: every process's registry says which build
+// it runs, with the Go version of the binary.
+func TestRegistryExportsBuildInfo(t *testing.T) {
+	mfs, err := NewRegistry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "ordersync_build_info" {
+			continue
+		}
+		if len(mf.GetMetric()) != 1 {
+			t.Fatalf("%d series of ordersync_build_info, want 1", len(mf.GetMetric()))
+		}
+		m := mf.GetMetric()[0]
+		labels := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			labels[lp.GetName()] = lp.GetValue()
+		}
+		if labels["go"] != runtime.Version() || labels["version"] == "" || labels["commit"] == "" || len(labels) != 3 {
+			t.Errorf("ordersync_build_info labels %v, want version, commit and go %s", labels, runtime.Version())
+		}
+		if v := m.GetGauge().GetValue(); v != 1 {
+			t.Errorf("ordersync_build_info = %v, want 1", v)
+		}
+		return
+	}
+	t.Fatal("ordersync_build_info is not exported")
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -369,4 +370,28 @@ func readFixture(t testing.TB, name string) []byte {
 		t.Fatalf("read fixture: %v", err)
 	}
 	return b
+}
+
+// histogramTopBucket returns the largest finite upper bound of the
+// histogram name in reg.
+func histogramTopBucket(t testing.TB, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("Gather: %v", err)
+	}
+	top := math.Inf(-1)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, b := range m.GetHistogram().GetBucket() {
+				if u := b.GetUpperBound(); !math.IsInf(u, 1) && u > top {
+					top = u
+				}
+			}
+		}
+	}
+	return top
 }

@@ -142,10 +142,12 @@ func newPoolMetrics(reg prometheus.Registerer) (*poolMetrics, error) {
 			Name: "ordersync_deadletters_total",
 			Help: "Events that ended in a dead letter, by reason.",
 		}, []string{"reason"}),
+		// Doubling from 1 ms to past an hour (4194 s): an outage's lag is
+		// minutes, and a top bucket below it would cap every quantile there.
 		syncLag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "ordersync_sync_lag_seconds",
 			Help:    "Time from a webhook's receipt to the commit of the order it announced.",
-			Buckets: prometheus.ExponentialBucketsRange(0.001, 60, 17),
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 23),
 		}),
 		pendingMessages: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ordersync_consumer_pending_messages",

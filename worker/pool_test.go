@@ -73,6 +73,9 @@ func TestPoolEndToEnd(t *testing.T) {
 	if got := counterValue(t, e.reg, "ordersync_sync_lag_seconds", nil); got != float64(e.msgSeq.Load()) {
 		t.Errorf("sync lag observed %v times, want %d", got, e.msgSeq.Load())
 	}
+	if top := histogramTopBucket(t, e.reg, "ordersync_sync_lag_seconds"); top < 3600 {
+		t.Errorf("sync lag's top bucket is %vs: an outage's lag of minutes would read as that; want an hour or more", top)
+	}
 	if got := counterValue(t, e.reg, "ordersync_mirror_status_changes_total", map[string]string{"status": "PAID"}); got != 10 {
 		t.Errorf("status changes to PAID = %v, want 10", got)
 	}

@@ -256,3 +256,50 @@ func TestReconcilerReadsTheScheduleOncePerIdle(t *testing.T) {
 		t.Errorf("%d reads of the schedule between two claims %d checks apart, want 1", got, n)
 	}
 }
+
+// fixedBacklog is a schedule with checks overdue that are never claimed.
+type fixedBacklog struct {
+	ordersync.CheckSchedule
+	backlog ordersync.CheckBacklog
+}
+
+func (f fixedBacklog) ClaimDueChecks(context.Context, string, time.Time, int, time.Time) ([]ordersync.DueCheck, error) {
+	return nil, nil
+}
+
+func (f fixedBacklog) CheckBacklog(context.Context, string, time.Time) (ordersync.CheckBacklog, error) {
+	return f.backlog, nil
+}
+
+// TestReconcilerGaugesResetWhenRunEnds: Run ends when the process loses the
+// reconciler's lease; its backlog gauges go to 0 then, so a standby does not
+// report the backlog it saw as leader (and fire ReconcileBehind) after a
+// failover.
+func TestReconcilerGaugesResetWhenRunEnds(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	sched := fixedBacklog{CheckSchedule: fake.NewStore(),
+		backlog: ordersync.CheckBacklog{Due: 7, Oldest: now.Add(-10 * time.Minute), Next: now.Add(-10 * time.Minute)}}
+	reg := prometheus.NewRegistry()
+	rec, err := worker.NewReconciler(worker.ReconcilerConfig{Schedule: sched, Syncer: noChecks{}, Registerer: reg,
+		Idle: 30 * time.Second, BacklogInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rec.Run(ctx) }()
+	waitFor(t, 5*time.Second, "the leader's backlog gauges", func() bool {
+		return counterValue(t, reg, "ordersync_reconcile_due_orders", nil) == 7 &&
+			counterValue(t, reg, "ordersync_reconcile_overdue_seconds", nil) >= 600
+	})
+	cancel() // the lease is lost
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"ordersync_reconcile_due_orders", "ordersync_reconcile_overdue_seconds"} {
+		if v := counterValue(t, reg, name, nil); v != 0 {
+			t.Errorf("%s = %v after Run ended, want 0", name, v)
+		}
+	}
+}

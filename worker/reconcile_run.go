@@ -54,6 +54,11 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	err := r.claimLoop(ctx, work)
 	close(work)
 	wg.Wait()
+	// Run ends when the process loses the reconciler's lease (its context
+	// ends): the backlog is the new holder's to report, and a stale value
+	// here would keep an alert on this standby firing.
+	r.due.Set(0)
+	r.overdue.Set(0)
 	return err
 }
 
