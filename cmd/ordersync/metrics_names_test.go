@@ -161,6 +161,58 @@ func TestAlertRulesEachTested(t *testing.T) {
 	}
 }
 
+// TestDashboardShowsAlertMetrics checks that the dashboard has a panel for
+// every metric an alert's expression or description names, so the operator
+// an alert sends there finds it; and that its bar panels count over a fixed
+// window, so a bar's height does not change with the zoom.
+func TestDashboardShowsAlertMetrics(t *testing.T) {
+	onDashboard := map[string]bool{}
+	for name := range dashboardMetricNames(t) {
+		onDashboard[name] = true
+		if base, ok := strings.CutSuffix(name, "_bucket"); ok {
+			onDashboard[base] = true
+		}
+	}
+	for name, where := range ruleMetricNames(t) {
+		base, _ := strings.CutSuffix(name, "_bucket")
+		if !onDashboard[name] && !onDashboard[base] {
+			t.Errorf("%s, named by %s, has no panel on the dashboard", name, strings.Join(slices.Compact(where), ", "))
+		}
+	}
+	b, err := os.ReadFile(dashboardFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Panels []struct {
+			Title       string `json:"title"`
+			FieldConfig struct {
+				Defaults struct {
+					Custom struct {
+						DrawStyle string `json:"drawStyle"`
+					} `json:"custom"`
+				} `json:"defaults"`
+			} `json:"fieldConfig"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range doc.Panels {
+		if p.FieldConfig.Defaults.Custom.DrawStyle != "bars" {
+			continue
+		}
+		for _, tg := range p.Targets {
+			if strings.Contains(tg.Expr, "$__") {
+				t.Errorf("bar panel %q counts over a window that follows the zoom: %s", p.Title, tg.Expr)
+			}
+		}
+	}
+}
+
 type alertRule struct {
 	Alert       string            `yaml:"alert"`
 	Record      string            `yaml:"record"`
