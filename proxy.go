@@ -1,6 +1,7 @@
 package ordersync
 
 import (
+	"crypto/rand"
 	"net/netip"
 	"strings"
 )
@@ -49,4 +50,31 @@ func (p Proxies) Client(remoteAddr string, forwardedFor []string) string {
 		addr = hop
 	}
 	return addr.String()
+}
+
+// maxRequestIDLen bounds an X-Request-Id taken from a proxy: ids are UUIDs
+// or shorter, and a log line is no place for a long header.
+const maxRequestIDLen = 128
+
+// RequestID is the id of a request, for its log lines and its answer's
+// X-Request-Id: the id the connection's peer sent (given, its
+// X-Request-Id) when that peer is a trusted proxy and the id is made of
+// letters, digits and -._:, else a new random one. A client that is not a
+// proxy cannot choose the id its request is logged under.
+func (p Proxies) RequestID(remoteAddr, given string) string {
+	if given != "" && len(given) <= maxRequestIDLen && validRequestID(given) && p.Trusts(remoteAddr) {
+		return given
+	}
+	return rand.Text()
+}
+
+func validRequestID(s string) bool {
+	for _, c := range []byte(s) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '.', c == '_', c == ':':
+		default:
+			return false
+		}
+	}
+	return true
 }

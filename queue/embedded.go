@@ -168,7 +168,8 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS: configure: %w", err)
 	}
-	srv.SetLoggerV2(&serverLogger{l: cfg.Logger.With("component", "nats-server")}, false, false, false)
+	// The caller names the component; the server's own lines say so.
+	srv.SetLoggerV2(&serverLogger{l: cfg.Logger.With("source", "nats-server")}, false, false, false)
 	srv.Start()
 	if !srv.ReadyForConnections(cfg.StartTimeout) {
 		srv.Shutdown()

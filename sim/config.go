@@ -63,6 +63,7 @@ type Config struct {
 	// picks a seed from the clock; Stats reports the seed in use.
 	Seed int64
 
+	// Logger is named by the caller (for example with its component).
 	Logger *slog.Logger
 }
 

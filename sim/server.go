@@ -113,7 +113,7 @@ func New(cfg Config) (*Server, error) {
 	seed := uint64(cfg.Seed)
 	s := &Server{
 		cfg:           cfg,
-		log:           cfg.Logger.With("component", "sim"),
+		log:           cfg.Logger,
 		dice:          dice{seed: seed},
 		authHeader:    "Bearer " + cfg.SecretKey,
 		catalogue:     make(map[string]catalogueProduct, len(cfg.Products)),

@@ -100,7 +100,8 @@ type Config struct {
 	// RecordTimeout bounds one RecordEvents call; default 5s.
 	RecordTimeout time.Duration
 	Registerer    prometheus.Registerer
-	Logger        *slog.Logger
+	// Logger is named by the caller (the wiring gives it its component).
+	Logger *slog.Logger
 	// Clock stamps ReceivedAt; default time.Now.
 	Clock func() time.Time
 	// TrustedProxies are the peers (load balancers, TLS terminators) whose
@@ -271,7 +272,7 @@ func New(cfg Config) (*Receiver, error) {
 		unknown:    &account{name: unknownAccount, requests: m.requestsOf(unknownAccount)},
 		metrics:    m,
 		retryAfter: strconv.Itoa(int(math.Ceil(cfg.RetryAfter.Seconds()))),
-		logger:     cfg.Logger.With("component", "webhook"),
+		logger:     cfg.Logger,
 	}
 	for name, a := range cfg.Accounts {
 		rc.accounts[name] = newAccount(name, a.Secrets, m)
@@ -405,7 +406,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rc.answer(w, acct, http.StatusServiceUnavailable, outcomeBusy, bodyBusy)
 			return
 		}
-		rc.logger.Debug("webhook body unreadable", "account", acct.name, "err", err)
+		rc.logger.DebugContext(r.Context(), "webhook body unreadable", "account", acct.name, "err", err)
 		rc.answer(w, acct, http.StatusBadRequest, outcomeBadRequest, bodyUnreadable)
 		return
 	}
@@ -460,7 +461,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc.publishes.Add(1)
 	cancel()
 	if err != nil {
-		rc.logger.Warn("webhook not queued; answering 503 so the provider retries",
+		rc.logger.WarnContext(r.Context(), "webhook not queued; answering 503 so the provider retries",
 			"account", acct.name, "msg_id", in.MsgID, "type", string(ev.Type), "err", err)
 		w.Header().Set("Retry-After", rc.retryAfter)
 		rc.answer(w, acct, http.StatusServiceUnavailable, outcomeUnavailable, bodyUnavailable)
@@ -603,7 +604,7 @@ func (rc *Receiver) answer(w http.ResponseWriter, acct *account, status int, o o
 // the bounded per-minute record and the rate-limited WARN summary.
 func (rc *Receiver) rejectUnverified(acct *account, r *http.Request, receivedAt time.Time, reason ordersync.RejectionReason) {
 	client := rc.clientIP(r)
-	rc.logger.Debug("webhook rejected", "account", acct.name, "reason", string(reason), "client", client)
+	rc.logger.DebugContext(r.Context(), "webhook rejected", "account", acct.name, "reason", string(reason), "client", client)
 	rc.tally.add(receivedAt, acct.name, client, reason)
 }
 
@@ -621,7 +622,7 @@ func (rc *Receiver) rejectMalformed(acct *account, r *http.Request, body []byte,
 func (rc *Receiver) reject(acct *account, r *http.Request, body []byte, receivedAt time.Time, verdict ordersync.SignatureVerdict, detail string) {
 	client := rc.clientIP(r)
 	detail += " (from " + client + ")"
-	rc.logger.Debug("webhook rejected", "account", acct.name, "reason", detail, "client", client)
+	rc.logger.DebugContext(r.Context(), "webhook rejected", "account", acct.name, "reason", detail, "client", client)
 	if rc.recorder == nil {
 		return
 	}

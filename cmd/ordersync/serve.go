@@ -111,7 +111,18 @@ func newLogger(w io.Writer, level *slog.LevelVar, logLevel, format string) (*slo
 	case "", "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
+		opts.ReplaceAttr = secondsAttr
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("bad setting: log_format %q (want text or json)", format)
+}
+
+// secondsAttr writes a duration as seconds, a number, where the JSON
+// handler would write integer nanoseconds: what log stores and people
+// read as a duration.
+func secondsAttr(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.Float64Value(a.Value.Duration().Seconds())
+	}
+	return a
 }

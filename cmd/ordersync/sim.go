@@ -65,7 +65,7 @@ ORDERSYNC_SIM_WEBHOOK_SECRET, which keeps them out of the process list.`,
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("sim: --log-level %q: %w", logLevel, err)
 			}
-			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})).With("component", "sim")
 			s, err := sim.New(cfg)
 			if err != nil {
 				return err

@@ -77,6 +77,8 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 	if err := cfg.ValidateServe(); err != nil {
 		return nil, err
 	}
+	// Lines logged with a request's context carry its id (withRequestID).
+	logger = slog.New(requestLogHandler{logger.Handler()})
 	p := &Program{wiring: wiring{cfg: cfg, logger: logger, reg: metrics.NewRegistry()}, live: cfg}
 	p.roles, _ = parseRoles(cfg.Role) // validateServe checked it
 	defer func() {
@@ -206,7 +208,7 @@ func (p *Program) buildStages() (err error) {
 		if err != nil {
 			return err
 		}
-		p.webhookSrv = &http.Server{Handler: p.closeWhileDraining(p.receiver), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		p.webhookSrv = &http.Server{Handler: p.closeWhileDraining(withRequestID(proxies, log("webhook"), p.receiver)), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 			MaxHeaderBytes: maxHeaderBytes}
 	}
 	// Webhooks answered in this process come first: the pool yields the CPU
@@ -292,7 +294,7 @@ func (p *Program) buildStages() (err error) {
 	// A request that needs the upstream takes at most a fetch's retry
 	// budget plus a link creation; the write timeout leaves room for that.
 	p.api = api
-	p.adminSrv = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+	p.adminSrv = &http.Server{Handler: withRequestID(adminProxies, log("admin"), api), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: maxHeaderBytes}
 	return nil
 }
@@ -373,6 +375,7 @@ func (p *Program) Config() Config { return p.cfg }
 func (p *Program) Run(ctx context.Context) error {
 	p.logger.Info("ordersync serving", "role", p.cfg.Role, "webhooks", p.WebhookURL(), "admin", p.AdminURL(),
 		"database", RedactURL(p.cfg.DatabaseURL), "nats", p.natsDescription())
+	p.logger.Info("settings in effect", p.cfg.SettingsAttr())
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()

@@ -1,6 +1,6 @@
 // Package httpstatus remembers the status an HTTP handler answered with,
 // for whoever wraps the handler and acts on the outcome: the admin API's
-// audit trail and the lab's recording proxy.
+// audit trail, the lab's recording proxy and the request lines serve logs.
 package httpstatus
 
 import "net/http"
