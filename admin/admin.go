@@ -167,6 +167,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /v1/audit", when(cfg.Audit != nil, "the audit trail", s.listAudit))
 	s.routeConsole()
 	s.routeExports()
+	s.routePprof()
 	return s, nil
 }
 
