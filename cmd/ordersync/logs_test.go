@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -25,7 +26,7 @@ import (
 // must carry the id a trusted proxy gave it, which its answer echoes.
 func TestLogLinesJSONWithUniqueKeys(t *testing.T) {
 	var logs testenv.Buffer
-	logger, err := newLogger(&logs, "debug", "json")
+	logger, err := newLogger(&logs, new(slog.LevelVar), "debug", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
