@@ -48,6 +48,12 @@ func ParseZone(name string) (*time.Location, error) {
 // (UTC−06:00)", "Europe/Madrid (UTC+01:00, UTC+02:00)"). An abbreviation
 // such as CST names several zones, so a page never shows one alone.
 func ZoneLabel(loc *time.Location, from, to time.Time) string {
+	return loc.String() + " (" + strings.Join(ZoneOffsets(loc, from, to), ", ") + ")"
+}
+
+// ZoneOffsets are the offsets from UTC loc takes over [from, to), in the
+// order it takes them (["UTC−06:00"], ["UTC+01:00", "UTC+02:00"]).
+func ZoneOffsets(loc *time.Location, from, to time.Time) []string {
 	if to.Before(from) {
 		from, to = to, from
 	}
@@ -71,7 +77,7 @@ func ZoneLabel(loc *time.Location, from, to time.Time) string {
 	if to.After(from) {
 		add(to.Add(-time.Nanosecond))
 	}
-	return loc.String() + " (" + strings.Join(offsets, ", ") + ")"
+	return offsets
 }
 
 // UTCOffset writes an offset from UTC in seconds as UTC+01:00 or

@@ -217,9 +217,21 @@ func TestExportEndpoints(t *testing.T) {
 	if recs, err = r.ReadAll(); err != nil {
 		t.Fatal(err)
 	}
+	// Times as a spreadsheet reads them, the header naming their zone.
+	excelCol := func(rec []string, name string) string {
+		i := slices.IndexFunc(recs[0], func(h string) bool { return h == name || strings.HasPrefix(h, name+" (") })
+		if i < 0 {
+			t.Fatalf("no column %s in %q", name, recs[0])
+		}
+		return rec[i]
+	}
+	if h := recs[0][slices.IndexFunc(recs[0], func(h string) bool { return strings.HasPrefix(h, "created_at (") })]; !strings.HasPrefix(h, "created_at (Europe/Madrid, UTC+0") {
+		t.Errorf("excel created_at header %q", h)
+	}
 	for name, want := range map[string]string{"total": "13,10", "buyer_phone": "'+50370000000", "order_reference": "'=1+1",
-		"authorization_code": "'-204981", "buyer_email": "'@jose@example.com", "created_at": "2026-10-10T06:00:00+02:00"} {
-		if got := col(recs[1], name); got != want {
+		"authorization_code": "'-204981", "buyer_email": "'@jose@example.com", "created_at": "2026-10-10 06:00:00",
+		"created_at_utc": "2026-10-10 04:00:00"} {
+		if got := excelCol(recs[1], name); got != want {
 			t.Errorf("excel %s = %q, want %q", name, got, want)
 		}
 	}

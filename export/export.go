@@ -55,9 +55,11 @@ type Profile string
 const (
 	// Plain keeps every value exactly as mirrored.
 	Plain Profile = "plain"
-	// Excel is for spreadsheets: a UTF-8 byte-order mark, and a text cell
+	// Excel is for spreadsheets: a UTF-8 byte-order mark; a text cell
 	// that begins with a character a spreadsheet would read as the start
-	// of a formula gets a leading apostrophe (see FormulaSafe).
+	// of a formula gets a leading apostrophe (FormulaSafe), and so does an
+	// identifier or phone number it would read as a number (KeepText);
+	// times are written as SpreadsheetTime, the header naming their zone.
 	Excel Profile = "excel"
 )
 
@@ -73,6 +75,10 @@ type Options struct {
 	// Location is the zone the local time columns are in (default UTC);
 	// the _utc columns are in UTC whatever it is.
 	Location *time.Location
+	// ZoneFrom and ZoneTo bound the times the rows are about (the filter's
+	// days): the Excel profile's header names the offsets Location takes
+	// between them. Zero: its offset when the file is written.
+	ZoneFrom, ZoneTo time.Time
 }
 
 // Settings are the options as a user spells them: the admin API's query

@@ -17,10 +17,12 @@ import (
 type cellKind int
 
 const (
-	text   cellKind = iota // as mirrored; made formula-safe in the Excel profile
-	amount                 // an exact decimal with the currency's minor units
-	when                   // RFC 3339; "" when there is no such time
-	number                 // a whole number written by ordersync
+	text    cellKind = iota // as mirrored; made formula-safe in the Excel profile
+	ident                   // an identifier or phone number: text, kept text in the Excel profile
+	amount                  // an exact decimal with the currency's minor units
+	when                    // a time in the export's zone; "" when there is no such time
+	whenUTC                 // the same time in UTC
+	number                  // a whole number written by ordersync
 )
 
 // column is one column of a kind: its name and how it is written.
@@ -33,23 +35,23 @@ type column struct {
 // appended: a reader may rely on the position of every column here.
 var columns = map[Kind][]column{
 	Orders: {
-		{"order_code", text}, {"order_id", text}, {"order_reference", text}, {"status", text}, {"currency", text},
-		{"subtotal", amount}, {"total", amount}, {"created_at", when}, {"created_at_utc", when},
-		{"paid_at", when}, {"paid_at_utc", when}, {"status_changed_at", when},
-		{"buyer_name", text}, {"buyer_email", text}, {"buyer_phone", text}, {"authorization_code", text},
-		{"status_changed_at_utc", when}, {"account", text}, {"order_name", text},
+		{"order_code", ident}, {"order_id", ident}, {"order_reference", ident}, {"status", text}, {"currency", text},
+		{"subtotal", amount}, {"total", amount}, {"created_at", when}, {"created_at_utc", whenUTC},
+		{"paid_at", when}, {"paid_at_utc", whenUTC}, {"status_changed_at", when},
+		{"buyer_name", text}, {"buyer_email", text}, {"buyer_phone", ident}, {"authorization_code", ident},
+		{"status_changed_at_utc", whenUTC}, {"account", text}, {"order_name", text},
 		{"shipping_amount", amount}, {"discount_amount", amount}, {"surcharge_amount", amount},
 		{"payment_state", text},
 	},
 	OrderLines: {
-		{"order_code", text}, {"order_reference", text}, {"status", text}, {"currency", text},
-		{"line_number", number}, {"product_id", text}, {"sku", text}, {"name", text}, {"quantity", number},
+		{"order_code", ident}, {"order_reference", ident}, {"status", text}, {"currency", text},
+		{"line_number", number}, {"product_id", ident}, {"sku", ident}, {"name", text}, {"quantity", number},
 		{"price", amount}, {"promo_price", amount}, {"line_subtotal", amount},
-		{"created_at", when}, {"created_at_utc", when}, {"account", text},
+		{"created_at", when}, {"created_at_utc", whenUTC}, {"account", text},
 	},
 	StatusChanges: {
-		{"order_code", text}, {"from_status", text}, {"to_status", text}, {"at", when}, {"at_utc", when}, {"cause", text},
-		{"order_reference", text}, {"account", text},
+		{"order_code", ident}, {"from_status", text}, {"to_status", text}, {"at", when}, {"at_utc", whenUTC}, {"cause", text},
+		{"order_reference", ident}, {"account", text},
 	},
 }
 
@@ -117,7 +119,37 @@ func (ew *Writer) start() error {
 			return err
 		}
 	}
-	return ew.csv.Write(Columns(ew.opts.Kind))
+	return ew.csv.Write(ew.header())
+}
+
+// header is the CSV's header row: the column names, and in the Excel
+// profile each time column's zone after its name
+// ("created_at (Europe/Madrid, UTC+01:00)", "created_at_utc (UTC)"), as its
+// cells carry no offset.
+func (ew *Writer) header() []string {
+	names := Columns(ew.opts.Kind)
+	if ew.opts.Profile != Excel {
+		return names
+	}
+	loc := ew.opts.Location
+	zone := "UTC"
+	if loc != time.UTC {
+		from, to := ew.opts.ZoneFrom, ew.opts.ZoneTo
+		if from.IsZero() || to.IsZero() {
+			from = time.Now()
+			to = from
+		}
+		zone = loc.String() + ", " + strings.Join(ordersync.ZoneOffsets(loc, from, to), ", ")
+	}
+	for i, c := range ew.cols {
+		switch c.kind {
+		case when:
+			names[i] += " (" + zone + ")"
+		case whenUTC:
+			names[i] += " (UTC)"
+		}
+	}
+	return names
 }
 
 // Write writes the rows of a batch of orders.
@@ -168,15 +200,15 @@ func (ew *Writer) order(e *ordersync.ExportedOrder) error {
 		paid, changed := timeOf(e.Sync.PaidAt), timeOf(e.Sync.StatusChangedAt)
 		return ew.row(o.OrderCode, string(o.OrderID), o.OrderReference, string(o.OrderStatus), cur,
 			amountText(o.Subtotal, cur), amountText(o.Total, cur),
-			ew.local(o.Created.Time), utc(o.Created.Time), ew.local(paid), utc(paid), ew.local(changed),
+			ew.local(o.Created.Time), ew.utc(o.Created.Time), ew.local(paid), ew.utc(paid), ew.local(changed),
 			buyer.Name, buyer.Email, buyer.Phone, auth,
-			utc(changed), e.Account, o.Name,
+			ew.utc(changed), e.Account, o.Name,
 			amountText(o.TotalDetails.ShippingAmount, cur), amountText(o.TotalDetails.DiscountAmount, cur),
 			amountText(o.TotalDetails.SurchargeAmount, cur),
 			ordersync.PaymentState(o.OrderStatus, e.Sync.PaidAt))
 	case OrderLines:
 		// Every line of an order repeats its creation time: written once.
-		created, createdUTC := ew.local(o.Created.Time), utc(o.Created.Time)
+		created, createdUTC := ew.local(o.Created.Time), ew.utc(o.Created.Time)
 		for i, it := range o.LineItems {
 			promo := ""
 			if it.PromoPrice != nil {
@@ -191,7 +223,7 @@ func (ew *Writer) order(e *ordersync.ExportedOrder) error {
 		}
 	case StatusChanges:
 		for _, c := range e.StatusChanges {
-			if err := ew.row(o.OrderCode, string(c.From), string(c.To), ew.local(c.At), utc(c.At), string(c.Cause),
+			if err := ew.row(o.OrderCode, string(c.From), string(c.To), ew.local(c.At), ew.utc(c.At), string(c.Cause),
 				o.OrderReference, e.Account); err != nil {
 				return err
 			}
@@ -211,6 +243,8 @@ func (ew *Writer) row(cells ...string) error {
 		switch {
 		case c.kind == text && ew.opts.Profile == Excel:
 			v = FormulaSafe(v)
+		case c.kind == ident && ew.opts.Profile == Excel:
+			v = KeepText(v)
 		case c.kind == amount && ew.opts.DecimalComma:
 			v = strings.Replace(v, ".", ",", 1)
 		}
@@ -248,8 +282,16 @@ func (ew *Writer) local(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
+	if ew.opts.Profile == Excel {
+		return t.In(ew.opts.Location).Format(SpreadsheetTime)
+	}
 	return t.In(ew.opts.Location).Format(time.RFC3339Nano)
 }
+
+// SpreadsheetTime is how the Excel profile writes a time: a form every
+// spreadsheet reads as a date and time, without an offset (which none
+// reads); the column's header names the zone.
+const SpreadsheetTime = "2006-01-02 15:04:05"
 
 // timeOf is a time the mirror may not have; zero when it has none.
 func timeOf(t *time.Time) time.Time {
@@ -260,9 +302,12 @@ func timeOf(t *time.Time) time.Time {
 }
 
 // utc writes t in UTC; "" for no time.
-func utc(t time.Time) string {
+func (ew *Writer) utc(t time.Time) string {
 	if t.IsZero() {
 		return ""
+	}
+	if ew.opts.Profile == Excel {
+		return t.UTC().Format(SpreadsheetTime)
 	}
 	return t.UTC().Format(time.RFC3339Nano)
 }
@@ -301,4 +346,38 @@ func FormulaSafe(v string) string {
 		return "'" + v
 	}
 	return v
+}
+
+// KeepText is an identifier or phone number cell as the Excel profile
+// writes it: formula-safe (FormulaSafe), and a value a spreadsheet would
+// read as a number or a date (73657811, 7365-7811, 00123, 1E5,
+// 2026/11/26) gets the leading apostrophe too, so its digits, leading
+// zeros and separators stay as written.
+func KeepText(v string) string {
+	if safe := FormulaSafe(v); safe != v {
+		return safe
+	}
+	if looksNumeric(v) {
+		return "'" + v
+	}
+	return v
+}
+
+// looksNumeric reports whether a spreadsheet may read v as a number or a
+// date: digits with only separators, signs and brackets between them, or
+// digits around one exponent letter.
+func looksNumeric(v string) bool {
+	digits, exp := 0, 0
+	for i, r := range v {
+		switch {
+		case r >= '0' && r <= '9':
+			digits++
+		case strings.ContainsRune(" .,-+()/:", r):
+		case (r == 'e' || r == 'E') && i > 0 && exp == 0:
+			exp++
+		default:
+			return false
+		}
+	}
+	return digits > 0
 }

@@ -165,8 +165,10 @@ func TestExcelProfileFormulaCells(t *testing.T) {
 				t.Fatalf("%s: the Excel profile has no byte-order mark", k)
 			}
 			excelRecs := readCSV(t, strings.TrimPrefix(excel, "\uFEFF"), ',')
-			if !slices.Equal(plain[0], excelRecs[0]) {
-				t.Fatalf("headers differ: %v %v", plain[0], excelRecs[0])
+			for i, name := range plain[0] {
+				if !strings.HasPrefix(excelRecs[0][i], name) {
+					t.Fatalf("%s: the Excel header's column %d is %q, not %s", k, i, excelRecs[0][i], name)
+				}
 			}
 			seen := 0
 			for r := 1; r < len(plain); r++ {
@@ -180,6 +182,8 @@ func TestExcelProfileFormulaCells(t *testing.T) {
 						if x != "'"+value {
 							t.Errorf("%s %s: Excel profile wrote %q, want %q", k, name, x, "'"+value)
 						}
+					} else if _, err := time.Parse(time.RFC3339Nano, p); err == nil {
+						// Times have their own test (TestExcelProfileTimes).
 					} else if p != x && !(x == "'"+p) {
 						t.Errorf("%s %s: profiles differ on a harmless cell: %q vs %q", k, name, p, x)
 					}
@@ -283,5 +287,98 @@ func TestParseSettings(t *testing.T) {
 		if !errors.As(err, &ve) || len(ve.Fields[c.field]) == 0 {
 			t.Errorf("ParseSettings(%+v) = %v, want a validation error naming %s", c.s, err, c.field)
 		}
+	}
+}
+
+// KeepText neutralises formulas as FormulaSafe does, and keeps as text
+// an identifier or phone number a spreadsheet would read as a number or
+// a date; any other value is as it is.
+func TestKeepText(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"=HYPERLINK(\"http://x\",\"pay\")", "'=HYPERLINK(\"http://x\",\"pay\")"},
+		{"+503 7365 7811", "'+503 7365 7811"},
+		{"-204981", "'-204981"},
+		{"@SUM(A1)", "'@SUM(A1)"},
+		{"\tx", "'\tx"},
+		{"\rx", "'\rx"},
+		{"73657811", "'73657811"},
+		{"7365-7811", "'7365-7811"},
+		{"(503) 7365.7811", "'(503) 7365.7811"},
+		{"00123", "'00123"},
+		{"1E5", "'1E5"},
+		{"2026/11/26", "'2026/11/26"},
+		{"12:30", "'12:30"},
+		{"A7X9Q2", "A7X9Q2"},
+		{"ref-s1", "ref-s1"},
+		{"E5", "E5"},
+		{"COMBO", "COMBO"},
+	} {
+		if got := KeepText(tc.in); got != tc.want {
+			t.Errorf("KeepText(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	// A name or email is text a spreadsheet keeps: only formulas change.
+	if got := FormulaSafe("73657811"); got != "73657811" {
+		t.Errorf("FormulaSafe(73657811) = %q", got)
+	}
+}
+
+// In the Excel profile the identifiers and the phone are kept as text,
+// names only formula-safe, and times are written as a spreadsheet reads a
+// date and time, in the export's zone or UTC, the header naming the zone
+// with the offsets it takes over the export's days.
+func TestExcelProfileTimes(t *testing.T) {
+	o := paidOrder("00123", "EUR", "1", ordersync.Buyer{Name: "2026", Email: "b@example.com", Phone: "73657811"})
+	madrid, err := ordersync.ParseZone("Europe/Madrid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Kind: Orders, Profile: Excel, Location: madrid,
+		ZoneFrom: time.Date(2026, 10, 20, 0, 0, 0, 0, madrid), ZoneTo: time.Date(2026, 11, 1, 0, 0, 0, 0, madrid)}
+	recs := readCSV(t, strings.TrimPrefix(write(t, opts, o), "\uFEFF"), ',')
+	cell := func(name string) string {
+		t.Helper()
+		i := slices.Index(recs[0], name)
+		if i < 0 {
+			t.Fatalf("no column %q in %q", name, recs[0])
+		}
+		return recs[1][i]
+	}
+	for name, want := range map[string]string{
+		"created_at (Europe/Madrid, UTC+02:00, UTC+01:00)": "2026-10-10 20:00:12",
+		"created_at_utc (UTC)":                             "2026-10-10 18:00:12",
+		"paid_at (Europe/Madrid, UTC+02:00, UTC+01:00)":    "",
+		"status_changed_at_utc (UTC)":                      "",
+		"order_code":                                       "'00123",
+		"order_id":                                         "'22805",
+		"authorization_code":                               "'204981",
+		"buyer_phone":                                      "'73657811",
+		"buyer_name":                                       "2026",
+		"total":                                            "1.00",
+	} {
+		if got := cell(name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	if _, err := time.ParseInLocation(SpreadsheetTime, cell("created_at_utc (UTC)"), time.UTC); err != nil {
+		t.Errorf("the UTC time is not in the spreadsheet form: %v", err)
+	}
+
+	// Without days, the header names the offset the zone has now; in UTC,
+	// the local columns say UTC.
+	_, off := time.Now().In(madrid).Zone()
+	recs = readCSV(t, strings.TrimPrefix(write(t, Options{Kind: StatusChanges, Profile: Excel, Location: madrid}, o), "\uFEFF"), ',')
+	if want := "at (Europe/Madrid, " + ordersync.UTCOffset(off) + ")"; recs[0][3] != want || recs[1][3] != "2026-10-10 20:00:13" {
+		t.Errorf("status changes: header %q, first time %q; want %q and 2026-10-10 20:00:13", recs[0][3], recs[1][3], want)
+	}
+	recs = readCSV(t, strings.TrimPrefix(write(t, Options{Kind: OrderLines, Profile: Excel}, o), "\uFEFF"), ',')
+	if i := slices.Index(recs[0], "created_at (UTC)"); i < 0 || recs[1][i] != "2026-10-10 18:00:12" {
+		t.Errorf("order lines in UTC: header %q, row %q", recs[0], recs[1])
+	}
+	// The plain profile is untouched: RFC 3339, names alone, text as is.
+	plain := readCSV(t, write(t, Options{Kind: Orders, Location: madrid}, o), ',')
+	if plain[0][7] != "created_at" || plain[1][7] != "2026-10-10T20:00:12.345+02:00" || plain[1][14] != "73657811" {
+		t.Errorf("plain profile: %q / %q", plain[0][7], plain[1])
 	}
 }
