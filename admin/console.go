@@ -76,6 +76,7 @@ func (s *Server) routeConsole() {
 	s.routeConsoleDeadLetters()
 	s.routeConsoleEndpoints()
 	s.routeConsoleTotals()
+	s.routeConsoleExport()
 	s.routeConsoleAudit()
 	s.mux.HandleFunc("GET /console/overview.json", s.overviewJSON)
 }

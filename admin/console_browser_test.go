@@ -273,7 +273,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	// Export this view: the paid orders.
 	h.do("clear the search", chromedp.Clear(chromedp.CSS("#q")), chromedp.SetValue(chromedp.CSS("#status"), "PAID"))
 	h.load("filter by status", chromedp.Click(chromedp.CSS("form.filters button[type=submit]")))
-	rows := readCSV(t, h.download(`a[download]`))
+	rows := readCSV(t, h.download(`#exportview`))
 	if len(rows) != 2 || !strings.Contains(strings.Join(rows[1], ","), codes[0]) {
 		t.Errorf("Export this view of the paid orders: %q, want a header and %s", rows, codes[0])
 	}

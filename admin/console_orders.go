@@ -150,11 +150,13 @@ type OrdersView struct {
 	Rows     []OrderRow
 	// Total is how many orders the filter selects, when the URL asked for
 	// the count (count=exact, as a daily total's link does).
-	Total    *int
-	NextURL  string
-	Export   string
-	Zone     ZoneSwitch
-	Searched bool
+	Total   *int
+	NextURL string
+	// Export downloads the view as the Export form's default file (a
+	// spreadsheet-safe CSV); ExportForm opens the form with its filter.
+	Export, ExportForm string
+	Zone               ZoneSwitch
+	Searched           bool
 	// Collected names the status group, for the status selector.
 	Collected string
 	// Q is the search as read (trimmed), for the empty state to name;
@@ -261,13 +263,10 @@ func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
 		next.Del("offset")
 		view.NextURL = "/console/orders?" + next.Encode()
 	}
-	// The export selects what the filter does, every page of it.
-	exp := cloneValues(q)
-	for _, p := range []string{"cursor", "limit", "offset", "count"} {
-		exp.Del(p)
-	}
-	exp.Set("format", "csv")
-	view.Export = "/v1/exports/orders?" + exp.Encode()
+	// The export selects what the filter does, every page of it: at once
+	// as the Export form's default file, or through the form.
+	view.ExportForm = exportLink(q)
+	view.Export = "/console/export/download" + strings.TrimPrefix(view.ExportForm, "/console/export")
 	s.page(w, r, http.StatusOK, "orders.html", &Page{Title: "Orders", Data: view})
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/ordersync/ordersync/sim"
 )
 
-var exportLink = regexp.MustCompile(`href="(/v1/exports/orders\?[^"]+)"`)
+var exportViewLink = regexp.MustCompile(`href="(/console/export/download\?[^"]+)"`)
 
 // newConsoleEnv is the API with the two roles' tokens, sessions, exports
 // and two orders from the simulator: A-1 paid by sim.DefaultBuyer, A-2
@@ -73,7 +73,7 @@ func TestConsoleOrders(t *testing.T) {
 
 	// The export of the view "paid orders" by the session.
 	_, page = b.do("GET", "/console/orders?status=PAID", nil)
-	href := exportLink.FindStringSubmatch(page)
+	href := exportViewLink.FindStringSubmatch(page)
 	if href == nil {
 		t.Fatalf("no export link:\n%s", page)
 	}
@@ -82,12 +82,13 @@ func TestConsoleOrders(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("export by session: %d %s", resp.StatusCode, body)
 	}
-	rows, err := csv.NewReader(strings.NewReader(body)).ReadAll()
-	if err != nil || len(rows) != 2 || !strings.Contains(strings.Join(rows[1], ","), codes[0]) {
-		t.Errorf("export of the paid orders: %v %q", err, rows)
+	rows, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(body, "\uFEFF"))).ReadAll()
+	if err != nil || len(rows) != 2 || !strings.Contains(strings.Join(rows[1], ","), codes[0]) || !strings.HasPrefix(body, "\uFEFF") {
+		t.Errorf("export of the paid orders, spreadsheet-safe: %v %q", err, rows)
 	}
-	if st := apiDo(t, e.url, "GET", link, "", "", nil); st != http.StatusUnauthorized {
-		t.Errorf("export without session or bearer: %d, want 401", st)
+	anon := newBrowser(t, e.url)
+	if resp, body := anon.do("GET", link, nil); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/sign-in" || strings.Contains(body, codes[0]) {
+		t.Errorf("export without a session: %d to %q, want 303 to sign in", resp.StatusCode, resp.Header.Get("Location"))
 	}
 
 	resp, page = b.do("GET", "/console/orders/"+codes[0], nil)

@@ -99,17 +99,38 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, kind export.Kind
 		return
 	}
 	object = ordersync.Clip(FilterQuery(filter), 500)
+	s.sendExport(w, r, exportFile{filter: filter, opts: opts, tz: q.Get("tz"),
+		name: func(*time.Location) string { return fileName(storeFileName(choice), opts, time.Now()) }}, &outcome)
+}
 
+// exportFile is an export read and checked, ready to send.
+type exportFile struct {
+	filter ordersync.OrderFilter
+	opts   export.Options
+	// tz is the zone asked for, "" for the store's (export.Zone).
+	tz string
+	// name is the file's name, given the zone its times are in.
+	name func(*time.Location) string
+}
+
+// sendExport streams an export to the client within the limit of exports
+// at once, and sets its outcome for the audit trail, which the caller
+// records in a deferred call, refused or not: an export cut midway ends
+// the handler by panicking with http.ErrAbortHandler.
+func (s *Server) sendExport(w http.ResponseWriter, r *http.Request, f exportFile, outcome *string) {
+	filter, opts := f.filter, f.opts
 	select {
 	case s.exportSlots <- struct{}{}:
 		defer func() { <-s.exportSlots }()
 	default:
 		w.Header().Set("Retry-After", fmt.Sprint(int(exportRetryAfter/time.Second)))
-		refuse(http.StatusServiceUnavailable, fmt.Sprintf("%d exports are running, the most at once: try again later", cap(s.exportSlots)), nil)
+		writeProblem(w, http.StatusServiceUnavailable, fmt.Sprintf("%d exports are running, the most at once: try again later", cap(s.exportSlots)), nil)
+		*outcome = ordersync.OutcomeOfStatus(http.StatusServiceUnavailable)
 		return
 	}
-	if opts.Location, err = export.Zone(r.Context(), s.cfg.Exports, filter.Account, q.Get("tz")); err != nil {
-		outcome = ordersync.OutcomeOfError(err)
+	var err error
+	if opts.Location, err = export.Zone(r.Context(), s.cfg.Exports, filter.Account, f.tz); err != nil {
+		*outcome = ordersync.OutcomeOfError(err)
 		s.fail(w, "export", err, "")
 		return
 	}
@@ -124,7 +145,7 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, kind export.Kind
 	extend()
 	h := w.Header()
 	h.Set("Content-Type", contentType(opts))
-	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": fileName(storeFileName(choice), opts, time.Now())}))
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.name(opts.Location)}))
 	h.Set("Ordersync-Time-Zone", opts.Location.String())
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -139,14 +160,14 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, kind export.Kind
 	if p, ok := PrincipalOf(r.Context()); ok {
 		actor = p.Name
 	}
-	log := s.cfg.Logger.With("actor", actor, "kind", string(kind), "account", filter.Account, "rows", rows,
+	log := s.cfg.Logger.With("actor", actor, "kind", string(opts.Kind), "account", filter.Account, "rows", rows,
 		"duration", time.Since(start).Round(time.Millisecond))
-	outcome = ordersync.OutcomeOfError(err)
+	*outcome = ordersync.OutcomeOfError(err)
 	switch {
 	case err == nil:
 		log.Info("export finished")
 	case r.Context().Err() != nil:
-		outcome = ordersync.OutcomeCancelled
+		*outcome = ordersync.OutcomeCancelled
 		log.Info("export cancelled: the client went away", "err", err)
 		panic(http.ErrAbortHandler)
 	case !out.sent:
