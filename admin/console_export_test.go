@@ -334,6 +334,13 @@ func TestExportFormFromOrders(t *testing.T) {
 		form.Get("tz") != "Europe/Madrid" || form.Get("currency") != "EUR" || form.Get("account") != "md" {
 		t.Errorf("the form from Orders: %d %v", resp.StatusCode, form)
 	}
+	// Orders in the store's zone, as the page shows without a tz: the form
+	// leaves the zone to the store, so choosing another store there takes
+	// that store's zone.
+	_, page = b.do("GET", "/console/orders?account=sv", nil)
+	if more = regexp.MustCompile(`<a href="([^"]+)" id="exportform">`).FindStringSubmatch(page); more == nil || strings.Contains(more[1], "tz=") {
+		t.Errorf("Orders in the store's zone links the form with a zone: %q", more)
+	}
 }
 
 // TestExportRoutes: the Export page and its download are read routes of

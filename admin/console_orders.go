@@ -265,7 +265,13 @@ func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
 	}
 	// The export selects what the filter does, every page of it: at once
 	// as the Export form's default file, or through the form.
-	view.ExportForm = exportLink(q)
+	// The zone only when the URL or the browser chose one: otherwise the
+	// form's, the chosen store's, so a change of store there takes its zone.
+	exp := cloneValues(form)
+	if exp.Get("tz") == "" && mode == "utc" {
+		exp.Set("tz", "UTC")
+	}
+	view.ExportForm = exportLink(exp)
 	view.Export = "/console/export/download" + strings.TrimPrefix(view.ExportForm, "/console/export")
 	s.page(w, r, http.StatusOK, "orders.html", &Page{Title: "Orders", Data: view})
 }
