@@ -1,8 +1,9 @@
 // Package export writes the back office's export files from the mirror:
 // orders, their line items or their status changes, as CSV or JSON Lines,
-// one batch of the mirror at a time. The admin API streams them and
-// `ordersync orders export` writes them to a file; both go through Run, so a
-// file is the same whichever way it was made.
+// one batch of the mirror at a time. The admin API and the console's
+// Export page stream them and `ordersync orders export` writes them to a
+// file; all go through Run, so a file is the same whichever way it was
+// made.
 //
 // What a file holds is a contract: the columns of each kind (Columns) are
 // only ever appended to, and docs/back-office.md says what each means.

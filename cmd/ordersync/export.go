@@ -37,7 +37,7 @@ columns and what each means are in docs/back-office.md (Exports).`,
 	cmd.Flags().Lookup("tz").Usage = "IANA time zone the dates of the ranges are read in (default UTC) and the local time columns are written in (default: the store's, else UTC)"
 	cmd.Flags().StringVar(&set.Kind, "kind", string(export.Orders), "what a row is: orders, order-lines or status-changes")
 	cmd.Flags().StringVar(&set.Format, "format", string(export.CSV), "csv or jsonl (JSON Lines, the CSV's columns as keys)")
-	cmd.Flags().StringVar(&set.Profile, "profile", string(export.Plain), "plain (every value as mirrored) or excel (byte-order mark, formula-safe text cells); CSV only")
+	cmd.Flags().StringVar(&set.Profile, "profile", string(export.Plain), "plain (every value as mirrored) or excel (byte-order mark, formula-safe text, identifiers and phones kept as text, times a spreadsheet reads as dates); CSV only")
 	cmd.Flags().StringVar(&set.Delimiter, "delimiter", ",", `the CSV's delimiter: "," or ";"`)
 	cmd.Flags().StringVar(&set.Decimal, "decimal", "point", "point or comma: how amounts are written in a CSV")
 	cmd.Flags().StringVarP(&output, "output", "o", "", `the file to write ("-": standard output)`)
