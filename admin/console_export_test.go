@@ -295,6 +295,14 @@ func TestExportFormDefaults(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "<strong>Days</strong>") || !strings.Contains(page, "<strong>Zone</strong>") {
 		t.Errorf("a bad form: %d\n%s", resp.StatusCode, page)
 	}
+	// Every store's status changes of the last 7 days in UTC, as JSON Lines.
+	q = url.Values{"account": {"*"}, "days": {"last-7-days"}, "kind": {"status-changes"}, "format": {"jsonl"}, "tz": {"utc"}}
+	resp, body = b.do("GET", "/console/export/download?"+q.Encode(), nil)
+	_, params, _ = mime.ParseMediaType(resp.Header.Get("Content-Disposition"))
+	if resp.StatusCode != http.StatusOK || params["filename"] != "status-changes_all-stores_2026-11-21_2026-11-27_UTC.jsonl" ||
+		strings.Count(body, "\n") < len(exportDataSet) || !strings.HasPrefix(body, `{"order_code":`) {
+		t.Errorf("all stores' status changes: %d %q\n%.200s", resp.StatusCode, params["filename"], body)
+	}
 	resp, page = b.do("GET", "/console/export/download?account=ghost", nil)
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "known stores: sv, md") {
 		t.Errorf("an unknown store: %d\n%s", resp.StatusCode, page)

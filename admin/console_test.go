@@ -371,7 +371,7 @@ func TestConsolePagesNeedASession(t *testing.T) {
 	b := newBrowser(t, base)
 	for _, path := range []string{"/console/", "/console/overview.json", "/console/audit", "/console/dead-letters",
 		"/console/dead-letters/1", "/console/dead-letters/jobs/1", "/console/endpoints", "/console/orders",
-		"/console/orders/ABC123", "/console/totals", "/console/totals.csv"} {
+		"/console/orders/ABC123", "/console/totals", "/console/totals.csv", "/console/export", "/console/export/download"} {
 		resp, body := b.do("GET", path, nil)
 		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/sign-in" {
 			t.Errorf("GET %s without a session: %d to %q, want 303 to the sign-in page", path, resp.StatusCode, resp.Header.Get("Location"))
