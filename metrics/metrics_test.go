@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ordersync/ordersync/internal/build"
 )
 
 // TestRegisterCollector: a second registration of the same description returns the
@@ -63,7 +65,7 @@ func TestRegisterAll(t *testing.T) {
 }
 
 // TestRegistryExportsBuildInfo: every process's registry says which build
-// it runs, with the Go version of the binary.
+// it runs, as `ordersync version` names it.
 func TestRegistryExportsBuildInfo(t *testing.T) {
 	mfs, err := NewRegistry().Gather()
 	if err != nil {
@@ -81,8 +83,10 @@ func TestRegistryExportsBuildInfo(t *testing.T) {
 		for _, lp := range m.GetLabel() {
 			labels[lp.GetName()] = lp.GetValue()
 		}
-		if labels["go"] != runtime.Version() || labels["version"] == "" || labels["commit"] == "" || len(labels) != 3 {
-			t.Errorf("ordersync_build_info labels %v, want version, commit and go %s", labels, runtime.Version())
+		b := build.Read()
+		if labels["go"] != runtime.Version() || labels["version"] != b.Version || labels["commit"] != b.Commit || len(labels) != 3 {
+			t.Errorf("ordersync_build_info labels %v, want version %s, commit %s and go %s (what `ordersync version` prints)",
+				labels, b.Version, b.Commit, runtime.Version())
 		}
 		if v := m.GetGauge().GetValue(); v != 1 {
 			t.Errorf("ordersync_build_info = %v, want 1", v)

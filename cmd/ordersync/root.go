@@ -9,6 +9,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/build"
 )
 
 // The groups of `ordersync --help`, in the order an operator meets them.
@@ -24,7 +25,7 @@ func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "ordersync",
 		Short:         "Mirror payment-link orders into SQL and fire fulfilment exactly once",
-		Version:       buildVersion(),
+		Version:       build.Read().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

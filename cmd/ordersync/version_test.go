@@ -1,8 +1,8 @@
 package main
 
 import (
+	"github.com/ordersync/ordersync/internal/build"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -13,42 +13,12 @@ func TestVersion(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}
-		if want := buildVersion() + "\n"; out != want {
+		if want := build.Read().String() + "\n"; out != want {
 			t.Errorf("%v printed %q, want %q", args, out, want)
 		}
 		if !strings.HasPrefix(out, "ordersync ") || !strings.Contains(out, runtime.Version()) {
 			t.Errorf("%v: %q lacks the name or the Go version %s", args, out, runtime.Version())
 		}
-	}
-}
-
-func TestFormatVersion(t *testing.T) {
-	tests := []struct {
-		name  string
-		info  debug.BuildInfo
-		stamp stamp
-		want  string
-	}{
-		{"a tagged release", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.0"},
-			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "048eea1"}, {Key: "vcs.modified", Value: "false"}}},
-			stamp{}, "ordersync v1.2.0, commit 048eea1, go1.26.8"},
-		{"a checkout with local changes", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"},
-			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "048eea1"}, {Key: "vcs.modified", Value: "true"}}},
-			stamp{}, "ordersync (devel), commit 048eea1 (modified), go1.26.8"},
-		{"built without VCS stamping", debug.BuildInfo{GoVersion: "go1.26.8"},
-			stamp{}, "ordersync (devel), commit unknown, go1.26.8"},
-		{"a release build from a checkout", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"},
-			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "048eea1"}}},
-			stamp{"0.1.0", "560ec5f", "2026-11-27T13:00:00Z"}, "ordersync 0.1.0, commit 560ec5f, 2026-11-27T13:00:00Z, go1.26.8"},
-		{"a release build from an archive", debug.BuildInfo{GoVersion: "go1.26.8"},
-			stamp{"0.1.0", "", "2026-11-27"}, "ordersync 0.1.0, commit unknown, 2026-11-27, go1.26.8"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := formatVersion(&tt.info, tt.stamp); got != tt.want {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
 	}
 }
 
