@@ -369,6 +369,49 @@ func TestPayWithoutBuyerUsesDefault(t *testing.T) {
 	}
 }
 
+// TestSecondStore: a simulator configured with MadridStore names it in
+// each order detail (currency, zone, country), and its buyers, given or
+// not, pay with Spanish mobile numbers, as DefaultStore's pay with
+// Salvadoran ones.
+func TestSecondStore(t *testing.T) {
+	for _, tt := range []struct {
+		store       ordersync.StoreInfo
+		phone, code string
+	}{
+		{DefaultStore, "+50370000007", "+503"},
+		{MadridStore, "+34600000007", "+34"},
+	} {
+		t.Run(tt.store.CurrencyCode, func(t *testing.T) {
+			ts := startSim(t, Config{Store: tt.store})
+			codes := []string{ts.checkout(t, amountParams("12.50")).OrderCode, ts.checkout(t, amountParams("3")).OrderCode}
+			if got := ts.Buyer(7).Phone; got != tt.phone {
+				t.Errorf("Buyer(7).Phone = %q, want %q", got, tt.phone)
+			}
+			if _, err := ts.Pay(codes[0], ts.Buyer(7)); err != nil {
+				t.Fatal(err)
+			}
+			if resp, b := ts.call(t, http.MethodPost, "/_sim/orders/"+codes[1]+"/pay", "", nil); resp.StatusCode != http.StatusOK {
+				t.Fatalf("pay: HTTP %d %s", resp.StatusCode, b)
+			}
+			for i, code := range codes {
+				o, ok := ts.Order(code)
+				if !ok {
+					t.Fatalf("order %s not found", code)
+				}
+				if o.Store != tt.store {
+					t.Errorf("order %s: store %+v, want %+v", code, o.Store, tt.store)
+				}
+				if o.Payment == nil || o.Payment.Buyer == nil || !strings.HasPrefix(o.Payment.Buyer.Phone, tt.code) {
+					t.Errorf("order %d: payment %+v, want a buyer's phone with %s", i, o.Payment, tt.code)
+				}
+			}
+			if code, ok := CallingCode(tt.store.CountryCode); !ok || code != tt.code {
+				t.Errorf("CallingCode(%s) = %q, %v", tt.store.CountryCode, code, ok)
+			}
+		})
+	}
+}
+
 func TestLinkExpiry(t *testing.T) {
 	clock := newFakeClock(created2026.Truncate(time.Millisecond))
 	rcv := newReceiver(t, nil)
@@ -553,6 +596,9 @@ func TestConfigValidation(t *testing.T) {
 		{"rate above 1", func(c *Config) { c.Faults.DuplicateRate = 1.5 }, "Faults.DuplicateRate"},
 		{"negative rate", func(c *Config) { c.Faults.HangRate = -0.1 }, "Faults.HangRate"},
 		{"negative latency", func(c *Config) { c.Faults.GetLatency = -time.Second }, "Faults.GetLatency"},
+		{"store zone", func(c *Config) { c.Store = MadridStore; c.Store.Timezone = "Europe/Atlantis" }, "Store.Timezone"},
+		{"store currency", func(c *Config) { c.Store = MadridStore; c.Store.CurrencyCode = "EURO" }, "Store.CurrencyCode"},
+		{"store country", func(c *Config) { c.Store = MadridStore; c.Store.CountryCode = "XX" }, "Store.CountryCode"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,10 +1,7 @@
 package sim
 
 import (
-	"fmt"
 	"math/rand/v2"
-
-	"github.com/ordersync/ordersync"
 )
 
 // BuyerActs counts what ActAsBuyers did.
@@ -24,8 +21,7 @@ func (s *Server) ActAsBuyers(codes []string, rng *rand.Rand) BuyerActs {
 	for i, code := range codes {
 		switch r := rng.Float64(); {
 		case r < 0.6:
-			buyer := ordersync.Buyer{Name: fmt.Sprintf("Buyer %d", i), Email: fmt.Sprintf("buyer%d@example.com", i), Phone: "+50370000000"}
-			if _, err := s.Pay(code, buyer); err != nil {
+			if _, err := s.Pay(code, s.Buyer(i)); err != nil {
 				continue
 			}
 			a.Paid++

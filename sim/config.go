@@ -27,8 +27,10 @@ type Config struct {
 	// LinkBaseURL is the pay host; an order's link is LinkBaseURL + "/" +
 	// orderCode. Default "https://pay.example.test".
 	LinkBaseURL string
-	// Store is the merchant store every order belongs to. Default a store
-	// in El Salvador selling in USD.
+	// Store is the merchant store every order belongs to (the store block
+	// of each order detail): its currency, its time zone and the country of
+	// its buyers' phone numbers (CallingCode). Default DefaultStore, in El
+	// Salvador selling in USD; MadridStore is a second.
 	Store ordersync.StoreInfo
 	// Language of the messages of 400 answers. Default Spanish.
 	Language ordersync.Language
@@ -154,6 +156,9 @@ func (c Config) validate() error {
 	}
 	if c.Language != ordersync.Spanish && c.Language != ordersync.English {
 		return fmt.Errorf("sim config: Language %q: want %q or %q", c.Language, ordersync.Spanish, ordersync.English)
+	}
+	if err := validateStore(c.Store); err != nil {
+		return err
 	}
 	seen := make(map[string]bool, len(c.Products))
 	for i, p := range c.Products {

@@ -546,7 +546,7 @@ func (s *Server) Reverse(code string) (ordersync.Order, error) {
 // Apply performs action on the order and returns its new detail. The error
 // matches ordersync.ErrNotFound for an unknown code, and is a
 // *TransitionError when the status does not allow the action. buyer is used
-// by ActionPay only (nil: DefaultBuyer).
+// by ActionPay only (nil: DefaultBuyer, with a phone of the store's country).
 func (s *Server) Apply(code string, action Action, buyer *ordersync.Buyer) (ordersync.Order, error) {
 	tr, ok := transitions[action]
 	if !ok {
@@ -566,7 +566,8 @@ func (s *Server) Apply(code string, action Action, buyer *ordersync.Buyer) (orde
 	var pay *payment
 	if action == ActionPay {
 		if buyer == nil || *buyer == (ordersync.Buyer{}) {
-			buyer = &DefaultBuyer
+			b := s.defaultBuyer()
+			buyer = &b
 		}
 		pay = s.newPaymentLocked(o, *buyer, now)
 	}
