@@ -34,7 +34,7 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 // database, as an operator would.
 func TestCLI(t *testing.T) {
 	st := startTestStack(t, app.StackOptions{Seed: 5})
-	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), 5, rand.New(rand.NewPCG(5, 5)))
+	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), ordersync.DefaultAccount, 5, rand.New(rand.NewPCG(5, 5)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/internal/child"
 	"github.com/ordersync/ordersync/internal/datadir"
@@ -113,7 +114,7 @@ func TestDataDirOwnerOnly(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	st := startTestStack(t, app.StackOptions{DataDir: dir, Configure: func(c *app.Config) { c.NATSPort = -1 }})
 	// Something in the mirror and the stream, so their files exist.
-	if _, err := createDemoOrders(context.Background(), st.Program.AdminURL(), 3, rand.New(rand.NewPCG(1, 1))); err != nil {
+	if _, err := createDemoOrders(context.Background(), st.Program.AdminURL(), ordersync.DefaultAccount, 3, rand.New(rand.NewPCG(1, 1))); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"ordersync.db", "ordersync.db-wal", "jetstream", "nats-password", datadir.LockFileName} {

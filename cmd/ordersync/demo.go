@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -41,12 +42,14 @@ func newDemoCommand() *cobra.Command {
 		Use:   "demo",
 		Short: "Run the whole pipeline against the built-in simulator and check the mirror",
 		Long: `demo needs nothing installed. In a temporary directory it starts the
-simulator of the payment link service and the whole pipeline (embedded NATS
-JetStream, SQLite), creates orders through ordersync with both methods, has
-simulated buyers pay, cancel, finalize and reverse them while the simulator
-delivers webhooks with duplicates and reordering, then compares every
-mirrored order field by field with the simulator. It exits non-zero if the
-mirror does not match.`,
+whole pipeline (embedded NATS JetStream, SQLite) serving two stores, each an
+account with its own simulator of the payment link service: USD in
+America/El_Salvador and EUR in Europe/Madrid. It creates orders in both
+through ordersync with both methods, has simulated buyers pay, cancel,
+finalize and reverse them while the simulators deliver webhooks with
+duplicates and reordering, then compares every mirrored order field by
+field with its simulator and each store's daily totals with what its buyers
+paid. It exits non-zero if the mirror does not match.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep, err := runDemo(cmd.Context(), cmd.OutOrStdout(), opts)
@@ -59,7 +62,7 @@ mirror does not match.`,
 			return nil
 		},
 	}
-	cmd.Flags().IntVar(&opts.Orders, "orders", 300, "how many orders to create")
+	cmd.Flags().IntVar(&opts.Orders, "orders", 300, "how many orders to create, split between the two stores")
 	cmd.Flags().Uint64Var(&opts.Seed, "seed", 1, "seed of the buyers' choices and the simulator's faults")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 45*time.Second, "give up waiting for the mirror after this long")
 	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "keep the temporary data directory and print where it is")
@@ -69,7 +72,9 @@ mirror does not match.`,
 
 // demoReport is what the demo measured.
 type demoReport struct {
-	// MirrorMatch holds the mirror against the simulator's orders.
+	// Stores are what the demo did in each store.
+	Stores []demoStore
+	// MirrorMatch holds the mirror against the simulators' orders.
 	ordersync.MirrorMatch
 	PaidOrders       int // orders PAID or FINALIZED in the simulator
 	PaidTriggers     int // messages on ordersync.orders.paid
@@ -82,11 +87,12 @@ type demoReport struct {
 	Deduplicated     float64
 	// HTTP is what the demo's verifying endpoint received.
 	HTTP fulfilment.Report
-	// Daily is the run's daily totals per currency, as GET
-	// /v1/reports/daily answers them (UTC, summed over the run's days).
+	// Daily is the run's daily totals per store and currency, as GET
+	// /v1/reports/daily answers them (in the store's zone, summed over the
+	// run's days).
 	Daily []demoDaily
-	// DailyMatch: each currency's net is what the simulator's buyers paid
-	// and kept paid.
+	// DailyMatch: each store's net in each currency is what its buyers
+	// paid and kept paid.
 	DailyMatch bool
 
 	Took time.Duration
@@ -101,12 +107,43 @@ func (r demoReport) OK() bool {
 		r.DailyMatch
 }
 
-// demoDaily is one currency's figures of the run's days.
+// demoSecondStore is the demo's second account, whose simulator plays
+// sim.MadridStore beside the default account's sim.DefaultStore.
+const demoSecondStore = "madrid"
+
+// demoStore is what the demo did in one store.
+type demoStore struct {
+	Account string
+	Store   ordersync.StoreInfo
+	Orders  int
+	Acts    sim.BuyerActs
+}
+
+// demoAccounts are the stack's accounts, the default first.
+func demoAccounts(st *app.Stack) []string {
+	accounts := []string{ordersync.DefaultAccount}
+	for _, a := range slices.Sorted(maps.Keys(st.Sims)) {
+		if a != ordersync.DefaultAccount {
+			accounts = append(accounts, a)
+		}
+	}
+	return accounts
+}
+
+// demoCallingCode is the calling code of the store's buyers' phones.
+func demoCallingCode(country string) string {
+	if code, ok := sim.CallingCode(country); ok {
+		return code
+	}
+	return country
+}
+
+// demoDaily is one store's figures in one currency over the run's days.
 type demoDaily struct {
-	Currency               string
-	Paid, Reversed         int
-	PaidTotal, ReversedSum ordersync.Amount
-	Net, Want              ordersync.Amount
+	Account, Currency, Zone string
+	Paid, Reversed          int
+	PaidTotal, ReversedSum  ordersync.Amount
+	Net, Want               ordersync.Amount
 }
 
 func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoReport, err error) {
@@ -134,37 +171,55 @@ func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoRepo
 	st, err := app.StartStack(ctx, app.StackOptions{
 		DataDir: dir, Logger: logger, Seed: int64(opts.Seed),
 		Faults: sim.Faults{DuplicateRate: 0.15, ReorderRate: 0.15, ReorderDelay: 300 * time.Millisecond},
+		Stores: []app.StackStore{{Account: demoSecondStore, Store: sim.MadridStore}},
 	})
 	if err != nil {
 		return rep, err
 	}
 	defer func() { err = errors.Join(err, st.Close()) }()
-	fmt.Fprintf(out, "ordersync demo: simulator at %s, webhooks at %s, admin API at %s\n", st.SimURL, st.Program.WebhookURL(), st.Program.AdminURL())
+	fmt.Fprintf(out, "ordersync demo: webhooks at %s, admin API at %s\n", st.Program.WebhookURL(), st.Program.AdminURL())
 	if err := hook.Register(ctx, &admin.Client{BaseURL: st.Program.AdminURL()}, "the demo's fulfilment"); err != nil {
 		return rep, fmt.Errorf("add the demo's endpoint: %w", err)
 	}
 	fmt.Fprintf(out, "fulfilment endpoint at %s: order.paid and order.status_changed, verified on arrival\n", hook.URL())
 
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x0a5d))
-	codes, err := createDemoOrders(ctx, st.Program.AdminURL(), opts.Orders, rng)
-	if err != nil {
-		return rep, err
+	accounts := demoAccounts(st)
+	created := 0
+	for i, account := range accounts {
+		sv := st.Sims[account]
+		// The orders split between the stores, the first taking the odd one.
+		n := opts.Orders / len(accounts)
+		if i < opts.Orders%len(accounts) {
+			n++
+		}
+		codes, err := createDemoOrders(ctx, st.Program.AdminURL(), account, n, rng)
+		if err != nil {
+			return rep, err
+		}
+		created += len(codes)
+		acts := sv.ActAsBuyers(codes, rng)
+		store := sv.Store()
+		ds := demoStore{Account: account, Store: store, Orders: len(codes), Acts: acts}
+		rep.Stores = append(rep.Stores, ds)
+		fmt.Fprintf(out, "store %s: %s (%s, %s, %s phones), simulator at %s\n", account, store.Name, store.CurrencyCode, store.Timezone,
+			demoCallingCode(store.CountryCode), st.SimURLs[account])
+		fmt.Fprintf(out, "  created %d payment links through ordersync (line items and amounts); buyers: %d paid (%d then finalized, %d reversed), %d cancelled, %d left pending\n",
+			len(codes), acts.Paid, acts.Finalized, acts.Reversed, acts.Cancelled, len(codes)-acts.Paid-acts.Cancelled)
 	}
-	fmt.Fprintf(out, "created %d payment links through ordersync (line items and amounts)\n", len(codes))
-	acts := st.Sim.ActAsBuyers(codes, rng)
-	fmt.Fprintf(out, "buyers: %d paid (%d then finalized, %d reversed), %d cancelled, %d left pending\n",
-		acts.Paid, acts.Finalized, acts.Reversed, acts.Cancelled, len(codes)-acts.Paid-acts.Cancelled)
 
 	deadline := time.Now().Add(opts.Timeout)
 	for {
 		rep.MirrorMatch = ordersync.MirrorMatch{}
-		for _, want := range st.Sim.Orders() {
-			got, err := st.Program.DB().FindOrderByCode(ctx, ordersync.DefaultAccount, want.OrderCode)
-			if err != nil {
-				rep.Compare(&want, nil) // not mirrored yet: the demo waits for it
-				continue
+		for _, account := range accounts {
+			for _, want := range st.Sims[account].Orders() {
+				got, err := st.Program.DB().FindOrderByCode(ctx, account, want.OrderCode)
+				if err != nil {
+					rep.Compare(&want, nil) // not mirrored yet: the demo waits for it
+					continue
+				}
+				rep.Compare(&want, &got.Order)
 			}
-			rep.Compare(&want, &got.Order)
 		}
 		fmt.Fprintf(out, "  %5.1fs  mirrored %d/%d, %d match the simulator\n", time.Since(start).Seconds(), rep.Mirrored, rep.Orders, rep.Matching)
 		if rep.Matching == rep.Orders || time.Now().After(deadline) || ctx.Err() != nil {
@@ -178,12 +233,21 @@ func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoRepo
 	// Let the relay publish what the last commits queued.
 	time.Sleep(500 * time.Millisecond)
 
-	stats := st.Sim.Stats()
 	triggers, err := st.Program.CountPaidTriggers(ctx)
 	if err != nil {
 		return rep, err
 	}
-	for _, o := range st.Sim.Orders() {
+	var orders []ordersync.Order
+	for _, account := range accounts {
+		orders = append(orders, st.Sims[account].Orders()...)
+		stats := st.Sims[account].Stats()
+		rep.Fetches += stats.Gets
+		w := &rep.Webhooks
+		w.Delivered += stats.Webhooks.Delivered
+		w.Duplicated += stats.Webhooks.Duplicated
+		w.Reordered += stats.Webhooks.Reordered
+	}
+	for _, o := range orders {
 		n := triggers[o.OrderCode]
 		rep.PaidTriggers += n
 		switch {
@@ -199,14 +263,12 @@ func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoRepo
 		}
 	}
 	statuses := map[string]ordersync.Status{}
-	for _, o := range st.Sim.Orders() {
+	for _, o := range orders {
 		statuses[o.OrderCode] = o.OrderStatus
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	rep.HTTP, _ = hook.Wait(waitCtx, triggers, statuses)
 	cancel()
-	rep.Fetches = stats.Gets
-	rep.Webhooks = stats.Webhooks
 	reg := st.Program.Registry()
 	rep.Deduplicated = counterValue(reg, "ordersync_webhook_requests_total", "outcome", "duplicate")
 	rep.LagP50 = histogramQuantile(reg, "ordersync_sync_lag_seconds", 0.50)
@@ -222,11 +284,15 @@ func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoRepo
 // createDemoOrders creates n links through the admin API, as a back office
 // would: 60% with line items (one-time products and catalogue SKUs), 40%
 // with one amount.
-func createDemoOrders(ctx context.Context, adminURL string, n int, rng *rand.Rand) ([]string, error) {
+func createDemoOrders(ctx context.Context, adminURL, account string, n int, rng *rand.Rand) ([]string, error) {
 	params := make([]ordersync.PaymentLinkParams, n)
+	prefix := "demo-"
+	if account != ordersync.DefaultAccount {
+		prefix += account + "-"
+	}
 	products := sim.DefaultProducts()
 	for i := range params {
-		p := ordersync.PaymentLinkParams{OrderReference: fmt.Sprintf("demo-%04d", i), OrderName: fmt.Sprintf("Demo order %d", i)}
+		p := ordersync.PaymentLinkParams{OrderReference: fmt.Sprintf("%s%04d", prefix, i), OrderName: fmt.Sprintf("Demo order %d", i)}
 		if rng.Float64() < 0.6 {
 			for j := 0; j < 1+rng.IntN(3); j++ {
 				if rng.Float64() < 0.5 {
@@ -253,7 +319,7 @@ func createDemoOrders(ctx context.Context, adminURL string, n int, rng *rand.Ran
 		sem <- struct{}{}
 		go func(i int) {
 			defer func() { <-sem; wg.Done() }()
-			codes[i], errs[i] = postPaymentLink(ctx, adminURL, params[i])
+			codes[i], errs[i] = postPaymentLink(ctx, adminURL, account, params[i])
 		}(i)
 	}
 	wg.Wait()
@@ -263,9 +329,9 @@ func createDemoOrders(ctx context.Context, adminURL string, n int, rng *rand.Ran
 	return codes, nil
 }
 
-func postPaymentLink(ctx context.Context, adminURL string, p ordersync.PaymentLinkParams) (string, error) {
+func postPaymentLink(ctx context.Context, adminURL, account string, p ordersync.PaymentLinkParams) (string, error) {
 	var res ordersync.PaymentLinkResult
-	if err := (&admin.Client{BaseURL: adminURL}).Do(ctx, http.MethodPost, "/v1/payment-links", p, &res); err != nil {
+	if err := (&admin.Client{BaseURL: adminURL}).Do(ctx, http.MethodPost, "/v1/payment-links?account="+url.QueryEscape(account), p, &res); err != nil {
 		return "", err
 	}
 	return res.OrderCode, nil
@@ -281,20 +347,24 @@ func printDemoReport(w io.Writer, r demoReport) {
 		perOrder = float64(r.Fetches) / float64(r.Orders)
 	}
 	fmt.Fprintf(w, "\nordersync demo: %s\n", verdict)
-	fmt.Fprintf(w, "  orders mirrored             %d of %d, %d identical to the simulator field by field\n", r.Mirrored, r.Orders, r.Matching)
+	for _, s := range r.Stores {
+		fmt.Fprintf(w, "  store %-21s %s, %s in %s: %d orders, %d paid (%d finalized, %d reversed), %d cancelled\n",
+			s.Account, s.Store.Name, s.Store.CurrencyCode, s.Store.Timezone, s.Orders, s.Acts.Paid, s.Acts.Finalized, s.Acts.Reversed, s.Acts.Cancelled)
+	}
+	fmt.Fprintf(w, "  orders mirrored             %d of %d, %d identical to the simulators field by field\n", r.Mirrored, r.Orders, r.Matching)
 	fmt.Fprintf(w, "  PAID triggers published     %d: one for each of the %d orders now PAID or FINALIZED (%d missing, %d fired twice), %d for reversed orders seen paid first\n",
 		r.PaidTriggers, r.PaidOrders, r.PaidMissing, r.PaidDuplicates, r.PaidThenReversed)
 	h := r.HTTP
 	fmt.Fprintf(w, "  delivered over HTTP         order.paid for %d of the %d PAID triggers (%d missing), %d status changes (%d out of order per order), %d duplicate webhook-ids, %d bad signatures\n",
 		h.Paid, h.PaidWanted, h.Missing, h.Changes, h.OutOfOrder, h.Duplicates, h.BadSignatures)
 	for _, d := range r.Daily {
-		fmt.Fprintf(w, "  daily total (report daily)  %s %s net: %d paid %s, %d reversed %s; the buyers paid and kept %s\n",
-			d.Currency, ordersync.FormatMinorUnits(d.Net, d.Currency), d.Paid, ordersync.FormatMinorUnits(d.PaidTotal, d.Currency),
-			d.Reversed, ordersync.FormatMinorUnits(d.ReversedSum, d.Currency), ordersync.FormatMinorUnits(d.Want, d.Currency))
+		fmt.Fprintf(w, "  daily total (report daily)  %s %s %s net: %d paid %s, %d reversed %s; the buyers paid and kept %s (days in %s)\n",
+			d.Account, d.Currency, ordersync.FormatMinorUnits(d.Net, d.Currency), d.Paid, ordersync.FormatMinorUnits(d.PaidTotal, d.Currency),
+			d.Reversed, ordersync.FormatMinorUnits(d.ReversedSum, d.Currency), ordersync.FormatMinorUnits(d.Want, d.Currency), d.Zone)
 	}
 	fmt.Fprintf(w, "  upstream fetches per order  %.2f (%d fetches)\n", perOrder, r.Fetches)
 	fmt.Fprintf(w, "  sync lag p50 / p99          %s / %s (webhook received → mirror committed)\n", r.LagP50, r.LagP99)
-	fmt.Fprintf(w, "  webhooks                    %d delivered by the simulator, %d sent twice on purpose, %d reordered; %.0f deduplicated by JetStream\n",
+	fmt.Fprintf(w, "  webhooks                    %d delivered by the simulators, %d sent twice on purpose, %d reordered; %.0f deduplicated by JetStream\n",
 		r.Webhooks.Delivered, r.Webhooks.Duplicated, r.Webhooks.Reordered, r.Deduplicated)
 	fmt.Fprintf(w, "  took                        %.1fs\n", r.Took.Seconds())
 	for _, m := range r.Mismatches {
@@ -364,54 +434,67 @@ func family(g prometheus.Gatherer, name string) []*dto.Metric {
 	return nil
 }
 
-// demoDailyTotals reads the run's daily totals through the admin API, as a
-// back office would, and works out from the simulator what they must say:
-// the net of each currency is the total of the orders its buyers paid and
-// did not have reversed. (Paid and reversed alone may differ: an order
-// reversed before the mirror saw it paid counts in neither.)
+// demoDailyTotals reads each store's daily totals of the run through the
+// admin API, in the store's zone, as a back office would, and works out
+// from the store's simulator what they must say: the net of each currency
+// is the total of the orders its buyers paid and did not have reversed.
+// (Paid and reversed alone may differ: an order reversed before the
+// mirror saw it paid counts in neither.)
 func demoDailyTotals(ctx context.Context, st *app.Stack, start time.Time, rep *demoReport) error {
-	from := start.UTC().Format(ordersync.DateLayout)
-	to := time.Now().UTC().AddDate(0, 0, 1).Format(ordersync.DateLayout)
-	var totals ordersync.DailyTotals
-	if err := (&admin.Client{BaseURL: st.Program.AdminURL()}).Do(ctx, http.MethodGet, "/v1/reports/daily?tz=UTC&from="+from+"&to="+to, nil, &totals); err != nil {
-		return fmt.Errorf("daily totals: %w", err)
-	}
-	byCurrency := map[string]*demoDaily{}
-	currency := func(cur string) *demoDaily {
-		d := byCurrency[cur]
-		if d == nil {
-			zero := ordersync.AmountFromInt(0)
-			d = &demoDaily{Currency: cur, PaidTotal: zero, ReversedSum: zero, Net: zero, Want: zero}
-			byCurrency[cur] = d
-		}
-		return d
-	}
-	for _, day := range totals.Days {
-		d := currency(day.Currency)
-		for _, v := range []struct {
-			s   string
-			dst *ordersync.Amount
-		}{{day.Paid.Total, &d.PaidTotal}, {day.Reversed.Total, &d.ReversedSum}, {day.Net, &d.Net}} {
-			a, err := ordersync.ParseAmount(v.s)
-			if err != nil {
-				return fmt.Errorf("daily totals of %s: %q: %w", day.Date, v.s, err)
-			}
-			*v.dst = v.dst.Add(a)
-		}
-		d.Paid += day.Paid.Count
-		d.Reversed += day.Reversed.Count
-	}
-	for _, o := range st.Sim.Orders() {
-		if o.OrderStatus.IsPaidState() {
-			d := currency(o.Store.CurrencyCode)
-			d.Want = d.Want.Add(o.Total)
-		}
-	}
 	rep.Daily, rep.DailyMatch = nil, true
-	for _, d := range byCurrency {
-		rep.Daily = append(rep.Daily, *d)
-		rep.DailyMatch = rep.DailyMatch && d.Net.Equal(d.Want)
+	for _, account := range demoAccounts(st) {
+		zone := st.Sims[account].Store().Timezone
+		loc, err := ordersync.ParseZone(zone)
+		if err != nil {
+			return fmt.Errorf("the zone of store %s: %w", account, err)
+		}
+		from := start.In(loc).Format(ordersync.DateLayout)
+		to := time.Now().In(loc).AddDate(0, 0, 1).Format(ordersync.DateLayout)
+		var totals ordersync.DailyTotals
+		q := url.Values{"account": {account}, "tz": {zone}, "from": {from}, "to": {to}}
+		if err := (&admin.Client{BaseURL: st.Program.AdminURL()}).Do(ctx, http.MethodGet, "/v1/reports/daily?"+q.Encode(), nil, &totals); err != nil {
+			return fmt.Errorf("daily totals of store %s: %w", account, err)
+		}
+		byCurrency := map[string]*demoDaily{}
+		currency := func(cur string) *demoDaily {
+			d := byCurrency[cur]
+			if d == nil {
+				zero := ordersync.AmountFromInt(0)
+				first, _ := ordersync.ParseDate(from)
+				end, _ := ordersync.ParseDate(to)
+				days := ordersync.ReportDays(first, end, loc)
+				d = &demoDaily{Account: account, Currency: cur, Zone: ordersync.ZoneLabel(loc, days[0].Start, days[len(days)-1].End),
+					PaidTotal: zero, ReversedSum: zero, Net: zero, Want: zero}
+				byCurrency[cur] = d
+			}
+			return d
+		}
+		for _, day := range totals.Days {
+			d := currency(day.Currency)
+			for _, v := range []struct {
+				s   string
+				dst *ordersync.Amount
+			}{{day.Paid.Total, &d.PaidTotal}, {day.Reversed.Total, &d.ReversedSum}, {day.Net, &d.Net}} {
+				a, err := ordersync.ParseAmount(v.s)
+				if err != nil {
+					return fmt.Errorf("daily totals of %s on %s: %q: %w", account, day.Date, v.s, err)
+				}
+				*v.dst = v.dst.Add(a)
+			}
+			d.Paid += day.Paid.Count
+			d.Reversed += day.Reversed.Count
+		}
+		for _, o := range st.Sims[account].Orders() {
+			if o.OrderStatus.IsPaidState() {
+				d := currency(o.Store.CurrencyCode)
+				d.Want = d.Want.Add(o.Total)
+			}
+		}
+		for _, cur := range slices.Sorted(maps.Keys(byCurrency)) {
+			d := byCurrency[cur]
+			rep.Daily = append(rep.Daily, *d)
+			rep.DailyMatch = rep.DailyMatch && d.Net.Equal(d.Want)
+		}
 	}
-	slices.SortFunc(rep.Daily, func(a, b demoDaily) int { return strings.Compare(a.Currency, b.Currency) })
 	return nil
 }

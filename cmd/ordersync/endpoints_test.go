@@ -157,7 +157,7 @@ func TestFulfilmentOverHTTP(t *testing.T) {
 	hook.mu.Unlock()
 
 	rng := rand.New(rand.NewPCG(11, 11))
-	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), 30, rng)
+	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), ordersync.DefaultAccount, 30, rng)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func TestEndpointsCLI(t *testing.T) {
 	}
 	waitFor("the ping", func() bool { return strings.Contains(listenOut.String(), "ping  verified") })
 
-	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), 1, rand.New(rand.NewPCG(3, 3)))
+	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), ordersync.DefaultAccount, 1, rand.New(rand.NewPCG(3, 3)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +398,7 @@ func TestEndpointsDeadLettersCLI(t *testing.T) {
 		t.Fatalf("endpoints add: %v\n%s", err, out)
 	}
 	id := strings.Fields(strings.TrimPrefix(out, "endpoint "))[0]
-	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), 1, rand.New(rand.NewPCG(4, 4)))
+	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), ordersync.DefaultAccount, 1, rand.New(rand.NewPCG(4, 4)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -341,7 +341,7 @@ func TestHostileLoad(t *testing.T) {
 	// The valid traffic: links created through the admin API, buyers
 	// acting, the simulator posting signed webhooks.
 	rng := rand.New(rand.NewPCG(13, 13))
-	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), orders, rng)
+	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), ordersync.DefaultAccount, orders, rng)
 	if err != nil {
 		t.Fatalf("create orders under attack: %v", err)
 	}

@@ -42,7 +42,7 @@ func TestLogLinesJSONWithUniqueKeys(t *testing.T) {
 		}
 	}()
 	ctx := context.Background()
-	codes, err := createDemoOrders(ctx, st.Program.AdminURL(), 3, rand.New(rand.NewPCG(5, 5)))
+	codes, err := createDemoOrders(ctx, st.Program.AdminURL(), ordersync.DefaultAccount, 3, rand.New(rand.NewPCG(5, 5)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func TestEndToEnd(t *testing.T) {
 		Faults: sim.Faults{DuplicateRate: 0.2, ReorderRate: 0.2, ReorderDelay: 100 * time.Millisecond, OtherProductRate: 0.2, SubscriptionRate: 0.1},
 	})
 	rng := rand.New(rand.NewPCG(7, 7))
-	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), 60, rng)
+	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), ordersync.DefaultAccount, 60, rng)
 	if err != nil {
 		t.Fatal(err)
 	}

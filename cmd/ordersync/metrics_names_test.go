@@ -64,7 +64,7 @@ func TestMonitoringMetricNamesExported(t *testing.T) {
 
 	st := startTestStack(t, app.StackOptions{Seed: 11})
 	ctx := context.Background()
-	codes, err := createDemoOrders(ctx, st.Program.AdminURL(), 3, rand.New(rand.NewPCG(11, 11)))
+	codes, err := createDemoOrders(ctx, st.Program.AdminURL(), ordersync.DefaultAccount, 3, rand.New(rand.NewPCG(11, 11)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestOrderEventsShowDeliveries(t *testing.T) {
 		eps = append(eps, ep)
 	}
 
-	codes, err := createDemoOrders(ctx, st.Program.AdminURL(), 1, rand.New(rand.NewPCG(13, 13)))
+	codes, err := createDemoOrders(ctx, st.Program.AdminURL(), ordersync.DefaultAccount, 1, rand.New(rand.NewPCG(13, 13)))
 	if err != nil {
 		t.Fatal(err)
 	}

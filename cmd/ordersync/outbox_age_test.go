@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -30,7 +31,7 @@ func TestOutboxOldestUnsentAge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := createDemoOrders(context.Background(), st.Program.AdminURL(), 2, rand.New(rand.NewPCG(5, 5))); err != nil {
+	if _, err := createDemoOrders(context.Background(), st.Program.AdminURL(), ordersync.DefaultAccount, 2, rand.New(rand.NewPCG(5, 5))); err != nil {
 		t.Fatal(err)
 	}
 	waitMirrorMatches(t, st, 10*time.Second)

@@ -59,7 +59,7 @@ func TestAlertsAgainstPrometheus(t *testing.T) {
 		if err := hook.Register(ctx, client, "healthy"); err != nil {
 			t.Fatal(err)
 		}
-		codes, err := createDemoOrders(ctx, st.Program.AdminURL(), 40, rand.New(rand.NewPCG(21, 21)))
+		codes, err := createDemoOrders(ctx, st.Program.AdminURL(), ordersync.DefaultAccount, 40, rand.New(rand.NewPCG(21, 21)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +208,7 @@ func TestAlertsAgainstPrometheus(t *testing.T) {
 		}})
 		prom := startPrometheus(t, bin, rules, st.Program.AdminURL())
 		prom.waitScrapes(t, 2)
-		if _, err := createDemoOrders(ctx, st.Program.AdminURL(), 3, rand.New(rand.NewPCG(22, 22))); err != nil {
+		if _, err := createDemoOrders(ctx, st.Program.AdminURL(), ordersync.DefaultAccount, 3, rand.New(rand.NewPCG(22, 22))); err != nil {
 			t.Fatal(err)
 		}
 		prom.waitAlert(t, "OrdersyncNoWebhooksAccepted", "firing", 40*time.Second)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/sim"
@@ -36,7 +37,7 @@ func TestScaleOutEndToEnd(t *testing.T) {
 		},
 	})
 	rng := rand.New(rand.NewPCG(3, 3))
-	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), 40, rng)
+	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), ordersync.DefaultAccount, 40, rng)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -16,24 +17,45 @@ import (
 // loopback ports chosen by the OS, over a data directory of its own: what
 // the demo runs, and what the end-to-end tests and benchmarks drive.
 type Stack struct {
+	// Sim plays the default account's store.
 	Sim     *sim.Server
 	Program *Program
 	SimURL  string
 	// SecretKey is the simulator's API key, which the pipeline uses.
 	SecretKey string
+	// Sims are every store's simulator by account, the default account's
+	// (Sim) included: a merchant account is a store of its own at the
+	// service, with its own key and webhook secret.
+	Sims map[string]*sim.Server
+	// SimURLs are their base URLs, by account.
+	SimURLs map[string]string
 
-	simLn  net.Listener
-	cancel context.CancelFunc
-	done   chan error
+	listeners []net.Listener
+	cancel    context.CancelFunc
+	done      chan error
 }
 
 type StackOptions struct {
-	DataDir   string
-	Workers   int
-	Faults    sim.Faults
-	Seed      int64
+	DataDir string
+	Workers int
+	// Faults and Seed are every simulator's (each further store's seed
+	// offset by its place, so that their order codes differ).
+	Faults sim.Faults
+	Seed   int64
+	// Store is the default account's store; zero is sim.DefaultStore.
+	Store ordersync.StoreInfo
+	// Stores are further accounts, each with a simulator of its own
+	// playing its store, configured as the program's accounts.
+	Stores    []StackStore
 	Logger    *slog.Logger
 	Configure func(*Config)
+}
+
+// StackStore is a further account of a Stack and the store its simulator
+// plays.
+type StackStore struct {
+	Account string
+	Store   ordersync.StoreInfo
 }
 
 func RandomSecret() string {
@@ -51,16 +73,41 @@ func StartStack(ctx context.Context, opts StackOptions) (_ *Stack, err error) {
 	if opts.Workers == 0 {
 		opts.Workers = DefaultConfig().Workers
 	}
-	s := &Stack{done: make(chan error, 1)}
-	if s.simLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		return nil, fmt.Errorf("simulator listener: %w", err)
+	s := &Stack{done: make(chan error, 1), Sims: map[string]*sim.Server{}, SimURLs: map[string]string{}}
+	// One simulator per store: its listener, key and webhook secret.
+	type simStore struct {
+		account, url, key, secret string
+		store                     ordersync.StoreInfo
 	}
-	s.SimURL = "http://" + s.simLn.Addr().String()
-	secretKey, webhookSecret := RandomSecret(), RandomSecret()
-	s.SecretKey = secretKey
+	stores := []simStore{{account: ordersync.DefaultAccount, store: opts.Store}}
+	for _, st := range opts.Stores {
+		stores = append(stores, simStore{account: st.Account, store: st.Store})
+	}
+	closeListeners := func() {
+		for _, ln := range s.listeners {
+			_ = ln.Close()
+		}
+	}
+	for i := range stores {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			closeListeners()
+			return nil, fmt.Errorf("simulator listener: %w", err)
+		}
+		s.listeners = append(s.listeners, ln)
+		stores[i].url, stores[i].key, stores[i].secret = "http://"+ln.Addr().String(), RandomSecret(), RandomSecret()
+		s.SimURLs[stores[i].account] = stores[i].url
+	}
+	s.SimURL, s.SecretKey = stores[0].url, stores[0].key
 
 	cfg := DefaultConfig()
-	cfg.APIBaseURL, cfg.SecretKey, cfg.WebhookSecrets = s.SimURL, secretKey, []string{webhookSecret}
+	cfg.APIBaseURL, cfg.SecretKey, cfg.WebhookSecrets = stores[0].url, stores[0].key, []string{stores[0].secret}
+	if len(stores) > 1 {
+		cfg.Accounts = map[string]AccountConfig{}
+		for _, st := range stores[1:] {
+			cfg.Accounts[st.account] = AccountConfig{APIBaseURL: st.url, SecretKey: st.key, WebhookSecrets: []string{st.secret}}
+		}
+	}
 	cfg.DataDir = opts.DataDir
 	cfg.DatabaseURL = opts.DataDir + "/ordersync.db"
 	cfg.Listen, cfg.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
@@ -74,42 +121,58 @@ func StartStack(ctx context.Context, opts StackOptions) (_ *Stack, err error) {
 		opts.Configure(&cfg)
 	}
 	if s.Program, err = NewProgram(ctx, cfg, opts.Logger); err != nil {
-		_ = s.simLn.Close()
-		return nil, err
-	}
-	simCfg := sim.Config{
-		SecretKey: secretKey, WebhookURL: s.Program.WebhookURL(), WebhookSecret: webhookSecret,
-		Faults: opts.Faults, Seed: opts.Seed, Logger: opts.Logger.With("component", "sim"),
-	}
-	if s.Sim, err = sim.New(simCfg); err != nil {
-		s.Program.Close()
-		_ = s.simLn.Close()
+		closeListeners()
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
-	if err := s.Sim.Start(runCtx); err != nil {
+	fail := func(err error) (*Stack, error) {
 		cancel()
+		for _, sv := range s.Sims {
+			_ = sv.Close()
+		}
+		closeListeners()
 		s.Program.Close()
-		_ = s.simLn.Close()
 		return nil, err
 	}
-	if err := s.Sim.Serve(s.simLn); err != nil {
-		cancel()
-		s.Program.Close()
-		_ = s.Sim.Close()
-		return nil, err
+	for i, st := range stores {
+		webhookURL := s.Program.WebhookURL()
+		if st.account != ordersync.DefaultAccount {
+			webhookURL += "/" + st.account
+		}
+		seed := opts.Seed
+		if seed != 0 {
+			seed += int64(i)
+		}
+		sv, err := sim.New(sim.Config{
+			SecretKey: st.key, WebhookURL: webhookURL, WebhookSecret: st.secret, Store: st.store,
+			Faults: opts.Faults, Seed: seed, Logger: opts.Logger.With("component", "sim", "account", st.account),
+		})
+		if err != nil {
+			return fail(fmt.Errorf("the simulator of %s: %w", st.account, err))
+		}
+		if err := sv.Start(runCtx); err != nil {
+			return fail(err)
+		}
+		s.Sims[st.account] = sv
+		if err := sv.Serve(s.listeners[i]); err != nil {
+			return fail(err)
+		}
 	}
+	s.Sim = s.Sims[ordersync.DefaultAccount]
 	go func() { s.done <- s.Program.Run(runCtx) }()
 	return s, nil
 }
 
-// Close stops the simulator, then the pipeline (draining it). The simulator
-// goes first so its webhook connections are gone before the receiver shuts
+// Close stops the simulators, then the pipeline (draining it). The
+// simulators go first so their webhook connections are gone before the receiver shuts
 // down: http.Server.Shutdown waits up to 5s for a connection that opened
 // but has not sent a request yet.
 func (s *Stack) Close() error {
-	simErr := s.Sim.Close()
+	var simErr error
+	for _, sv := range s.Sims {
+		simErr = errors.Join(simErr, sv.Close())
+	}
 	s.cancel()
 	err := <-s.done
 	s.Program.Close()
