@@ -1,8 +1,12 @@
 package admin
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -43,7 +47,141 @@ type OverviewView struct {
 	Text   map[string]string     `json:"text"`
 	Tables map[string][][]string `json:"tables"`
 	Zone   ZoneSwitch            `json:"-"`
+	// Money is what each store collected today and yesterday: the page
+	// shows it first; its script does not refresh it.
+	Money []StoreMoney `json:"-"`
 }
+
+// StoreMoney is one store's collected totals of today and yesterday, on
+// the store's days: its zone (Zone names it with its offsets over the two
+// days), one row per currency of the orders collected on either day.
+type StoreMoney struct {
+	Account          string
+	Zone             string
+	Today, Yesterday string // the dates
+	Rows             []MoneyRow
+}
+
+// MoneyRow is one currency's collected totals of the two days.
+type MoneyRow struct {
+	Currency         string
+	Today, Yesterday MoneyFigure
+}
+
+// figure is yesterday's figure (0) or today's (1).
+func (r *MoneyRow) figure(day int) *MoneyFigure {
+	if day == 0 {
+		return &r.Yesterday
+	}
+	return &r.Today
+}
+
+// MoneyFigure is the orders collected on a day in a currency: their count,
+// their exact sum, and Link, the Orders page of exactly those orders.
+type MoneyFigure struct {
+	Count int
+	Total string
+	Link  string
+}
+
+// collectedQuery is the Orders page's query of the orders of account
+// collected on the day [date, next) of zone: paid on the day (the paid-day
+// range the daily totals' paid figure uses), and PAID or FINALIZED now, so
+// not reversed since. The overview sums exactly the orders it selects.
+func collectedQuery(account, zone, date, next string) url.Values {
+	return url.Values{"account": {account}, "status": {ordersync.StatusGroupCollected}, "tz": {zone},
+		"paidFrom": {date}, "paidTo": {next}, "count": {"exact"}}
+}
+
+// storeMoney sums what each store collected today and yesterday, on its
+// days, reading the orders as the Orders page lists them (ParseOrderQuery,
+// ListOrders), so that each figure and its link's listing select the same
+// orders.
+func (s *Server) storeMoney(ctx context.Context) ([]StoreMoney, error) {
+	var out []StoreMoney
+	for _, account := range s.stores() {
+		loc, err := ordersync.ParseZone(s.storeZone(ctx, account))
+		if err != nil {
+			loc = time.UTC
+		}
+		now := s.cfg.Clock().In(loc)
+		today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+		days := ordersync.ReportDays(today.AddDate(0, 0, -1), today.AddDate(0, 0, 1), loc)
+		m := StoreMoney{Account: account, Zone: ordersync.ZoneLabel(loc, days[0].Start, days[1].End),
+			Yesterday: days[0].Date, Today: days[1].Date}
+		// dates[i] and dates[i+1] bound yesterday (0) and today (1).
+		dates := []string{days[0].Date, days[1].Date, today.AddDate(0, 0, 1).Format(ordersync.DateLayout)}
+		byCurrency := map[string]*MoneyRow{}
+		for i := range days {
+			q := collectedQuery(account, loc.String(), dates[i], dates[i+1])
+			sums, err := s.collected(ctx, q)
+			if err != nil {
+				return nil, err
+			}
+			for currency, fig := range sums {
+				row := byCurrency[currency]
+				if row == nil {
+					zero := MoneyFigure{Total: ordersync.FormatMinorUnits(ordersync.AmountFromInt(0), currency)}
+					row = &MoneyRow{Currency: currency, Yesterday: zero, Today: zero}
+					byCurrency[currency] = row
+				}
+				*row.figure(i) = fig
+			}
+		}
+		for _, currency := range slices.Sorted(maps.Keys(byCurrency)) {
+			row := byCurrency[currency]
+			for i := range days {
+				q := collectedQuery(account, loc.String(), dates[i], dates[i+1])
+				q.Set("currency", currency)
+				row.figure(i).Link = "/console/orders?" + q.Encode()
+			}
+			m.Rows = append(m.Rows, *row)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// collected counts and sums, per currency, every order the Orders page's
+// query q selects, page by page.
+func (s *Server) collected(ctx context.Context, q url.Values) (map[string]MoneyFigure, error) {
+	filter, err := ParseOrderQuery(q, s.cfg.Clock())
+	if err != nil {
+		return nil, err
+	}
+	filter.Account = q.Get("account")
+	filter.Count = false
+	filter.Limit = collectedPage
+	counts := map[string]int{}
+	sums := map[string]ordersync.Amount{}
+	for {
+		page, err := s.cfg.Orders.ListOrders(ctx, filter)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range page.Orders {
+			cur := o.Order.Store.CurrencyCode
+			if _, ok := sums[cur]; !ok {
+				sums[cur] = ordersync.AmountFromInt(0)
+			}
+			counts[cur]++
+			sums[cur] = sums[cur].Add(o.Order.Total)
+		}
+		if page.Next == nil || len(page.Orders) == 0 {
+			break
+		}
+		filter.After = page.Next
+	}
+	out := map[string]MoneyFigure{}
+	for cur, n := range counts {
+		out[cur] = MoneyFigure{Count: n, Total: ordersync.FormatMinorUnits(sums[cur], cur)}
+	}
+	return out, nil
+}
+
+// collectedPage is how many orders one read of the overview's collected
+// totals takes.
+const collectedPage = 1000
 
 func (s *Server) overview(r *http.Request) (*OverviewView, error) {
 	view := &OverviewView{Text: map[string]string{}, Tables: map[string][][]string{}}
@@ -153,6 +291,10 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 	view, err := s.overview(r)
 	if err != nil {
 		s.fail(w, "read the overview", err, "")
+		return
+	}
+	if view.Money, err = s.storeMoney(r.Context()); err != nil {
+		s.fail(w, "read the collected totals", err, "")
 		return
 	}
 	s.page(w, r, http.StatusOK, "home.html", &Page{Title: "Console", Data: view})

@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -128,4 +132,127 @@ func TestConsoleOverview(t *testing.T) {
 	if resp, _ := newBrowser(t, base).do("GET", "/console/overview.json", nil); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("overview.json without a session: %d, want 303 to sign in", resp.StatusCode)
 	}
+}
+
+// moneyFigure is a figure of the overview's collected totals: the
+// store, the currency, the day, the total, the count and the link.
+var moneyFigure = regexp.MustCompile(`<a data-day="(today|yesterday)" href="([^"]+)"><span class="figure">([0-9.]+)</span><br>([0-9]+) orders</a>`)
+
+// TestOverviewMoney: the overview opens with what each store collected
+// today and yesterday, per currency, on the store's own days (named with
+// their offset): a reversed payment, an unpaid order and another day's
+// payment are not counted, and each figure links to exactly the orders it
+// counts: the Orders page counts as many, and the API's listing of the
+// same query gives the same count and the same sum.
+func TestOverviewMoney(t *testing.T) {
+	db := openTestDB(t)
+	mirrorStores(t, db,
+		// Paid at 08:01 and 09:01 UTC, the 3rd in El Salvador (UTC−06:00).
+		[5]string{"sv", "a1", "PAID", "10.00", "2026-11-03T08:00:00.000Z"},
+		[5]string{"sv", "a2", "PAID>FINALIZED", "5.25", "2026-11-03T09:00:00.000Z"},
+		// Paid today, then reversed: not collected.
+		[5]string{"sv", "a3", "PAID>CANCELLED", "4.00", "2026-11-03T07:00:00.000Z"},
+		// Paid at 04:01 UTC: 22:01 on the 2nd in El Salvador, yesterday.
+		[5]string{"sv", "a4", "PAID", "7.25", "2026-11-03T04:00:00.000Z"},
+		[5]string{"sv", "a5", "PENDING", "3.00", "2026-11-03T05:00:00.000Z"},
+		// Paid two days ago.
+		[5]string{"sv", "a6", "PAID", "9.99", "2026-11-01T15:00:00.000Z"},
+		[5]string{"md", "b1", "PAID", "20.00", "2026-11-02T10:00:00.000Z"},
+		// Paid at 23:31 UTC on the 2nd: 00:31 on the 3rd in Madrid, today.
+		[5]string{"md", "b2", "PAID", "3.50", "2026-11-02T23:30:00.000Z"},
+		[5]string{"md", "b3", "PAID>FINALIZED", "12.00", "2026-11-03T10:00:00.000Z"},
+		[5]string{"md", "b4", "PENDING>CANCELLED", "8.00", "2026-11-03T09:00:00.000Z"})
+	now := time.Date(2026, 11, 3, 12, 0, 0, 0, time.UTC)
+	base := consoleServer(t, db, roleTokens, func(c *admin.Config) {
+		c.Account, c.Stores = "sv", []string{"sv", "md"}
+		c.Reports, c.Exports, c.Overview, c.Clock = db, db, db, func() time.Time { return now }
+	})
+	b := newBrowser(t, base)
+	b.signIn("eve-token")
+	api := newBrowser(t, base)
+	api.header.Set("Authorization", "Bearer eve-token")
+
+	resp, page := b.do("GET", "/console/", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("home: %d\n%s", resp.StatusCode, page)
+	}
+	money, health := strings.Index(page, `id="money"`), strings.Index(page, `id="overview"`)
+	if money < 0 || health < 0 || money > health {
+		t.Errorf("the collected totals (at %d) do not come before the pipeline's health (at %d)", money, health)
+	}
+	for _, want := range []string{"Days in <span class=\"zone\">America/El_Salvador (UTC−06:00)</span>",
+		"Days in <span class=\"zone\">Europe/Madrid (UTC+01:00)</span>", "Today, 2026-11-03", "Yesterday, 2026-11-02"} {
+		if !strings.Contains(html.UnescapeString(page), want) {
+			t.Errorf("the overview lacks %s", want)
+		}
+	}
+	want := map[string]string{
+		"sv USD today": "2 15.25", "sv USD yesterday": "1 7.25",
+		"md EUR today": "2 15.50", "md EUR yesterday": "1 20.00",
+	}
+	got := map[string]string{}
+	for _, store := range []string{"sv", "md"} {
+		start := strings.Index(page, `data-store="`+store+`"`)
+		if start < 0 {
+			t.Fatalf("no collected totals for store %s", store)
+		}
+		section := page[start:]
+		section = section[:strings.Index(section, "</section>")]
+		for _, m := range moneyFigure.FindAllStringSubmatch(section, -1) {
+			day, link, total, count := m[1], html.UnescapeString(m[2]), m[3], m[4]
+			u, err := url.Parse(link)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := u.Query()
+			key := store + " " + q.Get("currency") + " " + day
+			got[key] = count + " " + total
+			if u.Path != "/console/orders" || q.Get("account") != store || q.Get("status") != ordersync.StatusGroupCollected ||
+				q.Get("paidFrom") == "" || q.Get("paidTo") == "" {
+				t.Errorf("%s links to %s: want the store's collected orders paid on the day", key, link)
+			}
+			// The Orders page of the link counts as many orders.
+			resp, listing := b.do("GET", link, nil)
+			if resp.StatusCode != http.StatusOK || !strings.Contains(listing, `<span id="total">`+count+`</span>`) {
+				t.Errorf("%s: the Orders page of %s (%d) does not count %s orders", key, link, resp.StatusCode, count)
+			}
+			// The API's listing of the same query: the same orders, the
+			// same sum.
+			q.Del("count")
+			q.Set("limit", "1000")
+			resp, body := api.do("GET", "/v1/orders?"+q.Encode(), nil)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET /v1/orders?%s: %d %s", q.Encode(), resp.StatusCode, body)
+			}
+			var list struct {
+				Orders []struct {
+					Total json.Number
+				}
+			}
+			dec := json.NewDecoder(strings.NewReader(body))
+			dec.UseNumber()
+			if err := dec.Decode(&list); err != nil {
+				t.Fatal(err)
+			}
+			sum := ordersync.AmountFromInt(0)
+			for _, o := range list.Orders {
+				sum = sum.Add(ordersync.MustAmount(o.Total.String()))
+			}
+			if len(list.Orders) != mustAtoi(t, count) || ordersync.FormatMinorUnits(sum, q.Get("currency")) != total {
+				t.Errorf("%s: the figure is %s / %s, its listing %d / %s", key, count, total, len(list.Orders), sum)
+			}
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("collected totals %v, want %v", got, want)
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
