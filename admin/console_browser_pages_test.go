@@ -49,7 +49,8 @@ func newPagesEnv(t *testing.T) *apiEnv {
 // pages in chromium: the Overview refreshes a figure without reloading
 // once the mirror changes, Daily totals draws its chart and downloads
 // the CSV of its table, Audit filters by who and what. Any error a page
-// reports fails it; each page is saved as a screenshot when asked.
+// reports fails it; each page is saved as a screenshot when asked (the
+// Overview's by TestDemoOverviewInBrowser, over the demo's two stores).
 func TestConsolePagesInBrowser(t *testing.T) {
 	h := newHeadless(t)
 	e := newPagesEnv(t)
@@ -73,7 +74,6 @@ func TestConsolePagesInBrowser(t *testing.T) {
 		t.Errorf("endpoints on the overview: %q", eps)
 	}
 	h.check()
-	h.shot("overview")
 
 	// Daily totals: the last 30 days, a chart per currency, the CSV.
 	h.load("open Daily totals", chromedp.Click(chromedp.CSS(`nav a[href="/console/totals"]`)))
