@@ -213,7 +213,7 @@ func (s *Server) overview(r *http.Request) (*OverviewView, error) {
 	t["mirrored"] = strconv.Itoa(o.Mirrored)
 	t["lag"] = "—"
 	if o.Lag.Samples > 0 {
-		t["lag"] = fmt.Sprintf("median %s, at most %s (%d webhooks)", roundDuration(o.Lag.Median), roundDuration(o.Lag.Max), o.Lag.Samples)
+		t["lag"] = fmt.Sprintf("median %s, at most %s (over %d notices)", roundDuration(o.Lag.Median), roundDuration(o.Lag.Max), o.Lag.Samples)
 	}
 	t["waiting"] = strconv.Itoa(o.Waiting)
 	t["waiting-since"] = ""

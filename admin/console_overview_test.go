@@ -89,7 +89,7 @@ func TestConsoleOverview(t *testing.T) {
 		t.Fatalf("home: %d, %d bytes\n%s", resp.StatusCode, len(page), page)
 	}
 	for _, want := range []string{"<h1>Console</h1>", `data-figure="webhooks-rate">0.4<`, `data-figure="mirrored-rate">0.4<`,
-		`data-figure="lag">median 3s, at most 3s (2 webhooks)<`, `data-figure="waiting">1<`, `data-figure="dead-letters">2<`,
+		`data-figure="lag">median 3s, at most 3s (over 2 notices)<`, `data-figure="waiting">1<`, `data-figure="dead-letters">2<`,
 		`<td>malformed</td><td class="num">2</td>`, "<td>fulfil</td>", "<td>failing: 0% delivered</td>", "HTTP 503: unavailable",
 		`<script src="/console/static/overview.js" defer></script>`, "last 5 minutes, divided by 5"} {
 		if !strings.Contains(page, want) {
