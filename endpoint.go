@@ -198,6 +198,9 @@ type DeliveryDeadLetters interface {
 	ListDeliveryDeadLetters(ctx context.Context, f DeliveryDeadLetterFilter) ([]*DeliveryDeadLetter, error)
 	FindDeliveryDeadLetter(ctx context.Context, id int64) (*DeliveryDeadLetter, error)
 	MarkDeliveryDeadLetterReplayed(ctx context.Context, id int64, at time.Time) error
+	// PendingDeliveryDeadLetters counts the letters not replayed per
+	// endpoint: its failed deliveries.
+	PendingDeliveryDeadLetters(ctx context.Context) (map[string]int, error)
 }
 
 // DeliveryOutcome is how the delivery of one order event to one endpoint

@@ -111,6 +111,33 @@ func (db *DB) FindDeliveryDeadLetter(ctx context.Context, id int64) (*ordersync.
 	return dl, err
 }
 
+// PendingDeliveryDeadLetters counts, per endpoint, the delivery dead
+// letters not yet replayed: the failed deliveries a person can still fix.
+// Every page that says how many deliveries failed reads it here.
+func (db *DB) PendingDeliveryDeadLetters(ctx context.Context) (map[string]int, error) {
+	var out map[string]int
+	err := db.inReadTx(ctx, "count pending delivery dead letters", func(tx *sqlx.Tx) (err error) {
+		out, err = pendingDeliveryDeadLetters(ctx, tx)
+		return err
+	})
+	return out, err
+}
+
+func pendingDeliveryDeadLetters(ctx context.Context, tx *sqlx.Tx) (map[string]int, error) {
+	var rows []struct {
+		EndpointID string `db:"endpoint_id"`
+		N          int    `db:"n"`
+	}
+	if err := tx.SelectContext(ctx, &rows, `SELECT endpoint_id, COUNT(*) AS n FROM delivery_dead_letters WHERE replayed_at IS NULL GROUP BY endpoint_id`); err != nil {
+		return nil, fmt.Errorf("count delivery dead letters: %w", err)
+	}
+	out := make(map[string]int, len(rows))
+	for _, r := range rows {
+		out[r.EndpointID] = r.N
+	}
+	return out, nil
+}
+
 // MarkDeliveryDeadLetterReplayed records that a letter was delivered again.
 func (db *DB) MarkDeliveryDeadLetterReplayed(ctx context.Context, id int64, at time.Time) error {
 	return db.markReplayed(ctx, "delivery_dead_letters", fmt.Sprintf("mark delivery dead letter %d replayed", id), id, at)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -60,8 +61,34 @@ func (db *DB) RecordDeliveries(ctx context.Context, recs []ordersync.DeliveryRec
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	return db.inTx(ctx, op, func(tx *sqlx.Tx) error {
-		return db.execRows(ctx, tx, upsertDeliveries, rows)
+		if err := db.execRows(ctx, tx, upsertDeliveries, rows); err != nil {
+			return err
+		}
+		return db.settleDeliveryDeadLetters(ctx, tx, recs, now)
 	})
+}
+
+// settleDeliveryDeadLetters marks replayed the pending delivery dead
+// letters of the deliveries that ended delivered (a replay of the events
+// since a time, or a redelivery, took them through): a failed delivery
+// stays failed until its event reached the endpoint, however it got there,
+// so the list of failed deliveries and every count of them agree.
+func (db *DB) settleDeliveryDeadLetters(ctx context.Context, tx *sqlx.Tx, recs []ordersync.DeliveryRecord, at time.Time) error {
+	byEndpoint := map[string][]any{}
+	for _, r := range recs {
+		if r.Outcome == ordersync.DeliveryDelivered {
+			byEndpoint[r.EndpointID] = append(byEndpoint[r.EndpointID], r.WebhookID)
+		}
+	}
+	for ep, ids := range byEndpoint {
+		args := append([]any{dbTime(at), ep}, ids...)
+		_, err := tx.ExecContext(ctx, db.rebind(`UPDATE delivery_dead_letters SET replayed_at = ?, replay_count = replay_count + 1
+WHERE endpoint_id = ? AND replayed_at IS NULL AND webhook_id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`), args...)
+		if err != nil {
+			return fmt.Errorf("settle the dead letters of endpoint %s: %w", ep, err)
+		}
+	}
+	return nil
 }
 
 type deliveryRow struct {

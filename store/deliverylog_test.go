@@ -115,3 +115,46 @@ func TestPruneDeliveryLog(t *testing.T) {
 		}
 	})
 }
+
+// TestDeliveredSettlesDeadLetters: a delivery that ends delivered marks
+// its endpoint's pending dead letter of the same webhook-id replayed, in
+// the same write, so the failed count (PendingDeliveryDeadLetters, which
+// the overview reads too) drops with it; other endpoints' letters, other
+// webhook-ids and failures again leave letters pending.
+func TestDeliveredSettlesDeadLetters(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		ctx := context.Background()
+		letter := func(endpoint, id string) int64 {
+			n, err := db.AddDeliveryDeadLetter(ctx, ordersync.DeliveryDeadLetter{EndpointID: endpoint, Event: ordersync.HookOrderPaid,
+				WebhookID: id, OrderCode: "C-" + id, Attempts: 3, LastStatus: 500, Body: []byte(`{}`), CreatedAt: testNow})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		a1, a2, b1 := letter("erp", "msg_1"), letter("erp", "msg_2"), letter("wms", "msg_1")
+		letter("wms", "msg_3")
+		if got, err := db.PendingDeliveryDeadLetters(ctx); err != nil || got["erp"] != 2 || got["wms"] != 2 {
+			t.Fatalf("pending before: %v, %v; want erp 2, wms 2", got, err)
+		}
+		rec := func(endpoint, id string, outcome ordersync.DeliveryOutcome) ordersync.DeliveryRecord {
+			return ordersync.DeliveryRecord{WebhookID: id, EndpointID: endpoint, Event: ordersync.HookOrderPaid,
+				OrderCode: "C-" + id, Outcome: outcome, Attempts: 1, Status: 200, At: testNow.Add(time.Minute)}
+		}
+		r1, r2 := rec("erp", "msg_1", ordersync.DeliveryDelivered), rec("erp", "msg_2", ordersync.DeliveryDeadLettered)
+		if err := db.RecordDeliveries(ctx, []ordersync.DeliveryRecord{r1, r2}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.PendingDeliveryDeadLetters(ctx)
+		if err != nil || got["erp"] != 1 || got["wms"] != 2 {
+			t.Fatalf("pending after: %v, %v; want erp 1 (msg_2 failed again), wms 2 (another endpoint)", got, err)
+		}
+		for id, want := range map[int64]bool{a1: true, a2: false, b1: false} {
+			dl, err := db.FindDeliveryDeadLetter(ctx, id)
+			if err != nil || (dl.ReplayedAt != nil) != want {
+				t.Errorf("letter %d replayed %v, want %v (%v)", id, dl != nil && dl.ReplayedAt != nil, want, err)
+			}
+		}
+	})
+}

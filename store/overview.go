@@ -41,7 +41,6 @@ ORDER BY first_seen_at LIMIT 1`
 	// every letter ever replayed too, and on the index of those pending.
 	overviewDeadLettersSQL = `SELECT reason, COUNT(*) AS n FROM dead_letters WHERE account || '' = ? AND replayed_at IS NULL GROUP BY reason`
 	overviewEndpointsSQL   = `SELECT id, url, disabled, disabled_reason FROM endpoints ORDER BY id`
-	overviewEndpointDLSQL  = `SELECT endpoint_id, COUNT(*) AS n FROM delivery_dead_letters WHERE replayed_at IS NULL GROUP BY endpoint_id`
 )
 
 // Overview reads the console's overview of account at params.Now in one
@@ -160,16 +159,13 @@ func (db *DB) endpointHealth(ctx context.Context, tx *sqlx.Tx, since time.Time) 
 			out[i].DeliveryHealth = h
 		}
 	}
-	var dls []struct {
-		EndpointID string `db:"endpoint_id"`
-		N          int    `db:"n"`
+	pending, err := pendingDeliveryDeadLetters(ctx, tx)
+	if err != nil {
+		return nil, err
 	}
-	if err := tx.SelectContext(ctx, &dls, overviewEndpointDLSQL); err != nil {
-		return nil, fmt.Errorf("count delivery dead letters: %w", err)
-	}
-	for _, d := range dls {
-		if i, ok := index[d.EndpointID]; ok {
-			out[i].DeadLetters = d.N
+	for id, n := range pending {
+		if i, ok := index[id]; ok {
+			out[i].DeadLetters = n
 		}
 	}
 	return out, nil
