@@ -46,27 +46,29 @@ var actions = map[string]struct {
 	// check answered, so guessing fills no table).
 	self bool
 }{
-	"POST /v1/orders/track":                      {"order.track", "", false},
-	"POST /v1/payment-links":                     {"payment-link.create", "", false},
-	"POST /v1/dead-letters/{id}/replay":          {"dead-letter.replay", "dead-letter", false},
-	"POST /v1/dead-letters/replay":               {"dead-letters.replay", "", false},
-	"POST /v1/endpoints":                         {"endpoint.create", "", false},
-	"PATCH /v1/endpoints/{id}":                   {"endpoint.update", "endpoint", false},
-	"DELETE /v1/endpoints/{id}":                  {"endpoint.delete", "endpoint", false},
-	"POST /v1/endpoints/{id}/rotate-secret":      {"endpoint.rotate-secret", "endpoint", false},
-	"POST /v1/endpoints/{id}/test":               {"endpoint.test", "endpoint", false},
-	"POST /v1/endpoints/{id}/replay":             {"endpoint.replay", "endpoint", false},
-	"POST /v1/delivery-dead-letters/{id}/replay": {"delivery-dead-letter.replay", "delivery-dead-letter", false},
-	"POST /console/sign-in":                      {"console.sign-in", "", true},
-	"POST /console/sign-out":                     {"console.sign-out", "", false},
-	"POST /console/orders/{id}/resync":           {"order.track", "order", false},
-	"POST /console/dead-letters/{id}/replay":     {"dead-letter.replay", "dead-letter", false},
-	"POST /console/dead-letters/replay":          {"dead-letters.replay", "", false},
-	"POST /console/endpoints/{id}/enable":        {"endpoint.enable", "endpoint", false},
-	"POST /console/endpoints/{id}/disable":       {"endpoint.disable", "endpoint", false},
-	"POST /console/endpoints/{id}/rotate-secret": {"endpoint.rotate-secret", "endpoint", false},
-	"POST /console/endpoints/{id}/test":          {"endpoint.test", "endpoint", false},
-	"POST /console/endpoints/{id}/replay":        {"endpoint.replay", "endpoint", false},
+	"POST /v1/orders/track":                            {"order.track", "", false},
+	"POST /v1/payment-links":                           {"payment-link.create", "", false},
+	"POST /v1/dead-letters/{id}/replay":                {"dead-letter.replay", "dead-letter", false},
+	"POST /v1/dead-letters/replay":                     {"dead-letters.replay", "", false},
+	"POST /v1/endpoints":                               {"endpoint.create", "", false},
+	"PATCH /v1/endpoints/{id}":                         {"endpoint.update", "endpoint", false},
+	"DELETE /v1/endpoints/{id}":                        {"endpoint.delete", "endpoint", false},
+	"POST /v1/endpoints/{id}/rotate-secret":            {"endpoint.rotate-secret", "endpoint", false},
+	"POST /v1/endpoints/{id}/test":                     {"endpoint.test", "endpoint", false},
+	"POST /v1/endpoints/{id}/replay":                   {"endpoint.replay", "endpoint", false},
+	"POST /v1/delivery-dead-letters/{id}/replay":       {"delivery-dead-letter.replay", "delivery-dead-letter", false},
+	"POST /console/sign-in":                            {"console.sign-in", "", true},
+	"POST /console/sign-out":                           {"console.sign-out", "", false},
+	"POST /console/orders/{id}/resync":                 {"order.track", "order", false},
+	"POST /console/dead-letters/{id}/replay":           {"dead-letter.replay", "dead-letter", false},
+	"POST /console/dead-letters/replay":                {"dead-letters.replay", "", false},
+	"POST /console/endpoints/{id}/enable":              {"endpoint.enable", "endpoint", false},
+	"POST /console/endpoints/{id}/disable":             {"endpoint.disable", "endpoint", false},
+	"POST /console/endpoints/{id}/rotate-secret":       {"endpoint.rotate-secret", "endpoint", false},
+	"POST /console/endpoints/{id}/test":                {"endpoint.test", "endpoint", false},
+	"POST /console/endpoints/{id}/replay":              {"endpoint.replay", "endpoint", false},
+	"POST /console/endpoints/{id}/failed/replay":       {"endpoint.replay-failed", "endpoint", false},
+	"POST /v1/endpoints/{id}/failed-deliveries/replay": {"endpoint.replay-failed", "endpoint", false},
 }
 
 // sessionRoutes act on the caller's own session, not on the service: a
@@ -158,7 +160,13 @@ func (s *Server) serveAs(w http.ResponseWriter, r *http.Request, p ordersync.Pri
 	}
 	sw := &httpstatus.Writer{ResponseWriter: w}
 	if AccessOf(r.Method, pattern) == ordersync.AccessAct && !p.Role.May(ordersync.AccessAct) {
-		writeProblem(sw, http.StatusForbidden, fmt.Sprintf("%s is a viewer: viewers read, only operators act (%s)", p.Name, act.name), nil)
+		msg := fmt.Sprintf("%s is a viewer: viewers read, only operators act (%s)", p.Name, act.name)
+		if via == ordersync.ViaConsole {
+			// A person at the console reads a page, not the API's problem.
+			s.page(sw, r, http.StatusForbidden, "refused.html", &Page{Title: "Not done", Message: msg})
+		} else {
+			writeProblem(sw, http.StatusForbidden, msg, nil)
+		}
 	} else {
 		s.mux.ServeHTTP(sw, r)
 	}

@@ -75,6 +75,7 @@ func (s *Server) routeConsole() {
 	s.routeConsoleOrders()
 	s.routeConsoleDeadLetters()
 	s.routeConsoleEndpoints()
+	s.routeConsoleFailed()
 	s.routeConsoleTotals()
 	s.routeConsoleExport()
 	s.routeConsoleAudit()

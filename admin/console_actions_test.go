@@ -2,13 +2,16 @@ package admin_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"html"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,6 +32,22 @@ type actionsEnv struct {
 	// received counts the requests the endpoint's receiver answered.
 	received atomic.Int64
 	gate     *gatedReplayer
+	// mu guards refuse, the order codes the receiver answers 500 for, and
+	// perOrder, the signed requests it received for each order code.
+	mu       sync.Mutex
+	refuse   map[string]bool
+	perOrder map[string]int
+}
+
+// orderOf is the order code of a delivery's body, "" for a ping.
+func orderOf(body []byte) string {
+	var ev struct {
+		Data struct {
+			OrderCode string `json:"orderCode"`
+		} `json:"data"`
+	}
+	_ = json.Unmarshal(body, &ev)
+	return ev.Data.OrderCode
 }
 
 // gatedReplayer is the real Replayer, each replay of one letter held
@@ -59,10 +78,22 @@ func (g *gatedReplayer) ReplayDeadLetter(ctx context.Context, id int64) error {
 
 func newActionsEnv(t *testing.T) *actionsEnv {
 	t.Helper()
-	a := &actionsEnv{}
+	a := &actionsEnv{refuse: map[string]bool{}, perOrder: map[string]int{}}
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("webhook-signature") != "" {
-			a.received.Add(1)
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get("webhook-signature") == "" {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		a.received.Add(1)
+		code := orderOf(body)
+		a.mu.Lock()
+		a.perOrder[code]++
+		refused := a.refuse[code]
+		a.mu.Unlock()
+		if refused {
+			http.Error(w, "warehouse down for "+code, http.StatusInternalServerError)
+			return
 		}
 		w.WriteHeader(http.StatusOK)
 	}))

@@ -69,6 +69,9 @@ type EndpointsView struct {
 	Windows []HealthWindow
 	Query   string
 	MayAct  bool
+	// ListsFailed: the failed deliveries can be listed (the delivery dead
+	// letters are at hand).
+	ListsFailed bool
 	// Secret is an endpoint's new secret, on the answer to its rotation
 	// and nowhere else.
 	Secret *NewSecret
@@ -88,8 +91,10 @@ type EndpointRow struct {
 	DisabledReason                       string
 	// Rate is the share delivered ("—" without deliveries); LastFailure
 	// describes the latest delivery that did not go through.
-	Rate                string
-	Delivered, Failed   int
+	Rate              string
+	Delivered, Failed int
+	// FailedDeliveries counts its delivery dead letters not replayed.
+	FailedDeliveries    int
 	LastFailure         string
 	LastFailureAt       Moment
 	PreviousSecretUntil Moment
@@ -132,12 +137,22 @@ func (s *Server) showEndpoints(w http.ResponseWriter, r *http.Request, status in
 		s.fail(w, "read endpoint health", err, "")
 		return
 	}
-	view := &EndpointsView{Window: window, Windows: healthWindows, Query: query, MayAct: s.mayAct(r),
+	// The failed deliveries are the letters a person can still fix, not
+	// the window's: the same count as the overview's, from the same read.
+	var pending map[string]int
+	if s.cfg.DeliveryDeadLetters != nil {
+		if pending, err = s.cfg.DeliveryDeadLetters.PendingDeliveryDeadLetters(ctx); err != nil {
+			s.fail(w, "count failed deliveries", err, "")
+			return
+		}
+	}
+	view := &EndpointsView{Window: window, Windows: healthWindows, Query: query, MayAct: s.mayAct(r), ListsFailed: pending != nil,
 		Zone: ZoneSwitch{Mode: mode, Store: zoneName, Back: "/console/endpoints" + query}}
 	for _, ep := range eps {
 		h := health[ep.ID]
 		row := EndpointRow{ID: ep.ID, URL: ep.URL, Description: ep.Description, Source: string(ep.Source),
-			Disabled: ep.Disabled, DisabledReason: ep.DisabledReason, Rate: "—", Delivered: h.Delivered, Failed: h.Failed}
+			Disabled: ep.Disabled, DisabledReason: ep.DisabledReason, Rate: "—", Delivered: h.Delivered, Failed: h.Failed,
+			FailedDeliveries: pending[ep.ID]}
 		events := make([]string, len(ep.Events))
 		for i, ev := range ep.Events {
 			events[i] = string(ev)

@@ -37,7 +37,8 @@ func (d *Dispatcher) Ping(ctx context.Context, endpointID string) (ordersync.Del
 }
 
 // ReplayDeadLetter sends a delivery dead letter again, once, with its
-// webhook-id and body; a 2xx marks it replayed.
+// webhook-id and body; a 2xx marks it replayed, any other answer becomes
+// the letter's last, its attempts counting this one.
 func (d *Dispatcher) ReplayDeadLetter(ctx context.Context, id int64) (ordersync.DeliveryReport, error) {
 	dl, err := d.cfg.DeadLetters.FindDeliveryDeadLetter(ctx, id)
 	if err != nil {
@@ -51,6 +52,14 @@ func (d *Dispatcher) ReplayDeadLetter(ctx context.Context, id int64) (ordersync.
 		return ordersync.DeliveryReport{}, fmt.Errorf("replay delivery dead letter %d: endpoint %s: %w", id, ep.ID, ordersync.ErrEndpointDisabled)
 	}
 	rep := d.once(ctx, ep, dl.WebhookID, dl.Body)
+	if !rep.Delivered {
+		// Still failed: a person reading the letter sees this answer.
+		dl.Attempts++
+		dl.LastStatus, dl.LastBody, dl.LastError = rep.Status, rep.Answer, rep.Error
+		if _, err := d.cfg.DeadLetters.AddDeliveryDeadLetter(ctx, *dl); err != nil {
+			return rep, err
+		}
+	}
 	if rep.Delivered {
 		if err := d.cfg.DeadLetters.MarkDeliveryDeadLetterReplayed(ctx, id, time.Now()); err != nil {
 			return rep, err
