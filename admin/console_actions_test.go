@@ -416,7 +416,34 @@ func TestConsoleEndpoints(t *testing.T) {
 
 	ops, csrf := signedIn(t, a.url, "ops-token")
 	form := url.Values{"csrf": {csrf}}
-	resp, page = ops.do("POST", "/console/endpoints/"+epID+"/disable", form)
+	// Disabling and rotating ask first: the button leads to a page that
+	// says what the action does, and a post without its confirmation goes
+	// there and does nothing.
+	if _, page := ops.do("GET", "/console/endpoints", nil); !strings.Contains(page, `action="/console/endpoints/`+epID+`/confirm"`) ||
+		strings.Contains(page, `action="/console/endpoints/`+epID+`/disable`) {
+		t.Errorf("the Disable button does not lead to its confirmation:\n%s", page)
+	}
+	for _, action := range []string{"disable", "rotate-secret"} {
+		resp, _ := ops.do("POST", "/console/endpoints/"+epID+"/"+action, form)
+		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || loc != "/console/endpoints/"+epID+"/confirm?action="+action {
+			t.Errorf("%s without confirming: %d to %q, want the confirmation page", action, resp.StatusCode, loc)
+		}
+		resp, page := ops.do("GET", "/console/endpoints/"+epID+"/confirm?action="+action, nil)
+		if resp.StatusCode != 200 || !strings.Contains(page, `name="confirmed" value="yes"`) || !strings.Contains(page, epID+"?") {
+			t.Errorf("the confirmation of %s: %d\n%s", action, resp.StatusCode, page)
+		}
+		if _, page := viewer.do("GET", "/console/endpoints/"+epID+"/confirm?action="+action, nil); strings.Contains(page, `method="post" action="/console/endpoints/`) {
+			t.Errorf("a viewer's confirmation of %s offers the action", action)
+		}
+	}
+	if ep, err := a.db.FindEndpoint(ctx, epID); err != nil || ep.Disabled || ep.Secret != a.endpoint.Secret {
+		t.Fatalf("unconfirmed actions changed the endpoint (%v)", err)
+	}
+	if resp, page := ops.do("GET", "/console/endpoints/"+epID+"/confirm?action=delete", nil); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "disable or rotate-secret") {
+		t.Errorf("an unknown action to confirm: %d", resp.StatusCode)
+	}
+	confirmed := url.Values{"csrf": {csrf}, "confirmed": {"yes"}}
+	resp, page = ops.do("POST", "/console/endpoints/"+epID+"/disable", confirmed)
 	if ep, err := a.db.FindEndpoint(ctx, epID); resp.StatusCode != 200 || err != nil || !ep.Disabled || !strings.Contains(page, ">Enable</button>") {
 		t.Errorf("disable: %d, persisted %v %v", resp.StatusCode, ep != nil && ep.Disabled, err)
 	}
@@ -424,7 +451,7 @@ func TestConsoleEndpoints(t *testing.T) {
 		t.Errorf("replay to a disabled endpoint: %d, want 409 saying so", resp.StatusCode)
 	}
 	resp, page = ops.do("POST", "/console/endpoints/"+epID+"/enable", form)
-	if ep, err := a.db.FindEndpoint(ctx, epID); resp.StatusCode != 200 || err != nil || ep.Disabled || !strings.Contains(page, ">Disable</button>") {
+	if ep, err := a.db.FindEndpoint(ctx, epID); resp.StatusCode != 200 || err != nil || ep.Disabled || !strings.Contains(page, ">Disable…</button>") {
 		t.Errorf("enable: %d, persisted %v", resp.StatusCode, err)
 	}
 
@@ -443,7 +470,7 @@ func TestConsoleEndpoints(t *testing.T) {
 		t.Errorf("replay since an unreadable time: %d", resp.StatusCode)
 	}
 
-	resp, page = ops.do("POST", "/console/endpoints/"+epID+"/rotate-secret", form)
+	resp, page = ops.do("POST", "/console/endpoints/"+epID+"/rotate-secret", confirmed)
 	ep, err := a.db.FindEndpoint(ctx, epID)
 	if err != nil || ep.Secret == a.endpoint.Secret {
 		t.Fatalf("rotate: the secret did not change (%v)", err)

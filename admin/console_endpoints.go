@@ -21,6 +21,7 @@ func (s *Server) routeConsoleEndpoints() {
 	eps, dlv := s.cfg.Endpoints != nil, s.cfg.Deliverer != nil
 	const endpoints, deliveries = "endpoints", "deliveries (the worker role)"
 	s.mux.HandleFunc("GET /console/endpoints", when(eps, endpoints, s.endpointsPage))
+	s.mux.HandleFunc("GET /console/endpoints/{id}/confirm", when(eps, endpoints, s.endpointConfirmPage))
 	s.mux.HandleFunc("POST /console/endpoints/{id}/enable", when(eps, endpoints, s.consoleEnableEndpoint(true)))
 	s.mux.HandleFunc("POST /console/endpoints/{id}/disable", when(eps, endpoints, s.consoleEnableEndpoint(false)))
 	s.mux.HandleFunc("POST /console/endpoints/{id}/rotate-secret", when(eps, endpoints, s.consoleRotateSecret))
@@ -190,6 +191,9 @@ func (s *Server) consoleActionFailed(w http.ResponseWriter, r *http.Request, op 
 func (s *Server) consoleEnableEndpoint(enable bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, disabled := r.PathValue("id"), !enable
+		if disabled && !s.confirmed(w, r, "disable") {
+			return
+		}
 		verb := map[bool]string{true: "enabled", false: "disabled"}[enable]
 		if _, err := s.updateEndpoint(r.Context(), id, ordersync.EndpointUpdate{Disabled: &disabled}); err != nil {
 			s.consoleActionFailed(w, r, "change endpoint "+id, err)
@@ -204,6 +208,9 @@ func (s *Server) consoleEnableEndpoint(enable bool) http.HandlerFunc {
 // alone: the page is not cached, and no other shows it.
 func (s *Server) consoleRotateSecret(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if !s.confirmed(w, r, "rotate-secret") {
+		return
+	}
 	ep, err := s.rotateSecret(r.Context(), id, "")
 	if err != nil {
 		s.consoleActionFailed(w, r, "rotate the secret of endpoint "+id, err)
@@ -253,4 +260,57 @@ func (s *Server) consoleReplayEndpoint(w http.ResponseWriter, r *http.Request) {
 	noteObject(r, fmt.Sprintf("endpoint %s since %s", id, since.UTC().Format(time.RFC3339)))
 	s.showEndpoints(w, r, http.StatusOK, fmt.Sprintf("%d event(s) since %s queued again for endpoint %s.",
 		n, since.UTC().Format("2006-01-02 15:04:05 UTC"), id), nil)
+}
+
+// endpointConfirmations are the endpoint actions that ask first, each
+// with what it does.
+var endpointConfirmations = map[string]struct{ question, what, button string }{
+	"disable": {"Disable endpoint %s?", "Nothing more is sent to %s until it is enabled again: its events wait in its " +
+		"queue and are delivered, in order, after it is enabled. Deliveries in flight end first.", "Disable"},
+	"rotate-secret": {"Rotate the secret of endpoint %s?", "A new secret signs every delivery to %s from now on, shown " +
+		"once on the next page; the old one signs beside it for the grace period, so the receiver has that long to take the new one.", "Rotate the secret"},
+}
+
+// EndpointConfirmView is the page that asks before disabling an endpoint
+// or rotating its secret.
+type EndpointConfirmView struct {
+	EndpointID, Action, Query string
+	Question, What, Button    string
+	MayAct                    bool
+}
+
+// endpointConfirmPage asks to confirm an endpoint action.
+func (s *Server) endpointConfirmPage(w http.ResponseWriter, r *http.Request) {
+	id, action := r.PathValue("id"), r.URL.Query().Get("action")
+	c, ok := endpointConfirmations[action]
+	if !ok {
+		s.showEndpoints(w, r, http.StatusBadRequest, fmt.Sprintf("Action %q is not one that asks first: disable or rotate-secret.", action), nil)
+		return
+	}
+	ep, err := s.cfg.Endpoints.FindEndpoint(r.Context(), id)
+	if err != nil {
+		s.consoleActionFailed(w, r, "find endpoint "+id, err)
+		return
+	}
+	query := ""
+	if window, err := healthWindowOf(r.URL.Query()); err == nil && window != healthWindows[0] {
+		query = "?" + url.Values{"window": {window.Param}}.Encode()
+	}
+	view := &EndpointConfirmView{EndpointID: ep.ID, Action: action, Query: query, Question: fmt.Sprintf(c.question, ep.ID),
+		What: fmt.Sprintf(c.what, ep.URL), Button: c.button, MayAct: s.mayAct(r)}
+	s.page(w, r, http.StatusOK, "endpointconfirm.html", &Page{Title: "Confirm", Data: view})
+}
+
+// confirmed reports whether the form of r confirms its action; when not,
+// it sends the browser to the page that asks, and nothing is done.
+func (s *Server) confirmed(w http.ResponseWriter, r *http.Request, action string) bool {
+	if r.PostFormValue("confirmed") != "" {
+		return true
+	}
+	q := url.Values{"action": {action}}
+	if v := r.URL.Query().Get("window"); v != "" {
+		q.Set("window", v)
+	}
+	http.Redirect(w, r, "/console/endpoints/"+url.PathEscape(r.PathValue("id"))+"/confirm?"+q.Encode(), http.StatusSeeOther)
+	return false
 }
