@@ -271,6 +271,10 @@ type DeadLetterFilter struct {
 	// when an unresolved event's order becomes known.
 	OrderID        ID
 	OrderReference string
+	// RequeuedFrom, when set, selects the letters of events a replay
+	// re-queued at or after then (before RequeuedTo, when set) that failed
+	// again: what a replay job's "re-queued" turned into.
+	RequeuedFrom, RequeuedTo time.Time
 	// BeforeID selects letters older than that one (a smaller id): the
 	// next page of a listing, which is newest first. Counts ignore it.
 	BeforeID int64

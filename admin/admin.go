@@ -572,6 +572,22 @@ func ParseDeadLetterQuery(q url.Values) (ordersync.DeadLetterFilter, map[string]
 			p.set(n)
 		}
 	}
+	for _, p := range []struct {
+		name string
+		set  *time.Time
+	}{{"requeued_from", &f.RequeuedFrom}, {"requeued_to", &f.RequeuedTo}} {
+		if v := q.Get(p.name); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				fields[p.name] = []string{"must be an RFC 3339 time, as 2026-11-25T14:00:00Z"}
+				continue
+			}
+			*p.set = t
+		}
+	}
+	if !f.RequeuedTo.IsZero() && f.RequeuedFrom.IsZero() {
+		fields["requeued_to"] = []string{"needs requeued_from"}
+	}
 	if len(fields) == 0 {
 		return f, nil
 	}

@@ -333,6 +333,31 @@ func TestConsoleDeadLetters(t *testing.T) {
 		!strings.Contains(page, `<dd id="job-failed">1</dd>`) {
 		t.Errorf("a finished job's page: Refresh %q\n%s", resp.Header.Get("Refresh"), page)
 	}
+	// What the re-queued events became: one failed again (a letter of its
+	// replay's message id), linked from the job; the letter replayed alone
+	// before the job failed again too, and is not the job's.
+	var added []int64
+	for _, letter := range []int64{unresolved[1], unresolved[0]} {
+		n, err := a.db.AddDeadLetter(ctx, ordersync.DeadLetter{MsgID: fmt.Sprintf("replay:%d:1", letter), Account: ordersync.DefaultAccount,
+			Reason: ordersync.ReasonUnresolved, Attempts: 1, OrderID: "9001", Body: []byte(`{}`), CreatedAt: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		added = append(added, n)
+	}
+	_, page = ops.do("GET", jobPath, nil)
+	again := regexp.MustCompile(`<a href="([^"]+)" id="job-again">(\d+) letter`).FindStringSubmatch(page)
+	if again == nil || again[2] != "1" || !strings.Contains(page, "re-queued: sent back to the queue") {
+		t.Fatalf("the finished job's page does not link 1 letter that failed again:\n%s", page)
+	}
+	if _, list := ops.do("GET", html.UnescapeString(again[1]), nil); !strings.Contains(list, "1 letter(s) match") {
+		t.Errorf("the job's failed-again link lists:\n%s", list)
+	}
+	for _, n := range added { // out of the way of what follows
+		if err := a.db.MarkDeadLetterReplayed(ctx, n, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if got := a.replayCounts(t, append(unresolved, other...)); fmt.Sprint(got) != "[1 1 1 0]" {
 		t.Errorf("replay counts of the unresolved letters: %v, want 1 each but the other account's", got)
 	}

@@ -100,6 +100,17 @@ func (s *Server) jobView(j ordersync.ReplayJob, loc *time.Location) JobView {
 	return v
 }
 
+// againQuery is the Dead letters query of the letters of the events the
+// job re-queued that failed again: re-queued from its start to its end.
+func (v JobView) againQuery() url.Values {
+	q := url.Values{"requeued_from": {v.ReplayJob.Started.UTC().Format(time.RFC3339Nano)}}
+	if !v.ReplayJob.Ended.IsZero() {
+		// The job's letters are marked before its end is recorded.
+		q.Set("requeued_to", v.ReplayJob.Ended.UTC().Add(time.Microsecond).Format(time.RFC3339Nano))
+	}
+	return q
+}
+
 func (s *Server) deadLettersPage(w http.ResponseWriter, r *http.Request) {
 	s.showDeadLetters(w, r, r.URL.Query(), http.StatusOK, "")
 }
@@ -306,10 +317,24 @@ func (s *Server) replayJobPage(w http.ResponseWriter, r *http.Request) {
 	if jv.Running {
 		w.Header().Set("Refresh", jobRefresh)
 	}
+	// What the re-queued events became: the letters of those that failed
+	// again since, linked.
+	again, _ := ParseDeadLetterQuery(jv.againQuery()) // times it wrote itself
+	counts, err := s.cfg.DeadLetters.CountDeadLetters(r.Context(), again)
+	if err != nil {
+		s.fail(w, "count the letters that failed again", err, "")
+		return
+	}
+	failedAgain := 0
+	for _, n := range counts {
+		failedAgain += n
+	}
 	view := struct {
 		JobView
-		Zone ZoneSwitch
-	}{jv, ZoneSwitch{Mode: mode, Store: zoneName, Back: r.URL.Path}}
+		Zone        ZoneSwitch
+		FailedAgain int
+		AgainURL    string
+	}{jv, ZoneSwitch{Mode: mode, Store: zoneName, Back: r.URL.Path}, failedAgain, "/console/dead-letters?" + jv.againQuery().Encode()}
 	s.page(w, r, http.StatusOK, "replayjob.html", &Page{Title: fmt.Sprintf("Replay job %d", id), Data: view})
 }
 

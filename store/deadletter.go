@@ -208,6 +208,17 @@ func deadLetterWhere(filter ordersync.DeadLetterFilter) conditions {
 	case filter.OrderReference != "":
 		c.add("order_reference = ?", filter.OrderReference)
 	}
+	if !filter.RequeuedFrom.IsZero() {
+		// A replay queues the event as replay:<letter>:<count>, the count
+		// its letter has once marked replayed; a letter of that message id
+		// is the replay that failed again.
+		to := filter.RequeuedTo
+		if to.IsZero() {
+			to = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+		}
+		c.add(`msg_id IN (SELECT 'replay:' || CAST(r.id AS TEXT) || ':' || CAST(r.replay_count AS TEXT) FROM dead_letters r
+WHERE r.replayed_at >= ? AND r.replayed_at < ?)`, dbTime(filter.RequeuedFrom), dbTime(to))
+	}
 	return c
 }
 
