@@ -241,10 +241,24 @@ var jobLocation = regexp.MustCompile(`^/console/dead-letters/jobs/(\d+)$`)
 
 // startJob posts the bulk replay form of the Dead letters page for filter
 // and returns the job's id from where the answer goes.
+var confirmedCount = regexp.MustCompile(`name="confirmed" value="(\d+)"`)
+
+// startJob confirms it first: the form's post goes to the page that asks,
+// whose form carries the count it confirms.
 func startJob(t *testing.T, b *browser, csrf, filter string) (int64, *http.Response) {
 	t.Helper()
-	resp, body := b.do("POST", "/console/dead-letters/replay", url.Values{"csrf": {csrf}, "filter": {filter}})
-	m := jobLocation.FindStringSubmatch(resp.Header.Get("Location"))
+	resp, _ := b.do("POST", "/console/dead-letters/replay", url.Values{"csrf": {csrf}, "filter": {filter}})
+	confirm := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(confirm, "/console/dead-letters/replay?") {
+		t.Fatalf("an unconfirmed bulk replay: %d to %q, want the confirmation page", resp.StatusCode, confirm)
+	}
+	_, page := b.do("GET", confirm, nil)
+	m := confirmedCount.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("the confirmation page has no count to confirm:\n%s", page)
+	}
+	resp, body := b.do("POST", "/console/dead-letters/replay", url.Values{"csrf": {csrf}, "filter": {filter}, "confirmed": {m[1]}})
+	m = jobLocation.FindStringSubmatch(resp.Header.Get("Location"))
 	if resp.StatusCode != http.StatusSeeOther || m == nil {
 		t.Logf("no job: %d %s", resp.StatusCode, body)
 		return 0, resp
@@ -380,8 +394,19 @@ func TestConsoleDeadLetters(t *testing.T) {
 	if !strings.Contains(page, "1 letter(s) match") || !strings.Contains(page, fmt.Sprintf(`href="/console/dead-letters/jobs/%d"`, id)) {
 		t.Errorf("after the jobs the page lists more than the other account's letter, or not the jobs:\n%s", page)
 	}
+	// Each bulk replay leaves the request that asked for its confirmation
+	// and the one that confirmed it (or was refused).
 	trail, err := a.db.ListAudit(ctx, ordersync.AuditFilter{Actor: "ops", Action: "dead-letters.replay"})
-	if err != nil || len(trail.Records) != 3 || !strings.Contains(trail.Records[0].Object, "reason=malformed") {
+	var asked, done []ordersync.AuditRecord
+	for _, r := range trail.Records {
+		if strings.HasPrefix(r.Object, "not confirmed: ") {
+			asked = append(asked, r)
+		} else {
+			done = append(done, r)
+		}
+	}
+	if err != nil || len(asked) != 3 || len(done) != 3 || !strings.Contains(done[0].Object, "reason=malformed") ||
+		!strings.Contains(asked[0].Object, "1002 letter(s)") {
 		t.Errorf("trail of the bulk replays: %+v, %v", trail.Records, err)
 	}
 }
@@ -463,6 +488,10 @@ func TestConsoleEndpoints(t *testing.T) {
 	}
 	if ep, err := a.db.FindEndpoint(ctx, epID); err != nil || ep.Disabled || ep.Secret != a.endpoint.Secret {
 		t.Fatalf("unconfirmed actions changed the endpoint (%v)", err)
+	}
+	if trail, err := a.db.ListAudit(ctx, ordersync.AuditFilter{Actor: "ops", Action: "endpoint.disable"}); err != nil || len(trail.Records) != 1 ||
+		trail.Records[0].Object != "endpoint "+epID+": not confirmed, asked to confirm" {
+		t.Errorf("the unconfirmed disable's trail: %+v, %v", trail.Records, err)
 	}
 	if resp, page := ops.do("GET", "/console/endpoints/"+epID+"/confirm?action=delete", nil); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "disable or rotate-secret") {
 		t.Errorf("an unknown action to confirm: %d", resp.StatusCode)

@@ -82,6 +82,11 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	// Every unresolved letter left, as a job.
 	h.load("back to the list", chromedp.Navigate(a.url+"/console/dead-letters?reason=unresolved"))
 	h.load("replay every match", chromedp.Click(chromedp.CSS("form.bulk button")))
+	if q, n := h.text("h1"), h.text("#confirm-count strong"); q != "Replay 2 dead letter(s)?" || n != "2" {
+		t.Errorf("the confirmation asks %q with %q, want 2", q, n)
+	}
+	h.shot("dead-letters-confirm")
+	h.load("confirm the replay", chromedp.Click(chromedp.CSS("button.confirm")))
 	var jobID int64
 	if _, err := fmt.Sscanf(h.text("h1"), "Replay job %d", &jobID); err != nil {
 		t.Fatalf("after starting the job the page is %q", h.text("h1"))

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ func (s *Server) routeConsoleDeadLetters() {
 	s.mux.HandleFunc("GET /console/dead-letters/{id}", when(on, "dead letters", s.deadLetterPage))
 	s.mux.HandleFunc("GET /console/dead-letters/jobs/{id}", when(on && jobs, "replay jobs", s.replayJobPage))
 	s.mux.HandleFunc("POST /console/dead-letters/{id}/replay", when(replay, "replay", s.consoleReplayDeadLetter))
+	s.mux.HandleFunc("GET /console/dead-letters/replay", when(replay && jobs, "replay jobs", s.deadLettersConfirmPage))
 	s.mux.HandleFunc("POST /console/dead-letters/replay", when(replay && jobs, "replay jobs", s.consoleReplayDeadLetters))
 }
 
@@ -277,6 +279,18 @@ func (s *Server) consoleReplayDeadLetters(w http.ResponseWriter, r *http.Request
 		s.page(w, r, http.StatusBadRequest, "deadletters.html", &Page{Title: "Dead letters", Data: view})
 		return
 	}
+	// A bulk replay runs once confirmed with the count it will replay; a
+	// count that changed since asks again.
+	n, err := s.countLetters(r.Context(), f)
+	if err != nil {
+		s.fail(w, "count dead letters", err, "")
+		return
+	}
+	if r.PostFormValue("confirmed") != strconv.Itoa(n) {
+		noteObject(r, fmt.Sprintf("not confirmed: asked to confirm %d letter(s) of %q", n, q.Encode()))
+		http.Redirect(w, r, "/console/dead-letters/replay?"+q.Encode(), http.StatusSeeOther)
+		return
+	}
 	actor := ""
 	if p, ok := PrincipalOf(r.Context()); ok {
 		actor = p.Name
@@ -298,6 +312,45 @@ func (s *Server) consoleReplayDeadLetters(w http.ResponseWriter, r *http.Request
 	}
 	noteObject(r, fmt.Sprintf("replay job %d: dead letters %s", job.ID, q.Encode()))
 	http.Redirect(w, r, fmt.Sprintf("/console/dead-letters/jobs/%d", job.ID), http.StatusSeeOther)
+}
+
+// countLetters is how many letters f matches, every reason.
+func (s *Server) countLetters(ctx context.Context, f ordersync.DeadLetterFilter) (int, error) {
+	counts, err := s.cfg.DeadLetters.CountDeadLetters(ctx, f)
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	return n, err
+}
+
+// DeadLettersConfirmView is the page that asks before a bulk replay.
+type DeadLettersConfirmView struct {
+	Filter, ListURL string
+	Count           int
+	MayAct          bool
+}
+
+// deadLettersConfirmPage asks to confirm the replay of every letter a
+// filter matches, with their count.
+func (s *Server) deadLettersConfirmPage(w http.ResponseWriter, r *http.Request) {
+	q := cloneValues(r.URL.Query())
+	for _, p := range []string{"before", "limit", "replayed"} {
+		q.Del(p)
+	}
+	f, fields := ParseDeadLetterQuery(q)
+	if fields != nil {
+		view := &DeadLettersView{Query: q, Errors: fields}
+		s.page(w, r, http.StatusBadRequest, "deadletters.html", &Page{Title: "Dead letters", Data: view})
+		return
+	}
+	n, err := s.countLetters(r.Context(), f)
+	if err != nil {
+		s.fail(w, "count dead letters", err, "")
+		return
+	}
+	view := &DeadLettersConfirmView{Filter: q.Encode(), ListURL: "/console/dead-letters?" + q.Encode(), Count: n, MayAct: s.mayAct(r)}
+	s.page(w, r, http.StatusOK, "deadlettersconfirm.html", &Page{Title: "Confirm the replay", Data: view})
 }
 
 func (s *Server) replayJobPage(w http.ResponseWriter, r *http.Request) {

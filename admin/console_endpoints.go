@@ -307,6 +307,7 @@ func (s *Server) confirmed(w http.ResponseWriter, r *http.Request, action string
 	if r.PostFormValue("confirmed") != "" {
 		return true
 	}
+	noteObject(r, "endpoint "+r.PathValue("id")+": not confirmed, asked to confirm")
 	q := url.Values{"action": {action}}
 	if v := r.URL.Query().Get("window"); v != "" {
 		q.Set("window", v)

@@ -211,6 +211,7 @@ func (s *Server) consoleReplayFailed(w http.ResponseWriter, r *http.Request) {
 		if all {
 			q = url.Values{"all": {"1"}}
 		}
+		noteObject(r, "endpoint "+id+": not confirmed, asked to confirm")
 		http.Redirect(w, r, list+"/replay?"+q.Encode(), http.StatusSeeOther)
 		return
 	}
