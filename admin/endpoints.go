@@ -337,6 +337,11 @@ func (s *Server) replayDeliveryDeadLetter(w http.ResponseWriter, r *http.Request
 // remain.
 const maxFailedReplay = 100
 
+// failedReplayBudget is how long one request starts sends for: with the
+// delivery timeout after it, the answer comes well within the admin
+// listener's write timeout even from an endpoint that never answers.
+const failedReplayBudget = 45 * time.Second
+
 // maxFailedList is the most failed deliveries one read lists: the store's
 // cap on a list.
 const maxFailedList = 1000
@@ -407,7 +412,11 @@ func (s *Server) replayFailed(ctx context.Context, endpointID string, ids []int6
 			out.Skipped = append(out.Skipped, id)
 		}
 	}
+	start := s.cfg.Clock()
 	for _, dl := range chosen {
+		if s.cfg.Clock().Sub(start) >= failedReplayBudget {
+			break // the rest stay failed, counted in Remaining
+		}
 		rep, err := s.cfg.Deliverer.ReplayDeadLetter(ctx, dl.ID)
 		if err != nil {
 			return out, err
