@@ -62,6 +62,7 @@ var actions = map[string]struct {
 	"POST /console/orders/{id}/resync":                 {"order.track", "order", false},
 	"POST /console/dead-letters/{id}/replay":           {"dead-letter.replay", "dead-letter", false},
 	"POST /console/dead-letters/replay":                {"dead-letters.replay", "", false},
+	"POST /console/dead-letters/{id}/track":            {"dead-letter.track-order", "dead-letter", false},
 	"POST /console/endpoints/{id}/enable":              {"endpoint.enable", "endpoint", false},
 	"POST /console/endpoints/{id}/disable":             {"endpoint.disable", "endpoint", false},
 	"POST /console/endpoints/{id}/rotate-secret":       {"endpoint.rotate-secret", "endpoint", false},

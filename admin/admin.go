@@ -40,6 +40,10 @@ type Config struct {
 	// matches, in the background); without it the console replays letters
 	// one at a time only.
 	ReplayJobs ordersync.ReplayJobs
+	// OrderCodes names, on the Dead letters pages, the orders of letters
+	// that carry only an order id, when the mirror knows them; nil shows
+	// the ids.
+	OrderCodes ordersync.OrderCodesResolver
 	// Metrics serves /metrics.
 	Metrics http.Handler
 	// Ready reports whether the service can take work (database and queue

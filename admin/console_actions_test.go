@@ -100,7 +100,7 @@ func newActionsEnv(t *testing.T) *actionsEnv {
 	t.Cleanup(receiver.Close)
 	a.apiEnv = newAPIEnvWith(t, func(e *apiEnv, c *admin.Config) {
 		c.Tokens, c.Audit, c.Sessions, c.Exports = roleTokens, e.db, e.db, e.db
-		c.Endpoints, c.DeliveryDeadLetters, c.SecretGrace, c.ReplayJobs = e.db, e.db, time.Hour, e.db
+		c.Endpoints, c.DeliveryDeadLetters, c.SecretGrace, c.ReplayJobs, c.OrderCodes = e.db, e.db, time.Hour, e.db, e.db
 		d, err := worker.NewDispatcher(worker.DispatcherConfig{Endpoints: e.db, DeadLetters: e.db, Log: e.db, Stream: e.queue})
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ordersync/ordersync"
@@ -29,6 +30,7 @@ func (s *Server) routeConsoleDeadLetters() {
 	s.mux.HandleFunc("GET /console/dead-letters/{id}", when(on, "dead letters", s.deadLetterPage))
 	s.mux.HandleFunc("GET /console/dead-letters/jobs/{id}", when(on && jobs, "replay jobs", s.replayJobPage))
 	s.mux.HandleFunc("POST /console/dead-letters/{id}/replay", when(replay, "replay", s.consoleReplayDeadLetter))
+	s.mux.HandleFunc("POST /console/dead-letters/{id}/track", when(on && s.cfg.Follower != nil, "tracking", s.consoleTrackLetterOrder))
 	s.mux.HandleFunc("GET /console/dead-letters/replay", when(replay && jobs, "replay jobs", s.deadLettersConfirmPage))
 	s.mux.HandleFunc("POST /console/dead-letters/replay", when(replay && jobs, "replay jobs", s.consoleReplayDeadLetters))
 }
@@ -75,8 +77,11 @@ type ReasonCount struct {
 
 // DeadLetterRow is one letter of the list.
 type DeadLetterRow struct {
-	ID                    int64
-	Reason, Order, Error  string
+	ID                   int64
+	Reason, Order, Error string
+	// OrderCode is the order's code, from the letter or the mirror, when
+	// known: the row links the order.
+	OrderCode             string
 	Attempts, ReplayCount int
 	Created, Replayed     Moment
 }
@@ -173,8 +178,9 @@ func (s *Server) showDeadLetters(w http.ResponseWriter, r *http.Request, q url.V
 		s.fail(w, "list dead letters", err, "")
 		return
 	}
+	codes := s.letterCodes(ctx, letters)
 	for _, dl := range letters {
-		view.Letters = append(view.Letters, DeadLetterRow{ID: dl.ID, Reason: string(dl.Reason), Order: letterOrder(dl),
+		view.Letters = append(view.Letters, DeadLetterRow{ID: dl.ID, Reason: string(dl.Reason), Order: letterOrder(dl), OrderCode: codes[dl.ID],
 			Error: dl.LastError, Attempts: dl.Attempts, ReplayCount: dl.ReplayCount,
 			Created: momentOf(dl.CreatedAt, loc), Replayed: momentOfPtr(dl.ReplayedAt, loc)})
 	}
@@ -184,6 +190,78 @@ func (s *Server) showDeadLetters(w http.ResponseWriter, r *http.Request, q url.V
 		view.NextURL = "/console/dead-letters?" + next.Encode()
 	}
 	s.page(w, r, status, "deadletters.html", &Page{Title: "Dead letters", Message: message, Data: view})
+}
+
+// letterCodes are the order codes of letters, by letter id: the letter's
+// own, or the mirror's for its order id. A mirror that cannot say leaves
+// the ids shown (logged): the list still reads.
+func (s *Server) letterCodes(ctx context.Context, letters []*ordersync.DeadLetter) map[int64]string {
+	out := map[int64]string{}
+	ids := map[string][]ordersync.ID{}
+	for _, dl := range letters {
+		if dl.OrderCode != "" {
+			out[dl.ID] = dl.OrderCode
+		} else if dl.OrderID != "" {
+			ids[dl.Account] = append(ids[dl.Account], dl.OrderID)
+		}
+	}
+	if s.cfg.OrderCodes == nil {
+		return out
+	}
+	for account, list := range ids {
+		codes, err := s.cfg.OrderCodes.ResolveOrderCodes(ctx, account, list)
+		if err != nil {
+			s.cfg.Logger.Warn("admin: name the orders of dead letters", "account", account, "err", err)
+			continue
+		}
+		for _, dl := range letters {
+			if c, ok := codes[dl.OrderID]; ok && dl.Account == account && out[dl.ID] == "" {
+				out[dl.ID] = c
+			}
+		}
+	}
+	return out
+}
+
+// consoleTrackLetterOrder tracks the order of a letter by the code the
+// form gives (the one the page knows, or one the operator found): the
+// mirror then knows the order, and the letter, if still not replayed, is
+// replayed so its event resolves. It answers with a redirect to the
+// letter's page.
+func (s *Server) consoleTrackLetterOrder(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.deadLetterID(w, r)
+	if !ok {
+		return
+	}
+	ctx := r.Context()
+	dl, err := s.cfg.DeadLetters.FindDeadLetter(ctx, id)
+	if err != nil {
+		status, msg := s.consoleError(fmt.Sprintf("find dead letter %d", id), err)
+		s.showDeadLetters(w, r, url.Values{}, status, msg)
+		return
+	}
+	code := strings.TrimSpace(r.PostFormValue("code"))
+	if code == "" {
+		s.renderDeadLetter(w, r, dl, http.StatusBadRequest, "Order code: type the order's code (as the payment portal shows it) to track it.")
+		return
+	}
+	noteObject(r, fmt.Sprintf("dead letter %d: order %s", id, code))
+	if _, err := s.cfg.Follower.TrackOrder(ctx, dl.Account, code); err != nil {
+		status, msg := s.consoleError("track order "+code, err)
+		s.renderDeadLetter(w, r, dl, status, msg)
+		return
+	}
+	// Tracking may have replayed it already (the service replays the
+	// unresolved letters of an order it comes to know).
+	if dl, err = s.cfg.DeadLetters.FindDeadLetter(ctx, id); err == nil && dl.ReplayedAt == nil && s.cfg.Replayer != nil {
+		err = s.cfg.Replayer.ReplayDeadLetter(ctx, id)
+	}
+	if err != nil {
+		status, msg := s.consoleError(fmt.Sprintf("replay dead letter %d", id), err)
+		s.renderDeadLetter(w, r, dl, status, msg)
+		return
+	}
+	http.Redirect(w, r, fmt.Sprintf("/console/dead-letters/%d?tracked=%s", id, url.QueryEscape(code)), http.StatusSeeOther)
 }
 
 // letterOrder names the order a letter is about, by what it knows.
@@ -208,8 +286,12 @@ func (s *Server) mayAct(r *http.Request) bool {
 
 // DeadLetterView is one letter's page.
 type DeadLetterView struct {
-	Letter            *ordersync.DeadLetter
-	Order             string
+	Letter *ordersync.DeadLetter
+	Order  string
+	// OrderCode is the order's code when the letter or the mirror knows
+	// it; MayTrack offers "track this order".
+	OrderCode         string
+	MayTrack          bool
 	Created, Replayed Moment
 	Headers           []Header
 	Body              string
@@ -225,9 +307,22 @@ func (s *Server) deadLetterPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	msg := ""
+	if code := r.URL.Query().Get("tracked"); code != "" {
+		msg = fmt.Sprintf("Order %s tracked: the mirror has it now.", code)
+		if dl.ReplayedAt != nil {
+			msg += " This letter was replayed, so its event resolves to the order."
+		}
+	}
+	s.renderDeadLetter(w, r, dl, http.StatusOK, msg)
+}
+
+// renderDeadLetter renders a letter's page with message on top.
+func (s *Server) renderDeadLetter(w http.ResponseWriter, r *http.Request, dl *ordersync.DeadLetter, status int, message string) {
 	zoneName := s.storeZone(r.Context(), s.cfg.Account)
 	loc, mode := s.zoneOf(r, zoneName)
-	view := &DeadLetterView{Letter: dl, Order: letterOrder(dl), Created: momentOf(dl.CreatedAt, loc),
+	view := &DeadLetterView{Letter: dl, Order: letterOrder(dl), OrderCode: s.letterCodes(r.Context(), []*ordersync.DeadLetter{dl})[dl.ID],
+		MayTrack: s.mayAct(r) && s.cfg.Follower != nil, Created: momentOf(dl.CreatedAt, loc),
 		Replayed: momentOfPtr(dl.ReplayedAt, loc), MayAct: s.mayAct(r), Body: string(dl.Body),
 		Zone: ZoneSwitch{Mode: mode, Store: zoneName, Back: r.URL.Path}}
 	for _, k := range slices.Sorted(maps.Keys(dl.Headers)) {
@@ -239,7 +334,7 @@ func (s *Server) deadLetterPage(w http.ResponseWriter, r *http.Request) {
 			view.Body = string(b)
 		}
 	}
-	s.page(w, r, http.StatusOK, "deadletter.html", &Page{Title: fmt.Sprintf("Dead letter %d", dl.ID), Data: view})
+	s.page(w, r, status, "deadletter.html", &Page{Title: fmt.Sprintf("Dead letter %d", dl.ID), Message: message, Data: view})
 }
 
 // filterOf is the Dead letters query a form carried back.

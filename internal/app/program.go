@@ -282,7 +282,7 @@ func (p *Program) buildStages() (err error) {
 		return err
 	}
 	api, err := admin.New(admin.Config{
-		Orders: p.db, DeadLetters: p.db, Follower: p.follower, Replayer: p.replayer, ReplayJobs: p.db,
+		Orders: p.db, DeadLetters: p.db, Follower: p.follower, Replayer: p.replayer, ReplayJobs: p.db, OrderCodes: p.db,
 		Endpoints: p.db, DeliveryDeadLetters: p.db, Deliverer: deliverer, SecretGrace: p.cfg.EndpointSecretGrace,
 		Metrics: metrics.Handler(p.reg), Ready: p.ready, Tokens: p.cfg.AdminTokens, Audit: p.db, Sessions: p.db,
 		Exports: p.db, Reports: p.db, Overview: p.db, TrustedProxies: adminProxies, Logger: log("admin"),
