@@ -176,6 +176,12 @@ func TestConsoleFailedDeliveries(t *testing.T) {
 	if n := a.overviewFailed(t); n != 2 {
 		t.Errorf("the overview counts %d failed, the list 2", n)
 	}
+	// The order's event log (its timeline) shows the replay's answer.
+	if log, err := a.db.ListDeliveries(context.Background(), ordersync.DeliveryFilter{Account: ordersync.DefaultAccount, OrderCode: "F4"}); err != nil ||
+		len(log) != 1 || log[0].Outcome != ordersync.DeliveryDeadLettered || log[0].Status != 500 || log[0].Attempts != 84 ||
+		!strings.Contains(log[0].Detail, "replayed, failed again: warehouse down for F4") {
+		t.Errorf("F4's delivery log after its replay failed: %+v, %v", log, err)
+	}
 	want := map[string]int{"F0": 1, "F1": 1, "F2": 1, "F3": 1, "F4": 1}
 	if got := a.receivedByOrder(t); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("the endpoint received %v, want %v (nothing delivered sent again)", got, want)

@@ -59,6 +59,17 @@ func (d *Dispatcher) ReplayDeadLetter(ctx context.Context, id int64) (ordersync.
 		if _, err := d.cfg.DeadLetters.AddDeliveryDeadLetter(ctx, *dl); err != nil {
 			return rep, err
 		}
+		// And the order's event log shows this attempt's answer.
+		answer := rep.Error
+		if rep.Answer != "" {
+			answer = rep.Answer
+		}
+		rec := ordersync.DeliveryRecord{WebhookID: dl.WebhookID, EndpointID: ep.ID, Event: dl.Event, Account: dl.Account,
+			OrderCode: dl.OrderCode, Outcome: ordersync.DeliveryDeadLettered, Attempts: dl.Attempts, Status: rep.Status,
+			Detail: fmt.Sprintf("dead letter %d: replayed, failed again: %s", id, answer)}
+		if err := d.cfg.Log.RecordDeliveries(ctx, []ordersync.DeliveryRecord{rec}); err != nil {
+			return rep, err
+		}
 	}
 	if rep.Delivered {
 		if err := d.cfg.DeadLetters.MarkDeliveryDeadLetterReplayed(ctx, id, time.Now()); err != nil {
