@@ -61,6 +61,14 @@ type FailedRow struct {
 type FailedResult struct {
 	Sent, Delivered, Skipped int
 	Again                    []int64
+	// AgainLinks name those listed by their order: the links to their rows.
+	AgainLinks []AgainLink
+}
+
+// AgainLink is a failed delivery that failed again, as the result links it.
+type AgainLink struct {
+	ID    int64
+	Label string
 }
 
 func (s *Server) failedPage(w http.ResponseWriter, r *http.Request) {
@@ -81,8 +89,13 @@ func (s *Server) failedPage(w http.ResponseWriter, r *http.Request) {
 	for _, dl := range dls {
 		row := FailedRow{ID: dl.ID, OrderCode: dl.OrderCode, Event: string(dl.Event), WebhookID: dl.WebhookID,
 			Attempts: dl.Attempts, Answer: deliveryAnswer(dl), At: momentOf(dl.CreatedAt, loc)}
-		if view.Result != nil {
-			row.Again = slices.Contains(view.Result.Again, dl.ID)
+		if view.Result != nil && slices.Contains(view.Result.Again, dl.ID) {
+			row.Again = true
+			label := row.OrderCode
+			if label == "" {
+				label = fmt.Sprint("delivery ", dl.ID)
+			}
+			view.Result.AgainLinks = append(view.Result.AgainLinks, AgainLink{ID: dl.ID, Label: label + " (" + row.Event + ")"})
 		}
 		view.Rows = append(view.Rows, row)
 	}

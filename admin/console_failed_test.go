@@ -166,7 +166,7 @@ func TestConsoleFailedDeliveries(t *testing.T) {
 	}
 	_, page = ops.do("GET", loc, nil)
 	if m := failedCount.FindStringSubmatch(page); m == nil || m[1] != "2" || !strings.Contains(page, "2 delivered") ||
-		!strings.Contains(page, "2 failed again") || !strings.Contains(page, fmt.Sprintf(`<a href="#dl-%d">`, ids["F3"])) ||
+		!strings.Contains(page, "2 failed again") || !strings.Contains(page, fmt.Sprintf(`<a href="#dl-%d">F3 (order.paid)</a>`, ids["F3"])) ||
 		!strings.Contains(page, "failed again:</strong> HTTP 500: warehouse down for F4") {
 		t.Errorf("after replaying all the list says:\n%s", page)
 	}
