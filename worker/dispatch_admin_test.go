@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,5 +128,43 @@ func TestDispatchPing(t *testing.T) {
 	}
 	if r := srv.requests()[0]; r.typ != "ping" || r.verify != nil || r.id != rep.WebhookID {
 		t.Errorf("ping request %s %s verify %v", r.typ, r.id, r.verify)
+	}
+}
+
+// A replay since a time that delivers an event dead-lettered before
+// settles its delivery dead letter: the endpoint's failed deliveries (the
+// count the Endpoints page and the overview show) drop to none, while
+// what the log says and what is pending agree.
+func TestDispatchReplaySinceSettlesDeadLetters(t *testing.T) {
+	e := newDispatchEnv(t)
+	var refuse atomic.Bool
+	refuse.Store(true)
+	srv := newEndpointServer(t, hookSecret, func(_ int, rec received, _ http.ResponseWriter) int {
+		if rec.order == "B1" && refuse.Load() {
+			return http.StatusUnprocessableEntity // refused for good: a dead letter
+		}
+		return http.StatusNoContent
+	})
+	ep := e.addEndpoint(t, srv.URL, ordersync.HookOrderPaid)
+	before := time.Now().Add(-time.Second)
+	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true), orderMsg("B1", ordersync.StatusPaid, 1, true))
+	e.deliveries(t, "A1", 1)
+	if recs := e.deliveries(t, "B1", 1); recs[0].Outcome != ordersync.DeliveryDeadLettered {
+		t.Fatalf("B1's delivery: %+v, want dead-lettered", recs[0])
+	}
+	ctx := context.Background()
+	if pending, err := e.db.PendingDeliveryDeadLetters(ctx); err != nil || pending[ep.ID] != 1 {
+		t.Fatalf("failed deliveries before the replay: %v, %v; want 1", pending, err)
+	}
+	refuse.Store(false)
+	if n, err := e.d.Replay(ctx, ep.ID, before); err != nil || n != 2 {
+		t.Fatalf("Replay = %d, %v; want 2", n, err)
+	}
+	waitFor(t, 10*time.Second, "B1 delivered by the replay", func() bool {
+		recs, err := e.db.ListDeliveries(ctx, ordersync.DeliveryFilter{Account: "default", OrderCode: "B1"})
+		return err == nil && len(recs) == 1 && recs[0].Outcome == ordersync.DeliveryDelivered
+	})
+	if pending, err := e.db.PendingDeliveryDeadLetters(ctx); err != nil || pending[ep.ID] != 0 {
+		t.Errorf("failed deliveries after the replay delivered them: %v, %v; want none", pending, err)
 	}
 }
