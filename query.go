@@ -55,6 +55,10 @@ type OrderFilter struct {
 	// Count asks for the exact number of orders the filter selects, which
 	// costs a pass over all of them.
 	Count bool
+	// CountUpTo, when above 0, bounds that pass: the count stops past
+	// CountUpTo orders, and Total is then CountUpTo+1, read as "more than
+	// CountUpTo".
+	CountUpTo int
 }
 
 // OrderPage is one page of a listing: at most Limit orders (the filter's,

@@ -26,13 +26,14 @@ func (s *Server) routeConsoleExport() {
 
 // Day presets of the Export form, in the form's order; "" is the From and
 // To fields (empty: every day).
-var dayPresets = []struct{ Value, Label string }{
-	{"", "From and to below (empty: every day)"},
-	{"today", "Today"},
-	{"yesterday", "Yesterday"},
-	{"last-7-days", "Last 7 days (today included)"},
-	{"this-month", "This month (up to today)"},
-	{"last-month", "Last month"},
+// Short is the Orders page's link's words.
+var dayPresets = []struct{ Value, Label, Short string }{
+	{"", "From and to below (empty: every day)", ""},
+	{"today", "Today", "Today"},
+	{"yesterday", "Yesterday", "Yesterday"},
+	{"last-7-days", "Last 7 days (today included)", "Last 7 days"},
+	{"this-month", "This month (up to today)", "This month"},
+	{"last-month", "Last month", "Last month"},
 }
 
 // Export formats of the form: the spreadsheet-safe CSV first, the default.
@@ -63,7 +64,8 @@ var exportLabels = map[string]string{"kind": "Kind", "account": "Store", "status
 type ExportView struct {
 	Kind, Days, By, From, To, TZ, Format string
 	Kinds                                []export.Kind
-	Presets, Formats, ByFields           []struct{ Value, Label string }
+	Formats, ByFields                    []struct{ Value, Label string }
+	Presets                              []struct{ Value, Label, Short string }
 	Stores                               []StoreOption
 	Zones                                []ZoneOption
 	Statuses                             []ordersync.Status
@@ -225,27 +227,36 @@ func (s *Server) readExportForm(r *http.Request, v *ExportView) (exportRequest, 
 	return req, errs
 }
 
+// presetDays are the days of a day preset (dayPresets), [from, to) in
+// loc, counted from now's day there; false for no such preset.
+func presetDays(preset string, now time.Time, loc *time.Location) (from, to time.Time, ok bool) {
+	now = now.In(loc)
+	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, loc)
+	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, loc)
+	switch preset {
+	case "today":
+		return today, today.AddDate(0, 0, 1), true
+	case "yesterday":
+		return today.AddDate(0, 0, -1), today, true
+	case "last-7-days":
+		return today.AddDate(0, 0, -6), today.AddDate(0, 0, 1), true
+	case "this-month":
+		return month, today.AddDate(0, 0, 1), true
+	case "last-month":
+		return month.AddDate(0, -1, 0), month, true
+	}
+	return time.Time{}, time.Time{}, false
+}
+
 // exportDays are the days the form chose, [from, to) in loc: a preset
 // counted from today in loc, or From to To (each day whole, To included).
 func (s *Server) exportDays(v *ExportView, loc *time.Location, fail func(field, msg string)) (from, to time.Time) {
-	now := s.cfg.Clock().In(loc)
-	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, loc)
-	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, loc)
-	switch v.Days {
-	case "today":
-		return today, today.AddDate(0, 0, 1)
-	case "yesterday":
-		return today.AddDate(0, 0, -1), today
-	case "last-7-days":
-		return today.AddDate(0, 0, -6), today.AddDate(0, 0, 1)
-	case "this-month":
-		return month, today.AddDate(0, 0, 1)
-	case "last-month":
-		return month.AddDate(0, -1, 0), month
-	case "":
-	default:
-		fail("days", "want today, yesterday, last-7-days, this-month, last-month, or none for From and To")
-		return
+	if v.Days != "" {
+		from, to, ok := presetDays(v.Days, s.cfg.Clock(), loc)
+		if !ok {
+			fail("days", "want today, yesterday, last-7-days, this-month, last-month, or none for From and To")
+		}
+		return from, to
 	}
 	day := func(field, value string) time.Time {
 		if value == "" {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +34,35 @@ const (
 	defaultConsoleLimit = 50
 	maxConsoleLimit     = 200
 )
+
+// consoleCountBound is how far the Orders page counts: exactly up to it,
+// "more than" past it, so a count stays within a page's time on any
+// mirror. A URL with count=exact counts every order. A variable only for
+// tests.
+var consoleCountBound = 10000
+
+// sortLabels are the Orders page's words for each sort, in OrderSorts'
+// order.
+var sortLabels = map[ordersync.OrderSort]string{
+	ordersync.SortCreatedDesc: "Newest first",
+	ordersync.SortCreatedAsc:  "Oldest first",
+	ordersync.SortPaidDesc:    "Paid most recently first",
+	ordersync.SortPaidAsc:     "Paid longest ago first",
+	ordersync.SortTotalDesc:   "Largest total first",
+	ordersync.SortTotalAsc:    "Smallest total first",
+}
+
+// Option is a choice of a selector: its value, its words, whether chosen.
+type Option struct {
+	Value, Label string
+	Selected     bool
+}
+
+// PresetLink is a link to the same view over a preset's days.
+type PresetLink struct {
+	Label, URL string
+	Current    bool
+}
 
 // zoneCookie remembers, per browser, whether times show in the store's
 // time zone ("store", the default) or in UTC ("utc").
@@ -140,7 +170,7 @@ type OrdersView struct {
 	Query    url.Values
 	Errors   map[string][]string
 	Statuses []ordersync.Status
-	Sorts    []ordersync.OrderSort
+	Sorts    []Option
 	Stores   []StoreOption
 	// AllStores: the rows are of every store, and say whose.
 	AllStores bool
@@ -148,10 +178,17 @@ type OrdersView struct {
 	// offset.
 	DateZone string
 	Rows     []OrderRow
-	// Total is how many orders the filter selects, when the URL asked for
-	// the count (count=exact, as a daily total's link does).
-	Total   *int
-	NextURL string
+	// Total is how many orders the filter selects, exactly; nil when
+	// there are more than the page counts (More then says the bound).
+	Total *int
+	More  string
+	// NextURL, PrevURL and FirstURL page through the list by cursor: a
+	// page's URL carries the cursors of the pages before it (prev), so
+	// Previous goes back exactly to where that page began.
+	NextURL, PrevURL, FirstURL string
+	// CreatedPresets and PaidPresets are the view over a preset's days, in
+	// DateZone.
+	CreatedPresets, PaidPresets []PresetLink
 	// Export downloads the view as the Export form's default file (a
 	// spreadsheet-safe CSV); ExportForm opens the form with its filter.
 	Export, ExportForm string
@@ -194,7 +231,11 @@ func orderLink(account, code string) string {
 
 func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
 	form := r.URL.Query()
-	view := &OrdersView{Query: form, Statuses: ordersync.Statuses, Sorts: ordersync.OrderSorts, Collected: ordersync.StatusGroupCollected}
+	view := &OrdersView{Query: form, Statuses: ordersync.Statuses, Collected: ordersync.StatusGroupCollected}
+	for _, so := range ordersync.OrderSorts {
+		view.Sorts = append(view.Sorts, Option{Value: string(so), Label: sortLabels[so],
+			Selected: string(so) == form.Get("sort") || form.Get("sort") == "" && so == ordersync.SortCreatedDesc})
+	}
 	choice, err := s.chooseStore(r, true)
 	view.Stores, view.AllStores = s.storeOptions(choice, true), choice.All
 	var ve *ordersync.ValidationError
@@ -220,8 +261,10 @@ func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
 	if z, err := ordersync.ParseZone(q.Get("tz")); err == nil {
 		dateZone = z
 	}
-	now := time.Now()
+	now := s.cfg.Clock()
 	view.DateZone = ordersync.ZoneLabel(dateZone, now, now)
+	view.CreatedPresets = presetLinks(form, "createdFrom", "createdTo", now, dateZone)
+	view.PaidPresets = presetLinks(form, "paidFrom", "paidTo", now, dateZone)
 	for _, p := range OrderQueryParams {
 		if p != "tz" && p != "sort" && p != "count" && q.Get(p) != "" {
 			view.Searched = true
@@ -241,12 +284,19 @@ func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
 		filter.Limit = defaultConsoleLimit
 	}
 	filter.Limit = min(filter.Limit, maxConsoleLimit)
+	if !filter.Count {
+		filter.Count, filter.CountUpTo = true, consoleCountBound
+	}
 	page, err := s.cfg.Orders.ListOrders(r.Context(), filter)
 	if err != nil {
 		s.fail(w, "list orders", err, "")
 		return
 	}
-	view.Total = page.Total
+	if t := page.Total; t != nil && filter.CountUpTo > 0 && *t > filter.CountUpTo {
+		view.More = "more than " + thousands(filter.CountUpTo)
+	} else {
+		view.Total = t
+	}
 	for _, o := range page.Orders {
 		row := OrderRow{Code: o.Order.OrderCode, Reference: o.Order.OrderReference, Status: string(o.Order.OrderStatus),
 			Total: o.Order.Total.String(), Currency: o.Order.Store.CurrencyCode, Account: o.Account,
@@ -257,12 +307,7 @@ func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
 		}
 		view.Rows = append(view.Rows, row)
 	}
-	if page.Next != nil {
-		next := cloneValues(q)
-		next.Set("cursor", page.Next.String())
-		next.Del("offset")
-		view.NextURL = "/console/orders?" + next.Encode()
-	}
+	view.NextURL, view.PrevURL, view.FirstURL = pageLinks(form, page.Next)
 	// The export selects what the filter does, every page of it: at once
 	// as the Export form's default file, or through the form.
 	// The zone only when the URL or the browser chose one: otherwise the
@@ -274,6 +319,77 @@ func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
 	view.ExportForm = exportLink(exp)
 	view.Export = "/console/export/download" + strings.TrimPrefix(view.ExportForm, "/console/export")
 	s.page(w, r, http.StatusOK, "orders.html", &Page{Title: "Orders", Data: view})
+}
+
+// pageLinks are the Orders page's next, previous and first pages of the
+// view form (its cursor, and prev: the cursors of the pages before it,
+// oldest first, without the first page's, which has none), "" where there
+// is none. next is where the following page begins.
+func pageLinks(form url.Values, next *ordersync.OrderCursor) (nextURL, prevURL, firstURL string) {
+	cursor := form.Get("cursor")
+	var stack []string
+	if p := form.Get("prev"); p != "" {
+		stack = strings.Split(p, ",")
+	}
+	at := func(cursor string, stack []string) string {
+		v := cloneValues(form)
+		v.Del("offset")
+		v.Del("cursor")
+		v.Del("prev")
+		if cursor != "" {
+			v.Set("cursor", cursor)
+		}
+		if len(stack) > 0 {
+			v.Set("prev", strings.Join(stack, ","))
+		}
+		return "/console/orders?" + v.Encode()
+	}
+	if next != nil {
+		back := stack
+		if cursor != "" {
+			back = append(slices.Clone(stack), cursor)
+		}
+		nextURL = at(next.String(), back)
+	}
+	if cursor != "" {
+		firstURL = at("", nil)
+		prevURL = firstURL
+		if n := len(stack); n > 0 {
+			prevURL = at(stack[n-1], stack[:n-1])
+		}
+	}
+	return nextURL, prevURL, firstURL
+}
+
+// presetLinks are the view form over each day preset by the range from
+// and to (as createdFrom and createdTo), days in loc counted from now;
+// a link is current when the view is over its days.
+func presetLinks(form url.Values, from, to string, now time.Time, loc *time.Location) []PresetLink {
+	var out []PresetLink
+	for _, p := range dayPresets {
+		f, t, ok := presetDays(p.Value, now, loc)
+		if !ok {
+			continue
+		}
+		v := cloneValues(form)
+		for _, k := range []string{"cursor", "prev", "offset"} {
+			v.Del(k)
+		}
+		v.Set(from, f.Format(time.DateOnly))
+		v.Set(to, t.Format(time.DateOnly))
+		out = append(out, PresetLink{Label: p.Short, URL: "/console/orders?" + v.Encode(),
+			Current: form.Get(from) == v.Get(from) && form.Get(to) == v.Get(to)})
+	}
+	return out
+}
+
+// thousands writes n with a comma between each three digits (10,000).
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 func cloneValues(v url.Values) url.Values {

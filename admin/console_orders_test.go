@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
@@ -128,5 +129,97 @@ func TestConsoleOrders(t *testing.T) {
 	}
 	if resp, _ = b.do("GET", "/console/zone?zone=utc&back=//evil.example/", nil); resp.Header.Get("Location") != "/console/orders" {
 		t.Errorf("zone switch goes back off the console: %s", resp.Header.Get("Location"))
+	}
+}
+
+var orderCodeCell = regexp.MustCompile(`<td><a href="/console/orders/([^"?]+)\?`)
+
+// linkByID is the href of the element with the id on page, "" when none.
+func linkByID(page, id string) string {
+	m := regexp.MustCompile(`<a href="([^"]+)"[^>]*id="` + id + `"`).FindStringSubmatch(page)
+	if m == nil {
+		return ""
+	}
+	return strings.ReplaceAll(m[1], "&amp;", "&")
+}
+
+// TestConsoleOrdersLists: the Orders page counts its orders (exactly up
+// to its bound, then "more than"), pages forwards and back to exactly
+// the pages it came through, names its sorts in words and offers day
+// presets in the page's zone.
+func TestConsoleOrdersLists(t *testing.T) {
+	e, codes := newConsoleEnv(t)
+	codes = append(codes, linksFirstPaid(t, e, "A-3")...)
+	b := newBrowser(t, e.url)
+	b.signIn("ops-token")
+
+	_, page := b.do("GET", "/console/orders", nil)
+	if !strings.Contains(page, `<span id="total">3</span> in all`) {
+		t.Errorf("no exact count of 3:\n%s", page)
+	}
+	if !strings.Contains(page, `<option value="created_desc" selected>Newest first</option>`) || strings.Contains(page, ">created_desc<") {
+		t.Errorf("sorts not in words:\n%s", page)
+	}
+	restore := admin.SetConsoleCountBound(2)
+	_, page = b.do("GET", "/console/orders", nil)
+	restore()
+	if !strings.Contains(page, `<span id="more">more than 2</span>`) || strings.Contains(page, `id="total"`) {
+		t.Errorf("past its bound, the count does not say more than 2:\n%s", page)
+	}
+
+	// One order a page, newest first: forwards to the last page, then
+	// back, each page holding the order it held on the way there.
+	shown := func(page string) []string {
+		var out []string
+		for _, m := range orderCodeCell.FindAllStringSubmatch(page, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	want := []string{codes[2], codes[1], codes[0]}
+	path := "/console/orders?limit=1"
+	var pages []string
+	for i := range want {
+		_, page = b.do("GET", path, nil)
+		if got := shown(page); len(got) != 1 || got[0] != want[i] {
+			t.Fatalf("page %d shows %q, want %s", i+1, got, want[i])
+		}
+		if (linkByID(page, "prevpage") == "") != (i == 0) || (linkByID(page, "nextpage") == "") != (i == len(want)-1) {
+			t.Errorf("page %d: previous %q, next %q", i+1, linkByID(page, "prevpage"), linkByID(page, "nextpage"))
+		}
+		pages = append(pages, path)
+		path = linkByID(page, "nextpage")
+	}
+	for i := len(want) - 1; i > 0; i-- {
+		prev := linkByID(page, "prevpage")
+		_, page = b.do("GET", prev, nil)
+		if got := shown(page); len(got) != 1 || got[0] != want[i-1] {
+			t.Errorf("back from page %d shows %q, want %s", i+1, got, want[i-1])
+		}
+	}
+	if linkByID(page, "prevpage") != "" || linkByID(page, "firstpage") != "" {
+		t.Errorf("the first page offers a previous page")
+	}
+
+	// Presets are days in the page's zone: today's link selects today's
+	// orders, yesterday ends where today begins.
+	_, page = b.do("GET", "/console/orders?status=PAID", nil)
+	zone := regexp.MustCompile(`Dates are days in ([^ ]+)`).FindStringSubmatch(page)
+	loc, err := ordersync.ParseZone(zone[1])
+	if err != nil {
+		t.Fatalf("zone %q: %v", zone[1], err)
+	}
+	presets := regexp.MustCompile(`<p id="createdpresets">(.*)</p>`).FindStringSubmatch(page)
+	today := time.Now().In(loc).Format(time.DateOnly)
+	for _, w := range []string{">Today<", ">Yesterday<", ">Last 7 days<", ">This month<", ">Last month<",
+		"createdFrom=" + today, "createdTo=" + today, "status=PAID"} {
+		if presets == nil || !strings.Contains(presets[1], w) {
+			t.Errorf("created presets lack %q: %v", w, presets)
+		}
+	}
+	todayLink := regexp.MustCompile(`href="([^"]+)">Today<`).FindStringSubmatch(presets[1])
+	_, page = b.do("GET", strings.ReplaceAll(todayLink[1], "&amp;", "&"), nil)
+	if got := shown(page); len(got) != 2 || !strings.Contains(page, `aria-current="true">Today<`) {
+		t.Errorf("today's paid orders: %q, want the two paid today, Today current", got)
 	}
 }

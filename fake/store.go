@@ -777,6 +777,9 @@ func (s *Store) ListOrders(_ context.Context, f ordersync.OrderFilter) (ordersyn
 	}
 	if f.Count {
 		total := len(all)
+		if f.CountUpTo > 0 {
+			total = min(total, f.CountUpTo+1)
+		}
 		page.Total = &total
 	}
 	return page, nil

@@ -46,6 +46,10 @@ func TestListOrdersAndCounts(t *testing.T) {
 			{"since", ordersync.OrderFilter{Since: time.Date(2026, 10, 13, 12, 0, 0, 0, time.UTC)}, []string{"l-other", "l4", "l3"}, 3},
 			{"page", ordersync.OrderFilter{Account: "default", Limit: 2, Offset: 1}, []string{"l3", "l2"}, 5},
 			{"page past the end", ordersync.OrderFilter{Account: "default", Limit: 2, Offset: 9}, nil, 5},
+			// A bounded count stops one past its bound, exact within it.
+			{"count past its bound", ordersync.OrderFilter{Account: "default", Limit: 1, CountUpTo: 3}, []string{"l4"}, 4},
+			{"count at its bound", ordersync.OrderFilter{Account: "default", Limit: 1, CountUpTo: 5}, []string{"l4"}, 5},
+			{"searched count past its bound", ordersync.OrderFilter{Q: "15.89", Limit: 1, CountUpTo: 1}, []string{"l-other"}, 2},
 		}
 		for _, tt := range tests {
 			tt.filter.Count = true

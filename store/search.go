@@ -321,6 +321,10 @@ func (db *DB) partQueries(set orderColumnSet, f ordersync.OrderFilter, names sea
 		found, args = db.searchFound(f.Account, q, names, col, orderBy != "", where, whereArgs, part, order, rows)
 		counted, _ = db.searchFound(f.Account, q, names, col, orderBy != "", where, whereArgs, part, order, 0)
 	}
+	if f.CountUpTo > 0 {
+		// Counting stops one past the bound, which says "more than it".
+		counted = `SELECT found_id FROM (` + counted + `) AS bounded LIMIT ` + strconv.Itoa(f.CountUpTo+1)
+	}
 	page := `(SELECT found_id, k FROM (` + found + `) AS found ORDER BY ` + order + ` LIMIT ? OFFSET ?)`
 	if db.dialect == DialectSQLite {
 		// The page's rows are read from the table in row order, then put
