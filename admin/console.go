@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -14,6 +15,8 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -68,7 +71,7 @@ func (s *Server) routeConsole() {
 	})
 	s.mux.HandleFunc("GET /console/{$}", s.overviewPage)
 	s.mux.HandleFunc("GET /console/sign-in", func(w http.ResponseWriter, r *http.Request) {
-		s.page(w, r, http.StatusOK, "signin.html", &Page{Title: "Sign in"})
+		s.page(w, r, http.StatusOK, "signin.html", &Page{Title: "Sign in", Data: consoleReturn(r.URL.Query().Get("next"))})
 	})
 	s.mux.HandleFunc("POST /console/sign-in", s.signIn)
 	s.mux.HandleFunc("POST /console/sign-out", s.signOut)
@@ -116,7 +119,7 @@ func (s *Server) serveConsole(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, http.StatusUnauthorized, "sign in first: this form needs a console session", nil)
 			return
 		}
-		http.Redirect(w, r, "/console/sign-in", http.StatusSeeOther)
+		http.Redirect(w, r, signInLink(r.URL.RequestURI()), http.StatusSeeOther)
 		return
 	}
 	if isWrite(r.Method) && !s.validCSRF(r, cookie) {
@@ -127,6 +130,34 @@ func (s *Server) serveConsole(w http.ResponseWriter, r *http.Request) {
 }
 
 var errNoSession = errors.New("no console session")
+
+// signInLink is the sign-in page that returns to the console page next
+// once signed in; the plain sign-in page for the overview, where a
+// sign-in goes anyway.
+func signInLink(next string) string {
+	if next = consoleReturn(next); next == "" || next == "/console/" {
+		return "/console/sign-in"
+	}
+	return "/console/sign-in?" + url.Values{"next": {next}}.Encode()
+}
+
+// consoleReturn is p when it is a page of this console to go back to, a
+// path and query under /console/ on this server; "" otherwise, so that a
+// link's "next" or "back" never sends a browser to another site (an open
+// redirect), nor to a path that leaves /console/ by "..".
+func consoleReturn(p string) string {
+	if !strings.HasPrefix(p, "/console/") || strings.ContainsAny(p, "\\\x00\r\n\t") || len(p) > 4096 {
+		return ""
+	}
+	u, err := url.Parse(p)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return ""
+	}
+	if c := path.Clean(u.Path); (c != "/console" && !strings.HasPrefix(c, "/console/")) || strings.HasPrefix(c, "/console/sign-") {
+		return ""
+	}
+	return u.RequestURI()
+}
 
 // consolePrincipal is who a console request acts as, and the session
 // cookie's value: without tokens, loopback; with them, the token the
@@ -255,12 +286,15 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, status int, name s
 // waits, so guessing costs time whatever the guess.
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	now := s.cfg.Clock()
+	// The page asked for before signing in, read from the form's next
+	// (the query's on the way in), kept through a failed attempt.
+	next := consoleReturn(r.URL.Query().Get("next"))
 	client := s.cfg.TrustedProxies.Client(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
 	if wait := s.limiter.wait(client, now); wait > 0 {
 		secs := strconv.Itoa(int((wait + time.Second - 1) / time.Second))
 		w.Header().Set("Retry-After", secs)
 		s.page(w, r, http.StatusTooManyRequests, "signin.html", &Page{Title: "Sign in",
-			Message: "Too many wrong tokens from here: try again in " + secs + " s."})
+			Message: "Too many wrong tokens from here: try again in " + secs + " s.", Data: next})
 		return
 	}
 	if err := r.ParseForm(); err != nil {
@@ -272,13 +306,17 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, "the form cannot be read: "+err.Error(), nil)
 		return
 	}
+	if n := consoleReturn(r.PostForm.Get("next")); n != "" {
+		next = n
+	}
 	if !s.validCSRF(r, "") {
 		s.page(w, r, http.StatusForbidden, "signin.html", &Page{Title: "Sign in",
-			Message: "This form has expired (its CSRF token is missing or wrong): enter the token again."})
+			Message: "This form has expired (its CSRF token is missing or wrong): enter the token again.", Data: next})
 		return
 	}
+	after := cmp.Or(next, "/console/")
 	if len(s.tokens()) == 0 {
-		http.Redirect(w, r, "/console/", http.StatusSeeOther)
+		http.Redirect(w, r, after, http.StatusSeeOther)
 		return
 	}
 	if s.cfg.Sessions == nil {
@@ -289,7 +327,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		s.limiter.fail(client, now)
 		s.recordAudit(r, "console.sign-in", "client "+client, ordersync.OutcomeOfStatus(http.StatusUnauthorized))
-		s.page(w, r, http.StatusUnauthorized, "signin.html", &Page{Title: "Sign in", Message: "That token is not valid here."})
+		s.page(w, r, http.StatusUnauthorized, "signin.html", &Page{Title: "Sign in", Message: "That token is not valid here.", Data: next})
 		return
 	}
 	s.limiter.succeed(client)
@@ -306,7 +344,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	s.recordAudit(r, "console.sign-in", "client "+client, ordersync.OutcomeOK)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: cookie, Path: "/", Expires: sess.ExpiresAt,
 		MaxAge: int(s.cfg.SessionTTL / time.Second), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(r)})
-	http.Redirect(w, r, "/console/", http.StatusSeeOther)
+	http.Redirect(w, r, after, http.StatusSeeOther)
 }
 
 // signOut ends the session at once, in the store: the cookie, were it

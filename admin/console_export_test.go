@@ -361,7 +361,7 @@ func TestExportRoutes(t *testing.T) {
 	for _, path := range []string{"/console/export?account=md", "/console/export/download?account=md&days=yesterday&by=paid"} {
 		anon := newBrowser(t, base)
 		resp, body := anon.do("GET", path, nil)
-		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/sign-in" || strings.Contains(body, "m2") {
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/sign-in?"+(url.Values{"next": {path}}).Encode() || strings.Contains(body, "m2") {
 			t.Errorf("GET %s without a session: %d to %q", path, resp.StatusCode, resp.Header.Get("Location"))
 		}
 		for _, token := range []string{"eve-token", "ops-token"} {

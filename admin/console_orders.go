@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -108,12 +109,7 @@ func (s *Server) switchZone(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{Name: zoneCookie, Value: zone, Path: "/console/", MaxAge: 365 * 24 * 3600,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(r)})
-	back := r.URL.Query().Get("back")
-	// Only a console path: a link elsewhere would make this an open redirect.
-	if !strings.HasPrefix(back, "/console/") || strings.HasPrefix(back, "//") || strings.Contains(back, "\\") {
-		back = "/console/orders"
-	}
-	http.Redirect(w, r, back, http.StatusSeeOther)
+	http.Redirect(w, r, cmp.Or(consoleReturn(r.URL.Query().Get("back")), "/console/orders"), http.StatusSeeOther)
 }
 
 // Moment is a time as the console shows it: in the page's zone, with UTC

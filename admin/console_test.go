@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"context"
+	"html/template"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -379,5 +380,54 @@ func TestConsolePagesNeedASession(t *testing.T) {
 		if strings.Contains(body, "ordersync_") || strings.Contains(body, "<table") {
 			t.Errorf("GET %s without a session answered with content: %.200s", path, body)
 		}
+	}
+}
+
+// TestConsoleSignInReturns: a console page opened without a session
+// sends the browser to sign in and, once signed in, back to itself, query
+// and all, through a wrong token first; a next that leaves the console
+// (another site, a scheme, "..", a backslash) signs in to the overview.
+func TestConsoleSignInReturns(t *testing.T) {
+	db := openTestDB(t)
+	base := consoleServer(t, db, roleTokens, nil)
+	const bookmark = "/console/orders?status=collected&sort=total_desc&q=a%2Fb"
+	b := newBrowser(t, base)
+	resp, _ := b.do("GET", bookmark, nil)
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || loc != "/console/sign-in?next="+url.QueryEscape(bookmark) {
+		t.Fatalf("the bookmark without a session: %d to %q", resp.StatusCode, loc)
+	}
+	_, page := b.do("GET", loc, nil)
+	if !strings.Contains(page, `name="next" value="`+template.HTMLEscapeString(bookmark)+`"`) {
+		t.Fatalf("the sign-in form does not carry the bookmark:\n%s", page)
+	}
+	signIn := func(b *browser, next, token string) *http.Response {
+		_, page := b.do("GET", "/console/sign-in", nil)
+		resp, _ := b.do("POST", "/console/sign-in", url.Values{"csrf": {b.csrf(page)}, "token": {token}, "next": {next}})
+		return resp
+	}
+	if resp, page := b.do("POST", "/console/sign-in", url.Values{"csrf": {b.csrf(page)}, "token": {"wrong"}, "next": {bookmark}}); resp.StatusCode != http.StatusUnauthorized ||
+		!strings.Contains(page, `name="next" value="`+template.HTMLEscapeString(bookmark)+`"`) {
+		t.Errorf("a wrong token loses the bookmark: %d", resp.StatusCode)
+	}
+	if resp := signIn(b, bookmark, "eve-token"); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != bookmark {
+		t.Errorf("signed in: %d to %q, want %s", resp.StatusCode, resp.Header.Get("Location"), bookmark)
+	}
+	for _, hostile := range []string{"//evil.example/console/", "https://evil.example/console/", "/console/../v1/orders",
+		"/console/%2e%2e/v1/orders", `/console/\evil.example`, "/\\evil.example/console/", "javascript:alert(1)",
+		"/console/sign-out", "/console/orders\r\nLocation: https://evil.example/", "evil.example/console/"} {
+		b := newBrowser(t, base)
+		if resp := signIn(b, hostile, "eve-token"); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/" {
+			t.Errorf("next %q: %d to %q, want the overview", hostile, resp.StatusCode, resp.Header.Get("Location"))
+		}
+		resp, _ := b.do("GET", "/console/sign-in?next="+url.QueryEscape(hostile), nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("sign-in page with next %q: %d", hostile, resp.StatusCode)
+		}
+	}
+	// The zone switch goes back by the same rule.
+	b.do("GET", "/console/", nil)
+	if resp, _ := b.do("GET", "/console/zone?zone=utc&back="+url.QueryEscape("/console/../v1/orders"), nil); resp.Header.Get("Location") != "/console/orders" {
+		t.Errorf("zone switch back by ..: %q", resp.Header.Get("Location"))
 	}
 }
