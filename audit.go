@@ -66,6 +66,7 @@ func OutcomeOfError(err error) string {
 // time ([Since, Until)), newest first, Limit at a time after the record
 // Before (a page's cursor; 0: from the newest).
 type AuditFilter struct {
+	// Actor and Action match in any case.
 	Actor, Action string
 	Since, Until  time.Time
 	Before        int64

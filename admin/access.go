@@ -161,13 +161,8 @@ func (s *Server) serveAs(w http.ResponseWriter, r *http.Request, p ordersync.Pri
 	}
 	sw := &httpstatus.Writer{ResponseWriter: w}
 	if AccessOf(r.Method, pattern) == ordersync.AccessAct && !p.Role.May(ordersync.AccessAct) {
-		msg := fmt.Sprintf("%s is a viewer: viewers read, only operators act (%s)", p.Name, act.name)
-		if via == ordersync.ViaConsole {
-			// A person at the console reads a page, not the API's problem.
-			s.page(sw, r, http.StatusForbidden, "refused.html", &Page{Title: "Not done", Message: msg})
-		} else {
-			writeProblem(sw, http.StatusForbidden, msg, nil)
-		}
+		writeProblem(sw, http.StatusForbidden, fmt.Sprintf("%s is a viewer: viewers read, only operators act. Nothing was done (%s: %s).",
+			p.Name, actionInWords(act.name), act.name), nil)
 	} else {
 		s.mux.ServeHTTP(sw, r)
 	}

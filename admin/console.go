@@ -105,6 +105,8 @@ func (s *Server) serveConsole(w http.ResponseWriter, r *http.Request) {
 	if isWrite(r.Method) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBody)
 	}
+	w, finish := s.asPages(w, r)
+	defer finish()
 	if openConsole(r) {
 		s.serveAs(w, r, ordersync.Principal{Name: "anonymous"}, ordersync.ViaConsole)
 		return
@@ -133,9 +135,10 @@ var errNoSession = errors.New("no console session")
 
 // signInLink is the sign-in page that returns to the console page next
 // once signed in; the plain sign-in page for the overview, where a
-// sign-in goes anyway.
+// sign-in goes anyway, and for the overview's figures (JSON its script
+// reads, no page to land on).
 func signInLink(next string) string {
-	if next = consoleReturn(next); next == "" || next == "/console/" {
+	if next = consoleReturn(next); next == "" || next == "/console/" || strings.HasSuffix(path.Base(next), ".json") {
 		return "/console/sign-in"
 	}
 	return "/console/sign-in?" + url.Values{"next": {next}}.Encode()
@@ -249,8 +252,10 @@ func randomToken() string {
 
 // Page is what every console template is given.
 type Page struct {
-	Title     string
-	Message   string
+	Title   string
+	Message string
+	// Flash is what the action that led here said, shown once.
+	Flash     string
 	Principal ordersync.Principal
 	SignedIn  bool
 	CSRF      string
@@ -270,6 +275,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, status int, name s
 		}
 	}
 	p.CSRF = s.csrfToken(w, r, session)
+	p.Flash = s.takeFlash(w, r)
 	var buf bytes.Buffer
 	if err := consoleTemplates.ExecuteTemplate(&buf, name, p); err != nil {
 		s.fail(w, "render "+name, err, "")

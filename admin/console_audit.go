@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/ordersync/ordersync"
 )
@@ -28,10 +29,62 @@ type AuditView struct {
 	Zone          ZoneSwitch
 }
 
-// AuditRow is one record as the Audit page shows it.
+// AuditRow is one record as the Audit page shows it: What is the action
+// in words, Link the page of its object (an order, a dead letter, the
+// endpoints), when it has one.
 type AuditRow struct {
 	At                                        Moment
 	Actor, Role, Via, Action, Object, Outcome string
+	What, Link                                string
+}
+
+// actionWords are the trail's actions in words, for the Audit page and
+// for a refusal's page.
+var actionWords = map[string]string{
+	"order.track":                 "Re-sync (track) an order",
+	"payment-link.create":         "Create a payment link",
+	"dead-letter.replay":          "Replay a dead letter",
+	"dead-letters.replay":         "Replay every dead letter a filter matches",
+	"endpoint.create":             "Create an endpoint",
+	"endpoint.update":             "Change an endpoint",
+	"endpoint.delete":             "Delete an endpoint",
+	"endpoint.enable":             "Enable an endpoint",
+	"endpoint.disable":            "Disable an endpoint",
+	"endpoint.rotate-secret":      "Rotate an endpoint's secret",
+	"endpoint.test":               "Send a test event to an endpoint",
+	"endpoint.replay":             "Replay events to an endpoint",
+	"delivery-dead-letter.replay": "Replay a failed delivery",
+	"console.sign-in":             "Sign in to the console",
+	"console.sign-out":            "Sign out of the console",
+	"export.orders":               "Export orders",
+	"export.order-lines":          "Export line items",
+	"export.status-changes":       "Export status changes",
+}
+
+// actionInWords is the action in words, or its name when it has none.
+func actionInWords(action string) string {
+	if w, ok := actionWords[action]; ok {
+		return w
+	}
+	return action
+}
+
+// objectLink is the console page of an audit record's object ("order
+// CODE", "dead-letter 12", "endpoint ID"), "" when it has none.
+func (s *Server) objectLink(object string) string {
+	kind, id, ok := strings.Cut(object, " ")
+	if !ok || id == "" || strings.Contains(id, " ") {
+		return ""
+	}
+	switch kind {
+	case "order":
+		return orderLink(s.cfg.Account, id)
+	case "dead-letter":
+		return "/console/dead-letters/" + url.PathEscape(id)
+	case "endpoint", "delivery-dead-letter":
+		return "/console/endpoints"
+	}
+	return ""
 }
 
 func (s *Server) auditPage(w http.ResponseWriter, r *http.Request) {
@@ -40,7 +93,7 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request) {
 	loc, mode := s.zoneOf(r, zoneName)
 	view := &AuditView{Actor: q.Get("actor"), Action: q.Get("action"), Actions: auditActionNames(),
 		Zone: ZoneSwitch{Mode: mode, Store: zoneName, Back: r.URL.RequestURI()}}
-	f := ordersync.AuditFilter{Actor: view.Actor, Action: view.Action, Limit: defaultConsoleLimit}
+	f := ordersync.AuditFilter{Actor: strings.TrimSpace(view.Actor), Action: strings.TrimSpace(view.Action), Limit: defaultConsoleLimit}
 	if v := q.Get("cursor"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
@@ -57,7 +110,8 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, rec := range page.Records {
 		view.Rows = append(view.Rows, AuditRow{At: momentOf(rec.At, loc), Actor: rec.Actor, Role: string(rec.Role),
-			Via: string(rec.Via), Action: rec.Action, Object: rec.Object, Outcome: rec.Outcome})
+			Via: string(rec.Via), Action: rec.Action, Object: rec.Object, Outcome: rec.Outcome,
+			What: actionInWords(rec.Action), Link: s.objectLink(rec.Object)})
 	}
 	if page.Next > 0 {
 		next := url.Values{"cursor": {strconv.FormatInt(page.Next, 10)}}

@@ -237,7 +237,7 @@ func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
 	var ve *ordersync.ValidationError
 	if errors.As(err, &ve) {
 		view.Stores = s.storeOptions(StoreChoice{Account: s.cfg.Account}, true)
-		view.Errors = ve.Fields
+		view.Errors = labelled(ve.Fields)
 		s.page(w, r, http.StatusBadRequest, "orders.html", &Page{Title: "Orders", Data: view})
 		return
 	}
@@ -271,7 +271,7 @@ func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
 	filter, err := ParseOrderQuery(q, now)
 	var qe *QueryError
 	if errors.As(err, &qe) {
-		view.Errors = qe.Fields
+		view.Errors = labelled(qe.Fields)
 		s.page(w, r, http.StatusBadRequest, "orders.html", &Page{Title: "Orders", Data: view})
 		return
 	}
@@ -409,7 +409,6 @@ type OrderView struct {
 	Raw      string
 	Zone     ZoneSwitch
 	MayAct   bool
-	Resynced bool
 }
 
 // LineRow is one line item as the Order page shows it.
@@ -425,11 +424,11 @@ type TimelineEntry struct {
 }
 
 func (s *Server) orderPage(w http.ResponseWriter, r *http.Request) {
-	s.showOrderPage(w, r, r.PathValue("code"), false)
+	s.showOrderPage(w, r, r.PathValue("code"))
 }
 
 // resyncOrder fetches the order now, as POST /v1/orders/track does, and
-// shows the page with what the fetch found.
+// goes back to its page, which says what the fetch found.
 func (s *Server) resyncOrder(w http.ResponseWriter, r *http.Request) {
 	code := r.PathValue("id")
 	choice, err := s.chooseStore(r, false)
@@ -437,14 +436,16 @@ func (s *Server) resyncOrder(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "track order", err, "")
 		return
 	}
-	if _, err := s.cfg.Follower.TrackOrder(r.Context(), choice.Account, code); err != nil {
+	o, err := s.cfg.Follower.TrackOrder(r.Context(), choice.Account, code)
+	if err != nil {
 		s.fail(w, "track order", err, "")
 		return
 	}
-	s.showOrderPage(w, r, code, true)
+	s.seeOther(w, r, orderLink(choice.Account, code), fmt.Sprintf("Re-synced: fetched now, the order is %s (fetch %d).",
+		o.Order.OrderStatus, o.Sync.FetchCount))
 }
 
-func (s *Server) showOrderPage(w http.ResponseWriter, r *http.Request, code string, resynced bool) {
+func (s *Server) showOrderPage(w http.ResponseWriter, r *http.Request, code string) {
 	ctx := r.Context()
 	choice, err := s.chooseStore(r, false)
 	if err != nil {
@@ -458,7 +459,7 @@ func (s *Server) showOrderPage(w http.ResponseWriter, r *http.Request, code stri
 	}
 	loc, mode := s.zoneOf(r, o.Order.Store.Timezone)
 	view := &OrderView{Order: o, Created: momentOf(o.Order.Created.Time, loc), Synced: momentOfPtr(o.Sync.LastSyncedAt, loc),
-		Paid: momentOfPtr(o.Sync.PaidAt, loc), Resynced: resynced,
+		Paid: momentOfPtr(o.Sync.PaidAt, loc),
 		Zone: ZoneSwitch{Mode: mode, Store: o.Order.Store.Timezone, Back: orderLink(o.Account, code)}}
 	if p, ok := PrincipalOf(ctx); ok {
 		view.MayAct = p.Role.May(ordersync.AccessAct)

@@ -104,9 +104,27 @@ func TestConsoleOrders(t *testing.T) {
 	if resp, _ := b.do("POST", "/console/orders/"+codes[0]+"/resync", url.Values{}); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("re-sync without CSRF token: %d, want 403", resp.StatusCode)
 	}
-	resp, page = b.do("POST", "/console/orders/"+codes[0]+"/resync", url.Values{"csrf": {b.csrf(page)}})
-	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "Re-synced") {
-		t.Errorf("re-sync: %d\n%s", resp.StatusCode, page)
+	// POST-redirect-GET: the re-sync sends the browser to the order's
+	// page, which says what the fetch found once; reloading that page
+	// fetches nothing and records no action.
+	tracks := func() int {
+		p, err := e.db.ListAudit(t.Context(), ordersync.AuditFilter{Action: "order.track", Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(p.Records)
+	}
+	before := tracks()
+	resp, _ = b.do("POST", "/console/orders/"+codes[0]+"/resync", url.Values{"csrf": {b.csrf(page)}})
+	back := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || back != "/console/orders/"+codes[0]+"?account=default" {
+		t.Fatalf("re-sync: %d to %q, want 303 to the order's page", resp.StatusCode, back)
+	}
+	if _, page = b.do("GET", back, nil); !strings.Contains(page, `id="flash">Re-synced: fetched now, the order is PAID`) {
+		t.Errorf("the order's page after the re-sync does not say so:\n%s", page)
+	}
+	if _, page = b.do("GET", back, nil); strings.Contains(page, "Re-synced") || tracks() != before+1 {
+		t.Errorf("the reload: says re-synced again or re-synced again (%d tracks, want %d)", tracks(), before+1)
 	}
 
 	viewer := newBrowser(t, e.url)
@@ -115,8 +133,11 @@ func TestConsoleOrders(t *testing.T) {
 	if !strings.Contains(page, "disabled") {
 		t.Errorf("a viewer's re-sync button is not disabled")
 	}
-	if resp, _ := viewer.do("POST", "/console/orders/"+codes[0]+"/resync", url.Values{"csrf": {viewer.csrf(page)}}); resp.StatusCode != http.StatusForbidden {
-		t.Errorf("re-sync as viewer: %d, want 403", resp.StatusCode)
+	// A viewer's forced re-sync is refused with a console page saying why.
+	if resp, page := viewer.do("POST", "/console/orders/"+codes[0]+"/resync", url.Values{"csrf": {viewer.csrf(page)}}); resp.StatusCode != http.StatusForbidden ||
+		!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(page, "<h1>Not allowed</h1>") ||
+		!strings.Contains(page, "eve is a viewer: viewers read, only operators act. Nothing was done (Re-sync (track) an order: order.track).") {
+		t.Errorf("re-sync as viewer: %d %s, want 403 as a page saying why:\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), page)
 	}
 
 	// The zone switch is remembered and shows times in UTC.

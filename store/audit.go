@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -42,8 +43,12 @@ type auditRow struct {
 // since the first. Limit defaults to 100 and is capped at 1000.
 func (db *DB) ListAudit(ctx context.Context, filter ordersync.AuditFilter) (ordersync.AuditPage, error) {
 	var c conditions
-	c.equal("actor", filter.Actor)
-	c.equal("action", filter.Action)
+	// Who and what in any case: the actor by its lower-case index, the
+	// actions being lower case.
+	if filter.Actor != "" {
+		c.add("lower(actor) = ?", strings.ToLower(filter.Actor))
+	}
+	c.equal("action", strings.ToLower(filter.Action))
 	if !filter.Since.IsZero() {
 		c.add("at >= ?", dbTime(filter.Since))
 	}
