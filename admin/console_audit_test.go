@@ -15,7 +15,7 @@ import (
 
 // auditRow reads a row: 1 when, 2 who, 3 what in words, 4 the action,
 // 5 the object's link, 6 the object, 7 the outcome.
-var auditRow = regexp.MustCompile(`<tr><td><time [^>]*>([^<]*)</time></td><td>([^<]*)</td><td>[^<]*</td><td>[^<]*</td><td>([^<]*) <span class="hint">\(([^<)]*)\)</span></td><td>(?:<a href="([^"]*)">)?([^<]*)(?:</a>)?</td><td>([^<]*)</td></tr>`)
+var auditRow = regexp.MustCompile(`<tr><td[^>]*><time [^>]*>([^<]*)</time></td><td[^>]*>([^<]*)</td><td[^>]*>[^<]*</td><td[^>]*>[^<]*</td><td[^>]*>([^<]*) <span class="hint">\(([^<)]*)\)</span></td><td[^>]*>(?:<a href="([^"]*)">)?([^<]*)(?:</a>)?</td><td[^>]*>([^<]*)</td></tr>`)
 
 // TestConsoleAudit: a viewer reads the trail newest first, filtered by who
 // and what as the URL says, page after page, times in the store's zone or

@@ -168,10 +168,10 @@ func listedOrders(t *testing.T, b *browser, page string) (int, map[string]string
 	n, _ := strconv.Atoi(total[1])
 	sums := map[string]ordersync.Amount{}
 	var codes []string
-	for _, row := range regexp.MustCompile(`<td class="num">([0-9.]+) ([A-Z]{3})</td>`).FindAllStringSubmatch(list, -1) {
+	for _, row := range regexp.MustCompile(`<td class="num"[^>]*>([0-9.]+) ([A-Z]{3})</td>`).FindAllStringSubmatch(list, -1) {
 		sums[row[2]] = sums[row[2]].Add(ordersync.MustAmount(row[1]))
 	}
-	for _, c := range regexp.MustCompile(`<td><a href="/console/orders/([^?"]+)\?`).FindAllStringSubmatch(list, -1) {
+	for _, c := range regexp.MustCompile(`<td[^>]*><a href="/console/orders/([^?"]+)\?`).FindAllStringSubmatch(list, -1) {
 		codes = append(codes, c[1])
 	}
 	out := map[string]string{}

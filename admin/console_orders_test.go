@@ -153,7 +153,7 @@ func TestConsoleOrders(t *testing.T) {
 	}
 }
 
-var orderCodeCell = regexp.MustCompile(`<td><a href="/console/orders/([^"?]+)\?`)
+var orderCodeCell = regexp.MustCompile(`<td[^>]*><a href="/console/orders/([^"?]+)\?`)
 
 // linkByID is the href of the element with the id on page, "" when none.
 func linkByID(page, id string) string {

@@ -42,8 +42,8 @@ func mirrorOrders(t *testing.T, db *store.DB, fetchedAt time.Time, orders ...[5]
 
 // totalsRow reads the table rows of the Daily totals page as the CSV
 // writes them: date, currency, then count and total of each figure, net.
-var totalsRow = regexp.MustCompile(`<tr><td>([0-9-]+)</td><td>([A-Z]+)</td>((?:<td class="num">(?:<a href="[^"]*">)?[^<]*(?:</a>)?</td>){6})</tr>`)
-var totalsCell = regexp.MustCompile(`<td class="num">(?:<a href="[^"]*">)?([^<]*)(?:</a>)?</td>`)
+var totalsRow = regexp.MustCompile(`<tr><td[^>]*>([0-9-]+)</td><td[^>]*>([A-Z]+)</td>((?:<td class="num"[^>]*>(?:<a href="[^"]*">)?[^<]*(?:</a>)?</td>){6})</tr>`)
+var totalsCell = regexp.MustCompile(`<td class="num"[^>]*>(?:<a href="[^"]*">)?([^<]*)(?:</a>)?</td>`)
 
 func totalsTable(page string) [][]string {
 	var rows [][]string
