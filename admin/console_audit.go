@@ -97,7 +97,7 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("cursor"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
-			view.Errors = map[string][]string{"cursor": {"must be the cursor of a previous page"}}
+			view.Errors = labelled(map[string][]string{"cursor": {"must be the cursor of a previous page"}})
 			s.page(w, r, http.StatusBadRequest, "audit.html", &Page{Title: "Audit", Data: view})
 			return
 		}

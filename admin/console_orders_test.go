@@ -67,9 +67,14 @@ func TestConsoleOrders(t *testing.T) {
 			t.Errorf("search %q: %d, want only %s:\n%s", q, resp.StatusCode, codes[0], page)
 		}
 	}
+	// A refusal names the fields by their labels on screen.
 	resp, page := b.do("GET", "/console/orders?minTotal=ten", nil)
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "minTotal") {
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, `<li><strong>Total from</strong>: &#34;ten&#34; is not an amount`) {
 		t.Errorf("bad filter: %d\n%s", resp.StatusCode, page)
+	}
+	resp, page = b.do("GET", "/console/orders?minTotal=10&maxTotal=5", nil)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, `<li><strong>Total up to</strong>: is below «Total from»: want «Total up to» at or above «Total from»</li>`) {
+		t.Errorf("crossed totals: %d\n%s", resp.StatusCode, page)
 	}
 
 	// The export of the view "paid orders" by the session.

@@ -62,17 +62,21 @@ var paramWord = regexp.MustCompile(`\b[a-z]+[A-Z]?[a-zA-Z]*\b`)
 
 // labelled are a refusal's fields by their labels on screen, each message
 // with the parameters it names written as their labels too.
-func labelled(fields map[string][]string) map[string][]string {
+func labelled(fields map[string][]string) map[string][]string { return labelledAs(fields, nil) }
+
+// labelledAs is labelled with a page's own labels where they differ from
+// fieldLabels (own, by parameter).
+func labelledAs(fields map[string][]string, own map[string]string) map[string][]string {
 	if fields == nil {
 		return nil
 	}
 	out := make(map[string][]string, len(fields))
 	for name, msgs := range fields {
-		label := fieldLabel(name)
+		label := cmp.Or(own[name], fieldLabel(name))
 		for _, m := range msgs {
 			out[label] = append(out[label], paramWord.ReplaceAllStringFunc(m, func(w string) string {
 				if l, ok := fieldLabels[w]; ok && strings.ContainsAny(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") {
-					return "«" + l + "»"
+					return "«" + cmp.Or(own[w], l) + "»"
 				}
 				return w
 			}))

@@ -147,7 +147,7 @@ func (s *Server) totalsPage(w http.ResponseWriter, r *http.Request) {
 	choice, err := s.chooseStore(r, true)
 	var ve *ordersync.ValidationError
 	if errors.As(err, &ve) {
-		view := &TotalsView{Stores: s.storeOptions(StoreChoice{Account: s.cfg.Account}, true), Errors: ve.Fields}
+		view := &TotalsView{Stores: s.storeOptions(StoreChoice{Account: s.cfg.Account}, true), Errors: labelledAs(ve.Fields, totalsLabels)}
 		s.page(w, r, http.StatusBadRequest, "totals.html", &Page{Title: "Daily totals", Data: view})
 		return
 	}
@@ -155,7 +155,7 @@ func (s *Server) totalsPage(w http.ResponseWriter, r *http.Request) {
 	view := &TotalsView{From: from, To: to, TZ: tz, Stores: s.storeOptions(choice, true), AllStores: choice.All}
 	params, err := ParseDailyTotals(choice.Account, from, to, tz)
 	if errors.As(err, &ve) {
-		view.Errors = ve.Fields
+		view.Errors = labelledAs(ve.Fields, totalsLabels)
 		s.page(w, r, http.StatusBadRequest, "totals.html", &Page{Title: "Daily totals", Data: view})
 		return
 	}
@@ -278,3 +278,7 @@ func (s *Server) totalsCSV(w http.ResponseWriter, r *http.Request) {
 		s.cfg.Logger.Warn("admin: write daily totals CSV", "err", err)
 	}
 }
+
+// totalsLabels are the Daily totals form's labels where they differ from
+// fieldLabels.
+var totalsLabels = map[string]string{"to": "Before"}

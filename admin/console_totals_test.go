@@ -154,7 +154,7 @@ func TestConsoleTotals(t *testing.T) {
 		t.Errorf("8 October: %v", rows)
 	}
 	resp, page = b.do("GET", "/console/totals?from=2026-10-08&to=2026-10-09&tz=Mars/Olympus", nil)
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "<strong>tz</strong>") {
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "<strong>Time zone</strong>") { // its label on screen
 		t.Errorf("a bad zone: %d", resp.StatusCode)
 	}
 }
