@@ -205,7 +205,7 @@ func TestConsoleActionsRefused(t *testing.T) {
 		form := url.Values{"csrf": {viewerCSRF}, "since": {"1h"}, "filter": {""}}
 		// A person at the console is answered with a console page.
 		if resp, body := viewer.do("POST", path, form); resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "only operators act") ||
-			!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(body, `id="refused"`) {
+			!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(body, `id="problem"`) {
 			t.Errorf("viewer %s: %d %s %s, want a 403 page", pattern, resp.StatusCode, resp.Header.Get("Content-Type"), body)
 		}
 		if resp, body := ops.do("POST", path, url.Values{"since": {"1h"}}); resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "CSRF token is missing") {

@@ -106,7 +106,7 @@ func TestConsoleFailedDeliveries(t *testing.T) {
 	}
 	resp, page = viewer.do("POST", list+"/replay", url.Values{"csrf": {viewerCSRF}, "letter": {fmt.Sprint(ids["F0"])}})
 	if resp.StatusCode != http.StatusForbidden || !strings.Contains(resp.Header.Get("Content-Type"), "text/html") ||
-		!strings.Contains(page, `id="refused"`) || !strings.Contains(page, "only operators act") {
+		!strings.Contains(page, `id="problem"`) || !strings.Contains(page, "only operators act") {
 		t.Errorf("a viewer's replay: %d %s, want a 403 page:\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), page)
 	}
 
