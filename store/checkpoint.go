@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -61,13 +64,16 @@ func writePragmas(autoCheckpoint bool) []string {
 	return p
 }
 
+// DefaultMaxWALBytes is the default Config.MaxWALBytes.
+const DefaultMaxWALBytes = 64 << 20
+
 // checkpointLoop checkpoints the WAL every interval until ctx ends. A PASSIVE
 // checkpoint copies what it can without waiting for anybody: writers go on
-// appending meanwhile, readers keep their snapshots. Readers that never let
-// go can keep it from finishing, so when the WAL is still longer than
-// maxPages afterwards, a TRUNCATE checkpoint waits for them (holding new
-// writers back briefly) and empties it.
-func (db *DB) checkpointLoop(ctx context.Context, conn *sql.DB, interval time.Duration, maxPages int) {
+// appending meanwhile, readers keep their snapshots. It does not bound the
+// WAL: under steady writes it rarely copies the last frame, and the WAL
+// starts again from its beginning only after a checkpoint copied everything
+// while no reader held an older snapshot. The writer bounds it (boundWAL).
+func (db *DB) checkpointLoop(ctx context.Context, conn *sql.DB, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -76,30 +82,71 @@ func (db *DB) checkpointLoop(ctx context.Context, conn *sql.DB, interval time.Du
 			return
 		case <-t.C:
 		}
-		walPages, done, err := checkpoint(ctx, conn, "PASSIVE")
-		if err != nil {
-			if ctx.Err() == nil {
-				db.logger.Warn("sqlite WAL checkpoint failed; retrying on the next tick", "err", err)
-			}
-			continue
-		}
-		if walPages-done <= maxPages {
-			continue
-		}
-		db.logger.Warn("sqlite WAL keeps growing past its bound: long-running readers hold it; truncating it, which holds writers back meanwhile",
-			"wal_pages", walPages, "checkpointed_pages", done, "max_pages", maxPages)
-		if _, _, err := checkpoint(ctx, conn, "TRUNCATE"); err != nil && ctx.Err() == nil {
-			db.logger.Warn("sqlite WAL truncate checkpoint failed", "err", err)
+		if _, _, err := checkpoint(ctx, conn, "PASSIVE"); err != nil && ctx.Err() == nil {
+			db.logger.Warn("sqlite WAL checkpoint failed; retrying on the next tick", "err", err)
 		}
 	}
 }
 
-// checkpoint runs one checkpoint in mode and returns the WAL's length and
-// how much of it is now in the database file, in pages.
-func checkpoint(ctx context.Context, conn *sql.DB, mode string) (walPages, done int, err error) {
-	var busy int
-	if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &walPages, &done); err != nil {
-		return 0, 0, fmt.Errorf("checkpoint sqlite WAL (%s): %w", mode, err)
+// walBound is the WAL's size limit, which the writer keeps.
+type walBound struct {
+	path string // the -wal file
+	max  int64
+	// running lets one commit truncate at a time; the others go on (they
+	// wait for the write connection meanwhile anyway).
+	running sync.Mutex
+	// retryAbove: after a truncate that readers kept from finishing, the
+	// next waits until the WAL has grown by another quarter of max, so
+	// that a reader holding a snapshot for long does not stall every
+	// commit for the busy timeout.
+	retryAbove atomic.Int64
+}
+
+// boundWAL keeps SQLite's WAL file within Config.MaxWALBytes: run after a
+// commit, when the file is longer, it checkpoints in TRUNCATE mode on the
+// write connection. That holds the writers back (the commit's caller
+// included: the bound is back-pressure), waits up to the busy timeout for
+// the readers of older snapshots to finish (new readers read the database
+// file and do not hold it), copies the rest of the WAL and empties the
+// file. The background PASSIVE checkpoints have copied most of it already,
+// so the wait is short. The WAL thus stays under MaxWALBytes plus one
+// transaction's frames, unless a read lasts longer than the busy timeout.
+func (db *DB) boundWAL(ctx context.Context) {
+	b := db.wal
+	if b == nil {
+		return
 	}
-	return walPages, done, nil
+	fi, err := os.Stat(b.path)
+	if err != nil || fi.Size() <= max(b.max, b.retryAbove.Load()) {
+		return
+	}
+	if !b.running.TryLock() {
+		return
+	}
+	defer b.running.Unlock()
+	busy, walPages, err := checkpoint(ctx, db.write.DB, "TRUNCATE")
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			db.logger.Warn("sqlite WAL over its bound; truncating it failed", "wal_bytes", fi.Size(), "max_wal_bytes", b.max, "err", err)
+		}
+		b.retryAbove.Store(fi.Size() + b.max/4)
+	case busy:
+		db.logger.Warn("sqlite WAL over its bound, and a read held an older snapshot past the busy timeout; it will be truncated when the WAL has grown further",
+			"wal_bytes", fi.Size(), "wal_pages", walPages, "max_wal_bytes", b.max)
+		b.retryAbove.Store(fi.Size() + b.max/4)
+	default:
+		b.retryAbove.Store(0)
+	}
+}
+
+// checkpoint runs one checkpoint in mode and says whether it could not
+// finish (SQLite's busy: a reader or another checkpoint held it) and the
+// WAL's length in pages.
+func checkpoint(ctx context.Context, conn *sql.DB, mode string) (busy bool, walPages int, err error) {
+	var b, done int
+	if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint("+mode+")").Scan(&b, &walPages, &done); err != nil {
+		return false, 0, fmt.Errorf("checkpoint sqlite WAL (%s): %w", mode, err)
+	}
+	return b != 0, walPages, nil
 }

@@ -6,8 +6,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 
 	"github.com/ordersync/ordersync"
 )
@@ -71,4 +74,74 @@ func fileSize(t *testing.T, path string) int64 {
 		t.Fatalf("stat %s: %v", path, err)
 	}
 	return fi.Size()
+}
+
+// TestWALStaysWithinItsBound: writes go on while readers come and go, some
+// reader always holding a snapshot, so the WAL never starts again from its
+// beginning by itself; the writer's TRUNCATE keeps the file under
+// MaxWALBytes plus one transaction. Without the bound the same load grows
+// it past that, which shows the readers do hold it.
+func TestWALStaysWithinItsBound(t *testing.T) {
+	const (
+		bound   = 1 << 20
+		batches = 60
+		perTx   = 20
+	)
+	limit := int64(3 * bound) // a transaction is about 0.5-1 MiB
+	for _, tt := range []struct {
+		name    string
+		max     int64
+		bounded bool
+	}{
+		{"bounded", bound, true},
+		{"unbounded", -1, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "mirror.db")
+			db, err := Open(context.Background(), Config{URL: path, CheckpointInterval: 5 * time.Millisecond, MaxWALBytes: tt.max,
+				Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer db.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			var readers sync.WaitGroup
+			defer readers.Wait()
+			defer cancel()
+			for r := range 3 {
+				readers.Go(func() {
+					for ctx.Err() == nil {
+						// A read transaction spanning a few queries, so the
+						// readers' snapshots overlap.
+						_ = db.inReadTx(ctx, "read", func(tx *sqlx.Tx) error {
+							var n int
+							for range 3 + r {
+								if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM orders").Scan(&n); err != nil {
+									return err
+								}
+							}
+							return nil
+						})
+					}
+				})
+			}
+			var peak int64
+			for batch := range batches {
+				params := make([]ordersync.ApplyParams, perTx)
+				for i := range params {
+					id := batch*perTx + i + 1
+					params[i] = fetched(orderDoc(t, fmt.Sprintf("w%d-%d", batch, i), id, ordersync.StatusPending), int64(id))
+				}
+				apply(t, db, params...)
+				peak = max(peak, fileSize(t, path+"-wal"))
+			}
+			switch {
+			case tt.bounded && peak > limit:
+				t.Errorf("WAL peaked at %d bytes, want at most %d (MaxWALBytes %d plus a transaction)", peak, limit, bound)
+			case !tt.bounded && peak <= limit:
+				t.Errorf("without the bound the WAL peaked at %d bytes, within %d: the readers did not hold it, so the bounded run proves nothing", peak, limit)
+			}
+			t.Logf("WAL peak %d bytes", peak)
+		})
+	}
 }

@@ -83,10 +83,11 @@ type Config struct {
 	// goroutine of the DB, off the write path (default 1s). Negative leaves
 	// it to SQLite, inside the commit that crosses 1000 pages.
 	CheckpointInterval time.Duration
-	// MaxWALPages bounds the WAL: past it, after a checkpoint that readers
-	// kept from finishing, a TRUNCATE checkpoint waits for them (default
-	// 65536 pages, 256 MiB at 4 KiB pages).
-	MaxWALPages int
+	// MaxWALBytes bounds SQLite's WAL file: a commit that leaves it longer
+	// runs a TRUNCATE checkpoint before it returns, which waits for the
+	// readers of older snapshots and empties the file. Default 64 MiB
+	// (DefaultMaxWALBytes); negative turns the bound off.
+	MaxWALBytes int64
 	Logger      *slog.Logger
 }
 
@@ -117,8 +118,8 @@ func (c Config) withDefaults() (Config, target, error) {
 	if c.CheckpointInterval == 0 {
 		c.CheckpointInterval = time.Second
 	}
-	if c.MaxWALPages == 0 {
-		c.MaxWALPages = 65536
+	if c.MaxWALBytes == 0 {
+		c.MaxWALBytes = DefaultMaxWALBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -136,8 +137,6 @@ func (c Config) validate() error {
 		return fmt.Errorf("store: MaxIdleConns (%d) must not exceed MaxOpenConns (%d)", c.MaxIdleConns, c.MaxOpenConns)
 	case c.ConnMaxLifetime < 0:
 		return fmt.Errorf("store: ConnMaxLifetime must not be negative, got %s", c.ConnMaxLifetime)
-	case c.MaxWALPages < 0:
-		return fmt.Errorf("store: MaxWALPages must not be negative, got %d", c.MaxWALPages)
 	}
 	return nil
 }
@@ -253,6 +252,9 @@ type DB struct {
 	checkpoints     *sql.DB
 	stopCheckpoints context.CancelFunc
 	checkpointing   sync.WaitGroup
+	// wal bounds SQLite's WAL after each commit; nil for PostgreSQL or
+	// with the bound off.
+	wal *walBound
 }
 
 var (
@@ -326,7 +328,10 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		db.checkpoints.SetConnMaxLifetime(0)
 		var loopCtx context.Context
 		loopCtx, db.stopCheckpoints = context.WithCancel(context.WithoutCancel(ctx))
-		db.checkpointing.Go(func() { db.checkpointLoop(loopCtx, db.checkpoints, cfg.CheckpointInterval, cfg.MaxWALPages) })
+		db.checkpointing.Go(func() { db.checkpointLoop(loopCtx, db.checkpoints, cfg.CheckpointInterval) })
+	}
+	if t.dialect == DialectSQLite && cfg.MaxWALBytes > 0 {
+		db.wal = &walBound{path: t.path + "-wal", max: cfg.MaxWALBytes}
 	}
 	return db, nil
 }
@@ -411,6 +416,7 @@ func (db *DB) inTx(ctx context.Context, op string, fn func(tx *sqlx.Tx) error) e
 	if err := tx.Commit(); err != nil {
 		return translate(op, fmt.Errorf("commit: %w", err))
 	}
+	db.boundWAL(ctx)
 	return nil
 }
 

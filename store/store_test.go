@@ -50,7 +50,6 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 		{"unknown scheme", Config{URL: "mysql://localhost/db"}},
 		{"negative MaxOpenConns", Config{URL: dir + "/a.db", MaxOpenConns: -1}},
 		{"MaxIdleConns above MaxOpenConns", Config{URL: dir + "/b.db", MaxOpenConns: 2, MaxIdleConns: 3}},
-		{"negative MaxWALPages", Config{URL: dir + "/c.db", MaxWALPages: -1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
