@@ -56,6 +56,10 @@ type Config struct {
 	Accounts map[string]AccountConfig
 	// Publisher makes accepted events durable. Required.
 	Publisher ordersync.EventPublisher
+	// Admit, when set, is asked before each publish: an error (the data's
+	// disk below its watermark) answers 503 with Retry-After at once,
+	// nothing published, instead of waiting for a write to fail.
+	Admit func() error
 	// Recorder logs the requests rejected after their signature was
 	// verified (a signed body that is not an event); nil: they are only
 	// counted.
@@ -363,6 +367,7 @@ var (
 	bodyNotAllowed       = newReply(`{"status":"method_not_allowed"}`)
 	bodyUnknownAccount   = newReply(`{"status":"unknown_account"}`)
 	bodyUnavailable      = newReply(`{"status":"unavailable","error":"the queue did not acknowledge; retry later"}`)
+	bodyNotAdmitted      = newReply(`{"status":"unavailable","error":"not taking webhooks (low on disk space); retry later"}`)
 	bodyBusy             = newReply(`{"status":"busy","error":"too many large bodies in flight; retry later"}`)
 )
 
@@ -451,6 +456,15 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Signature:  verdict,
 		Ignored:    reason,
 		Cause:      ordersync.CauseWebhook,
+	}
+	if rc.cfg.Admit != nil {
+		if err := rc.cfg.Admit(); err != nil {
+			rc.logger.Warn("webhook refused before publishing; answering 503 so the provider retries",
+				"account", acct.name, "msg_id", in.MsgID, "type", string(ev.Type), "err", err)
+			w.Header().Set("Retry-After", rc.retryAfter)
+			rc.answer(w, acct, http.StatusServiceUnavailable, outcomeUnavailable, bodyNotAdmitted)
+			return
+		}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), rc.cfg.PublishTimeout)
 	start := time.Now()

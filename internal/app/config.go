@@ -47,6 +47,13 @@ type Config struct {
 
 	// DataDir holds the embedded JetStream store and the default SQLite file.
 	DataDir string
+	// MinFreeSpace is the free space kept on the filesystems of the data
+	// directory, the JetStream store and the SQLite file: "" for the
+	// lesser of 1 GiB and 5%, a size ("2GiB"), a percentage ("10%") or
+	// "off". Below it webhooks are refused with 503 and /readyz fails.
+	MinFreeSpace string
+	// statfs replaces the system's statfs in tests.
+	statfs datadir.Statfs
 	// DatabaseURL is a SQLite path (default DataDir/ordersync.db) or a
 	// postgres:// URL.
 	DatabaseURL string
@@ -363,6 +370,7 @@ var settings = []setting[Config]{
 	{key: "insecure_no_webhook_signature", env: "ORDERSYNC_INSECURE_NO_WEBHOOK_SIGNATURE", usage: "accept unsigned webhooks (never in production)", set: boolean(func(c *Config) *bool { return &c.InsecureNoWebhookSignature })},
 	{key: "role", env: "ORDERSYNC_ROLE", usage: "what this process runs: all, or a comma-separated list of receiver, worker, relay, reconciler", set: str(func(c *Config) *string { return &c.Role })},
 	{key: "data_dir", env: "ORDERSYNC_DATA_DIR", usage: "directory for the embedded JetStream store and the default SQLite file", scope: ScopeMirror, set: str(func(c *Config) *string { return &c.DataDir })},
+	{key: "min_free_space", env: "ORDERSYNC_MIN_FREE_SPACE", usage: "free space kept on the data's filesystems, a size (2GiB), a percentage (10%) or off; below it webhooks are refused (default the lesser of 1GiB and 5%)", set: str(func(c *Config) *string { return &c.MinFreeSpace })},
 	{key: "database_url", secret: true, env: "ORDERSYNC_DATABASE_URL", usage: "SQLite path or postgres:// URL (default DATA_DIR/ordersync.db)", scope: ScopeMirror, set: str(func(c *Config) *string { return &c.DatabaseURL })},
 	{key: "migrate_on_start", env: "ORDERSYNC_MIGRATE_ON_START", usage: "create or upgrade the schema at start-up", set: boolean(func(c *Config) *bool { return &c.MigrateOnStart })},
 	{key: "db_max_open_conns", env: "ORDERSYNC_DB_MAX_OPEN_CONNS", usage: "database connections at most (PostgreSQL; SQLite reads)", scope: ScopeMirror, set: integer(func(c *Config) *int { return &c.DBMaxOpenConns })},
@@ -731,6 +739,12 @@ func (c *Config) ValidateServe() error {
 		func() error { _, err := parseRoles(c.Role); return err },
 		func() error { return c.checkAdminTokens() },
 		func() error { _, err := parseCIDRs(c.TrustedProxies); return err },
+		func() error {
+			if _, err := datadir.ParseWatermark(c.MinFreeSpace); err != nil {
+				return fmt.Errorf("bad setting: min_free_space %w", err)
+			}
+			return nil
+		},
 		c.checkAdminListen,
 		c.checkReconcile,
 		func() error { _, err := c.EndpointParams(); return err },

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,6 +51,9 @@ type Program struct {
 	follower    *worker.Follower
 	dispatcher  *worker.Dispatcher // nil unless the role runs workers
 	receiver    *webhook.Receiver
+	// space watches the free space under the embedded JetStream and the
+	// SQLite file; nil when neither is used, or with min_free_space off.
+	space *datadir.Space
 
 	webhookLn, adminLn   net.Listener
 	webhookSrv, adminSrv *http.Server
@@ -107,6 +111,9 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 		return nil, err
 	}
 	if err := p.openQueue(ctx); err != nil {
+		return nil, err
+	}
+	if p.space, err = p.watchSpace(); err != nil {
 		return nil, err
 	}
 	p.clients = map[string]*paymentlink.Client{}
@@ -202,7 +209,7 @@ func (p *Program) buildStages() (err error) {
 		}
 		p.receiver, err = webhook.New(webhook.Config{
 			Secrets: p.cfg.WebhookSecrets, Accounts: accounts, Insecure: p.cfg.InsecureNoWebhookSignature, TrustedProxies: proxies,
-			Publisher: p.queue, Recorder: p.db, Rejections: p.db, RejectionFlushInterval: p.cfg.RejectionFlushInterval,
+			Publisher: p.queue, Admit: p.admit, Recorder: p.db, Rejections: p.db, RejectionFlushInterval: p.cfg.RejectionFlushInterval,
 			Registerer: p.reg, Logger: log("webhook"),
 		})
 		if err != nil {
@@ -303,9 +310,40 @@ func (p *Program) buildStages() (err error) {
 // or an admin request's are a few hundred bytes.
 const maxHeaderBytes = 8 << 10
 
+// watchSpace watches the filesystems this process writes its data to:
+// the embedded JetStream store and a SQLite file.
+func (p *Program) watchSpace() (*datadir.Space, error) {
+	mark, err := datadir.ParseWatermark(p.cfg.MinFreeSpace)
+	if err != nil || mark.Off {
+		return nil, err
+	}
+	dirs := map[string]string{}
+	if p.embedded != nil {
+		dirs["data"], dirs["jetstream"] = p.cfg.DataDir, datadir.JetStreamDir(p.cfg.DataDir)
+	}
+	if path := p.db.Path(); path != "" {
+		dirs["database"] = filepath.Dir(path)
+	}
+	if len(dirs) == 0 {
+		return nil, nil
+	}
+	return datadir.NewSpace(datadir.SpaceConfig{Dirs: dirs, Watermark: mark, Statfs: p.cfg.statfs, Registerer: p.reg, Logger: p.logger})
+}
+
+// admit refuses webhooks while the data's disk is below its watermark.
+func (p *Program) admit() error {
+	if p.space == nil {
+		return nil
+	}
+	return p.space.Low()
+}
+
 func (p *Program) ready(ctx context.Context) error {
 	if p.draining.Load() {
 		return errDraining
+	}
+	if err := p.admit(); err != nil {
+		return err
 	}
 	if err := p.db.Ping(ctx); err != nil {
 		return fmt.Errorf("database: %w", err)
@@ -403,6 +441,12 @@ func (p *Program) Run(ctx context.Context) error {
 		})
 	}
 	run(&serving, "admin server", func() error { return p.adminSrv.Serve(p.adminLn) })
+	if p.space != nil {
+		run(&working, "disk space", func() error {
+			p.space.Run(workCtx)
+			return nil
+		})
+	}
 	if p.roles.worker {
 		run(&working, "workers", func() error { return p.pool.Run(workCtx) })
 		// One process delivers for a deployment, under a lease like the
