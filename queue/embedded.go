@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -72,7 +74,11 @@ type EmbeddedConfig struct {
 	MaxPayload int32
 	// StartTimeout bounds the wait for the server to be ready; default 10s.
 	StartTimeout time.Duration
-	Logger       *slog.Logger
+	// RecoverInterval is how often, after a failed store write (a full
+	// disk), the store directory is probed for room to reload JetStream;
+	// default 1s.
+	RecoverInterval time.Duration
+	Logger          *slog.Logger
 }
 
 func (c *EmbeddedConfig) withDefaults() {
@@ -90,6 +96,9 @@ func (c *EmbeddedConfig) withDefaults() {
 	}
 	if c.StartTimeout == 0 {
 		c.StartTimeout = 10 * time.Second
+	}
+	if c.RecoverInterval == 0 {
+		c.RecoverInterval = time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -118,9 +127,17 @@ const EmbeddedUser = "ordersync"
 
 // Embedded is a NATS server with JetStream running inside this process.
 type Embedded struct {
-	srv    *server.Server
-	logger *slog.Logger
-	listen bool
+	srv      *server.Server
+	logger   *slog.Logger
+	listen   bool
+	storeDir string
+	// writeErr is the server's log line of a failed store write, nil
+	// while JetStream takes writes; wake starts recoverLoop, stop and
+	// recovering end it.
+	writeErr   atomic.Pointer[string]
+	wake, stop chan struct{}
+	stopOnce   sync.Once
+	recovering sync.WaitGroup
 	// password is EmbeddedUser's; "" when the server has no port and
 	// takes in-process connections only.
 	password string
@@ -169,7 +186,13 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		return nil, fmt.Errorf("embedded NATS: configure: %w", err)
 	}
 	// The caller names the component; the server's own lines say so.
-	srv.SetLoggerV2(&serverLogger{l: cfg.Logger.With("source", "nats-server")}, false, false, false)
+	e := &Embedded{srv: srv, logger: cfg.Logger, listen: cfg.Port != 0, password: password, storeDir: cfg.StoreDir,
+		wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	srv.SetLoggerV2(&serverLogger{l: cfg.Logger.With("source", "nats-server"), onError: func(line string) {
+		if storeWriteFailed(line) {
+			e.noteWriteErr(line)
+		}
+	}}, false, false, false)
 	srv.Start()
 	if !srv.ReadyForConnections(cfg.StartTimeout) {
 		srv.Shutdown()
@@ -181,7 +204,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		srv.WaitForShutdown()
 		return nil, errors.New("embedded NATS: JetStream did not start (see the server log)")
 	}
-	e := &Embedded{srv: srv, logger: cfg.Logger, listen: cfg.Port != 0, password: password}
+	e.recovering.Go(func() { e.recoverLoop(cfg.RecoverInterval) })
 	if e.listen {
 		e.logger.Info("embedded NATS started", "store_dir", cfg.StoreDir, "sync", string(cfg.Sync), "client_url", e.ClientURL(),
 			"user", EmbeddedUser, "password_file", cfg.PasswordFile)
@@ -263,17 +286,127 @@ func (e *Embedded) ClientURL() string {
 // Shutdown stops the server and waits until it has stopped and flushed its
 // files. Connections to it are closed.
 func (e *Embedded) Shutdown() {
+	e.stopOnce.Do(func() { close(e.stop) })
+	e.recovering.Wait()
 	e.srv.Shutdown()
 	e.srv.WaitForShutdown()
 	e.logger.Info("embedded NATS stopped")
 }
 
 // serverLogger hands the server's log lines to slog.
-type serverLogger struct{ l *slog.Logger }
+type serverLogger struct {
+	l *slog.Logger
+	// onError sees every error line.
+	onError func(line string)
+}
 
 func (s *serverLogger) Noticef(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
 func (s *serverLogger) Warnf(format string, v ...any)   { s.l.Warn(fmt.Sprintf(format, v...)) }
 func (s *serverLogger) Fatalf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
-func (s *serverLogger) Errorf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
-func (s *serverLogger) Debugf(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
-func (s *serverLogger) Tracef(format string, v ...any)  {}
+func (s *serverLogger) Errorf(format string, v ...any) {
+	line := fmt.Sprintf(format, v...)
+	s.onError(line)
+	s.l.Error(line)
+}
+func (s *serverLogger) Debugf(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
+func (s *serverLogger) Tracef(format string, v ...any) {}
+
+// storeWriteFailed says whether a line of the server's log reports a
+// failed write to a stream's files. After one, the file store returns that
+// error for every later write ("always return previous write errors"),
+// without answering the publisher, until the stream is loaded again; the
+// log is the only place the server says so.
+func storeWriteFailed(line string) bool {
+	l := strings.ToLower(line)
+	return strings.Contains(l, "critical write error") || strings.Contains(l, "failed to store a msg")
+}
+
+// noteWriteErr records a failed store write and wakes the recovery.
+func (e *Embedded) noteWriteErr(line string) {
+	if e.writeErr.CompareAndSwap(nil, &line) {
+		select {
+		case e.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// WriteErr is nil unless JetStream's store failed a write (a full disk)
+// and has not been reloaded since: until then no stream takes a message.
+func (e *Embedded) WriteErr() error {
+	if line := e.writeErr.Load(); line != nil {
+		return fmt.Errorf("embedded JetStream failed a write and refuses every later one until it is reloaded, when the disk has room: %s", *line)
+	}
+	return nil
+}
+
+// recoverLoop reloads JetStream after a failed write, once a probe file
+// of recoverProbeBytes can be written and synced in the store directory.
+// Reloading reads every stream back from its files, so what was
+// acknowledged stays; in-process connections stay open, and requests in
+// flight meanwhile fail and are retried by their callers.
+func (e *Embedded) recoverLoop(interval time.Duration) {
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-e.wake:
+		}
+		t := time.NewTicker(interval)
+		for e.writeErr.Load() != nil {
+			if err := probeRoom(e.storeDir); err == nil {
+				if err := e.resetJetStream(); err != nil {
+					e.logger.Error("embedded JetStream: reload after a write error failed; trying again", "err", err)
+				} else {
+					e.writeErr.Store(nil)
+					e.logger.Info("embedded JetStream reloaded after a write error: streams take messages again")
+					break
+				}
+			}
+			select {
+			case <-e.stop:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		t.Stop()
+	}
+}
+
+// recoverProbeBytes is what the disk must take before JetStream is
+// reloaded: room for its index files and the first writes after.
+const recoverProbeBytes = 4 << 20
+
+// probeRoom writes and syncs recoverProbeBytes in dir, then removes them.
+func probeRoom(dir string) error {
+	f, err := os.CreateTemp(dir, ".room-probe-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if _, err := f.Write(make([]byte, recoverProbeBytes)); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// resetJetStream stops JetStream and starts it again on the same store,
+// every stream reloaded from its files.
+func (e *Embedded) resetJetStream() error {
+	cfg := e.srv.JetStreamConfig()
+	if cfg == nil {
+		return errors.New("embedded NATS: JetStream not running")
+	}
+	if err := e.srv.ShutdownJetStream(); err != nil {
+		return fmt.Errorf("embedded NATS: stop JetStream: %w", err)
+	}
+	// The running configuration names the store's jetstream subdirectory,
+	// which EnableJetStream appends again.
+	cfg.StoreDir = filepath.Dir(cfg.StoreDir)
+	if err := e.srv.EnableJetStream(cfg); err != nil {
+		return fmt.Errorf("embedded NATS: start JetStream again: %w", err)
+	}
+	return nil
+}

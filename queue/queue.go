@@ -162,6 +162,8 @@ type Queue struct {
 	logger   *slog.Logger
 
 	eventsPrefix string // "<prefix>.events."
+	// probeStream and probeSubject take readiness probes (Ready).
+	probeStream, probeSubject string
 	// ns moves the domain's order subjects onto the prefix, and back.
 	ns           ordersync.Namespace
 	ordersPrefix string // "<prefix>.orders."
@@ -197,6 +199,8 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Queue, error) {
 		cfg: cfg, nc: nc, js: js, metrics: m,
 		logger:       cfg.Logger,
 		eventsPrefix: cfg.SubjectPrefix + ".events.",
+		probeStream:  cfg.EventsStream + "_PROBE",
+		probeSubject: cfg.SubjectPrefix + ".probe",
 		ns:           ns,
 		ordersPrefix: ns.OrdersPrefix(),
 	}
@@ -218,6 +222,15 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Queue, error) {
 		Replicas:    cfg.Replicas,
 		Duplicates:  cfg.OrdersDuplicateWindow,
 		MaxAge:      cfg.OrdersMaxAge,
+		Discard:     jetstream.DiscardOld,
+	}, {
+		Name:        q.probeStream,
+		Description: "ordersync: readiness probes, the last one kept",
+		Subjects:    []string{q.probeSubject},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    cfg.Replicas,
+		MaxMsgs:     1,
 		Discard:     jetstream.DiscardOld,
 	}}
 	for _, sc := range streams {
@@ -427,14 +440,35 @@ func waitAck(ctx context.Context, f jetstream.PubAckFuture) (*jetstream.PubAck, 
 	}
 }
 
-// Ready reports whether the connection is up and the events stream
-// answers, for /readyz.
+// probeTimeout bounds Ready's probe write: a store that refuses writes
+// does not answer, and a load balancer's probe should not wait for it.
+const probeTimeout = time.Second
+
+// probeBody is the probe's payload: two pages, so that its write needs new
+// room on the disk as a webhook's does (a few bytes fit in the page the
+// last write left half full, even on a full disk).
+var probeBody = make([]byte, 8<<10)
+
+// Ready reports whether a webhook can be made durable now, for /readyz: the
+// connection is up, the events stream answers, and a write to the same
+// store is acknowledged. Stream info alone is answered from memory by a
+// server whose disk is full. The probe is a small publish to a stream of
+// its own that keeps one message, so it costs a write of 8 KiB and
+// no worker ever sees it; a server that cannot store it (disk full, no
+// quorum, JetStream down) cannot store a webhook either. A probe rather
+// than the last publish's outcome: a process the load balancer stopped
+// sending to would otherwise never see a success that makes it ready again.
 func (q *Queue) Ready(ctx context.Context) error {
 	if st := q.nc.Status(); st != nats.CONNECTED {
 		return fmt.Errorf("queue not ready: NATS connection %s", st)
 	}
 	if _, err := q.js.Stream(ctx, q.cfg.EventsStream); err != nil {
 		return fmt.Errorf("queue not ready: stream %s: %w", q.cfg.EventsStream, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	if _, err := q.js.Publish(ctx, q.probeSubject, probeBody, jetstream.WithExpectStream(q.probeStream)); err != nil {
+		return fmt.Errorf("queue not ready: probe write to stream %s: %w", q.probeStream, err)
 	}
 	return nil
 }

@@ -57,8 +57,9 @@ type Config struct {
 	// Publisher makes accepted events durable. Required.
 	Publisher ordersync.EventPublisher
 	// Admit, when set, is asked before each publish: an error (the data's
-	// disk below its watermark) answers 503 with Retry-After at once,
-	// nothing published, instead of waiting for a write to fail.
+	// disk below its watermark, a queue that cannot store) answers 503
+	// with Retry-After at once, nothing published, instead of waiting for
+	// a write to fail or time out.
 	Admit func() error
 	// Recorder logs the requests rejected after their signature was
 	// verified (a signed body that is not an event); nil: they are only
@@ -367,7 +368,7 @@ var (
 	bodyNotAllowed       = newReply(`{"status":"method_not_allowed"}`)
 	bodyUnknownAccount   = newReply(`{"status":"unknown_account"}`)
 	bodyUnavailable      = newReply(`{"status":"unavailable","error":"the queue did not acknowledge; retry later"}`)
-	bodyNotAdmitted      = newReply(`{"status":"unavailable","error":"not taking webhooks (low on disk space); retry later"}`)
+	bodyNotAdmitted      = newReply(`{"status":"unavailable","error":"webhooks cannot be stored now (disk space); retry later"}`)
 	bodyBusy             = newReply(`{"status":"busy","error":"too many large bodies in flight; retry later"}`)
 )
 

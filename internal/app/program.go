@@ -330,14 +330,24 @@ func (p *Program) watchSpace() (*datadir.Space, error) {
 	return datadir.NewSpace(datadir.SpaceConfig{Dirs: dirs, Watermark: mark, Statfs: p.cfg.statfs, Registerer: p.reg, Logger: p.logger})
 }
 
-// admit refuses webhooks while the data's disk is below its watermark.
+// admit refuses webhooks at once while they could not be made durable:
+// the data's disk is below its watermark, or the embedded JetStream failed
+// a write and waits for room to be reloaded (its streams answer no
+// publish meanwhile, so each would wait for the publish timeout).
 func (p *Program) admit() error {
-	if p.space == nil {
-		return nil
+	if p.space != nil {
+		if err := p.space.Low(); err != nil {
+			return err
+		}
 	}
-	return p.space.Low()
+	if p.embedded != nil {
+		return p.embedded.WriteErr()
+	}
+	return nil
 }
 
+// ready is /readyz: 503 naming the cause while a webhook cannot be made
+// durable (admit, then the database, then a probe write to the queue).
 func (p *Program) ready(ctx context.Context) error {
 	if p.draining.Load() {
 		return errDraining

@@ -1,0 +1,127 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// mountTmpfs mounts a tmpfs of size bytes at a temporary directory, or
+// skips the test where mounting is not allowed.
+func mountTmpfs(t *testing.T, size int64) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs to fill (needs root and mount(8)): %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// fill writes a file until the filesystem is full, and returns its path.
+func fill(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "filler")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			return path
+		}
+	}
+}
+
+// TestEmbeddedRecoversFromFullDisk: a full disk makes the file store
+// refuse the write and every later one, even after space returns; the
+// embedded server notices, reloads JetStream once the disk has room, and
+// every acknowledged event is still there, once.
+func TestEmbeddedRecoversFromFullDisk(t *testing.T) {
+	mnt := mountTmpfs(t, 32<<20)
+	e, err := StartEmbedded(EmbeddedConfig{StoreDir: filepath.Join(mnt, "js"), RecoverInterval: 50 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Shutdown)
+	q := newQueue(t, connect(t, e), uniqueConfig())
+	acked := map[string]bool{}
+	pub := func(i int) error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		id := fmt.Sprintf("m%d", i)
+		_, err := q.PublishEvent(ctx, &ordersync.InboundEvent{MsgID: id, Account: "default", Body: make([]byte, 1000)})
+		if err == nil {
+			acked[id] = true
+		}
+		return err
+	}
+	for i := range 10 {
+		if err := pub(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ready := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		return q.Ready(ctx)
+	}
+	if err := ready(); err != nil {
+		t.Fatalf("Ready before the disk filled: %v", err)
+	}
+	filler := fill(t, mnt)
+	if err := ready(); err == nil || !strings.Contains(err.Error(), "probe write") {
+		t.Fatalf("Ready on a full disk = %v, want the probe write's failure", err)
+	}
+	i := 10
+	for ; pub(i) == nil; i++ {
+		if i > 100_000 {
+			t.Fatal("100,000 publishes on a full disk acknowledged")
+		}
+	}
+	if e.WriteErr() == nil {
+		t.Fatal("a publish failed on a full disk, and WriteErr is nil")
+	}
+	t.Logf("full after %d events: %v", len(acked), e.WriteErr())
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for e.WriteErr() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("JetStream not reloaded 10s after space returned")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := ready(); err != nil {
+		t.Fatalf("Ready after the reload: %v", err)
+	}
+	for j := range 10 {
+		if err := pub(i + 1 + j); err != nil {
+			t.Fatalf("publish after the reload: %v", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	seen := drain(t, ctx, q.Events(), len(acked))
+	for id := range acked {
+		if seen[id] != 1 {
+			t.Errorf("acknowledged event %s delivered %d times, want once", id, seen[id])
+		}
+	}
+}
