@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // the integrity check reads the mirror's file
+	"golang.org/x/sys/unix"
+
+	"github.com/ordersync/ordersync/internal/app"
+)
+
+// mountTmpfs mounts a tmpfs of size bytes at a temporary directory, or
+// skips the test where mounting is not allowed.
+func mountTmpfs(t *testing.T, size int64) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs to fill (needs root and mount(8)): %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// fillLeaving writes a file until the filesystem at dir has at most leave
+// bytes free (0: until it is full), and returns its path.
+func fillLeaving(t *testing.T, dir string, leave uint64) string {
+	t.Helper()
+	path := filepath.Join(dir, "filler")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	for {
+		var st unix.Statfs_t
+		if err := unix.Statfs(dir, &st); err != nil {
+			t.Fatal(err)
+		}
+		if free := uint64(st.Bavail) * uint64(st.Bsize); leave > 0 && free <= leave {
+			return path
+		}
+		if _, err := f.Write(chunk); err != nil {
+			return path
+		}
+	}
+}
+
+// TestDiskFillsAndEmpties: the data directory (SQLite and the embedded
+// JetStream) sits on a small tmpfs that fills up while buyers act, then
+// gets its space back. While full, webhooks are refused with 503 and
+// /readyz fails; afterwards, with no restart, every order in the mirror
+// equals the simulator's, every paid order has one PAID trigger, and
+// SQLite's integrity check passes. With a watermark the disk never fills:
+// the refusals come before any write fails. Without one the writes fail
+// (ENOSPC) and the embedded JetStream is reloaded when space returns.
+func TestDiskFillsAndEmpties(t *testing.T) {
+	for _, tt := range []struct {
+		name, minFree string
+		leave         uint64 // free bytes the filler leaves
+	}{
+		{"watermark", "16MiB", 8 << 20},
+		{"ENOSPC", "off", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			mnt := mountTmpfs(t, 96<<20)
+			st := startTestStack(t, app.StackOptions{DataDir: mnt, Seed: 3, Configure: func(c *app.Config) { c.MinFreeSpace = tt.minFree }})
+			ctx := context.Background()
+			rng := rand.New(rand.NewPCG(3, 3))
+			codes, err := createDemoOrders(ctx, st.Program.AdminURL(), 240, rng)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Buyers act on a few orders every 50 ms: 10 rounds before the
+			// disk fills, 30 while it is full, 20 after.
+			var notReady atomic.Int64
+			round := func(i int) {
+				st.Sim.ActAsBuyers(codes[i*4:i*4+4], rng)
+				if res, err := http.Get(st.Program.AdminURL() + "/readyz"); err == nil {
+					if res.StatusCode == http.StatusServiceUnavailable {
+						notReady.Add(1)
+					}
+					res.Body.Close()
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			for i := range 10 {
+				round(i)
+			}
+			filler := fillLeaving(t, mnt, tt.leave)
+			for i := 10; i < 40; i++ {
+				round(i)
+			}
+			full := notReady.Load()
+			if err := os.Remove(filler); err != nil {
+				t.Fatal(err)
+			}
+			for i := 40; i < 60; i++ {
+				round(i)
+			}
+			if full == 0 {
+				t.Errorf("/readyz never answered 503 while the disk was full")
+			}
+			if refused := counterValue(st.Program.Registry(), "ordersync_webhook_requests_total", "outcome", "unavailable"); refused == 0 {
+				t.Errorf("no webhook was refused while the disk was full")
+			}
+			idle, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			if err := st.Sim.WaitIdle(idle); err != nil {
+				t.Fatalf("the simulator's webhooks not all answered 30s after the disk emptied: %v", err)
+			}
+			waitMirrorMatches(t, st, 60*time.Second)
+			waitPaidTriggers(t, st, 30*time.Second)
+			checkIntegrity(t, st.Program.DB().Path())
+			res, err := http.Get(st.Program.AdminURL() + "/readyz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				t.Errorf("/readyz %d after the disk emptied, want 200", res.StatusCode)
+			}
+			t.Logf("readyz 503 in %d of 30 rounds while full", full)
+		})
+	}
+}
+
+// waitPaidTriggers waits until the outbox is empty (the relay marks sent
+// only what JetStream acknowledged), then checks each simulator order has
+// one PAID trigger if paid, none otherwise.
+func waitPaidTriggers(t *testing.T, st *app.Stack, timeout time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(timeout)
+	for {
+		pending, err := st.Program.DB().PendingOutbox(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the outbox still holds %s after %s", pending[0].MsgID, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	triggers, err := st.Program.CountPaidTriggers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range st.Sim.Orders() {
+		if n := triggers[o.OrderCode]; n > 1 || (o.OrderStatus.IsPaidState() && n != 1) {
+			t.Errorf("order %s (%s): %d PAID triggers, want exactly one for a paid order", o.OrderCode, o.OrderStatus, n)
+		}
+	}
+}
+
+// checkIntegrity runs SQLite's integrity check on the mirror's file.
+func checkIntegrity(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var check string
+	if err := db.QueryRow("PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
+		t.Errorf("PRAGMA integrity_check: %q, %v", check, err)
+	}
+}
