@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -191,7 +192,8 @@ func (s *Server) recordAudit(r *http.Request, action, object, outcome string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), auditTimeout)
 	defer cancel()
 	if err := s.cfg.Audit.RecordAudit(ctx, rec); err != nil {
-		s.cfg.Logger.Error("admin: record audit", "action", action, "actor", rec.Actor, "err", err)
+		s.auditFailures.Inc()
+		s.quiet.Log(slog.LevelError, "record audit", "admin: record audit", "action", action, "actor", rec.Actor, "err", err)
 	}
 }
 

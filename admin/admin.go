@@ -20,7 +20,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/quietlog"
+	collect "github.com/ordersync/ordersync/metrics"
 )
 
 // Config configures the API. Orders is required; an endpoint whose
@@ -76,6 +80,8 @@ type Config struct {
 	// the console's cookies Secure.
 	TrustedProxies ordersync.Proxies
 	Logger         *slog.Logger
+	// Registerer takes the API's own collectors; nil registers none.
+	Registerer prometheus.Registerer
 	// Clock stamps audit records and sessions; default time.Now.
 	Clock func() time.Time
 	// Exports serves /v1/exports/…; ExportBatchSize is how many orders one
@@ -139,6 +145,11 @@ type Server struct {
 	exportSlots chan struct{}
 	// jobs are the console's replay jobs.
 	jobs *replayJobs
+	// quiet logs failures that repeat per request (a failed audit write,
+	// a store that does not answer) once, then summed up per interval.
+	quiet *quietlog.Log
+	// auditFailures counts the audit records that could not be written.
+	auditFailures prometheus.Counter
 }
 
 // New returns the API handler.
@@ -147,7 +158,14 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, mux: newRouter(), limiter: newSignInLimiter()}
+	s := &Server{cfg: cfg, mux: newRouter(), limiter: newSignInLimiter(), quiet: quietlog.New(cfg.Logger, quietlog.DefaultInterval),
+		auditFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ordersync_admin_audit_failures_total",
+			Help: "Audit records of admin actions that could not be written (the actions happened).",
+		})}
+	if err := collect.RegisterAll(cfg.Registerer, collect.Of(&s.auditFailures)); err != nil {
+		return nil, fmt.Errorf("admin: register metrics: %w", err)
+	}
 	s.tokenSet.Store(&cfg.Tokens)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

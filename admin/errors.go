@@ -2,6 +2,7 @@ package admin
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -60,7 +61,7 @@ func rowFor(err error) (errorRow, bool) {
 func (s *Server) fail(w http.ResponseWriter, op string, err error, notFound string) {
 	row, ok := rowFor(err)
 	if !ok {
-		s.cfg.Logger.Error("admin API", "op", op, "err", err)
+		s.quiet.Log(slog.LevelError, "api "+op, "admin API", "op", op, "err", err)
 		writeProblem(w, http.StatusInternalServerError, op+" failed", nil)
 		return
 	}

@@ -230,6 +230,7 @@ func (s *Server) WaitReplayJob(ctx context.Context, id int64) (ordersync.ReplayJ
 // listed for the next one. Call it before closing what the Replayer
 // publishes to.
 func (s *Server) Close() {
+	s.quiet.Close()
 	if s.jobs == nil {
 		return
 	}

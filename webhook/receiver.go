@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/quietlog"
 )
 
 // Path is where the default account's webhooks arrive; an extra account's
@@ -255,6 +256,9 @@ type Receiver struct {
 	bodies     *bodyBudget
 	retryAfter string
 	logger     *slog.Logger
+	// quiet logs the refusals of webhooks that could not be queued: one
+	// line, then a summary per interval (the counts are in metrics).
+	quiet *quietlog.Log
 	// publishWait sums the publish waits since the last PublishWait call;
 	// publishes counts them.
 	publishWait, publishes atomic.Int64
@@ -279,6 +283,7 @@ func New(cfg Config) (*Receiver, error) {
 		retryAfter: strconv.Itoa(int(math.Ceil(cfg.RetryAfter.Seconds()))),
 		logger:     cfg.Logger,
 	}
+	rc.quiet = quietlog.New(rc.logger, quietlog.DefaultInterval)
 	for name, a := range cfg.Accounts {
 		rc.accounts[name] = newAccount(name, a.Secrets, m)
 	}
@@ -336,6 +341,7 @@ func (rc *Receiver) SetSecrets(secrets map[string][]string) error {
 // Close writes the rejected requests still buffered and stops the recorder.
 // Call it after the HTTP server stopped serving.
 func (rc *Receiver) Close() {
+	rc.quiet.Close()
 	rc.tally.close()
 	if rc.recorder != nil {
 		rc.recorder.close()
@@ -460,7 +466,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if rc.cfg.Admit != nil {
 		if err := rc.cfg.Admit(); err != nil {
-			rc.logger.Warn("webhook refused before publishing; answering 503 so the provider retries",
+			rc.quiet.Log(slog.LevelWarn, "not admitted", "webhook refused before publishing; answering 503 so the provider retries",
 				"account", acct.name, "msg_id", in.MsgID, "type", string(ev.Type), "err", err)
 			w.Header().Set("Retry-After", rc.retryAfter)
 			rc.answer(w, acct, http.StatusServiceUnavailable, outcomeUnavailable, bodyNotAdmitted)
@@ -476,7 +482,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc.publishes.Add(1)
 	cancel()
 	if err != nil {
-		rc.logger.WarnContext(r.Context(), "webhook not queued; answering 503 so the provider retries",
+		rc.quiet.Log(slog.LevelWarn, "not queued", "webhook not queued; answering 503 so the provider retries",
 			"account", acct.name, "msg_id", in.MsgID, "type", string(ev.Type), "err", err)
 		w.Header().Set("Retry-After", rc.retryAfter)
 		rc.answer(w, acct, http.StatusServiceUnavailable, outcomeUnavailable, bodyUnavailable)

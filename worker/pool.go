@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/quietlog"
 )
 
 // PoolConfig configures a Pool.
@@ -215,10 +216,13 @@ func (c PoolConfig) validate() error {
 
 // Pool consumes queued events and mirrors the orders they announce.
 type Pool struct {
-	cfg     PoolConfig
-	syncer  *Syncer
-	mirror  ordersync.Mirror
-	log     *slog.Logger
+	cfg    PoolConfig
+	syncer *Syncer
+	mirror ordersync.Mirror
+	log    *slog.Logger
+	// quiet logs the failures that repeat per event (a fetch or commit
+	// failing through an outage) once, then summed up.
+	quiet   *quietlog.Log
 	now     func() time.Time
 	metrics *poolMetrics
 	codes   *codeCache
@@ -268,6 +272,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		syncer:     cfg.Syncer,
 		mirror:     cfg.Mirror,
 		log:        cfg.Logger,
+		quiet:      quietlog.New(cfg.Logger, quietlog.DefaultInterval),
 		now:        cfg.Clock,
 		metrics:    m,
 		codes:      newCodeCache(codeCacheSize),
@@ -288,6 +293,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 // after DrainTimeout), settles every delivery it holds and returns. A Pool
 // runs once.
 func (p *Pool) Run(ctx context.Context) error {
+	defer p.quiet.Close()
 	p.jobs = make(chan job, p.cfg.FetchConcurrency)
 	p.commits = make(chan commitItem, 2*p.cfg.BatchSize)
 	p.known = make(chan ordersync.OrderRef, 1024)

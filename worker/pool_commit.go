@@ -6,6 +6,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -85,7 +86,7 @@ func (p *Pool) commit(ctx context.Context, batch []commitItem) {
 	if len(params) > 0 {
 		results, err := p.syncer.apply(ctx, params)
 		if err != nil {
-			p.log.Error("mirror commit failed; its events will be retried", "orders", len(params), "err", err)
+			p.quiet.Log(slog.LevelError, "commit", "mirror commit failed; its events will be retried", "orders", len(params), "err", err)
 			for _, ci := range applied {
 				for _, it := range ci.items {
 					p.retryLater(it)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/ordersync/ordersync"
 )
@@ -141,7 +142,7 @@ func (p *Pool) observeDrift(r *round, status ordersync.Status) {
 func (p *Pool) fetchFailed(ctx context.Context, items []*item, err error) {
 	f, upstream := p.fetchFailure(items[0].account, err)
 	if !upstream && ctx.Err() == nil {
-		p.log.Warn("fetch failed; events will be retried", "events", len(items), "err", err)
+		p.quiet.Log(slog.LevelWarn, "fetch", "fetch failed; events will be retried", "events", len(items), "err", err)
 	}
 	for _, it := range items {
 		p.settleFailed(ctx, it, p.retries, f, err)

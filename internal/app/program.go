@@ -292,7 +292,7 @@ func (p *Program) buildStages() (err error) {
 		Orders: p.db, DeadLetters: p.db, Follower: p.follower, Replayer: p.replayer, ReplayJobs: p.db, OrderCodes: p.db,
 		Endpoints: p.db, DeliveryDeadLetters: p.db, Deliverer: deliverer, SecretGrace: p.cfg.EndpointSecretGrace,
 		Metrics: metrics.Handler(p.reg), Ready: p.ready, Tokens: p.cfg.AdminTokens, Audit: p.db, Sessions: p.db,
-		Exports: p.db, Reports: p.db, Overview: p.db, TrustedProxies: adminProxies, Logger: log("admin"),
+		Exports: p.db, Reports: p.db, Overview: p.db, TrustedProxies: adminProxies, Registerer: p.reg, Logger: log("admin"),
 		Stores: p.cfg.StoreNames(),
 	})
 	if err != nil {
