@@ -20,9 +20,14 @@ type RelayConfig struct {
 	// calls Notify. Default 250ms.
 	Interval time.Duration
 	// BatchSize is how many messages one round reads. Default 200.
-	BatchSize  int
-	Registerer prometheus.Registerer
-	Logger     *slog.Logger
+	BatchSize int
+	// PublishTimeout bounds the wait for one round's acks; default 5s. A
+	// queue whose store failed a write answers nothing: without a bound
+	// the relay would wait for the publisher's own abandonment of the
+	// ack, a minute, before trying again.
+	PublishTimeout time.Duration
+	Registerer     prometheus.Registerer
+	Logger         *slog.Logger
 }
 
 func (c RelayConfig) withDefaults() RelayConfig {
@@ -31,6 +36,9 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = 200
+	}
+	if c.PublishTimeout <= 0 {
+		c.PublishTimeout = 5 * time.Second
 	}
 	defaultDeps(&c.Registerer, &c.Logger, nil)
 	return c
@@ -120,7 +128,9 @@ func (r *Relay) Flush(ctx context.Context) (int, error) {
 		// Only the messages acknowledged in a row from the first are marked
 		// sent, so a failure leaves it and everything after it pending, to
 		// be published again in order.
-		dups, pubErr := r.cfg.Publisher.PublishMessages(ctx, msgs)
+		pubCtx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
+		dups, pubErr := r.cfg.Publisher.PublishMessages(pubCtx, msgs)
+		cancel()
 		if pubErr != nil {
 			r.metrics.failures.Inc()
 		}

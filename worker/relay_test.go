@@ -212,6 +212,60 @@ func TestRelayRetriesWhenQueueIsDown(t *testing.T) {
 	}
 }
 
+// TestRelayRetriesAPublishNeverAnswered: a queue whose store failed a
+// write answers no publish; the relay gives each round PublishTimeout and
+// tries again, and the message is published once the queue answers.
+func TestRelayRetriesAPublishNeverAnswered(t *testing.T) {
+	e := newEnv(t, sim.Faults{})
+	s := e.newSyncer(t, nil, nil)
+	ctx := context.Background()
+	o := e.createOrders(t, 1)[0]
+	if _, err := e.sim.Pay(o.OrderCode, sim.DefaultBuyer); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SyncOrder(ctx, ordersync.DefaultAccount, o.OrderCode, ordersync.CauseTrack); err != nil {
+		t.Fatal(err)
+	}
+	silent := &silentPublisher{MessagePublisher: e.q}
+	silent.silences.Store(1)
+	relay, err := worker.NewRelay(worker.RelayConfig{Outbox: e.db, Publisher: silent, Interval: 10 * time.Millisecond,
+		PublishTimeout: 100 * time.Millisecond, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flushed := make(chan error, 1)
+	go func() { _, err := relay.Flush(ctx); flushed <- err }()
+	select {
+	case err := <-flushed:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Flush against a silent queue = %v, want its PublishTimeout's deadline", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Flush still waiting for an ack 10s into a 100ms PublishTimeout")
+	}
+	if n, err := relay.Flush(ctx); err != nil || n == 0 {
+		t.Fatalf("Flush once the queue answers = %d, %v; want the messages sent", n, err)
+	}
+	if got := e.paidMessages(t)[o.OrderCode]; got != 1 {
+		t.Fatalf("%d PAID messages, want 1", got)
+	}
+}
+
+// silentPublisher answers nothing to its first silences calls until their
+// context ends, like a JetStream stream whose store failed a write.
+type silentPublisher struct {
+	ordersync.MessagePublisher
+	silences atomic.Int64
+}
+
+func (p *silentPublisher) PublishMessages(ctx context.Context, msgs []ordersync.OutboxMessage) ([]bool, error) {
+	if p.silences.Add(-1) >= 0 {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return p.MessagePublisher.PublishMessages(ctx, msgs)
+}
+
 // flakyPublisher fails its first failures calls, like a queue that is down.
 type flakyPublisher struct {
 	ordersync.MessagePublisher
