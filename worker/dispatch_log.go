@@ -8,6 +8,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/batch"
+	"github.com/ordersync/ordersync/internal/quietlog"
 )
 
 // logBatch is the most delivery log rows one write takes.
@@ -34,8 +35,11 @@ const logWriteTimeout = 10 * time.Second
 type logWriter struct {
 	log    ordersync.DeliveryLog
 	logger *slog.Logger
-	ch     chan logEntry
-	done   chan struct{}
+	// quiet logs failed writes, which repeat per batch through an outage,
+	// once and then summed up.
+	quiet *quietlog.Log
+	ch    chan logEntry
+	done  chan struct{}
 	// attempts counts the requests in flight (attempting).
 	attempts atomic.Int64
 }
@@ -52,7 +56,7 @@ func startLogWriter(log ordersync.DeliveryLog, logger *slog.Logger) *logWriter {
 // newLogWriter starts a writer whose writes wait linger for more rows, and
 // up to maxLinger while requests are in flight.
 func newLogWriter(log ordersync.DeliveryLog, logger *slog.Logger, linger, maxLinger time.Duration) *logWriter {
-	w := &logWriter{log: log, logger: logger, ch: make(chan logEntry, logBatch), done: make(chan struct{})}
+	w := &logWriter{log: log, logger: logger, quiet: quietlog.New(logger, quietlog.DefaultInterval), ch: make(chan logEntry, logBatch), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		timer := time.NewTimer(linger)
@@ -118,7 +122,7 @@ func (w *logWriter) write(entries []logEntry) {
 	ctx, cancel := context.WithTimeout(context.Background(), logWriteTimeout)
 	defer cancel()
 	if err := w.log.RecordDeliveries(ctx, recs); err != nil {
-		w.logger.Error("deliveries: write the delivery log", "rows", len(recs), "err", err)
+		w.quiet.Log(slog.LevelError, "write", "deliveries: write the delivery log", "rows", len(recs), "err", err)
 	}
 	for _, e := range entries {
 		close(e.written)
@@ -130,4 +134,5 @@ func (w *logWriter) write(entries []logEntry) {
 func (w *logWriter) close() {
 	close(w.ch)
 	<-w.done
+	w.quiet.Close()
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/quietlog"
 )
 
 // FollowerConfig configures a Follower.
@@ -52,6 +53,9 @@ func (c FollowerConfig) validate() error {
 // Follower implements ordersync.Follower over the upstream and the mirror.
 type Follower struct {
 	cfg FollowerConfig
+	// quiet logs failed first fetches, which repeat per created link
+	// through an outage, once and then summed up.
+	quiet *quietlog.Log
 
 	// currencies caches each account's store currency, once known, for the
 	// check of a link's amounts: a read of the mirror on every link
@@ -69,7 +73,7 @@ func NewFollower(cfg FollowerConfig) (*Follower, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Follower{cfg: cfg}, nil
+	return &Follower{cfg: cfg, quiet: quietlog.New(cfg.Logger, quietlog.DefaultInterval)}, nil
 }
 
 // CreatePaymentLink creates the link upstream and records the order at once.
@@ -109,7 +113,7 @@ func (f *Follower) CreatePaymentLink(ctx context.Context, account string, params
 		f.cfg.OnOrdersKnown(bg, []ordersync.OrderRef{ref})
 	}
 	if _, err := syncer.SyncOrder(bg, account, res.OrderCode, ordersync.CauseCreate); err != nil {
-		f.cfg.Logger.Warn("first fetch of a created order failed; the reconciler will retry", "order_code", res.OrderCode, "err", err)
+		f.quiet.Log(slog.LevelWarn, "first fetch", "first fetch of a created order failed; the reconciler will retry", "order_code", res.OrderCode, "err", err)
 	}
 	return res, nil
 }

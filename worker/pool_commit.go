@@ -100,7 +100,7 @@ func (p *Pool) commit(ctx context.Context, batch []commitItem) {
 	// event log rows.
 	if len(ignored) > 0 {
 		if err := p.mirror.RecordEvents(ctx, logged); err != nil {
-			p.log.Error("log events that need no fetch failed; they will be retried", "events", len(ignored), "err", err)
+			p.quiet.Log(slog.LevelError, "log events", "log events that need no fetch failed; they will be retried", "events", len(ignored), "err", err)
 			for _, it := range ignored {
 				p.retryLater(it)
 			}

@@ -248,8 +248,11 @@ func (s *Space) Run(ctx context.Context) {
 }
 
 // Poll reads every directory's free space once. A directory whose
-// filesystem cannot be read keeps its last state.
+// filesystem cannot be read keeps its last state. It logs when webhooks
+// start or stop being refused, once for all the directories (they often
+// share a filesystem).
 func (s *Space) Poll() {
+	before := s.Low()
 	for _, label := range s.labels {
 		dir := s.cfg.Dirs[label]
 		u, err := s.cfg.Statfs(dir)
@@ -274,18 +277,19 @@ func (s *Space) Poll() {
 			delete(s.low, label)
 		}
 		s.mu.Unlock()
-		switch {
-		case was == nil && now != nil:
-			s.m.low.WithLabelValues(label).Set(1)
-			s.logger.Warn("disk space below the watermark: webhooks are refused with 503 until it is back",
-				"dir", label, "path", dir, "free_bytes", u.Free, "watermark_bytes", mark)
-		case was != nil && now == nil:
-			s.m.low.WithLabelValues(label).Set(0)
-			s.logger.Info("disk space back above the watermark: webhooks accepted again",
-				"dir", label, "path", dir, "free_bytes", u.Free, "watermark_bytes", mark)
-		case now == nil:
-			s.m.low.WithLabelValues(label).Set(0)
+		lowValue := 0.0
+		if now != nil {
+			lowValue = 1
 		}
+		s.m.low.WithLabelValues(label).Set(lowValue)
+	}
+	var low *LowSpaceError
+	switch after := s.Low(); {
+	case before == nil && errors.As(after, &low):
+		s.logger.Warn("disk space below the watermark: webhooks are refused with 503 until it is back",
+			"dir", low.Label, "path", low.Dir, "free_bytes", low.Free, "watermark_bytes", low.Watermark)
+	case before != nil && after == nil:
+		s.logger.Info("disk space back above the watermark: webhooks accepted again")
 	}
 }
 
