@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -58,4 +59,21 @@ func (db *DB) CheckWrite(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// CheckIntegrity runs SQLite's integrity check of the whole file: nil when
+// it answers ok, else an error with what it found. PostgreSQL keeps its
+// own pages consistent and has none: nil.
+func (db *DB) CheckIntegrity(ctx context.Context) error {
+	if db.dialect != DialectSQLite {
+		return nil
+	}
+	var found []string
+	if err := db.read.SelectContext(ctx, &found, "PRAGMA integrity_check"); err != nil {
+		return fmt.Errorf("sqlite integrity check: %w", err)
+	}
+	if len(found) == 1 && found[0] == "ok" {
+		return nil
+	}
+	return fmt.Errorf("sqlite integrity check: %s", strings.Join(found, "; "))
 }

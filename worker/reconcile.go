@@ -13,6 +13,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/quietlog"
 	collect "github.com/ordersync/ordersync/metrics"
 )
 
@@ -147,6 +148,9 @@ func (c ReconcilerConfig) validate() error {
 type Reconciler struct {
 	cfg    ReconcilerConfig
 	budget *rate.Limiter
+	// quiet logs failed checks, which repeat per order through an outage
+	// of the mirror, once and then summed up.
+	quiet *quietlog.Log
 	*reconcilerMetrics
 	ev evidence
 	// wake tells a sleeping Run that a check may be due sooner (Wake):
@@ -230,7 +234,8 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	}
 	m.budgetGauge.Set(cfg.Budget)
 	r := &Reconciler{
-		cfg: cfg,
+		cfg:   cfg,
+		quiet: quietlog.New(cfg.Logger, quietlog.DefaultInterval),
 		// A burst of one: the budget holds over any window, not only on
 		// average.
 		budget:            rate.NewLimiter(rate.Limit(cfg.Budget), 1),

@@ -65,9 +65,16 @@ type chaosOptions struct {
 	Keep        bool
 	Verbose     bool
 
-	// exe and env run the pipeline (tests pass the test binary).
-	exe string
-	env []string
+	// exe and env run the pipeline (tests pass the test binary); args
+	// are added to its flags.
+	exe  string
+	env  []string
+	args []string
+	// prepare, when set, readies the data directory before the pipeline
+	// starts, and its cleanup runs after the pipeline stopped; fault, when
+	// set, is the run's fault in place of the kills (diskfull.go).
+	prepare func(dataDir string) (cleanup func(), err error)
+	fault   func(ctx context.Context, r *chaosRun) error
 }
 
 func newChaosCommand() *cobra.Command {
@@ -258,6 +265,13 @@ func runChaos(ctx context.Context, out io.Writer, opts chaosOptions) (rep *chaos
 		}
 		os.RemoveAll(dir)
 	}()
+	if opts.prepare != nil {
+		cleanup, err := opts.prepare(r.rep.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		defer cleanup()
+	}
 	if err := r.setUp(ctx); err != nil {
 		return nil, err
 	}
@@ -318,7 +332,7 @@ func (r *chaosRun) setUp(ctx context.Context) (err error) {
 		r.proxy.Close()
 		return err
 	}
-	args := []string{"--upstream-timeout", "5s", "--log-level", "warn", "--upstream-rps", formatRPS(r.opts.UpstreamRPS)}
+	args := append([]string{"--upstream-timeout", "5s", "--log-level", "warn", "--upstream-rps", formatRPS(r.opts.UpstreamRPS)}, r.opts.args...)
 	if r.opts.ReconcileRPS > 0 {
 		args = append(args, "--reconcile-rps", formatRPS(r.opts.ReconcileRPS))
 	}
@@ -409,7 +423,12 @@ func (r *chaosRun) tearDown() {
 
 // drive creates the orders through the admin API while buyers act on
 // them, and kills the pipeline at evenly spaced points of the creation.
-func (r *chaosRun) drive(ctx context.Context) error { return r.driveKilling(ctx, r.killAndRestart) }
+func (r *chaosRun) drive(ctx context.Context) error {
+	if r.opts.fault != nil {
+		return r.driveKilling(ctx, func(ctx context.Context) error { return r.opts.fault(ctx, r) })
+	}
+	return r.driveKilling(ctx, r.killAndRestart)
+}
 
 // driveKilling creates the orders and plays the buyers while kill, in the
 // background, kills and restarts the pipeline's processes; the chaos and
