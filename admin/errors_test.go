@@ -13,12 +13,15 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/delivery"
+	"github.com/ordersync/ordersync/internal/quietlog"
 	"github.com/ordersync/ordersync/store"
 )
 
 // TestFail holds the one table from errors to answers.
 func TestFail(t *testing.T) {
-	s := &Server{cfg: (&Config{}).withDefaults()}
+	cfg := (&Config{}).withDefaults()
+	s := &Server{cfg: cfg, quiet: quietlog.New(cfg.Logger, 0)}
+	defer s.quiet.Close()
 	_, err := ordersync.Accounts[int]{}.For("ghost")
 	unknownAccount := fmt.Errorf("track order X: %w", err)
 	tests := []struct {
