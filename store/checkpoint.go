@@ -82,7 +82,17 @@ func (db *DB) checkpointLoop(ctx context.Context, conn *sql.DB, interval time.Du
 			return
 		case <-t.C:
 		}
-		if _, _, err := checkpoint(ctx, conn, "PASSIVE"); err != nil && ctx.Err() == nil {
+		// SQLite runs one checkpoint at a time and answers busy at once to
+		// a second, without waiting: the writer's truncate and this loop
+		// take turns.
+		if db.wal != nil {
+			db.wal.mu.Lock()
+		}
+		_, _, err := checkpoint(ctx, conn, "PASSIVE")
+		if db.wal != nil {
+			db.wal.mu.Unlock()
+		}
+		if err != nil && ctx.Err() == nil {
 			db.logger.Warn("sqlite WAL checkpoint failed; retrying on the next tick", "err", err)
 		}
 	}
@@ -92,9 +102,9 @@ func (db *DB) checkpointLoop(ctx context.Context, conn *sql.DB, interval time.Du
 type walBound struct {
 	path string // the -wal file
 	max  int64
-	// running lets one commit truncate at a time; the others go on (they
-	// wait for the write connection meanwhile anyway).
-	running sync.Mutex
+	// mu lets one checkpoint of this DB run at a time (SQLite refuses a
+	// second at once, busy, rather than waiting for it).
+	mu sync.Mutex
 	// retryAbove: after a truncate that readers kept from finishing, the
 	// next waits until the WAL has grown by another quarter of max, so
 	// that a reader holding a snapshot for long does not stall every
@@ -116,14 +126,19 @@ func (db *DB) boundWAL(ctx context.Context) {
 	if b == nil {
 		return
 	}
-	fi, err := os.Stat(b.path)
-	if err != nil || fi.Size() <= max(b.max, b.retryAbove.Load()) {
+	over := func() (os.FileInfo, bool) {
+		fi, err := os.Stat(b.path)
+		return fi, err == nil && fi.Size() > max(b.max, b.retryAbove.Load())
+	}
+	if _, ok := over(); !ok {
 		return
 	}
-	if !b.running.TryLock() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	fi, ok := over() // another commit may have truncated it meanwhile
+	if !ok {
 		return
 	}
-	defer b.running.Unlock()
 	busy, walPages, err := checkpoint(ctx, db.write.DB, "TRUNCATE")
 	switch {
 	case err != nil:
@@ -131,6 +146,9 @@ func (db *DB) boundWAL(ctx context.Context) {
 			db.logger.Warn("sqlite WAL over its bound; truncating it failed", "wal_bytes", fi.Size(), "max_wal_bytes", b.max, "err", err)
 		}
 		b.retryAbove.Store(fi.Size() + b.max/4)
+	case busy && walPages < 0:
+		// Another process's checkpoint was running: the next commit tries
+		// again.
 	case busy:
 		db.logger.Warn("sqlite WAL over its bound, and a read held an older snapshot past the busy timeout; it will be truncated when the WAL has grown further",
 			"wal_bytes", fi.Size(), "wal_pages", walPages, "max_wal_bytes", b.max)

@@ -322,6 +322,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 			return nil, err
 		}
 	}
+	if t.dialect == DialectSQLite && cfg.MaxWALBytes > 0 {
+		db.wal = &walBound{path: t.path + "-wal", max: cfg.MaxWALBytes}
+	}
 	if t.dialect == DialectSQLite && cfg.CheckpointInterval > 0 {
 		db.checkpoints = sql.OpenDB(newSQLiteConnector(t.sqliteDSN(true)))
 		db.checkpoints.SetMaxOpenConns(1)
@@ -329,9 +332,6 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		var loopCtx context.Context
 		loopCtx, db.stopCheckpoints = context.WithCancel(context.WithoutCancel(ctx))
 		db.checkpointing.Go(func() { db.checkpointLoop(loopCtx, db.checkpoints, cfg.CheckpointInterval) })
-	}
-	if t.dialect == DialectSQLite && cfg.MaxWALBytes > 0 {
-		db.wal = &walBound{path: t.path + "-wal", max: cfg.MaxWALBytes}
 	}
 	return db, nil
 }
