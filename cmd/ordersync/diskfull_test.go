@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
 )
 
@@ -79,7 +80,7 @@ func TestDiskFillsAndEmpties(t *testing.T) {
 			st := startTestStack(t, app.StackOptions{DataDir: mnt, Seed: 3, Configure: func(c *app.Config) { c.MinFreeSpace = tt.minFree }})
 			ctx := context.Background()
 			rng := rand.New(rand.NewPCG(3, 3))
-			codes, err := createDemoOrders(ctx, st.Program.AdminURL(), 240, rng)
+			codes, err := createDemoOrders(ctx, st.Program.AdminURL(), ordersync.DefaultAccount, 240, rng)
 			if err != nil {
 				t.Fatal(err)
 			}
