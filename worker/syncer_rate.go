@@ -20,9 +20,13 @@ const (
 	// rateRefusedShare is the share of the window's answers that must be
 	// 429s (and at least rateRefusedMin of them) for the rate to be
 	// lowered: a limit refuses every request above it, while a stray 429
-	// among many accepted requests says nothing about the rate.
+	// among many accepted requests says nothing about the rate. Four at
+	// least, so that a service answering a few percent of its requests 429
+	// at random (a busy moment on its side) does not ratchet the rate down
+	// a second at a time at a few requests a second; the Retry-After gate
+	// still holds every request after each 429.
 	rateRefusedShare = 0.25
-	rateRefusedMin   = 2
+	rateRefusedMin   = 4
 	// DefaultRateFloor is the lowest rate the 429s can push the requests
 	// down to, in requests per second.
 	DefaultRateFloor = 1.0

@@ -7,7 +7,7 @@ import (
 )
 
 // TestRateLoweredOnlyByARunOf429s: a stray 429 among accepted answers
-// lowers nothing; a quarter of the window's answers refused (two at least)
+// lowers nothing; a quarter of the window's answers refused (four at least)
 // halves what the window sent; 429s to requests sent before that lowering
 // do not lower it again; and a fixed cap bounds the rate a lowering
 // starts from.
@@ -23,6 +23,16 @@ func TestRateLoweredOnlyByARunOf429s(t *testing.T) {
 		for range refused {
 			r.leave(time.Now())
 			r.answered(time.Now(), true)
+		}
+	}
+	// Three 429s in a row are a few random refusals at a few requests a
+	// second, not a limit; the fourth is.
+	few := newUpstreamRate(0, 0, 1, time.Hour, func(float64) {})
+	for i := range 4 {
+		few.leave(time.Now())
+		few.answered(time.Now(), true)
+		if l := few.limit(); (i < 3) != math.IsInf(l, 1) {
+			t.Fatalf("rate %v after %d answers, all 429s", l, i+1)
 		}
 	}
 	answer(15, 1)
