@@ -1,7 +1,9 @@
 // Command ordersync-lab tests the ordersync pipeline under faults and load:
 // chaos (kill -9 under upstream faults), loadtest (ingest and end to end),
-// multiproc (a scale-out deployment on PostgreSQL and an external NATS)
-// and idle (what serve costs with open orders and no traffic). It starts the real ordersync binary as its child, so what it
+// multiproc (a scale-out deployment on PostgreSQL and an external NATS),
+// idle (what serve costs with open orders and no traffic) and soak (hours
+// at a steady mix with periodic kill -9, its resources sampled). It
+// starts the real ordersync binary as its child, so what it
 // measures is what operators run, and nothing of the lab (its load
 // generator and fault proxy) is linked into that binary.
 package main
@@ -48,7 +50,7 @@ func newRootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&binaryPath, "ordersync", "",
 		"the ordersync binary to run (default: ordersync beside this binary, else built from this module with go build)")
-	root.AddCommand(newChaosCommand(), newDiskfullCommand(), newLoadtestCommand(), newMultiprocCommand(), newIdleCommand())
+	root.AddCommand(newChaosCommand(), newDiskfullCommand(), newLoadtestCommand(), newMultiprocCommand(), newIdleCommand(), newSoakCommand())
 	return root
 }
 
