@@ -59,7 +59,9 @@ func TestEmbeddedRecoversFromFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Shutdown)
-	q := newQueue(t, connect(t, e), uniqueConfig())
+	cfg := uniqueConfig()
+	cfg.ProbeEvery = -1 // each call writes: the test follows the disk from one call to the next
+	q := newQueue(t, connect(t, e), cfg)
 	acked := map[string]bool{}
 	pub := func(i int) error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -67,8 +68,12 @@ type Config struct {
 	AckWait time.Duration
 	// MaxAckPending bounds delivered-but-unsettled events; default 20000.
 	MaxAckPending int
-	Registerer    prometheus.Registerer
-	Logger        *slog.Logger
+	// ProbeEvery is how long a readiness probe's write answers Ready
+	// before the next one is made; default DefaultProbeEvery, negative:
+	// a write on every call.
+	ProbeEvery time.Duration
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
 }
 
 func (c *Config) withDefaults() {
@@ -95,6 +100,9 @@ func (c *Config) withDefaults() {
 	}
 	if c.Consumer == "" {
 		c.Consumer = "ordersync-worker"
+	}
+	if c.ProbeEvery == 0 {
+		c.ProbeEvery = DefaultProbeEvery
 	}
 	if c.AckWait == 0 {
 		c.AckWait = DefaultAckWait
@@ -164,6 +172,13 @@ type Queue struct {
 	eventsPrefix string // "<prefix>.events."
 	// probeStream and probeSubject take readiness probes (Ready).
 	probeStream, probeSubject string
+	// probe is the last probe's outcome, which Ready answers with for
+	// cfg.ProbeEvery; its lock lets one probe run at a time.
+	probe struct {
+		mu  sync.Mutex
+		at  time.Time
+		err error
+	}
 	// ns moves the domain's order subjects onto the prefix, and back.
 	ns           ordersync.Namespace
 	ordersPrefix string // "<prefix>.orders."
@@ -444,6 +459,10 @@ func waitAck(ctx context.Context, f jetstream.PubAckFuture) (*jetstream.PubAck, 
 // does not answer, and a load balancer's probe should not wait for it.
 const probeTimeout = time.Second
 
+// DefaultProbeEvery is Config.ProbeEvery's default: /readyz answers
+// anyone, so a flood of it costs one probe write a second, not one each.
+const DefaultProbeEvery = time.Second
+
 // probeBody is the probe's payload: two pages, so that its write needs new
 // room on the disk as a webhook's does (a few bytes fit in the page the
 // last write left half full, even on a full disk).
@@ -458,6 +477,8 @@ var probeBody = make([]byte, 8<<10)
 // quorum, JetStream down) cannot store a webhook either. A probe rather
 // than the last publish's outcome: a process the load balancer stopped
 // sending to would otherwise never see a success that makes it ready again.
+// A probe write's outcome answers for cfg.ProbeEvery; the connection and
+// the stream, answered from memory, are asked on every call.
 func (q *Queue) Ready(ctx context.Context) error {
 	if st := q.nc.Status(); st != nats.CONNECTED {
 		return fmt.Errorf("queue not ready: NATS connection %s", st)
@@ -465,6 +486,18 @@ func (q *Queue) Ready(ctx context.Context) error {
 	if _, err := q.js.Stream(ctx, q.cfg.EventsStream); err != nil {
 		return fmt.Errorf("queue not ready: stream %s: %w", q.cfg.EventsStream, err)
 	}
+	q.probe.mu.Lock()
+	defer q.probe.mu.Unlock()
+	if q.cfg.ProbeEvery > 0 && !q.probe.at.IsZero() && time.Since(q.probe.at) < q.cfg.ProbeEvery {
+		return q.probe.err
+	}
+	q.probe.err = q.probeWrite(ctx)
+	q.probe.at = time.Now()
+	return q.probe.err
+}
+
+// probeWrite writes a probe to the probe stream.
+func (q *Queue) probeWrite(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	if _, err := q.js.Publish(ctx, q.probeSubject, probeBody, jetstream.WithExpectStream(q.probeStream)); err != nil {

@@ -1107,3 +1107,43 @@ func TestNextLosesNothingAtItsDeadline(t *testing.T) {
 		t.Errorf("the slowest event took %v from publish to delivery: a pull dropped it", slowest)
 	}
 }
+
+// TestReadyProbesOnceAnInterval: /readyz answers anyone, so a flood of
+// Ready calls costs one probe write per ProbeEvery, not one each; a call
+// after the interval writes again.
+func TestReadyProbesOnceAnInterval(t *testing.T) {
+	cfg := uniqueConfig()
+	cfg.ProbeEvery = time.Hour
+	_, q := embeddedQueue(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	writes := func() uint64 {
+		t.Helper()
+		s, err := q.js.Stream(ctx, q.probeStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.LastSeq
+	}
+	for range 50 {
+		if err := q.Ready(ctx); err != nil {
+			t.Fatalf("Ready: %v", err)
+		}
+	}
+	if n := writes(); n != 1 {
+		t.Fatalf("%d probe writes for 50 calls within the interval, want 1", n)
+	}
+	q.probe.mu.Lock()
+	q.probe.at = time.Now().Add(-time.Hour)
+	q.probe.mu.Unlock()
+	if err := q.Ready(ctx); err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
+	if n := writes(); n != 2 {
+		t.Fatalf("%d probe writes after the interval, want 2", n)
+	}
+}
