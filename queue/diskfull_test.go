@@ -5,54 +5,21 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
-
-// mountTmpfs mounts a tmpfs of size bytes at a temporary directory, or
-// skips the test where mounting is not allowed.
-func mountTmpfs(t *testing.T, size int64) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs to fill (needs root and mount(8)): %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
-// fill writes a file until the filesystem is full, and returns its path.
-func fill(t *testing.T, dir string) string {
-	t.Helper()
-	path := filepath.Join(dir, "filler")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			return path
-		}
-	}
-}
 
 // TestEmbeddedRecoversFromFullDisk: a full disk makes the file store
 // refuse the write and every later one, even after space returns; the
 // embedded server notices, reloads JetStream once the disk has room, and
 // every acknowledged event is still there, once.
 func TestEmbeddedRecoversFromFullDisk(t *testing.T) {
-	mnt := mountTmpfs(t, 32<<20)
+	mnt := testenv.MountTmpfs(t, 32<<20)
 	e, err := StartEmbedded(EmbeddedConfig{StoreDir: filepath.Join(mnt, "js"), RecoverInterval: 50 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
@@ -86,7 +53,7 @@ func TestEmbeddedRecoversFromFullDisk(t *testing.T) {
 	if err := ready(); err != nil {
 		t.Fatalf("Ready before the disk filled: %v", err)
 	}
-	filler := fill(t, mnt)
+	filler := testenv.FillLeaving(t, mnt, 0)
 	if err := ready(); err == nil || !strings.Contains(err.Error(), "probe write") {
 		t.Fatalf("Ready on a full disk = %v, want the probe write's failure", err)
 	}

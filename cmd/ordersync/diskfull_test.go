@@ -2,62 +2,17 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
-
-// mountTmpfs mounts a tmpfs of size bytes at a temporary directory, or
-// skips the test where mounting is not allowed.
-func mountTmpfs(t *testing.T, size int64) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs to fill (needs root and mount(8)): %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
-// fillLeaving writes a file until the filesystem at dir has at most leave
-// bytes free (0: until it is full), and returns its path.
-func fillLeaving(t *testing.T, dir string, leave uint64) string {
-	t.Helper()
-	path := filepath.Join(dir, "filler")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 64<<10)
-	for {
-		var st unix.Statfs_t
-		if err := unix.Statfs(dir, &st); err != nil {
-			t.Fatal(err)
-		}
-		if free := uint64(st.Bavail) * uint64(st.Bsize); leave > 0 && free <= leave {
-			return path
-		}
-		if _, err := f.Write(chunk); err != nil {
-			return path
-		}
-	}
-}
 
 // TestDiskFillsAndEmpties: the data directory (SQLite and the embedded
 // JetStream) sits on a small tmpfs that fills up while buyers act, then
@@ -76,7 +31,7 @@ func TestDiskFillsAndEmpties(t *testing.T) {
 		{"ENOSPC", "off", 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			mnt := mountTmpfs(t, 96<<20)
+			mnt := testenv.MountTmpfs(t, 96<<20)
 			st := startTestStack(t, app.StackOptions{DataDir: mnt, Seed: 3, Configure: func(c *app.Config) { c.MinFreeSpace = tt.minFree }})
 			ctx := context.Background()
 			rng := rand.New(rand.NewPCG(3, 3))
@@ -100,7 +55,7 @@ func TestDiskFillsAndEmpties(t *testing.T) {
 			for i := range 10 {
 				round(i)
 			}
-			filler := fillLeaving(t, mnt, tt.leave)
+			filler := testenv.FillLeaving(t, mnt, tt.leave)
 			for i := 10; i < 40; i++ {
 				round(i)
 			}

@@ -1,7 +1,8 @@
 // Package testenv gives a test or a lab run its own share of the external
 // servers a scale-out deployment uses: a fresh PostgreSQL schema and a NATS
 // namespace, removed when it ends; a log destination its goroutines may
-// share (Buffer); and golden files (Golden).
+// share (Buffer); golden files (Golden); and a small disk to fill
+// (MountTmpfs, FillLeaving).
 package testenv
 
 import (
