@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/ordersync/ordersync/internal/leak"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -103,11 +104,11 @@ func sharedChromium(t *testing.T) context.Context {
 
 // TestMain stops the shared chromium after the tests.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if shared.stop != nil {
-		shared.stop()
-	}
-	os.Exit(code)
+	leak.Main(m, func() {
+		if shared.stop != nil {
+			shared.stop()
+		}
+	})
 }
 
 func (h *headless) watch(ev any) {

@@ -20,6 +20,7 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/leak"
 	"github.com/ordersync/ordersync/internal/testenv"
 )
 
@@ -150,7 +151,12 @@ func postgresAdmin(t *testing.T) *sql.DB {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	leak.Main(m, closePostgresAdmin)
+}
+
+// closePostgresAdmin drops the template schema and closes the admin pool
+// the package's tests shared.
+func closePostgresAdmin() {
 	if pgAdmin.db != nil {
 		if pgTemplate.schema != "" {
 			if _, err := pgAdmin.db.Exec("DROP SCHEMA " + pgTemplate.schema + " CASCADE"); err != nil {
@@ -159,7 +165,6 @@ func TestMain(m *testing.M) {
 		}
 		pgAdmin.db.Close()
 	}
-	os.Exit(code)
 }
 
 // emptyPostgresURL creates an empty schema with a unique name, dropped at

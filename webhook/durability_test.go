@@ -144,6 +144,7 @@ func TestUnavailableWhenQueueDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(rc.Close) // after the server stops, as Close asks
 	srv := newHTTPServer(t, rc)
 	body := fixture(t, "webhook-created-captured-shape.json")
 	if r := post(t, "POST", srv+Path, body, Sign(oldSecret, body)); r.status != 200 {
@@ -176,6 +177,7 @@ func TestNothingAnsweredOKIsLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(rc.Close) // after the server stops, as Close asks
 	srv := newHTTPServer(t, rc)
 	var (
 		mu       sync.Mutex
@@ -223,6 +225,7 @@ func TestChunkedBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(rc.Close) // after the server stops, as Close asks
 	srv := newHTTPServer(t, rc)
 	tests := []struct {
 		name       string

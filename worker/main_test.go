@@ -1,9 +1,9 @@
 package worker_test
 
 import (
-	"os"
 	"testing"
 
+	"github.com/ordersync/ordersync/internal/leak"
 	"github.com/ordersync/ordersync/internal/testenv"
 )
 
@@ -11,5 +11,5 @@ import (
 // window, a backoff or an ack wait rather than compute.
 func TestMain(m *testing.M) {
 	testenv.WaitingParallel(6)
-	os.Exit(m.Run())
+	leak.Main(m)
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ordersync/ordersync/internal/leak"
 	"github.com/ordersync/ordersync/internal/testenv"
 )
 
@@ -30,7 +31,5 @@ func TestMain(m *testing.M) {
 	// The chaos and multi-process runs, and the short ones beside them,
 	// mostly wait: all four at once, not GOMAXPROCS's two.
 	testenv.WaitingParallel(4)
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	leak.Main(m, func() { os.RemoveAll(dir) })
 }

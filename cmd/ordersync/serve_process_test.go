@@ -14,6 +14,7 @@ import (
 
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/internal/child"
+	"github.com/ordersync/ordersync/internal/leak"
 	"github.com/ordersync/ordersync/internal/testenv"
 )
 
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) {
 	}
 	// The parallel tests wait on leases, gauges and flushes, together.
 	testenv.WaitingParallel(8)
-	os.Exit(m.Run())
+	leak.Main(m)
 }
 
 // testChildConfig runs this test binary as the ordersync binary.
