@@ -1,0 +1,118 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// testReaders: the back office's reads of what was applied.
+func testReaders(t *testing.T, s Store) {
+	ctx := context.Background()
+	if cur, err := s.StoreCurrency(ctx, account); err != nil || cur != "" {
+		t.Errorf("StoreCurrency of an empty mirror = %q, %v", cur, err)
+	}
+	n := seqs(t, s, 3)
+	apply(t, s,
+		params(order("Read01", 1, ordersync.StatusPending, "x"), n[0]),
+		params(order("Read02", 2, ordersync.StatusPaid, "x"), n[1]),
+		params(order("Read03", 3, ordersync.StatusPaid, "x"), n[2]))
+	if cur, err := s.StoreCurrency(ctx, account); err != nil || cur != "USD" {
+		t.Errorf("StoreCurrency = %q, %v; want USD", cur, err)
+	}
+	counts, err := s.CountOrdersByStatus(ctx)
+	if err != nil || counts[ordersync.StatusPaid] != 2 || counts[ordersync.StatusPending] != 1 || counts[ordersync.StatusCancelled] != 0 {
+		t.Errorf("CountOrdersByStatus = %v, %v", counts, err)
+	}
+	if _, ok := counts[ordersync.StatusCancelled]; !ok {
+		t.Error("CountOrdersByStatus leaves out a status no order has")
+	}
+	page, err := s.ListOrders(ctx, ordersync.OrderFilter{Account: account, Statuses: []ordersync.Status{ordersync.StatusPaid}, Limit: 1, Count: true})
+	if err != nil || page.Total == nil || *page.Total != 2 || len(page.Orders) != 1 || page.Orders[0].Order.OrderCode != "Read03" {
+		t.Errorf("ListOrders = %+v, %v; want 2 in all, Read03 (the newest) on a page of 1", page, err)
+	}
+	m := find(t, s, "Read02")
+	if m.Account != account || m.Order.OrderStatus != ordersync.StatusPaid || m.Order.Total.String() != "10.50" || len(m.Order.Raw) == 0 {
+		t.Errorf("FindOrderByCode = %+v", m)
+	}
+}
+
+// testOrderHistory: a fetch that changes a fetched document records when,
+// why and which fields changed (names, not values); the first fetch and a
+// fetch that changes nothing record none. The history also holds the
+// status changes and the outbox messages, the PAID trigger with the time
+// it was published, newest first, at most limit of each.
+func testOrderHistory(t *testing.T, s Store) {
+	ctx := context.Background()
+	paid := func(email string) *ordersync.Order {
+		o := order("Hist01", 9, ordersync.StatusPaid, "x")
+		o.Payment.Buyer.Email = email
+		return o
+	}
+	n := seqs(t, s, 5)
+	steps := []ordersync.ApplyParams{
+		params(order("Hist01", 9, ordersync.StatusPending, "x"), n[0]),
+		params(order("Hist01", 9, ordersync.StatusPending, "x"), n[1]), // unchanged
+		params(paid("ana@example.com"), n[2]),
+		params(paid("ana@example.org"), n[3]),
+		params(paid("ana@example.org"), n[4]), // unchanged
+	}
+	steps[2].Cause = ordersync.CauseReconcile
+	for i := range steps {
+		steps[i].FetchedAt = time.Date(2026, 11, 20, 10, i, 0, 0, time.UTC)
+		apply(t, s, steps[i])
+	}
+	h, err := s.FindOrderHistory(ctx, account, "Hist01", 0)
+	if err != nil {
+		t.Fatalf("FindOrderHistory: %v", err)
+	}
+	want := []ordersync.DocumentChange{
+		{Account: account, OrderCode: "Hist01", At: steps[3].FetchedAt, Cause: ordersync.CauseWebhook, Fields: []string{"Payment.Buyer.Email"}},
+		{Account: account, OrderCode: "Hist01", At: steps[2].FetchedAt, Cause: ordersync.CauseReconcile, Fields: []string{"OrderStatus", "Payment"}},
+	}
+	if len(h.DocumentChanges) != len(want) {
+		t.Fatalf("document changes %+v, want %+v", h.DocumentChanges, want)
+	}
+	for i, c := range h.DocumentChanges {
+		w := want[i]
+		if c.Account != w.Account || c.OrderCode != w.OrderCode || !c.At.Equal(w.At) || c.Cause != w.Cause || !slices.Equal(c.Fields, w.Fields) {
+			t.Errorf("document change %d: %+v, want %+v", i, c, w)
+		}
+	}
+	if len(h.StatusChanges) != 2 || h.StatusChanges[0].From != ordersync.StatusPending || h.StatusChanges[0].To != ordersync.StatusPaid ||
+		!h.StatusChanges[0].At.Equal(steps[2].FetchedAt) || h.StatusChanges[1].To != ordersync.StatusPending {
+		t.Errorf("status changes %+v, want PENDING → PAID, then the first PENDING", h.StatusChanges)
+	}
+	var subjects []string
+	var trigger ordersync.OutboxMessage
+	for _, m := range h.Messages {
+		subjects = append(subjects, m.Subject)
+		if m.Subject == ordersync.SubjectPaid {
+			trigger = m
+		}
+		if m.Payload != nil || m.SentAt != nil || m.CreatedAt.IsZero() || m.OrderCode != "Hist01" {
+			t.Errorf("message %+v: want no payload, not sent, a creation time", m)
+		}
+	}
+	if want := []string{ordersync.SubjectPaid, ordersync.SubjectStatusPrefix + "PAID", ordersync.SubjectStatusPrefix + "PENDING"}; !slices.Equal(subjects, want) {
+		t.Fatalf("messages %v, want %v (newest first)", subjects, want)
+	}
+	sent := time.Date(2026, 11, 20, 11, 0, 0, 0, time.UTC)
+	if err := s.MarkOutboxSent(ctx, []int64{trigger.ID}, sent); err != nil {
+		t.Fatal(err)
+	}
+	h, err = s.FindOrderHistory(ctx, account, "Hist01", 1)
+	if err != nil || len(h.DocumentChanges) != 1 || len(h.StatusChanges) != 1 || len(h.Messages) != 1 {
+		t.Fatalf("FindOrderHistory(limit 1) = %+v, %v; want one of each", h, err)
+	}
+	if m := h.Messages[0]; m.Subject != ordersync.SubjectPaid || m.SentAt == nil || !m.SentAt.Equal(sent) {
+		t.Errorf("the PAID trigger after publishing: %+v, want sent at %v", m, sent)
+	}
+	if _, err := s.FindOrderHistory(ctx, account, "Nope01", 0); !errors.Is(err, ordersync.ErrNotFound) {
+		t.Errorf("FindOrderHistory of an unknown order: %v, want ErrNotFound", err)
+	}
+}
