@@ -17,8 +17,8 @@ import (
 )
 
 // Store is the SQL mirror in memory: orders, the fetch sequence, the event
-// log, dead letters, the outbox, the reconciler's schedule and the delivery
-// log, behind one lock, so each method is one transaction. The domain's
+// log, dead letters, the outbox, the reconciler's schedule, the delivery
+// log and what the back office keeps (backOffice), behind one lock, so each method is one transaction. The domain's
 // rules (ordersync.ChangeOf, ordersync.NextCheck) decide what an apply
 // records, as they do for store.DB.
 type Store struct {
@@ -31,17 +31,23 @@ type Store struct {
 	outbox      []outboxRow
 	deliveries  []ordersync.DeliveryRecord
 	dense       map[string]ordersync.DenseChecks
+	back        backOffice
 }
 
 var (
-	_ ordersync.Mirror             = (*Store)(nil)
-	_ ordersync.OrderCodesResolver = (*Store)(nil)
-	_ ordersync.FetchSeqReader     = (*Store)(nil)
-	_ ordersync.MirrorReader       = (*Store)(nil)
-	_ ordersync.DeadLetters        = (*Store)(nil)
-	_ ordersync.Outbox             = (*Store)(nil)
-	_ ordersync.CheckSchedule      = (*Store)(nil)
-	_ ordersync.DeliveryLog        = (*Store)(nil)
+	_ ordersync.Mirror              = (*Store)(nil)
+	_ ordersync.OrderCodesResolver  = (*Store)(nil)
+	_ ordersync.FetchSeqReader      = (*Store)(nil)
+	_ ordersync.MirrorReader        = (*Store)(nil)
+	_ ordersync.DeadLetters         = (*Store)(nil)
+	_ ordersync.Outbox              = (*Store)(nil)
+	_ ordersync.CheckSchedule       = (*Store)(nil)
+	_ ordersync.DeliveryLog         = (*Store)(nil)
+	_ ordersync.AuditLog            = (*Store)(nil)
+	_ ordersync.ConsoleSessions     = (*Store)(nil)
+	_ ordersync.ReplayJobs          = (*Store)(nil)
+	_ ordersync.ReceiverHeartbeats  = (*Store)(nil)
+	_ ordersync.DeliveryDeadLetters = (*Store)(nil)
 )
 
 // NewStore returns an empty mirror.

@@ -1,9 +1,11 @@
 // Package storetest is the conformance suite of the root package's store
-// interfaces: the behaviour the worker relies on from any mirror (the
-// sequence guard, the outbox's exactly-once PAID trigger, dead letters, the
-// reconciler's schedule, the logs). store.DB runs it on SQLite and
-// PostgreSQL; fake.Store runs it in memory, which is what keeps the fake
-// honest.
+// interfaces, one file per area: the behaviour the stages and the back
+// office rely on from any mirror (the sequence guard, the outbox's
+// exactly-once PAID trigger, dead letters, the reconciler's schedule, the
+// logs, the overview; the endpoints, delivery dead letters, the audit
+// trail, console sessions, replay jobs and receiver heartbeats). store.DB
+// runs it on SQLite and PostgreSQL; fake.Store runs it in memory, which is
+// what keeps the fake honest.
 package storetest
 
 import (
@@ -15,8 +17,8 @@ import (
 	"github.com/ordersync/ordersync"
 )
 
-// Store is what the suite exercises: the interfaces the worker's stages
-// write and read the mirror through.
+// Store is what the suite exercises: the interfaces the stages and the
+// back office write and read the mirror through.
 type Store interface {
 	ordersync.Mirror
 	ordersync.OrderCodesResolver
@@ -28,6 +30,12 @@ type Store interface {
 	ordersync.DeliveryLog
 	ordersync.OverviewReader
 	ordersync.LastFetchReader
+	ordersync.AuditLog
+	ordersync.ConsoleSessions
+	ordersync.DeliveryDeadLetters
+	ordersync.ReplayJobs
+	ordersync.ReceiverHeartbeats
+	ordersync.Endpoints
 }
 
 // Run runs every case of the suite, each against a fresh, empty store from
@@ -53,6 +61,13 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"Overview", testOverview},
 		{"OrderHistory", testOrderHistory},
 		{"LastFetch", testLastFetch},
+		{"AuditLog", testAuditLog},
+		{"ConsoleSessions", testConsoleSessions},
+		{"DeliveryDeadLetters", testDeliveryDeadLetters},
+		{"ReplayJobs", testReplayJobs},
+		{"ReceiverHeartbeats", testReceiverHeartbeats},
+		{"Endpoints", testEndpoints},
+		{"ConfigEndpoints", testConfigEndpoints},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, open(t)) })
 	}
