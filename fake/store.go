@@ -1,7 +1,11 @@
 // Package fake holds in-memory fakes of the root package's interfaces, for
-// tests that are about a stage's logic and not about the database or the
-// queue. A fake is kept honest by the conformance suite its real
-// implementation passes: Store passes store/storetest, as store.DB does.
+// tests that are about a stage's logic and not about the database, the
+// queue or the payment link service: Store (the mirror), Queue (the events
+// stream and its worker consumer) and Upstream (the service). A fake is
+// kept honest by a suite its real implementation passes too: Store passes
+// store/storetest, as store.DB does; Queue passes TestQueueContract with
+// the queue package on an embedded JetStream, and Upstream
+// TestUpstreamContract with paymentlink.Client against the simulator.
 package fake
 
 import (
