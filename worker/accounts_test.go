@@ -31,13 +31,21 @@ func TestAccounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One writer for the process, as serve has: it labels each order with
+	// its own account.
+	writer, err := worker.NewMirrorWriter(worker.MirrorWriterConfig{Mirror: e.db, Registerer: e.reg})
+	if err != nil {
+		t.Fatal(err)
+	}
 	acme := e.newSyncer(t, newClient(t, otherURL, "sk_acme"), func(c *worker.SyncerConfig) {
 		c.Registerer = prometheus.WrapRegistererWith(prometheus.Labels{"account": "acme"}, e.reg)
+		c.Writer = writer
 	})
 	// Every account's collectors carry its name, the default's too: one
 	// metric family has one set of label names.
 	def := e.newSyncer(t, nil, func(c *worker.SyncerConfig) {
 		c.Registerer = prometheus.WrapRegistererWith(prometheus.Labels{"account": ordersync.DefaultAccount}, e.reg)
+		c.Writer = writer
 	})
 
 	mine := e.createOrders(t, 1)[0]
@@ -61,6 +69,7 @@ func TestAccounts(t *testing.T) {
 	e.publish(t, evMine, evTheirs, evTheirsPaid, evGhost)
 	e.startPool(t, def, func(c *worker.PoolConfig) {
 		c.Accounts = worker.Accounts{ordersync.DefaultAccount: def, "acme": acme}
+		c.Writer = writer
 	})
 	e.waitDrained(t, 20*time.Second)
 
@@ -92,6 +101,18 @@ func TestAccounts(t *testing.T) {
 		labels := map[string]string{"account": account, "kind": "status_mismatch"}
 		if got := counterValue(t, e.reg, "ordersync_drift_total", labels); got != want {
 			t.Errorf("drift %v = %v, want %v", labels, got, want)
+		}
+	}
+	// The commit stage writes every account's orders, each counted under
+	// its own account.
+	for account, want := range map[string]float64{"acme": 1, ordersync.DefaultAccount: 1} {
+		for name, labels := range map[string]map[string]string{
+			"ordersync_mirror_upserts_total":        {"account": account, "result": "created"},
+			"ordersync_mirror_status_changes_total": {"account": account, "status": "PENDING"},
+		} {
+			if got := counterValue(t, e.reg, name, labels); got != want {
+				t.Errorf("%s%v = %v, want %v", name, labels, got, want)
+			}
 		}
 	}
 }

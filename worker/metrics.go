@@ -20,21 +20,17 @@ const (
 	driftMissedWebhook  = "missed_webhook"
 )
 
-// syncerMetrics are the collectors of fetching and applying, owned by the
-// Syncer. A Pool records its commits through them, so a process that runs
-// both registers each collector once.
+// syncerMetrics are the collectors of fetching, owned by an account's
+// Syncer; the mirror's are the MirrorWriter's.
 type syncerMetrics struct {
-	fetchRequests        *prometheus.CounterVec
-	fetchDuration        prometheus.Histogram
-	fetchRetries         prometheus.Counter
-	breakerOpen          prometheus.Gauge
-	breakerOpens         prometheus.Counter
-	credentialsRejected  prometheus.Gauge
-	rateLimit            prometheus.Gauge
-	mirrorUpserts        *prometheus.CounterVec
-	mirrorStatusChanges  *prometheus.CounterVec
-	mirrorCommitDuration prometheus.Histogram
-	drift                *prometheus.CounterVec
+	fetchRequests       *prometheus.CounterVec
+	fetchDuration       prometheus.Histogram
+	fetchRetries        prometheus.Counter
+	breakerOpen         prometheus.Gauge
+	breakerOpens        prometheus.Counter
+	credentialsRejected prometheus.Gauge
+	rateLimit           prometheus.Gauge
+	drift               *prometheus.CounterVec
 }
 
 func newSyncerMetrics(reg prometheus.Registerer) (*syncerMetrics, error) {
@@ -68,19 +64,6 @@ func newSyncerMetrics(reg prometheus.Registerer) (*syncerMetrics, error) {
 			Name: "ordersync_upstream_rate_limit_rps",
 			Help: "The rate requests to the payment link service may leave at: upstream_rps, or lower while its 429s say so; 0 for no limit.",
 		}),
-		mirrorUpserts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ordersync_mirror_upserts_total",
-			Help: "Fetched orders written to the mirror, by result (created, changed, unchanged, stale).",
-		}, []string{"result"}),
-		mirrorStatusChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ordersync_mirror_status_changes_total",
-			Help: "Orders the mirror saw enter a status, by the new status.",
-		}, []string{"status"}),
-		mirrorCommitDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "ordersync_mirror_commit_duration_seconds",
-			Help:    "Duration of one mirror transaction applying a batch of fetched orders.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}),
 		drift: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ordersync_drift_total",
 			Help: "Disagreements between what events said and what the service answered, by kind.",
@@ -88,8 +71,7 @@ func newSyncerMetrics(reg prometheus.Registerer) (*syncerMetrics, error) {
 	}
 	if err := collect.RegisterAll(reg, collect.Of(&m.fetchRequests), collect.Of(&m.fetchDuration), collect.Of(&m.fetchRetries),
 		collect.Of(&m.breakerOpen), collect.Of(&m.breakerOpens), collect.Of(&m.credentialsRejected), collect.Of(&m.rateLimit),
-		collect.Of(&m.mirrorUpserts),
-		collect.Of(&m.mirrorStatusChanges), collect.Of(&m.mirrorCommitDuration), collect.Of(&m.drift)); err != nil {
+		collect.Of(&m.drift)); err != nil {
 		return nil, err
 	}
 	// Every kind exists from the start, so alerts on increase() see the
@@ -98,26 +80,6 @@ func newSyncerMetrics(reg prometheus.Registerer) (*syncerMetrics, error) {
 		m.drift.WithLabelValues(kind)
 	}
 	return m, nil
-}
-
-// observeApplied counts what a mirror transaction did to each order.
-func (m *syncerMetrics) observeApplied(results []ordersync.ApplyResult) {
-	for _, r := range results {
-		switch {
-		case !r.Applied:
-			m.mirrorUpserts.WithLabelValues("stale").Inc()
-			continue
-		case r.Created:
-			m.mirrorUpserts.WithLabelValues("created").Inc()
-		case r.Changed:
-			m.mirrorUpserts.WithLabelValues("changed").Inc()
-		default:
-			m.mirrorUpserts.WithLabelValues("unchanged").Inc()
-		}
-		if statusChanged(r) {
-			m.mirrorStatusChanges.WithLabelValues(string(r.Status)).Inc()
-		}
-	}
 }
 
 // statusChanged reports whether an apply moved the order into a new status,

@@ -24,6 +24,10 @@ type PoolConfig struct {
 	// Syncer serves every account.
 	Accounts Accounts
 	Mirror   ordersync.Mirror
+	// Writer applies the group commits: the process's one MirrorWriter,
+	// which counts each order under its own account. Default the
+	// Syncer's.
+	Writer *MirrorWriter
 	// FetchConcurrency is how many fetches (and resolutions) run at once.
 	// Default 64.
 	FetchConcurrency int
@@ -218,6 +222,7 @@ func (c PoolConfig) validate() error {
 type Pool struct {
 	cfg    PoolConfig
 	syncer *Syncer
+	writer *MirrorWriter
 	mirror ordersync.Mirror
 	log    *slog.Logger
 	// quiet logs the failures that repeat per event (a fetch or commit
@@ -270,6 +275,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	p := &Pool{
 		cfg:        cfg,
 		syncer:     cfg.Syncer,
+		writer:     cfg.Writer,
 		mirror:     cfg.Mirror,
 		log:        cfg.Logger,
 		quiet:      quietlog.New(cfg.Logger, quietlog.DefaultInterval),
@@ -281,6 +287,9 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		slots:      newFetchSlots(cfg.FetchConcurrency),
 		retries:    cfg.retryPolicy(),
 		unresolved: cfg.unresolvedPolicy(),
+	}
+	if p.writer == nil {
+		p.writer = cfg.Syncer.writer
 	}
 	m.fetchLimit.Set(float64(cfg.FetchConcurrency))
 	p.codesResolver, _ = cfg.Mirror.(ordersync.OrderCodesResolver)

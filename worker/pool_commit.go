@@ -84,7 +84,7 @@ func (p *Pool) commit(ctx context.Context, batch []commitItem) {
 		applied = append(applied, ci)
 	}
 	if len(params) > 0 {
-		results, err := p.syncer.apply(ctx, params)
+		results, err := p.writer.apply(ctx, params)
 		if err != nil {
 			p.quiet.Log(slog.LevelError, "commit", "mirror commit failed; its events will be retried", "orders", len(params), "err", err)
 			for _, ci := range applied {

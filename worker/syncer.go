@@ -21,6 +21,7 @@ import (
 type Syncer struct {
 	upstream ordersync.Upstream
 	mirror   ordersync.Mirror
+	writer   *MirrorWriter
 	cfg      SyncerConfig
 	log      *slog.Logger
 	now      func() time.Time
@@ -83,7 +84,14 @@ func NewSyncer(cfg SyncerConfig) (*Syncer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new syncer: register metrics: %w", err)
 	}
+	writer := cfg.Writer
+	if writer == nil {
+		if writer, err = NewMirrorWriter(MirrorWriterConfig{Mirror: cfg.Mirror, Registerer: cfg.Registerer}); err != nil {
+			return nil, fmt.Errorf("new syncer: %w", err)
+		}
+	}
 	s := &Syncer{
+		writer:   writer,
 		upstream: cfg.Upstream,
 		mirror:   cfg.Mirror,
 		cfg:      cfg,
@@ -279,18 +287,7 @@ func (s *Syncer) RecordDrift(kind string) {
 	s.metrics.drift.WithLabelValues(kind).Inc()
 }
 
-// apply writes fetched orders in one mirror transaction and counts what it
-// did.
+// apply writes fetched orders through the process's MirrorWriter.
 func (s *Syncer) apply(ctx context.Context, params []ordersync.ApplyParams) ([]ordersync.ApplyResult, error) {
-	start := time.Now()
-	results, err := s.mirror.ApplyOrders(ctx, params)
-	if err != nil {
-		return nil, fmt.Errorf("apply %d orders to the mirror: %w", len(params), err)
-	}
-	s.metrics.mirrorCommitDuration.Observe(time.Since(start).Seconds())
-	if len(results) != len(params) {
-		return nil, fmt.Errorf("apply %d orders to the mirror: got %d results", len(params), len(results))
-	}
-	s.metrics.observeApplied(results)
-	return results, nil
+	return s.writer.apply(ctx, params)
 }

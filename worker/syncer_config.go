@@ -37,6 +37,11 @@ type BreakerConfig struct {
 type SyncerConfig struct {
 	Upstream ordersync.Upstream
 	Mirror   ordersync.Mirror
+	// Writer applies what the Syncer fetched (SyncOrder, CheckOrder): the
+	// process's one MirrorWriter, shared by every account's Syncer and the
+	// pool. Nil gives the Syncer a writer of its own on Registerer, for a
+	// process that serves one account through one Syncer.
+	Writer *MirrorWriter
 	// RequestsPerSecond is a fixed cap on the requests sent to the
 	// upstream; 0 sets none. Either way the upstream's 429s lower the rate
 	// (RateFloor, RateRecovery). Burst is the cap's bucket size, default a

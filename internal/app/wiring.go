@@ -24,6 +24,9 @@ type wiring struct {
 	logger *slog.Logger
 	reg    *prometheus.Registry
 	db     *store.DB
+	// writer is the process's one MirrorWriter, which every account's
+	// Syncer and the pool share (see mirrorWriter).
+	writer *worker.MirrorWriter
 }
 
 func (w *wiring) component(name string) *slog.Logger { return w.logger.With("component", name) }
@@ -47,11 +50,28 @@ func (w *wiring) newClient(a AccountConfig) (*paymentlink.Client, error) {
 	return paymentlink.New(paymentlink.Config{BaseURL: a.APIBaseURL, SecretKey: a.SecretKey, Timeout: w.cfg.UpstreamTimeout})
 }
 
+// mirrorWriter is the process's one writer to the mirror, made on first
+// use: each order it applies is counted under its own account, whichever
+// account's Syncer or pool applies it.
+func (w *wiring) mirrorWriter() (*worker.MirrorWriter, error) {
+	if w.writer != nil {
+		return w.writer, nil
+	}
+	var err error
+	w.writer, err = worker.NewMirrorWriter(worker.MirrorWriterConfig{Mirror: w.db, Registerer: w.reg})
+	return w.writer, err
+}
+
 // newSyncer is an account's Syncer (breaker, limits, credentials pause);
-// its collectors carry the account's name.
+// its collectors carry the account's name, except the mirror's, which the
+// process's writer labels per order.
 func (w *wiring) newSyncer(account string, client ordersync.Upstream) (*worker.Syncer, error) {
+	writer, err := w.mirrorWriter()
+	if err != nil {
+		return nil, err
+	}
 	return worker.NewSyncer(worker.SyncerConfig{
-		Upstream: client, Mirror: w.db, RequestsPerSecond: w.cfg.UpstreamRPS,
+		Upstream: client, Mirror: w.db, Writer: writer, RequestsPerSecond: w.cfg.UpstreamRPS,
 		Registerer: accountRegisterer(w.reg, account), Logger: w.component("upstream").With("account", account),
 	})
 }
