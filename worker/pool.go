@@ -253,6 +253,9 @@ type Pool struct {
 	slots *fetchSlots
 	// unsettled counts deliveries not settled yet; the drain waits for it.
 	unsettled sync.WaitGroup
+	// workers run the jobs: FetchConcurrency of them, and one more for
+	// each fetch parked at its account's gate (fetcher.park).
+	workers sync.WaitGroup
 
 	jobs    chan job
 	commits chan commitItem
@@ -314,9 +317,9 @@ func (p *Pool) Run(ctx context.Context) error {
 	auxCtx, cancelAux := context.WithCancel(ctx)
 	defer cancelAux()
 
-	var workers, committer, aux sync.WaitGroup
+	var committer, aux sync.WaitGroup
 	for range p.cfg.FetchConcurrency {
-		workers.Go(func() { p.work(workCtx) })
+		p.workers.Go(func() { p.work(workCtx) })
 	}
 	committer.Go(func() { p.commitLoop(workCtx) })
 	aux.Go(func() { p.knownLoop(workCtx) })
@@ -339,7 +342,7 @@ func (p *Pool) Run(ctx context.Context) error {
 		<-drained
 	}
 	close(p.jobs)
-	workers.Wait()
+	p.workers.Wait()
 	close(p.commits)
 	committer.Wait()
 	cancelAux()

@@ -22,27 +22,62 @@ type job struct {
 	err     error
 }
 
-// work runs jobs until the pool closes them.
+// work runs jobs until the pool closes them. Each job holds a fetch slot
+// while it runs, except while its fetch waits for its account's upstream
+// (parked): then the slot and this goroutine's place go to a new worker,
+// and this one ends with its job.
 func (p *Pool) work(ctx context.Context) {
 	for j := range p.jobs {
+		f := &fetcher{pool: p, workCtx: ctx}
 		// Once ctx ends (a drain that timed out), jobs run without a slot
 		// and fail fast; their deliveries go back to the queue.
-		acquired := p.slots.acquire(ctx) == nil
-		p.do(ctx, j)
-		if acquired {
+		f.held = p.slots.acquire(ctx) == nil
+		p.do(ctx, j, f)
+		if f.held {
 			p.slots.release()
+		}
+		if f.parked {
+			return
 		}
 	}
 }
 
+// fetcher is one job's hold on the pool's fetch slots.
+type fetcher struct {
+	pool    *Pool
+	workCtx context.Context
+	held    bool
+	// parked: a worker took this goroutine's place when it first parked.
+	parked bool
+}
+
+// park runs wait, the wait of a fetch at its account's Retry-After gate or
+// rate limit, without holding a fetch slot or a worker, so that one
+// account's upstream holding its fetches back does not hold back the
+// other accounts' fetches queued behind them; it takes a slot again
+// before the fetch goes on.
+func (f *fetcher) park(ctx context.Context, wait func(context.Context) error) error {
+	if !f.parked {
+		f.parked = true
+		f.pool.workers.Go(func() { f.pool.work(f.workCtx) })
+	}
+	if f.held {
+		f.pool.slots.release()
+		f.held = false
+	}
+	err := wait(ctx)
+	f.held = f.pool.slots.acquire(ctx) == nil
+	return err
+}
+
 // do runs one job.
-func (p *Pool) do(ctx context.Context, j job) {
+func (p *Pool) do(ctx context.Context, j job, f *fetcher) {
 	switch {
 	case j.round != nil:
-		p.runRounds(ctx, j.round)
+		p.runRounds(ctx, j.round, f)
 	case j.resolve != nil:
 		if r := p.resolve(ctx, j.resolve); r != nil {
-			p.runRounds(ctx, r)
+			p.runRounds(ctx, r, f)
 		}
 	case j.dead != nil:
 		p.deadLetter(ctx, j.dead, j.reason, j.err)
@@ -75,14 +110,14 @@ func (p *Pool) resolve(ctx context.Context, it *item) *round {
 // round takes events until its request leaves, so a fetch waiting at the
 // rate limit or the Retry-After gate answers the events that arrive
 // meanwhile instead of leaving them a request of their own.
-func (p *Pool) runRounds(ctx context.Context, r *round) {
+func (p *Pool) runRounds(ctx context.Context, r *round, f *fetcher) {
 	for r != nil {
 		if p.skipAnswered(ctx, r) {
 			r = p.finishRound(r)
 			continue
 		}
 		cur := r
-		res, err := p.fetch(withLeaving(ctx, func() { p.startRound(cur) }), r.key.account, r.key.code)
+		res, err := p.fetch(withLeaving(ctx, func() { p.startRound(cur) }), r.key.account, r.key.code, f)
 		// A fetch that failed before sending anything closes its round
 		// too, so that its items are settled as they stand.
 		p.startRound(r)
@@ -103,16 +138,17 @@ func (p *Pool) runRounds(ctx context.Context, r *round) {
 	}
 }
 
-// fetch fetches through the account's Syncer.
-func (p *Pool) fetch(ctx context.Context, account, code string) (fetched, error) {
-	if p.cfg.Accounts == nil {
-		return p.syncer.fetch(ctx, code, fetchOptions{})
+// fetch fetches through the account's Syncer; f parks the fetch while
+// the account's upstream holds it back.
+func (p *Pool) fetch(ctx context.Context, account, code string, f *fetcher) (fetched, error) {
+	s := p.syncer
+	if p.cfg.Accounts != nil {
+		var err error
+		if s, err = p.cfg.Accounts.For(account); err != nil {
+			return fetched{}, err
+		}
 	}
-	s, err := p.cfg.Accounts.For(account)
-	if err != nil {
-		return fetched{}, err
-	}
-	return s.fetch(ctx, code, fetchOptions{})
+	return s.fetch(ctx, code, fetchOptions{park: f.park})
 }
 
 // syncerFor is the account's Syncer, or the pool's own for an account it

@@ -31,7 +31,8 @@ type Syncer struct {
 	breaker  *gobreaker.CircuitBreaker[fetched]
 
 	// notBefore (unix nanoseconds) holds every request back until a
-	// Retry-After has passed: a 429 pauses the whole pool, not one caller.
+	// Retry-After has passed: a 429 holds every fetch of the account, not
+	// one caller; the pool's fetches wait parked, without a fetch slot.
 	notBefore atomic.Int64
 	// breakerOpenedAt (unix nanoseconds) is when the breaker last opened.
 	breakerOpenedAt atomic.Int64
@@ -55,6 +56,18 @@ type fetchOptions struct {
 	// gives way to every other fetch, and each of its requests first passes
 	// admit (the reconciler's own budget).
 	admit func(ctx context.Context) error
+	// park, when set, runs the fetch's waits at the account's Retry-After
+	// gate and rate limit, so that the caller can give its place to other
+	// work meanwhile (the pool: fetcher.park).
+	park func(ctx context.Context, wait func(context.Context) error) error
+}
+
+// wait runs wait through park when one is set.
+func (o fetchOptions) wait(ctx context.Context, wait func(context.Context) error) error {
+	if o.park == nil {
+		return wait(ctx)
+	}
+	return o.park(ctx, wait)
 }
 
 // fetched is the result of one successful request.

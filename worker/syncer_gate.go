@@ -73,15 +73,17 @@ func (s *Syncer) waitTurn(ctx context.Context, code string, opts fetchOptions) (
 		if wait := s.GateWait(); wait > 0 {
 			return false, gateClosed(fetchOp(code), wait)
 		}
-	} else if err := s.waitGate(ctx); err != nil {
-		return false, err
+	} else if s.GateWait() > 0 {
+		if err := opts.wait(ctx, s.waitGate); err != nil {
+			return false, err
+		}
 	}
 	if probe, err = s.admitCredentials(code); err != nil {
 		return false, err
 	}
 	if check {
 		err = s.giveWay(ctx)
-	} else if err = s.rate.wait(ctx); err != nil {
+	} else if err = s.rate.wait(ctx, opts.park); err != nil {
 		err = fmt.Errorf("wait for the upstream rate limit: %w", err)
 	}
 	if err != nil {
@@ -102,7 +104,7 @@ func (s *Syncer) CreatePaymentLink(ctx context.Context, params ordersync.Payment
 		return nil, gateClosed(op, wait)
 	}
 	s.foreground.Add(1)
-	err := s.rate.wait(ctx)
+	err := s.rate.wait(ctx, nil)
 	s.foreground.Add(-1)
 	if err != nil {
 		return nil, fmt.Errorf("%s: wait for the upstream rate limit: %w", op, err)

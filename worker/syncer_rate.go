@@ -92,10 +92,26 @@ func gaugeOf(perSecond float64) float64 {
 }
 
 // wait waits for a request's turn: the fetches other than checks, and link
-// creation, take turns in the order they ask.
-func (r *upstreamRate) wait(ctx context.Context) error {
+// creation, take turns in the order they ask. A turn that is not free now
+// is waited for through park, when set (fetchOptions.wait).
+func (r *upstreamRate) wait(ctx context.Context, park func(context.Context, func(context.Context) error) error) error {
 	r.recover(time.Now())
-	return r.limiter.Wait(ctx)
+	if park == nil {
+		return r.limiter.Wait(ctx)
+	}
+	res := r.limiter.Reserve()
+	if !res.OK() {
+		return r.limiter.Wait(ctx)
+	}
+	d := res.Delay()
+	if d == 0 {
+		return nil
+	}
+	if err := park(ctx, func(ctx context.Context) error { return sleep(ctx, d) }); err != nil {
+		res.Cancel()
+		return err
+	}
+	return nil
 }
 
 // allow takes a turn if one is free now: a check never waits in the queue
