@@ -175,3 +175,58 @@ type EventRecord struct {
 	Outcome        EventOutcome
 	Detail         string
 }
+
+// envelopeFields is how many fields an event's envelope holds.
+const envelopeFields = 6
+
+// Envelope is the event as one line of text, so that what the receiver
+// parsed travels beside the body (the queue's Ordersync-Event header) and
+// the pool reads it without parsing the body again: the type, order type,
+// order id, order code, order reference and subscription id, separated by
+// '|'. ok is false for an event one line cannot carry (a field holding a
+// '|' or a control character, or a space at either end of the line): its
+// reader parses the body, as it does for events queued without one.
+func (e *Event) Envelope() (line string, ok bool) {
+	fields := [envelopeFields]string{string(e.Type), e.OrderType, string(e.OrderID), e.OrderCode, e.OrderReference, string(e.SubscriptionID)}
+	n := envelopeFields - 1
+	for _, f := range fields {
+		for i := 0; i < len(f); i++ {
+			if c := f[i]; c < 0x20 || c == 0x7f || c == '|' {
+				return "", false
+			}
+		}
+		n += len(f)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i, f := range fields {
+		if i > 0 {
+			b.WriteByte('|')
+		}
+		b.WriteString(f)
+	}
+	line = b.String()
+	if line != strings.TrimSpace(line) {
+		return "", false
+	}
+	return line, true
+}
+
+// ParseEnvelope reads what Envelope wrote; ok is false for a line it did
+// not write.
+func ParseEnvelope(line string) (e *Event, ok bool) {
+	var fields [envelopeFields]string
+	for i := range envelopeFields - 1 {
+		j := strings.IndexByte(line, '|')
+		if j < 0 {
+			return nil, false
+		}
+		fields[i], line = line[:j], line[j+1:]
+	}
+	if strings.IndexByte(line, '|') >= 0 {
+		return nil, false
+	}
+	fields[envelopeFields-1] = line
+	return &Event{Type: EventType(fields[0]), OrderType: fields[1], OrderID: ID(fields[2]), OrderCode: fields[3],
+		OrderReference: fields[4], SubscriptionID: ID(fields[5])}, true
+}

@@ -214,3 +214,39 @@ func BenchmarkParseEvent(b *testing.B) {
 		}
 	}
 }
+
+// TestEventEnvelope: an event's envelope reads back as the same event, and
+// an event one line cannot carry has none (its reader parses the body).
+func TestEventEnvelope(t *testing.T) {
+	for _, e := range []Event{
+		{Type: EventCreated, OrderType: OrderTypePaymentLink, OrderID: "22805", OrderReference: "pedido 7/á"},
+		{Type: EventSuccessPayment, OrderCode: "yY7Mcnd"},
+		{Type: "SubscriptionPayment", SubscriptionID: "991"},
+		{},
+	} {
+		line, ok := e.Envelope()
+		if !ok {
+			t.Errorf("%+v: no envelope", e)
+			continue
+		}
+		got, ok := ParseEnvelope(line)
+		if !ok || *got != e {
+			t.Errorf("%+v: envelope %q reads back as %+v (%v)", e, line, got, ok)
+		}
+	}
+	for _, e := range []Event{
+		{OrderReference: "a|b"},
+		{OrderReference: "line\nbreak"},
+		{Type: " Created"},
+		{SubscriptionID: "9 "},
+	} {
+		if line, ok := e.Envelope(); ok {
+			t.Errorf("%+v: envelope %q, want none", e, line)
+		}
+	}
+	for _, line := range []string{"", "Created|x", "a|b|c|d|e|f|g"} {
+		if e, ok := ParseEnvelope(line); ok {
+			t.Errorf("ParseEnvelope(%q) = %+v, want not ok", line, e)
+		}
+	}
+}

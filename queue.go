@@ -15,6 +15,10 @@ type InboundEvent struct {
 	Body       []byte
 	ReceivedAt time.Time
 	Signature  SignatureVerdict
+	// Event is Body as the receiver parsed it, carried beside the body so
+	// that nobody parses it again; nil for an event queued without it (by
+	// an earlier release, or a replay of a dead letter): parse Body.
+	Event *Event
 	// Ignored is set when the event is not about a payment-link order; such
 	// events are queued only to be logged, never fetched.
 	Ignored IgnoreReason

@@ -167,6 +167,9 @@ func (d *delivery) Event() *ordersync.InboundEvent {
 		if n, err := strconv.ParseInt(h.Get(HeaderReplayOf), 10, 64); err == nil {
 			ev.ReplayOf = n
 		}
+		if line := h.Get(HeaderEvent); line != "" {
+			ev.Event, _ = ordersync.ParseEnvelope(line)
+		}
 		d.ev = ev
 	})
 	return d.ev

@@ -33,6 +33,11 @@ const (
 	HeaderIgnored    = "Ordersync-Ignored"
 	HeaderReplayOf   = "Ordersync-Replay-Of"
 	HeaderCause      = "Ordersync-Cause"
+	// HeaderEvent is the body as the receiver parsed it
+	// (ordersync.Event.Envelope), so the pool does not parse the body
+	// again; absent from events queued by earlier releases, from replays
+	// and from events one line cannot carry, whose body is parsed.
+	HeaderEvent = "Ordersync-Event"
 	// HeaderFromStatus is, on an order event, the status the change left.
 	HeaderFromStatus = "Ordersync-From-Status"
 )
@@ -333,6 +338,11 @@ func (q *Queue) PublishEvent(ctx context.Context, ev *ordersync.InboundEvent) (b
 	}
 	if ev.Cause != "" {
 		set(HeaderCause, string(ev.Cause))
+	}
+	if ev.Event != nil {
+		if line, ok := ev.Event.Envelope(); ok {
+			set(HeaderEvent, line)
+		}
 	}
 	msg := &nats.Msg{Subject: q.eventsPrefix + ev.Account, Header: h, Data: ev.Body}
 	dup, err := q.publish(ctx, msg)

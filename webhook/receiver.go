@@ -461,6 +461,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Body:       body,
 		ReceivedAt: receivedAt,
 		Signature:  verdict,
+		Event:      ev,
 		Ignored:    reason,
 		Cause:      ordersync.CauseWebhook,
 	}

@@ -370,6 +370,11 @@ func TestReceiverAnswers(t *testing.T) {
 			ev.Cause != ordersync.CauseWebhook || ev.ReceivedAt.IsZero() || ev.MsgID != MsgID(ev.Account, ev.Body) {
 			t.Errorf("queued event %d: %+v, want account %s ignored %q", i, ev, w.account, w.ignored)
 		}
+		// The receiver's parse travels with the event: the pool reads it
+		// instead of parsing the body again.
+		if parsed, err := ordersync.ParseEvent(ev.Body); err != nil || ev.Event == nil || *ev.Event != *parsed {
+			t.Errorf("queued event %d carries the parse %+v, want %+v (%v)", i, ev.Event, parsed, err)
+		}
 	}
 
 	if got := testutil.ToFloat64(rc.metrics.signatureMissing); got != 1 {

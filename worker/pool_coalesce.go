@@ -108,10 +108,15 @@ func (p *Pool) pull(ctx context.Context) {
 func (p *Pool) dispatch(d ordersync.Delivery, now time.Time) *item {
 	ev := d.Event()
 	it := &item{d: d, ev: ev, account: ev.Account, pulledAt: now}
-	e, err := ordersync.ParseEvent(ev.Body)
-	if err != nil {
-		p.jobs <- job{dead: it, reason: ordersync.ReasonMalformed, err: err}
-		return nil
+	// The receiver's parse travels with the event; only events queued
+	// without it (by an earlier release, replays) are parsed here.
+	e := ev.Event
+	if e == nil {
+		var err error
+		if e, err = ordersync.ParseEvent(ev.Body); err != nil {
+			p.jobs <- job{dead: it, reason: ordersync.ReasonMalformed, err: err}
+			return nil
+		}
 	}
 	it.e = e
 	// The receiver decided whether the event is ignored and said so in
