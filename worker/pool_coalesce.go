@@ -32,7 +32,7 @@ type round struct {
 	key   orderKey
 	items []*item
 	// started is set, under Pool.mu, when the fetch's request is about to
-	// leave (past the rate limit and every other wait: see withLeaving), or
+	// leave (past the rate limit and every other wait: see fetchOptions.leaving), or
 	// when the fetch ended without sending one; deliveries for the order
 	// then wait for the next round. Until then a delivery joins this round:
 	// the answer to a request not yet sent includes its change.
@@ -218,22 +218,4 @@ func (p *Pool) finishRound(r *round) *round {
 	nr := &round{key: r.key, items: f.next}
 	f.cur, f.next = nr, nil
 	return nr
-}
-
-// leavingKey carries, in a fetch's context, what to do when its request is
-// about to leave.
-type leavingKey struct{}
-
-// withLeaving returns ctx carrying f, which the fetch calls (see leaving)
-// every time a request of it is about to leave, after every wait.
-func withLeaving(ctx context.Context, f func()) context.Context {
-	return context.WithValue(ctx, leavingKey{}, f)
-}
-
-// leaving tells the fetch of ctx, if it asked (withLeaving), that its
-// request is about to leave.
-func leaving(ctx context.Context) {
-	if f, ok := ctx.Value(leavingKey{}).(func()); ok {
-		f()
-	}
 }

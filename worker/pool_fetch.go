@@ -117,7 +117,7 @@ func (p *Pool) runRounds(ctx context.Context, r *round, f *fetcher) {
 			continue
 		}
 		cur := r
-		res, err := p.fetch(withLeaving(ctx, func() { p.startRound(cur) }), r.key.account, r.key.code, f)
+		res, err := p.fetch(ctx, r.key.account, r.key.code, fetchOptions{park: f.park, leaving: func() { p.startRound(cur) }})
 		// A fetch that failed before sending anything closes its round
 		// too, so that its items are settled as they stand.
 		p.startRound(r)
@@ -138,9 +138,8 @@ func (p *Pool) runRounds(ctx context.Context, r *round, f *fetcher) {
 	}
 }
 
-// fetch fetches through the account's Syncer; f parks the fetch while
-// the account's upstream holds it back.
-func (p *Pool) fetch(ctx context.Context, account, code string, f *fetcher) (fetched, error) {
+// fetch fetches through the account's Syncer.
+func (p *Pool) fetch(ctx context.Context, account, code string, opts fetchOptions) (fetched, error) {
 	s := p.syncer
 	if p.cfg.Accounts != nil {
 		var err error
@@ -148,7 +147,7 @@ func (p *Pool) fetch(ctx context.Context, account, code string, f *fetcher) (fet
 			return fetched{}, err
 		}
 	}
-	return s.fetch(ctx, code, fetchOptions{park: f.park})
+	return s.fetch(ctx, code, opts)
 }
 
 // syncerFor is the account's Syncer, or the pool's own for an account it

@@ -70,10 +70,12 @@ func newSeqAllocator(m ordersync.Mirror) *seqAllocator {
 // next returns a fetch sequence number greater than every one handed out
 // before, by this process or any other sharing the database. A fetch takes
 // it after every wait, immediately before its request leaves, so next first
-// tells the fetch's caller so (leaving): the pool's round stops taking
-// events there.
-func (a *seqAllocator) next(ctx context.Context) (int64, error) {
-	leaving(ctx)
+// calls leaving, when set (fetchOptions.leaving): the pool's round stops
+// taking events there.
+func (a *seqAllocator) next(ctx context.Context, leaving func()) (int64, error) {
+	if leaving != nil {
+		leaving()
+	}
 	a.mu.Lock()
 	g := a.forming
 	if g == nil {

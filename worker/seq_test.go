@@ -53,7 +53,7 @@ func TestSeqAllocatorGroupsWaiters(t *testing.T) {
 	seqs := make(chan int64, waiters+1)
 	get := func() {
 		defer wg.Done()
-		s, err := a.next(context.Background())
+		s, err := a.next(context.Background(), nil)
 		if err != nil {
 			t.Errorf("next: %v", err)
 			return
@@ -113,20 +113,20 @@ func TestSeqAllocatorCallerGivesUp(t *testing.T) {
 	a := newSeqAllocator(m)
 
 	leader := make(chan error, 1)
-	go func() { _, err := a.next(context.Background()); leader <- err }()
+	go func() { _, err := a.next(context.Background(), nil); leader <- err }()
 	for m.calls.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := a.next(ctx); err == nil {
+	if _, err := a.next(ctx, nil); err == nil {
 		t.Error("next with a cancelled context succeeded while the round trip was held")
 	}
 	close(m.release)
 	if err := <-leader; err != nil {
 		t.Errorf("leader: %v", err)
 	}
-	if _, err := a.next(context.Background()); err != nil {
+	if _, err := a.next(context.Background(), nil); err != nil {
 		t.Errorf("next after: %v", err)
 	}
 }
@@ -185,7 +185,7 @@ func TestSeqAllocatorAcrossProcesses(t *testing.T) {
 			alone := newSeqAllocator(m1)
 			var highest int64
 			for range 50 {
-				s, err := alone.next(ctx)
+				s, err := alone.next(ctx, nil)
 				if err != nil {
 					t.Fatalf("next: %v", err)
 				}
@@ -199,7 +199,7 @@ func TestSeqAllocatorAcrossProcesses(t *testing.T) {
 			order := rand.New(rand.NewPCG(1, 2))
 			for i := range 300 {
 				who := order.IntN(2)
-				s, err := allocs[who].next(ctx)
+				s, err := allocs[who].next(ctx, nil)
 				if err != nil {
 					t.Fatalf("call %d: next: %v", i, err)
 				}
@@ -209,5 +209,48 @@ func TestSeqAllocatorAcrossProcesses(t *testing.T) {
 				highest = s
 			}
 		})
+	}
+}
+
+// orderUpstream answers every fetch with an order of the code asked for.
+type orderUpstream struct{ refusingUpstream }
+
+func (orderUpstream) GetOrder(_ context.Context, code string) (*ordersync.Order, error) {
+	return &ordersync.Order{OrderCode: code}, nil
+}
+
+// TestOneSequenceReservationPerProcess: the fetches of every account of a
+// process take their numbers from the process's one reservation (the
+// MirrorWriter's), so two accounts fetching in turn do not take each
+// other's reservations for another process's and write a new one each
+// time.
+func TestOneSequenceReservationPerProcess(t *testing.T) {
+	m := &gatedMirror{seqStore: fake.NewStore(), release: make(chan struct{})}
+	close(m.release)
+	writer, err := NewMirrorWriter(MirrorWriterConfig{Mirror: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var syncers []*Syncer
+	for range 2 {
+		s, err := NewSyncer(SyncerConfig{Upstream: orderUpstream{}, Mirror: m, Writer: writer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		syncers = append(syncers, s)
+	}
+	var last int64
+	for i := range 40 {
+		res, err := syncers[i%2].fetch(context.Background(), "CODE", fetchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.seq <= last {
+			t.Fatalf("fetch %d got %d, not above %d", i, res.seq, last)
+		}
+		last = res.seq
+	}
+	if n := m.calls.Load(); n != 1 {
+		t.Errorf("%d reservations written for 40 fetches of two accounts, want 1", n)
 	}
 }

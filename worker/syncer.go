@@ -26,7 +26,6 @@ type Syncer struct {
 	log      *slog.Logger
 	now      func() time.Time
 	metrics  *syncerMetrics
-	seqs     *seqAllocator
 	rate     *upstreamRate
 	breaker  *gobreaker.CircuitBreaker[fetched]
 
@@ -60,6 +59,10 @@ type fetchOptions struct {
 	// gate and rate limit, so that the caller can give its place to other
 	// work meanwhile (the pool: fetcher.park).
 	park func(ctx context.Context, wait func(context.Context) error) error
+	// leaving, when set, is called each time a request of the fetch is
+	// about to leave, after every wait (the pool: its round stops taking
+	// events).
+	leaving func()
 }
 
 // wait runs wait through park when one is set.
@@ -111,7 +114,6 @@ func NewSyncer(cfg SyncerConfig) (*Syncer, error) {
 		log:      cfg.Logger,
 		now:      cfg.Clock,
 		metrics:  m,
-		seqs:     newSeqAllocator(cfg.Mirror),
 	}
 	s.rate = newUpstreamRate(cfg.RequestsPerSecond, cfg.Burst, cfg.RateFloor, cfg.RateRecovery, m.rateLimit.Set)
 	s.breaker = gobreaker.NewCircuitBreaker[fetched](gobreaker.Settings{
@@ -190,7 +192,7 @@ func (s *Syncer) attempt(ctx context.Context, code string, opts fetchOptions) (f
 	res, err := s.breaker.Execute(func() (fetched, error) {
 		// The sequence is taken here, after every wait, so that the order
 		// of sequences is the order in which requests leave.
-		seq, err := s.seqs.next(ctx)
+		seq, err := s.writer.seqs.next(ctx, opts.leaving)
 		if err != nil {
 			return fetched{}, &notUpstreamError{err}
 		}

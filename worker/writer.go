@@ -32,9 +32,13 @@ func (c MirrorWriterConfig) validate() error {
 // MirrorWriter applies fetched orders to the mirror for every account a
 // process serves: one per process, shared by the pool's group commit and
 // every account's Syncer, so a batch that holds several accounts' orders
-// counts each under its own account.
+// counts each under its own account. It also hands out the fetch
+// sequence numbers of every account's fetches: one reservation for the
+// process, which another account's fetches do not take as another
+// process's.
 type MirrorWriter struct {
 	mirror  ordersync.Mirror
+	seqs    *seqAllocator
 	metrics *writerMetrics
 }
 
@@ -47,7 +51,7 @@ func NewMirrorWriter(cfg MirrorWriterConfig) (*MirrorWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new mirror writer: register metrics: %w", err)
 	}
-	return &MirrorWriter{mirror: cfg.Mirror, metrics: m}, nil
+	return &MirrorWriter{mirror: cfg.Mirror, seqs: newSeqAllocator(cfg.Mirror), metrics: m}, nil
 }
 
 // apply writes fetched orders in one mirror transaction and counts what it
