@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -125,7 +127,7 @@ func upsertOrderFields(fields []orderField, returning string) rowsSQL {
 	var set []string
 	for i, f := range fields {
 		columns[i] = f.column
-		if f.column != "account" && f.column != "order_code" && f.column != "first_seen_at" {
+		if !keepsOnUpdate(f.column) {
 			set = append(set, f.column+" = excluded."+f.column)
 		}
 	}
@@ -133,6 +135,78 @@ func upsertOrderFields(fields []orderField, returning string) rowsSQL {
 		prefix: "INSERT INTO orders (" + strings.Join(columns, ", ") + ") VALUES ",
 		cols:   len(fields),
 		suffix: " ON CONFLICT (account, order_code) DO UPDATE SET " + strings.Join(set, ", ") + returning,
+	}
+}
+
+// keepsOnUpdate: an update of an existing row never sets the column, so
+// an update's statement names it only for the insert it never makes.
+func keepsOnUpdate(column string) bool {
+	return column == "account" || column == "order_code" || column == "first_seen_at"
+}
+
+// changedOrderFields is the set of orderFields (bit i for orderFields[i])
+// whose values in next differ from those in prev, the key and
+// first_seen_at left out.
+func changedOrderFields(prev, next *orderWrite) uint64 {
+	var mask uint64
+	for i, f := range orderFields {
+		if !keepsOnUpdate(f.column) && !sameValue(f.value(prev), f.value(next)) {
+			mask |= 1 << i
+		}
+	}
+	return mask
+}
+
+// sameValue: a and b go into a column as the same value.
+func sameValue(a, b any) bool {
+	if v, ok := a.(driver.Valuer); ok {
+		a, _ = v.Value()
+	}
+	if v, ok := b.(driver.Valuer); ok {
+		b, _ = v.Value()
+	}
+	switch x := a.(type) {
+	case time.Time:
+		y, ok := b.(time.Time)
+		return ok && x.Equal(y)
+	case []byte:
+		y, ok := b.([]byte)
+		return ok && string(x) == string(y)
+	}
+	if a == nil || b == nil || !reflect.TypeOf(a).Comparable() {
+		return a == nil && b == nil
+	}
+	return a == b
+}
+
+// partialOrder is the update of the fields of one mask of
+// changedOrderFields: the fields, the key and first_seen_at first.
+type partialOrder struct {
+	fields []orderField
+	sql    rowsSQL
+}
+
+// partialOrders caches partialOrder by mask: a batch's updates come in
+// a few shapes (a status change, a payment), each built once.
+var partialOrders sync.Map // uint64 → partialOrder
+
+func partialOrderFields(mask uint64) partialOrder {
+	if p, ok := partialOrders.Load(mask); ok {
+		return p.(partialOrder)
+	}
+	fields := pickOrderFields("account", "order_code", "first_seen_at")
+	for i, f := range orderFields {
+		if mask&(1<<i) != 0 {
+			fields = append(fields, f)
+		}
+	}
+	p, _ := partialOrders.LoadOrStore(mask, partialOrder{fields: fields, sql: upsertOrderFields(fields, "")})
+	return p.(partialOrder)
+}
+
+func init() {
+	if len(orderFields) > 64 {
+		panic("store: more orderFields than changedOrderFields has bits")
 	}
 }
 
@@ -198,7 +272,7 @@ type orderState struct {
 	PaymentSeen bool `db:"payment_seen"`
 	// NextCheckAt is when the reconciler next checks the order; nil when
 	// its status is final.
-	NextCheckAt *time.Time `db:"-"`
+	NextCheckAt *time.Time `db:"next_check_at"`
 }
 
 func (st *orderState) syncInfo() ordersync.SyncInfo {
@@ -223,6 +297,15 @@ type batchOrder struct {
 	// hadDetails: the order was fetched before this batch, so a new
 	// document replaces its line items and metadata.
 	hadDetails bool
+	// stored is the order's state as read, before the batch applied, and
+	// storedOrder its stored document (nil when it does not decode): what
+	// its row holds, which a new document's write is compared with.
+	stored      orderState
+	storedOrder *ordersync.Order
+	storedDoc   string
+	// writeItems, writeMetadata: the order's line items (metadata) are
+	// written, as the order is new or they differ from the stored ones.
+	writeItems, writeMetadata bool
 	// synced: a newer fetch applied, so at least the bookkeeping changes.
 	synced  bool
 	changed bool
@@ -242,15 +325,14 @@ type outboxEntry struct {
 }
 
 // changeEntry is a document change to record: the fields that changed
-// from prev (or, when the batch had none, the stored prevDoc) to next,
+// from prev (the batch's last document, else the stored one) to next,
 // worked out off the writer's path by writeBatch.
 type changeEntry struct {
-	key     orderKey
-	at      time.Time
-	cause   ordersync.Cause
-	prev    *ordersync.Order
-	prevDoc *string
-	next    *ordersync.Order
+	key   orderKey
+	at    time.Time
+	cause ordersync.Cause
+	prev  *ordersync.Order
+	next  *ordersync.Order
 }
 
 // historyEntry is a status change to record.
@@ -427,7 +509,7 @@ func (db *DB) lockOrderStates(ctx context.Context, tx *sqlx.Tx, params []ordersy
 func stateQuery(n int) string {
 	return `SELECT id, account, order_code, status, fetch_seq, document_hash, raw_document IS NOT NULL AS fetched, paid_fired,
        status_transitions, first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count, changed_at, expires_at,
-       paid_at, status_changed_at,
+       paid_at, status_changed_at, next_check_at,
        (payment_authorization_code <> '' OR buyer_name <> '' OR buyer_email <> '' OR buyer_phone <> '') AS payment_seen
 FROM orders WHERE account = ? AND order_code IN (` + placeholders(n) + `)`
 }
@@ -455,6 +537,9 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 			st = &orderState{Account: p.Account, Code: o.OrderCode, FirstSeenAt: dbTime(b.now)}
 		}
 		bo = &batchOrder{st: st, hadDetails: st.Fetched}
+		if st.Fetched {
+			bo.stored = *st
+		}
 		if at, ok := b.announced[key]; ok {
 			bo.announced = &at
 		}
@@ -556,27 +641,28 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 	return res, nil
 }
 
-// previousDocuments reads the stored documents the batch's changes are
-// compared with, before the batch overwrites them: only for orders whose
-// document changed and that the batch had not already written, so the
-// checks that find nothing new read no document.
+// previousDocuments reads the stored documents of the orders whose
+// document changed and that were fetched before the batch, before the batch
+// overwrites them: the batch's first change of each is compared with it,
+// and its row is written only where it differs (writeBatch). The checks
+// that find nothing new read no document.
 func (db *DB) previousDocuments(ctx context.Context, tx *sqlx.Tx, b *batch) error {
-	byAccount := map[string][]*changeEntry{}
-	for i := range b.changes {
-		if c := &b.changes[i]; c.prev == nil {
-			byAccount[c.key.account] = append(byAccount[c.key.account], c)
+	byAccount := map[string][]*batchOrder{}
+	for _, k := range b.keys {
+		if bo := b.orders[k]; bo.changed && bo.hadDetails {
+			byAccount[k.account] = append(byAccount[k.account], bo)
 		}
 	}
-	for account, entries := range byAccount {
-		for len(entries) > 0 {
-			chunk := entries[:min(len(entries), maxInParams)]
-			entries = entries[len(chunk):]
+	for account, orders := range byAccount {
+		for len(orders) > 0 {
+			chunk := orders[:min(len(orders), maxInParams)]
+			orders = orders[len(chunk):]
 			args := make([]any, 0, len(chunk)+1)
 			args = append(args, account)
-			byCode := make(map[string][]*changeEntry, len(chunk))
-			for _, c := range chunk {
-				args = append(args, c.key.code)
-				byCode[c.key.code] = append(byCode[c.key.code], c)
+			byCode := make(map[string]*batchOrder, len(chunk))
+			for _, bo := range chunk {
+				args = append(args, bo.st.Code)
+				byCode[bo.st.Code] = bo
 			}
 			var rows []struct {
 				Code string  `db:"order_code"`
@@ -588,10 +674,16 @@ func (db *DB) previousDocuments(ctx context.Context, tx *sqlx.Tx, b *batch) erro
 				return fmt.Errorf("read the documents changes are compared with: %w", err)
 			}
 			for _, r := range rows {
-				for _, c := range byCode[r.Code] {
-					c.prevDoc = r.Doc
+				if bo := byCode[r.Code]; bo != nil && r.Doc != nil {
+					bo.storedDoc = *r.Doc
+					bo.storedOrder, _ = ordersync.DecodeOrder([]byte(*r.Doc))
 				}
 			}
+		}
+	}
+	for i := range b.changes {
+		if c := &b.changes[i]; c.prev == nil {
+			c.prev = b.orders[c.key].storedOrder
 		}
 	}
 	return nil
@@ -599,16 +691,11 @@ func (db *DB) previousDocuments(ctx context.Context, tx *sqlx.Tx, b *batch) erro
 
 // fieldsJSON names, as a JSON array, the fields in which the change's
 // document differs from the one the mirror held: the batch's last one,
-// else the one the order's state was read with. A stored document that no
-// longer decodes names none.
+// else the stored one. A stored document that no longer decodes names none.
 func (c *changeEntry) fieldsJSON() ([]byte, error) {
-	prev := c.prev
-	if prev == nil && c.prevDoc != nil {
-		prev, _ = ordersync.DecodeOrder([]byte(*c.prevDoc))
-	}
 	fields := []string{}
-	if prev != nil {
-		fields = append(fields, ordersync.ChangedFields(prev, c.next)...)
+	if c.prev != nil {
+		fields = append(fields, ordersync.ChangedFields(c.prev, c.next)...)
 	}
 	return json.Marshal(fields)
 }
@@ -679,7 +766,16 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	})
 	defer encoding.Wait()
 
-	var full, touched, replaced [][]any
+	// A changed order fetched before is written where it differs from its
+	// stored row: only the columns whose values changed (so SQLite rewrites
+	// only their indexes and the update triggers of only those columns
+	// run), its line items and metadata only when they changed. Orders
+	// that changed the same columns share a statement.
+	var full, touched, replacedItems, replacedMetadata, replacedTokens [][]any
+	var (
+		partial = map[uint64][][]any{}
+		masks   []uint64 // in first-seen order, for deterministic writes
+	)
 	for _, k := range b.keys {
 		bo := b.orders[k]
 		st := bo.st
@@ -689,17 +785,44 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 			}
 			continue
 		}
-		full = append(full, newOrderWrite(k, bo).values(orderFields))
+		w := newOrderWrite(k, bo)
+		if !bo.hadDetails || bo.storedOrder == nil {
+			full = append(full, w.values(orderFields))
+			bo.writeItems, bo.writeMetadata = true, true
+		} else {
+			mask := changedOrderFields(storedOrderWrite(k, bo), w)
+			if mask == 0 {
+				// Cannot happen (its document's hash changed), and an
+				// update of nothing is not a statement.
+				mask = 1 << slices.IndexFunc(orderFields, func(f orderField) bool { return f.column == "document_hash" })
+			}
+			if _, ok := partial[mask]; !ok {
+				masks = append(masks, mask)
+			}
+			partial[mask] = append(partial[mask], w.values(partialOrderFields(mask).fields))
+			bo.writeItems = !sameLineItems(bo.storedOrder.LineItems, bo.order.LineItems)
+			bo.writeMetadata = !slices.Equal(bo.storedOrder.Metadata, bo.order.Metadata)
+		}
 		if bo.hadDetails {
-			replaced = append(replaced, []any{st.ID})
+			if bo.writeItems {
+				replacedItems = append(replacedItems, []any{st.ID})
+			}
+			if bo.writeMetadata {
+				replacedMetadata = append(replacedMetadata, []any{st.ID})
+			}
+			replacedTokens = append(replacedTokens, []any{st.ID})
 		}
 	}
-	if err := db.execSteps(ctx, tx, []writeStep{
-		{"delete replaced line items", deleteItems, replaced},
-		{"delete replaced metadata", deleteMetadata, replaced},
-		{"delete replaced name tokens", deleteTokens, replaced},
+	steps := []writeStep{
+		{"delete replaced line items", deleteItems, replacedItems},
+		{"delete replaced metadata", deleteMetadata, replacedMetadata},
+		{"delete replaced name tokens", deleteTokens, replacedTokens},
 		{"update sync bookkeeping", touchOrders, touched},
-	}); err != nil {
+	}
+	for _, m := range masks {
+		steps = append(steps, writeStep{"update changed orders", partialOrderFields(m).sql, partial[m]})
+	}
+	if err := db.execSteps(ctx, tx, steps); err != nil {
 		return err
 	}
 	err := db.queryRows(ctx, tx, upsertOrders, full, func(rows *sql.Rows) error {
@@ -739,15 +862,15 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 		if row == 0 {
 			return fmt.Errorf("write orders: no row id returned for %s/%s", k.account, k.code)
 		}
-		for i, li := range bo.order.LineItems {
-			var promo any
-			if li.PromoPrice != nil {
-				promo = *li.PromoPrice
+		if bo.writeItems {
+			for i, li := range bo.order.LineItems {
+				items = append(items, lineItemValues(row, i, li))
 			}
-			items = append(items, []any{row, i, string(li.ProductID), li.SKU, li.Name, li.Price, promo, li.Quantity, li.ImageURL, li.SubTotal})
 		}
-		for i, m := range bo.order.Metadata {
-			metadata = append(metadata, []any{row, i, m.Name, m.Value})
+		if bo.writeMetadata {
+			for i, m := range bo.order.Metadata {
+				metadata = append(metadata, []any{row, i, m.Name, m.Value})
+			}
 		}
 		tokens = append(tokens, nameTokenRows(k.account, row, bo.order, bo.st.PaidAt)...)
 	}
@@ -810,9 +933,43 @@ func eventValues(ev ordersync.EventRecord, orderRow any) []any {
 		ev.OrderReference, ev.OrderCode, string(ev.Signature), string(ev.Outcome), ev.Detail, orderRow}
 }
 
+// lineItemValues are the values of a line item's row.
+func lineItemValues(row int64, i int, li ordersync.LineItem) []any {
+	var promo any
+	if li.PromoPrice != nil {
+		promo = *li.PromoPrice
+	}
+	return []any{row, i, string(li.ProductID), li.SKU, li.Name, li.Price, promo, li.Quantity, li.ImageURL, li.SubTotal}
+}
+
+// sameLineItems: rows written from a and from b would hold the same values.
+func sameLineItems(a, b []ordersync.LineItem) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !slices.EqualFunc(lineItemValues(0, i, a[i]), lineItemValues(0, i, b[i]), sameValue) {
+			return false
+		}
+	}
+	return true
+}
+
 // newOrderWrite is the row of a changed order.
 func newOrderWrite(k orderKey, bo *batchOrder) *orderWrite {
-	r := &orderWrite{key: k, st: bo.st, o: bo.order, doc: bo.doc, hash: bo.hash}
+	return orderWriteOf(k, bo.st, bo.order, bo.doc, bo.hash)
+}
+
+// storedOrderWrite is what the row of an order fetched before the batch
+// holds: the orders columns are functions of the document and the state
+// (a migration that adds one fills it for the orders stored before it), so
+// they are those of its stored document and state.
+func storedOrderWrite(k orderKey, bo *batchOrder) *orderWrite {
+	return orderWriteOf(k, &bo.stored, bo.storedOrder, []byte(bo.storedDoc), bo.stored.Hash)
+}
+
+func orderWriteOf(k orderKey, st *orderState, o *ordersync.Order, doc []byte, hash string) *orderWrite {
+	r := &orderWrite{key: k, st: st, o: o, doc: doc, hash: hash}
 	if r.o.Payment != nil {
 		r.pay = *r.o.Payment
 	}

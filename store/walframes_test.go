@@ -19,10 +19,12 @@ import (
 	"github.com/ordersync/ordersync/sim"
 )
 
-// TestWALFramesPerOrder maps the WAL frames that new orders cost to the
-// b-trees (tables and indexes) they rewrite: the loadtest's orders (created
-// in the simulator by amount, reference load-NNNNNN, no buyer) applied in
-// batches, each batch with its fetch sequence and its relay's mark, on a
+// TestWALFramesPerOrder maps the WAL frames that new orders and their
+// status changes cost to the b-trees (tables and indexes) they rewrite: the
+// loadtest's orders (created in the simulator by amount, reference
+// load-NNNNNN, no buyer) applied in batches, then each paid and then
+// finalized the same way, each batch with its fetch sequence and its
+// relay's mark, on a
 // mirror whose checkpoints never run, then each frame's page looked up in
 // dbstat by the sqlite3 command. A measuring tool, not a check: it runs
 // when ORDERSYNC_WAL_FRAMES gives the orders ("20000" or "20000/20" for
@@ -51,7 +53,7 @@ func TestWALFramesPerOrder(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "mirror.db")
-	db, err := Open(ctx, Config{URL: path, CheckpointInterval: time.Hour})
+	db, err := Open(ctx, Config{URL: path, CheckpointInterval: time.Hour, MaxWALBytes: 16 << 30})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,29 +82,52 @@ func TestWALFramesPerOrder(t *testing.T) {
 		spans = append(spans, span{name, from, walFrames()})
 	}
 	seq := int64(0)
-	for len(orders) > 0 {
-		chunk := orders[:min(len(orders), batchSize)]
-		orders = orders[len(chunk):]
-		params := make([]ordersync.ApplyParams, len(chunk))
-		for i, o := range chunk {
-			seq++
-			params[i] = ordersync.ApplyParams{Account: "default", Order: o, Seq: seq, Cause: ordersync.CauseWebhook, FetchedAt: time.Now(),
-				Events: []ordersync.EventRecord{{MsgID: fmt.Sprintf("%032x", uint64(seq)*11400714819323198485), Type: ordersync.EventCreated,
-					OrderType: "FASTLINK_CHARGE", OrderID: o.OrderID, ReceivedAt: time.Now(), Signature: ordersync.SignatureValid}}}
+	// Each order's life: created, paid (the status and the payment's
+	// fields change), then finalized (only the status changes); a changed
+	// document is encoded anew, as a fetch would bring it.
+	phases := []struct {
+		name  string
+		event ordersync.EventType
+		edit  func(o ordersync.Order) *ordersync.Order
+	}{
+		{"new", ordersync.EventCreated, func(o ordersync.Order) *ordersync.Order { return &o }},
+		{"paid", ordersync.EventSuccessPayment, func(o ordersync.Order) *ordersync.Order {
+			o.OrderStatus, o.Raw = ordersync.StatusPaid, nil
+			o.Payment = &ordersync.Payment{AuthorizationCode: "A" + o.OrderCode, VoucherURL: "https://pay.example/v/" + o.OrderCode}
+			return &o
+		}},
+		{"finalized", ordersync.EventFinalized, func(o ordersync.Order) *ordersync.Order {
+			o.OrderStatus, o.Raw = ordersync.StatusFinalized, nil
+			return &o
+		}},
+	}
+	for _, phase := range phases {
+		for todo := orders; len(todo) > 0; {
+			chunk := todo[:min(len(todo), batchSize)]
+			todo = todo[len(chunk):]
+			params := make([]ordersync.ApplyParams, len(chunk))
+			for i, o := range chunk {
+				seq++
+				o = phase.edit(*o)
+				chunk[i] = o
+				params[i] = ordersync.ApplyParams{Account: "default", Order: o, Seq: seq, Cause: ordersync.CauseWebhook, FetchedAt: time.Now(),
+					Events: []ordersync.EventRecord{{MsgID: fmt.Sprintf("%032x", uint64(seq)*11400714819323198485), Type: phase.event,
+						OrderType: "FASTLINK_CHARGE", OrderID: o.OrderID, ReceivedAt: time.Now(), Signature: ordersync.SignatureValid}}}
+			}
+			step(phase.name+": fetch sequence", func() error { _, err := db.AllocateFetchSeq(ctx, len(chunk)); return err })
+			step(phase.name+": apply", func() error { _, err := db.ApplyOrders(ctx, params); return err })
+			step(phase.name+": relay", func() error {
+				msgs, err := db.PendingOutbox(ctx, 1000)
+				if err != nil {
+					return err
+				}
+				ids := make([]int64, len(msgs))
+				for i, m := range msgs {
+					ids[i] = m.ID
+				}
+				return db.MarkOutboxSent(ctx, ids, time.Now())
+			})
 		}
-		step("fetch sequence", func() error { _, err := db.AllocateFetchSeq(ctx, len(chunk)); return err })
-		step("apply", func() error { _, err := db.ApplyOrders(ctx, params); return err })
-		step("relay", func() error {
-			msgs, err := db.PendingOutbox(ctx, 1000)
-			if err != nil {
-				return err
-			}
-			ids := make([]int64, len(msgs))
-			for i, m := range msgs {
-				ids[i] = m.ID
-			}
-			return db.MarkOutboxSent(ctx, ids, time.Now())
-		})
 	}
 
 	// A copy of the file and its WAL, before Close checkpoints them.
@@ -124,6 +149,7 @@ func TestWALFramesPerOrder(t *testing.T) {
 		owner[uint32(p)] = name
 	}
 	frames := map[string]map[string]int{}
+	var steps []string
 	for _, sp := range spans {
 		if frames[sp.step] == nil {
 			frames[sp.step] = map[string]int{}
@@ -133,8 +159,13 @@ func TestWALFramesPerOrder(t *testing.T) {
 			frames[sp.step][owner[page]]++
 		}
 	}
-	t.Logf("%d new orders in batches of %d: %d WAL frames", total, batchSize, walFrames())
-	for _, name := range []string{"fetch sequence", "apply", "relay"} {
+	t.Logf("%d orders created, paid and finalized in batches of %d: %d WAL frames (%d bytes each)", total, batchSize, walFrames(), 4096+24)
+	for _, sp := range spans {
+		if frames[sp.step] != nil && !slices.Contains(steps, sp.step) {
+			steps = append(steps, sp.step)
+		}
+	}
+	for _, name := range steps {
 		m := frames[name]
 		var trees []string
 		sum := 0
@@ -143,7 +174,7 @@ func TestWALFramesPerOrder(t *testing.T) {
 			sum += n
 		}
 		slices.SortFunc(trees, func(a, b string) int { return m[b] - m[a] })
-		t.Logf("%s: %.2f frames per order", name, float64(sum)/float64(total))
+		t.Logf("%s: %.2f frames, %.0f bytes per order", name, float64(sum)/float64(total), float64(sum*(4096+24))/float64(total))
 		for _, tree := range trees {
 			t.Logf("  %-36s %.3f", tree, float64(m[tree])/float64(total))
 		}

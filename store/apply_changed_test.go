@@ -1,0 +1,160 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/ordersync/ordersync"
+)
+
+// countWrites installs triggers that count, per name, the rows inserted,
+// deleted and updated in order_line_items and order_metadata, and the
+// updates of orders that name one of its document's identifying columns
+// ("orders_document"): a way to see what a write touched in both dialects.
+func countWrites(t *testing.T, db *DB) func() map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	var stmts []string
+	if db.dialect == DialectPostgres {
+		stmts = []string{
+			`CREATE TABLE test_writes (name TEXT PRIMARY KEY, n INTEGER NOT NULL)`,
+			`CREATE FUNCTION test_count_write() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO test_writes (name, n) VALUES (TG_ARGV[0], 1) ON CONFLICT (name) DO UPDATE SET n = test_writes.n + 1;
+    RETURN NULL;
+END $$`,
+			`CREATE TRIGGER test_items AFTER INSERT OR UPDATE OR DELETE ON order_line_items FOR EACH ROW EXECUTE FUNCTION test_count_write('order_line_items')`,
+			`CREATE TRIGGER test_metadata AFTER INSERT OR UPDATE OR DELETE ON order_metadata FOR EACH ROW EXECUTE FUNCTION test_count_write('order_metadata')`,
+			`CREATE TRIGGER test_orders AFTER UPDATE OF name, order_reference, total, created_at, store_name ON orders FOR EACH ROW EXECUTE FUNCTION test_count_write('orders_document')`,
+		}
+	} else {
+		stmts = []string{`CREATE TABLE test_writes (name TEXT PRIMARY KEY, n INTEGER NOT NULL)`}
+		count := func(name string) string {
+			return `BEGIN INSERT INTO test_writes (name, n) VALUES ('` + name + `', 1) ON CONFLICT (name) DO UPDATE SET n = n + 1; END`
+		}
+		for _, table := range []string{"order_line_items", "order_metadata"} {
+			for _, op := range []string{"INSERT", "UPDATE", "DELETE"} {
+				stmts = append(stmts, `CREATE TRIGGER test_`+table+`_`+op+` AFTER `+op+` ON `+table+` `+count(table))
+			}
+		}
+		stmts = append(stmts, `CREATE TRIGGER test_orders AFTER UPDATE OF name, order_reference, total, created_at, store_name ON orders `+count("orders_document"))
+	}
+	for _, s := range stmts {
+		if _, err := db.write.ExecContext(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	return func() map[string]int {
+		t.Helper()
+		var rows []struct {
+			Name string `db:"name"`
+			N    int    `db:"n"`
+		}
+		if err := db.write.SelectContext(ctx, &rows, `SELECT name, n FROM test_writes`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.write.ExecContext(ctx, `DELETE FROM test_writes`); err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]int{}
+		for _, r := range rows {
+			m[r.Name] = r.N
+		}
+		return m
+	}
+}
+
+// TestApplyWritesOnlyWhatChanged: a fetched order whose document changed is
+// written where it differs from its stored row: a status change rewrites
+// neither its line items nor its metadata nor its other columns, a changed
+// line item rewrites the line items, and the mirror holds the document in
+// every case.
+func TestApplyWritesOnlyWhatChanged(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		ctx := context.Background()
+		const code = "wOnly01"
+		writes := countWrites(t, db)
+		check := func(want *ordersync.Order) {
+			t.Helper()
+			got, err := db.FindOrderByCode(ctx, ordersync.DefaultAccount, code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diffs := ordersync.DiffOrders(want, &got.Order); len(diffs) > 0 {
+				t.Errorf("the mirror differs from the document: %v", diffs)
+			}
+		}
+		items := func(edit func(items []any)) func(doc map[string]any) {
+			return func(doc map[string]any) { edit(doc["lineItems"].([]any)) }
+		}
+		quantity3 := items(func(li []any) { li[0].(map[string]any)["quantity"] = json.Number("3") })
+
+		created := orderDoc(t, code, 1, ordersync.StatusPending)
+		apply(t, db, fetched(created, 1))
+		check(created)
+		// (On PostgreSQL a new order's row is a placeholder first, which
+		// the write updates.)
+		if got := writes(); got["order_line_items"] != 2 || got["order_metadata"] != 2 {
+			t.Errorf("a new order wrote %v, want its 2 line items and 2 metadata rows inserted", got)
+		}
+
+		steps := []struct {
+			name  string
+			order *ordersync.Order
+			want  map[string]int
+		}{
+			{"paid", orderDoc(t, code, 1, ordersync.StatusPaid), map[string]int{}},
+			{"finalized", orderDoc(t, code, 1, ordersync.StatusFinalized), map[string]int{}},
+			{"a line item's quantity", orderDoc(t, code, 1, ordersync.StatusFinalized, quantity3),
+				map[string]int{"order_line_items": 4}},
+			{"a metadata value", orderDoc(t, code, 1, ordersync.StatusFinalized, quantity3, func(doc map[string]any) {
+				doc["metadata"].([]any)[1].(map[string]any)["value"] = "web"
+			}), map[string]int{"order_metadata": 4}},
+			{"the name", orderDoc(t, code, 1, ordersync.StatusFinalized, quantity3, func(doc map[string]any) {
+				doc["metadata"].([]any)[1].(map[string]any)["value"] = "web"
+				doc["name"] = "Pedido A-1043"
+			}), map[string]int{"orders_document": 1}},
+		}
+		seq := int64(1)
+		for _, s := range steps {
+			seq++
+			if res := apply(t, db, fetched(s.order, seq)); !res[0].Changed {
+				t.Fatalf("%s: the order did not change", s.name)
+			}
+			check(s.order)
+			if got := writes(); !equalCounts(got, s.want) {
+				t.Errorf("%s: wrote %v, want %v", s.name, got, s.want)
+			}
+		}
+
+		// Within one batch the write compares the last document with the
+		// stored one, not with the batch's earlier document: a line item
+		// changed and changed back is not rewritten.
+		back := orderDoc(t, code, 1, ordersync.StatusFinalized, quantity3, func(doc map[string]any) {
+			doc["metadata"].([]any)[1].(map[string]any)["value"] = "web"
+			doc["name"] = "Pedido A-1043"
+			doc["description"] = "otra"
+		})
+		apply(t, db, fetched(orderDoc(t, code, 1, ordersync.StatusFinalized, func(doc map[string]any) { doc["name"] = "x" }), seq+1), fetched(back, seq+2))
+		check(back)
+		if got := writes(); len(got) != 0 {
+			t.Errorf("a batch that ends with the stored line items, metadata and name wrote %v, want nothing of them", got)
+		}
+	})
+}
+
+func equalCounts(got, want map[string]int) bool {
+	for k, v := range got {
+		if want[k] != v {
+			return false
+		}
+	}
+	for k, v := range want {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
+}
