@@ -48,3 +48,48 @@ func TestApplyAllocBudget(t *testing.T) {
 		t.Errorf("the mirror write allocates %.0f times per new order, over its budget of %d", allocs, applyAllocBudget)
 	}
 }
+
+// statusChangeAllocBudget is the most allocations the mirror write of one
+// status change may cost on SQLite: an order with three line items and a
+// metadata entry, mirrored before, fetched PAID, with its webhook's event
+// log row, its history and its outbox message. Like applyAllocBudget it
+// sits a few percent above the count when it was last lowered (746, once
+// only what changed was written), so that writing the line items again or
+// a second decoding of the stored document fails it.
+const statusChangeAllocBudget = 770
+
+// TestStatusChangeAllocBudget holds the write of a status change to its
+// allocation budget.
+func TestStatusChangeAllocBudget(t *testing.T) {
+	db := openDB(t, sqliteURL(t))
+	ctx := context.Background()
+	const runs = 100
+	params := make([][]ordersync.ApplyParams, runs+1)
+	for i := range params {
+		code := fmt.Sprintf("alloc%03d", i)
+		doc := func(status ordersync.Status) *ordersync.Order {
+			o, err := ordersync.DecodeOrder(fmt.Appendf(nil, benchDoc, i+1, code, code, code, "alloc", status, i, code))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return o
+		}
+		if _, err := db.ApplyOrders(ctx, []ordersync.ApplyParams{{Account: "default", Order: doc(ordersync.StatusPending), Seq: int64(2*i + 1), Cause: ordersync.CauseWebhook}}); err != nil {
+			t.Fatal(err)
+		}
+		params[i] = []ordersync.ApplyParams{{Account: "default", Order: doc(ordersync.StatusPaid), Seq: int64(2*i + 2), Cause: ordersync.CauseWebhook,
+			Events: []ordersync.EventRecord{{MsgID: fmt.Sprintf("msg-alloc-%03d", i), Type: ordersync.EventSuccessPayment}}}}
+	}
+	next := 0
+	allocs := testing.AllocsPerRun(runs, func() {
+		res, err := db.ApplyOrders(ctx, params[next])
+		if err != nil || !res[0].Changed || res[0].Status != ordersync.StatusPaid {
+			t.Fatalf("ApplyOrders: %v, %+v", err, res)
+		}
+		next++
+	})
+	t.Logf("%.0f allocations per status change (budget %d)", allocs, statusChangeAllocBudget)
+	if allocs > statusChangeAllocBudget {
+		t.Errorf("the mirror write allocates %.0f times per status change, over its budget of %d", allocs, statusChangeAllocBudget)
+	}
+}

@@ -145,12 +145,12 @@ func keepsOnUpdate(column string) bool {
 }
 
 // changedOrderFields is the set of orderFields (bit i for orderFields[i])
-// whose values in next differ from those in prev, the key and
-// first_seen_at left out.
-func changedOrderFields(prev, next *orderWrite) uint64 {
+// whose values in next differ from those in prev (each the values of
+// orderFields), the key and first_seen_at left out.
+func changedOrderFields(prev, next []any) uint64 {
 	var mask uint64
 	for i, f := range orderFields {
-		if !keepsOnUpdate(f.column) && !sameValue(f.value(prev), f.value(next)) {
+		if !keepsOnUpdate(f.column) && !sameValue(prev[i], next[i]) {
 			mask |= 1 << i
 		}
 	}
@@ -180,10 +180,20 @@ func sameValue(a, b any) bool {
 }
 
 // partialOrder is the update of the fields of one mask of
-// changedOrderFields: the fields, the key and first_seen_at first.
+// changedOrderFields: the fields' indexes in orderFields, the key and
+// first_seen_at first.
 type partialOrder struct {
-	fields []orderField
-	sql    rowsSQL
+	index []int
+	sql   rowsSQL
+}
+
+// row picks the partial update's values from those of every field.
+func (p partialOrder) row(values []any) []any {
+	row := make([]any, len(p.index))
+	for j, i := range p.index {
+		row[j] = values[i]
+	}
+	return row
 }
 
 // partialOrders caches partialOrder by mask: a batch's updates come in
@@ -194,13 +204,22 @@ func partialOrderFields(mask uint64) partialOrder {
 	if p, ok := partialOrders.Load(mask); ok {
 		return p.(partialOrder)
 	}
-	fields := pickOrderFields("account", "order_code", "first_seen_at")
+	var index []int
 	for i, f := range orderFields {
-		if mask&(1<<i) != 0 {
-			fields = append(fields, f)
+		if keepsOnUpdate(f.column) {
+			index = append(index, i)
 		}
 	}
-	p, _ := partialOrders.LoadOrStore(mask, partialOrder{fields: fields, sql: upsertOrderFields(fields, "")})
+	for i := range orderFields {
+		if mask&(1<<i) != 0 {
+			index = append(index, i)
+		}
+	}
+	fields := make([]orderField, len(index))
+	for j, i := range index {
+		fields[j] = orderFields[i]
+	}
+	p, _ := partialOrders.LoadOrStore(mask, partialOrder{index: index, sql: upsertOrderFields(fields, "")})
 	return p.(partialOrder)
 }
 
@@ -785,12 +804,12 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 			}
 			continue
 		}
-		w := newOrderWrite(k, bo)
+		values := newOrderWrite(k, bo).values(orderFields)
 		if !bo.hadDetails || bo.storedOrder == nil {
-			full = append(full, w.values(orderFields))
+			full = append(full, values)
 			bo.writeItems, bo.writeMetadata = true, true
 		} else {
-			mask := changedOrderFields(storedOrderWrite(k, bo), w)
+			mask := changedOrderFields(storedOrderWrite(k, bo).values(orderFields), values)
 			if mask == 0 {
 				// Cannot happen (its document's hash changed), and an
 				// update of nothing is not a statement.
@@ -799,7 +818,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 			if _, ok := partial[mask]; !ok {
 				masks = append(masks, mask)
 			}
-			partial[mask] = append(partial[mask], w.values(partialOrderFields(mask).fields))
+			partial[mask] = append(partial[mask], partialOrderFields(mask).row(values))
 			bo.writeItems = !sameLineItems(bo.storedOrder.LineItems, bo.order.LineItems)
 			bo.writeMetadata = !slices.Equal(bo.storedOrder.Metadata, bo.order.Metadata)
 		}
