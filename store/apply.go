@@ -292,6 +292,10 @@ type orderState struct {
 	// NextCheckAt is when the reconciler next checks the order; nil when
 	// its status is final.
 	NextCheckAt *time.Time `db:"next_check_at"`
+	// OrderID and OrderReference are the row's, which RecordOrderRef may
+	// have filled where the stored document had none.
+	OrderID        string `db:"order_id"`
+	OrderReference string `db:"order_reference"`
 }
 
 func (st *orderState) syncInfo() ordersync.SyncInfo {
@@ -528,7 +532,7 @@ func (db *DB) lockOrderStates(ctx context.Context, tx *sqlx.Tx, params []ordersy
 func stateQuery(n int) string {
 	return `SELECT id, account, order_code, status, fetch_seq, document_hash, raw_document IS NOT NULL AS fetched, paid_fired,
        status_transitions, first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count, changed_at, expires_at,
-       paid_at, status_changed_at, next_check_at,
+       paid_at, status_changed_at, next_check_at, order_id, order_reference,
        (payment_authorization_code <> '' OR buyer_name <> '' OR buyer_email <> '' OR buyer_phone <> '') AS payment_seen
 FROM orders WHERE account = ? AND order_code IN (` + placeholders(n) + `)`
 }
@@ -809,7 +813,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 			full = append(full, values)
 			bo.writeItems, bo.writeMetadata = true, true
 		} else {
-			mask := changedOrderFields(storedOrderWrite(k, bo).values(orderFields), values)
+			mask := changedOrderFields(storedValues(k, bo), values)
 			if mask == 0 {
 				// Cannot happen (its document's hash changed), and an
 				// update of nothing is not a statement.
@@ -979,13 +983,22 @@ func newOrderWrite(k orderKey, bo *batchOrder) *orderWrite {
 	return orderWriteOf(k, bo.st, bo.order, bo.doc, bo.hash)
 }
 
-// storedOrderWrite is what the row of an order fetched before the batch
-// holds: the orders columns are functions of the document and the state
-// (a migration that adds one fills it for the orders stored before it), so
-// they are those of its stored document and state.
-func storedOrderWrite(k orderKey, bo *batchOrder) *orderWrite {
-	return orderWriteOf(k, &bo.stored, bo.storedOrder, []byte(bo.storedDoc), bo.stored.Hash)
+// storedValues are the values of orderFields the row of an order fetched
+// before the batch holds. The columns are functions of the document and
+// the state (a migration that adds one fills it for the orders stored
+// before it), so they are those of its stored document and state as read,
+// but for the two that RecordOrderRef fills where the document had none.
+func storedValues(k orderKey, bo *batchOrder) []any {
+	values := orderWriteOf(k, &bo.stored, bo.storedOrder, []byte(bo.storedDoc), bo.stored.Hash).values(orderFields)
+	values[orderIDField], values[orderReferenceField] = bo.stored.OrderID, bo.stored.OrderReference
+	return values
 }
+
+// The indexes in orderFields of the columns storedValues reads from the row.
+var (
+	orderIDField        = slices.IndexFunc(orderFields, func(f orderField) bool { return f.column == "order_id" })
+	orderReferenceField = slices.IndexFunc(orderFields, func(f orderField) bool { return f.column == "order_reference" })
+)
 
 func orderWriteOf(k orderKey, st *orderState, o *ordersync.Order, doc []byte, hash string) *orderWrite {
 	r := &orderWrite{key: k, st: st, o: o, doc: doc, hash: hash}

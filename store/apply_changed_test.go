@@ -145,6 +145,32 @@ func TestApplyWritesOnlyWhatChanged(t *testing.T) {
 	})
 }
 
+// TestApplyWritesTheReferenceARefFilled: RecordOrderRef fills the
+// reference of a fetched order whose document had none; the next document
+// that changes is written with its own (empty) reference, as the row is
+// compared with what it holds, not with what its document said.
+func TestApplyWritesTheReferenceARefFilled(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		ctx := context.Background()
+		const code = "wRef001"
+		noRef := func(doc map[string]any) { doc["orderReference"] = "" }
+		apply(t, db, fetched(orderDoc(t, code, 1, ordersync.StatusPending, noRef), 1))
+		if err := db.RecordOrderRef(ctx, ordersync.OrderRef{Account: ordersync.DefaultAccount, Code: code, Reference: "from-a-link"}); err != nil {
+			t.Fatal(err)
+		}
+		paid := orderDoc(t, code, 1, ordersync.StatusPaid, noRef)
+		apply(t, db, fetched(paid, 2))
+		got, err := db.FindOrderByCode(ctx, ordersync.DefaultAccount, code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diffs := ordersync.DiffOrders(paid, &got.Order); len(diffs) > 0 {
+			t.Errorf("the mirror differs from the document: %v", diffs)
+		}
+	})
+}
+
 func equalCounts(got, want map[string]int) bool {
 	for k, v := range got {
 		if want[k] != v {
