@@ -28,7 +28,8 @@ import (
 // mirror whose checkpoints never run, then each frame's page looked up in
 // dbstat by the sqlite3 command. A measuring tool, not a check: it runs
 // when ORDERSYNC_WAL_FRAMES gives the orders ("20000" or "20000/20" for
-// batches of 20; docs/benchmarks.md has its figures).
+// batches of 20; "20000/20:items" for the benchmarks' orders, three line
+// items and a metadata entry each; docs/benchmarks.md has its figures).
 func TestWALFramesPerOrder(t *testing.T) {
 	spec := os.Getenv("ORDERSYNC_WAL_FRAMES")
 	if spec == "" {
@@ -38,6 +39,7 @@ func TestWALFramesPerOrder(t *testing.T) {
 		t.Skip("needs the sqlite3 command for dbstat")
 	}
 	total, batchSize := 20000, 20
+	spec, kind, _ := strings.Cut(spec, ":")
 	n, b, _ := strings.Cut(spec, "/")
 	var err error
 	if total, err = strconv.Atoi(n); err != nil {
@@ -48,7 +50,21 @@ func TestWALFramesPerOrder(t *testing.T) {
 			t.Fatalf("ORDERSYNC_WAL_FRAMES=%q: %v", spec, err)
 		}
 	}
-	orders := loadtestOrders(t, total)
+	var orders []*ordersync.Order
+	switch kind {
+	case "":
+		orders = loadtestOrders(t, total)
+	case "items":
+		orders = make([]*ordersync.Order, total)
+		for i := range orders {
+			code := fmt.Sprintf("w%07d", i)
+			if orders[i], err = ordersync.DecodeOrder(fmt.Appendf(nil, benchDoc, i+1, code, code, code, "frames", ordersync.StatusPending, i, code)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	default:
+		t.Fatalf("ORDERSYNC_WAL_FRAMES=%q: the kind of orders is \"items\" or none", spec+":"+kind)
+	}
 
 	ctx := context.Background()
 	dir := t.TempDir()
