@@ -38,8 +38,9 @@ type soakOptions struct {
 	ConvergeWithin time.Duration
 	// WALLimit fails the run when the SQLite WAL ever exceeds it.
 	WALLimit int64
-	// Flat is how far RSS, descriptors and goroutines may spread over the
-	// last two thirds of a process lifetime: max ≤ (1+Flat)·min.
+	// Flat is how far RSS, descriptors and goroutines may climb over the
+	// last two thirds of a process lifetime, half of it in each third
+	// (lifetimeOf).
 	Flat float64
 	// CSV is where the samples go; default soak.csv in the run's directory.
 	CSV     string
@@ -57,6 +58,7 @@ func defaultSoakOptions() soakOptions {
 
 func newSoakCommand() *cobra.Command {
 	opts := defaultSoakOptions()
+	var judge string
 	cmd := &cobra.Command{
 		Use:   "soak",
 		Short: "Run the pipeline for hours at a steady mix with periodic kill -9 and sample its resources",
@@ -73,15 +75,23 @@ the pipeline's lag (a CSV, --csv). At the end it stops the load, waits for
 the mirror and runs chaos's checks (every order equal to the simulator's,
 PAID exactly once, every 2xx webhook logged, no unjustified dead letter,
 every delivery made). It fails when a check fails, when the WAL passed
---wal-limit, or when RSS, descriptors or goroutines spread more than --flat
-over the last two thirds of a process lifetime (judged on six samples or
-more there).`,
+--wal-limit, or when RSS, descriptors or goroutines climb in a process
+lifetime: rise by more than half of --flat over its middle third and again
+over its last third (the trend of each third's samples, three or more in
+each; a step that stays, once, is not a climb). --judge FILE judges an
+earlier run's CSV by the same rule, running nothing.`,
 		Args: cobra.NoArgs,
-		RunE: withBinary(func(cmd *cobra.Command, exe string) error {
-			opts.exe = exe
-			rep, err := runSoak(cmd.Context(), cmd.OutOrStdout(), opts)
-			return verdict("soak", rep, err)
-		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if judge != "" {
+				rep, err := judgeSoakCSV(cmd.OutOrStdout(), judge, opts)
+				return verdict("soak", rep, err)
+			}
+			return withBinary(func(cmd *cobra.Command, exe string) error {
+				opts.exe = exe
+				rep, err := runSoak(cmd.Context(), cmd.OutOrStdout(), opts)
+				return verdict("soak", rep, err)
+			})(cmd, args)
+		},
 	}
 	f := cmd.Flags()
 	f.DurationVar(&opts.Duration, "duration", opts.Duration, "how long the load runs")
@@ -91,9 +101,10 @@ more there).`,
 	f.Uint64Var(&opts.Seed, "seed", opts.Seed, "seed of the buyers' choices and the simulator's faults")
 	f.DurationVar(&opts.ConvergeWithin, "converge-within", opts.ConvergeWithin, "fail unless the mirror matches this long after the load stops")
 	f.Int64Var(&opts.WALLimit, "wal-limit", opts.WALLimit, "fail when the SQLite WAL exceeds this many bytes (0: no limit)")
-	f.Float64Var(&opts.Flat, "flat", opts.Flat, "the spread allowed to RSS, descriptors and goroutines over the last two thirds of a lifetime")
+	f.Float64Var(&opts.Flat, "flat", opts.Flat, "the climb allowed to RSS, descriptors and goroutines over the last two thirds of a lifetime, half in each third")
 	f.StringVar(&opts.CSV, "csv", "", "write the samples here (default: soak.csv beside the pipeline's log, kept)")
 	f.BoolVar(&opts.Keep, "keep", false, "keep the data directory and the pipeline's log")
+	f.StringVar(&judge, "judge", "", "run nothing: judge the samples of an earlier soak's CSV (lifetimes, --flat, --wal-limit)")
 	return cmd
 }
 
@@ -155,11 +166,13 @@ type soakLifetime struct {
 	Samples    int // in the last two thirds
 	RSS, FDs   [2]float64
 	Goroutines [2]float64
-	// Smoothed are the least and greatest medians of smoothOver samples
-	// of RSS, descriptors and goroutines, which Flat judges.
-	Smoothed [3][2]float64
-	Flat     bool
-	Judged   bool // long enough to judge flatness
+	// Climb is how much RSS, descriptors and goroutines (soakSeries)
+	// rose over the middle and over the last third, as fractions of their
+	// level (lifetimeOf); Flat judges it.
+	Climb  [3][2]float64
+	Flat   bool
+	Judged bool // enough samples in both thirds to judge
+
 }
 
 // soakReport is a chaos report (the checks) with the soak's figures.
@@ -421,86 +434,131 @@ func (s *soakRun) sample(ctx context.Context) {
 	s.csv.Flush()
 }
 
-// minJudged is the fewest samples over the last two thirds of a process
-// lifetime that its flatness is judged on: fewer cannot tell a trend
-// from a moment.
-const minJudged = 6
+// minJudged is the fewest samples in each of the middle and the last
+// third of a process lifetime that its flatness is judged on: fewer
+// cannot tell a trend from a moment.
+const minJudged = 3
 
-// judge splits the samples into process lifetimes, holds RSS, descriptors
-// and goroutines over each one's last two thirds to Flat, the WAL to its
-// limit, and works out the data directory's growth.
+// judge splits the samples into process lifetimes and judges them, holds
+// the WAL to its limit, and works out the data directory's growth.
 func (s *soakRun) judge() {
 	rep := s.rep
-	samples := rep.Samples
+	rep.Lifetimes, rep.WALPeak, rep.GrowthPer1k = judgeSamples(rep.Samples, s.opts, rep.fail)
+	orders := int64(len(s.sim.Orders()))
+	if orders > 0 {
+		rep.PerThousand = float64(rep.DataDirEnd) / float64(orders) * 1000
+	}
+}
+
+// judgeSamples is the soak's verdict on its samples alone, which a CSV of
+// them (soak --judge) gives again: each process lifetime judged by
+// lifetimeOf, the WAL's peak against WALLimit, and the data directory's
+// growth per 1,000 orders created, first sample to last.
+func judgeSamples(samples []soakSample, opts soakOptions, fail func(string, ...any)) (lifetimes []soakLifetime, walPeak int64, growthPer1k float64) {
 	for i := 0; i < len(samples); {
 		j := i
 		for j < len(samples) && samples[j].PID == samples[i].PID {
 			j++
 		}
-		rep.Lifetimes = append(rep.Lifetimes, lifetimeOf(samples[i:j], s.opts.Flat))
+		lifetimes = append(lifetimes, lifetimeOf(samples[i:j], opts.Flat))
 		i = j
 	}
-	for _, l := range rep.Lifetimes {
-		if l.Judged && !l.Flat {
-			m := l.Smoothed
-			rep.fail("pid %d (%.0fs to %.0fs): RSS %.0f–%.0f MiB, descriptors %.0f–%.0f, goroutines %.0f–%.0f (medians of %d samples) spread more than %.0f%% over the last two thirds",
-				l.PID, l.From.Seconds(), l.To.Seconds(), m[0][0]/(1<<20), m[0][1]/(1<<20), m[1][0], m[1][1], m[2][0], m[2][1], smoothOver, 100*s.opts.Flat)
+	for _, l := range lifetimes {
+		if !l.Judged || l.Flat {
+			continue
+		}
+		for k, name := range soakSeries {
+			if c := l.Climb[k]; c[0] > opts.Flat/2 && c[1] > opts.Flat/2 {
+				fail("pid %d (%.0fs to %.0fs): %s climbed %.0f%% over the middle third and %.0f%% over the last, more than %.1f%% in both: a climb, not a step",
+					l.PID, l.From.Seconds(), l.To.Seconds(), name, 100*c[0], 100*c[1], 100*opts.Flat/2)
+			}
 		}
 	}
-	if s.opts.WALLimit > 0 && rep.WALPeak > s.opts.WALLimit {
-		rep.fail("the SQLite WAL reached %.1f MiB, over the limit of %.0f MiB", float64(rep.WALPeak)/(1<<20), float64(s.opts.WALLimit)/(1<<20))
+	for _, smp := range samples {
+		walPeak = max(walPeak, smp.WAL)
 	}
-	orders := int64(len(s.sim.Orders()))
-	if orders > 0 {
-		rep.PerThousand = float64(rep.DataDirEnd) / float64(orders) * 1000
+	if opts.WALLimit > 0 && walPeak > opts.WALLimit {
+		fail("the SQLite WAL reached %.1f MiB, over the limit of %.0f MiB", float64(walPeak)/(1<<20), float64(opts.WALLimit)/(1<<20))
 	}
 	if len(samples) > 1 {
 		first, last := samples[0], samples[len(samples)-1]
 		if d := last.Orders - first.Orders; d > 0 {
-			rep.GrowthPer1k = float64(last.DataDir-first.DataDir) / float64(d) * 1000
+			growthPer1k = float64(last.DataDir-first.DataDir) / float64(d) * 1000
 		}
 	}
+	return lifetimes, walPeak, growthPer1k
 }
 
-// lifetimeOf is one process's samples, judged over their last two
-// thirds. Goroutines and descriptors at one instant count the requests in
-// flight, so the judgement is on the median of each run of smoothOver
-// samples: a burst passes, a leak does not.
+// soakSeries names the series a lifetime is judged on, in the order of
+// soakLifetime.Climb.
+var soakSeries = [3]string{"RSS", "descriptors", "goroutines"}
+
+// lifetimeOf is one process's samples, judged over their last two thirds
+// (the first is warm-up). A leak keeps climbing; a step (a connection
+// pool opened, deliveries under way) rises once and stays, and requests
+// in flight come and go. So each of RSS, descriptors and goroutines is
+// a climb only when it rises by more than flat/2 of its level in the
+// middle third and again in the last third, each third's rise being its
+// Theil–Sen slope (the median of the slopes between every two of its
+// samples, which a step or a passing bump hardly moves) over the third's
+// length, against the middle third's median. Steady growth of flat over
+// the two thirds is a climb; a step, in one third or between them, is not.
 func lifetimeOf(samples []soakSample, flat float64) soakLifetime {
 	l := soakLifetime{PID: samples[0].PID, From: samples[0].At, To: samples[len(samples)-1].At}
-	cut := l.From + (l.To-l.From)/3
-	var series [3][]float64
+	third := (l.To - l.From) / 3
+	var at [2][]float64
+	var series [2][3][]float64
 	for _, smp := range samples {
-		if smp.At < cut {
+		t := 0
+		switch {
+		case smp.At < l.From+third:
 			continue
+		case smp.At >= l.From+2*third:
+			t = 1
 		}
 		l.Samples++
+		at[t] = append(at[t], smp.At.Seconds())
 		for k, v := range [3]float64{float64(smp.RSS), float64(smp.FDs), smp.Goroutines} {
-			series[k] = append(series[k], v)
+			series[t][k] = append(series[t][k], v)
 		}
 	}
-	l.Judged = l.Samples >= minJudged
+	l.Judged = len(at[0]) >= minJudged && len(at[1]) >= minJudged
 	l.Flat = true
 	for k, p := range []*[2]float64{&l.RSS, &l.FDs, &l.Goroutines} {
-		*p = spread(series[k])
-		med := make([]float64, 0, len(series[k]))
-		for i := 0; i+smoothOver <= len(series[k]); i++ {
-			med = append(med, median(series[k][i:i+smoothOver]))
+		*p = spread(append(slices.Clone(series[0][k]), series[1][k]...))
+		if len(series[0][k]) == 0 {
+			continue
 		}
-		if len(med) == 0 {
-			med = series[k]
+		level := median(series[0][k])
+		if level <= 0 {
+			continue
 		}
-		l.Smoothed[k] = spread(med)
-		if l.Smoothed[k][1] > (1+flat)*l.Smoothed[k][0] {
+		for t := range 2 {
+			l.Climb[k][t] = theilSen(at[t], series[t][k]) * third.Seconds() / level
+		}
+		if l.Climb[k][0] > flat/2 && l.Climb[k][1] > flat/2 {
 			l.Flat = false
 		}
 	}
 	return l
 }
 
-// smoothOver is how many consecutive samples a lifetime's judgement takes
-// the median of.
-const smoothOver = 5
+// theilSen is the median of the slopes between every two points with
+// different xs; 0 for fewer than two.
+func theilSen(xs, ys []float64) float64 {
+	var slopes []float64
+	for i := range xs {
+		for j := i + 1; j < len(xs); j++ {
+			if xs[j] != xs[i] {
+				slopes = append(slopes, (ys[j]-ys[i])/(xs[j]-xs[i]))
+			}
+		}
+	}
+	if len(slopes) == 0 {
+		return 0
+	}
+	return median(slopes)
+}
 
 // spread is the least and the greatest of vs.
 func spread(vs []float64) [2]float64 {
@@ -513,6 +571,9 @@ func spread(vs []float64) [2]float64 {
 func median(vs []float64) float64 {
 	s := slices.Clone(vs)
 	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
 	return s[len(s)/2]
 }
 
@@ -520,10 +581,25 @@ func printSoakReport(w io.Writer, r *soakReport) {
 	printChaosReport(w, r.chaosReport)
 	fmt.Fprintf(w, "\nordersync-lab soak: load %.0fs, %d orders created (%d in the simulator), %d order events (%.1f a second); samples in %s\n",
 		r.LoadDuration.Seconds(), r.Created, r.Orders, r.Events, float64(r.Events)/max(r.LoadDuration.Seconds(), 1), r.CSV)
-	fmt.Fprintf(w, "  %-7s %-13s %-8s %-17s %-11s %-13s %s\n", "pid", "lifetime", "samples", "RSS MiB", "fds", "goroutines", "last two thirds")
-	for _, l := range r.Lifetimes {
-		m := l.Smoothed
-		verdict := fmt.Sprintf("flat: medians of %d spread %.0f%%", smoothOver, 100*(max(m[0][1]/m[0][0], m[1][1]/m[1][0], m[2][1]/m[2][0])-1))
+	printSoakLifetimes(w, r.Lifetimes)
+	printSoakPeaks(w, r.Samples, r.WALPeak)
+	fmt.Fprintf(w, "  data dir at rest              %.1f MiB, %.2f MiB per 1,000 orders; grew %.2f MiB per 1,000 orders created under load\n",
+		mib(r.DataDirEnd), r.PerThousand/(1<<20), r.GrowthPer1k/(1<<20))
+	printSoakVerdict(w, r.Problems)
+}
+
+func mib(v int64) float64 { return float64(v) / (1 << 20) }
+
+// printSoakLifetimes is the table of lifetimes: each one's spreads over
+// its last two thirds and the climbs it is judged on.
+func printSoakLifetimes(w io.Writer, lifetimes []soakLifetime) {
+	fmt.Fprintf(w, "  %-7s %-13s %-8s %-17s %-11s %-13s %s\n", "pid", "lifetime", "samples", "RSS MiB", "fds", "goroutines", "climb over the middle, last third")
+	for _, l := range lifetimes {
+		var climbs []string
+		for k, name := range soakSeries {
+			climbs = append(climbs, fmt.Sprintf("%s %+.0f%%, %+.0f%%", name, 100*l.Climb[k][0], 100*l.Climb[k][1]))
+		}
+		verdict := "flat: " + strings.Join(climbs, "; ")
 		switch {
 		case !l.Judged:
 			verdict = "too short to judge"
@@ -533,24 +609,92 @@ func printSoakReport(w io.Writer, r *soakReport) {
 		fmt.Fprintf(w, "  %-7d %-13s %-8d %7.1f–%-8.1f %4.0f–%-6.0f %5.0f–%-7.0f %s\n", l.PID, fmt.Sprintf("%.0f–%.0fs", l.From.Seconds(), l.To.Seconds()), l.Samples,
 			l.RSS[0]/(1<<20), l.RSS[1]/(1<<20), l.FDs[0], l.FDs[1], l.Goroutines[0], l.Goroutines[1], verdict)
 	}
+}
+
+func printSoakPeaks(w io.Writer, samples []soakSample, walPeak int64) {
 	var peakLag, peakPending, peakOutbox float64
 	var peakJS int64
-	for _, s := range r.Samples {
+	for _, s := range samples {
 		peakLag, peakPending, peakOutbox = max(peakLag, s.SyncLag), max(peakPending, s.ConsumerPending), max(peakOutbox, s.OutboxAge)
 		peakJS = max(peakJS, s.JetStream)
 	}
-	mib := func(v int64) float64 { return float64(v) / (1 << 20) }
-	fmt.Fprintf(w, "  SQLite WAL peak               %.1f MiB\n", mib(r.WALPeak))
+	fmt.Fprintf(w, "  SQLite WAL peak               %.1f MiB\n", mib(walPeak))
 	fmt.Fprintf(w, "  JetStream store peak          %.1f MiB\n", mib(peakJS))
-	fmt.Fprintf(w, "  data dir at rest              %.1f MiB, %.2f MiB per 1,000 orders; grew %.2f MiB per 1,000 orders created under load\n",
-		mib(r.DataDirEnd), r.PerThousand/(1<<20), r.GrowthPer1k/(1<<20))
 	fmt.Fprintf(w, "  pipeline lag peaks            mean sync lag %.2fs over a sample, %.0f events waiting for a worker, oldest unsent outbox message %.1fs\n",
 		peakLag, peakPending, peakOutbox)
-	if len(r.Problems) > 0 {
-		fmt.Fprintf(w, "  soak: FAIL (%s)\n", strings.Join(r.Problems, "; "))
+}
+
+func printSoakVerdict(w io.Writer, problems []string) {
+	if len(problems) > 0 {
+		fmt.Fprintf(w, "  soak: FAIL (%s)\n", strings.Join(problems, "; "))
 		return
 	}
 	fmt.Fprintln(w, "  soak: PASS")
+}
+
+// judgeSoakCSV judges the samples of a soak's CSV as the soak judges its
+// own (lifetimes, the WAL's limit), without the checks of the mirror,
+// which only the run itself can make: a run's samples can be judged again
+// by a later rule.
+func judgeSoakCSV(w io.Writer, path string, opts soakOptions) (*chaosReport, error) {
+	samples, err := readSoakCSV(path)
+	if err != nil {
+		return nil, err
+	}
+	rep := &chaosReport{}
+	lifetimes, walPeak, growth := judgeSamples(samples, opts, rep.fail)
+	fmt.Fprintf(w, "ordersync-lab soak --judge %s: %d samples, %d process lifetimes\n", path, len(samples), len(lifetimes))
+	printSoakLifetimes(w, lifetimes)
+	printSoakPeaks(w, samples, walPeak)
+	fmt.Fprintf(w, "  data dir                      grew %.2f MiB per 1,000 orders created under load\n", growth/(1<<20))
+	printSoakVerdict(w, rep.Problems)
+	return rep, nil
+}
+
+// readSoakCSV reads the samples a soak wrote, by the names in its header.
+func readSoakCSV(path string) ([]soakSample, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("read %s: empty", path)
+	}
+	col := map[string]int{}
+	for i, name := range rows[0] {
+		col[name] = i
+	}
+	for _, name := range soakColumns {
+		if _, ok := col[name]; !ok {
+			return nil, fmt.Errorf("read %s: no column %q in its header", path, name)
+		}
+	}
+	samples := make([]soakSample, 0, len(rows)-1)
+	for n, row := range rows[1:] {
+		var smp soakSample
+		var errs []error
+		num := func(name string) float64 {
+			v, err := strconv.ParseFloat(row[col[name]], 64)
+			errs = append(errs, err)
+			return v
+		}
+		smp.At = time.Duration(num("seconds") * float64(time.Second))
+		smp.PID = int(num("pid"))
+		smp.RSS, smp.FDs, smp.Goroutines = int64(num("rss_bytes")), int(num("fds")), num("goroutines")
+		smp.JetStream, smp.DB, smp.WAL, smp.DataDir = int64(num("jetstream_bytes")), int64(num("sqlite_bytes")), int64(num("wal_bytes")), int64(num("datadir_bytes"))
+		smp.Orders, smp.Events = int64(num("orders")), int64(num("order_events"))
+		smp.ConsumerPending, smp.OutboxAge, smp.SyncLag = num("consumer_pending"), num("outbox_oldest_age_s"), num("sync_lag_mean_s")
+		if err := errors.Join(errs...); err != nil {
+			return nil, fmt.Errorf("read %s: row %d: %w", path, n+2, err)
+		}
+		samples = append(samples, smp)
+	}
+	return samples, nil
 }
 
 // procRSS is a process's resident set size (VmRSS) in bytes.
