@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -257,4 +258,72 @@ func TestRateRecoversAfter429s(t *testing.T) {
 	if len(climb) < 2 || climb[len(climb)-1] <= climb[0] || !slices.IsSorted(climb) {
 		t.Errorf("the rate climbed back from %v through %v, want a rising sequence of steps", lowered, steps)
 	}
+}
+
+// appliedLog is the mirror, counting the orders it first applied.
+type appliedLog struct {
+	*store.DB
+	mu      sync.Mutex
+	applied map[string]bool
+}
+
+func (m *appliedLog) ApplyOrders(ctx context.Context, params []ordersync.ApplyParams) ([]ordersync.ApplyResult, error) {
+	results, err := m.DB.ApplyOrders(ctx, params)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, r := range results {
+		if r.Applied {
+			m.applied[params[i].Order.OrderCode] = true
+		}
+	}
+	return results, err
+}
+
+func (m *appliedLog) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.applied)
+}
+
+// TestBurstOfNewOrdersAtTheSimulatorsPace: a sale's burst of 2,000 new
+// orders' webhooks at the default upstream rate is mirrored as fast as
+// the upstream answers, not at a fixed cap's pace, and with no 429 the
+// learned rate is never lowered. At the old default cap of 8 a second the
+// burst took 250 s; the test wants 5 times that pace or better (50 s at
+// most), and no limit on the rate at any moment.
+func TestBurstOfNewOrdersAtTheSimulatorsPace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("2,000 orders through the pipeline; skipped with -short")
+	}
+	const n, oldCap, pace = 2000, 8, 5
+	e := newEnv(t, sim.Faults{})
+	mirror := &appliedLog{DB: e.db, applied: map[string]bool{}}
+	e.mirror = mirror
+	orders := e.createOrders(t, n)
+	s := e.newSyncer(t, nil, func(c *worker.SyncerConfig) { c.RequestsPerSecond = worker.DefaultUpstreamRPS })
+	e.startPool(t, s, func(c *worker.PoolConfig) { c.Mirror, c.FetchConcurrency = mirror, 0 })
+
+	burst := make([]*ordersync.InboundEvent, 0, n)
+	for _, o := range orders {
+		burst = append(burst, e.webhook(o.OrderID, ordersync.EventCreated))
+	}
+	start := time.Now()
+	e.publish(t, burst...)
+	limit := time.Duration(float64(n) / (pace * oldCap) * float64(time.Second))
+	waitFor(t, limit, fmt.Sprintf("%d new orders mirrored at %d a second or more", n, pace*oldCap), func() bool {
+		if got := s.RateLimitForTest(); !math.IsInf(got, 1) {
+			t.Fatalf("the rate limited to %v/s with no 429 from the upstream: a fixed cap, or lowered without cause", got)
+		}
+		return mirror.count() == n
+	})
+	elapsed := time.Since(start)
+	t.Logf("%d new orders' webhooks mirrored in %s: %.0f a second (the old cap: %d)", n, elapsed.Round(time.Millisecond), n/elapsed.Seconds(), oldCap)
+	if got := s.RateLimitForTest(); !math.IsInf(got, 1) {
+		t.Errorf("the rate limited to %v/s with no 429 from the upstream: a fixed cap, or lowered without cause", got)
+	}
+	codes := make([]string, len(orders))
+	for i, o := range orders {
+		codes[i] = o.OrderCode
+	}
+	e.assertMirrorMatchesSim(t, codes)
 }
