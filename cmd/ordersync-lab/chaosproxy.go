@@ -31,6 +31,18 @@ type recordingProxy struct {
 	attempts, failures atomic.Int64
 	mu                 sync.Mutex
 	acked              map[string][]byte // MsgID → body
+
+	// gated makes the proxy a load balancer behind a readiness probe:
+	// while ready is false it answers 503 itself, as a balancer with no
+	// ready backend does, and forwards nothing (restart.go).
+	gated, ready atomic.Bool
+	// heldBack counts webhooks answered 503 by the gate; refusedWhileReady
+	// the ones forwarded while the gate said ready that met a closed port
+	// or another connection error, with the first few errors.
+	// rejectedWhileReady the ones the receiver answered with another
+	// status than 2xx.
+	heldBack, refusedWhileReady, rejectedWhileReady atomic.Int64
+	refusals                                        []string
 }
 
 func startRecordingProxy() (*recordingProxy, error) {
@@ -46,7 +58,15 @@ func startRecordingProxy() (*recordingProxy, error) {
 			pr.Out.Host = ""
 		},
 		Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) {
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			if p.gated.Load() {
+				p.refusedWhileReady.Add(1)
+				p.mu.Lock()
+				if len(p.refusals) < 5 {
+					p.refusals = append(p.refusals, err.Error())
+				}
+				p.mu.Unlock()
+			}
 			w.WriteHeader(http.StatusBadGateway) // the pipeline is down
 		},
 	}
@@ -74,6 +94,13 @@ func (p *recordingProxy) SetTarget(webhookURL string) {
 
 func (p *recordingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.attempts.Add(1)
+	if p.gated.Load() && !p.ready.Load() {
+		p.heldBack.Add(1)
+		p.failures.Add(1)
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 2<<20))
 	if err != nil {
 		p.failures.Add(1)
@@ -92,6 +119,9 @@ func (p *recordingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.failures.Add(1)
+	if p.gated.Load() && sw.Code != http.StatusBadGateway {
+		p.rejectedWhileReady.Add(1)
+	}
 }
 
 // Acked returns the MsgIDs answered 2xx so far, with their bodies.
