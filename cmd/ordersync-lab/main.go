@@ -50,7 +50,7 @@ func newRootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&binaryPath, "ordersync", "",
 		"the ordersync binary to run (default: ordersync beside this binary, else built from this module with go build)")
-	root.AddCommand(newChaosCommand(), newDiskfullCommand(), newLoadtestCommand(), newMultiprocCommand(), newIdleCommand(), newSoakCommand(), newRestartCommand())
+	root.AddCommand(newChaosCommand(), newDiskfullCommand(), newLoadtestCommand(), newMultiprocCommand(), newIdleCommand(), newSoakCommand(), newRestartCommand(), newReloadCommand())
 	return root
 }
 
