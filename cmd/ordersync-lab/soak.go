@@ -167,9 +167,9 @@ type soakLifetime struct {
 	RSS, FDs   [2]float64
 	Goroutines [2]float64
 	// Climb is how much RSS, descriptors and goroutines (soakSeries)
-	// rose over the middle and over the last third, as fractions of their
-	// level (lifetimeOf); Flat judges it.
-	Climb  [3][2]float64
+	// rose over the middle third, over the last third and over both, as
+	// fractions of their level (lifetimeOf); Flat judges it.
+	Climb  [3][3]float64
 	Flat   bool
 	Judged bool // enough samples in both thirds to judge
 
@@ -468,9 +468,9 @@ func judgeSamples(samples []soakSample, opts soakOptions, fail func(string, ...a
 			continue
 		}
 		for k, name := range soakSeries {
-			if c := l.Climb[k]; c[0] > opts.Flat/2 && c[1] > opts.Flat/2 {
-				fail("pid %d (%.0fs to %.0fs): %s climbed %.0f%% over the middle third and %.0f%% over the last, more than %.1f%% in both: a climb, not a step",
-					l.PID, l.From.Seconds(), l.To.Seconds(), name, 100*c[0], 100*c[1], 100*opts.Flat/2)
+			if c := l.Climb[k]; climbs(c, opts.Flat) {
+				fail("pid %d (%.0fs to %.0fs): %s climbed %.0f%% over the middle third and %.0f%% over the last, more than %.1f%% in both, and %.0f%% over the two, more than %.0f%%: a climb, not a step",
+					l.PID, l.From.Seconds(), l.To.Seconds(), name, 100*c[0], 100*c[1], 100*opts.Flat/2, 100*c[2], 100*opts.Flat)
 			}
 		}
 	}
@@ -498,16 +498,17 @@ var soakSeries = [3]string{"RSS", "descriptors", "goroutines"}
 // pool opened, deliveries under way) rises once and stays, and requests
 // in flight come and go. So each of RSS, descriptors and goroutines is
 // a climb only when it rises by more than flat/2 of its level in the
-// middle third and again in the last third, each third's rise being its
-// Theil–Sen slope (the median of the slopes between every two of its
-// samples, which a step or a passing bump hardly moves) over the third's
-// length, against the middle third's median. Steady growth of flat over
-// the two thirds is a climb; a step, in one third or between them, is not.
+// middle third and again in the last third, and by more than flat over
+// the two: each rise is the Theil–Sen slope (the median of the slopes
+// between every two samples, which a step or a passing bump hardly
+// moves) over the span's length, against the middle third's median.
+// Steady growth of flat over the two thirds is a climb; a step, in one
+// third or between them, is not, nor are bumps that end each third high.
 func lifetimeOf(samples []soakSample, flat float64) soakLifetime {
 	l := soakLifetime{PID: samples[0].PID, From: samples[0].At, To: samples[len(samples)-1].At}
 	third := (l.To - l.From) / 3
-	var at [2][]float64
-	var series [2][3][]float64
+	var at [3][]float64
+	var series [3][3][]float64
 	for _, smp := range samples {
 		t := 0
 		switch {
@@ -517,15 +518,17 @@ func lifetimeOf(samples []soakSample, flat float64) soakLifetime {
 			t = 1
 		}
 		l.Samples++
-		at[t] = append(at[t], smp.At.Seconds())
-		for k, v := range [3]float64{float64(smp.RSS), float64(smp.FDs), smp.Goroutines} {
-			series[t][k] = append(series[t][k], v)
+		for _, t := range []int{t, 2} {
+			at[t] = append(at[t], smp.At.Seconds())
+			for k, v := range [3]float64{float64(smp.RSS), float64(smp.FDs), smp.Goroutines} {
+				series[t][k] = append(series[t][k], v)
+			}
 		}
 	}
 	l.Judged = len(at[0]) >= minJudged && len(at[1]) >= minJudged
 	l.Flat = true
 	for k, p := range []*[2]float64{&l.RSS, &l.FDs, &l.Goroutines} {
-		*p = spread(append(slices.Clone(series[0][k]), series[1][k]...))
+		*p = spread(series[2][k])
 		if len(series[0][k]) == 0 {
 			continue
 		}
@@ -533,14 +536,24 @@ func lifetimeOf(samples []soakSample, flat float64) soakLifetime {
 		if level <= 0 {
 			continue
 		}
-		for t := range 2 {
-			l.Climb[k][t] = theilSen(at[t], series[t][k]) * third.Seconds() / level
+		for t := range 3 {
+			span := third
+			if t == 2 {
+				span = 2 * third
+			}
+			l.Climb[k][t] = theilSen(at[t], series[t][k]) * span.Seconds() / level
 		}
-		if l.Climb[k][0] > flat/2 && l.Climb[k][1] > flat/2 {
+		if climbs(l.Climb[k], flat) {
 			l.Flat = false
 		}
 	}
 	return l
+}
+
+// climbs judges a series' rises over the middle third, the last third and
+// both (lifetimeOf).
+func climbs(c [3]float64, flat float64) bool {
+	return c[0] > flat/2 && c[1] > flat/2 && c[2] > flat
 }
 
 // theilSen is the median of the slopes between every two points with
@@ -593,13 +606,14 @@ func mib(v int64) float64 { return float64(v) / (1 << 20) }
 // printSoakLifetimes is the table of lifetimes: each one's spreads over
 // its last two thirds and the climbs it is judged on.
 func printSoakLifetimes(w io.Writer, lifetimes []soakLifetime) {
-	fmt.Fprintf(w, "  %-7s %-13s %-8s %-17s %-11s %-13s %s\n", "pid", "lifetime", "samples", "RSS MiB", "fds", "goroutines", "climb over the middle, last third")
+	fmt.Fprintf(w, "  %-7s %-13s %-8s %-17s %-11s %-13s %s\n", "pid", "lifetime", "samples", "RSS MiB", "fds", "goroutines", "climb over the middle, the last third (both)")
 	for _, l := range lifetimes {
-		var climbs []string
+		var rises []string
 		for k, name := range soakSeries {
-			climbs = append(climbs, fmt.Sprintf("%s %+.0f%%, %+.0f%%", name, 100*l.Climb[k][0], 100*l.Climb[k][1]))
+			c := l.Climb[k]
+			rises = append(rises, fmt.Sprintf("%s %+.0f%%, %+.0f%% (%+.0f%%)", name, 100*c[0], 100*c[1], 100*c[2]))
 		}
-		verdict := "flat: " + strings.Join(climbs, "; ")
+		verdict := "flat: " + strings.Join(rises, "; ")
 		switch {
 		case !l.Judged:
 			verdict = "too short to judge"

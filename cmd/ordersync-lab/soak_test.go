@@ -163,7 +163,7 @@ func TestSoakLeakInRSS(t *testing.T) {
 		samples = append(samples, soakSample{At: time.Duration(i) * 5 * time.Second, PID: 7, RSS: int64(100+3*i) << 20, FDs: 40, Goroutines: float64(300 + 10*i)})
 	}
 	l := lifetimeOf(samples, 0.25)
-	if !l.Judged || l.Flat || l.Climb[0][0] <= 0.125 || l.Climb[2][1] <= 0.125 {
+	if !l.Judged || l.Flat || l.Climb[0][0] <= 0.125 || l.Climb[2][1] <= 0.125 || l.Climb[0][2] <= 0.25 {
 		t.Errorf("RSS growing 3 MiB and goroutines 10 a sample: %+v, want judged, not flat, both climbing", l)
 	}
 }
