@@ -185,17 +185,17 @@ func rollingRestarts(ctx context.Context, r *chaosRun, opts restartOptions, rep 
 			return fmt.Errorf("restart after SIGTERM %d: %w", k, err)
 		}
 		p.SetTarget(r.child.WebhookURL())
+		// Until the probe has seen it ready, as a rolling restart waits
+		// before it stops the next one: the balancer sends again only then.
+		for !p.ready.Load() {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(opts.ProbeEvery / 5):
+			}
+		}
 		fmt.Fprintf(r.out, "%5.1fs  pid %d exited 0 after %s; restarted: pid %d, ready\n",
 			time.Since(r.start).Seconds(), pid, rep.Stops[k-1].Round(time.Millisecond), r.child.PID())
-	}
-	// Until the probe has seen the last restart ready: the balancer sends
-	// again only then.
-	for !p.ready.Load() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(opts.ProbeEvery / 5):
-		}
 	}
 	return nil
 }
