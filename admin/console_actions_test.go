@@ -78,6 +78,13 @@ func (g *gatedReplayer) ReplayDeadLetter(ctx context.Context, id int64) error {
 
 func newActionsEnv(t *testing.T) *actionsEnv {
 	t.Helper()
+	return newActionsEnvWith(t, nil)
+}
+
+// newActionsEnvWith is newActionsEnv with the API's configuration edited
+// by configure after the actions' own settings.
+func newActionsEnvWith(t *testing.T, configure func(e *apiEnv, c *admin.Config)) *actionsEnv {
+	t.Helper()
 	a := &actionsEnv{refuse: map[string]bool{}, perOrder: map[string]int{}}
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -117,6 +124,9 @@ func newActionsEnv(t *testing.T) *actionsEnv {
 		c.Deliverer = d
 		a.gate = &gatedReplayer{Replayer: c.Replayer, release: make(chan struct{}), entered: make(chan struct{}, 16)}
 		c.Replayer = a.gate
+		if configure != nil {
+			configure(e, c)
+		}
 	})
 	t.Cleanup(a.api.Close)
 	secret, err := delivery.NewSecret()

@@ -9,7 +9,7 @@ import (
 )
 
 // TestFailedDeliveriesInBrowser drives an endpoint's failed deliveries in
-// chromium against a receiver that answers 500 for two of the orders:
+// chromium, on the office data set, against a receiver that answers 500 for two of the orders:
 // from the Endpoints page to the list, replay one with its row's button,
 // tick two and replay them after a confirmation showing 2, then replay
 // every one after a confirmation showing their count, which fail again
@@ -18,7 +18,7 @@ import (
 // count the same failures afterwards. Any error a page reports fails it.
 func TestFailedDeliveriesInBrowser(t *testing.T) {
 	h := newHeadless(t)
-	a, ids := failedEnv(t)
+	a, ids := officeEnv(t)
 	ep := a.endpoint.ID
 
 	h.signIn(a.url, "ops-token")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin"
 )
 
 // failedEnv is the actions' console with an endpoint that has failed
@@ -19,7 +20,14 @@ import (
 // F3 and F4.
 func failedEnv(t *testing.T) (*actionsEnv, map[string]int64) {
 	t.Helper()
-	a := newActionsEnv(t)
+	return failedEnvWith(t, nil)
+}
+
+// failedEnvWith is failedEnv with the API's configuration edited by
+// configure.
+func failedEnvWith(t *testing.T, configure func(e *apiEnv, c *admin.Config)) (*actionsEnv, map[string]int64) {
+	t.Helper()
+	a := newActionsEnvWith(t, configure)
 	ctx := context.Background()
 	ids := map[string]int64{}
 	for i := range 5 {
