@@ -56,7 +56,9 @@ type OverviewView struct {
 // the store's days: its zone (Zone names it with its offsets over the two
 // days), one row per currency of the orders collected on either day.
 type StoreMoney struct {
+	// Account is the store, AllStores (and All set) for every store.
 	Account          string
+	All              bool
 	Zone             string
 	Today, Yesterday string // the dates
 	Rows             []MoneyRow
@@ -94,9 +96,11 @@ func collectedQuery(account, zone, date, next string) url.Values {
 }
 
 // storeMoney sums what each store collected today and yesterday, on its
-// days, reading the orders as the Orders page lists them (ParseOrderQuery,
-// ListOrders), so that each figure and its link's listing select the same
-// orders.
+// days, and, with more than one store, what all of them collected on UTC
+// days (the days Daily totals gives every store unless a zone is chosen),
+// each currency apart. It reads the orders as the Orders page lists them
+// (ParseOrderQuery, ListOrders), so that each figure and its link's
+// listing select the same orders.
 func (s *Server) storeMoney(ctx context.Context) ([]StoreMoney, error) {
 	var out []StoreMoney
 	for _, account := range s.stores() {
@@ -104,42 +108,59 @@ func (s *Server) storeMoney(ctx context.Context) ([]StoreMoney, error) {
 		if err != nil {
 			loc = time.UTC
 		}
-		now := s.cfg.Clock().In(loc)
-		today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-		days := ordersync.ReportDays(today.AddDate(0, 0, -1), today.AddDate(0, 0, 1), loc)
-		m := StoreMoney{Account: account, Zone: ordersync.ZoneLabel(loc, days[0].Start, days[1].End),
-			Yesterday: days[0].Date, Today: days[1].Date}
-		// dates[i] and dates[i+1] bound yesterday (0) and today (1).
-		dates := []string{days[0].Date, days[1].Date, today.AddDate(0, 0, 1).Format(ordersync.DateLayout)}
-		byCurrency := map[string]*MoneyRow{}
-		for i := range days {
-			q := collectedQuery(account, loc.String(), dates[i], dates[i+1])
-			sums, err := s.collected(ctx, q)
-			if err != nil {
-				return nil, err
-			}
-			for currency, fig := range sums {
-				row := byCurrency[currency]
-				if row == nil {
-					zero := MoneyFigure{Total: ordersync.FormatMinorUnits(ordersync.AmountFromInt(0), currency)}
-					row = &MoneyRow{Currency: currency, Yesterday: zero, Today: zero}
-					byCurrency[currency] = row
-				}
-				*row.figure(i) = fig
-			}
+		m, err := s.moneyOf(ctx, account, loc)
+		if err != nil {
+			return nil, err
 		}
-		for _, currency := range slices.Sorted(maps.Keys(byCurrency)) {
-			row := byCurrency[currency]
-			for i := range days {
-				q := collectedQuery(account, loc.String(), dates[i], dates[i+1])
-				q.Set("currency", currency)
-				row.figure(i).Link = "/console/orders?" + q.Encode()
-			}
-			m.Rows = append(m.Rows, *row)
+		out = append(out, m)
+	}
+	if len(out) > 1 {
+		m, err := s.moneyOf(ctx, AllStores, time.UTC)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// moneyOf is what account (AllStores: every store) collected today and
+// yesterday, on the days of loc.
+func (s *Server) moneyOf(ctx context.Context, account string, loc *time.Location) (StoreMoney, error) {
+	now := s.cfg.Clock().In(loc)
+	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	days := ordersync.ReportDays(today.AddDate(0, 0, -1), today.AddDate(0, 0, 1), loc)
+	m := StoreMoney{Account: account, All: account == AllStores, Zone: ordersync.ZoneLabel(loc, days[0].Start, days[1].End),
+		Yesterday: days[0].Date, Today: days[1].Date}
+	// dates[i] and dates[i+1] bound yesterday (0) and today (1).
+	dates := []string{days[0].Date, days[1].Date, today.AddDate(0, 0, 1).Format(ordersync.DateLayout)}
+	byCurrency := map[string]*MoneyRow{}
+	for i := range days {
+		q := collectedQuery(account, loc.String(), dates[i], dates[i+1])
+		sums, err := s.collected(ctx, q)
+		if err != nil {
+			return m, err
+		}
+		for currency, fig := range sums {
+			row := byCurrency[currency]
+			if row == nil {
+				zero := MoneyFigure{Total: ordersync.FormatMinorUnits(ordersync.AmountFromInt(0), currency)}
+				row = &MoneyRow{Currency: currency, Yesterday: zero, Today: zero}
+				byCurrency[currency] = row
+			}
+			*row.figure(i) = fig
+		}
+	}
+	for _, currency := range slices.Sorted(maps.Keys(byCurrency)) {
+		row := byCurrency[currency]
+		for i := range days {
+			q := collectedQuery(account, loc.String(), dates[i], dates[i+1])
+			q.Set("currency", currency)
+			row.figure(i).Link = "/console/orders?" + q.Encode()
+		}
+		m.Rows = append(m.Rows, *row)
+	}
+	return m, nil
 }
 
 // collected counts and sums, per currency, every order the Orders page's
@@ -149,7 +170,10 @@ func (s *Server) collected(ctx context.Context, q url.Values) (map[string]MoneyF
 	if err != nil {
 		return nil, err
 	}
-	filter.Account = q.Get("account")
+	// As the Orders page reads it: all stores are no account.
+	if filter.Account = q.Get("account"); filter.Account == AllStores {
+		filter.Account = ""
+	}
 	filter.Count = false
 	filter.Limit = collectedPage
 	counts := map[string]int{}

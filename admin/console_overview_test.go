@@ -140,8 +140,9 @@ var moneyFigure = regexp.MustCompile(`<a data-day="(today|yesterday)" href="([^"
 
 // TestOverviewMoney: the overview opens with what each store collected
 // today and yesterday, per currency, on the store's own days (named with
-// their offset): a reversed payment, an unpaid order and another day's
-// payment are not counted, and each figure links to exactly the orders it
+// their offset), then for all stores on UTC days, each currency apart: a
+// reversed payment, an unpaid order and another day's payment are not
+// counted, and each figure links to exactly the orders it
 // counts: the Orders page counts as many, and the API's listing of the
 // same query gives the same count and the same sum.
 func TestOverviewMoney(t *testing.T) {
@@ -189,9 +190,12 @@ func TestOverviewMoney(t *testing.T) {
 	want := map[string]string{
 		"sv USD today": "2 15.25", "sv USD yesterday": "1 7.25",
 		"md EUR today": "2 15.50", "md EUR yesterday": "1 20.00",
+		// All stores on UTC days: a4 is today's, b2 yesterday's.
+		"* USD today": "3 22.50", "* USD yesterday": "0 0.00",
+		"* EUR today": "1 12.00", "* EUR yesterday": "2 23.50",
 	}
 	got := map[string]string{}
-	for _, store := range []string{"sv", "md"} {
+	for _, store := range []string{"sv", "md", admin.AllStores} {
 		start := strings.Index(page, `data-store="`+store+`"`)
 		if start < 0 {
 			t.Fatalf("no collected totals for store %s", store)
@@ -210,6 +214,9 @@ func TestOverviewMoney(t *testing.T) {
 			if u.Path != "/console/orders" || q.Get("account") != store || q.Get("status") != ordersync.StatusGroupCollected ||
 				q.Get("paidFrom") == "" || q.Get("paidTo") == "" {
 				t.Errorf("%s links to %s: want the store's collected orders paid on the day", key, link)
+			}
+			if store == admin.AllStores && q.Get("tz") != "UTC" {
+				t.Errorf("%s links to %s: want all stores' orders on UTC days", key, link)
 			}
 			// The Orders page of the link counts as many orders.
 			resp, listing := b.do("GET", link, nil)

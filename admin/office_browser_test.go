@@ -61,9 +61,10 @@ func TestBuyerSaysTheyPaidInBrowser(t *testing.T) {
 var overviewFigure = regexp.MustCompile(`^([0-9]+\.[0-9]{2})\s+([0-9]+) orders$`)
 
 // TestYesterdayCollectedInBrowser: on the office data set, yesterday's
-// collected figure of each store on the Overview opens an Orders page
-// counting as many orders as the figure, and that page's "Export this
-// view" holds as many rows summing to the figure.
+// collected figure of each store, and of all stores in each currency, on
+// the Overview opens an Orders page counting as many orders as the
+// figure, and that page's "Export this view" holds as many rows summing
+// to the figure.
 func TestYesterdayCollectedInBrowser(t *testing.T) {
 	h := newHeadless(t)
 	a, _ := officeEnv(t)
@@ -71,6 +72,8 @@ func TestYesterdayCollectedInBrowser(t *testing.T) {
 	for _, s := range []struct{ sel, currency string }{
 		{`section.money[data-store="default"]`, "USD"},
 		{`section.money[data-store="madrid"]`, "EUR"},
+		{`section.money[data-store="*"]`, "USD"},
+		{`section.money[data-store="*"]`, "EUR"},
 	} {
 		h.load("open the Overview", chromedp.Navigate(a.url+"/console/"))
 		link := s.sel + fmt.Sprintf(` tr[data-currency=%q] a[data-day="yesterday"]`, s.currency)
