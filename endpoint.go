@@ -249,6 +249,9 @@ type DeliveryFilter struct {
 	Account   string
 	OrderCode string
 	Limit     int
+	// Failures adds every earlier failed end of a delivery (the
+	// dispatcher giving up, a replay failing again) to its latest end.
+	Failures bool
 }
 
 // DeliveryHealth is how the deliveries to one endpoint ended over a

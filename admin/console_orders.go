@@ -507,13 +507,14 @@ func (s *Server) timeline(ctx context.Context, o *ordersync.MirroredOrder, loc *
 	for _, e := range events {
 		add(e.ReceivedAt, "Webhook "+string(e.Type), strings.TrimSpace(string(e.Outcome)+" "+e.Detail))
 	}
-	deliveries, err := s.cfg.Orders.ListDeliveries(ctx, ordersync.DeliveryFilter{Account: o.Account, OrderCode: o.Order.OrderCode, Limit: maxEventLimit})
+	deliveries, err := s.cfg.Orders.ListDeliveries(ctx, ordersync.DeliveryFilter{Account: o.Account, OrderCode: o.Order.OrderCode,
+		Limit: maxEventLimit, Failures: true})
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
 	for _, d := range deliveries {
-		add(d.At, "Delivery "+string(d.Event), fmt.Sprintf("endpoint %s: %s after %d attempt(s), last HTTP status %d %s",
-			d.EndpointID, d.Outcome, d.Attempts, d.Status, d.Detail))
+		kind, detail := deliveryEntry(d)
+		add(d.At, kind, detail)
 	}
 	h, err := s.cfg.Orders.FindOrderHistory(ctx, o.Account, o.Order.OrderCode, maxEventLimit)
 	if err != nil {

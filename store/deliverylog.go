@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,8 +27,14 @@ var upsertDeliveries = rowsSQL{
     ended_at = excluded.ended_at`,
 }
 
+// insertDeliveryFailures keeps each failed end of a delivery.
+var insertDeliveryFailures = rowsSQL{
+	prefix: `INSERT INTO delivery_failures (webhook_id, endpoint_id, event, account, order_code, outcome, attempts, status, detail, ended_at) VALUES `,
+	cols:   10,
+}
+
 // RecordDeliveries writes delivery log rows, each replacing the row of its
-// webhook-id, in one transaction.
+// webhook-id, and keeps each failed end beside, in one transaction.
 func (db *DB) RecordDeliveries(ctx context.Context, recs []ordersync.DeliveryRecord) error {
 	if len(recs) == 0 {
 		return nil
@@ -38,6 +45,7 @@ func (db *DB) RecordDeliveries(ctx context.Context, recs []ordersync.DeliveryRec
 	// webhook-id wins.
 	at := make(map[string]int, len(recs))
 	rows := make([][]any, 0, len(recs))
+	var failures [][]any
 	for _, r := range recs {
 		switch {
 		case r.WebhookID == "" || r.EndpointID == "":
@@ -50,6 +58,10 @@ func (db *DB) RecordDeliveries(ctx context.Context, recs []ordersync.DeliveryRec
 		}
 		row := []any{r.WebhookID, r.EndpointID, string(r.Event), r.Account, r.OrderCode, string(r.OrderStatus),
 			string(r.Outcome), r.Attempts, r.Status, ordersync.Clip(r.Detail, maxDetail), dbTime(r.At)}
+		if r.Outcome != ordersync.DeliveryDelivered {
+			failures = append(failures, []any{r.WebhookID, r.EndpointID, string(r.Event), r.Account, r.OrderCode,
+				string(r.Outcome), r.Attempts, r.Status, ordersync.Clip(r.Detail, maxDetail), dbTime(r.At)})
+		}
 		if i, ok := at[r.WebhookID]; ok {
 			rows[i] = row
 			continue
@@ -63,6 +75,11 @@ func (db *DB) RecordDeliveries(ctx context.Context, recs []ordersync.DeliveryRec
 	return db.inTx(ctx, op, func(tx *sqlx.Tx) error {
 		if err := db.execRows(ctx, tx, upsertDeliveries, rows); err != nil {
 			return err
+		}
+		if len(failures) > 0 {
+			if err := db.execRows(ctx, tx, insertDeliveryFailures, failures); err != nil {
+				return err
+			}
 		}
 		return db.settleDeliveryDeadLetters(ctx, tx, recs, now)
 	})
@@ -114,7 +131,39 @@ func (db *DB) ListDeliveries(ctx context.Context, filter ordersync.DeliveryFilte
 	args := append(c.args, clampLimit(filter.Limit, defaultListLimit, maxListLimit))
 	query := `SELECT webhook_id, endpoint_id, event, account, order_code, order_status, outcome, attempts, status, detail, ended_at
 FROM delivery_log WHERE ` + c.sql() + ` ORDER BY ended_at DESC, webhook_id DESC LIMIT ?`
-	return selectList(ctx, db, "list deliveries", query, args, (*deliveryRow).record)
+	latest, err := selectList(ctx, db, "list deliveries", query, args, (*deliveryRow).record)
+	if err != nil || !filter.Failures {
+		return latest, err
+	}
+	query = `SELECT webhook_id, endpoint_id, event, account, order_code, '' AS order_status, outcome, attempts, status, detail, ended_at
+FROM delivery_failures WHERE ` + c.sql() + ` ORDER BY ended_at DESC, id DESC LIMIT ?`
+	failures, err := selectList(ctx, db, "list delivery failures", query, args, (*deliveryRow).record)
+	if err != nil {
+		return nil, err
+	}
+	return mergeDeliveryEnds(latest, failures, clampLimit(filter.Limit, defaultListLimit, maxListLimit)), nil
+}
+
+// mergeDeliveryEnds is the latest ends and the earlier failed ones, newest
+// first, at most limit: a failure that is a delivery's latest end is in
+// latest already and taken once.
+func mergeDeliveryEnds(latest, failures []ordersync.DeliveryRecord, limit int) []ordersync.DeliveryRecord {
+	type end struct {
+		id string
+		at time.Time
+	}
+	seen := make(map[end]bool, len(latest))
+	for _, r := range latest {
+		seen[end{r.WebhookID, r.At}] = true
+	}
+	out := latest
+	for _, r := range failures {
+		if !seen[end{r.WebhookID, r.At}] {
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b ordersync.DeliveryRecord) int { return b.At.Compare(a.At) })
+	return out[:min(len(out), limit)]
 }
 
 // DeliveryHealth counts, per endpoint, the deliveries that ended at or

@@ -158,3 +158,47 @@ func TestDeliveredSettlesDeadLetters(t *testing.T) {
 		}
 	})
 }
+
+// TestDeliveryFailuresKept: each failed end of a delivery is kept beside
+// its latest end (the dispatcher giving up, then a replay failing again,
+// then one delivering), listed newest first with Failures and not without
+// it, and pruned with the log.
+func TestDeliveryFailuresKept(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		ctx := context.Background()
+		end := func(outcome ordersync.DeliveryOutcome, attempts, status int, at time.Duration) ordersync.DeliveryRecord {
+			return ordersync.DeliveryRecord{WebhookID: "msg_f", EndpointID: "wms", Event: ordersync.HookOrderPaid, Account: "default",
+				OrderCode: "F1", OrderStatus: ordersync.StatusPaid, Outcome: outcome, Attempts: attempts, Status: status,
+				Detail: fmt.Sprint("answer ", status), At: testNow.Add(at)}
+		}
+		for _, r := range []ordersync.DeliveryRecord{end(ordersync.DeliveryDeadLettered, 83, 503, 0),
+			end(ordersync.DeliveryDeadLettered, 1, 500, time.Hour), end(ordersync.DeliveryDelivered, 1, 200, 2*time.Hour)} {
+			if err := db.RecordDeliveries(ctx, []ordersync.DeliveryRecord{r}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := db.ListDeliveries(ctx, ordersync.DeliveryFilter{Account: "default", OrderCode: "F1", Failures: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ends []string
+		for _, r := range got {
+			ends = append(ends, fmt.Sprintf("%s %d×%d %s %s", r.Outcome, r.Attempts, r.Status, r.Detail, r.At.Sub(testNow)))
+		}
+		want := []string{"delivered 1×200 answer 200 2h0m0s", "dead_lettered 1×500 answer 500 1h0m0s", "dead_lettered 83×503 answer 503 0s"}
+		if !slices.Equal(ends, want) {
+			t.Errorf("F1's ends: %q, want %q", ends, want)
+		}
+		if latest, _ := db.ListDeliveries(ctx, ordersync.DeliveryFilter{Account: "default", OrderCode: "F1"}); len(latest) != 1 {
+			t.Errorf("without Failures: %d rows, want the latest alone", len(latest))
+		}
+		if _, err := db.PruneDeliveryLog(ctx, testNow.Add(90*time.Minute), 10); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = db.ListDeliveries(ctx, ordersync.DeliveryFilter{Account: "default", OrderCode: "F1", Failures: true})
+		if len(got) != 1 || got[0].Outcome != ordersync.DeliveryDelivered {
+			t.Errorf("after pruning before 1h30: %+v, want the delivered end alone", got)
+		}
+	})
+}

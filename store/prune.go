@@ -78,9 +78,15 @@ SELECT account FROM accounts WHERE account IS NOT NULL`); err != nil {
 }
 
 // PruneDeliveryLog deletes up to limit delivery log rows that ended before
-// endedBefore, oldest first, and returns how many it deleted.
+// endedBefore, oldest first, and as many kept failures, and returns how
+// many rows it deleted.
 func (db *DB) PruneDeliveryLog(ctx context.Context, endedBefore time.Time, limit int) (int, error) {
-	return db.pruneBefore(ctx, "prune delivery log", "delivery_log", "webhook_id", "ended_at", endedBefore, limit)
+	n, err := db.pruneBefore(ctx, "prune delivery log", "delivery_log", "webhook_id", "ended_at", endedBefore, limit)
+	if err != nil {
+		return n, err
+	}
+	m, err := db.pruneBefore(ctx, "prune delivery failures", "delivery_failures", "id", "ended_at", endedBefore, limit)
+	return n + m, err
 }
 
 // PruneDocumentChanges deletes up to limit document change rows recorded
