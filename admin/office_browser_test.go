@@ -79,6 +79,11 @@ func TestYesterdayCollectedInBrowser(t *testing.T) {
 		link := s.sel + fmt.Sprintf(` tr[data-currency=%q] a[data-day="yesterday"]`, s.currency)
 		followCollected(t, h, link, s.currency)
 	}
+	// The documentation's pictures of both stores' orders and days.
+	h.load("open all stores' orders", chromedp.Navigate(a.url+"/console/orders?account=*&limit=15"))
+	h.shot("orders")
+	h.load("open all stores' Daily totals", chromedp.Navigate(a.url+"/console/totals?account=*&from=2026-11-24&to=2026-11-28"))
+	h.shot("totals")
 	h.check()
 }
 
