@@ -59,7 +59,7 @@ func newAPIEnvWith(t *testing.T, configure func(e *apiEnv, c *admin.Config)) *ap
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.db, err = store.Open(ctx, store.Config{URL: filepath.Join(t.TempDir(), "m.db")}); err != nil {
+	if e.db, err = store.Open(ctx, store.Config{URL: filepath.Join(t.TempDir(), "m.db"), IndexAfterApply: true}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.db.Close() })
@@ -427,7 +427,7 @@ func jsonInt(n int64) string {
 
 // TestTokens: with tokens set, everything but the probes needs one of them.
 func TestTokens(t *testing.T) {
-	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db")})
+	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db"), IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func TestConsolePageTimes(t *testing.T) {
 
 func consolePageTimes(t *testing.T, dbURL string, n int) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, store.Config{URL: dbURL})
+	db, err := store.Open(ctx, store.Config{URL: dbURL, IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func TestNotFoundRowAnswers(t *testing.T) {
 	if row, ok := rowFor(fmt.Errorf("find order: %w", ordersync.ErrNotFound)); !ok || row.name != "not found" {
 		t.Fatalf("ErrNotFound is answered by %q, want the not-found row", row.name)
 	}
-	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db")})
+	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db"), IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestNotFoundRowAnswers(t *testing.T) {
 // TestFeaturesNotEnabled: a process without a part answers its routes 501
 // naming the feature, before reading the request.
 func TestFeaturesNotEnabled(t *testing.T) {
-	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db")})
+	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db"), IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,7 +116,7 @@ func (e *exportEnv) nextAudit(t *testing.T) ordersync.AuditRecord {
 func newExportEnv(t *testing.T, n int, configure func(*admin.Config, *http.Server)) *exportEnv {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, store.Config{URL: filepath.Join(t.TempDir(), "m.db")})
+	db, err := store.Open(ctx, store.Config{URL: filepath.Join(t.TempDir(), "m.db"), IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +517,7 @@ func TestExportIsTheListingView(t *testing.T) {
 	for dialect, url := range mirrorURLs(t) {
 		t.Run(dialect, func(t *testing.T) {
 			ctx := context.Background()
-			db, err := store.Open(ctx, store.Config{URL: url})
+			db, err := store.Open(ctx, store.Config{URL: url, IndexAfterApply: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -80,7 +80,7 @@ func TestGuard(t *testing.T) {
 // any Host is served to a request that carries a token; Origin and
 // Content-Type still apply.
 func TestGuardWithTokens(t *testing.T) {
-	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db")})
+	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db"), IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)
 	}

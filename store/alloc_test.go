@@ -11,11 +11,11 @@ import (
 // applyAllocBudget is the most allocations the mirror write of one new
 // order may cost on SQLite: the order with three line items, its webhook's
 // event log row, its history and its outbox message, in one ApplyOrders
-// call. It sits a few percent above the count when it was last lowered (382,
-// once the multi-row statements' text was built once per handle), so that
+// call. It sits a few percent above the count when it was last set (408,
+// with the mirror change log's row of each changed order), so that
 // a change of Go's runtime or of the driver does not fail it, while a second
 // encoding of the document or a statement built anew per call does.
-const applyAllocBudget = 400
+const applyAllocBudget = 420
 
 // TestApplyAllocBudget holds the mirror write to its allocation budget: a
 // count, not a time, so it does not depend on the machine.

@@ -260,7 +260,7 @@ var (
     signature = CASE WHEN excluded.signature <> '' THEN excluded.signature ELSE event_log.signature END`,
 	}
 	applyStatements = []rowsSQL{upsertOrders, touchOrders, deleteItems, deleteMetadata, insertItems, insertMetadata, insertHistory, insertOutbox, upsertEvents,
-		deleteTokens, insertTokens, insertChanges}
+		appendChanges, insertChanges}
 )
 
 // orderState is what ApplyOrders knows about a mirrored order: read once per
@@ -439,6 +439,12 @@ func (db *DB) ApplyOrders(ctx context.Context, params []ordersync.ApplyParams) (
 	if err != nil {
 		return nil, err
 	}
+	db.wakeIndexer()
+	if db.indexAfterApply {
+		if _, err := db.IndexNow(ctx); err != nil {
+			return results, fmt.Errorf("%s: written, but not indexed: %w", op, err)
+		}
+	}
 	return results, nil
 }
 
@@ -510,18 +516,6 @@ func (db *DB) lockOrderStates(ctx context.Context, tx *sqlx.Tx, params []ordersy
 			}
 			for i := range rows {
 				states[orderKey{rows[i].Account, rows[i].Code}] = &rows[i]
-			}
-		}
-	}
-	if db.dialect == DialectPostgres {
-		// The triggers of migration 18 add each order to its account's
-		// report_buckets rows in the order the batch writes them, which
-		// differs between batches: without one lock per account, taken in
-		// account order after the orders' own, two batches of different
-		// currencies deadlock on the rows they share.
-		for _, a := range accounts {
-			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('ordersync report_buckets ' || $1))`, a); err != nil {
-				return nil, fmt.Errorf("lock the report's buckets: %w", err)
 			}
 		}
 	}
@@ -794,7 +788,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	// only their indexes and the update triggers of only those columns
 	// run), its line items and metadata only when they changed. Orders
 	// that changed the same columns share a statement.
-	var full, touched, replacedItems, replacedMetadata, replacedTokens [][]any
+	var full, touched, replacedItems, replacedMetadata [][]any
 	var (
 		partial = map[uint64][][]any{}
 		masks   []uint64 // in first-seen order, for deterministic writes
@@ -833,13 +827,11 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 			if bo.writeMetadata {
 				replacedMetadata = append(replacedMetadata, []any{st.ID})
 			}
-			replacedTokens = append(replacedTokens, []any{st.ID})
 		}
 	}
 	steps := []writeStep{
 		{"delete replaced line items", deleteItems, replacedItems},
 		{"delete replaced metadata", deleteMetadata, replacedMetadata},
-		{"delete replaced name tokens", deleteTokens, replacedTokens},
 		{"update sync bookkeeping", touchOrders, touched},
 	}
 	for _, m := range masks {
@@ -875,7 +867,8 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 		return fmt.Errorf("log events: %w", err)
 	}
 
-	var items, metadata, history, tokens [][]any
+	var items, metadata, history [][]any
+	var changed []int64
 	for _, k := range b.keys {
 		bo := b.orders[k]
 		if !bo.changed {
@@ -895,7 +888,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 				metadata = append(metadata, []any{row, i, m.Name, m.Value})
 			}
 		}
-		tokens = append(tokens, nameTokenRows(k.account, row, bo.order, bo.st.PaidAt)...)
+		changed = append(changed, row)
 	}
 	for _, h := range b.history {
 		history = append(history, []any{b.orders[h.key].st.ID, string(h.From), string(h.To), h.seq, h.at, string(h.cause)})
@@ -904,8 +897,12 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 		{"insert line items", insertItems, items},
 		{"insert metadata", insertMetadata, metadata},
 		{"insert status history", insertHistory, history},
-		{"insert name tokens", insertTokens, tokens},
 	}); err != nil {
+		return err
+	}
+	// The read side (name words, report buckets) follows from the
+	// indexer, which takes these rows after the commit.
+	if err := db.noteChanges(ctx, tx, changed, dbTime(b.now)); err != nil {
 		return err
 	}
 

@@ -302,6 +302,7 @@ func apply(t *testing.T, db *DB, params ...ordersync.ApplyParams) []ordersync.Ap
 	if len(res) != len(params) {
 		t.Fatalf("ApplyOrders returned %d results for %d params", len(res), len(params))
 	}
+	indexNow(t, db)
 	return res
 }
 
@@ -349,4 +350,13 @@ func outboxFor(t *testing.T, db *DB, code string) []ordersync.OutboxMessage {
 		msgs[i] = ordersync.OutboxMessage{ID: r.ID, Subject: r.Subject, MsgID: r.MsgID, Payload: r.Payload}
 	}
 	return msgs
+}
+
+// indexNow runs the indexer to the end, so that the read side shows what
+// was written before it.
+func indexNow(t testing.TB, db *DB) {
+	t.Helper()
+	if _, err := db.IndexNow(context.Background()); err != nil {
+		t.Fatalf("IndexNow: %v", err)
+	}
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"strconv"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -66,6 +67,15 @@ FROM orders WHERE id > ? AND raw_document IS NOT NULL ORDER BY id LIMIT ?`), aft
 			values[i] = []any{strconv.FormatInt(r.ID, 10), strconv.Itoa(ordersync.MinorScale(c)),
 				text(r.Subtotal, c), text(r.Shipping, c), text(r.Discount, c), text(r.Surcharge, c), text(r.Total, c)}
 		}
-		return rows[len(rows)-1].ID, len(rows), db.execRows(ctx, tx, backfillMinor, values)
+		if err := db.execRows(ctx, tx, backfillMinor, values); err != nil {
+			return after, 0, err
+		}
+		// total_minor places the orders in report_buckets: the indexer
+		// counts them again.
+		ids := make([]int64, len(rows))
+		for i, r := range rows {
+			ids[i] = r.ID
+		}
+		return rows[len(rows)-1].ID, len(rows), db.noteChanges(ctx, tx, ids, dbTime(time.Now()))
 	})
 }

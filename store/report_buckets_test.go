@@ -42,6 +42,20 @@ func TestReportBucketsFollowWrites(t *testing.T) {
 			p.FetchedAt = at
 			apply(t, db, p)
 		}
+		// mark marks an order changed by a write outside the apply, as such
+		// a write must for the indexer; changed runs the indexer too.
+		mark := func(code string) {
+			t.Helper()
+			if _, err := db.write.ExecContext(ctx, db.rebind(`INSERT INTO mirror_changes (order_row, at) SELECT id, ? FROM orders WHERE order_code = ?`),
+				dbTime(time.Now()), code); err != nil {
+				t.Fatal(err)
+			}
+		}
+		changed := func(code string) {
+			t.Helper()
+			mark(code)
+			indexNow(t, db)
+		}
 		buckets := func() string {
 			t.Helper()
 			var rows []struct {
@@ -134,12 +148,15 @@ WHERE summed <> 0 OR total_minor <> 0 OR unsummed <> 0 ORDER BY bucket, figure, 
 			if _, err := db.write.ExecContext(ctx, db.rebind(`UPDATE orders SET paid_at = ? WHERE order_code = ?`), dbTime(c.at), c.code); err != nil {
 				t.Fatal(err)
 			}
+			changed(c.code)
 			check("paid_at of "+c.code+" to "+c.at.Format(time.RFC3339), "created", "paid", "finalized")
 		}
 
+		mark("fin")
 		if _, err := db.write.ExecContext(ctx, db.rebind(`DELETE FROM orders WHERE order_code = ?`), "fin"); err != nil {
 			t.Fatal(err)
 		}
+		indexNow(t, db)
 		check("an order removed", "created", "paid", "finalized")
 	})
 }

@@ -112,6 +112,9 @@ func TestDailyTotalsSums(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%d orders, %d status changes", len(rows), len(history))
+		if _, err := db.RebuildReadSide(ctx); err != nil {
+			t.Fatal(err)
+		}
 		for _, c := range []struct{ zone, from, to string }{
 			{"America/New_York", "2026-03-06", "2026-03-11"},
 			{"America/New_York", "2026-10-30", "2026-11-03"},

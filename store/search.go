@@ -44,31 +44,12 @@ func totalKey(a ordersync.Amount) string {
 	return b.String()
 }
 
-// The name tokens' statements of ApplyOrders. Each word's row carries the
-// order's values that filters and sorts read (tokenKeyColumns), so that a
-// search by name finds and sorts its page without reading the orders.
-var (
-	deleteTokens = rowsSQL{prefix: `DELETE FROM order_name_tokens WHERE order_row IN (`, cols: 1, suffix: `)`}
-	insertTokens = rowsSQL{prefix: `INSERT INTO order_name_tokens (account, token, order_row, ` + strings.Join(tokenKeyColumns, ", ") + `) VALUES `,
-		cols: 3 + len(tokenKeyColumns)}
-)
+// deleteTokens deletes orders' words before the indexer writes them again.
+var deleteTokens = rowsSQL{prefix: `DELETE FROM order_name_tokens WHERE order_row IN (`, cols: 1, suffix: `)`}
 
 // tokenKeyColumns are the columns of orders that order_name_tokens repeats,
 // by the same names, so that the listing's conditions read alike on both.
 var tokenKeyColumns = []string{"status", "store_currency_code", "created_at", "paid_at", "total_key"}
-
-// nameTokenRows are the order_name_tokens rows of an order's buyer name.
-func nameTokenRows(account string, row int64, o *ordersync.Order, paidAt *time.Time) [][]any {
-	if o.Payment == nil || o.Payment.Buyer == nil {
-		return nil
-	}
-	tokens := ordersync.NameTokens(o.Payment.Buyer.Name)
-	rows := make([][]any, len(tokens))
-	for i, t := range tokens {
-		rows[i] = []any{account, t, row, string(o.OrderStatus), o.Store.CurrencyCode, nullTime(o.Created.Time), nullTimePtr(paidAt), totalKey(o.Total)}
-	}
-	return rows
-}
 
 // The statements of backfillSearch: VALUES columns are column1, column2 in
 // both dialects, and PostgreSQL reads their parameters as text, so the row

@@ -88,7 +88,12 @@ type Config struct {
 	// readers of older snapshots and empties the file. Default 64 MiB
 	// (DefaultMaxWALBytes); negative turns the bound off.
 	MaxWALBytes int64
-	Logger      *slog.Logger
+	// IndexAfterApply makes ApplyOrders run the indexer (IndexNow) after
+	// its commit, before it returns, so that the read side shows every
+	// write as soon as it returns: for tests and one-shot tools. A service
+	// runs RunIndexer instead.
+	IndexAfterApply bool
+	Logger          *slog.Logger
 }
 
 // withDefaults fills every unset field; dialect-dependent defaults depend on
@@ -255,6 +260,10 @@ type DB struct {
 	// wal bounds SQLite's WAL after each commit; nil for PostgreSQL or
 	// with the bound off.
 	wal *walBound
+	// changed wakes RunIndexer after an apply's commit.
+	changed chan struct{}
+	// indexAfterApply is Config.IndexAfterApply.
+	indexAfterApply bool
 }
 
 var (
@@ -280,7 +289,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	db := &DB{dialect: t.dialect, logger: cfg.Logger.With("component", "store", "dialect", t.dialect)}
+	db := &DB{dialect: t.dialect, changed: make(chan struct{}, 1), indexAfterApply: cfg.IndexAfterApply, logger: cfg.Logger.With("component", "store", "dialect", t.dialect)}
 	switch t.dialect {
 	case DialectSQLite:
 		db.path, db.migrateLock = t.path, t.path+"-migrate"

@@ -21,7 +21,7 @@ import (
 func seedMirror(t *testing.T, n int) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "m.db")
-	db, err := store.Open(context.Background(), store.Config{URL: path})
+	db, err := store.Open(context.Background(), store.Config{URL: path, IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)
 	}

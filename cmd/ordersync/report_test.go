@@ -18,7 +18,7 @@ import (
 func TestReportDaily(t *testing.T) {
 	ctx := context.Background()
 	url := "sqlite:" + filepath.Join(t.TempDir(), "mirror.db")
-	db, err := store.Open(ctx, store.Config{URL: url})
+	db, err := store.Open(ctx, store.Config{URL: url, IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -459,6 +459,10 @@ func (p *Program) Run(ctx context.Context) error {
 	}
 	if p.roles.worker {
 		run(&working, "workers", func() error { return p.pool.Run(workCtx) })
+		// The mirror's writers keep its read side (search words, report
+		// buckets) following their writes; on PostgreSQL the indexers of
+		// several processes take turns under a lock.
+		run(&working, "indexer", func() error { return p.db.RunIndexer(workCtx) })
 		// One process delivers for a deployment, under a lease like the
 		// relay's: an order's events are then held in one process's lanes,
 		// so an endpoint gets them in order however many workers run.
