@@ -129,6 +129,11 @@ type DayTotals struct {
 type DailyTotals struct {
 	TZ   string      `json:"tz"`
 	Days []DayTotals `json:"days"`
+	// AsOf is the instant the figures are current at: the back office's
+	// indexer has counted every change written before it. Behind says that
+	// changes after it wait to be counted, so the figures are not current.
+	AsOf   time.Time `json:"asOf,omitzero"`
+	Behind bool      `json:"behind,omitempty"`
 }
 
 // MergeStoreTotals is the report of several stores over the same days of
@@ -138,6 +143,10 @@ type DailyTotals struct {
 func MergeStoreTotals(tz string, byStore map[string]DailyTotals) DailyTotals {
 	out := DailyTotals{TZ: tz, Days: []DayTotals{}}
 	for store, t := range byStore {
+		if out.AsOf.IsZero() || t.AsOf.Before(out.AsOf) {
+			out.AsOf = t.AsOf
+		}
+		out.Behind = out.Behind || t.Behind
 		for _, d := range t.Days {
 			d.Account = store
 			out.Days = append(out.Days, d)

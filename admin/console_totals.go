@@ -50,6 +50,9 @@ type TotalsView struct {
 	PrevURL, NextURL string
 	Charts           []TotalsChart
 	CSV              string
+	// AsOf is when the figures are current, in the days' zone; the page
+	// says so, and says it plainly when Totals.Behind.
+	AsOf string
 }
 
 // TotalsRow is a row of the table: one day's figures in one currency (and
@@ -170,6 +173,7 @@ func (s *Server) totalsPage(w http.ResponseWriter, r *http.Request) {
 	if loc, err := ordersync.ParseZone(view.Totals.TZ); err == nil {
 		days := ordersync.ReportDays(params.From, params.To, loc)
 		view.Zone = ordersync.ZoneLabel(loc, days[0].Start, days[len(days)-1].End)
+		view.AsOf = asOf(view.Totals.AsOf, loc)
 	}
 	view.Charts = totalsCharts(params, view.Totals)
 	query := url.Values{"from": {from}, "to": {to}, "account": {choice.Param()}}
@@ -282,3 +286,12 @@ func (s *Server) totalsCSV(w http.ResponseWriter, r *http.Request) {
 // totalsLabels are the Daily totals form's labels where they differ from
 // fieldLabels.
 var totalsLabels = map[string]string{"to": "Before"}
+
+// asOf is the instant indexed figures are current at, as the pages show
+// it: in loc, with its offset; "" when the reader did not say.
+func asOf(at time.Time, loc *time.Location) string {
+	if at.IsZero() {
+		return ""
+	}
+	return at.In(loc).Format("2006-01-02 15:04:05 -07:00")
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -193,5 +194,40 @@ func TestConsoleTotalsWeight(t *testing.T) {
 		if rows != want {
 			t.Errorf("%s: %d rows over the pages, want %d", first, rows, want)
 		}
+	}
+}
+
+// TestConsoleTotalsBehindIndexer: while the indexer has not counted a
+// write, the page says its figures are as of an earlier time and not
+// current, and shows none of the write; once counted, it shows the write
+// as current.
+func TestConsoleTotalsBehindIndexer(t *testing.T) {
+	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	mirrorOrders(t, db, time.Date(2026, 10, 10, 20, 0, 0, 0, time.UTC),
+		[5]string{"usd1", "PAID", "USD", "0.10", "2026-10-10T12:00:00.000Z"})
+	base := consoleServer(t, db, roleTokens, func(c *admin.Config) { c.Reports, c.Exports = db, db })
+	b := newBrowser(t, base)
+	b.signIn("eve-token")
+	const path = "/console/totals?from=2026-10-09&to=2026-10-11&tz=UTC"
+	_, page := b.do("GET", path, nil)
+	if !strings.Contains(page, `id="asof">Figures as of `) || !strings.Contains(page, "not counted yet") {
+		t.Errorf("behind, the page does not say so:\n%s", page)
+	}
+	if rows := totalsTable(page); len(rows) != 0 {
+		t.Errorf("behind, the page shows %v", rows)
+	}
+	if _, err := db.IndexNow(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, page = b.do("GET", path, nil)
+	if !strings.Contains(page, `<p class="hint" id="asof">Figures as of `) || strings.Contains(page, "not counted yet") {
+		t.Errorf("indexed, the page does not say its figures are current:\n%s", page)
+	}
+	if rows := totalsTable(page); len(rows) != 1 || rows[0][2] != "1" {
+		t.Errorf("indexed, the page shows %v, want the order", rows)
 	}
 }

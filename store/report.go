@@ -99,8 +99,16 @@ func bucketed(days []ordersync.DaySpan) bool {
 // finalized, and reversed (paid, then cancelled: on the cancellation's
 // day). Without a zone the days are those of the store's time zone of the
 // account's latest order, else UTC. It reads in one transaction.
+// Its AsOf and Behind say how current report_buckets is, read before the
+// figures, so that the figures are at least as current as they say.
 func (db *DB) DailyTotals(ctx context.Context, params ordersync.DailyTotalsParams) (ordersync.DailyTotals, error) {
-	return db.dailyTotals(ctx, params, true)
+	status, err := db.IndexStatus(ctx)
+	if err != nil {
+		return ordersync.DailyTotals{}, err
+	}
+	out, err := db.dailyTotals(ctx, params, true)
+	out.AsOf, out.Behind = status.AsOf.Truncate(time.Second), status.Behind()
+	return out, err
 }
 
 // dailyTotals is DailyTotals; without sums it reads every order one by

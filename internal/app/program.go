@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -270,6 +271,24 @@ func (p *Program) buildStages() (err error) {
 	}
 	orders, outboxAge := metrics.NewOrdersCollector(p.db, 5*time.Second, p.logger), metrics.NewOutboxAgeCollector(p.db, 5*time.Second, p.logger)
 	if err := metrics.RegisterAll(p.reg, metrics.Of(&orders), metrics.Of(&outboxAge)); err != nil {
+		return err
+	}
+	// The read side's freshness: the age of the oldest change the indexer
+	// has not counted, read at scrape time from the mirror, so it rises
+	// also when no process runs the indexer.
+	if err := p.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "ordersync_indexer_lag_seconds",
+		Help: "Age of the oldest mirror change the back office's indexer has not counted (search words, daily totals); 0 when none waits.",
+	}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s, err := p.db.IndexStatus(ctx)
+		if err != nil {
+			p.logger.Error("read the indexer's progress for metrics", "err", err)
+			return math.NaN()
+		}
+		return s.Lag(time.Now()).Seconds()
+	})); err != nil {
 		return err
 	}
 	// HTTP deliveries run with the workers, in the one process holding the

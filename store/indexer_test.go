@@ -1,0 +1,157 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// TestIndexerBehindSaysAsOf: until the indexer takes a write, the daily
+// totals say they are behind and as of when, and show the figures from
+// before the write, never a part of it; search by name does not find the
+// new order yet; the lag grows. Once indexed, all of it is current.
+func TestIndexerBehindSaysAsOf(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		db := openDB(t, url)
+		apply(t, db, fetched(orderDoc(t, "first", 1, ordersync.StatusPaid), 1)) // indexed
+		from, _ := ordersync.ParseDate("2026-10-01")
+		to, _ := ordersync.ParseDate("2026-10-31")
+		params := ordersync.DailyTotalsParams{Account: ordersync.DefaultAccount, From: from, To: to, Location: time.UTC}
+		paid := func(r ordersync.DailyTotals) int {
+			n := 0
+			for _, d := range r.Days {
+				n += d.Paid.Count
+			}
+			return n
+		}
+		before, err := db.DailyTotals(ctx, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if before.Behind || paid(before) != 1 || time.Since(before.AsOf) > time.Minute {
+			t.Fatalf("indexed: behind %v, as of %s, %d paid; want current and 1", before.Behind, before.AsOf, paid(before))
+		}
+
+		written := time.Now()
+		second := orderDoc(t, "second", 2, ordersync.StatusPaid, func(doc map[string]any) {
+			doc["payment"].(map[string]any)["buyer"] = map[string]any{"name": "Zacarías Quintanilla", "phone": "+50370009999", "email": "zq@example.com"}
+		})
+		if _, err := db.ApplyOrders(ctx, []ordersync.ApplyParams{fetched(second, 2)}); err != nil {
+			t.Fatal(err)
+		}
+		behind, err := db.DailyTotals(ctx, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !behind.Behind || behind.AsOf.After(written.Add(time.Second)) {
+			t.Errorf("not indexed: behind %v, as of %s; want behind, as of the write at %s at the latest", behind.Behind, behind.AsOf, written)
+		}
+		if fmt.Sprint(behind.Days) != fmt.Sprint(before.Days) {
+			t.Errorf("not indexed, the figures changed:\n%+v\nwant those as of before the write\n%+v", behind.Days, before.Days)
+		}
+		page, err := db.ListOrders(ctx, ordersync.OrderFilter{Account: ordersync.DefaultAccount, Q: "zacarias", Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Orders) != 0 {
+			t.Errorf("not indexed, search by name found %d orders", len(page.Orders))
+		}
+		time.Sleep(20 * time.Millisecond) // the lag is an age: let it be one
+		status, err := db.IndexStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status.Pending != 1 || status.Lag(time.Now()) < 20*time.Millisecond {
+			t.Errorf("not indexed: %d pending, lag %s; want 1 and at least 20ms", status.Pending, status.Lag(time.Now()))
+		}
+
+		indexNow(t, db)
+		after, err := db.DailyTotals(ctx, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Behind || paid(after) != 2 || after.AsOf.Before(written.Truncate(time.Second)) {
+			t.Errorf("indexed: behind %v, as of %s, %d paid; want current and 2", after.Behind, after.AsOf, paid(after))
+		}
+		page, err = db.ListOrders(ctx, ordersync.OrderFilter{Account: ordersync.DefaultAccount, Q: "zacarias", Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Orders) != 1 || page.Orders[0].Order.OrderCode != "second" {
+			t.Errorf("indexed, search by name found %d orders, want second", len(page.Orders))
+		}
+		if status, err := db.IndexStatus(ctx); err != nil || status.Behind() || status.Lag(time.Now()) != 0 || status.Position == 0 {
+			t.Errorf("indexed: %+v, %v; want nothing pending and a position", status, err)
+		}
+	})
+}
+
+// TestRebuildReadSide empties the read side of a mirror with orders of
+// every figure and names, rebuilds it from the mirror and gets the very
+// tables (and so the same reports and searches) back.
+func TestRebuildReadSide(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		db := openDB(t, url)
+		seq := int64(0)
+		for i, st := range []ordersync.Status{ordersync.StatusPending, ordersync.StatusPaid, ordersync.StatusFinalized, ordersync.StatusCancelled, ordersync.StatusPaid} {
+			code := fmt.Sprintf("o%d", i)
+			seq++
+			apply(t, db, fetched(orderDoc(t, code, i+1, ordersync.StatusPending), seq))
+			if st != ordersync.StatusPending {
+				seq++
+				apply(t, db, fetched(orderDoc(t, code, i+1, st), seq))
+			}
+		}
+		read := func() string {
+			t.Helper()
+			var out string
+			for _, q := range []string{
+				`SELECT account, bucket, figure, currency, summed, total_minor, unsummed FROM report_buckets
+WHERE summed <> 0 OR total_minor <> 0 OR unsummed <> 0 ORDER BY account, bucket, figure, currency`,
+				`SELECT order_row, figure, account, bucket, currency, total_minor FROM report_order_figures ORDER BY order_row, figure`,
+				`SELECT account, token, order_row, status, store_currency_code, created_at, paid_at, total_key FROM order_name_tokens ORDER BY order_row, token`,
+			} {
+				rows, err := db.read.QueryxContext(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for rows.Next() {
+					r, err := rows.SliceScan()
+					if err != nil {
+						t.Fatal(err)
+					}
+					out += fmt.Sprintln(r...)
+				}
+				rows.Close()
+			}
+			return out
+		}
+		want := read()
+		if want == "" {
+			t.Fatal("the read side is empty before the rebuild")
+		}
+		for _, q := range []string{`DELETE FROM report_buckets`, `DELETE FROM report_order_figures`, `DELETE FROM order_name_tokens`} {
+			if _, err := db.write.ExecContext(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := read(); got != "" {
+			t.Fatalf("emptied, the read side holds\n%s", got)
+		}
+		n, err := db.RebuildReadSide(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 5 {
+			t.Errorf("rebuilt %d orders, want 5", n)
+		}
+		if got := read(); got != want {
+			t.Errorf("rebuilt read side\n%s\nwant\n%s", got, want)
+		}
+	})
+}
