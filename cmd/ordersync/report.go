@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -96,6 +97,10 @@ else UTC); days with nothing are left out. See docs/back-office.md.`,
 // days with its offsets.
 func printDailyTable(w io.Writer, totals ordersync.DailyTotals, zone string) {
 	fmt.Fprintf(w, "Days in %s; paid is when ordersync learned of the payment; net is paid less reversed, not the payout.\n", zone)
+	if totals.Behind {
+		fmt.Fprintf(w, "Figures as of %s: orders changed since then are not counted yet (the back office's indexer is catching up).\n",
+			totals.AsOf.Format(time.RFC3339))
+	}
 	if len(totals.Days) == 0 {
 		fmt.Fprintln(w, "No orders on these days.")
 		return

@@ -41,7 +41,7 @@ func newRootCommand() *cobra.Command {
 			root.AddCommand(c)
 		}
 	}
-	add(groupOperate, newServeCommand(), newCheckCommand(), newMigrateCommand(), newReconcileCommand())
+	add(groupOperate, newServeCommand(), newCheckCommand(), newMigrateCommand(), newReconcileCommand(), newReindexCommand())
 	add(groupData, newOrdersCommand(), newReportCommand(), newLinksCommand(), newDLQCommand(), newEndpointsCommand(), newAuditCommand())
 	add(groupTry, newDemoCommand(), newSimCommand())
 	root.AddCommand(newVersionCommand())
