@@ -70,6 +70,11 @@ type OrderPage struct {
 	Next          *OrderCursor
 	Total         *int
 	Offset, Limit int
+	// AsOf, for a search (Q), is the instant its match by the buyer's name
+	// is current at; Behind says that orders changed since are not yet
+	// found by name (the back office's indexer is behind).
+	AsOf   time.Time
+	Behind bool
 }
 
 // OrderSort is the order of a listing. Every sort breaks ties by the order's

@@ -268,6 +268,10 @@ type OrderList struct {
 	Total      *int    `json:"total,omitempty"`
 	Offset     int     `json:"offset"`
 	Limit      int     `json:"limit"`
+	// AsOf and Behind, for a search (q=), say how current its match by the
+	// buyer's name is (ordersync.OrderPage).
+	AsOf   *time.Time `json:"asOf,omitempty"`
+	Behind bool       `json:"behind,omitempty"`
 }
 
 // NewOrderList is the answer for one page of a listing: never a null list.
@@ -281,7 +285,11 @@ func NewOrderList(page ordersync.OrderPage) OrderList {
 		s := page.Next.String()
 		next = &s
 	}
-	return OrderList{Orders: orders, Count: len(orders), NextCursor: next, Total: page.Total, Offset: page.Offset, Limit: page.Limit}
+	l := OrderList{Orders: orders, Count: len(orders), NextCursor: next, Total: page.Total, Offset: page.Offset, Limit: page.Limit, Behind: page.Behind}
+	if !page.AsOf.IsZero() {
+		l.AsOf = &page.AsOf
+	}
+	return l
 }
 
 // ParseStatuses reads a status filter: statuses separated by commas, in

@@ -190,6 +190,9 @@ type OrdersView struct {
 	Export, ExportForm string
 	Zone               ZoneSwitch
 	Searched           bool
+	// Behind says the search's match by name is as of AsOf, not current.
+	Behind bool
+	AsOf   string
 	// Collected names the status group, for the status selector.
 	Collected string
 	// Q is the search as read (trimmed), for the empty state to name;
@@ -288,6 +291,7 @@ func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "list orders", err, "")
 		return
 	}
+	view.Behind, view.AsOf = page.Behind, page.AsOf.UTC().Format("2006-01-02 15:04:05 UTC")
 	if t := page.Total; t != nil && filter.CountUpTo > 0 && *t > filter.CountUpTo {
 		view.More = "more than " + thousands(filter.CountUpTo)
 	} else {

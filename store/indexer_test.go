@@ -57,8 +57,8 @@ func TestIndexerBehindSaysAsOf(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(page.Orders) != 0 {
-			t.Errorf("not indexed, search by name found %d orders", len(page.Orders))
+		if len(page.Orders) != 0 || !page.Behind || page.AsOf.After(written.Add(time.Second)) {
+			t.Errorf("not indexed, search by name found %d orders, behind %v as of %s; want none, behind, as of the write", len(page.Orders), page.Behind, page.AsOf)
 		}
 		time.Sleep(20 * time.Millisecond) // the lag is an age: let it be one
 		status, err := db.IndexStatus(ctx)
@@ -81,8 +81,8 @@ func TestIndexerBehindSaysAsOf(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(page.Orders) != 1 || page.Orders[0].Order.OrderCode != "second" {
-			t.Errorf("indexed, search by name found %d orders, want second", len(page.Orders))
+		if len(page.Orders) != 1 || page.Orders[0].Order.OrderCode != "second" || page.Behind {
+			t.Errorf("indexed, search by name found %d orders (behind %v), want second, current", len(page.Orders), page.Behind)
 		}
 		if status, err := db.IndexStatus(ctx); err != nil || status.Behind() || status.Lag(time.Now()) != 0 || status.Position == 0 {
 			t.Errorf("indexed: %+v, %v; want nothing pending and a position", status, err)

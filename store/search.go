@@ -133,6 +133,15 @@ func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) (ord
 	out := ordersync.OrderPage{Limit: clampLimit(filter.Limit, defaultListLimit, maxListLimit), Offset: max(filter.Offset, 0)}
 	want := out.Limit + 1 // one more than the page tells whether another follows
 	err = db.inReadTx(ctx, "list orders", func(tx *sqlx.Tx) error {
+		if filter.Q != "" {
+			// The name words come from the indexer: say how current they
+			// are, in this snapshot.
+			var s IndexStatus
+			if err := db.indexStatus(ctx, tx, &s); err != nil {
+				return err
+			}
+			out.AsOf, out.Behind = s.AsOf.Truncate(time.Second), s.Behind()
+		}
 		names, err := db.planSearch(ctx, tx, filter)
 		if err != nil {
 			return err
