@@ -102,7 +102,7 @@ func ChangeOf(account string, prev *MirrorState, next *Order) (Change, error) {
 	}
 	ids := account + ":" + next.OrderCode + ":"
 	message := func(subject, msgID string) OutboxMessage {
-		return OutboxMessage{Account: account, OrderCode: next.OrderCode, Subject: subject, MsgID: msgID, From: c.From}
+		return OutboxMessage{Account: account, OrderCode: next.OrderCode, Subject: subject, MsgID: msgID, From: c.From, To: to}
 	}
 	c.Messages = make([]OutboxMessage, 0, 2)
 	if statusChanged {

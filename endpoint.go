@@ -293,6 +293,14 @@ type OrderEvent struct {
 	// From is the status the change left ("" for a new order, or an
 	// event published before it was recorded).
 	From Status
+	// Account, OrderCode and To (the status reached) are what the payload
+	// says, and StatusChangeAt where a delivery's body puts "statusChange"
+	// (OutboxMessage.StatusChangeAt), as the relay published them: all
+	// set, or StatusChangeAt 0 for an event that came without them.
+	Account        string
+	OrderCode      string
+	To             Status
+	StatusChangeAt int
 }
 
 // OrderEventDelivery is an order event handed to one endpoint's deliverer.

@@ -198,6 +198,12 @@ type OutboxMessage struct {
 	// From is the status the change left ("" when the order was
 	// new); the payload holds the one it reached.
 	From Status
+	// To is the status the change reached, as the payload's "orderStatus"
+	// says it; "" when not known (a message read back from the outbox).
+	To Status
+	// StatusChangeAt is where an HTTP delivery's body puts "statusChange"
+	// in the payload (MirroredOrder.EncodeEvent); 0 when not known.
+	StatusChangeAt int
 }
 
 // DeadLetterReason says why an event could not be processed.

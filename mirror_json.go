@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // MarshalJSON writes the order detail in the interface's own field names and
@@ -25,23 +26,39 @@ import (
 // order. TestMarshalJSONMatchesMap and FuzzMarshalJSON hold the bytes to
 // encoding/json's map encoding.
 func (m MirroredOrder) MarshalJSON() ([]byte, error) {
+	b, _, err := m.marshal()
+	return b, err
+}
+
+// EncodeEvent is MarshalJSON for an order event's payload, with where an
+// HTTP delivery's body puts its "statusChange" member: the offset of the
+// first member whose name sorts after it, or of the closing brace. The
+// offset is 0 unless the payload's "account", "orderCode" and
+// "orderStatus" are exactly m's (as the event's headers say them) and it
+// holds no "statusChange" of its own, so a dispatcher trusting the
+// headers and the offset builds the body that reading the payload would.
+func (m MirroredOrder) EncodeEvent() (payload []byte, statusChangeAt int, err error) {
+	return m.marshal()
+}
+
+func (m MirroredOrder) marshal() ([]byte, int, error) {
 	fields, ok := topLevelFields(m.Order.Raw)
 	if !ok {
 		typed, err := json.Marshal(m.Order.withLists())
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if fields, ok = topLevelFields(typed); !ok {
-			return nil, fmt.Errorf("encode order %s: the typed order is not a JSON object", m.Order.OrderCode)
+			return nil, 0, fmt.Errorf("encode order %s: the typed order is not a JSON object", m.Order.OrderCode)
 		}
 	}
 	account, err := json.Marshal(m.Account)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	sync, err := json.Marshal(m.Sync)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	fields = slices.DeleteFunc(fields, func(f field) bool { return string(f.key) == "account" || string(f.key) == "sync" })
 	fields = append(fields, field{key: []byte("account"), value: account}, field{key: []byte("sync"), value: sync})
@@ -53,9 +70,25 @@ func (m MirroredOrder) MarshalJSON() ([]byte, error) {
 	}
 	out := make([]byte, 0, size)
 	out = append(out, '{')
+	// split is where "statusChange" goes; -1 once the payload shows the
+	// headers would not say what it holds.
+	split, facts := 0, 0
 	for i, f := range fields {
 		if i > 0 {
 			out = append(out, ',')
+		}
+		if split == 0 && string(f.key) >= "statusChange" {
+			split = len(out)
+		}
+		switch string(f.key) {
+		case "statusChange":
+			split = -1
+		case "account":
+			facts += matchesString(f, m.Account)
+		case "orderCode":
+			facts += matchesString(f, m.Order.OrderCode)
+		case "orderStatus":
+			facts += matchesString(f, string(m.Order.OrderStatus))
 		}
 		if f.quoted != nil {
 			out = append(out, f.quoted...)
@@ -68,7 +101,7 @@ func (m MirroredOrder) MarshalJSON() ([]byte, error) {
 		if f.rewrite {
 			var compact bytes.Buffer
 			if err := json.Compact(&compact, f.value); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			var escaped bytes.Buffer
 			json.HTMLEscape(&escaped, compact.Bytes())
@@ -77,7 +110,23 @@ func (m MirroredOrder) MarshalJSON() ([]byte, error) {
 			out = append(out, f.value...)
 		}
 	}
-	return append(out, '}'), nil
+	if split == 0 {
+		split = len(out)
+	}
+	if split < 0 || facts != 3 {
+		split = 0
+	}
+	return append(out, '}'), split, nil
+}
+
+// matchesString is 1 when f's value is s written as a plain JSON string
+// (no escapes), as a reader decoding the member would find it.
+func matchesString(f field, s string) int {
+	v := f.value
+	if f.rewrite || len(v) != len(s)+2 || v[0] != '"' || string(v[1:len(v)-1]) != s || strings.ContainsAny(s, "\\\"") {
+		return 0
+	}
+	return 1
 }
 
 // field is one top-level member of a document. key is its name decoded;

@@ -20,11 +20,19 @@ func WebhookID(endpointID, eventID string) string {
 	return "msg_" + base64.RawURLEncoding.EncodeToString(sum[:18])
 }
 
-// statusChange is the "statusChange" of an order event's data; From is nil
-// for an order the mirror did not know.
-type statusChange struct {
-	From *string `json:"from"`
-	To   string  `json:"to"`
+// appendString appends s as encoding/json writes a string: as it is,
+// quoted, when nothing in it is escaped (statuses and event types always),
+// else by encoding/json.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // Order is the mirrored order an order event carries (a JSON object), read
@@ -37,6 +45,26 @@ type Order struct {
 	// members are the object's top-level members in the form the store
 	// writes: compact, keys sorted, values escaped as encoding/json does.
 	members []member
+	// payload and split, for an order known from its event's headers
+	// (OrderOf): the payload as the store wrote it, and where
+	// "statusChange" goes in it; members is then nil.
+	payload []byte
+	split   int
+}
+
+// OrderOf is the order of an event whose publisher said its account, code
+// and status and where its body's "statusChange" goes (statusChangeAt, a
+// byte offset in payload as the store's encoder gives it): nothing of the
+// payload is read but the bytes around that offset. It reports false when
+// they are not the start of a member or the closing brace of an object;
+// the caller then reads the payload with ParseOrder.
+func OrderOf(account, code, status string, payload []byte, statusChangeAt int) (*Order, bool) {
+	n, at := len(payload), statusChangeAt
+	if n < 2 || at < 1 || at >= n || payload[0] != '{' || payload[n-1] != '}' ||
+		(payload[at] != '"' && at != n-1) || (payload[at-1] != ',' && at != 1 && at != n-1) {
+		return nil, false
+	}
+	return &Order{Account: account, Code: code, Status: status, payload: payload, split: at}, true
 }
 
 // member is one top-level member: its name, its value as written, and the
@@ -95,17 +123,18 @@ func OrderEventBody(eventType string, at time.Time, order []byte, from string) (
 // EventBody is the body of an order event of o (see OrderEventBody): its
 // members copied as they are, with "statusChange" put in its sorted place.
 func (o *Order) EventBody(eventType string, at time.Time, from string) ([]byte, error) {
-	change := statusChange{To: o.Status}
-	if from != "" {
-		change.From = &from
+	sc := make([]byte, 0, len(`{"from":null,"to":""}`)+len(from)+len(o.Status)+2)
+	sc = append(sc, `{"from":`...)
+	if from == "" {
+		sc = append(sc, "null"...)
+	} else {
+		sc = appendString(sc, from)
 	}
-	sc, err := json.Marshal(change)
-	if err != nil {
-		return nil, err
-	}
-	typ, err := json.Marshal(eventType)
-	if err != nil {
-		return nil, err
+	sc = append(sc, `,"to":`...)
+	sc = append(appendString(sc, o.Status), '}')
+	typ := appendString(make([]byte, 0, len(eventType)+2), eventType)
+	if o.payload != nil {
+		return o.splitBody(typ, at, sc), nil
 	}
 	size := len(`{"type":,"timestamp":"","data":{"statusChange":}}`) + len(typ) + len(time.RFC3339Nano) + len(sc)
 	for _, m := range o.members {
@@ -141,6 +170,29 @@ func (o *Order) EventBody(eventType string, at time.Time, from string) ([]byte, 
 		put([]byte("statusChange"), sc)
 	}
 	return append(out, '}', '}'), nil
+}
+
+// splitBody is EventBody of an order from OrderOf: the payload copied in
+// two parts with "statusChange" between them.
+func (o *Order) splitBody(typ []byte, at time.Time, sc []byte) []byte {
+	head, tail := o.payload[:o.split], o.payload[o.split:]
+	out := make([]byte, 0, len(`{"type":,"timestamp":"","data":,"statusChange":,}`)+len(typ)+len(time.RFC3339Nano)+len(sc)+len(o.payload))
+	out = append(out, `{"type":`...)
+	out = append(out, typ...)
+	out = append(out, `,"timestamp":"`...)
+	out = at.UTC().AppendFormat(out, time.RFC3339Nano)
+	out = append(out, `","data":`...)
+	out = append(out, head...)
+	if c := head[len(head)-1]; c != '{' && c != ',' {
+		out = append(out, ',')
+	}
+	out = append(out, `"statusChange":`...)
+	out = append(out, sc...)
+	if tail[0] == '"' {
+		out = append(out, ',')
+	}
+	out = append(out, tail...)
+	return append(out, '}')
 }
 
 // encodedMembers are payload's top-level members as encoding/json writes a

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -156,6 +157,10 @@ func (q *Queue) orderEvent(msg jetstream.Msg, md *jetstream.MsgMetadata) ordersy
 		MsgID:   msg.Headers().Get(jetstream.MsgIDHeader),
 		Payload: msg.Data(),
 		From:    ordersync.Status(msg.Headers().Get(HeaderFromStatus)),
+	}
+	if at, err := strconv.Atoi(msg.Headers().Get(HeaderStatusChangeAt)); err == nil && at > 0 {
+		ev.Account, ev.OrderCode = msg.Headers().Get(HeaderAccount), msg.Headers().Get(HeaderOrderCode)
+		ev.To, ev.StatusChangeAt = ordersync.Status(msg.Headers().Get(HeaderStatus)), at
 	}
 	if md != nil {
 		ev.PublishedAt = md.Timestamp.UTC()

@@ -40,6 +40,16 @@ const (
 	HeaderEvent = "Ordersync-Event"
 	// HeaderFromStatus is, on an order event, the status the change left.
 	HeaderFromStatus = "Ordersync-From-Status"
+	// HeaderAccount, HeaderOrderCode and HeaderStatus are, on an order
+	// event, the account, the order code and the status the change reached,
+	// as the payload says them; HeaderStatusChangeAt is where an HTTP
+	// delivery's body puts its "statusChange" (a byte offset in the
+	// payload). A dispatcher reads them instead of the payload when all four
+	// are there; events published before carry none of them.
+	HeaderAccount        = "Ordersync-Account"
+	HeaderOrderCode      = "Ordersync-Order-Code"
+	HeaderStatus         = "Ordersync-Status"
+	HeaderStatusChangeAt = "Ordersync-Status-Change-At"
 )
 
 // DefaultAckWait is how long a delivered event may go unsettled before it
@@ -405,6 +415,12 @@ func (q *Queue) sendMessage(m ordersync.OutboxMessage) (jetstream.PubAckFuture, 
 	}
 	if m.From != "" {
 		h[HeaderFromStatus] = []string{string(m.From)}
+	}
+	if m.To != "" && m.StatusChangeAt > 0 {
+		h[HeaderAccount] = []string{m.Account}
+		h[HeaderOrderCode] = []string{m.OrderCode}
+		h[HeaderStatus] = []string{string(m.To)}
+		h[HeaderStatusChangeAt] = []string{strconv.Itoa(m.StatusChangeAt)}
 	}
 	f, err := q.js.PublishMsgAsync(&nats.Msg{Subject: subj, Header: h, Data: m.Payload})
 	if err != nil {

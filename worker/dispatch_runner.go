@@ -144,12 +144,15 @@ func (r *runner) limiter(perSecond float64) *rate.Limiter {
 func lane(o *delivery.Order) string { return o.Account + "/" + o.Code }
 
 // enqueue puts an event at the end of its order's lane, starting the lane
-// when it was empty. Its payload is read here, once: the lane, the
-// delivery log's record and the body all come from that reading.
+// when it was empty. The lane, the delivery log's record and the body come
+// from the event's headers, or, for an event published without them, from
+// its payload, read here once.
 func (r *runner) enqueue(dl ordersync.OrderEventDelivery) {
 	ev := dl.Event()
 	h := &held{d: dl, at: ev.PublishedAt}
-	if h.order, h.orderErr = delivery.ParseOrder(ev.Payload); h.orderErr != nil {
+	if o, ok := eventOrder(ev); ok {
+		h.order = o
+	} else if h.order, h.orderErr = delivery.ParseOrder(ev.Payload); h.orderErr != nil {
 		h.order = &delivery.Order{}
 	}
 	if h.at.IsZero() {
@@ -164,6 +167,14 @@ func (r *runner) enqueue(dl ordersync.OrderEventDelivery) {
 		defer r.d.wg.Done()
 		r.drain(key)
 	}()
+}
+
+// eventOrder is the order of an event that carries its facts as headers.
+func eventOrder(ev ordersync.OrderEvent) (*delivery.Order, bool) {
+	if ev.StatusChangeAt <= 0 || ev.Account == "" || ev.OrderCode == "" || ev.To == "" {
+		return nil, false
+	}
+	return delivery.OrderOf(ev.Account, ev.OrderCode, string(ev.To), ev.Payload, ev.StatusChangeAt)
 }
 
 // drain delivers a lane's events one after the other until it is empty.
