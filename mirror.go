@@ -133,6 +133,9 @@ type ApplyResult struct {
 	// reading the schedule. Zero when the order leaves the schedule (a
 	// final status) or the apply was stale and left the schedule as it was.
 	NextCheck time.Time
+	// Messages are the outbox messages the apply queued, as committed (ID
+	// and Payload set), for the relay to publish without reading them back.
+	Messages []OutboxMessage
 }
 
 // Subjects ordersync publishes order events on, through the outbox. They

@@ -243,7 +243,10 @@ func (s *Store) ApplyOrders(_ context.Context, params []ordersync.ApplyParams) (
 	at := now()
 	work := map[key]*order{}
 	var events []ordersync.EventRecord
-	var outbox []ordersync.OutboxMessage
+	var (
+		outbox []ordersync.OutboxMessage
+		queued []int // the index in results of each of outbox
+	)
 	results := make([]ordersync.ApplyResult, len(params))
 	for i := range params {
 		p := &params[i]
@@ -318,13 +321,14 @@ func (s *Store) ApplyOrders(_ context.Context, params []ordersync.ApplyParams) (
 		if len(c.Messages) == 0 {
 			continue
 		}
-		payload, err := ordersync.MirroredOrder{Account: p.Account, Order: o.detail, Sync: o.sync}.MarshalJSON()
+		payload, split, err := ordersync.MirroredOrder{Account: p.Account, Order: o.detail, Sync: o.sync}.EncodeEvent()
 		if err != nil {
 			return nil, fmt.Errorf("%s: encode outbox payload of %s: %w", op, p.Order.OrderCode, err)
 		}
 		for _, m := range c.Messages {
-			m.Payload, m.CreatedAt = payload, at
+			m.Payload, m.CreatedAt, m.StatusChangeAt = payload, at, split
 			outbox = append(outbox, m)
+			queued = append(queued, i)
 		}
 	}
 	for k, o := range work {
@@ -337,8 +341,12 @@ func (s *Store) ApplyOrders(_ context.Context, params []ordersync.ApplyParams) (
 		s.orders[k] = o
 	}
 	s.logEvents(events)
-	for _, m := range outbox {
+	for j, m := range outbox {
 		m.ID = int64(len(s.outbox) + 1)
+		results[queued[j]].Messages = append(results[queued[j]].Messages, m)
+		// The table keeps no status reached nor offset (the store's has no
+		// columns for them).
+		m.To, m.StatusChangeAt = "", 0
 		s.outbox = append(s.outbox, outboxRow{msg: m})
 	}
 	return results, nil

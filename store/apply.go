@@ -243,9 +243,12 @@ var (
 	insertItems    = rowsSQL{prefix: `INSERT INTO order_line_items (order_row, position, product_id, sku, name, price, promo_price, quantity, image_url, sub_total) VALUES `, cols: 10}
 	insertMetadata = rowsSQL{prefix: `INSERT INTO order_metadata (order_row, position, name, value) VALUES `, cols: 4}
 	insertHistory  = rowsSQL{prefix: `INSERT INTO status_history (order_row, from_status, to_status, fetch_seq, at, cause) VALUES `, cols: 6}
-	insertOutbox   = rowsSQL{prefix: `INSERT INTO outbox (order_row, account, order_code, subject, msg_id, payload, created_at, from_status) VALUES `, cols: 8}
-	insertChanges  = rowsSQL{prefix: `INSERT INTO document_changes (account, order_code, at, cause, fields) VALUES `, cols: 5}
-	upsertEvents   = rowsSQL{
+	// insertOutbox returns each message's id, which the relay, handed the
+	// messages after the commit, publishes them in order by.
+	insertOutbox = rowsSQL{prefix: `INSERT INTO outbox (order_row, account, order_code, subject, msg_id, payload, created_at, from_status) VALUES `, cols: 8,
+		suffix: ` RETURNING id, msg_id`}
+	insertChanges = rowsSQL{prefix: `INSERT INTO document_changes (account, order_code, at, cause, fields) VALUES `, cols: 5}
+	upsertEvents  = rowsSQL{
 		prefix: `INSERT INTO event_log (msg_id, account, received_at, type, order_type, order_id, order_reference, order_code, signature, outcome, detail, order_row) VALUES `,
 		cols:   12,
 		suffix: ` ON CONFLICT (msg_id) DO UPDATE SET
@@ -340,11 +343,13 @@ type batchOrder struct {
 	announced *time.Time
 }
 
-// outboxEntry is a message to queue; payload is an index into batch.payloads.
+// outboxEntry is a message to queue; payload is an index into
+// batch.payloads, result into the ApplyOrders call's results.
 type outboxEntry struct {
 	key     orderKey
 	msg     ordersync.OutboxMessage
 	payload int
+	result  int
 }
 
 // changeEntry is a document change to record: the fields that changed
@@ -377,6 +382,8 @@ type batch struct {
 	changes  []changeEntry
 	outbox   []outboxEntry
 	payloads []ordersync.MirroredOrder
+	// applying is the index of the params being applied, for outbox.
+	applying int
 	events   []ordersync.EventRecord
 	// eventOrders is, for each of events, the batch's order it came with;
 	// the zero key for events logged alone.
@@ -405,7 +412,10 @@ func (db *DB) ApplyOrders(ctx context.Context, params []ordersync.ApplyParams) (
 	if err := db.prepareWrites(ctx); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	var results []ordersync.ApplyResult
+	var (
+		results []ordersync.ApplyResult
+		b       *batch
+	)
 	err := db.inTx(ctx, op, func(tx *sqlx.Tx) error {
 		states, err := db.lockOrderStates(ctx, tx, params)
 		if err != nil {
@@ -414,7 +424,7 @@ func (db *DB) ApplyOrders(ctx context.Context, params []ordersync.ApplyParams) (
 		// Sized for the usual batch up front: payloads are whole orders,
 		// costly to move as the slices grow.
 		n := len(params)
-		b := &batch{
+		b = &batch{
 			now: time.Now(), orders: make(map[orderKey]*batchOrder, n), keys: make([]orderKey, 0, n),
 			history: make([]historyEntry, 0, n), outbox: make([]outboxEntry, 0, 2*n), payloads: make([]ordersync.MirroredOrder, 0, n),
 			events: make([]ordersync.EventRecord, 0, n), eventAt: make(map[string]int, n),
@@ -427,6 +437,7 @@ func (db *DB) ApplyOrders(ctx context.Context, params []ordersync.ApplyParams) (
 		}
 		results = make([]ordersync.ApplyResult, len(params))
 		for i := range params {
+			b.applying = i
 			if results[i], err = b.apply(&params[i], states); err != nil {
 				return fmt.Errorf("order %s/%s: %w", params[i].Account, params[i].Order.OrderCode, err)
 			}
@@ -438,6 +449,10 @@ func (db *DB) ApplyOrders(ctx context.Context, params []ordersync.ApplyParams) (
 	})
 	if err != nil {
 		return nil, err
+	}
+	for i := range b.outbox {
+		e := &b.outbox[i]
+		results[e.result].Messages = append(results[e.result].Messages, e.msg)
 	}
 	db.wakeIndexer()
 	if db.indexAfterApply {
@@ -653,7 +668,7 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 	withDoc.Raw = c.Document
 	b.payloads = append(b.payloads, ordersync.MirroredOrder{Account: p.Account, Order: withDoc, Sync: st.syncInfo()})
 	for _, m := range c.Messages {
-		b.outbox = append(b.outbox, outboxEntry{key, m, payload})
+		b.outbox = append(b.outbox, outboxEntry{key, m, payload, b.applying})
 	}
 	return res, nil
 }
@@ -759,6 +774,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	// the transaction holds the database's only writer meanwhile.
 	var (
 		payloads  = make([][]byte, len(b.payloads))
+		splits    = make([]int, len(b.payloads))
 		changes   = make([][]any, len(b.changes))
 		encodeErr error
 		encoding  sync.WaitGroup
@@ -766,7 +782,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	encoding.Go(func() {
 		for i := range b.payloads {
 			var err error
-			if payloads[i], err = b.payloads[i].MarshalJSON(); err != nil {
+			if payloads[i], splits[i], err = b.payloads[i].EncodeEvent(); err != nil {
 				encodeErr = fmt.Errorf("encode outbox payload of %s: %w", b.payloads[i].Order.OrderCode, err)
 				return
 			}
@@ -921,10 +937,31 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	}
 	created := dbTime(b.now)
 	outbox := make([][]any, len(b.outbox))
-	for i, e := range b.outbox {
+	byMsgID := make(map[string]*ordersync.OutboxMessage, len(b.outbox))
+	for i := range b.outbox {
+		e := &b.outbox[i]
 		outbox[i] = []any{b.orders[e.key].st.ID, e.key.account, e.key.code, e.msg.Subject, e.msg.MsgID, payloads[e.payload], created, string(e.msg.From)}
+		e.msg.Payload, e.msg.StatusChangeAt, e.msg.CreatedAt = payloads[e.payload], splits[e.payload], created
+		byMsgID[e.msg.MsgID] = &e.msg
 	}
-	if err := db.execRows(ctx, tx, insertOutbox, outbox); err != nil {
+	// The ids come back in no promised order: each is matched by its
+	// message id, unique in the batch.
+	err = db.queryRows(ctx, tx, insertOutbox, outbox, func(rows *sql.Rows) error {
+		var (
+			id    int64
+			msgID string
+		)
+		if err := rows.Scan(&id, &msgID); err != nil {
+			return err
+		}
+		m := byMsgID[msgID]
+		if m == nil {
+			return fmt.Errorf("returned outbox message %s, which the batch did not write", msgID)
+		}
+		m.ID = id
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("queue outbox messages: %w", err)
 	}
 	return nil

@@ -1,8 +1,10 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -76,19 +78,37 @@ func testApplyResults(t *testing.T, s Store) {
 	}
 	// NextCheck has a case of its own (ApplyReportsNextCheck).
 	r := withoutNextCheck(apply(t, s, params(order("Res01", 1, ordersync.StatusPending, "x"), n[0]))[0])
-	if want := (ordersync.ApplyResult{Applied: true, Created: true, Changed: true, Status: ordersync.StatusPending}); r != want {
+	if want := (ordersync.ApplyResult{Applied: true, Created: true, Changed: true, Status: ordersync.StatusPending}); !sameResult(r, want) {
 		t.Errorf("first apply: %+v, want %+v", r, want)
 	}
 	r = withoutNextCheck(apply(t, s, params(order("Res01", 1, ordersync.StatusPending, "x"), n[1]))[0])
-	if want := (ordersync.ApplyResult{Applied: true, From: ordersync.StatusPending, Status: ordersync.StatusPending}); r != want {
+	if want := (ordersync.ApplyResult{Applied: true, From: ordersync.StatusPending, Status: ordersync.StatusPending}); !sameResult(r, want) {
 		t.Errorf("same document again: %+v, want %+v", r, want)
 	}
 	if m := find(t, s, "Res01"); m.Sync.FetchCount != 2 || m.Sync.FetchSeq != n[1] || m.Sync.LastSyncedAt == nil {
 		t.Errorf("sync after an unchanged fetch: %+v, want 2 fetches at seq %d", m.Sync, n[1])
 	}
 	r = apply(t, s, params(order("Res01", 1, ordersync.StatusCancelled, "x"), n[2]))[0]
-	if want := (ordersync.ApplyResult{Applied: true, Changed: true, From: ordersync.StatusPending, Status: ordersync.StatusCancelled}); r != want {
+	msgs := r.Messages
+	if want := (ordersync.ApplyResult{Applied: true, Changed: true, From: ordersync.StatusPending, Status: ordersync.StatusCancelled}); !sameResult(withoutNextCheck(r), want) {
 		t.Errorf("status change: %+v, want %+v", r, want)
+	}
+	// The messages it queued come back as committed, for the relay to
+	// publish without reading them back: as PendingOutbox would give them.
+	pending, err := s.PendingOutbox(context.Background(), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1 || len(pending) == 0 {
+		t.Fatalf("status change reported %d messages, %d pending; want 1 reported", len(msgs), len(pending))
+	}
+	m, last := msgs[0], pending[len(pending)-1]
+	if m.ID != last.ID || m.MsgID != last.MsgID || m.Subject != last.Subject || m.Account != last.Account || m.OrderCode != last.OrderCode ||
+		m.From != last.From || !bytes.Equal(m.Payload, last.Payload) || !m.CreatedAt.Equal(last.CreatedAt) {
+		t.Errorf("status change reported message %+v, want the pending %+v", m, last)
+	}
+	if m.To != ordersync.StatusCancelled || m.StatusChangeAt <= 0 || m.StatusChangeAt >= len(m.Payload) {
+		t.Errorf("status change reported status %q and statusChange at %d of %d bytes, want CANCELLED and an offset within", m.To, m.StatusChangeAt, len(m.Payload))
 	}
 }
 
@@ -96,6 +116,13 @@ func testApplyResults(t *testing.T, s Store) {
 func withoutNextCheck(r ordersync.ApplyResult) ordersync.ApplyResult {
 	r.NextCheck = time.Time{}
 	return r
+}
+
+// sameResult compares what two applies report but their messages, which
+// have cases of their own.
+func sameResult(a, b ordersync.ApplyResult) bool {
+	a.Messages, b.Messages = nil, nil
+	return reflect.DeepEqual(a, b)
 }
 
 // testApplyReportsNextCheck: an apply reports the next check it set, the
