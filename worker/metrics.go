@@ -143,6 +143,7 @@ func newPoolMetrics(reg prometheus.Registerer) (*poolMetrics, error) {
 type relayMetrics struct {
 	published *prometheus.CounterVec
 	failures  prometheus.Counter
+	reads     prometheus.Counter
 }
 
 func newRelayMetrics(reg prometheus.Registerer) (*relayMetrics, error) {
@@ -155,8 +156,12 @@ func newRelayMetrics(reg prometheus.Registerer) (*relayMetrics, error) {
 			Name: "ordersync_outbox_publish_failures_total",
 			Help: "Outbox publish attempts that failed and will be retried.",
 		}),
+		reads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ordersync_outbox_reads_total",
+			Help: "Reads of the outbox table by the relay: each interval, after a failure, and when the messages handed to it after a commit miss one.",
+		}),
 	}
-	if err := collect.RegisterAll(reg, collect.Of(&m.published), collect.Of(&m.failures)); err != nil {
+	if err := collect.RegisterAll(reg, collect.Of(&m.published), collect.Of(&m.failures), collect.Of(&m.reads)); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -1,10 +1,13 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +29,14 @@ type RelayConfig struct {
 	// the relay would wait for the publisher's own abandonment of the
 	// ack, a minute, before trying again.
 	PublishTimeout time.Duration
+	// CommitOrderIDs says the outbox hands out ids in commit order without
+	// holes (SQLite's AUTOINCREMENT under its one writer): only then does
+	// the relay publish offered messages (Offer) without reading the table,
+	// as a message that continues the last one published is known to have
+	// nothing unpublished before it. PostgreSQL's ids are neither (a
+	// sequence skips on rollback and concurrent transactions commit out of
+	// order), so there the relay reads the table on every round.
+	CommitOrderIDs bool
 	Registerer     prometheus.Registerer
 	Logger         *slog.Logger
 }
@@ -63,6 +74,14 @@ type Relay struct {
 	cfg     RelayConfig
 	wake    chan struct{}
 	metrics *relayMetrics
+	// flushing makes rounds one at a time: Run's and a caller's Flush.
+	flushing sync.Mutex
+	mu       sync.Mutex
+	// held is what Offer handed over and no round published yet.
+	held []ordersync.OutboxMessage
+	// last is the id of the last message published; 0 until a round read
+	// the table, and again after a failure.
+	last int64
 }
 
 // NewRelay returns a relay; call Run.
@@ -76,6 +95,97 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 		return nil, fmt.Errorf("new relay: register metrics: %w", err)
 	}
 	return &Relay{cfg: cfg, wake: make(chan struct{}, 1), metrics: m}, nil
+}
+
+// Offer hands the relay messages just committed (ApplyResult.Messages)
+// and wakes it: with CommitOrderIDs, messages that continue the last one
+// published are published from here, not read back; otherwise they are
+// read back, and what the table does not keep (the headers' facts) comes
+// from here. What it holds is bounded by BatchSize; past that it forgets
+// them, for the table to give them again.
+func (r *Relay) Offer(msgs []ordersync.OutboxMessage) {
+	if len(msgs) == 0 {
+		return
+	}
+	r.mu.Lock()
+	if len(r.held)+len(msgs) > r.cfg.BatchSize {
+		r.held = nil
+	} else {
+		r.held = append(r.held, msgs...)
+	}
+	r.mu.Unlock()
+	r.Notify()
+}
+
+// take returns the held messages that continue the last one published, in
+// order, at most BatchSize; none when a message is missing between them
+// (another process's, or one not yet offered), which a read of the table
+// then gives.
+func (r *Relay) take() []ordersync.OutboxMessage {
+	if !r.cfg.CommitOrderIDs {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	slices.SortFunc(r.held, func(a, b ordersync.OutboxMessage) int { return cmp.Compare(a.ID, b.ID) })
+	// With ids in commit order, every id up to the last published was
+	// published (a table read gives the oldest first): what is held of
+	// them came from a commit another relay, or a read, published.
+	if r.last > 0 {
+		r.held = slices.DeleteFunc(r.held, func(m ordersync.OutboxMessage) bool { return m.ID <= r.last })
+	}
+	n := 0
+	for n < len(r.held) && n < r.cfg.BatchSize && r.last > 0 && r.held[n].ID == r.last+int64(n)+1 {
+		n++
+	}
+	out := slices.Clone(r.held[:n])
+	r.held = slices.Delete(r.held, 0, n)
+	return out
+}
+
+// published records the messages a round published: they are no longer
+// held, and the last of them is the one the next held must continue.
+func (r *Relay) published(msgs []ordersync.OutboxMessage) {
+	if len(msgs) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sent := make(map[int64]bool, len(msgs))
+	for _, m := range msgs {
+		sent[m.ID] = true
+	}
+	r.held = slices.DeleteFunc(r.held, func(m ordersync.OutboxMessage) bool { return sent[m.ID] })
+	r.last = max(r.last, msgs[len(msgs)-1].ID)
+}
+
+// withHeld gives messages read from the table what the table does not
+// keep and their offered copies have: the status reached and where a
+// delivery's body puts the status change, which the relay publishes as
+// headers.
+func (r *Relay) withHeld(msgs []ordersync.OutboxMessage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.held) == 0 {
+		return
+	}
+	held := make(map[int64]*ordersync.OutboxMessage, len(r.held))
+	for i := range r.held {
+		held[r.held[i].ID] = &r.held[i]
+	}
+	for i := range msgs {
+		if h := held[msgs[i].ID]; h != nil && h.MsgID == msgs[i].MsgID {
+			msgs[i].To, msgs[i].StatusChangeAt = h.To, h.StatusChangeAt
+		}
+	}
+}
+
+// forget makes the next round read the table: after a failure, what was
+// taken from held may be unpublished.
+func (r *Relay) forget() {
+	r.mu.Lock()
+	r.last = 0
+	r.mu.Unlock()
 }
 
 // Notify wakes the relay now, as after a commit that queued messages.
@@ -114,17 +224,43 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 }
 
-// Flush publishes every pending message and returns how many it sent.
+// Flush publishes the pending messages and returns how many it sent:
+// those offered that continue the last one published, from memory; when
+// there were none (or some were missing between them), every pending
+// message of the table.
 func (r *Relay) Flush(ctx context.Context) (int, error) {
-	sent := 0
+	r.flushing.Lock()
+	defer r.flushing.Unlock()
+	sent, err := r.flush(ctx)
+	if err != nil {
+		r.forget()
+	}
+	return sent, err
+}
+
+func (r *Relay) flush(ctx context.Context) (int, error) {
+	sent, fromMemory := 0, false
 	for {
-		msgs, err := r.cfg.Outbox.PendingOutbox(ctx, r.cfg.BatchSize)
-		if err != nil {
-			return sent, err
+		msgs := r.take()
+		read := len(msgs) == 0
+		if read {
+			r.mu.Lock()
+			gap := len(r.held) > 0
+			r.mu.Unlock()
+			if fromMemory && !gap {
+				return sent, nil
+			}
+			var err error
+			if msgs, err = r.cfg.Outbox.PendingOutbox(ctx, r.cfg.BatchSize); err != nil {
+				return sent, err
+			}
+			r.metrics.reads.Inc()
+			if len(msgs) == 0 {
+				return sent, nil
+			}
+			r.withHeld(msgs)
 		}
-		if len(msgs) == 0 {
-			return sent, nil
-		}
+		fromMemory = !read
 		// Only the messages acknowledged in a row from the first are marked
 		// sent, so a failure leaves it and everything after it pending, to
 		// be published again in order.
@@ -144,11 +280,12 @@ func (r *Relay) Flush(ctx context.Context) (int, error) {
 				return sent, err
 			}
 			sent += len(ids)
+			r.published(msgs[:len(ids)])
 		}
 		if pubErr != nil {
 			return sent, pubErr
 		}
-		if len(msgs) < r.cfg.BatchSize {
+		if read && len(msgs) < r.cfg.BatchSize {
 			return sent, nil
 		}
 	}

@@ -186,7 +186,8 @@ func (p *Program) buildStages() (err error) {
 		}
 	}
 	defaultSyncer := p.syncers[ordersync.DefaultAccount]
-	if p.relay, err = worker.NewRelay(worker.RelayConfig{Outbox: p.db, Publisher: p.queue, Registerer: p.reg, Logger: log("relay")}); err != nil {
+	if p.relay, err = worker.NewRelay(worker.RelayConfig{Outbox: p.db, Publisher: p.queue, CommitOrderIDs: p.db.Dialect() == store.DialectSQLite,
+		Registerer: p.reg, Logger: log("relay")}); err != nil {
 		return err
 	}
 	if p.replayer, err = worker.NewReplayer(worker.ReplayerConfig{DeadLetters: p.db, Publisher: p.queue, Accounts: p.syncers, Logger: log("replay")}); err != nil {
@@ -243,10 +244,16 @@ func (p *Program) buildStages() (err error) {
 		Source: p.queue.Events(), Syncer: defaultSyncer, Accounts: p.syncers, Mirror: p.db,
 		FetchConcurrency: p.cfg.Workers,
 		Pressure:         pressure,
-		OnApplied:        func([]ordersync.ApplyResult) { p.relay.Notify() },
-		OnOrdersKnown:    onKnown,
-		Evidence:         evidence,
-		Registerer:       p.reg, Logger: log("worker"),
+		OnApplied: func(results []ordersync.ApplyResult) {
+			var msgs []ordersync.OutboxMessage
+			for _, r := range results {
+				msgs = append(msgs, r.Messages...)
+			}
+			p.relay.Offer(msgs)
+		},
+		OnOrdersKnown: onKnown,
+		Evidence:      evidence,
+		Registerer:    p.reg, Logger: log("worker"),
 	})
 	if err != nil {
 		return err
