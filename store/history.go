@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -58,15 +59,20 @@ WHERE order_row = ? ORDER BY id DESC LIMIT ?`), row, limit); err != nil {
 			MsgID     string     `db:"msg_id"`
 			CreatedAt time.Time  `db:"created_at"`
 			SentAt    *time.Time `db:"sent_at"`
+			MarkedAt  *time.Time `db:"marked_at"`
 			From      string     `db:"from_status"`
 		}
-		if err := tx.SelectContext(ctx, &msgs, db.rebind(`SELECT id, subject, msg_id, created_at, sent_at, from_status FROM outbox
-WHERE order_row = ? ORDER BY id DESC LIMIT ?`), row, limit); err != nil {
+		// A message sent by position takes its mark's time: the first
+		// position at or above its id. A join, not a scalar subquery, so
+		// that SQLite's driver reads the column as the time it is.
+		if err := tx.SelectContext(ctx, &msgs, db.rebind(`SELECT x.id, x.subject, x.msg_id, x.created_at, x.sent_at, m.sent_at AS marked_at, x.from_status
+FROM outbox x LEFT JOIN outbox_marks m ON m.upto = (SELECT MIN(upto) FROM outbox_marks WHERE upto >= x.id)
+WHERE x.order_row = ? ORDER BY x.id DESC LIMIT ?`), row, limit); err != nil {
 			return fmt.Errorf("read outbox: %w", err)
 		}
 		for _, m := range msgs {
 			h.Messages = append(h.Messages, ordersync.OutboxMessage{ID: m.ID, Account: account, OrderCode: orderCode, Subject: m.Subject,
-				MsgID: m.MsgID, CreatedAt: m.CreatedAt.UTC(), SentAt: utcPtr(m.SentAt), From: ordersync.Status(m.From)})
+				MsgID: m.MsgID, CreatedAt: m.CreatedAt.UTC(), SentAt: utcPtr(cmp.Or(m.SentAt, m.MarkedAt)), From: ordersync.Status(m.From)})
 		}
 		return nil
 	})

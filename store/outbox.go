@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -26,7 +27,7 @@ func (db *DB) PendingOutbox(ctx context.Context, limit int) ([]ordersync.OutboxM
 			From      string    `db:"from_status"`
 		}
 		if err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT id, account, order_code, subject, msg_id, payload, created_at, from_status
-FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT ?`), clampLimit(limit, defaultListLimit, maxListLimit)); err != nil {
+FROM outbox WHERE sent_at IS NULL AND id > `+sentUpTo+` ORDER BY id LIMIT ?`), clampLimit(limit, defaultListLimit, maxListLimit)); err != nil {
 			return err
 		}
 		msgs = make([]ordersync.OutboxMessage, len(rows))
@@ -42,14 +43,29 @@ FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT ?`), clampLimit(limit, defau
 	return msgs, nil
 }
 
+// sentUpTo is the position up to which every outbox message is sent
+// (outbox_marks, migration 25): above it, a message is sent when its
+// sent_at is set.
+const (
+	sentUpToQuery = `SELECT COALESCE(MAX(upto), 0) FROM outbox_marks`
+	sentUpTo      = `(` + sentUpToQuery + `)`
+)
+
 // MarkOutboxSent records that messages were published. Messages already
 // marked keep their first sent_at; unknown ids are ignored, as a relay
-// racing another one may mark what the other already did.
+// racing another one may mark what the other already did. On SQLite, when
+// the messages are every unsent one above the last position, one position
+// marks them all; otherwise each row's sent_at is set.
 func (db *DB) MarkOutboxSent(ctx context.Context, ids []int64, at time.Time) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	return db.inTx(ctx, fmt.Sprintf("mark %d outbox messages sent", len(ids)), func(tx *sqlx.Tx) error {
+		if db.dialect == DialectSQLite {
+			if marked, err := markUpTo(ctx, tx, ids, at); err != nil || marked {
+				return err
+			}
+		}
 		for rest := ids; len(rest) > 0; {
 			chunk := rest[:min(len(rest), maxInParams)]
 			rest = rest[len(chunk):]
@@ -64,4 +80,42 @@ func (db *DB) MarkOutboxSent(ctx context.Context, ids []int64, at time.Time) err
 		}
 		return nil
 	})
+}
+
+// markUpTo marks ids sent with one position when they are every unsent
+// message above the last position up to the greatest of them, and reports
+// whether it did. Only on SQLite: its one writer holds the database, so
+// every message up to the greatest id is committed and seen here; on
+// PostgreSQL one with a lower id may commit later.
+func markUpTo(ctx context.Context, tx *sqlx.Tx, ids []int64, at time.Time) (bool, error) {
+	var upTo int64
+	if err := tx.GetContext(ctx, &upTo, sentUpToQuery); err != nil {
+		return false, fmt.Errorf("read the sent position: %w", err)
+	}
+	marking := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		if id > upTo {
+			marking[id] = true
+		}
+	}
+	if len(marking) == 0 {
+		return true, nil
+	}
+	top := slices.Max(ids)
+	var unsent []int64
+	if err := tx.SelectContext(ctx, &unsent, `SELECT id FROM outbox WHERE sent_at IS NULL AND id > ? AND id <= ? ORDER BY id`, upTo, top); err != nil {
+		return false, fmt.Errorf("read the unsent messages: %w", err)
+	}
+	if len(unsent) != len(marking) {
+		return false, nil
+	}
+	for _, id := range unsent {
+		if !marking[id] {
+			return false, nil
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO outbox_marks (upto, sent_at) VALUES (?, ?)`, top, dbTime(at)); err != nil {
+		return false, fmt.Errorf("record the sent position: %w", err)
+	}
+	return true, nil
 }

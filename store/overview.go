@@ -35,8 +35,8 @@ WHERE o.last_event_at = e.received_at AND o.last_synced_at IS NOT NULL`
 	overviewWaitingSQL       = `SELECT COUNT(*) FROM orders WHERE status = '' AND created_at IS NULL AND account = ?`
 	overviewOldestWaitingSQL = `SELECT first_seen_at FROM orders WHERE status = '' AND created_at IS NULL AND account = ?
 ORDER BY first_seen_at LIMIT 1`
-	overviewUnsentSQL       = `SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL`
-	overviewOldestUnsentSQL = `SELECT id, subject, order_code, created_at FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT 1`
+	overviewUnsentSQL       = `SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL AND id > ` + sentUpTo
+	overviewOldestUnsentSQL = `SELECT id, subject, order_code, created_at FROM outbox WHERE sent_at IS NULL AND id > ` + sentUpTo + ` ORDER BY id LIMIT 1`
 	// account || '' keeps SQLite off the account's index, which holds
 	// every letter ever replayed too, and on the index of those pending.
 	overviewDeadLettersSQL = `SELECT reason, COUNT(*) AS n FROM dead_letters WHERE account || '' = ? AND replayed_at IS NULL GROUP BY reason`

@@ -11,9 +11,40 @@ import (
 
 // PruneSentOutbox deletes up to limit outbox messages published before
 // sentBefore, oldest first, and returns how many it deleted. A message not
-// yet published is never deleted, however old.
+// yet published is never deleted, however old. Messages marked each by its
+// sent_at go first, then those marked by position (outbox_marks), with
+// the positions no message is left under but the last, which says how
+// far the outbox was sent.
 func (db *DB) PruneSentOutbox(ctx context.Context, sentBefore time.Time, limit int) (int, error) {
-	return db.pruneBefore(ctx, "prune sent outbox", "outbox", "id", "sent_at", sentBefore, limit)
+	n, err := db.pruneBefore(ctx, "prune sent outbox", "outbox", "id", "sent_at", sentBefore, limit)
+	if err != nil || n >= limit {
+		return n, err
+	}
+	err = db.inTx(ctx, "prune sent outbox", func(tx *sqlx.Tx) error {
+		var upTo int64
+		if err := tx.GetContext(ctx, &upTo, db.rebind(`SELECT COALESCE(MAX(upto), 0) FROM outbox_marks WHERE sent_at < ?`), dbTime(sentBefore)); err != nil {
+			return fmt.Errorf("read the sent positions: %w", err)
+		}
+		if upTo == 0 {
+			return nil
+		}
+		res, err := tx.ExecContext(ctx, db.rebind(`DELETE FROM outbox WHERE id IN (
+    SELECT id FROM outbox WHERE id <= ? AND sent_at IS NULL ORDER BY id LIMIT ?)`), upTo, limit-n)
+		if err != nil {
+			return err
+		}
+		deleted, err := rowsAffected(res)
+		if err != nil {
+			return err
+		}
+		n += deleted
+		if _, err := tx.ExecContext(ctx, `DELETE FROM outbox_marks WHERE upto < COALESCE((SELECT MIN(id) FROM outbox), upto + 1)
+    AND upto < (SELECT MAX(upto) FROM outbox_marks)`); err != nil {
+			return fmt.Errorf("delete the positions passed: %w", err)
+		}
+		return nil
+	})
+	return n, err
 }
 
 // pruneBefore deletes up to limit rows of table whose column is before t,
