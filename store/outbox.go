@@ -44,7 +44,7 @@ FROM outbox WHERE sent_at IS NULL AND id > `+sentUpTo+` ORDER BY id LIMIT ?`), c
 }
 
 // sentUpTo is the position up to which every outbox message is sent
-// (outbox_marks, migration 25): above it, a message is sent when its
+// (outbox_marks, migration 27): above it, a message is sent when its
 // sent_at is set.
 const (
 	sentUpToQuery = `SELECT COALESCE(MAX(upto), 0) FROM outbox_marks`
