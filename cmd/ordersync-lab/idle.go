@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -169,28 +168,32 @@ func runIdle(ctx context.Context, out io.Writer, opts idleOptions) error {
 	if err := opts.validate(); err != nil {
 		return err
 	}
+	recipe, err := prepared(ctx, out, opts)
+	if err != nil || opts.PrepareOnly {
+		return err
+	}
+	return measureIdle(ctx, out, opts, recipe)
+}
+
+// prepared returns the recipe of opts.Dir, preparing the directory first
+// when it holds none; idle and mix measure on such a directory.
+func prepared(ctx context.Context, out io.Writer, opts idleOptions) (idleRecipe, error) {
 	var recipe idleRecipe
 	b, err := os.ReadFile(recipePath(opts.Dir))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		if recipe, err = prepareIdle(ctx, out, opts); err != nil {
-			return err
-		}
+		return prepareIdle(ctx, out, opts)
 	case err != nil:
-		return err
-	default:
-		if err := json.Unmarshal(b, &recipe); err != nil {
-			return fmt.Errorf("read %s: %w", recipePath(opts.Dir), err)
-		}
-		if recipe.Orders != opts.Orders {
-			return fmt.Errorf("idle: %s was prepared with %d orders, not %d", opts.Dir, recipe.Orders, opts.Orders)
-		}
-		fmt.Fprintf(out, "idle: %s prepared with %d open orders\n", opts.Dir, recipe.Orders)
+		return recipe, err
 	}
-	if opts.PrepareOnly {
-		return nil
+	if err := json.Unmarshal(b, &recipe); err != nil {
+		return recipe, fmt.Errorf("read %s: %w", recipePath(opts.Dir), err)
 	}
-	return measureIdle(ctx, out, opts, recipe)
+	if recipe.Orders != opts.Orders {
+		return recipe, fmt.Errorf("%s was prepared with %d orders, not %d", opts.Dir, recipe.Orders, opts.Orders)
+	}
+	fmt.Fprintf(out, "idle: %s prepared with %d open orders\n", opts.Dir, recipe.Orders)
+	return recipe, nil
 }
 
 // prepareIdle mirrors opts.Orders new orders into a fresh data directory.
@@ -226,7 +229,9 @@ func prepareIdle(ctx context.Context, out io.Writer, opts idleOptions) (idleReci
 		return r, err
 	}
 	defer db.Close()
-	wait, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	// Posting ends well before the workers do: a millisecond an order
+	// more than the posts, for a million orders.
+	wait, cancel := context.WithTimeout(ctx, 5*time.Minute+time.Duration(len(orders))*time.Millisecond)
 	defer cancel()
 	for {
 		n, err := countMirrored(wait, db)
@@ -254,32 +259,12 @@ func prepareIdle(ctx context.Context, out io.Writer, opts idleOptions) (idleReci
 
 // postAll posts one Created webhook per order, again when refused.
 func postAll(ctx context.Context, poster *loadpost.Poster, orders []ordersync.PaymentLinkResult) error {
-	var next atomic.Int64
-	errc := make(chan error, 8)
-	for range 8 {
-		go func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(orders) {
-					errc <- nil
-					return
-				}
-				body := webhookBody(orders[i], ordersync.EventCreated, i)
-				for !posted(poster, body) {
-					if ctx.Err() != nil {
-						errc <- ctx.Err()
-						return
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
-			}
-		}()
+	bodies := make([][]byte, len(orders))
+	for i, o := range orders {
+		bodies[i] = webhookBody(o, ordersync.EventCreated, i)
 	}
-	var errs []error
-	for range 8 {
-		errs = append(errs, <-errc)
-	}
-	return errors.Join(errs...)
+	postBodies(ctx, poster, bodies, 8)
+	return ctx.Err()
 }
 
 // startIdleServe starts serve at its defaults on the prepared directory,

@@ -205,20 +205,28 @@ type loadPipeline struct {
 	webhookSecret string
 }
 
-func startLoadPipeline(ctx context.Context, dir string, opts loadOptions, role string) (_ *loadPipeline, err error) {
+func startLoadPipeline(ctx context.Context, dir string, opts loadOptions, role string) (*loadPipeline, error) {
 	secretKey := app.RandomSecret()
-	p := &loadPipeline{webhookSecret: app.RandomSecret()}
-	if p.sim, err = sim.New(sim.Config{SecretKey: secretKey, Seed: 1}); err != nil {
-		return nil, err
-	}
-	if err := p.sim.Start(ctx); err != nil {
-		return nil, err
-	}
-	simURL, err := p.sim.Listen("127.0.0.1:0")
+	s, err := sim.New(sim.Config{SecretKey: secretKey, Seed: 1})
 	if err != nil {
-		p.sim.Close()
 		return nil, err
 	}
+	if err := s.Start(ctx); err != nil {
+		return nil, err
+	}
+	simURL, err := s.Listen("127.0.0.1:0")
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return startPipelineOn(ctx, s, simURL, secretKey, app.RandomSecret(), dir, opts, role)
+}
+
+// startPipelineOn starts the child pipeline on dir/data against a running
+// simulator, which the pipeline then owns (Close closes it, also when the
+// start fails).
+func startPipelineOn(ctx context.Context, s *sim.Server, simURL, secretKey, webhookSecret, dir string, opts loadOptions, role string) (_ *loadPipeline, err error) {
+	p := &loadPipeline{sim: s, webhookSecret: webhookSecret}
 	// --upstream-rps 0 (serve's default, no fixed cap): the load test
 	// sends thousands of fetches a second to a simulator that sets no
 	// limit.
@@ -385,6 +393,38 @@ func runIngest(ctx context.Context, out io.Writer, dir string, opts loadOptions,
 	return nil
 }
 
+// postBodies posts every body over conns connections, each again when
+// refused (as the provider would) until ctx ends. It returns the latency
+// of every post answered 200, in no order, and how many were refused.
+func postBodies(ctx context.Context, poster *loadpost.Poster, bodies [][]byte, conns int) (latencies []time.Duration, refused int64) {
+	var next, failed atomic.Int64
+	per := make([][]time.Duration, conns)
+	var wg sync.WaitGroup
+	for c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1)) - 1
+				if i >= len(bodies) {
+					return
+				}
+				for ctx.Err() == nil {
+					t0 := time.Now()
+					if posted(poster, bodies[i]) {
+						per[c] = append(per[c], time.Since(t0))
+						break
+					}
+					failed.Add(1)
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return slices.Concat(per...), failed.Load()
+}
+
 // quantile of sorted durations (nearest rank).
 func quantile(sorted []time.Duration, q float64) time.Duration {
 	if len(sorted) == 0 {
@@ -417,7 +457,7 @@ func runEndToEnd(ctx context.Context, out io.Writer, dir string, opts loadOption
 
 	ctx, cancel := context.WithTimeout(ctx, opts.E2ETimeout)
 	defer cancel()
-	var next, failed atomic.Int64
+	var refused int64
 	postDone := make(chan time.Duration, 1)
 	meter, err := startCPUMeter(lp.child)
 	if err != nil {
@@ -425,26 +465,7 @@ func runEndToEnd(ctx context.Context, out io.Writer, dir string, opts loadOption
 	}
 	start := time.Now()
 	go func() {
-		var wg sync.WaitGroup
-		for range opts.Connections {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for ctx.Err() == nil {
-					i := int(next.Add(1)) - 1
-					if i >= len(bodies) {
-						return
-					}
-					// A webhook the pipeline refused is sent again, as the
-					// provider would.
-					for !posted(poster, bodies[i]) && ctx.Err() == nil {
-						failed.Add(1)
-						time.Sleep(10 * time.Millisecond)
-					}
-				}
-			}()
-		}
-		wg.Wait()
+		_, refused = postBodies(ctx, poster, bodies, opts.Connections)
 		postDone <- time.Since(start)
 	}()
 
@@ -472,8 +493,8 @@ func runEndToEnd(ctx context.Context, out io.Writer, dir string, opts loadOption
 	if rep.PeakRSS, err = lp.child.PeakRSS(); err != nil {
 		return err
 	}
-	if n := failed.Load(); n > 0 {
-		fmt.Fprintf(out, "end to end: %d posts were refused and sent again\n", n)
+	if refused > 0 {
+		fmt.Fprintf(out, "end to end: %d posts were refused and sent again\n", refused)
 	}
 	return nil
 }
