@@ -1,5 +1,6 @@
 // Command ordersync-lab tests the ordersync pipeline under faults and load:
 // chaos (kill -9 under upstream faults), loadtest (ingest and end to end),
+// mix (whole order lives over a prefilled mirror),
 // multiproc (a scale-out deployment on PostgreSQL and an external NATS),
 // idle (what serve costs with open orders and no traffic) and soak (hours
 // at a steady mix with periodic kill -9, its resources sampled). It
@@ -50,7 +51,7 @@ func newRootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&binaryPath, "ordersync", "",
 		"the ordersync binary to run (default: ordersync beside this binary, else built from this module with go build)")
-	root.AddCommand(newChaosCommand(), newDiskfullCommand(), newLoadtestCommand(), newMultiprocCommand(), newIdleCommand(), newSoakCommand(), newRestartCommand(), newReloadCommand())
+	root.AddCommand(newChaosCommand(), newDiskfullCommand(), newLoadtestCommand(), newMixCommand(), newMultiprocCommand(), newIdleCommand(), newSoakCommand(), newRestartCommand(), newReloadCommand())
 	return root
 }
 
