@@ -111,9 +111,10 @@ and the queue is drained:
 In every round every 10th webhook is sent twice, identical, after the
 round's first posts. The status-change phase is the payment and closing
 rounds; creation is measured apart. The report: the pipeline's CPU per
-order life, per webhook, per new order and per status change; bytes it
-wrote (write_bytes of /proc/PID/io) per new order and per status change;
-upstream fetches per order; ack latency; peak RSS; the data directory's
+order life, per webhook, per new order and per status change; the bytes
+it wrote to storage (write_bytes less cancelled_write_bytes of
+/proc/PID/io) and passed to write calls (wchar) per new order and per
+status change; upstream fetches per order; ack latency; peak RSS; the data directory's
 growth per 1,000 orders by part (SQLite tables grouped, with dbstat when
 the lab is built with -tags sqlite_dbstat; the WAL; JetStream).
 
@@ -151,7 +152,8 @@ type mixPhase struct {
 	Changes    int // orders created, or status changes
 	Took       time.Duration
 	CPU        phaseCPU
-	WriteBytes int64 // the pipeline's write_bytes
+	WriteBytes int64 // the pipeline's, to storage (procWrites)
+	WriteCalls int64 // the pipeline's, through write calls (wchar)
 	Fetches    int64
 }
 
@@ -187,6 +189,10 @@ func (r *mixReport) perWebhook() time.Duration {
 func (p mixPhase) perChange() time.Duration { return p.CPU.Pipeline / time.Duration(max(p.Changes, 1)) }
 
 func (p mixPhase) bytesPerChange() float64 { return float64(p.WriteBytes) / float64(max(p.Changes, 1)) }
+
+func (p mixPhase) callBytesPerChange() float64 {
+	return float64(p.WriteCalls) / float64(max(p.Changes, 1))
+}
 
 func (r *mixReport) fetchesPerOrder() float64 {
 	return float64(r.Create.Fetches+r.Change.Fetches) / float64(r.Orders)
@@ -395,6 +401,7 @@ func (m *mixRun) run(ctx context.Context, poster *loadpost.Poster, orders []orde
 type phaseMeter struct {
 	cpu      *cpuMeter
 	written  int64
+	calls    int64
 	gets     int64
 	answered int
 	start    time.Time
@@ -405,11 +412,11 @@ func (m *mixRun) begin() (*phaseMeter, error) {
 	if err != nil {
 		return nil, err
 	}
-	written, err := procWriteBytes(m.lp.child.PID())
+	written, calls, err := procWrites(m.lp.child.PID())
 	if err != nil {
 		return nil, err
 	}
-	return &phaseMeter{cpu: cpu, written: written, gets: m.lp.sim.Stats().Gets, answered: len(m.latencies), start: time.Now()}, nil
+	return &phaseMeter{cpu: cpu, written: written, calls: calls, gets: m.lp.sim.Stats().Gets, answered: len(m.latencies), start: time.Now()}, nil
 }
 
 // end fills ph with the totals since pm began; changes are the orders
@@ -420,11 +427,11 @@ func (m *mixRun) end(pm *phaseMeter, ph *mixPhase, changes int) error {
 	if ph.CPU, err = pm.cpu.per(1); err != nil {
 		return err
 	}
-	written, err := procWriteBytes(m.lp.child.PID())
+	written, calls, err := procWrites(m.lp.child.PID())
 	if err != nil {
 		return err
 	}
-	ph.WriteBytes = written - pm.written
+	ph.WriteBytes, ph.WriteCalls = written-pm.written, calls-pm.calls
 	ph.Fetches = m.lp.sim.Stats().Gets - pm.gets
 	ph.Webhooks = len(m.latencies) - pm.answered
 	return nil
@@ -485,19 +492,36 @@ func (m *mixRun) statusesAre(want map[ordersync.Status]int) func(context.Context
 	}
 }
 
-// procWriteBytes is write_bytes of /proc/PID/io: what the process caused
-// to be written to storage (page cache writes count when dirtied).
-func procWriteBytes(pid int) (int64, error) {
+// procWrites reads /proc/PID/io. stored is what the process caused to be
+// written to storage: write_bytes (page cache writes count when a clean
+// page is dirtied, so a page dirtied again before the kernel writes it
+// back counts once) less cancelled_write_bytes (dirty pages dropped by a
+// truncation, as of a WAL truncated after a checkpoint). calls is wchar:
+// the bytes passed to write calls, to files and sockets alike, which does
+// not depend on when the kernel writes back.
+func procWrites(pid int) (stored, calls int64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
 	if err != nil {
-		return 0, fmt.Errorf("bytes written: %w", err)
+		return 0, 0, fmt.Errorf("bytes written: %w", err)
 	}
+	fields := map[string]int64{}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "write_bytes:"); ok {
-			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		name, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("bytes written: %s in /proc/%d/io: %w", name, pid, err)
+		}
+		fields[name] = n
+	}
+	for _, name := range []string{"write_bytes", "cancelled_write_bytes", "wchar"} {
+		if _, ok := fields[name]; !ok {
+			return 0, 0, fmt.Errorf("bytes written: no %s in /proc/%d/io", name, pid)
 		}
 	}
-	return 0, fmt.Errorf("bytes written: no write_bytes in /proc/%d/io", pid)
+	return fields["write_bytes"] - fields["cancelled_write_bytes"], fields["wchar"], nil
 }
 
 // diskUsage is the data directory's size by part.
@@ -584,7 +608,8 @@ func printMixReport(w io.Writer, r *mixReport) {
 	fmt.Fprintf(w, "  CPU per webhook       pipeline %s\n", us(r.perWebhook()))
 	fmt.Fprintf(w, "  CPU per new order     pipeline %s, load generator and simulator %s (creation: %.2fs)\n", us(c.perChange()), us(c.CPU.Harness/time.Duration(max(c.Changes, 1))), c.Took.Seconds())
 	fmt.Fprintf(w, "  CPU per status change pipeline %s, load generator and simulator %s (%d changes: %.2fs)\n", us(s.perChange()), us(s.CPU.Harness/time.Duration(max(s.Changes, 1))), s.Changes, s.Took.Seconds())
-	fmt.Fprintf(w, "  bytes written         %s per new order, %s per status change (write_bytes of /proc/PID/io)\n", kb(c.bytesPerChange()), kb(s.bytesPerChange()))
+	fmt.Fprintf(w, "  bytes written         %s per new order, %s per status change to storage (write_bytes less cancelled_write_bytes of /proc/PID/io)\n", kb(c.bytesPerChange()), kb(s.bytesPerChange()))
+	fmt.Fprintf(w, "  bytes to write calls  %s per new order, %s per status change (wchar: files and sockets)\n", kb(c.callBytesPerChange()), kb(s.callBytesPerChange()))
 	fmt.Fprintf(w, "  WAL frames            n/a (not visible outside the process)\n")
 	fmt.Fprintf(w, "  upstream fetches      %.2f per order (creation %.2f, status changes %.2f)\n", r.fetchesPerOrder(), float64(c.Fetches)/float64(r.Orders), float64(s.Fetches)/float64(r.Orders))
 	fmt.Fprintf(w, "  ack latency           p50 %s, p99 %s, max %s\n", r.AckP50.Round(10*time.Microsecond), r.AckP99.Round(10*time.Microsecond), r.AckMax.Round(100*time.Microsecond))

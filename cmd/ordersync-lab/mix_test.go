@@ -39,8 +39,8 @@ func TestMix(t *testing.T) {
 		t.Errorf("status changes: %d changes, %d webhooks", s.Changes, s.Webhooks)
 	}
 	for name, ph := range map[string]mixPhase{"creation": c, "status changes": s} {
-		if ph.CPU.Pipeline <= 0 || ph.WriteBytes <= 0 || ph.Fetches < int64(opts.Orders) || ph.Took <= 0 {
-			t.Errorf("%s: CPU %s, %d bytes written, %d fetches for %d orders, took %s", name, ph.CPU.Pipeline, ph.WriteBytes, ph.Fetches, opts.Orders, ph.Took)
+		if ph.CPU.Pipeline <= 0 || ph.WriteBytes <= 0 || ph.WriteCalls <= 0 || ph.Fetches < int64(opts.Orders) || ph.Took <= 0 {
+			t.Errorf("%s: CPU %s, %d bytes written (%d to write calls), %d fetches for %d orders, took %s", name, ph.CPU.Pipeline, ph.WriteBytes, ph.WriteCalls, ph.Fetches, opts.Orders, ph.Took)
 		}
 	}
 	if rep.perOrderLife() <= c.perChange() || rep.perWebhook() <= 0 {
