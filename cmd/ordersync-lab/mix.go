@@ -22,6 +22,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/child"
 	"github.com/ordersync/ordersync/internal/datadir"
 	"github.com/ordersync/ordersync/internal/loadpost"
 	"github.com/ordersync/ordersync/sim"
@@ -168,7 +169,7 @@ type mixReport struct {
 	AckP50, AckP99, AckMax                                       time.Duration
 	PeakRSS                                                      int64
 	// Freshness is the back office's freshness lag, when the pipeline
-	// reports one; "" today (no indexer).
+	// reports one (backOfficeFreshness).
 	Freshness string
 	// DiskBefore and DiskAfter are the data directory before the creation
 	// round and after the last round.
@@ -393,9 +394,19 @@ func (m *mixRun) run(ctx context.Context, poster *loadpost.Poster, orders []orde
 	if rep.PeakRSS, err = lp.child.PeakRSS(); err != nil {
 		return err
 	}
+	if backOfficeFreshness != nil {
+		if rep.Freshness, err = backOfficeFreshness(ctx, lp.child); err != nil {
+			return err
+		}
+	}
 	rep.DiskAfter = measureDisk(ctx, m.dataDir)
 	return nil
 }
+
+// backOfficeFreshness reads the back office's freshness lag from the
+// pipeline at the end of a run (its p99 over the run, and now); nil until
+// an indexer reports one, and the report says n/a.
+var backOfficeFreshness func(ctx context.Context, c *child.Process) (string, error)
 
 // phaseMeter holds a phase's starting readings.
 type phaseMeter struct {
