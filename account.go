@@ -42,3 +42,6 @@ func (a Accounts[T]) For(account string) (T, error) {
 	var zero T
 	return zero, fmt.Errorf("account %q: %w", Clip(account, maxAccountName), ErrUnknownAccount)
 }
+
+// DefaultAccount is the account of a single-merchant deployment.
+const DefaultAccount = "default"

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 )
 
 // EventType is the `type` of a webhook event.
@@ -120,20 +119,6 @@ func (e *Event) Ref(account string) OrderRef {
 	return OrderRef{Account: account, Code: e.OrderCode, ID: e.OrderID, Reference: e.OrderReference}
 }
 
-// OrderRef identifies an order of an account by whichever keys are known.
-type OrderRef struct {
-	Account   string
-	Code      string
-	ID        ID
-	Reference string
-	// ExpiresAt is when the link expires, when ordersync created it; the
-	// reconciler looks at orders near or past expiry first.
-	ExpiresAt time.Time
-}
-
-// DefaultAccount is the account of a single-merchant deployment.
-const DefaultAccount = "default"
-
 // SignatureVerdict is what the receiver concluded about a webhook signature.
 type SignatureVerdict string
 
@@ -144,37 +129,6 @@ const (
 	SignatureMissing  SignatureVerdict = "missing"
 	SignatureInsecure SignatureVerdict = "unchecked" // no secret configured, insecure mode
 )
-
-// EventOutcome is what became of a received webhook event.
-type EventOutcome string
-
-// Event outcomes, as recorded in the event log.
-const (
-	OutcomeSynced       EventOutcome = "synced"        // the order was fetched and mirrored
-	OutcomeIgnored      EventOutcome = "ignored"       // not a payment-link order
-	OutcomeRejected     EventOutcome = "rejected"      // refused with a 4xx, never queued
-	OutcomeDeadLettered EventOutcome = "dead_lettered" // a permanent failure, see dead letters
-	// OutcomeAlreadyFetched: acknowledged without a fetch, since the mirror
-	// held a fetch of the order sent after the event was received.
-	OutcomeAlreadyFetched EventOutcome = "already_fetched"
-)
-
-// EventRecord is one row of the event log: the back office's answer to "did
-// we hear about this order?". MsgID is the queue's deduplication key, so a
-// redelivered event is logged once.
-type EventRecord struct {
-	MsgID          string
-	Account        string
-	ReceivedAt     time.Time
-	Type           EventType
-	OrderType      string
-	OrderID        ID
-	OrderReference string
-	OrderCode      string
-	Signature      SignatureVerdict
-	Outcome        EventOutcome
-	Detail         string
-}
 
 // envelopeFields is how many fields an event's envelope holds.
 const envelopeFields = 6

@@ -2,7 +2,6 @@ package ordersync
 
 import (
 	"context"
-	"time"
 )
 
 // ExportParams selects what an export reads from the mirror.
@@ -42,15 +41,6 @@ const (
 	// reference and status, the store's currency and the created time.
 	ExportRepeatedFields
 )
-
-// StatusChange is one recorded status transition of an order: when the
-// mirror saw it (the time of the fetch that found the new status, not a
-// time the service reports) and why that fetch ran.
-type StatusChange struct {
-	StatusTransition
-	At    time.Time
-	Cause Cause
-}
 
 // ExportedOrder is one order as an export reads it.
 type ExportedOrder struct {

@@ -12,11 +12,3 @@ type Follower interface {
 	// followed from then on.
 	TrackOrder(ctx context.Context, account, orderCode string) (*MirroredOrder, error)
 }
-
-// Replayer sends dead-lettered events through the normal path again.
-type Replayer interface {
-	ReplayDeadLetter(ctx context.Context, id int64) error
-	// ReplayDeadLetters replays every letter the filter selects and returns
-	// how many.
-	ReplayDeadLetters(ctx context.Context, filter DeadLetterFilter) (int, error)
-}

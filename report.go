@@ -2,6 +2,7 @@ package ordersync
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -240,4 +241,11 @@ func inMinorUnits(a Amount, currency string) Amount {
 		return a
 	}
 	return r
+}
+
+// Reports answers the back office's reports from the mirror.
+type Reports interface {
+	// DailyTotals sums the account's orders per calendar day and currency:
+	// created, paid, cancelled unpaid, finalized and reversed.
+	DailyTotals(ctx context.Context, params DailyTotalsParams) (DailyTotals, error)
 }

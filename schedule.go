@@ -1,6 +1,7 @@
 package ordersync
 
 import (
+	"context"
 	"hash/fnv"
 	"time"
 )
@@ -217,4 +218,56 @@ func (t EventType) HintsPaymentInFlight() bool {
 		return true
 	}
 	return false
+}
+
+// DueCheck is an order whose reconcile check is due.
+type DueCheck struct {
+	OrderRef
+	// Due is when the check was due.
+	Due time.Time
+	// State is what the schedule knows of the order when it was claimed.
+	State CheckState
+}
+
+// CheckBacklog is how far behind its schedule the reconciler is.
+type CheckBacklog struct {
+	// Due is how many orders' checks are due.
+	Due int
+	// Oldest is when the most overdue of them was due; zero when none is.
+	Oldest time.Time
+	// Next is when the earliest check is due, whether it is due yet or
+	// not; zero when no order is on the schedule. The reconciler sleeps
+	// until then.
+	Next time.Time
+}
+
+// CheckSchedule is the reconciler's schedule as the mirror keeps it: each
+// order that can still change has a time its next check is due (set by
+// NextCheck whenever the order is applied), so the schedule survives
+// restarts and is shared by every process.
+type CheckSchedule interface {
+	// ClaimDueChecks returns up to limit orders of account whose check is
+	// due at now, most overdue first, and moves their due time to retryAt:
+	// a check that fails is tried again then, while one that succeeds
+	// reschedules the order when its fetch is applied.
+	ClaimDueChecks(ctx context.Context, account string, now time.Time, limit int, retryAt time.Time) ([]DueCheck, error)
+	// CheckBacklog says how many of account's orders are due at now and
+	// since when.
+	CheckBacklog(ctx context.Context, account string, now time.Time) (CheckBacklog, error)
+	// DeferCheck moves the check of an order still on the schedule to at.
+	DeferCheck(ctx context.Context, account, code string, at time.Time) error
+	// PullCheck brings the check of an order still on the schedule to at,
+	// unless it is due sooner.
+	PullCheck(ctx context.Context, account, code string, at time.Time) error
+	// PullChecks makes the checks of account's open orders last active at
+	// or after activeSince due at at, most recently active first (each a
+	// microsecond before the next), or minGap after their last fetch if
+	// that is later, and returns their codes.
+	PullChecks(ctx context.Context, account string, activeSince, at time.Time, minGap time.Duration) ([]string, error)
+	// TightenChecks records account's evidence of lost webhooks, which the
+	// schedule reads from then on whenever it sets a check, and brings the
+	// checks of the open orders it covers to the dense schedule now.
+	TightenChecks(ctx context.Context, account string, dense DenseChecks, now time.Time) (int, error)
+	// DenseChecks returns account's evidence of lost webhooks.
+	DenseChecks(ctx context.Context, account string) (DenseChecks, error)
 }
