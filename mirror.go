@@ -151,19 +151,21 @@ type Mirror interface {
 	// AddDeadLetter records a permanent failure and logs its event with
 	// outcome dead_lettered, in one transaction.
 	AddDeadLetter(ctx context.Context, dl DeadLetter) (int64, error)
+	OrderCodesResolver
+	LastFetchReader
 }
 
-// OrderCodesResolver is a Mirror that also maps many order ids to their
-// codes with one read. The worker pool resolves a whole pull's events with
-// it when the mirror has it, and one event at a time otherwise.
+// OrderCodesResolver maps many order ids to their codes with one read.
+// The worker pool resolves a whole pull's events with it; the admin API
+// needs nothing more of the mirror to resolve ids.
 type OrderCodesResolver interface {
 	ResolveOrderCodes(ctx context.Context, account string, ids []ID) (map[ID]string, error)
 }
 
-// LastFetchReader is a Mirror that also reads what it holds of orders'
-// last applied fetches. The worker pool reads them for a pull's webhooks
-// before fetching: a fetch sent after a webhook was received already saw
-// its change, so the webhook costs no request.
+// LastFetchReader reads what the mirror holds of orders' last applied
+// fetches. The worker pool reads them for a pull's webhooks before
+// fetching: a fetch sent after a webhook was received already saw its
+// change, so the webhook costs no request.
 type LastFetchReader interface {
 	// LastFetches reads the last fetches of the account's orders codes
 	// with one read per 512 codes; an order never fetched is missing from

@@ -236,12 +236,6 @@ type Pool struct {
 	// unresolved those of events whose order is not known yet.
 	retries, unresolved *retryPolicy
 
-	// codesResolver is the mirror when it resolves order ids in batches.
-	codesResolver ordersync.OrderCodesResolver
-	// lastFetches is the mirror when it reads an order's last fetch, with
-	// which a webhook a fetch already answered is not fetched again.
-	lastFetches ordersync.LastFetchReader
-
 	mu      sync.Mutex
 	flights map[orderKey]*flight
 
@@ -295,8 +289,6 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		p.writer = cfg.Syncer.writer
 	}
 	m.fetchLimit.Set(float64(cfg.FetchConcurrency))
-	p.codesResolver, _ = cfg.Mirror.(ordersync.OrderCodesResolver)
-	p.lastFetches, _ = cfg.Mirror.(ordersync.LastFetchReader)
 	return p, nil
 }
 

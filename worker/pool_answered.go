@@ -23,9 +23,6 @@ const evidenceLateWebhook = "late_webhook"
 // skipAnswered. An order the mirror holds no fetch of, or a failed read,
 // leaves the item without one: it is fetched.
 func (p *Pool) readLastFetches(ctx context.Context, items []*item) {
-	if p.lastFetches == nil {
-		return
-	}
 	byAccount := map[string][]*item{}
 	for _, it := range items {
 		if answerable(it) {
@@ -37,7 +34,7 @@ func (p *Pool) readLastFetches(ctx context.Context, items []*item) {
 		for _, it := range its {
 			codes = append(codes, it.code)
 		}
-		lfs, err := p.lastFetches.LastFetches(ctx, account, codes)
+		lfs, err := p.mirror.LastFetches(ctx, account, codes)
 		if err != nil {
 			if ctx.Err() == nil {
 				p.log.Warn("read the orders' last fetches failed; fetching them", "orders", len(codes), "err", err)

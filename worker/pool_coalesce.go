@@ -129,7 +129,7 @@ func (p *Pool) dispatch(d ordersync.Delivery, now time.Time) *item {
 	if it.code == "" {
 		it.code, _ = p.codes.get(it.account, e.OrderID)
 	}
-	if it.code == "" && (e.OrderID == "" || p.codesResolver == nil) {
+	if it.code == "" && e.OrderID == "" {
 		p.jobs <- job{resolve: it}
 		return nil
 	}
@@ -152,7 +152,7 @@ func (p *Pool) resolveBatch(ctx context.Context, items []*item) (resolved []*ite
 		for i, it := range its {
 			ids[i] = it.e.OrderID
 		}
-		codes, err := p.codesResolver.ResolveOrderCodes(ctx, account, ids)
+		codes, err := p.mirror.ResolveOrderCodes(ctx, account, ids)
 		if err != nil && ctx.Err() == nil {
 			p.log.Warn("resolve a batch of order ids failed; resolving them one by one", "events", len(its), "err", err)
 		}
