@@ -8,49 +8,14 @@ import (
 // DiffOrders compares two order details field by field and returns a line
 // per difference, empty when they are the same. Amounts must match digit for
 // digit ("6.50" differs from "6.5"): the mirror keeps money exactly as sent.
-// Raw is not compared. The demo, the end-to-end tests and the chaos test use
-// it to hold the mirror against the service's truth.
+// Raw is not compared. Tests and internal/compare (the demo's and the chaos
+// run's report) use it to hold the mirror against the service's truth.
 func DiffOrders(want, got *Order) []string {
 	var diffs []string
 	diffValue("", reflect.ValueOf(*want), reflect.ValueOf(*got), func(path, format string, args ...any) {
 		diffs = append(diffs, path+": "+fmt.Sprintf(format, args...))
 	})
 	return diffs
-}
-
-// MirrorMatch is how far a mirror holds the service's orders, as the demo
-// and the chaos runs report it: how many orders were compared, how many
-// the mirror has, how many match field for field (DiffOrders), and the
-// first few mismatches, "code: what differs".
-type MirrorMatch struct {
-	Orders, Mirrored, Matching int
-	Mismatches                 []string
-}
-
-// maxMismatches is how many mismatches a MirrorMatch keeps: the first few
-// say what went wrong.
-const maxMismatches = 5
-
-// Compare counts want, an order of the service's, against got, the
-// mirror's copy of it, or nil when the mirror has none.
-func (m *MirrorMatch) Compare(want, got *Order) {
-	m.Orders++
-	if got == nil {
-		return
-	}
-	m.Mirrored++
-	if diffs := DiffOrders(want, got); len(diffs) == 0 {
-		m.Matching++
-	} else {
-		m.Mismatch(want.OrderCode + ": " + diffs[0])
-	}
-}
-
-// Mismatch keeps a mismatch while fewer than maxMismatches are kept.
-func (m *MirrorMatch) Mismatch(s string) {
-	if len(m.Mismatches) < maxMismatches {
-		m.Mismatches = append(m.Mismatches, s)
-	}
 }
 
 // ChangedFields names the fields of an order detail that differ from prev

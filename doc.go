@@ -3,9 +3,10 @@
 // a change, exact money, the rules of a change and of the reconciler's
 // schedule, endpoints, roles and the audit record, the errors every adapter
 // translates into, and the small interfaces the adapters implement. Beside
-// them sit a few helpers the adapters share: the order's JSON encoding, the
-// parsing of Retry-After, the trusted proxies, and DiffOrders and
-// MirrorMatch, which hold a mirror against the service's orders.
+// them sit the one JSON encoding of a mirrored order and DiffOrders, the
+// field-by-field comparison of two order details that ChangedFields names
+// a change's fields with. Each file holds one concept; docs/architecture.md
+// lists them.
 //
 // It imports nothing of this module. The adapters that do I/O (paymentlink,
 // sim, webhook, queue, worker, store, admin) import this package and a few

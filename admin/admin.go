@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/proxy"
 	"github.com/ordersync/ordersync/internal/quietlog"
 	collect "github.com/ordersync/ordersync/metrics"
 )
@@ -78,7 +79,7 @@ type Config struct {
 	// TrustedProxies are the peers whose X-Forwarded-For names the client
 	// (for the sign-in limiter) and whose X-Forwarded-Proto: https makes
 	// the console's cookies Secure.
-	TrustedProxies ordersync.Proxies
+	TrustedProxies proxy.Trusted
 	Logger         *slog.Logger
 	// Registerer takes the API's own collectors; nil registers none.
 	Registerer prometheus.Registerer

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/internal/proxy"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -254,10 +255,10 @@ func TestConsoleSecureCookie(t *testing.T) {
 	db := openTestDB(t)
 	for _, tc := range []struct {
 		name    string
-		proxies ordersync.Proxies
+		proxies proxy.Trusted
 		want    bool
 	}{
-		{"trusted proxy", ordersync.Proxies{netip.MustParsePrefix("127.0.0.0/8")}, true},
+		{"trusted proxy", proxy.Trusted{netip.MustParsePrefix("127.0.0.0/8")}, true},
 		{"untrusted peer", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -296,7 +297,7 @@ func TestConsoleSlowsDownWrongTokens(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	// Behind a proxy on loopback, so each browser is a client of its own.
 	base := consoleServer(t, openTestDB(t), roleTokens, func(c *admin.Config) {
-		c.Clock, c.TrustedProxies = clk.now, ordersync.Proxies{netip.MustParsePrefix("127.0.0.0/8")}
+		c.Clock, c.TrustedProxies = clk.now, proxy.Trusted{netip.MustParsePrefix("127.0.0.0/8")}
 	})
 	b := newBrowser(t, base)
 	b.header.Set("X-Forwarded-For", "198.51.100.1")

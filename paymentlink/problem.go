@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/retryafter"
 )
 
 // Retry-After handling.
@@ -234,7 +235,7 @@ func statusError(op string, resp *http.Response, body []byte, now time.Time) *or
 
 // retryAfter parses a Retry-After value: delay seconds or an HTTP-date.
 func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	return ordersync.ParseRetryAfter(v, now, MaxRetryAfter)
+	return retryafter.Parse(v, now, MaxRetryAfter)
 }
 
 // snippet is the start of a body that is not problem JSON, as readable text:

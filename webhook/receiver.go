@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/proxy"
 	"github.com/ordersync/ordersync/internal/quietlog"
 )
 
@@ -661,7 +662,7 @@ func (rc *Receiver) reject(acct *account, r *http.Request, body []byte, received
 // clientIP names who sent a request, believing X-Forwarded-For only from
 // a trusted proxy.
 func (rc *Receiver) clientIP(r *http.Request) string {
-	return ordersync.Proxies(rc.cfg.TrustedProxies).Client(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
+	return proxy.Trusted(rc.cfg.TrustedProxies).Client(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
 }
 
 // MsgID is the queue's deduplication key of a webhook: the first 32 hex

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/delivery"
+	"github.com/ordersync/ordersync/internal/retryafter"
 )
 
 // The retry schedule: exponential from retryInitial, doubling, capped at
@@ -91,7 +92,7 @@ func classify(code int, retryAfter string, now time.Time, maxRetryAfter time.Dur
 		if code == http.StatusServiceUnavailable {
 			label = "5xx"
 		}
-		wait, _ := ordersync.ParseRetryAfter(retryAfter, now, maxRetryAfter)
+		wait, _ := retryafter.Parse(retryAfter, now, maxRetryAfter)
 		return retry, label, wait
 	case code >= 500:
 		return retry, "5xx", 0

@@ -27,6 +27,7 @@ import (
 	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/internal/child"
+	"github.com/ordersync/ordersync/internal/compare"
 	"github.com/ordersync/ordersync/internal/fulfilment"
 	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/queue"
@@ -160,7 +161,7 @@ func chaosFaults() sim.Faults {
 // chaosReport is what a chaos run measured.
 type chaosReport struct {
 	// MirrorMatch holds the mirror against the simulator's orders.
-	ordersync.MirrorMatch
+	compare.MirrorMatch
 	// Unconfirmed are orders the simulator created whose answer never
 	// reached the client (the pipeline was killed mid-request); Orphans are
 	// those the pipeline never recorded either, followed afterwards with
@@ -721,7 +722,7 @@ func (r *chaosRun) followOrphans(ctx context.Context) error {
 // compareMirror holds every simulator order against the mirror.
 func (r *chaosRun) compareMirror(ctx context.Context) {
 	rep := &r.rep
-	rep.MirrorMatch = ordersync.MirrorMatch{}
+	rep.MirrorMatch = compare.MirrorMatch{}
 	for _, want := range r.sim.Orders() {
 		got, err := r.db.FindOrderByCode(ctx, ordersync.DefaultAccount, want.OrderCode)
 		if err != nil {

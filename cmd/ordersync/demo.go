@@ -24,6 +24,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/compare"
 	"github.com/ordersync/ordersync/internal/fulfilment"
 	"github.com/ordersync/ordersync/sim"
 )
@@ -75,7 +76,7 @@ type demoReport struct {
 	// Stores are what the demo did in each store.
 	Stores []demoStore
 	// MirrorMatch holds the mirror against the simulators' orders.
-	ordersync.MirrorMatch
+	compare.MirrorMatch
 	PaidOrders       int // orders PAID or FINALIZED in the simulator
 	PaidTriggers     int // messages on ordersync.orders.paid
 	PaidMissing      int // paid orders without a trigger
@@ -210,7 +211,7 @@ func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoRepo
 
 	deadline := time.Now().Add(opts.Timeout)
 	for {
-		rep.MirrorMatch = ordersync.MirrorMatch{}
+		rep.MirrorMatch = compare.MirrorMatch{}
 		for _, account := range accounts {
 			for _, want := range st.Sims[account].Orders() {
 				got, err := st.Program.DB().FindOrderByCode(ctx, account, want.OrderCode)

@@ -6,19 +6,19 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/httpstatus"
+	"github.com/ordersync/ordersync/internal/proxy"
 )
 
 // requestIDKey holds a request's id in its context.
 type requestIDKey struct{}
 
 // withRequestID gives every request on a listener an id (a trusted proxy's
-// X-Request-Id, else a new one: ordersync.Proxies.RequestID), answers it in
+// X-Request-Id, else a new one: proxy.Trusted.RequestID), answers it in
 // X-Request-Id, and carries it in the request's context, where
 // requestLogHandler adds it to each line logged with that context. At
 // debug level it logs one line per request.
-func withRequestID(proxies ordersync.Proxies, logger *slog.Logger, next http.Handler) http.Handler {
+func withRequestID(proxies proxy.Trusted, logger *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := proxies.RequestID(r.RemoteAddr, r.Header.Get("X-Request-Id"))
 		w.Header().Set("X-Request-Id", id)

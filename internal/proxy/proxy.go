@@ -1,4 +1,9 @@
-package ordersync
+// Package proxy says who sent an HTTP request that may have come through
+// trusted proxies (load balancers, TLS terminators): the client's address
+// behind them and the request id they may pass on. The webhook receiver
+// and the admin API ask it; internal/app builds the list from the
+// configuration.
+package proxy
 
 import (
 	"crypto/rand"
@@ -6,18 +11,18 @@ import (
 	"strings"
 )
 
-// Proxies are the peers (load balancers, TLS terminators) whose
+// Trusted lists the proxies (load balancers, TLS terminators) whose
 // X-Forwarded-For and X-Forwarded-Proto are believed.
-type Proxies []netip.Prefix
+type Trusted []netip.Prefix
 
 // Trusts reports whether the connection's peer, an address:port, is one of
 // the proxies.
-func (p Proxies) Trusts(remoteAddr string) bool {
+func (p Trusted) Trusts(remoteAddr string) bool {
 	peer, err := netip.ParseAddrPort(remoteAddr)
 	return err == nil && p.contains(peer.Addr().Unmap())
 }
 
-func (p Proxies) contains(a netip.Addr) bool {
+func (p Trusted) contains(a netip.Addr) bool {
 	for _, prefix := range p {
 		if prefix.Contains(a) {
 			return true
@@ -29,7 +34,7 @@ func (p Proxies) contains(a netip.Addr) bool {
 // Client names who sent a request: the connection's peer, or, when that
 // peer is a trusted proxy, the right-most address in X-Forwarded-For (its
 // values, in order) that is not itself a trusted proxy.
-func (p Proxies) Client(remoteAddr string, forwardedFor []string) string {
+func (p Trusted) Client(remoteAddr string, forwardedFor []string) string {
 	peer, err := netip.ParseAddrPort(remoteAddr)
 	if err != nil {
 		return remoteAddr
@@ -61,7 +66,7 @@ const maxRequestIDLen = 128
 // X-Request-Id) when that peer is a trusted proxy and the id is made of
 // letters, digits and -._:, else a new random one. A client that is not a
 // proxy cannot choose the id its request is logged under.
-func (p Proxies) RequestID(remoteAddr, given string) string {
+func (p Trusted) RequestID(remoteAddr, given string) string {
 	if given != "" && len(given) <= maxRequestIDLen && validRequestID(given) && p.Trusts(remoteAddr) {
 		return given
 	}

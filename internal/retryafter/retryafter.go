@@ -1,4 +1,7 @@
-package ordersync
+// Package retryafter reads the Retry-After header of an HTTP answer, for
+// the clients that honour it: the payment link service's client and the
+// dispatcher of HTTP deliveries.
+package retryafter
 
 import (
 	"net/http"
@@ -7,10 +10,10 @@ import (
 	"time"
 )
 
-// ParseRetryAfter parses a Retry-After value, delay seconds or an
+// Parse parses a Retry-After value, delay seconds or an
 // HTTP-date, into a delay from now between 0 and limit. ok is false when v
 // is empty or neither form.
-func ParseRetryAfter(v string, now time.Time, limit time.Duration) (d time.Duration, ok bool) {
+func Parse(v string, now time.Time, limit time.Duration) (d time.Duration, ok bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0, false

@@ -1,4 +1,4 @@
-package ordersync
+package proxy
 
 import (
 	"net/netip"
@@ -7,7 +7,7 @@ import (
 )
 
 func TestProxies(t *testing.T) {
-	p := Proxies{netip.MustParsePrefix("10.0.0.0/8")}
+	p := Trusted{netip.MustParsePrefix("10.0.0.0/8")}
 	for remote, want := range map[string]bool{"10.1.2.3:443": true, "[::ffff:10.1.2.3]:443": true, "203.0.113.7:80": false, "garbage": false} {
 		if got := p.Trusts(remote); got != want {
 			t.Errorf("Trusts(%s) = %v, want %v", remote, got, want)
@@ -24,7 +24,7 @@ func TestProxies(t *testing.T) {
 // TestRequestID: a trusted proxy's X-Request-Id is kept; anyone else's, or
 // one that would not be a clean log value, is replaced by a fresh id.
 func TestRequestID(t *testing.T) {
-	p := Proxies{netip.MustParsePrefix("10.0.0.0/8")}
+	p := Trusted{netip.MustParsePrefix("10.0.0.0/8")}
 	const uuid = "0f8fad5b-d9cb-469f-a165-70867728950e"
 	if got := p.RequestID("10.1.2.3:443", uuid); got != uuid {
 		t.Errorf("from a trusted proxy: %q, want its %q", got, uuid)
