@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -88,6 +89,56 @@ func TestOperatorBinaryWiresThroughApp(t *testing.T) {
 	}
 }
 
+// TestInternalSupportImportsNoAdapter holds the rule beside the table for
+// the packages under internal/ that adapters import (batch, proxy,
+// retryafter, …): they import no adapter that does I/O, or an adapter
+// would reach another through them. A row could otherwise allow it.
+func TestInternalSupportImportsNoAdapter(t *testing.T) {
+	imports, err := moduleImports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range adapterReachThroughInternal(imports) {
+		t.Error(v)
+	}
+}
+
+// ioAdapters are the adapters that do I/O, which import no other.
+var ioAdapters = []string{"admin", "paymentlink", "queue", "sim", "store", "webhook", "worker"}
+
+// adapterReachThroughInternal says which internal/ packages an adapter
+// imports that import an adapter themselves.
+func adapterReachThroughInternal(imports map[string][]string) []string {
+	var v []string
+	for _, a := range ioAdapters {
+		for _, d := range imports[a] {
+			if !strings.HasPrefix(d, "internal/") {
+				continue
+			}
+			for _, dd := range imports[d] {
+				if slices.Contains(ioAdapters, dd) {
+					v = append(v, fmt.Sprintf("%s imports %s, which imports the adapter %s: %s allows support packages only", a, d, dd, architectureDoc))
+				}
+			}
+		}
+	}
+	sort.Strings(v)
+	return v
+}
+
+func TestAdapterReachThroughInternalFound(t *testing.T) {
+	got := adapterReachThroughInternal(map[string][]string{
+		"webhook":        {"", "internal/proxy"},
+		"worker":         {"", "internal/retryafter"},
+		"internal/proxy": {"store"},
+		"store":          {""},
+	})
+	want := []string{"webhook imports internal/proxy, which imports the adapter store: docs/architecture.md allows support packages only"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("violations = %q, want %q", got, want)
+	}
+}
+
 // stagePackages are what internal/app builds the stages from.
 var stagePackages = []string{"paymentlink", "queue", "store", "webhook", "worker"}
 
@@ -111,6 +162,74 @@ func TestWiresOutsideAppFindsStageImport(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("violations = %q, want %q", got, want)
 	}
+}
+
+// TestRootFilesListed holds docs/architecture.md's list of the root
+// package's files, each with its one concept, to the files there are: a
+// new file needs its line, so a concept cannot slip in beside another
+// unnamed.
+func TestRootFilesListed(t *testing.T) {
+	doc, err := os.ReadFile(architectureDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range checkRootFiles(rootFilesListed(doc), files) {
+		t.Error(v)
+	}
+}
+
+func TestCheckRootFilesFindsUnlisted(t *testing.T) {
+	doc := []byte("## The root package, file by file\n\n- `order.go`: the order.\n- `gone.go`: a concept.\n\n## Next\n- `later.go`: not in the list.\n")
+	got := checkRootFiles(rootFilesListed(doc), []string{"order.go", "order_test.go", "new.go", "later.go"})
+	want := []string{
+		"docs/architecture.md lists gone.go, which is not a file of the root package",
+		"later.go is not in docs/architecture.md's list of the root package's files",
+		"new.go is not in docs/architecture.md's list of the root package's files",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("violations = %q, want %q", got, want)
+	}
+}
+
+var rootFileLine = regexp.MustCompile("^- `([a-z0-9_]+\\.go)`: ")
+
+// rootFilesListed reads the files the section "The root package, file by
+// file" names, one line each.
+func rootFilesListed(doc []byte) []string {
+	var files []string
+	in := false
+	for _, line := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(line, "## ") {
+			in = line == "## The root package, file by file"
+			continue
+		}
+		if m := rootFileLine.FindStringSubmatch(line); in && m != nil {
+			files = append(files, m[1])
+		}
+	}
+	return files
+}
+
+// checkRootFiles compares the listed files with the package's, tests
+// aside, one sentence per difference.
+func checkRootFiles(listed, files []string) []string {
+	var v []string
+	for _, f := range files {
+		if !strings.HasSuffix(f, "_test.go") && !slices.Contains(listed, f) {
+			v = append(v, fmt.Sprintf("%s is not in %s's list of the root package's files", f, architectureDoc))
+		}
+	}
+	for _, f := range listed {
+		if !slices.Contains(files, f) {
+			v = append(v, fmt.Sprintf("%s lists %s, which is not a file of the root package", architectureDoc, f))
+		}
+	}
+	sort.Strings(v)
+	return v
 }
 
 var (
