@@ -140,7 +140,7 @@ func TestAdapterReachThroughInternalFound(t *testing.T) {
 }
 
 // stagePackages are what internal/app builds the stages from.
-var stagePackages = []string{"paymentlink", "queue", "store", "webhook", "worker"}
+var stagePackages = []string{"dispatch", "paymentlink", "queue", "store", "webhook", "worker"}
 
 // wiresOutsideApp says which stage packages cmd/ordersync imports.
 func wiresOutsideApp(imports map[string][]string) []string {

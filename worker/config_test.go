@@ -106,14 +106,6 @@ func TestStagesNameTheMissingField(t *testing.T) {
 			return err
 		}
 	}
-	dispatcher := func(edit func(*worker.DispatcherConfig)) func() error {
-		return func() error {
-			cfg := worker.DispatcherConfig{Endpoints: e.db, DeadLetters: e.db, Log: e.db, Stream: e.q}
-			edit(&cfg)
-			_, err := worker.NewDispatcher(cfg)
-			return err
-		}
-	}
 	syncer := func(edit func(*worker.SyncerConfig)) func() error {
 		return func() error {
 			cfg := worker.SyncerConfig{Upstream: e.client, Mirror: e.db}
@@ -149,11 +141,6 @@ func TestStagesNameTheMissingField(t *testing.T) {
 		{"worker: PrunerConfig.OutboxRetention must be ≥ 0", pruner(func(c *worker.PrunerConfig) { c.OutboxRetention = -time.Hour })},
 		{"worker: PrunerConfig.EventLogRetention must be ≥ 0", pruner(func(c *worker.PrunerConfig) { c.EventLogRetention = -time.Hour })},
 		{"worker: PrunerConfig.AuditRetention must be ≥ 0", pruner(func(c *worker.PrunerConfig) { c.AuditRetention = -time.Hour })},
-		{"worker: DispatcherConfig.Endpoints is required", dispatcher(func(c *worker.DispatcherConfig) { c.Endpoints = nil })},
-		{"worker: DispatcherConfig.DeadLetters is required", dispatcher(func(c *worker.DispatcherConfig) { c.DeadLetters = nil })},
-		{"worker: DispatcherConfig.Log is required", dispatcher(func(c *worker.DispatcherConfig) { c.Log = nil })},
-		{"worker: DispatcherConfig.Stream is required", dispatcher(func(c *worker.DispatcherConfig) { c.Stream = nil })},
-		{"worker: DispatcherConfig.AckWait 2s must be at least 3s", dispatcher(func(c *worker.DispatcherConfig) { c.AckWait = 2 * time.Second })},
 		{"worker: SyncerConfig.Upstream is required", syncer(func(c *worker.SyncerConfig) { c.Upstream = nil })},
 		{"worker: SyncerConfig.Mirror is required", syncer(func(c *worker.SyncerConfig) { c.Mirror = nil })},
 		{"worker: PoolConfig.Source is required", pool(func(c *worker.PoolConfig) { c.Source = nil })},
@@ -169,7 +156,7 @@ func TestStagesNameTheMissingField(t *testing.T) {
 	// the rest and every stage builds.
 	for name, build := range map[string]func() error{
 		"follower": follower(unchanged), "replayer": replayer(unchanged), "relay": relay(unchanged),
-		"reconciler": reconciler(unchanged), "pruner": pruner(unchanged), "dispatcher": dispatcher(unchanged),
+		"reconciler": reconciler(unchanged), "pruner": pruner(unchanged),
 		"syncer": syncer(unchanged), "pool": pool(unchanged),
 	} {
 		if err := build(); err != nil {

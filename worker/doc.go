@@ -13,11 +13,8 @@
 // groups, and settles every delivery exactly once: Ack only after the mirror
 // committed, Retry for transient failures and outages, Term after a dead
 // letter for permanent ones. When to retry, how long to wait and when to
-// give up is one retryPolicy, which the Dispatcher asks as well.
-//
-// The Dispatcher delivers the order events the relay published to HTTP
-// endpoints, signed as Standard Webhooks, each endpoint through its own
-// consumer, in order per order, retried, dead-lettered when refused.
+// give up is the one retry.Policy (internal/retry), which the dispatcher
+// (package dispatch) asks as well.
 //
 // Every stage is built the same way: NewX(XConfig) fills in what the
 // config leaves out (withDefaults), then refuses a missing dependency or a

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/quietlog"
+	"github.com/ordersync/ordersync/internal/retry"
 )
 
 // PoolConfig configures a Pool.
@@ -171,16 +172,16 @@ func (c PoolConfig) withDefaults() PoolConfig {
 // retryPolicy is the policy of events whose fetch or commit failed:
 // redeliveries spread over [d, 1.25d) so they do not return as one herd,
 // an outage's expected end spread too.
-func (c PoolConfig) retryPolicy() *retryPolicy {
-	return &retryPolicy{schedule: []time.Duration{c.RetryDelay}, low: 1, high: 1.25, spreadAsked: true,
-		maxAttempts: c.MaxAttempts, exhausted: string(ordersync.ReasonRetriesExhausted)}
+func (c PoolConfig) retryPolicy() *retry.Policy {
+	return &retry.Policy{Schedule: []time.Duration{c.RetryDelay}, Low: 1, High: 1.25, SpreadAsked: true,
+		MaxAttempts: c.MaxAttempts, Exhausted: string(ordersync.ReasonRetriesExhausted)}
 }
 
 // unresolvedPolicy is the policy of events whose order is not known yet:
 // past the schedule, the order is taken to be a stranger.
-func (c PoolConfig) unresolvedPolicy() *retryPolicy {
-	return &retryPolicy{schedule: c.UnresolvedRetryDelays, maxAttempts: len(c.UnresolvedRetryDelays) + 1,
-		exhausted: string(ordersync.ReasonUnresolved)}
+func (c PoolConfig) unresolvedPolicy() *retry.Policy {
+	return &retry.Policy{Schedule: c.UnresolvedRetryDelays, MaxAttempts: len(c.UnresolvedRetryDelays) + 1,
+		Exhausted: string(ordersync.ReasonUnresolved)}
 }
 
 func (c PoolConfig) validate() error {
@@ -234,7 +235,7 @@ type Pool struct {
 
 	// retries decides the retries of events whose fetch or commit failed,
 	// unresolved those of events whose order is not known yet.
-	retries, unresolved *retryPolicy
+	retries, unresolved *retry.Policy
 
 	mu      sync.Mutex
 	flights map[orderKey]*flight
@@ -363,13 +364,4 @@ func (p *Pool) pendingLoop(ctx context.Context) {
 }
 
 // sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+func sleep(ctx context.Context, d time.Duration) error { return retry.Sleep(ctx, d) }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/retry"
 )
 
 // job is work for the fetch goroutines: a round to fetch, an event to
@@ -91,7 +92,7 @@ func (p *Pool) resolve(ctx context.Context, it *item) *round {
 	switch {
 	case errors.Is(err, ordersync.ErrNotFound):
 		attempt := it.d.Attempt()
-		p.settleFailed(ctx, it, p.unresolved, failure{kind: failTransient},
+		p.settleFailed(ctx, it, p.unresolved, retry.Failure{Kind: retry.Transient},
 			fmt.Errorf("resolve order of event: no order known for id %q or reference %q after %d attempts", it.e.OrderID, it.e.OrderReference, attempt))
 		return nil
 	case err != nil:
@@ -191,20 +192,20 @@ func (p *Pool) fetchFailed(ctx context.Context, items []*item, err error) {
 // the upstream however long it takes. A fetch refused for either is an
 // outage by its cause, even when the state changed since: a probe may
 // resume fetching while the refused fetches are still being settled.
-func (p *Pool) fetchFailure(account string, err error) (failure, bool) {
+func (p *Pool) fetchFailure(account string, err error) (retry.Failure, bool) {
 	switch {
 	case IsPermanent(err):
-		return failure{kind: failPermanent, reason: string(deadLetterReason(err))}, true
+		return retry.Failure{Kind: retry.Permanent, Reason: string(deadLetterReason(err))}, true
 	case errors.Is(err, ErrCredentialsRejected) || errors.Is(err, ErrBreakerOpen):
-		return failure{kind: failOutage, wait: OutageWait(err)}, true
+		return retry.Failure{Kind: retry.Outage, Wait: OutageWait(err)}, true
 	case IsOutage(err) || isTransient(err):
 		s := p.syncerFor(account)
 		if s.BreakerClosed() && !s.CredentialsPaused() {
-			return failure{kind: failTransient, wait: OutageWait(err)}, true
+			return retry.Failure{Kind: retry.Transient, Wait: OutageWait(err)}, true
 		}
-		return failure{kind: failOutage, wait: OutageWait(err)}, true
+		return retry.Failure{Kind: retry.Outage, Wait: OutageWait(err)}, true
 	}
 	// The mirror failed to hand out a sequence, or the drain ran out of
 	// time: nothing is known about the order.
-	return failure{kind: failOutage}, false
+	return retry.Failure{Kind: retry.Outage}, false
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/fake"
+	"github.com/ordersync/ordersync/internal/retry"
 )
 
 // refusingUpstream answers nothing: the test never sends a request.
@@ -36,13 +37,13 @@ func TestRefusedFetchIsAnOutageWhateverTheStateNow(t *testing.T) {
 	}
 	for _, cause := range []error{ErrCredentialsRejected, ErrBreakerOpen} {
 		f, upstream := p.fetchFailure(ordersync.DefaultAccount, &OutageError{Op: "fetch order X", Cause: cause})
-		if f.kind != failOutage || !upstream {
-			t.Errorf("%v with fetching resumed: kind %v (upstream %v), want an outage", cause, f.kind, upstream)
+		if f.Kind != retry.Outage || !upstream {
+			t.Errorf("%v with fetching resumed: kind %v (upstream %v), want an outage", cause, f.Kind, upstream)
 		}
 	}
 	// Retries run out while fetching flows: the order's own attempts count.
 	f, _ := p.fetchFailure(ordersync.DefaultAccount, &OutageError{Op: "fetch order X", Cause: ErrRetriesExhausted})
-	if f.kind != failTransient {
-		t.Errorf("retries exhausted with the breaker closed: kind %v, want transient", f.kind)
+	if f.Kind != retry.Transient {
+		t.Errorf("retries exhausted with the breaker closed: kind %v, want transient", f.Kind)
 	}
 }

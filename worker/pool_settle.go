@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/retry"
 )
 
 // deadLetter records a permanent failure and terminates the delivery. If
@@ -66,19 +67,19 @@ func (p *Pool) settled() {
 
 // settleFailed settles a delivery whose work failed as policy decides for
 // its attempt: redelivered after a wait, or dead-lettered with cause.
-func (p *Pool) settleFailed(ctx context.Context, it *item, policy *retryPolicy, f failure, cause error) {
-	d := policy.decide(it.d.Attempt(), 0, f)
-	if d.retry {
-		p.retry(it, d.after)
+func (p *Pool) settleFailed(ctx context.Context, it *item, policy *retry.Policy, f retry.Failure, cause error) {
+	d := policy.Decide(it.d.Attempt(), 0, f)
+	if d.Retry {
+		p.retry(it, d.After)
 		return
 	}
-	p.deadLetter(ctx, it, ordersync.DeadLetterReason(d.reason), cause)
+	p.deadLetter(ctx, it, ordersync.DeadLetterReason(d.Reason), cause)
 }
 
 // retryLater redelivers an event after a failure of the mirror itself,
 // which says nothing about the event and never dead-letters it.
 func (p *Pool) retryLater(it *item) {
-	p.retry(it, p.retries.decide(it.d.Attempt(), 0, failure{kind: failOutage}).after)
+	p.retry(it, p.retries.Decide(it.d.Attempt(), 0, retry.Failure{Kind: retry.Outage}).After)
 }
 
 // extendLoop tells the queue that events held longer than ExtendInterval

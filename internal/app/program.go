@@ -20,6 +20,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/dispatch"
 	"github.com/ordersync/ordersync/internal/datadir"
 	"github.com/ordersync/ordersync/metrics"
 	"github.com/ordersync/ordersync/paymentlink"
@@ -50,7 +51,7 @@ type Program struct {
 	pruner      *worker.Pruner
 	replayer    *worker.Replayer
 	follower    *worker.Follower
-	dispatcher  *worker.Dispatcher // nil unless the role runs workers
+	dispatcher  *dispatch.Dispatcher // nil unless the role runs workers
 	receiver    *webhook.Receiver
 	// space watches the free space under the embedded JetStream and the
 	// SQLite file; nil when neither is used, or with min_free_space off.
@@ -302,7 +303,7 @@ func (p *Program) buildStages() (err error) {
 	// deliveries lease (see Run).
 	var deliverer ordersync.Deliverer
 	if p.roles.worker {
-		p.dispatcher, err = worker.NewDispatcher(worker.DispatcherConfig{
+		p.dispatcher, err = dispatch.NewDispatcher(dispatch.DispatcherConfig{
 			Endpoints: p.db, DeadLetters: p.db, Log: p.db, Stream: p.queue, Registerer: p.reg, Logger: log("delivery"),
 		})
 		if err != nil {

@@ -1,4 +1,4 @@
-package worker
+package dispatch
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/delivery"
+	"github.com/ordersync/ordersync/internal/retry"
 	"github.com/ordersync/ordersync/internal/retryafter"
 )
 
@@ -33,7 +34,7 @@ type verdict int
 
 const (
 	delivered verdict = iota
-	retry
+	transient
 	permanent
 	gone
 )
@@ -68,7 +69,7 @@ func (d *Dispatcher) attempt(ctx context.Context, ep *ordersync.Endpoint, id str
 		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 			label = "timeout"
 		}
-		return attemptResult{verdict: retry, err: err, label: label}
+		return attemptResult{verdict: transient, err: err, label: label}
 	}
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -93,9 +94,9 @@ func classify(code int, retryAfter string, now time.Time, maxRetryAfter time.Dur
 			label = "5xx"
 		}
 		wait, _ := retryafter.Parse(retryAfter, now, maxRetryAfter)
-		return retry, label, wait
+		return transient, label, wait
 	case code >= 500:
-		return retry, "5xx", 0
+		return transient, "5xx", 0
 	case code >= 400:
 		return permanent, "4xx", 0
 	}
@@ -105,9 +106,9 @@ func classify(code int, retryAfter string, now time.Time, maxRetryAfter time.Dur
 // deliveryPolicy is the retry schedule of an event from initial, given up
 // once a wait would end more than window after its publication. A wait a
 // 429 or 503 asked for is kept as asked.
-func deliveryPolicy(initial, window time.Duration) *retryPolicy {
-	return &retryPolicy{initial: initial, multiplier: retryMultiplier, max: retryMaxInterval,
-		low: 1 - retryJitter, high: 1 + retryJitter, window: window, exhausted: "out of retries"}
+func deliveryPolicy(initial, window time.Duration) *retry.Policy {
+	return &retry.Policy{Initial: initial, Multiplier: retryMultiplier, Max: retryMaxInterval,
+		Low: 1 - retryJitter, High: 1 + retryJitter, Window: window, Exhausted: "out of retries"}
 }
 
 // RetrySchedule returns the nominal waits (before jitter) between the
@@ -118,7 +119,7 @@ func RetrySchedule(window time.Duration) []time.Duration {
 	p := deliveryPolicy(retryInitial, window)
 	var total time.Duration
 	for attempt := 1; ; attempt++ {
-		wait := p.nominal(attempt)
+		wait := p.Nominal(attempt)
 		if total+wait > window {
 			return out
 		}

@@ -1,4 +1,4 @@
-package worker_test
+package dispatch_test
 
 import (
 	"context"
@@ -12,8 +12,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
-	"github.com/ordersync/ordersync/sim"
-	"github.com/ordersync/ordersync/worker"
+	"github.com/ordersync/ordersync/dispatch"
 )
 
 func TestDispatchGoneDisablesEndpoint(t *testing.T) {
@@ -112,7 +111,7 @@ func TestDispatchPermanentToDeadLetterAndReplay(t *testing.T) {
 func TestDispatchTimeoutRetries(t *testing.T) {
 	t.Parallel()
 	const timeout = 2 * time.Second
-	e := newDispatchEnv(t, func(c *worker.DispatcherConfig) { c.Timeout = timeout })
+	e := newDispatchEnv(t, func(c *dispatch.DispatcherConfig) { c.Timeout = timeout })
 	release := make(chan struct{})
 	srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
 		if n == 0 {
@@ -145,8 +144,8 @@ func TestDispatchTimeoutRetries(t *testing.T) {
 // Failures that outlast the retry window end in a dead letter with the last
 // answer. The window is shortened here: the default is 72h.
 func TestDispatchRetriesExhausted(t *testing.T) {
-	e := &dispatchEnv{env: newEnv(t, sim.Faults{})}
-	d, err := worker.NewDispatcher(worker.DispatcherConfig{
+	e := &dispatchEnv{env: newEnv(t)}
+	d, err := dispatch.NewDispatcher(dispatch.DispatcherConfig{
 		Endpoints: e.db, DeadLetters: e.db, Log: e.db, Stream: e.q, Registerer: e.reg, Logger: e.logger, RetryWindow: 3 * time.Second,
 	})
 	if err != nil {
@@ -194,7 +193,7 @@ func (f *failingLetters) AddDeliveryDeadLetter(ctx context.Context, l ordersync.
 // wait while a later event published meanwhile goes first.
 func TestDispatchUnsettledEventKeepsItsPlace(t *testing.T) {
 	letters := &failingLetters{failed: make(chan struct{})}
-	e := newDispatchEnv(t, func(c *worker.DispatcherConfig) {
+	e := newDispatchEnv(t, func(c *dispatch.DispatcherConfig) {
 		letters.DeliveryDeadLetters = c.DeadLetters
 		c.DeadLetters = letters
 		c.RetryInitial = 50 * time.Millisecond

@@ -1,4 +1,4 @@
-package worker
+package dispatch
 
 import (
 	"testing"
@@ -23,15 +23,15 @@ func TestClassify(t *testing.T) {
 		{404, "", permanent, "4xx", 0},
 		{410, "", gone, "410", 0},
 		{422, "3", permanent, "4xx", 0},
-		{429, "", retry, "429", 0},
-		{429, "3", retry, "429", 3 * time.Second},
-		{429, "7200", retry, "429", time.Hour}, // capped
-		{429, "Sun, 01 Mar 2026 09:00:30 GMT", retry, "429", 30 * time.Second},
-		{429, "soon", retry, "429", 0},
-		{500, "3", retry, "5xx", 0}, // Retry-After counts on 429 and 503 only
-		{502, "", retry, "5xx", 0},
-		{503, "40", retry, "5xx", 40 * time.Second},
-		{599, "", retry, "5xx", 0},
+		{429, "", transient, "429", 0},
+		{429, "3", transient, "429", 3 * time.Second},
+		{429, "7200", transient, "429", time.Hour}, // capped
+		{429, "Sun, 01 Mar 2026 09:00:30 GMT", transient, "429", 30 * time.Second},
+		{429, "soon", transient, "429", 0},
+		{500, "3", transient, "5xx", 0}, // Retry-After counts on 429 and 503 only
+		{502, "", transient, "5xx", 0},
+		{503, "40", transient, "5xx", 40 * time.Second},
+		{599, "", transient, "5xx", 0},
 		{100, "", permanent, "3xx", 0},
 	} {
 		v, label, wait := classify(c.code, c.retryAfter, now, time.Hour)

@@ -1,4 +1,4 @@
-package worker_test
+package dispatch_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
-	"github.com/ordersync/ordersync/worker"
+	"github.com/ordersync/ordersync/dispatch"
 )
 
 // A replay redelivers past events with the webhook-ids of the first time.
@@ -42,7 +42,7 @@ func TestDispatchReplaySince(t *testing.T) {
 func TestDispatchReplayBounded(t *testing.T) {
 	t.Parallel()
 	const maxHeld = 3
-	e := newDispatchEnv(t, func(c *worker.DispatcherConfig) { c.MaxHeld = maxHeld })
+	e := newDispatchEnv(t, func(c *dispatch.DispatcherConfig) { c.MaxHeld = maxHeld })
 	var (
 		mu                  sync.Mutex
 		hold                bool

@@ -1,4 +1,4 @@
-package worker
+package dispatch
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/retry"
 )
 
 // DispatcherConfig configures HTTP deliveries of order events.
@@ -93,22 +94,27 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
-	defaultDeps(&c.Registerer, &c.Logger, nil)
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
 	return c
 }
 
 func (c DispatcherConfig) validate() error {
 	switch {
 	case c.Endpoints == nil:
-		return errors.New("worker: DispatcherConfig.Endpoints is required")
+		return errors.New("dispatch: DispatcherConfig.Endpoints is required")
 	case c.DeadLetters == nil:
-		return errors.New("worker: DispatcherConfig.DeadLetters is required")
+		return errors.New("dispatch: DispatcherConfig.DeadLetters is required")
 	case c.Log == nil:
-		return errors.New("worker: DispatcherConfig.Log is required")
+		return errors.New("dispatch: DispatcherConfig.Log is required")
 	case c.Stream == nil:
-		return errors.New("worker: DispatcherConfig.Stream is required")
+		return errors.New("dispatch: DispatcherConfig.Stream is required")
 	case c.AckWait < 3*time.Second:
-		return fmt.Errorf("worker: DispatcherConfig.AckWait %s must be at least 3s", c.AckWait)
+		return fmt.Errorf("dispatch: DispatcherConfig.AckWait %s must be at least 3s", c.AckWait)
 	}
 	return nil
 }
@@ -127,7 +133,7 @@ func (c DispatcherConfig) validate() error {
 // unsettled (OrderEventSource.Resume).
 type Dispatcher struct {
 	cfg     DispatcherConfig
-	retries *retryPolicy
+	retries *retry.Policy
 	wake    chan struct{}
 	metrics dispatchMetrics
 

@@ -1,4 +1,4 @@
-package worker_test
+package dispatch_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/delivery"
-	"github.com/ordersync/ordersync/worker"
+	"github.com/ordersync/ordersync/dispatch"
 )
 
 func TestDispatchDeliversSignedEvents(t *testing.T) {
@@ -138,7 +138,7 @@ func TestDispatchHonoursRetryAfter(t *testing.T) {
 	for _, code := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
 		t.Run(strconv(code), func(t *testing.T) {
 			t.Parallel()
-			e := newDispatchEnv(t, func(c *worker.DispatcherConfig) { c.RetryInitial = 10 * time.Millisecond })
+			e := newDispatchEnv(t, func(c *dispatch.DispatcherConfig) { c.RetryInitial = 10 * time.Millisecond })
 			srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
 				if n == 0 {
 					w.Header().Set("Retry-After", "1")
@@ -273,7 +273,7 @@ func TestDispatchRunTimeChanges(t *testing.T) {
 
 // The published schedule: 1s doubling to an hour, within three days.
 func TestRetrySchedule(t *testing.T) {
-	s := worker.RetrySchedule(72 * time.Hour)
+	s := dispatch.RetrySchedule(72 * time.Hour)
 	if s[0] != time.Second || s[1] != 2*time.Second || s[12] != time.Hour || s[len(s)-1] != time.Hour {
 		t.Errorf("schedule %v", s)
 	}
@@ -317,7 +317,7 @@ func TestDispatchRate(t *testing.T) {
 // delivery beyond the transport's default two idle connections per host.
 func TestDispatchKeepsConnections(t *testing.T) {
 	const concurrency, events = 4, 200
-	e := newDispatchEnv(t, func(c *worker.DispatcherConfig) { c.Concurrency = concurrency })
+	e := newDispatchEnv(t, func(c *dispatch.DispatcherConfig) { c.Concurrency = concurrency })
 	var mu sync.Mutex
 	conns, requests := 0, 0
 	// The first requests wait until concurrency are in flight, so that

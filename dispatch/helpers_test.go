@@ -1,24 +1,31 @@
-package worker_test
+package dispatch_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/delivery"
-	"github.com/ordersync/ordersync/sim"
-	"github.com/ordersync/ordersync/worker"
+	"github.com/ordersync/ordersync/dispatch"
+	"github.com/ordersync/ordersync/queue"
+	"github.com/ordersync/ordersync/store"
 )
 
 const hookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -88,7 +95,7 @@ func (s *endpointServer) requests() []received {
 // dispatchEnv is a dispatcher over a real SQLite store and embedded NATS.
 type dispatchEnv struct {
 	*env
-	d      *worker.Dispatcher
+	d      *dispatch.Dispatcher
 	cancel context.CancelFunc
 	done   chan error
 	// listed counts the dispatcher's reads of the endpoints, which begin
@@ -125,18 +132,18 @@ const shortAckWait = 3 * time.Second
 
 // newDispatchEnv starts a dispatcher; edits change its configuration
 // (the test-sized waits) before it starts.
-func newDispatchEnv(t testing.TB, edits ...func(*worker.DispatcherConfig)) *dispatchEnv {
+func newDispatchEnv(t testing.TB, edits ...func(*dispatch.DispatcherConfig)) *dispatchEnv {
 	t.Helper()
-	e := &dispatchEnv{env: newEnv(t, sim.Faults{})}
+	e := &dispatchEnv{env: newEnv(t)}
 	e.listed = &countingEndpoints{Endpoints: e.db}
-	cfg := worker.DispatcherConfig{
+	cfg := dispatch.DispatcherConfig{
 		Endpoints: e.listed, DeadLetters: e.db, Log: e.db, Stream: e.q, Registerer: e.reg, Logger: e.logger,
 	}
 	for _, edit := range edits {
 		edit(&cfg)
 	}
 	var err error
-	e.d, err = worker.NewDispatcher(cfg)
+	e.d, err = dispatch.NewDispatcher(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,4 +217,111 @@ func (e *dispatchEnv) deliveries(t testing.TB, code string, n int) []ordersync.D
 		return err == nil && len(recs) == n
 	})
 	return recs
+}
+
+// env is what a dispatcher runs over: a SQLite store in a temp dir (the
+// endpoints, the delivery log and its dead letters) and an embedded
+// JetStream (the orders stream the endpoints' consumers read).
+type env struct {
+	db       *store.DB
+	nc       *nats.Conn
+	q        *queue.Queue
+	queueCfg queue.Config
+	reg      *prometheus.Registry
+	logger   *slog.Logger
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	e := &env{reg: prometheus.NewRegistry()}
+	e.logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var err error
+	if e.db, err = store.Open(ctx, store.Config{URL: filepath.Join(t.TempDir(), "mirror.db")}); err != nil {
+		t.Fatalf("store.Open: %v", err)
+	}
+	t.Cleanup(func() { e.db.Close() })
+	emb, err := queue.StartEmbedded(queue.EmbeddedConfig{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("StartEmbedded: %v", err)
+	}
+	t.Cleanup(emb.Shutdown)
+	if e.nc, err = emb.Connect(t.Name()); err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(e.nc.Close)
+	e.queueCfg = uniqueQueueConfig()
+	if e.q, err = queue.New(ctx, e.nc, e.queueCfg); err != nil {
+		t.Fatalf("queue.New: %v", err)
+	}
+	return e
+}
+
+// uniqueQueueConfig names streams and consumer after a random token.
+func uniqueQueueConfig() queue.Config {
+	b := make([]byte, 5)
+	rand.Read(b)
+	id := hex.EncodeToString(b)
+	return queue.Config{
+		SubjectPrefix: "t" + id,
+		EventsStream:  "T" + id + "_EVENTS",
+		OrdersStream:  "T" + id + "_ORDERS",
+		Consumer:      "worker",
+		AckWait:       10 * time.Second,
+	}
+}
+
+// testWriter sends log lines to the test's log.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// counterValue sums the series name in reg whose labels match labels: a
+// counter's or a gauge's value, a histogram's count.
+func counterValue(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("Gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		var sum float64
+	metrics:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
+					continue metrics
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				sum += m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				sum += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+		return sum
+	}
+	return 0
 }

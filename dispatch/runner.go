@@ -1,4 +1,4 @@
-package worker
+package dispatch
 
 import (
 	"context"
@@ -12,7 +12,12 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/delivery"
+	"github.com/ordersync/ordersync/internal/retry"
 )
+
+// pullWait is how long a pull waits for an event while the runner holds
+// none: a long poll, which returns on the first event.
+const pullWait = 30 * time.Second
 
 // runner delivers one endpoint's events.
 type runner struct {
@@ -109,7 +114,7 @@ func (r *runner) run() {
 		// every second to extend them and age the gauge.
 		wait := time.Second
 		if oldest.IsZero() {
-			wait = DefaultPullWait
+			wait = pullWait
 		}
 		ds, err := r.src.Next(r.ctx, min(room, 100), wait)
 		if r.ctx.Err() != nil && err != nil {
@@ -117,7 +122,7 @@ func (r *runner) run() {
 		}
 		if err != nil {
 			log.Warn("deliveries: fetch order events", "err", err)
-			_ = sleep(r.ctx, time.Second)
+			_ = retry.Sleep(r.ctx, time.Second)
 			continue
 		}
 		for _, dl := range ds {
@@ -198,7 +203,7 @@ func (r *runner) drain(key string) {
 			// dead-letters it. It stays at the head of its lane, so the
 			// order's later events wait behind it.
 			failed++
-			_ = sleep(r.ctx, r.d.retries.decide(failed, 0, failure{kind: failOutage}).after)
+			_ = retry.Sleep(r.ctx, r.d.retries.Decide(failed, 0, retry.Failure{Kind: retry.Outage}).After)
 			continue
 		}
 		failed = 0
@@ -296,15 +301,15 @@ func (r *runner) deliver(h *held) bool {
 		}
 		// A 410 Gone was the runner's own business above: it disables the
 		// endpoint rather than settle the event. The rest is the policy's.
-		f := failure{kind: failTransient, wait: res.retryAfter}
+		f := retry.Failure{Kind: retry.Transient, Wait: res.retryAfter}
 		if res.verdict == permanent {
-			f = failure{kind: failPermanent, reason: "refused"}
+			f = retry.Failure{Kind: retry.Permanent, Reason: "refused"}
 		}
-		next := r.d.retries.decide(attempts, time.Since(published), f)
-		if !next.retry {
-			return r.deadLetter(dl, rec, body, next.reason, res)
+		next := r.d.retries.Decide(attempts, time.Since(published), f)
+		if !next.Retry {
+			return r.deadLetter(dl, rec, body, next.Reason, res)
 		}
-		if sleep(r.ctx, next.after) != nil {
+		if retry.Sleep(r.ctx, next.After) != nil {
 			return false
 		}
 	}
