@@ -108,7 +108,7 @@ func newActionsEnvWith(t *testing.T, configure func(e *apiEnv, c *admin.Config))
 	a.apiEnv = newAPIEnvWith(t, func(e *apiEnv, c *admin.Config) {
 		c.Tokens, c.Audit, c.Sessions, c.Exports = roleTokens, e.db, e.db, e.db
 		c.Endpoints, c.DeliveryDeadLetters, c.SecretGrace, c.ReplayJobs, c.OrderCodes = e.db, e.db, time.Hour, e.db, e.db
-		d, err := dispatch.NewDispatcher(dispatch.DispatcherConfig{Endpoints: e.db, DeadLetters: e.db, Log: e.db, Stream: e.queue})
+		d, err := dispatch.New(dispatch.Config{Endpoints: e.db, DeadLetters: e.db, Log: e.db, Stream: e.queue})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -42,7 +42,7 @@ func TestDispatchReplaySince(t *testing.T) {
 func TestDispatchReplayBounded(t *testing.T) {
 	t.Parallel()
 	const maxHeld = 3
-	e := newDispatchEnv(t, func(c *dispatch.DispatcherConfig) { c.MaxHeld = maxHeld })
+	e := newDispatchEnv(t, func(c *dispatch.Config) { c.MaxHeld = maxHeld })
 	var (
 		mu                  sync.Mutex
 		hold                bool

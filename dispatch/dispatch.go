@@ -16,8 +16,8 @@ import (
 	"github.com/ordersync/ordersync/internal/retry"
 )
 
-// DispatcherConfig configures HTTP deliveries of order events.
-type DispatcherConfig struct {
+// Config configures HTTP deliveries of order events.
+type Config struct {
 	Endpoints   ordersync.Endpoints
 	DeadLetters ordersync.DeliveryDeadLetters
 	// Log records how each delivery ended, for the order's event log.
@@ -56,7 +56,7 @@ type DispatcherConfig struct {
 	Logger     *slog.Logger
 }
 
-func (c DispatcherConfig) withDefaults() DispatcherConfig {
+func (c Config) withDefaults() Config {
 	if c.Timeout <= 0 {
 		c.Timeout = 10 * time.Second
 	}
@@ -103,18 +103,18 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 	return c
 }
 
-func (c DispatcherConfig) validate() error {
+func (c Config) validate() error {
 	switch {
 	case c.Endpoints == nil:
-		return errors.New("dispatch: DispatcherConfig.Endpoints is required")
+		return errors.New("dispatch: Config.Endpoints is required")
 	case c.DeadLetters == nil:
-		return errors.New("dispatch: DispatcherConfig.DeadLetters is required")
+		return errors.New("dispatch: Config.DeadLetters is required")
 	case c.Log == nil:
-		return errors.New("dispatch: DispatcherConfig.Log is required")
+		return errors.New("dispatch: Config.Log is required")
 	case c.Stream == nil:
-		return errors.New("dispatch: DispatcherConfig.Stream is required")
+		return errors.New("dispatch: Config.Stream is required")
 	case c.AckWait < 3*time.Second:
-		return fmt.Errorf("dispatch: DispatcherConfig.AckWait %s must be at least 3s", c.AckWait)
+		return fmt.Errorf("dispatch: Config.AckWait %s must be at least 3s", c.AckWait)
 	}
 	return nil
 }
@@ -132,7 +132,7 @@ func (c DispatcherConfig) validate() error {
 // a change of the endpoint's events) first takes back the events left
 // unsettled (OrderEventSource.Resume).
 type Dispatcher struct {
-	cfg     DispatcherConfig
+	cfg     Config
 	retries *retry.Policy
 	wake    chan struct{}
 	metrics dispatchMetrics
@@ -149,8 +149,8 @@ type Dispatcher struct {
 	wg      sync.WaitGroup
 }
 
-// NewDispatcher returns a dispatcher; call Run.
-func NewDispatcher(cfg DispatcherConfig) (*Dispatcher, error) {
+// New returns a dispatcher; call Run.
+func New(cfg Config) (*Dispatcher, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err

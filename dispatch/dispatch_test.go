@@ -138,7 +138,7 @@ func TestDispatchHonoursRetryAfter(t *testing.T) {
 	for _, code := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
 		t.Run(strconv(code), func(t *testing.T) {
 			t.Parallel()
-			e := newDispatchEnv(t, func(c *dispatch.DispatcherConfig) { c.RetryInitial = 10 * time.Millisecond })
+			e := newDispatchEnv(t, func(c *dispatch.Config) { c.RetryInitial = 10 * time.Millisecond })
 			srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
 				if n == 0 {
 					w.Header().Set("Retry-After", "1")
@@ -317,7 +317,7 @@ func TestDispatchRate(t *testing.T) {
 // delivery beyond the transport's default two idle connections per host.
 func TestDispatchKeepsConnections(t *testing.T) {
 	const concurrency, events = 4, 200
-	e := newDispatchEnv(t, func(c *dispatch.DispatcherConfig) { c.Concurrency = concurrency })
+	e := newDispatchEnv(t, func(c *dispatch.Config) { c.Concurrency = concurrency })
 	var mu sync.Mutex
 	conns, requests := 0, 0
 	// The first requests wait until concurrency are in flight, so that

@@ -11,10 +11,9 @@
 // retry.Policy the worker's pool asks too (internal/retry), with the
 // dispatcher's own schedule and window (attempt.go, RetrySchedule).
 //
-// The Dispatcher is built like every stage: NewDispatcher(DispatcherConfig)
-// fills in what the config leaves out, then refuses a missing dependency or
-// a bad value with an error naming the field ("dispatch:
-// DispatcherConfig.Field is required"). Besides Run, it is the admin
-// API's ordersync.Deliverer: Notify and Forget after a change to the
-// endpoints, Ping, Replay and ReplayDeadLetter (admin.go).
+// The Dispatcher is built like every stage: New(Config) fills in what the
+// config leaves out, then refuses a missing dependency or a bad value with
+// an error naming the field ("dispatch: Config.Field is required"). Besides
+// Run, it is the admin API's ordersync.Deliverer: Notify and Forget after a
+// change to the endpoints, Ping, Replay and ReplayDeadLetter (admin.go).
 package dispatch

@@ -111,7 +111,7 @@ func TestDispatchPermanentToDeadLetterAndReplay(t *testing.T) {
 func TestDispatchTimeoutRetries(t *testing.T) {
 	t.Parallel()
 	const timeout = 2 * time.Second
-	e := newDispatchEnv(t, func(c *dispatch.DispatcherConfig) { c.Timeout = timeout })
+	e := newDispatchEnv(t, func(c *dispatch.Config) { c.Timeout = timeout })
 	release := make(chan struct{})
 	srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
 		if n == 0 {
@@ -145,7 +145,7 @@ func TestDispatchTimeoutRetries(t *testing.T) {
 // answer. The window is shortened here: the default is 72h.
 func TestDispatchRetriesExhausted(t *testing.T) {
 	e := &dispatchEnv{env: newEnv(t)}
-	d, err := dispatch.NewDispatcher(dispatch.DispatcherConfig{
+	d, err := dispatch.New(dispatch.Config{
 		Endpoints: e.db, DeadLetters: e.db, Log: e.db, Stream: e.q, Registerer: e.reg, Logger: e.logger, RetryWindow: 3 * time.Second,
 	})
 	if err != nil {
@@ -193,7 +193,7 @@ func (f *failingLetters) AddDeliveryDeadLetter(ctx context.Context, l ordersync.
 // wait while a later event published meanwhile goes first.
 func TestDispatchUnsettledEventKeepsItsPlace(t *testing.T) {
 	letters := &failingLetters{failed: make(chan struct{})}
-	e := newDispatchEnv(t, func(c *dispatch.DispatcherConfig) {
+	e := newDispatchEnv(t, func(c *dispatch.Config) {
 		letters.DeliveryDeadLetters = c.DeadLetters
 		c.DeadLetters = letters
 		c.RetryInitial = 50 * time.Millisecond

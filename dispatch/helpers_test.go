@@ -132,18 +132,18 @@ const shortAckWait = 3 * time.Second
 
 // newDispatchEnv starts a dispatcher; edits change its configuration
 // (the test-sized waits) before it starts.
-func newDispatchEnv(t testing.TB, edits ...func(*dispatch.DispatcherConfig)) *dispatchEnv {
+func newDispatchEnv(t testing.TB, edits ...func(*dispatch.Config)) *dispatchEnv {
 	t.Helper()
 	e := &dispatchEnv{env: newEnv(t)}
 	e.listed = &countingEndpoints{Endpoints: e.db}
-	cfg := dispatch.DispatcherConfig{
+	cfg := dispatch.Config{
 		Endpoints: e.listed, DeadLetters: e.db, Log: e.db, Stream: e.q, Registerer: e.reg, Logger: e.logger,
 	}
 	for _, edit := range edits {
 		edit(&cfg)
 	}
 	var err error
-	e.d, err = dispatch.NewDispatcher(cfg)
+	e.d, err = dispatch.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 // nor delivered twice.
 func TestDispatchWaitingEventOutlastsAckWait(t *testing.T) {
 	t.Parallel()
-	e := newDispatchEnv(t, func(c *dispatch.DispatcherConfig) { c.AckWait = shortAckWait })
+	e := newDispatchEnv(t, func(c *dispatch.Config) { c.AckWait = shortAckWait })
 	var first sync.Once
 	srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
 		code := http.StatusOK
@@ -55,7 +55,7 @@ func TestDispatchWaitingEventOutlastsAckWait(t *testing.T) {
 func TestDispatchTakeoverKeepsOrder(t *testing.T) {
 	t.Parallel()
 	// Both holders use the short ack wait, the second waits it out.
-	short := func(c *dispatch.DispatcherConfig) { c.AckWait = shortAckWait }
+	short := func(c *dispatch.Config) { c.AckWait = shortAckWait }
 	e := newDispatchEnv(t, short)
 	srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
 		if n == 0 { // the first holder's attempt: it keeps the event to retry
@@ -74,11 +74,11 @@ func TestDispatchTakeoverKeepsOrder(t *testing.T) {
 	e.done <- err
 
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusFinalized, 2, false))
-	cfg := dispatch.DispatcherConfig{
+	cfg := dispatch.Config{
 		Endpoints: e.db, DeadLetters: e.db, Log: e.db, Stream: e.q, Registerer: prometheus.NewRegistry(), Logger: e.logger,
 	}
 	short(&cfg)
-	next, err := dispatch.NewDispatcher(cfg)
+	next, err := dispatch.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func (e *dispatchEnv) ackPending(t testing.TB, id string) int {
 // "A3 after re-enabling" under load.
 func TestDispatchStopSettlesWhatWasDelivered(t *testing.T) {
 	gate := &gatedLog{entered: make(chan struct{}), open: make(chan struct{})}
-	e := newDispatchEnv(t, func(c *dispatch.DispatcherConfig) {
+	e := newDispatchEnv(t, func(c *dispatch.Config) {
 		c.AckWait = time.Hour
 		gate.DeliveryLog, c.Log = c.Log, gate
 	})
@@ -99,7 +99,7 @@ func TestDispatchStopSettlesWhatWasDelivered(t *testing.T) {
 // A runner stopped while an event waits for its retry hands it back: the
 // endpoint's next runner delivers it at once, not after the ack wait.
 func TestDispatchStopReleasesWhatIsHeld(t *testing.T) {
-	e := newDispatchEnv(t, func(c *dispatch.DispatcherConfig) {
+	e := newDispatchEnv(t, func(c *dispatch.Config) {
 		c.AckWait, c.RetryInitial = time.Hour, time.Hour
 	})
 	srv := newEndpointServer(t, hookSecret, func(n int, _ received, _ http.ResponseWriter) int {

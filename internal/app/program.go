@@ -303,7 +303,7 @@ func (p *Program) buildStages() (err error) {
 	// deliveries lease (see Run).
 	var deliverer ordersync.Deliverer
 	if p.roles.worker {
-		p.dispatcher, err = dispatch.NewDispatcher(dispatch.DispatcherConfig{
+		p.dispatcher, err = dispatch.New(dispatch.Config{
 			Endpoints: p.db, DeadLetters: p.db, Log: p.db, Stream: p.queue, Registerer: p.reg, Logger: log("delivery"),
 		})
 		if err != nil {
