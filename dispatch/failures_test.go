@@ -29,7 +29,8 @@ func TestDispatchGoneDisablesEndpoint(t *testing.T) {
 	})
 	// Once the dispatcher has synced the disabled endpoint its runner is
 	// stopped; the window after it proves no request follows (the only
-	// sleep: a thing that must not happen has no signal).
+	// sleep: a thing that must not happen has no signal, and the endpoint's
+	// JetStream consumer and HTTP server cannot run in a synctest bubble).
 	e.synced(t)
 	n := len(srv.requests())
 	time.Sleep(300 * time.Millisecond)

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ordersync/ordersync/delivery"
@@ -119,27 +120,31 @@ func TestLanes(t *testing.T) {
 }
 
 // waitRoom returns once an event leaves a full set of lanes, or when its
-// context ends.
+// context ends. In a bubble "still waiting" is exact: synctest.Wait
+// returns once the waiter is blocked for good.
 func TestLanesWaitRoom(t *testing.T) {
-	l := newLanes()
-	l.push("a", &held{at: time.Now()})
-	if err := l.waitRoom(context.Background(), 2); err != nil {
-		t.Fatalf("waitRoom with room: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := l.waitRoom(ctx, 1); err == nil {
-		t.Fatal("waitRoom on full lanes returned nil after its context ended")
-	}
-	done := make(chan error, 1)
-	go func() { done <- l.waitRoom(context.Background(), 1) }()
-	select {
-	case err := <-done:
-		t.Fatalf("waitRoom on full lanes returned %v before an event left", err)
-	default:
-	}
-	l.pop("a")
-	if err := <-done; err != nil {
-		t.Fatalf("waitRoom after a pop: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		l := newLanes()
+		l.push("a", &held{at: time.Now()})
+		if err := l.waitRoom(context.Background(), 2); err != nil {
+			t.Fatalf("waitRoom with room: %v", err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := l.waitRoom(ctx, 1); err == nil {
+			t.Fatal("waitRoom on full lanes returned nil after its context ended")
+		}
+		done := make(chan error, 1)
+		go func() { done <- l.waitRoom(context.Background(), 1) }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("waitRoom on full lanes returned %v before an event left", err)
+		default:
+		}
+		l.pop("a")
+		if err := <-done; err != nil {
+			t.Fatalf("waitRoom after a pop: %v", err)
+		}
+	})
 }

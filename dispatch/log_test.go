@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ordersync/ordersync"
@@ -24,34 +25,48 @@ func (l *batchLog) RecordDeliveries(_ context.Context, recs []ordersync.Delivery
 // TestLogWriterWaitsForRequestsInFlight: past its linger a write keeps
 // waiting while a request is in flight, up to its longest wait, and takes
 // the rows that come meanwhile; with none in flight it goes after the
-// linger alone.
+// linger alone. The writer's timers run on the bubble's clock, so each
+// write's time is exact and "not written yet" is synctest.Wait.
 func TestLogWriterWaitsForRequestsInFlight(t *testing.T) {
-	l := &batchLog{writes: make(chan []ordersync.DeliveryRecord, 4)}
-	w := newLogWriter(l, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Millisecond, 500*time.Millisecond)
-	defer w.close()
-	added := make(chan bool, 2)
-	add := func(id string) {
-		go func() { added <- w.add(context.Background(), ordersync.DeliveryRecord{WebhookID: id}) }()
-	}
-	w.attempting(1)
-	add("first")
-	// Fifty lingers: without the request in flight the first row would
-	// have been written alone by now.
-	select {
-	case recs := <-l.writes:
-		t.Fatalf("wrote %d rows while a request was in flight", len(recs))
-	case <-time.After(50 * time.Millisecond):
-	}
-	add("second")
-	if recs := <-l.writes; len(recs) != 2 {
-		t.Fatalf("first write has %d rows, want both", len(recs))
-	}
-	w.attempting(-1)
-	<-added
-	<-added
-	add("alone")
-	if recs := <-l.writes; len(recs) != 1 || recs[0].WebhookID != "alone" {
-		t.Fatalf("write with no request in flight: %+v", recs)
-	}
-	<-added
+	const linger, maxLinger = time.Millisecond, 500 * time.Millisecond
+	synctest.Test(t, func(t *testing.T) {
+		l := &batchLog{writes: make(chan []ordersync.DeliveryRecord, 4)}
+		w := newLogWriter(l, slog.New(slog.NewTextHandler(io.Discard, nil)), linger, maxLinger)
+		defer w.close()
+		added := make(chan bool, 2)
+		add := func(id string) {
+			go func() { added <- w.add(context.Background(), ordersync.DeliveryRecord{WebhookID: id}) }()
+		}
+		start := time.Now()
+		w.attempting(1)
+		add("first")
+		// Just short of the longest wait, many lingers past the first row:
+		// without the request in flight it would have been written alone.
+		time.Sleep(maxLinger - linger)
+		synctest.Wait()
+		select {
+		case recs := <-l.writes:
+			t.Fatalf("wrote %d rows while a request was in flight", len(recs))
+		default:
+		}
+		add("second")
+		if recs := <-l.writes; len(recs) != 2 {
+			t.Fatalf("first write has %d rows, want both", len(recs))
+		}
+		if took := time.Since(start); took != maxLinger {
+			t.Errorf("first write after %v, want the longest wait %v", took, maxLinger)
+		}
+		w.attempting(-1)
+		<-added
+		<-added
+		start = time.Now()
+		add("alone")
+		if recs := <-l.writes; len(recs) != 1 || recs[0].WebhookID != "alone" {
+			t.Fatalf("write with no request in flight: %+v", recs)
+		}
+		if took := time.Since(start); took != linger {
+			t.Errorf("write with no request in flight after %v, want the linger %v", took, linger)
+		}
+		<-added
+	})
 }

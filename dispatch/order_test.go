@@ -34,8 +34,9 @@ func TestDispatchWaitingEventOutlastsAckWait(t *testing.T) {
 	e.addEndpoint(t, srv.URL)
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true), orderMsg("A1", ordersync.StatusFinalized, 2, false))
 	waitFor(t, 60*time.Second, "three requests", func() bool { return len(srv.requests()) >= 3 })
-	// A window that proves no event is delivered again: what must not
-	// happen has no signal to wait for.
+	// A window that proves no event is delivered again: JetStream's own ack
+	// wait is the subject, so the test runs on the real clock (its server
+	// cannot run in a synctest bubble).
 	time.Sleep(2 * time.Second)
 	got := srv.requests()
 	var seen []string
@@ -88,8 +89,9 @@ func TestDispatchTakeoverKeepsOrder(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 
 	waitFor(t, 60*time.Second, "PAID and FINALIZED delivered", func() bool { return len(srv.requests()) >= 3 })
-	// A window that proves nothing more arrives: what must not happen has
-	// no signal to wait for.
+	// A window that proves nothing more arrives: JetStream's redelivery
+	// after its ack wait is the subject, so the test runs on the real clock
+	// (its server cannot run in a synctest bubble).
 	time.Sleep(time.Second)
 	var seen []string
 	for _, r := range srv.requests() {
