@@ -11,6 +11,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/dispatch"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 // A replay redelivers past events with the webhook-ids of the first time.
@@ -20,12 +21,12 @@ func TestDispatchReplaySince(t *testing.T) {
 	ep := e.addEndpoint(t, srv.URL)
 	before := time.Now().Add(-time.Second)
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, false), orderMsg("A1", ordersync.StatusPaid, 1, true))
-	waitFor(t, 10*time.Second, "two deliveries", func() bool { return len(srv.requests()) == 2 })
+	testenv.WaitFor(t, 10*time.Second, "two deliveries", func() bool { return len(srv.requests()) == 2 })
 	n, err := e.d.Replay(context.Background(), ep.ID, before)
 	if err != nil || n != 2 {
 		t.Fatalf("Replay = %d, %v; want 2", n, err)
 	}
-	waitFor(t, 10*time.Second, "two replayed deliveries", func() bool { return len(srv.requests()) == 4 })
+	testenv.WaitFor(t, 10*time.Second, "two replayed deliveries", func() bool { return len(srv.requests()) == 4 })
 	got := srv.requests()
 	for i := range 2 {
 		if got[i].id != got[i+2].id || got[i].typ != got[i+2].typ {
@@ -77,7 +78,7 @@ func TestDispatchReplayBounded(t *testing.T) {
 		msgs = append(msgs, orderMsg(fmt.Sprintf("R%d", i), ordersync.StatusPaid, 1, true))
 	}
 	e.publishOrders(t, msgs...)
-	waitFor(t, 10*time.Second, "eight deliveries", func() bool { return len(srv.requests()) == 8 })
+	testenv.WaitFor(t, 10*time.Second, "eight deliveries", func() bool { return len(srv.requests()) == 8 })
 
 	mu.Lock()
 	hold = true
@@ -111,7 +112,7 @@ func TestDispatchReplayBounded(t *testing.T) {
 	if r.err != nil || r.n != 8 {
 		t.Fatalf("Replay = %d, %v; want 8", r.n, r.err)
 	}
-	waitFor(t, 10*time.Second, "eight replayed deliveries", func() bool { return len(srv.requests()) == 16 })
+	testenv.WaitFor(t, 10*time.Second, "eight replayed deliveries", func() bool { return len(srv.requests()) == 16 })
 	mu.Lock()
 	defer mu.Unlock()
 	if most != maxHeld {
@@ -161,7 +162,7 @@ func TestDispatchReplaySinceSettlesDeadLetters(t *testing.T) {
 	if n, err := e.d.Replay(ctx, ep.ID, before); err != nil || n != 2 {
 		t.Fatalf("Replay = %d, %v; want 2", n, err)
 	}
-	waitFor(t, 10*time.Second, "B1 delivered by the replay", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "B1 delivered by the replay", func() bool {
 		recs, err := e.db.ListDeliveries(ctx, ordersync.DeliveryFilter{Account: "default", OrderCode: "B1"})
 		return err == nil && len(recs) == 1 && recs[0].Outcome == ordersync.DeliveryDelivered
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/delivery"
 	"github.com/ordersync/ordersync/internal/rusage"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 // BenchmarkDispatch measures HTTP deliveries: b.N order events published
@@ -77,7 +78,7 @@ func benchDispatch(b *testing.B, endpoints int, every time.Duration) {
 			time.Sleep(every)
 		}
 	}
-	waitFor(b, 5*time.Minute, "every delivery", func() bool {
+	testenv.WaitFor(b, 5*time.Minute, "every delivery", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(latencies) >= want

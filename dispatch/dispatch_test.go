@@ -18,6 +18,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/delivery"
 	"github.com/ordersync/ordersync/dispatch"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 func TestDispatchDeliversSignedEvents(t *testing.T) {
@@ -29,7 +30,7 @@ func TestDispatchDeliversSignedEvents(t *testing.T) {
 	paidChange, paid := orderMsg("A1", ordersync.StatusPaid, 2, false), orderMsg("A1", ordersync.StatusPaid, 2, true)
 	paidChange.From, paid.From = ordersync.StatusPending, ordersync.StatusPending
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPending, 1, false), paidChange, paid)
-	waitFor(t, 10*time.Second, "three deliveries", func() bool { return len(srv.requests()) == 3 && len(paidOnly.requests()) == 1 })
+	testenv.WaitFor(t, 10*time.Second, "three deliveries", func() bool { return len(srv.requests()) == 3 && len(paidOnly.requests()) == 1 })
 	got := srv.requests()
 	wantTypes := []string{"order.status_changed", "order.status_changed", "order.paid"}
 	wantIDs := []string{"default:A1:status:PENDING:1", "default:A1:status:PAID:2", "default:A1:paid"}
@@ -60,7 +61,7 @@ func TestDispatchDeliversSignedEvents(t *testing.T) {
 	if r := paidOnly.requests()[0]; r.typ != "order.paid" || r.id != delivery.WebhookID(po.ID, "default:A1:paid") || r.id == got[2].id {
 		t.Errorf("paid-only endpoint got %s %s", r.typ, r.id)
 	}
-	if n := counterValue(t, e.reg, "ordersync_delivery_events_total", map[string]string{"endpoint": ep.ID, "outcome": "delivered"}); n != 3 {
+	if n := testenv.MetricSum(t, e.reg, "ordersync_delivery_events_total", map[string]string{"endpoint": ep.ID, "outcome": "delivered"}); n != 3 {
 		t.Errorf("delivered events metric = %v, want 3", n)
 	}
 	// The delivery log: one row per event and endpoint, as each ended.
@@ -97,7 +98,7 @@ func TestDispatchRetryKeepsOrderAndWebhookID(t *testing.T) {
 	ep := e.addEndpoint(t, srv.URL, ordersync.HookOrderPaid, ordersync.HookOrderStatusChanged)
 	_ = ep
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true), orderMsg("A1", ordersync.StatusFinalized, 2, false), orderMsg("B2", ordersync.StatusPaid, 1, true))
-	waitFor(t, 20*time.Second, "four requests", func() bool { return len(srv.requests()) == 4 })
+	testenv.WaitFor(t, 20*time.Second, "four requests", func() bool { return len(srv.requests()) == 4 })
 	got := srv.requests()
 	var a1 []received
 	var b2At time.Time
@@ -125,7 +126,7 @@ func TestDispatchRetryKeepsOrderAndWebhookID(t *testing.T) {
 	if !b2At.Before(a1[1].at) {
 		t.Errorf("B2 waited for A1's retry")
 	}
-	if n := counterValue(t, e.reg, "ordersync_delivery_attempts_total", map[string]string{"endpoint": ep.ID, "result": "5xx"}); n != 1 {
+	if n := testenv.MetricSum(t, e.reg, "ordersync_delivery_attempts_total", map[string]string{"endpoint": ep.ID, "result": "5xx"}); n != 1 {
 		t.Errorf("5xx attempts = %v, want 1", n)
 	}
 }
@@ -148,7 +149,7 @@ func TestDispatchHonoursRetryAfter(t *testing.T) {
 			})
 			e.addEndpoint(t, srv.URL)
 			e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true))
-			waitFor(t, 20*time.Second, "the retry", func() bool { return len(srv.requests()) == 2 })
+			testenv.WaitFor(t, 20*time.Second, "the retry", func() bool { return len(srv.requests()) == 2 })
 			got := srv.requests()
 			// Without Retry-After the first retry comes after 5-15ms.
 			if gap := got[1].at.Sub(got[0].at); gap < 900*time.Millisecond {
@@ -184,13 +185,13 @@ func TestDispatchFailingEndpointDoesNotDelayAnother(t *testing.T) {
 	}
 	start := time.Now()
 	e.publishOrders(t, msgs...)
-	waitFor(t, 10*time.Second, "the fast endpoint's 50 deliveries", func() bool { return len(fast.requests()) == 50 })
+	testenv.WaitFor(t, 10*time.Second, "the fast endpoint's 50 deliveries", func() bool { return len(fast.requests()) == 50 })
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("the fast endpoint took %v", took)
 	}
 	// The fast endpoint can be done before the others' first request has
 	// arrived: that they are tried is waited for, not read at once.
-	waitFor(t, 10*time.Second, "the hanging and failing endpoints' first requests", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the hanging and failing endpoints' first requests", func() bool {
 		return len(hang.requests()) > 0 && len(failing.requests()) > 0
 	})
 }
@@ -204,7 +205,7 @@ func TestDispatchRunTimeChanges(t *testing.T) {
 	second := newEndpointServer(t, hookSecret, nil)
 	ep := e.addEndpoint(t, first.URL)
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true))
-	waitFor(t, 10*time.Second, "the first delivery", func() bool { return len(first.requests()) == 1 })
+	testenv.WaitFor(t, 10*time.Second, "the first delivery", func() bool { return len(first.requests()) == 1 })
 
 	u := second.URL
 	if _, err := e.db.UpdateEndpoint(ctx, ep.ID, ordersync.EndpointUpdate{URL: &u}); err != nil {
@@ -216,7 +217,7 @@ func TestDispatchRunTimeChanges(t *testing.T) {
 	}
 	e.synced(t)
 	e.publishOrders(t, orderMsg("A2", ordersync.StatusPaid, 1, true))
-	waitFor(t, 10*time.Second, "a delivery to the new URL", func() bool { return len(second.requests()) == 1 })
+	testenv.WaitFor(t, 10*time.Second, "a delivery to the new URL", func() bool { return len(second.requests()) == 1 })
 	r := second.requests()[0]
 	// Signed with the new secret and, in the grace period, the old one.
 	if r.sigs != 2 || r.verify != nil || delivery.Verify(newSecret, r.headers, r.body, 0) != nil {
@@ -244,7 +245,7 @@ func TestDispatchRunTimeChanges(t *testing.T) {
 	}
 	e.d.Notify()
 	// Re-enabled, its consumer resumes where it stopped: A3 arrives.
-	waitFor(t, 10*time.Second, "A3 after re-enabling", func() bool { return len(second.requests()) == 2 })
+	testenv.WaitFor(t, 10*time.Second, "A3 after re-enabling", func() bool { return len(second.requests()) == 2 })
 	if got := second.requests()[1].order; got != "A3" {
 		t.Errorf("after re-enabling got %s", got)
 	}
@@ -258,7 +259,7 @@ func TestDispatchRunTimeChanges(t *testing.T) {
 	// A4's PAID event, published first, would reach the endpoint before
 	// its status change, in the same lane: that the third request is the
 	// status change proves the filter left PAID out, with no window.
-	waitFor(t, 10*time.Second, "A4's status change", func() bool { return len(second.requests()) >= 3 })
+	testenv.WaitFor(t, 10*time.Second, "A4's status change", func() bool { return len(second.requests()) >= 3 })
 	if got := second.requests(); len(got) != 3 || got[2].typ != "order.status_changed" || got[2].order != "A4" {
 		t.Errorf("after changing the events to status changes only: %d requests, last %s %s", len(got), got[len(got)-1].typ, got[len(got)-1].order)
 	}
@@ -268,7 +269,7 @@ func TestDispatchRunTimeChanges(t *testing.T) {
 	}
 	e.d.Notify()
 	js, _ := jetstream.New(e.nc)
-	waitFor(t, 10*time.Second, "the consumer deleted", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the consumer deleted", func() bool {
 		_, err := js.Consumer(ctx, e.queueCfg.OrdersStream, e.queueCfg.Consumer+"-endpoint-"+ep.ID)
 		return errors.Is(err, jetstream.ErrConsumerNotFound)
 	})
@@ -307,7 +308,7 @@ func TestDispatchRate(t *testing.T) {
 		msgs = append(msgs, orderMsg(fmt.Sprintf("R%d", i), ordersync.StatusPaid, 1, true))
 	}
 	e.publishOrders(t, msgs...)
-	waitFor(t, 10*time.Second, "nine deliveries", func() bool { return len(srv.requests()) == 9 })
+	testenv.WaitFor(t, 10*time.Second, "nine deliveries", func() bool { return len(srv.requests()) == 9 })
 	got := srv.requests()
 	// One at once, then one every 250ms: eight gaps of 250ms.
 	if span := got[8].at.Sub(got[0].at); span < 1900*time.Millisecond {
@@ -354,7 +355,7 @@ func TestDispatchKeepsConnections(t *testing.T) {
 		msgs[i] = orderMsg(fmt.Sprintf("K%03d", i), ordersync.StatusPending, 1, false)
 	}
 	e.publishOrders(t, msgs...)
-	waitFor(t, 30*time.Second, "every delivery", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "every delivery", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return requests == events

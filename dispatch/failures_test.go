@@ -13,6 +13,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/dispatch"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 func TestDispatchGoneDisablesEndpoint(t *testing.T) {
@@ -20,12 +21,12 @@ func TestDispatchGoneDisablesEndpoint(t *testing.T) {
 	srv := newEndpointServer(t, hookSecret, func(int, received, http.ResponseWriter) int { return http.StatusGone })
 	ep := e.addEndpoint(t, srv.URL)
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true), orderMsg("A2", ordersync.StatusPaid, 1, true))
-	waitFor(t, 10*time.Second, "the endpoint disabled", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the endpoint disabled", func() bool {
 		got, err := e.db.FindEndpoint(context.Background(), ep.ID)
 		return err == nil && got.Disabled && got.DisabledReason == ordersync.DisabledGone
 	})
-	waitFor(t, 5*time.Second, "the disabled gauge", func() bool {
-		return counterValue(t, e.reg, "ordersync_delivery_endpoint_disabled", map[string]string{"endpoint": ep.ID}) == 1
+	testenv.WaitFor(t, 5*time.Second, "the disabled gauge", func() bool {
+		return testenv.MetricSum(t, e.reg, "ordersync_delivery_endpoint_disabled", map[string]string{"endpoint": ep.ID}) == 1
 	})
 	// Once the dispatcher has synced the disabled endpoint its runner is
 	// stopped; the window after it proves no request follows (the only
@@ -72,7 +73,7 @@ func TestDispatchPermanentToDeadLetterAndReplay(t *testing.T) {
 	ep := e.addEndpoint(t, srv.URL)
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true))
 	var dls []*ordersync.DeliveryDeadLetter
-	waitFor(t, 10*time.Second, "a delivery dead letter", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "a delivery dead letter", func() bool {
 		dls, _ = e.db.ListDeliveryDeadLetters(context.Background(), ordersync.DeliveryDeadLetterFilter{EndpointID: ep.ID})
 		return len(dls) == 1
 	})
@@ -126,7 +127,7 @@ func TestDispatchTimeoutRetries(t *testing.T) {
 	t.Cleanup(func() { close(release) }) // before the server's Close waits for the handler
 	ep := e.addEndpoint(t, srv.URL)
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true))
-	waitFor(t, 20*time.Second, "the retry after the timeout", func() bool { return len(srv.requests()) == 2 })
+	testenv.WaitFor(t, 20*time.Second, "the retry after the timeout", func() bool { return len(srv.requests()) == 2 })
 	got := srv.requests()
 	if gap := got[1].at.Sub(got[0].at); gap < timeout {
 		t.Errorf("retried %v after the first attempt, before the %v timeout", gap, timeout)
@@ -134,10 +135,10 @@ func TestDispatchTimeoutRetries(t *testing.T) {
 	if got[0].id != got[1].id {
 		t.Errorf("webhook-id changed: %s, %s", got[0].id, got[1].id)
 	}
-	waitFor(t, 5*time.Second, "the delivered count", func() bool {
-		return counterValue(t, e.reg, "ordersync_delivery_events_total", map[string]string{"endpoint": ep.ID, "outcome": "delivered"}) == 1
+	testenv.WaitFor(t, 5*time.Second, "the delivered count", func() bool {
+		return testenv.MetricSum(t, e.reg, "ordersync_delivery_events_total", map[string]string{"endpoint": ep.ID, "outcome": "delivered"}) == 1
 	})
-	if n := counterValue(t, e.reg, "ordersync_delivery_attempts_total", map[string]string{"endpoint": ep.ID, "result": "timeout"}); n != 1 {
+	if n := testenv.MetricSum(t, e.reg, "ordersync_delivery_attempts_total", map[string]string{"endpoint": ep.ID, "result": "timeout"}); n != 1 {
 		t.Errorf("timeout attempts = %v, want 1", n)
 	}
 }
@@ -161,7 +162,7 @@ func TestDispatchRetriesExhausted(t *testing.T) {
 	ep := e.addEndpoint(t, srv.URL)
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true))
 	var dls []*ordersync.DeliveryDeadLetter
-	waitFor(t, 15*time.Second, "a dead letter", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "a dead letter", func() bool {
 		dls, _ = e.db.ListDeliveryDeadLetters(context.Background(), ordersync.DeliveryDeadLetterFilter{EndpointID: ep.ID})
 		return len(dls) == 1
 	})
@@ -209,7 +210,7 @@ func TestDispatchUnsettledEventKeepsItsPlace(t *testing.T) {
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPending, 1, false))
 	<-letters.failed
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 2, false))
-	waitFor(t, 10*time.Second, "the PAID change delivered", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the PAID change delivered", func() bool {
 		for _, r := range srv.requests() {
 			if r.status == string(ordersync.StatusPaid) {
 				return true

@@ -24,6 +24,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/delivery"
 	"github.com/ordersync/ordersync/dispatch"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/store"
 )
@@ -120,7 +121,7 @@ func (c *countingEndpoints) ListEndpoints(ctx context.Context) ([]*ordersync.End
 func (e *dispatchEnv) synced(t testing.TB) {
 	t.Helper()
 	until := e.listed.calls.Load() + 2
-	waitFor(t, 10*time.Second, "the dispatcher to sync the endpoints", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the dispatcher to sync the endpoints", func() bool {
 		e.d.Notify()
 		return e.listed.calls.Load() >= until
 	})
@@ -181,7 +182,7 @@ func (e *dispatchEnv) waitConsumer(t testing.TB, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the endpoint's consumer", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the endpoint's consumer", func() bool {
 		_, err := js.Consumer(context.Background(), e.queueCfg.OrdersStream, e.queueCfg.Consumer+"-endpoint-"+id)
 		return err == nil
 	})
@@ -211,7 +212,7 @@ func (e *dispatchEnv) publishOrders(t testing.TB, msgs ...ordersync.OutboxMessag
 func (e *dispatchEnv) deliveries(t testing.TB, code string, n int) []ordersync.DeliveryRecord {
 	t.Helper()
 	var recs []ordersync.DeliveryRecord
-	waitFor(t, 10*time.Second, fmt.Sprintf("%d delivery log rows of %s", n, code), func() bool {
+	testenv.WaitFor(t, 10*time.Second, fmt.Sprintf("%d delivery log rows of %s", n, code), func() bool {
 		var err error
 		recs, err = e.db.ListDeliveries(context.Background(), ordersync.DeliveryFilter{Account: "default", OrderCode: code})
 		return err == nil && len(recs) == n
@@ -279,49 +280,4 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
 	w.t.Log(strings.TrimSuffix(string(p), "\n"))
 	return len(p), nil
-}
-
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// counterValue sums the series name in reg whose labels match labels: a
-// counter's or a gauge's value, a histogram's count.
-func counterValue(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatalf("Gather: %v", err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		var sum float64
-	metrics:
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
-					continue metrics
-				}
-			}
-			switch {
-			case m.GetCounter() != nil:
-				sum += m.GetCounter().GetValue()
-			case m.GetGauge() != nil:
-				sum += m.GetGauge().GetValue()
-			case m.GetHistogram() != nil:
-				sum += float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-		return sum
-	}
-	return 0
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/dispatch"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 // An event waiting behind its order's retried one for longer than the
@@ -33,7 +34,7 @@ func TestDispatchWaitingEventOutlastsAckWait(t *testing.T) {
 	})
 	e.addEndpoint(t, srv.URL)
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true), orderMsg("A1", ordersync.StatusFinalized, 2, false))
-	waitFor(t, 60*time.Second, "three requests", func() bool { return len(srv.requests()) >= 3 })
+	testenv.WaitFor(t, 60*time.Second, "three requests", func() bool { return len(srv.requests()) >= 3 })
 	// A window that proves no event is delivered again: JetStream's own ack
 	// wait is the subject, so the test runs on the real clock (its server
 	// cannot run in a synctest bubble).
@@ -67,7 +68,7 @@ func TestDispatchTakeoverKeepsOrder(t *testing.T) {
 	})
 	e.addEndpoint(t, srv.URL)
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true))
-	waitFor(t, 10*time.Second, "the first attempt", func() bool { return len(srv.requests()) == 1 })
+	testenv.WaitFor(t, 10*time.Second, "the first attempt", func() bool { return len(srv.requests()) == 1 })
 	// The first holder stops with PAID unsettled; the cleanup still waits
 	// for its Run.
 	e.cancel()
@@ -88,7 +89,7 @@ func TestDispatchTakeoverKeepsOrder(t *testing.T) {
 	go func() { done <- next.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	waitFor(t, 60*time.Second, "PAID and FINALIZED delivered", func() bool { return len(srv.requests()) >= 3 })
+	testenv.WaitFor(t, 60*time.Second, "PAID and FINALIZED delivered", func() bool { return len(srv.requests()) >= 3 })
 	// A window that proves nothing more arrives: JetStream's redelivery
 	// after its ack wait is the subject, so the test runs on the real clock
 	// (its server cannot run in a synctest bubble).

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/dispatch"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 // gatedLog is the delivery log with its first write held until open is
@@ -81,11 +82,11 @@ func TestDispatchStopSettlesWhatWasDelivered(t *testing.T) {
 	}
 	e.disable(t, ep.ID, true)
 	close(gate.open)
-	waitFor(t, 10*time.Second, "A1 settled by the stopped runner", func() bool { return e.ackPending(t, ep.ID) == 0 })
+	testenv.WaitFor(t, 10*time.Second, "A1 settled by the stopped runner", func() bool { return e.ackPending(t, ep.ID) == 0 })
 
 	e.publishOrders(t, orderMsg("A2", ordersync.StatusPaid, 1, true))
 	e.disable(t, ep.ID, false)
-	waitFor(t, 10*time.Second, "A2 after re-enabling", func() bool { return len(srv.requests()) >= 2 })
+	testenv.WaitFor(t, 10*time.Second, "A2 after re-enabling", func() bool { return len(srv.requests()) >= 2 })
 	if got := srv.requests(); len(got) != 2 || got[0].order != "A1" || got[1].order != "A2" {
 		var orders []string
 		for _, r := range got {
@@ -110,15 +111,15 @@ func TestDispatchStopReleasesWhatIsHeld(t *testing.T) {
 	})
 	ep := e.addEndpoint(t, srv.URL)
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true), orderMsg("A1", ordersync.StatusFinalized, 2, false))
-	waitFor(t, 10*time.Second, "A1's first attempt", func() bool { return len(srv.requests()) == 1 })
+	testenv.WaitFor(t, 10*time.Second, "A1's first attempt", func() bool { return len(srv.requests()) == 1 })
 	e.disable(t, ep.ID, true)
 	e.disable(t, ep.ID, false)
-	waitFor(t, 10*time.Second, "A1's events after re-enabling", func() bool { return len(srv.requests()) >= 3 })
+	testenv.WaitFor(t, 10*time.Second, "A1's events after re-enabling", func() bool { return len(srv.requests()) >= 3 })
 	got := srv.requests()
 	if len(got) != 3 || got[1].typ != "order.paid" || got[1].id != got[0].id || got[2].status != "FINALIZED" {
 		t.Errorf("after re-enabling: %d requests, want A1's PAID again and then its FINALIZED", len(got))
 	}
-	waitFor(t, 10*time.Second, "nothing unsettled", func() bool { return e.ackPending(t, ep.ID) == 0 })
+	testenv.WaitFor(t, 10*time.Second, "nothing unsettled", func() bool { return e.ackPending(t, ep.ID) == 0 })
 }
 
 // A runner restarted at once (disabled and enabled again; the same for a
@@ -131,7 +132,7 @@ func TestDispatchRestartKeepsOrder(t *testing.T) {
 	srv := newEndpointServer(t, hookSecret, nil)
 	ep := e.addEndpoint(t, srv.URL)
 	e.publishOrders(t, orderMsg("A0", ordersync.StatusPaid, 1, true))
-	waitFor(t, 10*time.Second, "A0 settled", func() bool { return len(srv.requests()) == 1 && e.ackPending(t, ep.ID) == 0 })
+	testenv.WaitFor(t, 10*time.Second, "A0 settled", func() bool { return len(srv.requests()) == 1 && e.ackPending(t, ep.ID) == 0 })
 	// The runner is idle in its long poll when it is stopped.
 	e.disable(t, ep.ID, true)
 	e.disable(t, ep.ID, false)
@@ -140,7 +141,7 @@ func TestDispatchRestartKeepsOrder(t *testing.T) {
 		msgs = append(msgs, orderMsg("A1", ordersync.Status(fmt.Sprint("S", i)), i, false))
 	}
 	e.publishOrders(t, msgs...)
-	waitFor(t, 10*time.Second, "A1's four events", func() bool { return len(srv.requests()) >= 5 })
+	testenv.WaitFor(t, 10*time.Second, "A1's four events", func() bool { return len(srv.requests()) >= 5 })
 	var got []string
 	for _, r := range srv.requests()[1:] {
 		got = append(got, r.status)

@@ -1,8 +1,9 @@
 // Package testenv gives a test or a lab run its own share of the external
 // servers a scale-out deployment uses: a fresh PostgreSQL schema and a NATS
 // namespace, removed when it ends; a log destination its goroutines may
-// share (Buffer); golden files (Golden); and a small disk to fill
-// (MountTmpfs, FillLeaving).
+// share (Buffer); golden files (Golden); a small disk to fill
+// (MountTmpfs, FillLeaving); and the waits and reads tests of several
+// packages share (WaitFor, MetricSum).
 package testenv
 
 import (
