@@ -164,6 +164,13 @@ func (d *delivery) Event() *ordersync.InboundEvent {
 			Cause:     ordersync.Cause(h.Get(HeaderCause)),
 		}
 		ev.ReceivedAt = receivedAt(h)
+		if ev.ReceivedAt.IsZero() {
+			// The stream's own time of the message: like the receiver's,
+			// the same on every redelivery, which the event log's key needs.
+			if md, err := d.msg.Metadata(); err == nil {
+				ev.ReceivedAt = md.Timestamp.UTC()
+			}
+		}
 		if n, err := strconv.ParseInt(h.Get(HeaderReplayOf), 10, 64); err == nil {
 			ev.ReplayOf = n
 		}

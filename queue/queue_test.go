@@ -1147,3 +1147,36 @@ func TestReadyProbesOnceAnInterval(t *testing.T) {
 		t.Fatalf("%d probe writes after the interval, want 2", n)
 	}
 }
+
+// TestEventWithoutReceiptTimeTakesTheStreams: an event queued without a
+// receipt time reads the stream's time of the message, the same on a
+// redelivery, which the event log's key relies on.
+func TestEventWithoutReceiptTimeTakesTheStreams(t *testing.T) {
+	_, q := embeddedQueue(t, uniqueConfig())
+	src := q.Events()
+	ev := testEvent(3)
+	ev.ReceivedAt = time.Time{}
+	before := time.Now()
+	publish(t, q, ev)
+	ds := next(t, src, 1, time.Second)
+	if len(ds) != 1 {
+		t.Fatal("no delivery")
+	}
+	first := ds[0].Event().ReceivedAt
+	if first.Before(before.Add(-time.Second)) || first.After(time.Now()) {
+		t.Fatalf("ReceivedAt = %v, want the stream's time of the message (published at %v)", first, before)
+	}
+	if err := ds[0].Retry(0); err != nil {
+		t.Fatal(err)
+	}
+	ds = next(t, src, 1, 2*time.Second)
+	if len(ds) != 1 || ds[0].Attempt() != 2 {
+		t.Fatalf("got %d deliveries, want the redelivery", len(ds))
+	}
+	if again := ds[0].Event().ReceivedAt; !again.Equal(first) {
+		t.Fatalf("redelivery's ReceivedAt = %v, want the first delivery's %v", again, first)
+	}
+	if err := ds[0].Ack(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -251,7 +251,10 @@ var (
 	upsertEvents  = rowsSQL{
 		prefix: `INSERT INTO event_log (msg_id, account, received_at, type, order_type, order_id, order_reference, order_code, signature, outcome, detail, order_row) VALUES `,
 		cols:   12,
-		suffix: ` ON CONFLICT (msg_id) DO UPDATE SET
+		// A redelivery keeps its receipt time, so the receipt's unique key
+		// finds its row: an index that appends, where the message id's
+		// alone would take each event on a random page.
+		suffix: ` ON CONFLICT (account, received_at, msg_id) DO UPDATE SET
     outcome = excluded.outcome,
     order_row = COALESCE(excluded.order_row, event_log.order_row),
     detail = excluded.detail,

@@ -33,9 +33,13 @@ func (db *DB) AddDeadLetter(ctx context.Context, dl ordersync.DeadLetter) (int64
 	}
 	body, created := letterDefaults(dl.Body, dl.CreatedAt)
 	// The event log row takes whatever the body says about the event; a
-	// malformed body leaves those columns empty.
+	// malformed body leaves those columns empty. It is logged at the
+	// event's receipt time when the letter has it, else at the creation
+	// of the letter it updates, so a redelivery failing again finds the
+	// same row.
+	receivedAt, receiptErr := time.Parse(time.RFC3339Nano, dl.Headers["received_at"])
 	ev := ordersync.EventRecord{
-		MsgID: dl.MsgID, Account: dl.Account, ReceivedAt: created, OrderID: dl.OrderID,
+		MsgID: dl.MsgID, Account: dl.Account, ReceivedAt: receivedAt, OrderID: dl.OrderID,
 		OrderReference: dl.OrderReference, OrderCode: dl.OrderCode, Outcome: ordersync.OutcomeDeadLettered,
 		Detail: deadLetterDetail(dl),
 	}
@@ -63,11 +67,14 @@ ON CONFLICT (msg_id) WHERE replayed_at IS NULL DO UPDATE SET
     order_code = excluded.order_code,
     body = excluded.body,
     headers = excluded.headers
-RETURNING id`),
+RETURNING id, created_at`),
 			dl.MsgID, dl.Account, string(dl.Reason), dl.Attempts, dl.LastError, string(dl.OrderID), dl.OrderReference,
-			dl.OrderCode, body, string(hdr), dbTime(created)).Scan(&id)
+			dl.OrderCode, body, string(hdr), dbTime(created)).Scan(&id, &created)
 		if err != nil {
 			return fmt.Errorf("insert dead letter: %w", err)
+		}
+		if receiptErr != nil {
+			ev.ReceivedAt = created
 		}
 		if err := db.execRows(ctx, tx, upsertEvents, [][]any{eventValues(ev, nil)}); err != nil {
 			return fmt.Errorf("log event: %w", err)

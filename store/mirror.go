@@ -116,9 +116,10 @@ func (db *DB) queryCode(ctx context.Context, query string, args ...any) (string,
 	return code, stmt.QueryRowxContext(ctx, args...).Scan(&code)
 }
 
-// RecordEvents adds event log rows; a MsgID already logged takes the new
-// outcome and detail, and any keys it lacked. Within one call the last
-// record of a MsgID wins.
+// RecordEvents adds event log rows; an event already logged (the same
+// account, MsgID and receipt time: a redelivery keeps its receipt time)
+// takes the new outcome and detail, and any keys it lacked. Within one call
+// the last record of a MsgID wins.
 func (db *DB) RecordEvents(ctx context.Context, events []ordersync.EventRecord) error {
 	if len(events) == 0 {
 		return nil

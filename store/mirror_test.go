@@ -382,7 +382,7 @@ func TestApplyOrdersConcurrentNeverMovesBackwards(t *testing.T) {
 
 func db0(dbs []*DB) *DB { return dbs[0] }
 
-func TestEventLogDedupeByMsgID(t *testing.T) {
+func TestEventLogDedupeByReceipt(t *testing.T) {
 	eachDialect(t, func(t *testing.T, url string) {
 		db := openDB(t, url)
 		ctx := context.Background()
@@ -394,9 +394,9 @@ func TestEventLogDedupeByMsgID(t *testing.T) {
 		if err := db.RecordEvents(ctx, []ordersync.EventRecord{received, received}); err != nil {
 			t.Fatal(err)
 		}
-		// The fetch answering it logs the same MsgID as synced, with the code.
+		// The fetch answering it logs the same MsgID, at the receipt time
+		// it carries, as synced, with the code.
 		later := received
-		later.ReceivedAt = testNow.Add(time.Minute)
 		later.Detail = "fetched"
 		apply(t, db, fetched(orderDoc(t, "e1", 31547, ordersync.StatusPending), 1, later))
 		other := ordersync.EventRecord{MsgID: "m-2", Account: "default", ReceivedAt: testNow.Add(time.Hour), Type: ordersync.EventUpdated, Outcome: ordersync.OutcomeRejected}
@@ -430,6 +430,16 @@ func TestEventLogDedupeByMsgID(t *testing.T) {
 		}
 		if none, err := db.ListEvents(ctx, ordersync.EventFilter{MsgID: "m-3"}); err != nil || len(none) != 0 {
 			t.Errorf("ListEvents by an unlogged message id = %v, %v; want none", none, err)
+		}
+		// The same body received again an hour later, past the queue's
+		// deduplication window, is a receipt of its own.
+		resent := received
+		resent.ReceivedAt = testNow.Add(time.Hour)
+		if err := db.RecordEvents(ctx, []ordersync.EventRecord{resent}); err != nil {
+			t.Fatal(err)
+		}
+		if byMsg, err := db.ListEvents(ctx, ordersync.EventFilter{MsgID: "m-1"}); err != nil || len(byMsg) != 2 || !byMsg[0].ReceivedAt.Equal(resent.ReceivedAt) {
+			t.Errorf("ListEvents of a body received twice = %v, %v; want both receipts, newest first", byMsg, err)
 		}
 		if err := db.RecordEvents(ctx, []ordersync.EventRecord{{Account: "default"}}); err == nil {
 			t.Error("RecordEvents without MsgID succeeded")

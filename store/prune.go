@@ -87,8 +87,8 @@ func (db *DB) PruneEventLog(ctx context.Context, receivedBefore time.Time, limit
 SELECT account FROM accounts WHERE account IS NOT NULL`); err != nil {
 			return fmt.Errorf("list accounts: %w", err)
 		}
-		query := db.rebind(`DELETE FROM event_log WHERE msg_id IN (
-    SELECT msg_id FROM event_log WHERE account = ? AND received_at < ? ORDER BY received_at LIMIT ?)`)
+		query := db.rebind(`DELETE FROM event_log WHERE id IN (
+    SELECT id FROM event_log WHERE account = ? AND received_at < ? ORDER BY received_at LIMIT ?)`)
 		for _, a := range accounts {
 			if n >= limit {
 				break

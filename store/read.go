@@ -530,8 +530,8 @@ func (db *DB) ListEvents(ctx context.Context, filter ordersync.EventFilter) ([]o
 		key.equal("account", filter.Account)
 		key.equal("order_code", filter.OrderCode)
 		where := strings.Join(key.where, " AND ")
-		c.add("msg_id IN (SELECT msg_id FROM event_log WHERE "+where+" AND order_code <> '' AND order_row IS NULL"+
-			" UNION ALL SELECT msg_id FROM event_log WHERE order_row IN (SELECT id FROM orders WHERE "+where+"))",
+		c.add("id IN (SELECT id FROM event_log WHERE "+where+" AND order_code <> '' AND order_row IS NULL"+
+			" UNION ALL SELECT id FROM event_log WHERE order_row IN (SELECT id FROM orders WHERE "+where+"))",
 			slices.Concat(key.args, key.args)...)
 	} else {
 		c.equal("account", filter.Account)

@@ -198,6 +198,9 @@ func eventRecord(it *item, outcome ordersync.EventOutcome) ordersync.EventRecord
 		Outcome:    outcome,
 		OrderCode:  it.code,
 	}
+	// The queue gives every event a receipt time that a redelivery keeps
+	// (the receiver's, else the stream's), which the event log's key
+	// needs; only an event from elsewhere has none.
 	if rec.ReceivedAt.IsZero() {
 		rec.ReceivedAt = it.pulledAt
 	}
