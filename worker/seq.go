@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"sync"
 	"time"
 
@@ -20,6 +22,23 @@ const seqAllocTimeout = 30 * time.Second
 // the latest (ordersync.FetchSeqReader).
 const seqReserve = 1024
 
+// seqLeaseTTL is how long a reservation holds the fetch sequence's lease,
+// and seqLeaseMargin how long before its end the holder stops handing out
+// numbers under it: another process that took numbers meanwhile waits for
+// the end by its own clock, which may run up to the margin behind.
+const (
+	seqLeaseTTL    = 2 * time.Second
+	seqLeaseMargin = 500 * time.Millisecond
+)
+
+// seqLeaser is a mirror that leases the fetch sequence (store.DB's
+// LeaseFetchSeq): it reserves n numbers for holder and may grant it the
+// sequence until until, so that no other process uses a number meanwhile;
+// numbers taken while another's lease runs may be used only from wait.
+type seqLeaser interface {
+	LeaseFetchSeq(ctx context.Context, holder string, n int, ttl time.Duration) (first int64, until, wait time.Time, err error)
+}
+
 // seqAllocator hands out fetch sequence numbers. Callers that ask while a
 // round trip to the mirror is running wait together and are served by the
 // next one: at most one round trip is in flight, and under load each one
@@ -36,9 +55,20 @@ const seqReserve = 1024
 // write per group. On SQLite the read does not queue behind the single
 // write connection, whose transactions would otherwise hold every fetch
 // back while they commit.
+//
+// A mirror that leases the sequence (seqLeaser) spares even that read: a
+// reservation that was granted the lease is handed out without reading
+// until shortly before the lease ends, since another process that takes
+// numbers meanwhile revokes the lease and waits for its end before using
+// them. So the sequence is read only after the lease was lost or not
+// granted (several processes taking numbers), as above.
 type seqAllocator struct {
 	mirror ordersync.Mirror
 	reader ordersync.FetchSeqReader // nil: every round trip writes
+	leaser seqLeaser                // nil: no lease
+	holder string                   // this allocator's name in the lease
+	ttl    time.Duration
+	margin time.Duration
 
 	mu sync.Mutex
 	// forming collects the callers of the next round trip.
@@ -49,6 +79,9 @@ type seqAllocator struct {
 	// from..to are reserved numbers not handed out yet; to is the value the
 	// reservation left the sequence at. Empty when from > to.
 	from, to int64
+	// leaseUntil is when the reservation's lease ends; zero when it has
+	// none.
+	leaseUntil time.Time
 }
 
 type seqGroup struct {
@@ -62,8 +95,11 @@ type seqGroup struct {
 }
 
 func newSeqAllocator(m ordersync.Mirror) *seqAllocator {
-	a := &seqAllocator{mirror: m, from: 1}
+	a := &seqAllocator{mirror: m, from: 1, ttl: seqLeaseTTL, margin: seqLeaseMargin}
 	a.reader, _ = m.(ordersync.FetchSeqReader)
+	a.leaser, _ = m.(seqLeaser)
+	host, _ := os.Hostname()
+	a.holder = fmt.Sprintf("%s/%d/%016x", host, os.Getpid(), rand.Uint64())
 	return a
 }
 
@@ -123,15 +159,22 @@ func (a *seqAllocator) next(ctx context.Context, leaving func()) (int64, error) 
 // roundTrip takes n consecutive numbers for a group and returns the first.
 // Only the group's leader runs it, one at a time.
 func (a *seqAllocator) roundTrip(ctx context.Context, n int) (int64, error) {
-	if a.reader != nil {
+	if a.reader != nil || a.leaser != nil {
 		a.mu.Lock()
 		first, last := a.from, a.to
 		enough := first+int64(n)-1 <= last
-		if enough {
+		leased := enough && time.Now().Before(a.leaseUntil.Add(-a.margin))
+		// A lease near its end is renewed by the next reservation rather
+		// than followed by reads.
+		renew := !leased && !a.leaseUntil.IsZero()
+		if enough && !renew {
 			a.from += int64(n)
 		}
 		a.mu.Unlock()
-		if enough {
+		if leased {
+			return first, nil
+		}
+		if enough && !renew && a.reader != nil {
 			cur, err := a.reader.CurrentFetchSeq(ctx)
 			if err != nil {
 				return 0, fmt.Errorf("read the fetch sequence: %w", err)
@@ -143,15 +186,36 @@ func (a *seqAllocator) roundTrip(ctx context.Context, n int) (int64, error) {
 		}
 	}
 	reserve := n
-	if a.reader != nil {
+	if a.reader != nil || a.leaser != nil {
 		reserve += seqReserve
 	}
-	first, err := a.mirror.AllocateFetchSeq(ctx, reserve)
+	var (
+		first       int64
+		until, wait time.Time
+		err         error
+	)
+	if a.leaser != nil {
+		first, until, wait, err = a.leaser.LeaseFetchSeq(ctx, a.holder, reserve, a.ttl)
+	} else {
+		first, err = a.mirror.AllocateFetchSeq(ctx, reserve)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("allocate %d fetch sequences: %w", reserve, err)
 	}
 	a.mu.Lock()
 	a.from, a.to = first+int64(n), first+int64(reserve)-1
+	a.leaseUntil = until
 	a.mu.Unlock()
+	// Another process's lease was running: it may hand out lower numbers
+	// until it ends.
+	if d := time.Until(wait); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return 0, fmt.Errorf("wait for another process's fetch sequence lease to end: %w", ctx.Err())
+		}
+	}
 	return first, nil
 }

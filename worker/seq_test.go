@@ -254,3 +254,97 @@ func TestOneSequenceReservationPerProcess(t *testing.T) {
 		t.Errorf("%d reservations written for 40 fetches of two accounts, want 1", n)
 	}
 }
+
+// leaseCounting is store.DB counting its leases (writes) and reads of the
+// fetch sequence.
+type leaseCounting struct {
+	*store.DB
+	leases, reads atomic.Int32
+}
+
+func (l *leaseCounting) LeaseFetchSeq(ctx context.Context, holder string, n int, ttl time.Duration) (int64, time.Time, time.Time, error) {
+	l.leases.Add(1)
+	return l.DB.LeaseFetchSeq(ctx, holder, n, ttl)
+}
+
+func (l *leaseCounting) CurrentFetchSeq(ctx context.Context) (int64, error) {
+	l.reads.Add(1)
+	return l.DB.CurrentFetchSeq(ctx)
+}
+
+// TestSeqAllocatorLeaseAcrossProcesses: alone, an allocator whose mirror
+// leases the sequence reads it never and writes once for many calls; two
+// processes' allocators on one database, called in turn in a shuffled
+// order, still hand out every number above every one handed out before
+// the call began, the lease passing between them.
+func TestSeqAllocatorLeaseAcrossProcesses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seq.db")
+	open := func() *leaseCounting {
+		db, err := store.Open(context.Background(), store.Config{URL: path})
+		if err != nil {
+			t.Fatalf("store.Open: %v", err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return &leaseCounting{DB: db}
+	}
+	alloc := func(m *leaseCounting) *seqAllocator {
+		a := newSeqAllocator(m)
+		if a.leaser == nil {
+			t.Fatal("store.DB does not lease the fetch sequence")
+		}
+		a.ttl, a.margin = 200*time.Millisecond, 50*time.Millisecond
+		return a
+	}
+	ctx := context.Background()
+	m1, m2 := open(), open()
+	alone := alloc(m1)
+	var highest int64
+	for range 50 {
+		s, err := alone.next(ctx, nil)
+		if err != nil {
+			t.Fatalf("next: %v", err)
+		}
+		highest = max(highest, s)
+	}
+	if l, r := m1.leases.Load(), m1.reads.Load(); l != 1 || r != 0 {
+		t.Errorf("alone, 50 calls made %d leases and %d reads, want 1 and none", l, r)
+	}
+
+	allocs := []*seqAllocator{alone, alloc(m2)}
+	order := rand.New(rand.NewPCG(1, 2))
+	for i := range 200 {
+		who := order.IntN(2)
+		s, err := allocs[who].next(ctx, nil)
+		if err != nil {
+			t.Fatalf("call %d: next: %v", i, err)
+		}
+		if s <= highest {
+			t.Fatalf("call %d: allocator %d handed out %d, not above %d handed out before", i, who, s, highest)
+		}
+		highest = s
+	}
+	// Concurrently: every number is distinct.
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		seen = map[int64]bool{}
+	)
+	for w := range 4 {
+		wg.Go(func() {
+			for range 50 {
+				s, err := allocs[w%2].next(ctx, nil)
+				if err != nil {
+					t.Errorf("next: %v", err)
+					return
+				}
+				mu.Lock()
+				if seen[s] || s <= highest {
+					t.Errorf("number %d handed out twice or not above %d", s, highest)
+				}
+				seen[s] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+}
