@@ -79,6 +79,12 @@ VALUES (?, ?, ?, 'Created', '7', 'c7', 'synced')`), id, ordersync.DefaultAccount
 			t.Fatalf("the order's events = %+v, %v; want two", byCode, err)
 		}
 
+		// old-2's body received again later: a receipt of its own, which
+		// the way back, keyed by message id, folds into one row.
+		if err := db.RecordEvents(ctx, []ordersync.EventRecord{{MsgID: "old-2", Account: ordersync.DefaultAccount, ReceivedAt: at.Add(time.Hour),
+			Outcome: ordersync.OutcomeIgnored}}); err != nil {
+			t.Fatalf("RecordEvents: %v", err)
+		}
 		provider, unlock, err = db.migrations(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -88,9 +94,12 @@ VALUES (?, ?, ?, 'Created', '7', 'c7', 'synced')`), id, ordersync.DefaultAccount
 			t.Fatalf("migrate down again: %v", err)
 		}
 		unlock()
-		var n int
+		var n, old2 int
 		if err := db.read.GetContext(ctx, &n, `SELECT COUNT(*) FROM event_log WHERE outcome = 'already_fetched' OR msg_id = 'old-2'`); err != nil || n != 2 {
 			t.Fatalf("after the way back: %d rows, %v; want both events", n, err)
+		}
+		if err := db.read.GetContext(ctx, &old2, `SELECT COUNT(*) FROM event_log WHERE msg_id = 'old-2' AND outcome = 'ignored'`); err != nil || old2 != 1 {
+			t.Fatalf("after the way back: old-2's latest receipt in %d rows, %v; want 1", old2, err)
 		}
 		if err := db.Migrate(ctx); err != nil {
 			t.Fatalf("migrate up again: %v", err)
