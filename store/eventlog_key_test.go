@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -137,6 +138,32 @@ func TestRedeliveryKeepsItsEventLogRow(t *testing.T) {
 		}
 		if len(evs) != 1 || evs[0].MsgID != "hook-1" || evs[0].Outcome != ordersync.OutcomeAlreadyFetched || evs[0].Type != ordersync.EventCreated {
 			t.Fatalf("the order's events = %+v, want hook-1 once, already_fetched, its type kept", evs)
+		}
+	})
+}
+
+// TestLoggedMsgIDs: one read of the log says which of the ids it holds,
+// unknown ids and an empty list included.
+func TestLoggedMsgIDs(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		db := openDB(t, url)
+		at := time.Now().Add(-time.Minute)
+		for i, id := range []string{"in-a", "in-b", "in-c"} {
+			if err := db.RecordEvents(ctx, []ordersync.EventRecord{{MsgID: id, Account: ordersync.DefaultAccount,
+				ReceivedAt: at.Add(time.Duration(i) * time.Second), Outcome: ordersync.OutcomeIgnored}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := db.LoggedMsgIDs(ctx, []string{"in-a", "in-c", "never"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]bool{"in-a": true, "in-c": true, "never": false}; !maps.Equal(got, want) {
+			t.Errorf("LoggedMsgIDs = %v, want %v", got, want)
+		}
+		if got, err := db.LoggedMsgIDs(ctx, nil); err != nil || len(got) != 0 {
+			t.Errorf("LoggedMsgIDs(nil) = %v, %v; want empty", got, err)
 		}
 	})
 }

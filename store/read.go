@@ -546,6 +546,37 @@ FROM event_log WHERE ` + c.sql() + ` ORDER BY received_at DESC, msg_id DESC LIMI
 	return selectList(ctx, db, "list events", query, args, (*eventRow).record)
 }
 
+// LoggedMsgIDs returns which of ids the event log holds, reading the log
+// once: the log has no index by message id (its key is the receipt, so
+// inserts append), so a lookup per id would read it once per id.
+func (db *DB) LoggedMsgIDs(ctx context.Context, ids []string) (map[string]bool, error) {
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = false
+	}
+	err := db.inReadTx(ctx, "logged message ids", func(tx *sqlx.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT msg_id FROM event_log`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var id string
+		for rows.Next() {
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			if _, ok := want[id]; ok {
+				want[id] = true
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return want, nil
+}
+
 func (r *eventRow) record() ordersync.EventRecord {
 	return ordersync.EventRecord{
 		MsgID: r.MsgID, Account: r.Account, ReceivedAt: r.ReceivedAt.UTC(), Type: ordersync.EventType(r.Type),

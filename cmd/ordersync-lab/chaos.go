@@ -1002,13 +1002,13 @@ func later(a, b time.Time) time.Time {
 
 // notLogged returns the message ids of ids the event log does not hold.
 func notLogged(ctx context.Context, db *store.DB, ids []string) ([]string, error) {
+	logged, err := db.LoggedMsgIDs(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read the event log: %w", err)
+	}
 	var missing []string
 	for _, id := range ids {
-		events, err := db.ListEvents(ctx, ordersync.EventFilter{MsgID: id, Limit: 1})
-		if err != nil {
-			return nil, fmt.Errorf("read the event log: %w", err)
-		}
-		if len(events) == 0 {
+		if !logged[id] {
 			missing = append(missing, id)
 		}
 	}
