@@ -9,6 +9,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/fake"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/queue"
 )
 
@@ -95,9 +96,16 @@ func queuePublishThenNext(t *testing.T, q eventQueue) {
 			t.Fatalf("PublishEvent(%s) = %v, %v", ev.MsgID, dup, err)
 		}
 	}
-	if n, err := q.Pending(ctx); err != nil || n != 2 {
-		t.Errorf("Pending = %d, %v; want 2", n, err)
-	}
+	// JetStream's consumer learns of stored messages a moment after the
+	// publish's ack, so the count is awaited, not read once.
+	var n uint64
+	testenv.WaitFor(t, 5*time.Second, "Pending to count both events", func() bool {
+		var err error
+		if n, err = q.Pending(ctx); err != nil {
+			t.Fatalf("Pending: %v", err)
+		}
+		return n == 2
+	})
 	var got []ordersync.Delivery
 	for len(got) < 2 {
 		got = append(got, next(t, q, 2-len(got))...)
