@@ -293,36 +293,8 @@ func NewOrderList(page ordersync.OrderPage) OrderList {
 	return l
 }
 
-// ParseStatuses reads a status filter: statuses separated by commas, in
-// any letter case, from one value or several, and the group collected
-// (ordersync.Collected) for its statuses.
-func ParseStatuses(values []string) ([]ordersync.Status, error) {
-	var out []ordersync.Status
-	for _, v := range values {
-		for _, s := range strings.Split(v, ",") {
-			if strings.TrimSpace(s) == "" {
-				continue
-			}
-			sts := ordersync.Collected
-			if !strings.EqualFold(strings.TrimSpace(s), ordersync.StatusGroupCollected) {
-				st, err := ordersync.ParseStatus(s)
-				if err != nil {
-					return nil, fmt.Errorf("%w, or collected (PAID and FINALIZED: paid and not reversed)", err)
-				}
-				sts = []ordersync.Status{st}
-			}
-			for _, st := range sts {
-				if !slices.Contains(out, st) {
-					out = append(out, st)
-				}
-			}
-		}
-	}
-	return out, nil
-}
-
 func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) {
-	filter, err := ParseOrderQuery(r.URL.Query(), time.Now())
+	filter, err := parseOrderQuery(r.URL.Query(), time.Now())
 	if err != nil {
 		s.fail(w, "list orders", err, "")
 		return
@@ -731,19 +703,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// ParseSince reads a --since/?since value: an RFC 3339 time, a date
-// (YYYY-MM-DD, UTC) or a duration back from now ("24h", "90m").
-func ParseSince(v string, now time.Time) (time.Time, error) {
-	if d, err := time.ParseDuration(v); err == nil {
-		return now.Add(-d), nil
-	}
-	if t, err := time.Parse(time.RFC3339, v); err == nil {
-		return t, nil
-	}
-	if t, err := time.Parse("2006-01-02", v); err == nil {
-		return t, nil
-	}
-	return time.Time{}, fmt.Errorf("%q is neither a time (RFC 3339), a date (YYYY-MM-DD) nor a duration (24h)", v)
 }

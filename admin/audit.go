@@ -43,7 +43,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 		dst  *time.Time
 	}{{"since", &f.Since}, {"until", &f.Until}} {
 		if v := q.Get(p.name); v != "" {
-			t, err := ParseSince(v, now)
+			t, err := ordersync.ParseSince(v, now)
 			if err != nil {
 				writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{p.name: {err.Error()}})
 				return

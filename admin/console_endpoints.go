@@ -247,7 +247,7 @@ func (s *Server) consoleTestEndpoint(w http.ResponseWriter, r *http.Request) {
 // (a time, a date or a duration back from now).
 func (s *Server) consoleReplayEndpoint(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	since, err := ParseSince(strings.TrimSpace(r.PostFormValue("since")), s.cfg.Clock())
+	since, err := ordersync.ParseSince(strings.TrimSpace(r.PostFormValue("since")), s.cfg.Clock())
 	if err != nil {
 		s.showEndpoints(w, r, http.StatusBadRequest, "Since: "+err.Error(), nil)
 		return

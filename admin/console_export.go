@@ -104,7 +104,7 @@ func (s *Server) exportForm(r *http.Request) *ExportView {
 		v.Format = exportFormats[0].Value
 	}
 	for k, vs := range q {
-		if !slices.Contains(exportFormParams, k) && slices.Contains(OrderQueryParams, k) {
+		if !slices.Contains(exportFormParams, k) && slices.Contains(ordersync.OrderQueryParams, k) {
 			v.Hidden[k] = vs
 		}
 	}
@@ -210,8 +210,8 @@ func (s *Server) readExportForm(r *http.Request, v *ExportView) (exportRequest, 
 			}
 		}
 	}
-	_, err = ParseOrderQuery(q, s.cfg.Clock())
-	var qe *QueryError
+	_, err = parseOrderQuery(q, s.cfg.Clock())
+	var qe *ordersync.QueryError
 	if errors.As(err, &qe) {
 		for k, ms := range qe.Fields {
 			if strings.HasSuffix(k, "From") || strings.HasSuffix(k, "To") {
@@ -389,7 +389,7 @@ func (s *Server) exportDownload(w http.ResponseWriter, r *http.Request) {
 		s.page(w, r, http.StatusBadRequest, "export.html", &Page{Title: "Export", Data: v})
 		return
 	}
-	filter, err := ParseOrderQuery(req.query, s.cfg.Clock())
+	filter, err := parseOrderQuery(req.query, s.cfg.Clock())
 	if err != nil {
 		// readExportForm parsed the same query.
 		outcome = ordersync.OutcomeOfError(err)
@@ -407,7 +407,7 @@ func (s *Server) exportDownload(w http.ResponseWriter, r *http.Request) {
 func exportLink(q url.Values) string {
 	out := url.Values{}
 	for k, vs := range q {
-		if slices.Contains(OrderQueryParams, k) || k == "account" {
+		if slices.Contains(ordersync.OrderQueryParams, k) || k == "account" {
 			out[k] = slices.Clone(vs)
 		}
 	}

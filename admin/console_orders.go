@@ -18,7 +18,7 @@ import (
 )
 
 // The console's Orders and Order pages: the listing's query in the URL,
-// read by ParseOrderQuery like the API's, and one order's detail and
+// read by ordersync.ParseOrderQuery like the API's, and one order's detail and
 // timeline.
 
 // routeConsoleOrders adds the Orders and Order pages and the time-zone
@@ -264,15 +264,15 @@ func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
 	view.DateZone = ordersync.ZoneLabel(dateZone, now, now)
 	view.CreatedPresets = presetLinks(form, "createdFrom", "createdTo", now, dateZone)
 	view.PaidPresets = presetLinks(form, "paidFrom", "paidTo", now, dateZone)
-	for _, p := range OrderQueryParams {
+	for _, p := range ordersync.OrderQueryParams {
 		if p != "tz" && p != "sort" && p != "count" && q.Get(p) != "" {
 			view.Searched = true
 			view.Filtered = view.Filtered || p != "q"
 		}
 	}
 	view.Q = strings.TrimSpace(q.Get("q"))
-	filter, err := ParseOrderQuery(q, now)
-	var qe *QueryError
+	filter, err := parseOrderQuery(q, now)
+	var qe *ordersync.QueryError
 	if errors.As(err, &qe) {
 		view.Errors = labelled(qe.Fields)
 		s.page(w, r, http.StatusBadRequest, "orders.html", &Page{Title: "Orders", Data: view})

@@ -99,7 +99,7 @@ func collectedQuery(account, zone, date, next string) url.Values {
 // days, and, with more than one store, what all of them collected on UTC
 // days (the days Daily totals gives every store unless a zone is chosen),
 // each currency apart. It reads the orders as the Orders page lists them
-// (ParseOrderQuery, ListOrders), so that each figure and its link's
+// (ordersync.ParseOrderQuery, ListOrders), so that each figure and its link's
 // listing select the same orders.
 func (s *Server) storeMoney(ctx context.Context) ([]StoreMoney, error) {
 	var out []StoreMoney
@@ -166,7 +166,7 @@ func (s *Server) moneyOf(ctx context.Context, account string, loc *time.Location
 // collected counts and sums, per currency, every order the Orders page's
 // query q selects, page by page.
 func (s *Server) collected(ctx context.Context, q url.Values) (map[string]MoneyFigure, error) {
-	filter, err := ParseOrderQuery(q, s.cfg.Clock())
+	filter, err := parseOrderQuery(q, s.cfg.Clock())
 	if err != nil {
 		return nil, err
 	}

@@ -86,13 +86,13 @@ func isValidation(err error) bool {
 }
 
 func isQuery(err error) bool {
-	var qe *QueryError
+	var qe *ordersync.QueryError
 	return errors.As(err, &qe)
 }
 
 // queryProblem names each bad parameter of a listing's query.
 func queryProblem(err error, _ string) (string, map[string][]string) {
-	var qe *QueryError
+	var qe *ordersync.QueryError
 	errors.As(err, &qe)
 	return "invalid query", qe.Fields
 }

@@ -48,7 +48,7 @@ func TestFail(t *testing.T) {
 		{"a conflict", fmt.Errorf("create: %w", ordersync.ErrConflict), "", 409, "create: conflict", ""},
 		{"an upstream refusal", &ordersync.UpstreamError{Kind: ordersync.UpstreamValidation, Op: "create payment link", StatusCode: 400,
 			Validation: &ordersync.ValidationError{Title: "bad", Fields: map[string][]string{"amount": {"x"}}}}, "", 400, "bad", ""},
-		{"a bad query", &QueryError{Fields: map[string][]string{"status": {"unknown status"}}}, "", 400, "invalid query", ""},
+		{"a bad query", &ordersync.QueryError{Fields: map[string][]string{"status": {"unknown status"}}}, "", 400, "invalid query", ""},
 		{"anything else", errors.New("disk on fire"), "", 500, "do it failed", ""},
 	}
 	for _, tt := range tests {
@@ -71,7 +71,7 @@ func TestFail(t *testing.T) {
 // hid behind a special case before the table), and every row is named here.
 func TestErrorTableRowsReachable(t *testing.T) {
 	samples := map[string]error{
-		"invalid query":        &QueryError{Fields: map[string][]string{"limit": {"bad"}}},
+		"invalid query":        &ordersync.QueryError{Fields: map[string][]string{"limit": {"bad"}}},
 		"validation":           &ordersync.ValidationError{Title: "t"},
 		"not found":            fmt.Errorf("find order: %w", ordersync.ErrNotFound),
 		"unknown account":      fmt.Errorf("track: %w", ordersync.ErrUnknownAccount),

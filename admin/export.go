@@ -45,7 +45,7 @@ func (s *Server) routeExports() {
 var exportPaging = []string{"cursor", "limit", "offset", "count"}
 
 // export streams the export of kind that the query asks for: the orders
-// the listing's filters select (ParseOrderQuery, the same parameters as
+// the listing's filters select (ordersync.ParseOrderQuery, the same parameters as
 // GET /v1/orders) in the listing's sort, in the format and profile asked,
 // a batch of the mirror at a time. A failure after the first bytes went
 // out cuts the connection, so the client sees an error instead of a file
@@ -80,8 +80,8 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, kind export.Kind
 	}
 	// Both parsers run, so one answer names every bad parameter.
 	fields := map[string][]string{}
-	filter, err := ParseOrderQuery(filterQuery, time.Now())
-	var qe *QueryError
+	filter, err := parseOrderQuery(filterQuery, time.Now())
+	var qe *ordersync.QueryError
 	if errors.As(err, &qe) {
 		maps.Copy(fields, qe.Fields)
 	}

@@ -2,11 +2,9 @@ package admin_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -95,50 +93,6 @@ func TestListOrdersQuery(t *testing.T) {
 	}
 }
 
-func TestParseTimeBound(t *testing.T) {
-	ny, _ := time.LoadLocation("America/New_York")
-	for _, tc := range []struct {
-		in   string
-		loc  *time.Location
-		want time.Time
-	}{
-		{"2026-03-08", ny, time.Date(2026, 3, 8, 5, 0, 0, 0, time.UTC)},
-		{"2026-03-09", ny, time.Date(2026, 3, 9, 4, 0, 0, 0, time.UTC)}, // after the change to daylight saving
-		{"2026-03-08", time.UTC, time.Date(2026, 3, 8, 0, 0, 0, 0, time.UTC)},
-		{"2026-03-08T10:00:00+01:00", ny, time.Date(2026, 3, 8, 9, 0, 0, 0, time.UTC)},
-	} {
-		got, err := admin.ParseTimeBound(tc.in, tc.loc)
-		if err != nil || !got.Equal(tc.want) {
-			t.Errorf("ParseTimeBound(%s, %s) = %s, %v; want %s", tc.in, tc.loc, got, err, tc.want)
-		}
-	}
-}
-
-// TestParseStatuses: several statuses, from one value or several, in any
-// case, and the group collected for PAID and FINALIZED.
-func TestParseStatuses(t *testing.T) {
-	for _, tc := range []struct {
-		in   []string
-		want string
-	}{
-		{[]string{"paid"}, "[PAID]"},
-		{[]string{"PAID", "FINALIZED"}, "[PAID FINALIZED]"},
-		{[]string{"PAID,finalized"}, "[PAID FINALIZED]"},
-		{[]string{"collected"}, "[PAID FINALIZED]"},
-		{[]string{"Collected,PAID", "CANCELLED"}, "[PAID FINALIZED CANCELLED]"},
-	} {
-		got, err := admin.ParseStatuses(tc.in)
-		if err != nil || fmt.Sprint(got) != tc.want {
-			t.Errorf("ParseStatuses(%q) = %v, %v; want %s", tc.in, got, err, tc.want)
-		}
-	}
-	if _, err := admin.ParseStatuses([]string{"paidish"}); err == nil || !strings.Contains(err.Error(), "collected") {
-		t.Errorf("an unknown status: %v; want the group named too", err)
-	}
-	// Reversed since: the store's test of the group on both dialects is
-	// TestCollectedGroup.
-}
-
 // TestFilterQuery names a filter as a query string that ParseOrderQuery
 // reads back to the same filter, paging aside.
 func TestFilterQuery(t *testing.T) {
@@ -151,7 +105,7 @@ func TestFilterQuery(t *testing.T) {
 		"status=collected&cancelledFrom=2026-03-08&finalizedTo=2026-03-09&reversedFrom=2026-03-08&reversedTo=2026-03-09&tz=Europe/Madrid",
 	} {
 		q, _ := url.ParseQuery(in)
-		f, err := admin.ParseOrderQuery(q, now)
+		f, err := ordersync.ParseOrderQuery(admin.OrderQueryOf(q), now)
 		if err != nil {
 			t.Fatalf("%s: %v", in, err)
 		}
@@ -164,7 +118,7 @@ func TestFilterQuery(t *testing.T) {
 		if back.Get("account") != "acme" || back.Has("limit") || back.Has("tz") {
 			t.Errorf("%s named %q: want the account, no page, times in UTC", in, named)
 		}
-		g, err := admin.ParseOrderQuery(back, now)
+		g, err := ordersync.ParseOrderQuery(admin.OrderQueryOf(back), now)
 		if err != nil {
 			t.Fatalf("%s named %q: %v", in, named, err)
 		}

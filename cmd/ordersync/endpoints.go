@@ -271,7 +271,7 @@ func newEndpointsReplayCommand() *cobra.Command {
 	cmd.Flags().StringVar(&since, "since", "", "RFC 3339 time, YYYY-MM-DD, or a duration such as 24h")
 	_ = cmd.MarkFlagRequired("since")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		t, err := admin.ParseSince(since, time.Now())
+		t, err := ordersync.ParseSince(since, time.Now())
 		if err != nil {
 			return fmt.Errorf("--since: %w", err)
 		}

@@ -62,7 +62,7 @@ columns and what each means are in docs/back-office.md (Exports).`,
 		// An export reads buyers' data: the trail says who, what and how it
 		// ended (an interrupt records it as cancelled).
 		defer func() { l.audit(cmd.Context(), "export."+string(opts.Kind), admin.FilterQuery(filter), err) }()
-		if opts.Location, err = export.Zone(cmd.Context(), l.DB(), filter.Account, ff.param("tz")); err != nil {
+		if opts.Location, err = export.Zone(cmd.Context(), l.DB(), filter.Account, ff.query.TZ); err != nil {
 			return err
 		}
 		report := cmd.OutOrStdout()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,8 +26,9 @@ func newOrdersCommand() *cobra.Command {
 	return cmd
 }
 
-// orderListFlags are the flags of orders list that the admin API's query
-// parameters mirror: flag name → parameter name.
+// orderListFlags are the flags of orders list that fill an
+// ordersync.OrderQuery: flag name → the query parameter of the field
+// (ordersync.OrderQuery.Param), which a refusal names.
 var orderListFlags = []struct{ flag, param, usage string }{
 	{"search", "q", "find by order code, order id or authorization code (exactly), reference (its beginning, any case), buyer email (any case), phone (with or without the country code, spaces, dashes, dots, parentheses), total (12.50), or the buyer's name (words or their beginnings, regardless of case and accents); see docs/back-office.md#search"},
 	{"since", "since", "only orders created since: RFC 3339 time, YYYY-MM-DD, or a duration back from now (24h); not with --created-from"},
@@ -51,51 +51,38 @@ var orderListFlags = []struct{ flag, param, usage string }{
 }
 
 // orderFilterFlags are the flags that select orders, shared by orders list
-// and orders export so that both select alike: the admin API's filter
-// parameters in kebab case (orderListFlags), the statuses and the account.
+// and orders export so that both select alike: the fields of an
+// ordersync.OrderQuery in kebab case (orderListFlags), and the account.
 type orderFilterFlags struct {
-	values   []string
-	statuses []string
-	account  string
+	query   ordersync.OrderQuery
+	account string
 }
 
 // addOrderFilterFlags adds the filter flags to fs, but those named in except.
 func addOrderFilterFlags(fs *pflag.FlagSet, except ...string) *orderFilterFlags {
-	ff := &orderFilterFlags{values: make([]string, len(orderListFlags))}
-	for i, f := range orderListFlags {
+	ff := &orderFilterFlags{}
+	for _, f := range orderListFlags {
 		if !slices.Contains(except, f.flag) {
-			fs.StringVar(&ff.values[i], f.flag, "", f.usage)
+			fs.StringVar(ff.query.Param(f.param), f.flag, "", f.usage)
 		}
 	}
-	fs.StringSliceVar(&ff.statuses, "status", nil, "only these statuses: PENDING, PAID, CANCELLED, FINALIZED, or collected (PAID and FINALIZED: paid and not reversed); comma-separated or repeated")
+	fs.StringSliceVar(&ff.query.Statuses, "status", nil, "only these statuses: PENDING, PAID, CANCELLED, FINALIZED, or collected (PAID and FINALIZED: paid and not reversed); comma-separated or repeated")
 	fs.StringVar(&ff.account, "account", ordersync.DefaultAccount, "the store (merchant account), or '*' for every store")
 	return ff
 }
 
-// param is the value of the flag of the query parameter name, "" unset.
-func (ff *orderFilterFlags) param(name string) string {
-	for i, f := range orderListFlags {
-		if f.param == name {
-			return ff.values[i]
-		}
+// filter reads the flags, with the page page (limit, offset, count), through
+// the domain's one parser; a refusal names each flag, those of the page by
+// pageFlags (parameter → flag).
+func (ff *orderFilterFlags) filter(page func(*ordersync.OrderQuery), pageFlags map[string]string) (ordersync.OrderFilter, error) {
+	q := ff.query
+	if page != nil {
+		page(&q)
 	}
-	return ""
-}
-
-// filter reads the flags, with the further query parameters extra, through
-// the admin API's own parser; a refusal names each flag.
-func (ff *orderFilterFlags) filter(extra url.Values, extraFlags map[string]string) (ordersync.OrderFilter, error) {
-	q := url.Values{"status": ff.statuses}
-	for i, f := range orderListFlags {
-		if ff.values[i] != "" {
-			q.Set(f.param, ff.values[i])
-		}
-	}
-	maps.Copy(q, extra)
-	filter, err := admin.ParseOrderQuery(q, time.Now())
-	var qe *admin.QueryError
+	filter, err := ordersync.ParseOrderQuery(q, time.Now())
+	var qe *ordersync.QueryError
 	if errors.As(err, &qe) {
-		return ordersync.OrderFilter{}, flagErrors(qe, extraFlags)
+		return ordersync.OrderFilter{}, flagErrors(qe, pageFlags)
 	}
 	if err != nil {
 		return ordersync.OrderFilter{}, err
@@ -127,11 +114,12 @@ func newOrdersListCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&count, "count", false, "also count every order the filter selects (a pass over all of them)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the admin API's shape) instead of a table")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		q := url.Values{"limit": {strconv.Itoa(limit)}, "offset": {strconv.Itoa(offset)}}
-		if count {
-			q.Set("count", "exact")
-		}
-		filter, err := ff.filter(q, map[string]string{"limit": "limit", "offset": "offset"})
+		filter, err := ff.filter(func(q *ordersync.OrderQuery) {
+			q.Limit, q.Offset = strconv.Itoa(limit), strconv.Itoa(offset)
+			if count {
+				q.Count = "exact"
+			}
+		}, map[string]string{"limit": "limit", "offset": "offset"})
 		if err != nil {
 			return err
 		}
@@ -159,14 +147,14 @@ func newOrdersListCommand() *cobra.Command {
 
 // flagErrors is a refused query in the CLI's terms: each parameter named
 // by its flag.
-func flagErrors(qe *admin.QueryError, extra map[string]string) error {
+func flagErrors(qe *ordersync.QueryError, extra map[string]string) error {
 	flagOf := map[string]string{"status": "status"}
 	maps.Copy(flagOf, extra)
 	for _, f := range orderListFlags {
 		flagOf[f.param] = f.flag
 	}
 	var msgs []string
-	for _, p := range admin.OrderQueryParams {
+	for _, p := range ordersync.OrderQueryParams {
 		for _, m := range qe.Fields[p] {
 			name := flagOf[p]
 			if name == "" {

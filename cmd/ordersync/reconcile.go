@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ordersync/ordersync"
-	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/internal/app"
 )
 
@@ -29,7 +28,7 @@ func newReconcileCommand() *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		filter := ordersync.ReconcileFilter{Account: account, All: all, Limit: limit}
 		if since != "" {
-			t, err := admin.ParseSince(since, time.Now())
+			t, err := ordersync.ParseSince(since, time.Now())
 			if err != nil {
 				return fmt.Errorf("--since: %w", err)
 			}
