@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -131,4 +132,37 @@ func when(on bool, feature string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		writeProblem(w, http.StatusNotImplemented, feature+" is not enabled in this process", nil)
 	}
+}
+
+// maxRequestBody bounds what the API reads from a client.
+const maxRequestBody = 1 << 20
+
+func decodeBody(w http.ResponseWriter, r *http.Request, dst any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	if err := dec.Decode(dst); err != nil {
+		writeProblem(w, http.StatusBadRequest, "the body is not valid JSON for this request: "+err.Error(), nil)
+		return false
+	}
+	return true
+}
+
+// Problem is an RFC 7807 problem body, the same shape the payment link
+// service answers with.
+type Problem struct {
+	Type   string              `json:"type"`
+	Title  string              `json:"title"`
+	Status int                 `json:"status"`
+	Errors map[string][]string `json:"errors,omitempty"`
+}
+
+func writeProblem(w http.ResponseWriter, status int, title string, fields map[string][]string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(Problem{Type: "about:blank", Title: title, Status: status, Errors: fields})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
 }

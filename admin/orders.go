@@ -1,0 +1,137 @@
+package admin
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// OrderList is the body of GET /v1/orders.
+type OrderList struct {
+	Orders []*ordersync.MirroredOrder `json:"orders"`
+	// Count is how many orders this page holds. NextCursor, null on the
+	// last page, asks for the next one (cursor=). Total, how many the
+	// filter selects in all, is there when asked for (count=exact).
+	Count      int     `json:"count"`
+	NextCursor *string `json:"nextCursor"`
+	Total      *int    `json:"total,omitempty"`
+	Offset     int     `json:"offset"`
+	Limit      int     `json:"limit"`
+	// AsOf and Behind, for a search (q=), say how current its match by the
+	// buyer's name is (ordersync.OrderPage).
+	AsOf   *time.Time `json:"asOf,omitempty"`
+	Behind bool       `json:"behind,omitempty"`
+}
+
+// NewOrderList is the answer for one page of a listing: never a null list.
+func NewOrderList(page ordersync.OrderPage) OrderList {
+	orders := page.Orders
+	if orders == nil {
+		orders = []*ordersync.MirroredOrder{}
+	}
+	var next *string
+	if page.Next != nil {
+		s := page.Next.String()
+		next = &s
+	}
+	l := OrderList{Orders: orders, Count: len(orders), NextCursor: next, Total: page.Total, Offset: page.Offset, Limit: page.Limit, Behind: page.Behind}
+	if !page.AsOf.IsZero() {
+		l.AsOf = &page.AsOf
+	}
+	return l
+}
+
+func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) {
+	filter, err := parseOrderQuery(r.URL.Query(), time.Now())
+	if err != nil {
+		s.fail(w, "list orders", err, "")
+		return
+	}
+	choice, err := s.chooseStore(r, true)
+	if err != nil {
+		s.fail(w, "list orders", err, "")
+		return
+	}
+	filter.Account = choice.Account
+	page, err := s.cfg.Orders.ListOrders(r.Context(), filter)
+	if err != nil {
+		s.fail(w, "list orders", err, "")
+		return
+	}
+	writeJSON(w, http.StatusOK, NewOrderList(page))
+}
+
+// queryCount reads the query parameter name, when given, into dst as a
+// whole number ≥ 0; otherwise it answers 400 naming the parameter and
+// returns false.
+func queryCount(w http.ResponseWriter, q url.Values, name string, dst *int) bool {
+	v := q.Get(name)
+	if v == "" {
+		return true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{name: {"must be a whole number ≥ 0"}})
+		return false
+	}
+	*dst = n
+	return true
+}
+
+func (s *Server) showOrder(w http.ResponseWriter, r *http.Request) {
+	code := r.PathValue("orderCode")
+	choice, err := s.chooseStore(r, false)
+	if err != nil {
+		s.fail(w, "find order", err, "")
+		return
+	}
+	o, err := s.cfg.Orders.FindOrderByCode(r.Context(), choice.Account, code)
+	if err != nil {
+		s.fail(w, "find order", err, fmt.Sprintf("order %s is not in the mirror", code))
+		return
+	}
+	writeJSON(w, http.StatusOK, o)
+}
+
+// TrackRequest is the body of POST /v1/orders/track.
+type TrackRequest struct {
+	OrderCode string `json:"orderCode"`
+}
+
+func (s *Server) trackOrder(w http.ResponseWriter, r *http.Request) {
+	var req TrackRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	req.OrderCode = strings.TrimSpace(req.OrderCode)
+	if req.OrderCode == "" {
+		writeProblem(w, http.StatusBadRequest, "invalid request", map[string][]string{"orderCode": {"The field is required."}})
+		return
+	}
+	noteObject(r, "order "+req.OrderCode)
+	o, err := s.cfg.Follower.TrackOrder(r.Context(), s.account(r), req.OrderCode)
+	if err != nil {
+		s.fail(w, "track order", err, "")
+		return
+	}
+	writeJSON(w, http.StatusOK, o)
+}
+
+func (s *Server) createPaymentLink(w http.ResponseWriter, r *http.Request) {
+	var params ordersync.PaymentLinkParams
+	if !decodeBody(w, r, &params) {
+		return
+	}
+	res, err := s.cfg.Follower.CreatePaymentLink(r.Context(), s.account(r), params)
+	if err != nil {
+		s.fail(w, "create payment link", err, "")
+		return
+	}
+	noteObject(r, "order "+res.OrderCode)
+	writeJSON(w, http.StatusOK, res)
+}
