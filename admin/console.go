@@ -7,13 +7,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"embed"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"html/template"
-	"io/fs"
 	"net/http"
 	"net/url"
 	"path"
@@ -22,15 +19,11 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/console"
 )
 
 // The console: server-rendered pages on the admin listener, signed in by
 // session cookie (the JSON API keeps bearer tokens).
-
-//go:embed console/templates/*.html console/static/*
-var consoleFiles embed.FS
-
-var consoleTemplates = template.Must(template.ParseFS(consoleFiles, "console/templates/*.html"))
 
 // Cookies of the console.
 const (
@@ -64,8 +57,7 @@ func isConsolePath(path string) bool {
 
 // routeConsole adds the console's routes.
 func (s *Server) routeConsole() {
-	static, _ := fs.Sub(consoleFiles, "console/static")
-	s.mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(static)))
+	s.mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", console.Static()))
 	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/console/", http.StatusSeeOther)
 	})
@@ -277,7 +269,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, status int, name s
 	p.CSRF = s.csrfToken(w, r, session)
 	p.Flash = s.takeFlash(w, r)
 	var buf bytes.Buffer
-	if err := consoleTemplates.ExecuteTemplate(&buf, name, p); err != nil {
+	if err := console.Templates.ExecuteTemplate(&buf, name, p); err != nil {
 		s.fail(w, "render "+name, err, "")
 		return
 	}
