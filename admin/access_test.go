@@ -11,6 +11,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // operators are plain tokens, each an operator's, named token-N as the
@@ -109,7 +110,7 @@ func TestViewerCannotAct(t *testing.T) {
 	}
 	for _, pattern := range routes {
 		method, path := concrete(pattern)
-		var p admin.Problem
+		var p api.Problem
 		if status := apiDo(t, e.url, method, path, "eve-token", `{}`, &p); status != http.StatusForbidden ||
 			!strings.Contains(p.Title, "eve is a viewer") || !strings.Contains(p.Title, "only operators act") {
 			t.Errorf("viewer %s: %d %+v, want 403 saying only operators act", pattern, status, p)
@@ -118,7 +119,7 @@ func TestViewerCannotAct(t *testing.T) {
 	if dl, err := e.db.FindDeadLetter(ctx, id); err != nil || dl.ReplayCount != 0 {
 		t.Errorf("dead letter after the viewer's replays: %+v, %v; want never replayed", dl, err)
 	}
-	var trail admin.AuditList
+	var trail api.AuditList
 	if status := apiDo(t, e.url, "GET", "/v1/audit?actor=eve&limit=1000", "eve-token", "", &trail); status != 200 {
 		t.Fatalf("a viewer reads the trail: %d", status)
 	}
@@ -140,7 +141,7 @@ func TestViewerCannotAct(t *testing.T) {
 	// answers then is the route's own (400, 404, 501), never the role's.
 	for _, pattern := range routes {
 		method, path := concrete(pattern)
-		var p admin.Problem
+		var p api.Problem
 		if status := apiDo(t, e.url, method, path, "ops-token", `{}`, &p); status == http.StatusForbidden || status == http.StatusUnauthorized {
 			t.Errorf("operator %s: %d %+v", pattern, status, p)
 		}
@@ -167,7 +168,7 @@ func TestAuditTrailAPI(t *testing.T) {
 	}
 	apiDo(t, e.url, "POST", "/v1/orders/track", "ops-token", `{"orderCode":"nope"}`, nil)
 
-	var all admin.AuditList
+	var all api.AuditList
 	if status := apiDo(t, e.url, "GET", "/v1/audit", "eve-token", "", &all); status != 200 || all.Count != 4 {
 		t.Fatalf("GET /v1/audit: %d %+v", status, all)
 	}
@@ -190,7 +191,7 @@ func TestAuditTrailAPI(t *testing.T) {
 	var objects []string
 	cursor := ""
 	for range 5 {
-		var page admin.AuditList
+		var page api.AuditList
 		if status := apiDo(t, e.url, "GET", "/v1/audit?action=dead-letter.replay&actor=ops&limit=1&cursor="+cursor, "eve-token", "", &page); status != 200 {
 			t.Fatalf("page: %d", status)
 		}
@@ -205,12 +206,12 @@ func TestAuditTrailAPI(t *testing.T) {
 		t.Errorf("replays page by page: %v", objects)
 	}
 	for query, param := range map[string]string{"cursor=abc": "cursor", "since=yesterday": "since", "until=x": "until", "limit=-1": "limit"} {
-		var p admin.Problem
+		var p api.Problem
 		if status := apiDo(t, e.url, "GET", "/v1/audit?"+query, "eve-token", "", &p); status != 400 || len(p.Errors[param]) == 0 {
 			t.Errorf("?%s: %d %+v, want 400 naming %s", query, status, p, param)
 		}
 	}
-	var none admin.AuditList
+	var none api.AuditList
 	if apiDo(t, e.url, "GET", "/v1/audit?since=1h&until=2000-01-01", "eve-token", "", &none); none.Count != 0 || none.Records == nil {
 		t.Errorf("an empty range: %+v, want an empty list", none)
 	}
@@ -223,7 +224,7 @@ func TestLoopbackActsAsLoopback(t *testing.T) {
 	if status := apiDo(t, e.url, "POST", "/v1/dead-letters/replay", "", "", nil); status != 200 {
 		t.Fatalf("replay on loopback: %d", status)
 	}
-	var trail admin.AuditList
+	var trail api.AuditList
 	apiDo(t, e.url, "GET", "/v1/audit", "", "", &trail)
 	if trail.Count != 1 || trail.Records[0].Actor != "loopback" || trail.Records[0].Role != "operator" || trail.Records[0].Action != "dead-letters.replay" {
 		t.Errorf("trail %+v", trail)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/metrics"
 	"github.com/ordersync/ordersync/paymentlink"
 	"github.com/ordersync/ordersync/queue"
@@ -98,13 +99,13 @@ func newAPIEnvWith(t *testing.T, configure func(e *apiEnv, c *admin.Config)) *ap
 	if configure != nil {
 		configure(e, &cfg)
 	}
-	api, err := admin.New(cfg)
+	server, err := admin.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api)
+	srv := httptest.NewServer(server)
 	t.Cleanup(srv.Close)
-	e.url, e.api = srv.URL, api
+	e.url, e.api = srv.URL, server
 	return e
 }
 
@@ -432,11 +433,11 @@ func TestTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	api, err := admin.New(admin.Config{Orders: db, Tokens: operators("old-token", "new-token")})
+	server, err := admin.New(admin.Config{Orders: db, Tokens: operators("old-token", "new-token")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api)
+	srv := httptest.NewServer(server)
 	t.Cleanup(srv.Close)
 	tests := []struct {
 		path, auth string
@@ -547,7 +548,7 @@ func TestUnknownAccount(t *testing.T) {
 		{"/v1/dead-letters/replay?account=ghost", ""},
 	} {
 		status, b := e.do(t, "POST", c.path, c.body)
-		var p admin.Problem
+		var p api.Problem
 		if err := json.Unmarshal(b, &p); err != nil || status != http.StatusNotFound || !strings.HasSuffix(p.Title, ": "+want.Error()) {
 			t.Errorf("POST %s: %d %s, want 404 ending in %q", c.path, status, b, want)
 		}

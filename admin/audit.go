@@ -6,31 +6,12 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // auditTimeout bounds writing one audit record or ending a session after
 // the request's own context may have ended.
 const auditTimeout = 5 * time.Second
-
-// AuditJSON is one record of the audit trail as the API writes it.
-type AuditJSON struct {
-	ID      int64     `json:"id"`
-	At      time.Time `json:"at"`
-	Actor   string    `json:"actor"`
-	Role    string    `json:"role,omitempty"`
-	Via     string    `json:"via"`
-	Action  string    `json:"action"`
-	Object  string    `json:"object,omitempty"`
-	Outcome string    `json:"outcome"`
-}
-
-// AuditList is the body of GET /v1/audit. NextCursor, when not empty, is
-// the cursor of the next page.
-type AuditList struct {
-	Records    []AuditJSON `json:"records"`
-	Count      int         `json:"count"`
-	NextCursor string      `json:"nextCursor,omitempty"`
-}
 
 // listAudit answers GET /v1/audit?actor=&action=&since=&until=&limit=&cursor=:
 // the trail newest first, in keyset pages. Viewers may read it.
@@ -67,9 +48,9 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "list audit", err, "")
 		return
 	}
-	out := AuditList{Records: make([]AuditJSON, len(page.Records)), Count: len(page.Records)}
+	out := api.AuditList{Records: make([]api.AuditJSON, len(page.Records)), Count: len(page.Records)}
 	for i, rec := range page.Records {
-		out.Records[i] = AuditJSON{ID: rec.ID, At: rec.At, Actor: rec.Actor, Role: string(rec.Role), Via: string(rec.Via),
+		out.Records[i] = api.AuditJSON{ID: rec.ID, At: rec.At, Actor: rec.Actor, Role: string(rec.Role), Via: string(rec.Via),
 			Action: rec.Action, Object: rec.Object, Outcome: rec.Outcome}
 	}
 	if page.Next > 0 {

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // Client calls the admin API of a running ordersync: the CLI's commands,
@@ -28,7 +30,7 @@ type Client struct {
 type Error struct {
 	Method, Path string
 	Status       int
-	Problem      Problem
+	Problem      api.Problem
 }
 
 func (e *Error) Error() string {

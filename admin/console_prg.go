@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // How the console answers what a browser did: an action ends in a
@@ -153,7 +155,7 @@ func (p *problemPages) finish() {
 	if p.buf == nil {
 		return
 	}
-	var pr Problem
+	var pr api.Problem
 	_ = json.Unmarshal(p.buf.Bytes(), &pr)
 	p.Header().Del("Content-Type")
 	p.s.problemPage(p.ResponseWriter, p.r, p.status, pr.Title, pr.Errors)

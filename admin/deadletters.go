@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,41 +9,8 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 )
-
-// DeadLetterJSON is a dead letter as the API writes it.
-type DeadLetterJSON struct {
-	ID             int64             `json:"id"`
-	MsgID          string            `json:"msgId"`
-	Account        string            `json:"account"`
-	Reason         string            `json:"reason"`
-	Attempts       int               `json:"attempts"`
-	LastError      string            `json:"lastError"`
-	OrderID        ordersync.ID      `json:"orderId,omitempty"` // a number when all digits, as in the order
-	OrderReference string            `json:"orderReference,omitempty"`
-	OrderCode      string            `json:"orderCode,omitempty"`
-	Body           json.RawMessage   `json:"body,omitempty"`
-	BodyText       string            `json:"bodyText,omitempty"`
-	Headers        map[string]string `json:"headers,omitempty"`
-	CreatedAt      time.Time         `json:"createdAt"`
-	ReplayedAt     *time.Time        `json:"replayedAt,omitempty"`
-	ReplayCount    int               `json:"replayCount"`
-}
-
-// DeadLetterJSONOf converts a dead letter; a body that is not JSON is given
-// as text.
-func DeadLetterJSONOf(dl *ordersync.DeadLetter) DeadLetterJSON {
-	out := DeadLetterJSON{ID: dl.ID, MsgID: dl.MsgID, Account: dl.Account, Reason: string(dl.Reason),
-		Attempts: dl.Attempts, LastError: dl.LastError, OrderID: dl.OrderID, OrderReference: dl.OrderReference,
-		OrderCode: dl.OrderCode, Headers: dl.Headers, CreatedAt: dl.CreatedAt, ReplayedAt: dl.ReplayedAt,
-		ReplayCount: dl.ReplayCount}
-	if json.Valid(dl.Body) {
-		out.Body = dl.Body
-	} else {
-		out.BodyText = string(dl.Body)
-	}
-	return out
-}
 
 func (s *Server) deadLetterFilter(w http.ResponseWriter, r *http.Request) (ordersync.DeadLetterFilter, bool) {
 	f, fields := ParseDeadLetterQuery(r.URL.Query())
@@ -117,9 +83,9 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "list dead letters", err, "")
 		return
 	}
-	out := make([]DeadLetterJSON, 0, len(dls))
+	out := make([]api.DeadLetterJSON, 0, len(dls))
 	for _, dl := range dls {
-		out = append(out, DeadLetterJSONOf(dl))
+		out = append(out, api.DeadLetterJSONOf(dl))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"deadLetters": out, "count": len(out)})
 }
@@ -153,7 +119,7 @@ func (s *Server) showDeadLetter(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, DeadLetterJSONOf(dl))
+	writeJSON(w, http.StatusOK, api.DeadLetterJSONOf(dl))
 }
 
 func (s *Server) replayDeadLetter(w http.ResponseWriter, r *http.Request) {

@@ -8,30 +8,8 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 )
-
-// DeliveryDeadLetterJSON is a delivery dead letter as the API shows it.
-type DeliveryDeadLetterJSON struct {
-	ID          int64      `json:"id"`
-	EndpointID  string     `json:"endpointId"`
-	Event       string     `json:"event"`
-	WebhookID   string     `json:"webhookId"`
-	Account     string     `json:"account"`
-	OrderCode   string     `json:"orderCode"`
-	Attempts    int        `json:"attempts"`
-	LastStatus  int        `json:"lastStatus"`
-	LastBody    string     `json:"lastBody,omitempty"`
-	LastError   string     `json:"lastError,omitempty"`
-	CreatedAt   time.Time  `json:"createdAt"`
-	ReplayedAt  *time.Time `json:"replayedAt,omitempty"`
-	ReplayCount int        `json:"replayCount"`
-}
-
-func deliveryDeadLetterJSONOf(dl *ordersync.DeliveryDeadLetter) DeliveryDeadLetterJSON {
-	return DeliveryDeadLetterJSON{ID: dl.ID, EndpointID: dl.EndpointID, Event: string(dl.Event), WebhookID: dl.WebhookID,
-		Account: dl.Account, OrderCode: dl.OrderCode, Attempts: dl.Attempts, LastStatus: dl.LastStatus, LastBody: dl.LastBody,
-		LastError: dl.LastError, CreatedAt: dl.CreatedAt, ReplayedAt: dl.ReplayedAt, ReplayCount: dl.ReplayCount}
-}
 
 func (s *Server) listDeliveryDeadLetters(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -49,9 +27,9 @@ func (s *Server) listDeliveryDeadLetters(w http.ResponseWriter, r *http.Request)
 		s.fail(w, "list delivery dead letters", err, "")
 		return
 	}
-	out := make([]DeliveryDeadLetterJSON, len(dls))
+	out := make([]api.DeliveryDeadLetterJSON, len(dls))
 	for i, dl := range dls {
-		out[i] = deliveryDeadLetterJSONOf(dl)
+		out[i] = api.DeliveryDeadLetterJSONOf(dl)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"deadLetters": out, "count": len(out)})
 }
@@ -103,26 +81,12 @@ func (s *Server) failedDeliveries(ctx context.Context, endpointID string, limit 
 	return ep, dls, pending[ep.ID], nil
 }
 
-// FailedReplay is what a replay of failed deliveries did. Each was sent
-// once, now, with its webhook-id and body: Delivered are those the
-// endpoint answered 2xx (no longer failed), FailedAgain those it did not
-// (still failed, listed with their new answer), Skipped those named that
-// were no longer failed (delivered meanwhile, or another endpoint's), which
-// were not sent. Remaining counts the endpoint's failed deliveries after.
-type FailedReplay struct {
-	Sent        int     `json:"sent"`
-	Delivered   []int64 `json:"delivered"`
-	FailedAgain []int64 `json:"failedAgain"`
-	Skipped     []int64 `json:"skipped"`
-	Remaining   int     `json:"remaining"`
-}
-
 // replayFailed sends the endpoint's failed deliveries named by ids (the
 // first maxFailedReplay of all of them when all) again, once each. Only
 // letters not replayed are sent, so an event the endpoint already took is
 // never sent again by it, and repeating a request sends nothing twice.
-func (s *Server) replayFailed(ctx context.Context, endpointID string, ids []int64, all bool) (FailedReplay, error) {
-	out := FailedReplay{Delivered: []int64{}, FailedAgain: []int64{}, Skipped: []int64{}}
+func (s *Server) replayFailed(ctx context.Context, endpointID string, ids []int64, all bool) (api.FailedReplay, error) {
+	out := api.FailedReplay{Delivered: []int64{}, FailedAgain: []int64{}, Skipped: []int64{}}
 	limit := maxFailedList
 	if all {
 		limit = maxFailedReplay
@@ -181,23 +145,16 @@ func (s *Server) listFailedDeliveries(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "list failed deliveries", err, fmt.Sprintf("no endpoint %s", id))
 		return
 	}
-	out := make([]DeliveryDeadLetterJSON, len(dls))
+	out := make([]api.DeliveryDeadLetterJSON, len(dls))
 	for i, dl := range dls {
-		out[i] = deliveryDeadLetterJSONOf(dl)
+		out[i] = api.DeliveryDeadLetterJSONOf(dl)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"failedDeliveries": out, "count": len(out), "total": total})
 }
 
-// ReplayFailedJSON is the body of POST
-// /v1/endpoints/{id}/failed-deliveries/replay: the dead letter ids, or all.
-type ReplayFailedJSON struct {
-	IDs []int64 `json:"ids"`
-	All bool    `json:"all"`
-}
-
 func (s *Server) replayFailedDeliveries(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	var body ReplayFailedJSON
+	var body api.ReplayFailedJSON
 	if !decodeBody(w, r, &body) {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/delivery"
 )
 
@@ -32,57 +33,6 @@ func (s *Server) routeEndpoints() {
 	s.mux.HandleFunc("POST /v1/endpoints/{id}/failed-deliveries/replay", when(failed && dlv, deliveries, s.replayFailedDeliveries))
 }
 
-// EndpointJSON is an endpoint as the API shows it. Secret is shown only
-// when it was just made: at creation and rotation.
-type EndpointJSON struct {
-	ID                  string     `json:"id"`
-	URL                 string     `json:"url"`
-	Events              []string   `json:"events"`
-	Description         string     `json:"description"`
-	Source              string     `json:"source"`
-	Disabled            bool       `json:"disabled"`
-	DisabledReason      string     `json:"disabledReason,omitempty"`
-	Secret              string     `json:"secret,omitempty"`
-	PreviousSecretUntil *time.Time `json:"previousSecretUntil,omitempty"`
-	RatePerSecond       float64    `json:"ratePerSecond"`
-	CreatedAt           time.Time  `json:"createdAt"`
-	UpdatedAt           time.Time  `json:"updatedAt"`
-}
-
-// EndpointJSONOf converts an endpoint, leaving its secrets out.
-func EndpointJSONOf(e *ordersync.Endpoint) EndpointJSON {
-	j := EndpointJSON{ID: e.ID, URL: e.URL, Events: []string{}, Description: e.Description, Source: string(e.Source),
-		Disabled: e.Disabled, DisabledReason: e.DisabledReason, RatePerSecond: e.RatePerSecond, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
-	if e.PreviousSecretUntil != nil && e.PreviousSecretUntil.After(time.Now()) {
-		j.PreviousSecretUntil = e.PreviousSecretUntil
-	}
-	for _, ev := range e.Events {
-		j.Events = append(j.Events, string(ev))
-	}
-	return j
-}
-
-// EndpointParamsJSON is the body of POST /v1/endpoints.
-type EndpointParamsJSON struct {
-	URL         string   `json:"url"`
-	Events      []string `json:"events"`
-	Description string   `json:"description"`
-	// Secret is generated when empty.
-	Secret string `json:"secret"`
-	// RatePerSecond caps the requests to the endpoint; 0: none.
-	RatePerSecond float64 `json:"ratePerSecond"`
-}
-
-// EndpointUpdateJSON is the body of PATCH /v1/endpoints/{id}.
-type EndpointUpdateJSON struct {
-	URL         *string  `json:"url"`
-	Events      []string `json:"events"`
-	Description *string  `json:"description"`
-	Disabled    *bool    `json:"disabled"`
-	// RatePerSecond: 0 removes the cap.
-	RatePerSecond *float64 `json:"ratePerSecond"`
-}
-
 func hookEvents(in []string) []ordersync.HookEvent {
 	if in == nil {
 		return nil
@@ -103,7 +53,7 @@ func (s *Server) changed() {
 }
 
 func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) {
-	var body EndpointParamsJSON
+	var body api.EndpointParamsJSON
 	if !decodeBody(w, r, &body) {
 		return
 	}
@@ -126,7 +76,7 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	noteObject(r, "endpoint "+ep.ID)
 	s.changed()
-	out := EndpointJSONOf(ep)
+	out := api.EndpointJSONOf(ep)
 	out.Secret = ep.Secret
 	w.Header().Set("Location", "/v1/endpoints/"+ep.ID)
 	writeJSON(w, http.StatusCreated, out)
@@ -138,9 +88,9 @@ func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "list endpoints", err, "")
 		return
 	}
-	out := make([]EndpointJSON, len(eps))
+	out := make([]api.EndpointJSON, len(eps))
 	for i, ep := range eps {
-		out[i] = EndpointJSONOf(ep)
+		out[i] = api.EndpointJSONOf(ep)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"endpoints": out, "count": len(out)})
 }
@@ -152,12 +102,12 @@ func (s *Server) showEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "find endpoint", err, fmt.Sprintf("no endpoint %s", id))
 		return
 	}
-	writeJSON(w, http.StatusOK, EndpointJSONOf(ep))
+	writeJSON(w, http.StatusOK, api.EndpointJSONOf(ep))
 }
 
 func (s *Server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	var body EndpointUpdateJSON
+	var body api.EndpointUpdateJSON
 	if !decodeBody(w, r, &body) {
 		return
 	}
@@ -168,7 +118,7 @@ func (s *Server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "update endpoint", err, fmt.Sprintf("no endpoint %s", id))
 		return
 	}
-	writeJSON(w, http.StatusOK, EndpointJSONOf(ep))
+	writeJSON(w, http.StatusOK, api.EndpointJSONOf(ep))
 }
 
 // updateEndpoint changes an endpoint, for the API and the console, and
@@ -196,14 +146,9 @@ func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// RotateSecretJSON is the optional body of POST /v1/endpoints/{id}/rotate-secret.
-type RotateSecretJSON struct {
-	Secret string `json:"secret"`
-}
-
 func (s *Server) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	var body RotateSecretJSON
+	var body api.RotateSecretJSON
 	if r.ContentLength != 0 && !decodeBody(w, r, &body) {
 		return
 	}
@@ -212,7 +157,7 @@ func (s *Server) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "rotate endpoint secret", err, fmt.Sprintf("no endpoint %s", id))
 		return
 	}
-	out := EndpointJSONOf(ep)
+	out := api.EndpointJSONOf(ep)
 	out.Secret = ep.Secret
 	writeJSON(w, http.StatusOK, out)
 }
@@ -247,14 +192,9 @@ func (s *Server) testEndpoint(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rep)
 }
 
-// ReplayJSON is the body of POST /v1/endpoints/{id}/replay.
-type ReplayJSON struct {
-	Since string `json:"since"`
-}
-
 func (s *Server) replayEndpoint(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	var body ReplayJSON
+	var body api.ReplayJSON
 	if !decodeBody(w, r, &body) {
 		return
 	}

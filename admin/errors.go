@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/delivery"
 )
 
@@ -146,19 +147,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, dst any) bool {
 	return true
 }
 
-// Problem is an RFC 7807 problem body, the same shape the payment link
-// service answers with.
-type Problem struct {
-	Type   string              `json:"type"`
-	Title  string              `json:"title"`
-	Status int                 `json:"status"`
-	Errors map[string][]string `json:"errors,omitempty"`
-}
-
 func writeProblem(w http.ResponseWriter, status int, title string, fields map[string][]string) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(Problem{Type: "about:blank", Title: title, Status: status, Errors: fields})
+	_ = json.NewEncoder(w).Encode(api.Problem{Type: "about:blank", Title: title, Status: status, Errors: fields})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/delivery"
 	"github.com/ordersync/ordersync/internal/quietlog"
 	"github.com/ordersync/ordersync/store"
@@ -55,7 +56,7 @@ func TestFail(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := httptest.NewRecorder()
 			s.fail(w, "do it", tt.err, tt.notFound)
-			var p Problem
+			var p api.Problem
 			if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
 				t.Fatalf("not a problem body: %s", w.Body)
 			}
@@ -117,13 +118,13 @@ func TestNotFoundRowAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	api, err := New(Config{Orders: db})
+	srv, err := New(Config{Orders: db})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := httptest.NewRecorder()
-	api.ServeHTTP(w, httptest.NewRequest("GET", "http://127.0.0.1:9090/v1/orders/nope42", nil))
-	var p Problem
+	srv.ServeHTTP(w, httptest.NewRequest("GET", "http://127.0.0.1:9090/v1/orders/nope42", nil))
+	var p api.Problem
 	_ = json.Unmarshal(w.Body.Bytes(), &p)
 	if w.Code != http.StatusNotFound || p.Title != "order nope42 is not in the mirror" {
 		t.Errorf("got %d %q, want 404 naming the order", w.Code, p.Title)
@@ -138,7 +139,7 @@ func TestFeaturesNotEnabled(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	api, err := New(Config{Orders: db})
+	srv, err := New(Config{Orders: db})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,8 +156,8 @@ func TestFeaturesNotEnabled(t *testing.T) {
 	} {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest(tc.method, "http://127.0.0.1:9090"+tc.path, nil)
-		api.ServeHTTP(w, r)
-		var p Problem
+		srv.ServeHTTP(w, r)
+		var p api.Problem
 		_ = json.Unmarshal(w.Body.Bytes(), &p)
 		if w.Code != http.StatusNotImplemented || p.Title != tc.feature+" is not enabled in this process" {
 			t.Errorf("%s %s: %d %q, want 501 naming %s", tc.method, tc.path, w.Code, p.Title, tc.feature)

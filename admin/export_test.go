@@ -22,6 +22,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/export"
 	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/store"
@@ -146,11 +147,11 @@ func newExportEnv(t *testing.T, n int, configure func(*admin.Config, *http.Serve
 	if configure != nil {
 		configure(&cfg, srv.Config)
 	}
-	api, err := admin.New(cfg)
+	server, err := admin.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Config.Handler = api
+	srv.Config.Handler = server
 	srv.Start()
 	t.Cleanup(srv.Close)
 	e.url, e.srv = srv.URL, srv
@@ -292,7 +293,7 @@ func TestExportBadInput(t *testing.T) {
 		"/v1/exports/order-lines?format=jsonl&profile=excel": "profile",
 	} {
 		resp, b, _ := e.get(t, path)
-		var p admin.Problem
+		var p api.Problem
 		_ = json.Unmarshal(b, &p)
 		if resp.StatusCode != http.StatusBadRequest || len(p.Errors[field]) == 0 {
 			t.Errorf("%s: %d %s, want 400 naming %s", path, resp.StatusCode, b, field)
@@ -330,7 +331,7 @@ func TestExportIsAudited(t *testing.T) {
 	}
 	e.nextAudit(t)
 	resp, b := get("/v1/audit?action=export.order-lines")
-	var trail admin.AuditList
+	var trail api.AuditList
 	if err := json.Unmarshal(b, &trail); err != nil || resp.StatusCode != 200 || len(trail.Records) != 1 {
 		t.Fatalf("GET /v1/audit: %d %v %s", resp.StatusCode, err, b)
 	}
@@ -548,12 +549,12 @@ func TestExportIsTheListingView(t *testing.T) {
 			if _, err := db.ApplyOrders(ctx, params); err != nil {
 				t.Fatal(err)
 			}
-			api, err := admin.New(admin.Config{Orders: db, Exports: db, ExportBatchSize: 3, Audit: db,
+			server, err := admin.New(admin.Config{Orders: db, Exports: db, ExportBatchSize: 3, Audit: db,
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(api)
+			srv := httptest.NewServer(server)
 			t.Cleanup(srv.Close)
 			get := func(path string) (int, []byte) {
 				t.Helper()
@@ -626,7 +627,7 @@ func TestExportIsTheListingView(t *testing.T) {
 				"maxTotal=1&minTotal=2&format=xlsx":      {"maxTotal", "format"},
 			} {
 				status, b := get("/v1/exports/orders?" + query)
-				var p admin.Problem
+				var p api.Problem
 				_ = json.Unmarshal(b, &p)
 				for _, param := range params {
 					if status != http.StatusBadRequest || len(p.Errors[param]) == 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -85,11 +86,11 @@ func TestGuardWithTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	api, err := admin.New(admin.Config{Orders: db, Tokens: operators("tok")})
+	server, err := admin.New(admin.Config{Orders: db, Tokens: operators("tok")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api)
+	srv := httptest.NewServer(server)
 	t.Cleanup(srv.Close)
 	if status, p := guardDo(t, srv.URL, "GET", "/v1/orders", "admin.internal.example:9090", "", "", "", "tok"); status != 200 {
 		t.Errorf("a named host with a token: %d %+v, want 200", status, p)
@@ -102,7 +103,7 @@ func TestGuardWithTokens(t *testing.T) {
 	}
 }
 
-func guardDo(t *testing.T, base, method, path, host, origin, contentType, body, token string) (int, admin.Problem) {
+func guardDo(t *testing.T, base, method, path, host, origin, contentType, body, token string) (int, api.Problem) {
 	t.Helper()
 	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
 	if err != nil {
@@ -126,7 +127,7 @@ func guardDo(t *testing.T, base, method, path, host, origin, contentType, body, 
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	var p admin.Problem
+	var p api.Problem
 	if resp.StatusCode >= 400 {
 		if err := json.Unmarshal(b, &p); err != nil {
 			t.Errorf("answer %d is not a problem body: %s", resp.StatusCode, b)

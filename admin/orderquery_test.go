@@ -10,6 +10,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // TestListOrdersQuery finds orders through the API by a buyer's name and
@@ -86,7 +87,7 @@ func TestListOrdersQuery(t *testing.T) {
 		{"count=maybe", "count"},
 	} {
 		status, b := e.do(t, "GET", "/v1/orders?"+tc.query, "")
-		var p admin.Problem
+		var p api.Problem
 		if err := json.Unmarshal(b, &p); status != http.StatusBadRequest || err != nil || len(p.Errors[tc.param]) == 0 {
 			t.Errorf("GET ?%s: %d %s, want 400 naming %s", tc.query, status, b, tc.param)
 		}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // TestPprofOperatorsOnly: the profiler answers an operator's token; a
@@ -51,7 +51,7 @@ func TestPprofOperatorsOnly(t *testing.T) {
 		t.Errorf("operator's goroutine profile reads %.100q", body)
 	}
 
-	var trail admin.AuditList
+	var trail api.AuditList
 	if status := apiDo(t, e.url, "GET", "/v1/audit?action=debug.pprof&limit=100", "ops-token", "", &trail); status != http.StatusOK {
 		t.Fatalf("audit: %d", status)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
-	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -76,7 +76,7 @@ func TestDailyTotalsEndpoint(t *testing.T) {
 		{"from=2025-01-01&to=2026-03-02", "to"},
 	} {
 		status, b := e.do(t, "GET", "/v1/reports/daily?"+tc.query, "")
-		var p admin.Problem
+		var p api.Problem
 		if err := json.Unmarshal(b, &p); status != http.StatusBadRequest || err != nil || len(p.Errors[tc.param]) == 0 {
 			t.Errorf("%s: %d %s; want 400 naming %s", url.PathEscape(tc.query), status, b, tc.param)
 		}

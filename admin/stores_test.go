@@ -14,6 +14,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -132,7 +133,7 @@ func TestStoreChoiceAPI(t *testing.T) {
 	for _, path := range []string{"/v1/orders?account=madrid", "/v1/orders/m1?account=madrid", "/v1/orders/m1?account=*",
 		"/v1/exports/orders?account=madrid", "/v1/reports/daily?from=2026-11-01&to=2026-11-03&account=madrid"} {
 		resp, body := b.do("GET", path, nil)
-		var p admin.Problem
+		var p api.Problem
 		_ = json.Unmarshal([]byte(body), &p)
 		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(fmt.Sprint(p.Errors["account"]), "known stores: sv, md") {
 			t.Errorf("GET %s: %d %s; want 400 naming the known stores", path, resp.StatusCode, body)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/internal/child"
 	"github.com/ordersync/ordersync/internal/compare"
@@ -707,7 +708,7 @@ func (r *chaosRun) followOrphans(ctx context.Context) error {
 		var tracked json.RawMessage
 		var retries int64
 		if err := retryAdmin(ctx, &r.admission, &retries, func() (int, error) {
-			return r.adminCall(ctx, "/v1/orders/track", admin.TrackRequest{OrderCode: o.OrderCode}, &tracked)
+			return r.adminCall(ctx, "/v1/orders/track", api.TrackRequest{OrderCode: o.OrderCode}, &tracked)
 		}); err != nil {
 			return fmt.Errorf("track orphan order %s: %w", o.OrderCode, err)
 		}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
-	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/sim"
 )
@@ -106,7 +106,7 @@ func TestAccountsEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var p admin.Problem
+		var p api.Problem
 		err = json.NewDecoder(resp.Body).Decode(&p)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != http.StatusNotFound || !strings.HasSuffix(p.Title, ": "+unknown.Error()) {

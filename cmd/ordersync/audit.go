@@ -7,9 +7,8 @@ import (
 	"strconv"
 	"text/tabwriter"
 
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/spf13/cobra"
-
-	"github.com/ordersync/ordersync/admin"
 )
 
 func newAuditCommand() *cobra.Command {
@@ -42,7 +41,7 @@ func newAuditListCommand() *cobra.Command {
 				q.Set(k, v)
 			}
 		}
-		var page admin.AuditList
+		var page api.AuditList
 		if err := af.call(cmd.Context(), http.MethodGet, "/v1/audit?"+q.Encode(), nil, &page); err != nil {
 			return err
 		}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ordersync/ordersync"
-	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/internal/app"
 )
 
@@ -39,7 +39,7 @@ func TestAuditFromTheCLI(t *testing.T) {
 	if err != nil {
 		t.Fatalf("audit list: %v\n%s", err, out)
 	}
-	var page admin.AuditList
+	var page api.AuditList
 	if err := json.Unmarshal([]byte(out), &page); err != nil || page.Count != 3 {
 		t.Fatalf("audit list --json: %v\n%s", err, out)
 	}

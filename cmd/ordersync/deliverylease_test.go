@@ -10,6 +10,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/internal/fulfilment"
 )
 
@@ -31,7 +32,7 @@ func TestOneDispatcherAcrossProcesses(t *testing.T) {
 	t.Cleanup(hook.Close)
 
 	c := &admin.Client{BaseURL: programs[0].AdminURL()}
-	if err := c.Do(ctx, http.MethodPost, "/v1/endpoints", admin.EndpointParamsJSON{URL: hook.URL,
+	if err := c.Do(ctx, http.MethodPost, "/v1/endpoints", api.EndpointParamsJSON{URL: hook.URL,
 		Events: []string{string(ordersync.HookOrderStatusChanged)}, Secret: fulfilment.Secret}, nil); err != nil {
 		t.Fatal(err)
 	}

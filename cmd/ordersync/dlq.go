@@ -15,6 +15,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/internal/app"
 )
 
@@ -53,9 +54,9 @@ func newDLQListCommand() *cobra.Command {
 			return err
 		}
 		if asJSON {
-			out := make([]admin.DeadLetterJSON, 0, len(dls))
+			out := make([]api.DeadLetterJSON, 0, len(dls))
 			for _, dl := range dls {
-				out = append(out, admin.DeadLetterJSONOf(dl))
+				out = append(out, api.DeadLetterJSONOf(dl))
 			}
 			return writeIndented(cmd.OutOrStdout(), map[string]any{"deadLetters": out, "count": len(out)})
 		}
@@ -92,7 +93,7 @@ func newDLQShowCommand() *cobra.Command {
 			return fmt.Errorf("dead letter %d: %w", id, err)
 		}
 		if asJSON {
-			return writeIndented(cmd.OutOrStdout(), admin.DeadLetterJSONOf(dl))
+			return writeIndented(cmd.OutOrStdout(), api.DeadLetterJSONOf(dl))
 		}
 		printDeadLetter(cmd.OutOrStdout(), dl)
 		return nil

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/delivery"
 	"github.com/ordersync/ordersync/internal/app"
 )
@@ -83,7 +84,7 @@ func (f *adminFlags) call(ctx context.Context, method, path string, body, out an
 }
 
 func newEndpointsAddCommand() *cobra.Command {
-	var p admin.EndpointParamsJSON
+	var p api.EndpointParamsJSON
 	cmd := &cobra.Command{Use: "add --url URL [--event E]...", Short: "Add an endpoint; prints its id and secret", Args: cobra.NoArgs}
 	af := addAdminFlags(cmd)
 	cmd.Flags().StringVar(&p.URL, "url", "", "where to POST events (http or https)")
@@ -92,7 +93,7 @@ func newEndpointsAddCommand() *cobra.Command {
 	cmd.Flags().StringVar(&p.Secret, "secret", "", "signing secret (whsec_…); generated when empty")
 	cmd.Flags().Float64Var(&p.RatePerSecond, "rate", 0, "at most this many requests per second (0: no cap)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		var ep admin.EndpointJSON
+		var ep api.EndpointJSON
 		if err := af.call(cmd.Context(), http.MethodPost, "/v1/endpoints", p, &ep); err != nil {
 			return err
 		}
@@ -109,8 +110,8 @@ func newEndpointsListCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		var out struct {
-			Endpoints []admin.EndpointJSON `json:"endpoints"`
-			Count     int                  `json:"count"`
+			Endpoints []api.EndpointJSON `json:"endpoints"`
+			Count     int                `json:"count"`
 		}
 		if err := af.call(cmd.Context(), http.MethodGet, "/v1/endpoints", nil, &out); err != nil {
 			return err
@@ -140,7 +141,7 @@ func newEndpointsShowCommand() *cobra.Command {
 	af := addAdminFlags(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the admin API's shape) instead of a table")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		var ep admin.EndpointJSON
+		var ep api.EndpointJSON
 		if err := af.call(cmd.Context(), http.MethodGet, "/v1/endpoints/"+args[0], nil, &ep); err != nil {
 			return err
 		}
@@ -187,7 +188,7 @@ func newEndpointsUpdateCommand() *cobra.Command {
 	cmd.Flags().Float64Var(&rate, "rate", 0, "at most this many requests per second (0: no cap)")
 	cmd.MarkFlagsMutuallyExclusive("enable", "disable")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		var u admin.EndpointUpdateJSON
+		var u api.EndpointUpdateJSON
 		if cmd.Flags().Changed("url") {
 			u.URL = &url
 		}
@@ -203,7 +204,7 @@ func newEndpointsUpdateCommand() *cobra.Command {
 		if cmd.Flags().Changed("rate") {
 			u.RatePerSecond = &rate
 		}
-		var ep admin.EndpointJSON
+		var ep api.EndpointJSON
 		if err := af.call(cmd.Context(), http.MethodPatch, "/v1/endpoints/"+args[0], u, &ep); err != nil {
 			return err
 		}
@@ -231,8 +232,8 @@ func newEndpointsRotateCommand() *cobra.Command {
 	af := addAdminFlags(cmd)
 	cmd.Flags().StringVar(&secret, "secret", "", "the new secret (whsec_…); generated when empty")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		var ep admin.EndpointJSON
-		if err := af.call(cmd.Context(), http.MethodPost, "/v1/endpoints/"+args[0]+"/rotate-secret", admin.RotateSecretJSON{Secret: secret}, &ep); err != nil {
+		var ep api.EndpointJSON
+		if err := af.call(cmd.Context(), http.MethodPost, "/v1/endpoints/"+args[0]+"/rotate-secret", api.RotateSecretJSON{Secret: secret}, &ep); err != nil {
 			return err
 		}
 		until := "-"
@@ -276,7 +277,7 @@ func newEndpointsReplayCommand() *cobra.Command {
 			return fmt.Errorf("--since: %w", err)
 		}
 		var out struct{ Queued int }
-		if err := af.call(cmd.Context(), http.MethodPost, "/v1/endpoints/"+args[0]+"/replay", admin.ReplayJSON{Since: t.UTC().Format(time.RFC3339)}, &out); err != nil {
+		if err := af.call(cmd.Context(), http.MethodPost, "/v1/endpoints/"+args[0]+"/replay", api.ReplayJSON{Since: t.UTC().Format(time.RFC3339)}, &out); err != nil {
 			return err
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%d events queued for redelivery\n", out.Queued)
@@ -386,8 +387,8 @@ func newEndpointsDeadLettersCommand() *cobra.Command {
 			q.Set("include_replayed", "true")
 		}
 		var out struct {
-			DeadLetters []admin.DeliveryDeadLetterJSON `json:"deadLetters"`
-			Count       int                            `json:"count"`
+			DeadLetters []api.DeliveryDeadLetterJSON `json:"deadLetters"`
+			Count       int                          `json:"count"`
 		}
 		if err := af.call(cmd.Context(), http.MethodGet, "/v1/delivery-dead-letters?"+q.Encode(), nil, &out); err != nil {
 			return err

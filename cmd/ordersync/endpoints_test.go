@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
-	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/delivery"
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/internal/testenv"
@@ -145,7 +145,7 @@ func TestFulfilmentOverHTTP(t *testing.T) {
 	if code := adminDo(t, http.MethodPost, base, map[string]any{"url": srv.URL, "events": []string{"order.created"}}, &bad); code != http.StatusBadRequest {
 		t.Errorf("unknown event: %d %v", code, bad)
 	}
-	var ep admin.EndpointJSON
+	var ep api.EndpointJSON
 	if code := adminDo(t, http.MethodPost, base, map[string]any{"url": srv.URL, "events": []string{"order.paid", "order.status_changed"}, "description": "test"}, &ep); code != http.StatusCreated {
 		t.Fatalf("POST /v1/endpoints: %d", code)
 	}
@@ -237,7 +237,7 @@ func TestFulfilmentOverHTTP(t *testing.T) {
 	if code := adminDo(t, http.MethodPost, base+"/"+ep.ID+"/test", nil, &rep); code != http.StatusOK || !rep.Delivered {
 		t.Errorf("test: %d %+v", code, rep)
 	}
-	var rotated admin.EndpointJSON
+	var rotated api.EndpointJSON
 	if code := adminDo(t, http.MethodPost, base+"/"+ep.ID+"/rotate-secret", nil, &rotated); code != http.StatusOK || rotated.Secret == ep.Secret || rotated.PreviousSecretUntil == nil {
 		t.Errorf("rotate-secret: %d %+v", code, rotated)
 	}
@@ -257,12 +257,12 @@ func TestFulfilmentOverHTTP(t *testing.T) {
 		t.Errorf("replay: %d %v, want %d queued", code, queued, len(ids))
 	}
 	var list struct {
-		Endpoints []admin.EndpointJSON `json:"endpoints"`
+		Endpoints []api.EndpointJSON `json:"endpoints"`
 	}
 	if code := adminDo(t, http.MethodGet, base, nil, &list); code != http.StatusOK || len(list.Endpoints) != 1 || list.Endpoints[0].Secret != "" {
 		t.Errorf("list: %d %+v", code, list)
 	}
-	var patched admin.EndpointJSON
+	var patched api.EndpointJSON
 	if code := adminDo(t, http.MethodPatch, base+"/"+ep.ID, map[string]any{"disabled": true}, &patched); code != http.StatusOK || !patched.Disabled {
 		t.Errorf("PATCH disabled: %d %+v", code, patched)
 	}

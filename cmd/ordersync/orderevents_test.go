@@ -11,6 +11,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/internal/app"
 )
 
@@ -28,10 +29,10 @@ func TestOrderEventsShowDeliveries(t *testing.T) {
 		http.Error(w, "no such customer", http.StatusUnprocessableEntity)
 	}))
 	t.Cleanup(refusing.Close)
-	var eps []admin.EndpointJSON
+	var eps []api.EndpointJSON
 	for _, url := range []string{good.URL, refusing.URL} {
-		var ep admin.EndpointJSON
-		if err := c.Do(ctx, http.MethodPost, "/v1/endpoints", admin.EndpointParamsJSON{URL: url,
+		var ep api.EndpointJSON
+		if err := c.Do(ctx, http.MethodPost, "/v1/endpoints", api.EndpointParamsJSON{URL: url,
 			Events: []string{string(ordersync.HookOrderPaid)}, Secret: testEndpointSecret}, &ep); err != nil {
 			t.Fatal(err)
 		}
@@ -47,8 +48,8 @@ func TestOrderEventsShowDeliveries(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The API's answer, once both deliveries ended.
-	var log admin.EventList
-	byEndpoint := map[string]admin.EventJSON{}
+	var log api.EventList
+	byEndpoint := map[string]api.EventJSON{}
 	deadline := time.Now().Add(20 * time.Second)
 	for len(byEndpoint) < 2 {
 		if time.Now().After(deadline) {
@@ -59,7 +60,7 @@ func TestOrderEventsShowDeliveries(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, e := range log.Events {
-			if e.Kind == admin.EventKindDelivery {
+			if e.Kind == api.EventKindDelivery {
 				byEndpoint[e.EndpointID] = e
 			}
 		}
@@ -73,7 +74,7 @@ func TestOrderEventsShowDeliveries(t *testing.T) {
 		t.Errorf("the delivery: %+v", d)
 	}
 	var letters struct {
-		DeadLetters []admin.DeliveryDeadLetterJSON `json:"deadLetters"`
+		DeadLetters []api.DeliveryDeadLetterJSON `json:"deadLetters"`
 	}
 	if err := c.Do(ctx, http.MethodGet, "/v1/delivery-dead-letters?endpoint="+eps[1].ID, nil, &letters); err != nil || len(letters.DeadLetters) != 1 {
 		t.Fatalf("delivery dead letters: %+v, %v", letters, err)
@@ -89,7 +90,7 @@ func TestOrderEventsShowDeliveries(t *testing.T) {
 			t.Errorf("entry %d (%s %s) is newer than the one above it", i, log.Events[i].Kind, log.Events[i].Type)
 		}
 	}
-	if first := log.Events[len(log.Events)-1]; first.Kind != admin.EventKindWebhook {
+	if first := log.Events[len(log.Events)-1]; first.Kind != api.EventKindWebhook {
 		t.Errorf("the oldest entry is a %s, want the webhook of the order's creation", first.Kind)
 	}
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/internal/app"
 )
 
@@ -136,7 +137,7 @@ func newOrdersListCommand() *cobra.Command {
 			return err
 		}
 		if asJSON {
-			return writeIndented(cmd.OutOrStdout(), admin.NewOrderList(page))
+			return writeIndented(cmd.OutOrStdout(), api.NewOrderList(page))
 		}
 		printOrderTable(cmd.OutOrStdout(), page.Orders)
 		fmt.Fprintln(cmd.OutOrStdout(), pageSummary(page, filter.After != nil))
@@ -344,7 +345,7 @@ endpoint: delivered, dead-lettered or waiting for an endpoint that answered
 				return err
 			}
 		}
-		log := admin.NewEventList(events, deliveries, limit)
+		log := api.NewEventList(events, deliveries, limit)
 		if asJSON {
 			return writeIndented(cmd.OutOrStdout(), log)
 		}
@@ -354,12 +355,12 @@ endpoint: delivered, dead-lettered or waiting for an endpoint that answered
 	return cmd
 }
 
-func printEventTable(w io.Writer, events []admin.EventJSON) {
+func printEventTable(w io.Writer, events []api.EventJSON) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "AT\tTYPE\tCODE\tID\tREFERENCE\tSIGNATURE\tOUTCOME\tDETAIL")
 	for _, e := range events {
 		detail := e.Detail
-		if e.Kind == admin.EventKindDelivery {
+		if e.Kind == api.EventKindDelivery {
 			detail = deliveryDetail(e)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", when(e.At), dash(e.Type), dash(e.OrderCode),
@@ -371,7 +372,7 @@ func printEventTable(w io.Writer, events []admin.EventJSON) {
 
 // deliveryDetail says in a line where a delivery went and how it ended:
 // "PAID to ep_…, HTTP 204, 1 attempt, msg_…".
-func deliveryDetail(e admin.EventJSON) string {
+func deliveryDetail(e api.EventJSON) string {
 	to := "to " + e.EndpointID
 	if e.OrderStatus != "" {
 		to = string(e.OrderStatus) + " " + to
@@ -418,7 +419,7 @@ func newOrdersTrackCommand() *cobra.Command {
 		}
 		if asJSON {
 			n := len(tracked)
-			if err := writeIndented(cmd.OutOrStdout(), admin.NewOrderList(ordersync.OrderPage{Orders: tracked, Total: &n, Limit: n})); err != nil {
+			if err := writeIndented(cmd.OutOrStdout(), api.NewOrderList(ordersync.OrderPage{Orders: tracked, Total: &n, Limit: n})); err != nil {
 				return err
 			}
 		} else if len(tracked) > 0 {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/internal/fulfilment"
 	"github.com/ordersync/ordersync/sim"
@@ -175,12 +176,12 @@ func TestAlertsAgainstPrometheus(t *testing.T) {
 		var ep struct {
 			ID string `json:"id"`
 		}
-		if err := client.Do(ctx, http.MethodPost, "/v1/endpoints", admin.EndpointParamsJSON{URL: disabled.URL(),
+		if err := client.Do(ctx, http.MethodPost, "/v1/endpoints", api.EndpointParamsJSON{URL: disabled.URL(),
 			Secret: fulfilment.Secret, Events: []string{string(ordersync.HookOrderPaid)}}, &ep); err != nil {
 			t.Fatal(err)
 		}
 		off := true
-		if err := client.Do(ctx, http.MethodPatch, "/v1/endpoints/"+ep.ID, admin.EndpointUpdateJSON{Disabled: &off}, nil); err != nil {
+		if err := client.Do(ctx, http.MethodPatch, "/v1/endpoints/"+ep.ID, api.EndpointUpdateJSON{Disabled: &off}, nil); err != nil {
 			t.Fatal(err)
 		}
 		prom.waitAlert(t, "OrdersyncEndpointDisabled", "firing", 30*time.Second)

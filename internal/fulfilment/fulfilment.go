@@ -23,6 +23,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/delivery"
 )
 
@@ -101,7 +102,7 @@ func (e *Endpoint) URL() string { return "http://" + e.ln.Addr().String() + "/" 
 // Register adds the endpoint to a running ordersync through its admin API,
 // for both events.
 func (e *Endpoint) Register(ctx context.Context, c *admin.Client, description string) error {
-	return c.Do(ctx, http.MethodPost, "/v1/endpoints", admin.EndpointParamsJSON{
+	return c.Do(ctx, http.MethodPost, "/v1/endpoints", api.EndpointParamsJSON{
 		URL: e.URL(), Secret: Secret, Description: description,
 		Events: []string{string(ordersync.HookOrderPaid), string(ordersync.HookOrderStatusChanged)},
 	}, nil)
