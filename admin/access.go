@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/internal/httpstatus"
 )
 
@@ -162,7 +163,7 @@ func (s *Server) serveAs(w http.ResponseWriter, r *http.Request, p ordersync.Pri
 	}
 	sw := &httpstatus.Writer{ResponseWriter: w}
 	if AccessOf(r.Method, pattern) == ordersync.AccessAct && !p.Role.May(ordersync.AccessAct) {
-		writeProblem(sw, http.StatusForbidden, fmt.Sprintf("%s is a viewer: viewers read, only operators act. Nothing was done (%s: %s).",
+		api.WriteProblem(sw, http.StatusForbidden, fmt.Sprintf("%s is a viewer: viewers read, only operators act. Nothing was done (%s: %s).",
 			p.Name, actionInWords(act.name), act.name), nil)
 	} else {
 		s.mux.ServeHTTP(sw, r)

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/internal/proxy"
 	"github.com/ordersync/ordersync/internal/quietlog"
 	collect "github.com/ordersync/ordersync/metrics"
@@ -165,7 +166,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.tokenSet.Store(&cfg.Tokens)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		api.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	if cfg.Metrics != nil {
@@ -210,7 +211,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		t, ok := s.bearer(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ordersync"`)
-			writeProblem(w, http.StatusUnauthorized, "a valid bearer token is required", nil)
+			api.WriteProblem(w, http.StatusUnauthorized, "a valid bearer token is required", nil)
 			return
 		}
 		s.serveAs(w, r, ordersync.Principal{Name: t.Name, Role: t.Role}, ordersync.ViaAPI)
@@ -247,9 +248,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		if err := s.cfg.Ready(ctx); err != nil {
 			// Not an error of the request: any reason not to be ready is a
 			// 503 naming it, which is what a load balancer reads.
-			writeProblem(w, http.StatusServiceUnavailable, "not ready: "+err.Error(), nil)
+			api.WriteProblem(w, http.StatusServiceUnavailable, "not ready: "+err.Error(), nil)
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	api.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }

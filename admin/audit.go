@@ -26,7 +26,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 		if v := q.Get(p.name); v != "" {
 			t, err := ordersync.ParseSince(v, now)
 			if err != nil {
-				writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{p.name: {err.Error()}})
+				api.WriteProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{p.name: {err.Error()}})
 				return
 			}
 			*p.dst = t
@@ -38,7 +38,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("cursor"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
-			writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{"cursor": {"must be the nextCursor of a previous page"}})
+			api.WriteProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{"cursor": {"must be the nextCursor of a previous page"}})
 			return
 		}
 		f.Before = n
@@ -56,5 +56,5 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 	if page.Next > 0 {
 		out.NextCursor = strconv.FormatInt(page.Next, 10)
 	}
-	writeJSON(w, http.StatusOK, out)
+	api.WriteJSON(w, http.StatusOK, out)
 }

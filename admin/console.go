@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/admin/console"
 )
 
@@ -110,14 +111,14 @@ func (s *Server) serveConsole(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if isWrite(r.Method) {
-			writeProblem(w, http.StatusUnauthorized, "sign in first: this form needs a console session", nil)
+			api.WriteProblem(w, http.StatusUnauthorized, "sign in first: this form needs a console session", nil)
 			return
 		}
 		http.Redirect(w, r, signInLink(r.URL.RequestURI()), http.StatusSeeOther)
 		return
 	}
 	if isWrite(r.Method) && !s.validCSRF(r, cookie) {
-		writeProblem(w, http.StatusForbidden, "the form's CSRF token is missing or wrong: reload the page and send it again", nil)
+		api.WriteProblem(w, http.StatusForbidden, "the form's CSRF token is missing or wrong: reload the page and send it again", nil)
 		return
 	}
 	s.serveAs(w, r, p, ordersync.ViaConsole)
@@ -298,10 +299,10 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			writeProblem(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("a console form has at most %d bytes", maxFormBody), nil)
+			api.WriteProblem(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("a console form has at most %d bytes", maxFormBody), nil)
 			return
 		}
-		writeProblem(w, http.StatusBadRequest, "the form cannot be read: "+err.Error(), nil)
+		api.WriteProblem(w, http.StatusBadRequest, "the form cannot be read: "+err.Error(), nil)
 		return
 	}
 	if n := consoleReturn(r.PostForm.Get("next")); n != "" {
@@ -318,7 +319,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.cfg.Sessions == nil {
-		writeProblem(w, http.StatusNotImplemented, "console sessions are not enabled in this process", nil)
+		api.WriteProblem(w, http.StatusNotImplemented, "console sessions are not enabled in this process", nil)
 		return
 	}
 	token, ok := s.tokenOf(r.PostForm.Get("token"))
@@ -373,7 +374,7 @@ func (s *Server) serveDownload(w http.ResponseWriter, r *http.Request) {
 	p, _, err := s.consolePrincipal(r)
 	if errors.Is(err, errNoSession) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ordersync"`)
-		writeProblem(w, http.StatusUnauthorized, "a valid bearer token or console session is required", nil)
+		api.WriteProblem(w, http.StatusUnauthorized, "a valid bearer token or console session is required", nil)
 		return
 	}
 	if err != nil {

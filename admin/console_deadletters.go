@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // The console's Dead letters page: the letters grouped by reason, the
@@ -312,10 +313,10 @@ func filterOf(r *http.Request) url.Values {
 // error of an action, by the API's table; an error it does not know is
 // logged and shown as a failure of op alone.
 func (s *Server) consoleError(op string, err error) (int, string) {
-	row, ok := rowFor(err)
+	status, ok := api.StatusOf(err)
 	if !ok {
 		s.cfg.Logger.Error("admin console", "op", op, "err", err)
 		return http.StatusInternalServerError, op + " failed."
 	}
-	return row.status, op + ": " + err.Error()
+	return status, op + ": " + err.Error()
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // The console's home: the Overview, figures that hold across processes
@@ -328,7 +329,7 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 // its script, by the console's session.
 func (s *Server) overviewJSON(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Overview == nil {
-		writeProblem(w, http.StatusNotImplemented, "the overview is not enabled in this process", nil)
+		api.WriteProblem(w, http.StatusNotImplemented, "the overview is not enabled in this process", nil)
 		return
 	}
 	view, err := s.overview(r)
@@ -337,5 +338,5 @@ func (s *Server) overviewJSON(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, view)
+	api.WriteJSON(w, http.StatusOK, view)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // jobRefresh is how often a running job's page reloads itself (a Refresh
@@ -100,7 +101,7 @@ func (s *Server) consoleReplayDeadLetters(w http.ResponseWriter, r *http.Request
 		return
 	}
 	if errors.Is(err, errClosing) {
-		writeProblem(w, http.StatusServiceUnavailable, "this process is shutting down: start the job again on the one that takes over", nil)
+		api.WriteProblem(w, http.StatusServiceUnavailable, "this process is shutting down: start the job again on the one that takes over", nil)
 		return
 	}
 	if err != nil {
@@ -153,7 +154,7 @@ func (s *Server) deadLettersConfirmPage(w http.ResponseWriter, r *http.Request) 
 func (s *Server) replayJobPage(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
-		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no replay job %q", r.PathValue("id")), nil)
+		api.WriteProblem(w, http.StatusNotFound, fmt.Sprintf("no replay job %q", r.PathValue("id")), nil)
 		return
 	}
 	job, err := s.cfg.ReplayJobs.FindReplayJob(r.Context(), id)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // zoneCookie remembers, per browser, whether times show in the store's
@@ -49,7 +50,7 @@ func (s *Server) storeZone(ctx context.Context, account string) string {
 func (s *Server) switchZone(w http.ResponseWriter, r *http.Request) {
 	zone := r.URL.Query().Get("zone")
 	if zone != "utc" && zone != "store" {
-		writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{"zone": {fmt.Sprintf("%q: want store or utc", zone)}})
+		api.WriteProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{"zone": {fmt.Sprintf("%q: want store or utc", zone)}})
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: zoneCookie, Value: zone, Path: "/console/", MaxAge: 365 * 24 * 3600,

@@ -15,7 +15,7 @@ import (
 func (s *Server) deadLetterFilter(w http.ResponseWriter, r *http.Request) (ordersync.DeadLetterFilter, bool) {
 	f, fields := ParseDeadLetterQuery(r.URL.Query())
 	if fields != nil {
-		writeProblem(w, http.StatusBadRequest, "invalid query", fields)
+		api.WriteProblem(w, http.StatusBadRequest, "invalid query", fields)
 		return f, false
 	}
 	return f, true
@@ -87,13 +87,13 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 	for _, dl := range dls {
 		out = append(out, api.DeadLetterJSONOf(dl))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"deadLetters": out, "count": len(out)})
+	api.WriteJSON(w, http.StatusOK, map[string]any{"deadLetters": out, "count": len(out)})
 }
 
 func (s *Server) deadLetterID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		writeProblem(w, http.StatusBadRequest, "invalid dead letter id", map[string][]string{"id": {"must be a positive whole number"}})
+		api.WriteProblem(w, http.StatusBadRequest, "invalid dead letter id", map[string][]string{"id": {"must be a positive whole number"}})
 		return 0, false
 	}
 	return id, true
@@ -119,7 +119,7 @@ func (s *Server) showDeadLetter(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, api.DeadLetterJSONOf(dl))
+	api.WriteJSON(w, http.StatusOK, api.DeadLetterJSONOf(dl))
 }
 
 func (s *Server) replayDeadLetter(w http.ResponseWriter, r *http.Request) {
@@ -131,7 +131,7 @@ func (s *Server) replayDeadLetter(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "replay dead letter", err, fmt.Sprintf("no dead letter %d", id))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"replayed": 1})
+	api.WriteJSON(w, http.StatusOK, map[string]int{"replayed": 1})
 }
 
 func (s *Server) replayDeadLetters(w http.ResponseWriter, r *http.Request) {
@@ -145,5 +145,5 @@ func (s *Server) replayDeadLetters(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "replay dead letters", err, "")
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"replayed": n})
+	api.WriteJSON(w, http.StatusOK, map[string]int{"replayed": n})
 }

@@ -17,7 +17,7 @@ func (s *Server) listDeliveryDeadLetters(w http.ResponseWriter, r *http.Request)
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			writeProblem(w, http.StatusBadRequest, "invalid limit", map[string][]string{"limit": {"must be a positive whole number"}})
+			api.WriteProblem(w, http.StatusBadRequest, "invalid limit", map[string][]string{"limit": {"must be a positive whole number"}})
 			return
 		}
 		f.Limit = n
@@ -31,7 +31,7 @@ func (s *Server) listDeliveryDeadLetters(w http.ResponseWriter, r *http.Request)
 	for i, dl := range dls {
 		out[i] = api.DeliveryDeadLetterJSONOf(dl)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"deadLetters": out, "count": len(out)})
+	api.WriteJSON(w, http.StatusOK, map[string]any{"deadLetters": out, "count": len(out)})
 }
 
 func (s *Server) replayDeliveryDeadLetter(w http.ResponseWriter, r *http.Request) {
@@ -44,7 +44,7 @@ func (s *Server) replayDeliveryDeadLetter(w http.ResponseWriter, r *http.Request
 		s.fail(w, "replay delivery dead letter", err, fmt.Sprintf("no delivery dead letter %d", id))
 		return
 	}
-	writeJSON(w, http.StatusOK, rep)
+	api.WriteJSON(w, http.StatusOK, rep)
 }
 
 // maxFailedReplay is the most failed deliveries one request sends again:
@@ -149,21 +149,21 @@ func (s *Server) listFailedDeliveries(w http.ResponseWriter, r *http.Request) {
 	for i, dl := range dls {
 		out[i] = api.DeliveryDeadLetterJSONOf(dl)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"failedDeliveries": out, "count": len(out), "total": total})
+	api.WriteJSON(w, http.StatusOK, map[string]any{"failedDeliveries": out, "count": len(out), "total": total})
 }
 
 func (s *Server) replayFailedDeliveries(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var body api.ReplayFailedJSON
-	if !decodeBody(w, r, &body) {
+	if !api.DecodeBody(w, r, &body) {
 		return
 	}
 	if body.All == (len(body.IDs) > 0) {
-		writeProblem(w, http.StatusBadRequest, "invalid replay", map[string][]string{"ids": {"name the failed deliveries to replay, or set all, not both"}})
+		api.WriteProblem(w, http.StatusBadRequest, "invalid replay", map[string][]string{"ids": {"name the failed deliveries to replay, or set all, not both"}})
 		return
 	}
 	if len(body.IDs) > maxFailedReplay {
-		writeProblem(w, http.StatusBadRequest, "invalid replay", map[string][]string{"ids": {fmt.Sprintf("at most %d at a time", maxFailedReplay)}})
+		api.WriteProblem(w, http.StatusBadRequest, "invalid replay", map[string][]string{"ids": {fmt.Sprintf("at most %d at a time", maxFailedReplay)}})
 		return
 	}
 	res, err := s.replayFailed(r.Context(), id, body.IDs, body.All)
@@ -172,5 +172,5 @@ func (s *Server) replayFailedDeliveries(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	noteObject(r, fmt.Sprintf("endpoint %s: %d sent, %d delivered, %d failed again", id, res.Sent, len(res.Delivered), len(res.FailedAgain)))
-	writeJSON(w, http.StatusOK, res)
+	api.WriteJSON(w, http.StatusOK, res)
 }

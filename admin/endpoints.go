@@ -54,7 +54,7 @@ func (s *Server) changed() {
 
 func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	var body api.EndpointParamsJSON
-	if !decodeBody(w, r, &body) {
+	if !api.DecodeBody(w, r, &body) {
 		return
 	}
 	if body.Secret == "" {
@@ -79,7 +79,7 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	out := api.EndpointJSONOf(ep)
 	out.Secret = ep.Secret
 	w.Header().Set("Location", "/v1/endpoints/"+ep.ID)
-	writeJSON(w, http.StatusCreated, out)
+	api.WriteJSON(w, http.StatusCreated, out)
 }
 
 func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) {
@@ -92,7 +92,7 @@ func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 	for i, ep := range eps {
 		out[i] = api.EndpointJSONOf(ep)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"endpoints": out, "count": len(out)})
+	api.WriteJSON(w, http.StatusOK, map[string]any{"endpoints": out, "count": len(out)})
 }
 
 func (s *Server) showEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -102,13 +102,13 @@ func (s *Server) showEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "find endpoint", err, fmt.Sprintf("no endpoint %s", id))
 		return
 	}
-	writeJSON(w, http.StatusOK, api.EndpointJSONOf(ep))
+	api.WriteJSON(w, http.StatusOK, api.EndpointJSONOf(ep))
 }
 
 func (s *Server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var body api.EndpointUpdateJSON
-	if !decodeBody(w, r, &body) {
+	if !api.DecodeBody(w, r, &body) {
 		return
 	}
 	ep, err := s.updateEndpoint(r.Context(), id, ordersync.EndpointUpdate{
@@ -118,7 +118,7 @@ func (s *Server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "update endpoint", err, fmt.Sprintf("no endpoint %s", id))
 		return
 	}
-	writeJSON(w, http.StatusOK, api.EndpointJSONOf(ep))
+	api.WriteJSON(w, http.StatusOK, api.EndpointJSONOf(ep))
 }
 
 // updateEndpoint changes an endpoint, for the API and the console, and
@@ -149,7 +149,7 @@ func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 func (s *Server) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var body api.RotateSecretJSON
-	if r.ContentLength != 0 && !decodeBody(w, r, &body) {
+	if r.ContentLength != 0 && !api.DecodeBody(w, r, &body) {
 		return
 	}
 	ep, err := s.rotateSecret(r.Context(), id, body.Secret)
@@ -159,7 +159,7 @@ func (s *Server) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) {
 	}
 	out := api.EndpointJSONOf(ep)
 	out.Secret = ep.Secret
-	writeJSON(w, http.StatusOK, out)
+	api.WriteJSON(w, http.StatusOK, out)
 }
 
 // rotateSecret makes secret (a new one when empty) the endpoint's, the
@@ -189,18 +189,18 @@ func (s *Server) testEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "test endpoint", err, fmt.Sprintf("no endpoint %s", id))
 		return
 	}
-	writeJSON(w, http.StatusOK, rep)
+	api.WriteJSON(w, http.StatusOK, rep)
 }
 
 func (s *Server) replayEndpoint(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var body api.ReplayJSON
-	if !decodeBody(w, r, &body) {
+	if !api.DecodeBody(w, r, &body) {
 		return
 	}
 	since, err := time.Parse(time.RFC3339, body.Since)
 	if err != nil {
-		writeProblem(w, http.StatusBadRequest, "invalid since", map[string][]string{"since": {"must be an RFC 3339 time"}})
+		api.WriteProblem(w, http.StatusBadRequest, "invalid since", map[string][]string{"since": {"must be an RFC 3339 time"}})
 		return
 	}
 	n, err := s.cfg.Deliverer.Replay(r.Context(), id, since)
@@ -208,5 +208,5 @@ func (s *Server) replayEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "replay to endpoint", err, fmt.Sprintf("no endpoint %s", id))
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]int{"queued": n})
+	api.WriteJSON(w, http.StatusAccepted, map[string]int{"queued": n})
 }

@@ -27,7 +27,7 @@ func (s *Server) orderEvents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "list deliveries", err, "")
 		return
 	}
-	writeJSON(w, http.StatusOK, api.NewEventList(events, deliveries, limit))
+	api.WriteJSON(w, http.StatusOK, api.NewEventList(events, deliveries, limit))
 }
 
 // listEvents answers "did we hear about this order?" whether or not the
@@ -57,7 +57,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, api.NewEventList(events, deliveries, filter.Limit))
+	api.WriteJSON(w, http.StatusOK, api.NewEventList(events, deliveries, filter.Limit))
 }
 
 // The event log's page: 100 entries unless asked, 1,000 at most.

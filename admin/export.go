@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/export"
 )
 
@@ -57,7 +58,7 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, kind export.Kind
 	defer func() { s.recordAudit(r, action, object, outcome) }()
 	refuse := func(status int, title string, fields map[string][]string) {
 		outcome = ordersync.OutcomeOfStatus(status)
-		writeProblem(w, status, title, fields)
+		api.WriteProblem(w, status, title, fields)
 	}
 
 	// A bare ';' is no separator here: delimiter=; means what it says
@@ -124,7 +125,7 @@ func (s *Server) sendExport(w http.ResponseWriter, r *http.Request, f exportFile
 		defer func() { <-s.exportSlots }()
 	default:
 		w.Header().Set("Retry-After", fmt.Sprint(int(exportRetryAfter/time.Second)))
-		writeProblem(w, http.StatusServiceUnavailable, fmt.Sprintf("%d exports are running, the most at once: try again later", cap(s.exportSlots)), nil)
+		api.WriteProblem(w, http.StatusServiceUnavailable, fmt.Sprintf("%d exports are running, the most at once: try again later", cap(s.exportSlots)), nil)
 		*outcome = ordersync.OutcomeOfStatus(http.StatusServiceUnavailable)
 		return
 	}

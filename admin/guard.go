@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // guard refuses what a browser can be made to send to the admin API from
@@ -22,12 +23,12 @@ import (
 // answers the refusal and returns false, or returns true.
 func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
 	if len(s.tokens()) == 0 && !loopbackHost(r.Host) {
-		writeProblem(w, http.StatusForbidden, fmt.Sprintf("Host %q is not a loopback name: without admin_tokens the admin API answers only "+
+		api.WriteProblem(w, http.StatusForbidden, fmt.Sprintf("Host %q is not a loopback name: without admin_tokens the admin API answers only "+
 			"requests addressed to localhost, 127.0.0.0/8 or [::1]", clip(r.Host)), nil)
 		return false
 	}
 	if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r.Host) {
-		writeProblem(w, http.StatusForbidden, fmt.Sprintf("cross-origin request refused: Origin %q is not this admin API (%s)",
+		api.WriteProblem(w, http.StatusForbidden, fmt.Sprintf("cross-origin request refused: Origin %q is not this admin API (%s)",
 			clip(origin), clip(r.Host)), nil)
 		return false
 	}
@@ -36,7 +37,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
 		// of this origin can post with its CSRF token (serveConsole).
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || mt != "application/x-www-form-urlencoded" {
-			writeProblem(w, http.StatusUnsupportedMediaType, fmt.Sprintf("a console form is posted as application/x-www-form-urlencoded, got %q",
+			api.WriteProblem(w, http.StatusUnsupportedMediaType, fmt.Sprintf("a console form is posted as application/x-www-form-urlencoded, got %q",
 				clip(r.Header.Get("Content-Type"))), nil)
 			return false
 		}
@@ -45,7 +46,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
 	if isWrite(r.Method) && (r.ContentLength != 0 || r.Header.Get("Content-Type") != "") {
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || mt != "application/json" {
-			writeProblem(w, http.StatusUnsupportedMediaType, fmt.Sprintf("a %s with a body needs Content-Type: application/json, got %q",
+			api.WriteProblem(w, http.StatusUnsupportedMediaType, fmt.Sprintf("a %s with a body needs Content-Type: application/json, got %q",
 				r.Method, clip(r.Header.Get("Content-Type"))), nil)
 			return false
 		}

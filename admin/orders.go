@@ -29,7 +29,7 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "list orders", err, "")
 		return
 	}
-	writeJSON(w, http.StatusOK, api.NewOrderList(page))
+	api.WriteJSON(w, http.StatusOK, api.NewOrderList(page))
 }
 
 // queryCount reads the query parameter name, when given, into dst as a
@@ -42,7 +42,7 @@ func queryCount(w http.ResponseWriter, q url.Values, name string, dst *int) bool
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
-		writeProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{name: {"must be a whole number ≥ 0"}})
+		api.WriteProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{name: {"must be a whole number ≥ 0"}})
 		return false
 	}
 	*dst = n
@@ -61,17 +61,17 @@ func (s *Server) showOrder(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "find order", err, fmt.Sprintf("order %s is not in the mirror", code))
 		return
 	}
-	writeJSON(w, http.StatusOK, o)
+	api.WriteJSON(w, http.StatusOK, o)
 }
 
 func (s *Server) trackOrder(w http.ResponseWriter, r *http.Request) {
 	var req api.TrackRequest
-	if !decodeBody(w, r, &req) {
+	if !api.DecodeBody(w, r, &req) {
 		return
 	}
 	req.OrderCode = strings.TrimSpace(req.OrderCode)
 	if req.OrderCode == "" {
-		writeProblem(w, http.StatusBadRequest, "invalid request", map[string][]string{"orderCode": {"The field is required."}})
+		api.WriteProblem(w, http.StatusBadRequest, "invalid request", map[string][]string{"orderCode": {"The field is required."}})
 		return
 	}
 	noteObject(r, "order "+req.OrderCode)
@@ -80,12 +80,12 @@ func (s *Server) trackOrder(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "track order", err, "")
 		return
 	}
-	writeJSON(w, http.StatusOK, o)
+	api.WriteJSON(w, http.StatusOK, o)
 }
 
 func (s *Server) createPaymentLink(w http.ResponseWriter, r *http.Request) {
 	var params ordersync.PaymentLinkParams
-	if !decodeBody(w, r, &params) {
+	if !api.DecodeBody(w, r, &params) {
 		return
 	}
 	res, err := s.cfg.Follower.CreatePaymentLink(r.Context(), s.account(r), params)
@@ -94,5 +94,5 @@ func (s *Server) createPaymentLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	noteObject(r, "order "+res.OrderCode)
-	writeJSON(w, http.StatusOK, res)
+	api.WriteJSON(w, http.StatusOK, res)
 }

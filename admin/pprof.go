@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // routePprof mounts Go's profiler (net/http/pprof) under /debug/pprof/ on
@@ -37,7 +38,7 @@ func (s *Server) operatorOnly(h http.Handler) http.Handler {
 		p, _ := PrincipalOf(r.Context())
 		if p == ordersync.Loopback || !s.hasToken(p) || !p.Role.May(ordersync.AccessAct) {
 			title := fmt.Sprintf("%s may not profile the process: only a holder of an operator token (admin_tokens) may", p.Name)
-			writeProblem(w, http.StatusForbidden, title, nil)
+			api.WriteProblem(w, http.StatusForbidden, title, nil)
 			s.recordAudit(r, pprofAction, profile, ordersync.OutcomeOfStatus(http.StatusForbidden))
 			return
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // ParseDailyTotals reads a daily report's range and zone as the API and the
@@ -98,7 +99,7 @@ func (s *Server) dailyTotals(w http.ResponseWriter, r *http.Request) {
 	if totals.Days == nil {
 		totals.Days = []ordersync.DayTotals{}
 	}
-	writeJSON(w, http.StatusOK, totals)
+	api.WriteJSON(w, http.StatusOK, totals)
 }
 
 // DailyCSVHeader names the columns of a daily report as CSV (the CLI's
