@@ -3,7 +3,11 @@
 // letters, and the operational endpoints (/metrics, /healthz, /readyz).
 //
 // It listens on its own address, loopback by default, apart from the public
-// webhook receiver.
+// webhook receiver, and serves the console there too: HTML pages signed in
+// by session cookie. What a request may do is decided here for both (the
+// guard, the principal and its role, the audit record). The bodies the JSON
+// API speaks and its table from errors to problems are admin/api's; the
+// console's templates and static files are admin/console's.
 package admin
 
 import (
