@@ -6,8 +6,9 @@
 // webhook receiver, and serves the console there too: HTML pages signed in
 // by session cookie. What a request may do is decided here for both (the
 // guard, the principal and its role, the audit record). The bodies the JSON
-// API speaks and its table from errors to problems are admin/api's; the
-// console's templates and static files are admin/console's.
+// API speaks, its table from errors to problems and its handlers of orders
+// and the event log are admin/api's; the console's templates and static
+// files are admin/console's.
 package admin
 
 import (
@@ -176,19 +177,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Metrics != nil {
 		s.mux.Handle("GET /metrics", cfg.Metrics)
 	}
-	s.mux.HandleFunc("GET /v1/orders", s.listOrders)
-	s.mux.HandleFunc("GET /v1/orders/{orderCode}", s.showOrder)
-	s.mux.HandleFunc("GET /v1/orders/{orderCode}/events", s.orderEvents)
-	s.mux.HandleFunc("GET /v1/events", s.listEvents)
-	s.mux.HandleFunc("GET /v1/reports/daily", when(cfg.Reports != nil, "reports", s.dailyTotals))
-	s.mux.HandleFunc("POST /v1/orders/track", when(cfg.Follower != nil, "tracking", s.trackOrder))
-	s.mux.HandleFunc("POST /v1/payment-links", when(cfg.Follower != nil, "link creation", s.createPaymentLink))
-	s.mux.HandleFunc("GET /v1/dead-letters", when(cfg.DeadLetters != nil, "dead letters", s.listDeadLetters))
-	s.mux.HandleFunc("GET /v1/dead-letters/{id}", when(cfg.DeadLetters != nil, "dead letters", s.showDeadLetter))
-	s.mux.HandleFunc("POST /v1/dead-letters/{id}/replay", when(cfg.Replayer != nil, "replay", s.replayDeadLetter))
-	s.mux.HandleFunc("POST /v1/dead-letters/replay", when(cfg.Replayer != nil, "replay", s.replayDeadLetters))
+	api.New(api.Deps{Orders: cfg.Orders, Follower: cfg.Follower}, office{s}).Routes(s.mux)
+	s.mux.HandleFunc("GET /v1/reports/daily", api.When(cfg.Reports != nil, "reports", s.dailyTotals))
+	s.mux.HandleFunc("GET /v1/dead-letters", api.When(cfg.DeadLetters != nil, "dead letters", s.listDeadLetters))
+	s.mux.HandleFunc("GET /v1/dead-letters/{id}", api.When(cfg.DeadLetters != nil, "dead letters", s.showDeadLetter))
+	s.mux.HandleFunc("POST /v1/dead-letters/{id}/replay", api.When(cfg.Replayer != nil, "replay", s.replayDeadLetter))
+	s.mux.HandleFunc("POST /v1/dead-letters/replay", api.When(cfg.Replayer != nil, "replay", s.replayDeadLetters))
 	s.routeEndpoints()
-	s.mux.HandleFunc("GET /v1/audit", when(cfg.Audit != nil, "the audit trail", s.listAudit))
+	s.mux.HandleFunc("GET /v1/audit", api.When(cfg.Audit != nil, "the audit trail", s.listAudit))
 	s.routeConsole()
 	s.routeExports()
 	s.routePprof()

@@ -32,7 +32,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 			*p.dst = t
 		}
 	}
-	if !queryCount(w, q, "limit", &f.Limit) {
+	if !api.QueryCount(w, q, "limit", &f.Limit) {
 		return
 	}
 	if v := q.Get("cursor"); v != "" {

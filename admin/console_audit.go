@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // The console's Audit page: the trail GET /v1/audit serves, newest first,
@@ -16,7 +17,7 @@ import (
 
 // routeConsoleAudit adds the Audit page.
 func (s *Server) routeConsoleAudit() {
-	s.mux.HandleFunc("GET /console/audit", when(s.cfg.Audit != nil, "the audit trail", s.auditPage))
+	s.mux.HandleFunc("GET /console/audit", api.When(s.cfg.Audit != nil, "the audit trail", s.auditPage))
 }
 
 // AuditView is the Audit page.

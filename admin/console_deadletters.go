@@ -25,13 +25,13 @@ func (s *Server) routeConsoleDeadLetters() {
 	s.jobs = newReplayJobs()
 	on, replay := s.cfg.DeadLetters != nil, s.cfg.DeadLetters != nil && s.cfg.Replayer != nil
 	jobs := s.cfg.ReplayJobs != nil
-	s.mux.HandleFunc("GET /console/dead-letters", when(on, "dead letters", s.deadLettersPage))
-	s.mux.HandleFunc("GET /console/dead-letters/{id}", when(on, "dead letters", s.deadLetterPage))
-	s.mux.HandleFunc("GET /console/dead-letters/jobs/{id}", when(on && jobs, "replay jobs", s.replayJobPage))
-	s.mux.HandleFunc("POST /console/dead-letters/{id}/replay", when(replay, "replay", s.consoleReplayDeadLetter))
-	s.mux.HandleFunc("POST /console/dead-letters/{id}/track", when(on && s.cfg.Follower != nil, "tracking", s.consoleTrackLetterOrder))
-	s.mux.HandleFunc("GET /console/dead-letters/replay", when(replay && jobs, "replay jobs", s.deadLettersConfirmPage))
-	s.mux.HandleFunc("POST /console/dead-letters/replay", when(replay && jobs, "replay jobs", s.consoleReplayDeadLetters))
+	s.mux.HandleFunc("GET /console/dead-letters", api.When(on, "dead letters", s.deadLettersPage))
+	s.mux.HandleFunc("GET /console/dead-letters/{id}", api.When(on, "dead letters", s.deadLetterPage))
+	s.mux.HandleFunc("GET /console/dead-letters/jobs/{id}", api.When(on && jobs, "replay jobs", s.replayJobPage))
+	s.mux.HandleFunc("POST /console/dead-letters/{id}/replay", api.When(replay, "replay", s.consoleReplayDeadLetter))
+	s.mux.HandleFunc("POST /console/dead-letters/{id}/track", api.When(on && s.cfg.Follower != nil, "tracking", s.consoleTrackLetterOrder))
+	s.mux.HandleFunc("GET /console/dead-letters/replay", api.When(replay && jobs, "replay jobs", s.deadLettersConfirmPage))
+	s.mux.HandleFunc("POST /console/dead-letters/replay", api.When(replay && jobs, "replay jobs", s.consoleReplayDeadLetters))
 }
 
 // maxLetterPage is the most letters the page lists at once: each row

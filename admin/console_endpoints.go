@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // The console's Endpoints page: each HTTP endpoint with its success rate
@@ -20,13 +21,13 @@ import (
 func (s *Server) routeConsoleEndpoints() {
 	eps, dlv := s.cfg.Endpoints != nil, s.cfg.Deliverer != nil
 	const endpoints, deliveries = "endpoints", "deliveries (the worker role)"
-	s.mux.HandleFunc("GET /console/endpoints", when(eps, endpoints, s.endpointsPage))
-	s.mux.HandleFunc("GET /console/endpoints/{id}/confirm", when(eps, endpoints, s.endpointConfirmPage))
-	s.mux.HandleFunc("POST /console/endpoints/{id}/enable", when(eps, endpoints, s.consoleEnableEndpoint(true)))
-	s.mux.HandleFunc("POST /console/endpoints/{id}/disable", when(eps, endpoints, s.consoleEnableEndpoint(false)))
-	s.mux.HandleFunc("POST /console/endpoints/{id}/rotate-secret", when(eps, endpoints, s.consoleRotateSecret))
-	s.mux.HandleFunc("POST /console/endpoints/{id}/test", when(eps && dlv, deliveries, s.consoleTestEndpoint))
-	s.mux.HandleFunc("POST /console/endpoints/{id}/replay", when(eps && dlv, deliveries, s.consoleReplayEndpoint))
+	s.mux.HandleFunc("GET /console/endpoints", api.When(eps, endpoints, s.endpointsPage))
+	s.mux.HandleFunc("GET /console/endpoints/{id}/confirm", api.When(eps, endpoints, s.endpointConfirmPage))
+	s.mux.HandleFunc("POST /console/endpoints/{id}/enable", api.When(eps, endpoints, s.consoleEnableEndpoint(true)))
+	s.mux.HandleFunc("POST /console/endpoints/{id}/disable", api.When(eps, endpoints, s.consoleEnableEndpoint(false)))
+	s.mux.HandleFunc("POST /console/endpoints/{id}/rotate-secret", api.When(eps, endpoints, s.consoleRotateSecret))
+	s.mux.HandleFunc("POST /console/endpoints/{id}/test", api.When(eps && dlv, deliveries, s.consoleTestEndpoint))
+	s.mux.HandleFunc("POST /console/endpoints/{id}/replay", api.When(eps && dlv, deliveries, s.consoleReplayEndpoint))
 }
 
 // HealthWindow is a period the Endpoints page can judge endpoints by, as

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/export"
 )
 
@@ -20,8 +21,8 @@ import (
 
 // routeConsoleExport adds the Export page and its download.
 func (s *Server) routeConsoleExport() {
-	s.mux.HandleFunc("GET /console/export", when(s.cfg.Exports != nil, "exports", s.exportPage))
-	s.mux.HandleFunc("GET /console/export/download", when(s.cfg.Exports != nil, "exports", s.exportDownload))
+	s.mux.HandleFunc("GET /console/export", api.When(s.cfg.Exports != nil, "exports", s.exportPage))
+	s.mux.HandleFunc("GET /console/export/download", api.When(s.cfg.Exports != nil, "exports", s.exportDownload))
 }
 
 // Day presets of the Export form, in the form's order; "" is the From and

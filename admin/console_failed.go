@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // The console's failed deliveries of an endpoint: its delivery dead
@@ -24,9 +25,9 @@ func (s *Server) routeConsoleFailed() {
 	on := s.cfg.Endpoints != nil && s.cfg.DeliveryDeadLetters != nil
 	act := on && s.cfg.Deliverer != nil
 	const failed, deliveries = "delivery dead letters", "deliveries (the worker role)"
-	s.mux.HandleFunc("GET /console/endpoints/{id}/failed", when(on, failed, s.failedPage))
-	s.mux.HandleFunc("GET /console/endpoints/{id}/failed/replay", when(act, deliveries, s.failedConfirmPage))
-	s.mux.HandleFunc("POST /console/endpoints/{id}/failed/replay", when(act, deliveries, s.consoleReplayFailed))
+	s.mux.HandleFunc("GET /console/endpoints/{id}/failed", api.When(on, failed, s.failedPage))
+	s.mux.HandleFunc("GET /console/endpoints/{id}/failed/replay", api.When(act, deliveries, s.failedConfirmPage))
+	s.mux.HandleFunc("POST /console/endpoints/{id}/failed/replay", api.When(act, deliveries, s.consoleReplayFailed))
 }
 
 // maxFailedPage is the most failed deliveries the page lists at once, as

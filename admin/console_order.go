@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // OrderView is the Order page.
@@ -115,7 +116,7 @@ func (s *Server) timeline(ctx context.Context, o *ordersync.MirroredOrder, loc *
 		out = append(out, TimelineEntry{At: momentOf(at, loc), at: at, Kind: kind, Detail: detail})
 	}
 	events, err := s.cfg.Orders.ListEvents(ctx, ordersync.EventFilter{Account: o.Account, OrderCode: o.Order.OrderCode,
-		OrderID: o.Order.OrderID, Limit: maxEventLimit})
+		OrderID: o.Order.OrderID, Limit: api.MaxEventLimit})
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
@@ -123,7 +124,7 @@ func (s *Server) timeline(ctx context.Context, o *ordersync.MirroredOrder, loc *
 		add(e.ReceivedAt, "Webhook "+string(e.Type), strings.TrimSpace(string(e.Outcome)+" "+e.Detail))
 	}
 	deliveries, err := s.cfg.Orders.ListDeliveries(ctx, ordersync.DeliveryFilter{Account: o.Account, OrderCode: o.Order.OrderCode,
-		Limit: maxEventLimit, Failures: true})
+		Limit: api.MaxEventLimit, Failures: true})
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
@@ -131,7 +132,7 @@ func (s *Server) timeline(ctx context.Context, o *ordersync.MirroredOrder, loc *
 		kind, detail := deliveryEntry(d)
 		add(d.At, kind, detail)
 	}
-	h, err := s.cfg.Orders.FindOrderHistory(ctx, o.Account, o.Order.OrderCode, maxEventLimit)
+	h, err := s.cfg.Orders.FindOrderHistory(ctx, o.Account, o.Order.OrderCode, api.MaxEventLimit)
 	if err != nil {
 		return nil, fmt.Errorf("read the order's history: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // The console's Orders and Order pages: the listing's query in the URL,
@@ -21,7 +22,7 @@ import (
 func (s *Server) routeConsoleOrders() {
 	s.mux.HandleFunc("GET /console/orders", s.ordersPage)
 	s.mux.HandleFunc("GET /console/orders/{code}", s.orderPage)
-	s.mux.HandleFunc("POST /console/orders/{id}/resync", when(s.cfg.Follower != nil, "tracking", s.resyncOrder))
+	s.mux.HandleFunc("POST /console/orders/{id}/resync", api.When(s.cfg.Follower != nil, "tracking", s.resyncOrder))
 	s.mux.HandleFunc("GET /console/zone", s.switchZone)
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // The console's Daily totals page: the daily report (ordersync.Reports, as
@@ -30,8 +31,8 @@ const (
 
 // routeConsoleTotals adds the Daily totals page and its CSV.
 func (s *Server) routeConsoleTotals() {
-	s.mux.HandleFunc("GET /console/totals", when(s.cfg.Reports != nil, "reports", s.totalsPage))
-	s.mux.HandleFunc("GET /console/totals.csv", when(s.cfg.Reports != nil, "reports", s.totalsCSV))
+	s.mux.HandleFunc("GET /console/totals", api.When(s.cfg.Reports != nil, "reports", s.totalsPage))
+	s.mux.HandleFunc("GET /console/totals.csv", api.When(s.cfg.Reports != nil, "reports", s.totalsCSV))
 }
 
 // TotalsView is the Daily totals page.

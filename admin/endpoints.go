@@ -18,19 +18,19 @@ func (s *Server) routeEndpoints() {
 	// need them, managing endpoints needs only the database.
 	eps, dlv := s.cfg.Endpoints != nil, s.cfg.Deliverer != nil
 	const endpoints, deliveries = "endpoints", "deliveries (the worker role)"
-	s.mux.HandleFunc("POST /v1/endpoints", when(eps, endpoints, s.createEndpoint))
-	s.mux.HandleFunc("GET /v1/endpoints", when(eps, endpoints, s.listEndpoints))
-	s.mux.HandleFunc("GET /v1/endpoints/{id}", when(eps, endpoints, s.showEndpoint))
-	s.mux.HandleFunc("PATCH /v1/endpoints/{id}", when(eps, endpoints, s.patchEndpoint))
-	s.mux.HandleFunc("DELETE /v1/endpoints/{id}", when(eps, endpoints, s.deleteEndpoint))
-	s.mux.HandleFunc("POST /v1/endpoints/{id}/rotate-secret", when(eps, endpoints, s.rotateEndpointSecret))
-	s.mux.HandleFunc("POST /v1/endpoints/{id}/test", when(eps && dlv, deliveries, s.testEndpoint))
-	s.mux.HandleFunc("POST /v1/endpoints/{id}/replay", when(eps && dlv, deliveries, s.replayEndpoint))
-	s.mux.HandleFunc("GET /v1/delivery-dead-letters", when(s.cfg.DeliveryDeadLetters != nil, "delivery dead letters", s.listDeliveryDeadLetters))
-	s.mux.HandleFunc("POST /v1/delivery-dead-letters/{id}/replay", when(dlv, deliveries, s.replayDeliveryDeadLetter))
+	s.mux.HandleFunc("POST /v1/endpoints", api.When(eps, endpoints, s.createEndpoint))
+	s.mux.HandleFunc("GET /v1/endpoints", api.When(eps, endpoints, s.listEndpoints))
+	s.mux.HandleFunc("GET /v1/endpoints/{id}", api.When(eps, endpoints, s.showEndpoint))
+	s.mux.HandleFunc("PATCH /v1/endpoints/{id}", api.When(eps, endpoints, s.patchEndpoint))
+	s.mux.HandleFunc("DELETE /v1/endpoints/{id}", api.When(eps, endpoints, s.deleteEndpoint))
+	s.mux.HandleFunc("POST /v1/endpoints/{id}/rotate-secret", api.When(eps, endpoints, s.rotateEndpointSecret))
+	s.mux.HandleFunc("POST /v1/endpoints/{id}/test", api.When(eps && dlv, deliveries, s.testEndpoint))
+	s.mux.HandleFunc("POST /v1/endpoints/{id}/replay", api.When(eps && dlv, deliveries, s.replayEndpoint))
+	s.mux.HandleFunc("GET /v1/delivery-dead-letters", api.When(s.cfg.DeliveryDeadLetters != nil, "delivery dead letters", s.listDeliveryDeadLetters))
+	s.mux.HandleFunc("POST /v1/delivery-dead-letters/{id}/replay", api.When(dlv, deliveries, s.replayDeliveryDeadLetter))
 	failed := eps && s.cfg.DeliveryDeadLetters != nil
-	s.mux.HandleFunc("GET /v1/endpoints/{id}/failed-deliveries", when(failed, "delivery dead letters", s.listFailedDeliveries))
-	s.mux.HandleFunc("POST /v1/endpoints/{id}/failed-deliveries/replay", when(failed && dlv, deliveries, s.replayFailedDeliveries))
+	s.mux.HandleFunc("GET /v1/endpoints/{id}/failed-deliveries", api.When(failed, "delivery dead letters", s.listFailedDeliveries))
+	s.mux.HandleFunc("POST /v1/endpoints/{id}/failed-deliveries/replay", api.When(failed && dlv, deliveries, s.replayFailedDeliveries))
 }
 
 func hookEvents(in []string) []ordersync.HookEvent {

@@ -34,7 +34,7 @@ const (
 func (s *Server) routeExports() {
 	s.exportSlots = make(chan struct{}, s.cfg.MaxExports)
 	for _, kind := range export.Kinds {
-		s.mux.HandleFunc("GET /v1/exports/"+string(kind), when(s.cfg.Exports != nil, "exports", func(w http.ResponseWriter, r *http.Request) {
+		s.mux.HandleFunc("GET /v1/exports/"+string(kind), api.When(s.cfg.Exports != nil, "exports", func(w http.ResponseWriter, r *http.Request) {
 			s.export(w, r, kind)
 		}))
 	}

@@ -5,23 +5,12 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 )
-
-// OrderQueryOf is the order filter a query's parameters write
-// (ordersync.OrderQueryParams), for ordersync.ParseOrderQuery to read.
-func OrderQueryOf(q url.Values) ordersync.OrderQuery {
-	oq := ordersync.OrderQuery{Statuses: q["status"]}
-	for _, p := range ordersync.OrderQueryParams {
-		if f := oq.Param(p); f != nil {
-			*f = q.Get(p)
-		}
-	}
-	return oq
-}
 
 // parseOrderQuery reads an order filter from a query's parameters.
 func parseOrderQuery(q url.Values, now time.Time) (ordersync.OrderFilter, error) {
-	return ordersync.ParseOrderQuery(OrderQueryOf(q), now)
+	return ordersync.ParseOrderQuery(api.OrderQueryOf(q), now)
 }
 
 // FilterQuery is the query string that selects what f selects, its page

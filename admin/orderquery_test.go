@@ -106,7 +106,7 @@ func TestFilterQuery(t *testing.T) {
 		"status=collected&cancelledFrom=2026-03-08&finalizedTo=2026-03-09&reversedFrom=2026-03-08&reversedTo=2026-03-09&tz=Europe/Madrid",
 	} {
 		q, _ := url.ParseQuery(in)
-		f, err := ordersync.ParseOrderQuery(admin.OrderQueryOf(q), now)
+		f, err := ordersync.ParseOrderQuery(api.OrderQueryOf(q), now)
 		if err != nil {
 			t.Fatalf("%s: %v", in, err)
 		}
@@ -119,7 +119,7 @@ func TestFilterQuery(t *testing.T) {
 		if back.Get("account") != "acme" || back.Has("limit") || back.Has("tz") {
 			t.Errorf("%s named %q: want the account, no page, times in UTC", in, named)
 		}
-		g, err := ordersync.ParseOrderQuery(admin.OrderQueryOf(back), now)
+		g, err := ordersync.ParseOrderQuery(api.OrderQueryOf(back), now)
 		if err != nil {
 			t.Fatalf("%s named %q: %v", in, named, err)
 		}

@@ -1,7 +1,10 @@
 package api
 
 import (
+	"fmt"
+	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ordersync/ordersync"
@@ -68,3 +71,60 @@ func NewEventList(events []ordersync.EventRecord, deliveries []ordersync.Deliver
 	}
 	return EventList{Events: out}
 }
+
+func (h *Handlers) orderEvents(w http.ResponseWriter, r *http.Request) {
+	account, code := h.office.Account(r), r.PathValue("orderCode")
+	o, err := h.deps.Orders.FindOrderByCode(r.Context(), account, code)
+	if err != nil {
+		h.office.Fail(w, "find order", err, fmt.Sprintf("order %s is not in the mirror", code))
+		return
+	}
+	const limit = MaxEventLimit
+	events, err := h.deps.Orders.ListEvents(r.Context(), ordersync.EventFilter{Account: account, OrderCode: code, OrderID: o.Order.OrderID, Limit: limit})
+	if err != nil {
+		h.office.Fail(w, "list events", err, "")
+		return
+	}
+	deliveries, err := h.deps.Orders.ListDeliveries(r.Context(), ordersync.DeliveryFilter{Account: account, OrderCode: code, Limit: limit})
+	if err != nil {
+		h.office.Fail(w, "list deliveries", err, "")
+		return
+	}
+	WriteJSON(w, http.StatusOK, NewEventList(events, deliveries, limit))
+}
+
+// listEvents answers "did we hear about this order?" whether or not the
+// order is in the mirror: the event log's rows for an orderCode or an
+// orderId (both: rows with both), or the latest of all, newest first. Asked
+// about an orderCode, it shows the order's deliveries too.
+func (h *Handlers) listEvents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	filter := ordersync.EventFilter{Account: h.office.Account(r), OrderCode: strings.TrimSpace(q.Get("orderCode")),
+		OrderID: ordersync.ID(strings.TrimSpace(q.Get("orderId"))), MsgID: strings.TrimSpace(q.Get("msgId"))}
+	if !QueryCount(w, q, "limit", &filter.Limit) {
+		return
+	}
+	if filter.Limit == 0 {
+		filter.Limit = defaultEventLimit
+	}
+	filter.Limit = min(filter.Limit, MaxEventLimit)
+	events, err := h.deps.Orders.ListEvents(r.Context(), filter)
+	if err != nil {
+		h.office.Fail(w, "list events", err, "")
+		return
+	}
+	var deliveries []ordersync.DeliveryRecord
+	if filter.OrderCode != "" {
+		if deliveries, err = h.deps.Orders.ListDeliveries(r.Context(), ordersync.DeliveryFilter{Account: filter.Account, OrderCode: filter.OrderCode, Limit: filter.Limit}); err != nil {
+			h.office.Fail(w, "list deliveries", err, "")
+			return
+		}
+	}
+	WriteJSON(w, http.StatusOK, NewEventList(events, deliveries, filter.Limit))
+}
+
+// The event log's page: 100 entries unless asked, 1,000 at most.
+const (
+	defaultEventLimit = 100
+	MaxEventLimit     = 1000
+)

@@ -1,6 +1,11 @@
 package api
 
 import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ordersync/ordersync"
@@ -44,4 +49,89 @@ func NewOrderList(page ordersync.OrderPage) OrderList {
 // TrackRequest is the body of POST /v1/orders/track.
 type TrackRequest struct {
 	OrderCode string `json:"orderCode"`
+}
+
+func (h *Handlers) listOrders(w http.ResponseWriter, r *http.Request) {
+	filter, err := ordersync.ParseOrderQuery(OrderQueryOf(r.URL.Query()), time.Now())
+	if err != nil {
+		h.office.Fail(w, "list orders", err, "")
+		return
+	}
+	account, err := h.office.ChooseStore(r, true)
+	if err != nil {
+		h.office.Fail(w, "list orders", err, "")
+		return
+	}
+	filter.Account = account
+	page, err := h.deps.Orders.ListOrders(r.Context(), filter)
+	if err != nil {
+		h.office.Fail(w, "list orders", err, "")
+		return
+	}
+	WriteJSON(w, http.StatusOK, NewOrderList(page))
+}
+
+// QueryCount reads the query parameter name, when given, into dst as a
+// whole number ≥ 0; otherwise it answers 400 naming the parameter and
+// returns false.
+func QueryCount(w http.ResponseWriter, q url.Values, name string, dst *int) bool {
+	v := q.Get(name)
+	if v == "" {
+		return true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		WriteProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{name: {"must be a whole number ≥ 0"}})
+		return false
+	}
+	*dst = n
+	return true
+}
+
+func (h *Handlers) showOrder(w http.ResponseWriter, r *http.Request) {
+	code := r.PathValue("orderCode")
+	account, err := h.office.ChooseStore(r, false)
+	if err != nil {
+		h.office.Fail(w, "find order", err, "")
+		return
+	}
+	o, err := h.deps.Orders.FindOrderByCode(r.Context(), account, code)
+	if err != nil {
+		h.office.Fail(w, "find order", err, fmt.Sprintf("order %s is not in the mirror", code))
+		return
+	}
+	WriteJSON(w, http.StatusOK, o)
+}
+
+func (h *Handlers) trackOrder(w http.ResponseWriter, r *http.Request) {
+	var req TrackRequest
+	if !DecodeBody(w, r, &req) {
+		return
+	}
+	req.OrderCode = strings.TrimSpace(req.OrderCode)
+	if req.OrderCode == "" {
+		WriteProblem(w, http.StatusBadRequest, "invalid request", map[string][]string{"orderCode": {"The field is required."}})
+		return
+	}
+	h.office.Note(r, "order "+req.OrderCode)
+	o, err := h.deps.Follower.TrackOrder(r.Context(), h.office.Account(r), req.OrderCode)
+	if err != nil {
+		h.office.Fail(w, "track order", err, "")
+		return
+	}
+	WriteJSON(w, http.StatusOK, o)
+}
+
+func (h *Handlers) createPaymentLink(w http.ResponseWriter, r *http.Request) {
+	var params ordersync.PaymentLinkParams
+	if !DecodeBody(w, r, &params) {
+		return
+	}
+	res, err := h.deps.Follower.CreatePaymentLink(r.Context(), h.office.Account(r), params)
+	if err != nil {
+		h.office.Fail(w, "create payment link", err, "")
+		return
+	}
+	h.office.Note(r, "order "+res.OrderCode)
+	WriteJSON(w, http.StatusOK, res)
 }

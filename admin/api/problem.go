@@ -41,3 +41,15 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
+
+// When is h where the process has what h needs (on), and otherwise a 501
+// naming the feature: the one guard for the parts a process's role may
+// lack.
+func When(on bool, feature string, h http.HandlerFunc) http.HandlerFunc {
+	if on {
+		return h
+	}
+	return func(w http.ResponseWriter, _ *http.Request) {
+		WriteProblem(w, http.StatusNotImplemented, feature+" is not enabled in this process", nil)
+	}
+}

@@ -1,0 +1,58 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/ordersync/ordersync"
+)
+
+// Deps are what the handlers read and act through; a handler whose
+// dependency is nil answers 501 (When).
+type Deps struct {
+	Orders   ordersync.MirrorReader
+	Follower ordersync.Follower
+}
+
+// Office is what the handlers need of the server that routes them, which
+// has decided who asks and what their role allows before a handler runs.
+type Office interface {
+	// Account is the account a request names (its account parameter), or
+	// the default one.
+	Account(r *http.Request) string
+	// ChooseStore is the account a request's account parameter chooses
+	// among the stores served; all allows every store (""). An unknown
+	// store is an error naming the known ones.
+	ChooseStore(r *http.Request, all bool) (string, error)
+	// Note names the object of the request's action in its audit record
+	// when the path does not.
+	Note(r *http.Request, object string)
+	// Fail answers the error of op (WriteError), logging one the table
+	// does not know.
+	Fail(w http.ResponseWriter, op string, err error, notFound string)
+}
+
+// Mux is where the handlers are routed.
+type Mux interface {
+	HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request))
+}
+
+// Handlers are the JSON API's handlers.
+type Handlers struct {
+	deps   Deps
+	office Office
+}
+
+// New returns the handlers over deps, served by office.
+func New(deps Deps, office Office) *Handlers {
+	return &Handlers{deps: deps, office: office}
+}
+
+// Routes adds the handlers' routes to mux.
+func (h *Handlers) Routes(mux Mux) {
+	mux.HandleFunc("GET /v1/orders", h.listOrders)
+	mux.HandleFunc("GET /v1/orders/{orderCode}", h.showOrder)
+	mux.HandleFunc("GET /v1/orders/{orderCode}/events", h.orderEvents)
+	mux.HandleFunc("GET /v1/events", h.listEvents)
+	mux.HandleFunc("POST /v1/orders/track", When(h.deps.Follower != nil, "tracking", h.trackOrder))
+	mux.HandleFunc("POST /v1/payment-links", When(h.deps.Follower != nil, "link creation", h.createPaymentLink))
+}

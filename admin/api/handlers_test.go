@@ -1,0 +1,77 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/ordersync/ordersync/fake"
+)
+
+// testOffice serves one store, "acme", and remembers what it was asked.
+type testOffice struct{ notes []string }
+
+func (o *testOffice) Account(r *http.Request) string {
+	if a := r.URL.Query().Get("account"); a != "" {
+		return a
+	}
+	return "acme"
+}
+
+func (o *testOffice) ChooseStore(r *http.Request, _ bool) (string, error) {
+	if a := o.Account(r); a != "acme" {
+		return "", errors.New(`store "` + a + `": unknown account`)
+	}
+	return "acme", nil
+}
+
+func (o *testOffice) Note(_ *http.Request, object string) { o.notes = append(o.notes, object) }
+
+func (o *testOffice) Fail(w http.ResponseWriter, op string, err error, notFound string) {
+	WriteError(w, op, err, notFound)
+}
+
+func serve(t *testing.T, deps Deps, method, target string) (*httptest.ResponseRecorder, Problem) {
+	t.Helper()
+	mux := http.NewServeMux()
+	New(deps, &testOffice{}).Routes(mux)
+	w := httptest.NewRecorder()
+	mux.ServeHTTP(w, httptest.NewRequest(method, target, nil))
+	var p Problem
+	if w.Code >= 400 {
+		if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
+			t.Fatalf("%s %s: %d, not a problem: %s", method, target, w.Code, w.Body)
+		}
+	}
+	return w, p
+}
+
+// TestHandlersAnswer: the orders' handlers answer through the office and
+// the table: a listing, a bad query naming its parameter, an order not in
+// the mirror, and the 501 of a process without a follower.
+func TestHandlersAnswer(t *testing.T) {
+	deps := Deps{Orders: fake.NewStore()}
+	if w, _ := serve(t, deps, "GET", "/v1/orders"); w.Code != http.StatusOK {
+		t.Errorf("list: %d %s", w.Code, w.Body)
+	}
+	if w, p := serve(t, deps, "GET", "/v1/orders?minTotal=ten"); w.Code != http.StatusBadRequest || len(p.Errors["minTotal"]) != 1 {
+		t.Errorf("a bad query: %d %+v, want 400 naming minTotal", w.Code, p)
+	}
+	if w, p := serve(t, deps, "GET", "/v1/orders/nope42"); w.Code != http.StatusNotFound || p.Title != "order nope42 is not in the mirror" {
+		t.Errorf("an unknown order: %d %q", w.Code, p.Title)
+	}
+	if w, p := serve(t, deps, "GET", "/v1/orders?account=ghost"); w.Code != http.StatusInternalServerError || p.Title != "list orders failed" {
+		t.Errorf("a store the office refuses: %d %q", w.Code, p.Title)
+	}
+	if w, p := serve(t, deps, "POST", "/v1/orders/track"); w.Code != http.StatusNotImplemented || p.Title != "tracking is not enabled in this process" {
+		t.Errorf("no follower: %d %q", w.Code, p.Title)
+	}
+	if w, _ := serve(t, deps, "GET", "/v1/events?orderCode=X"); w.Code != http.StatusOK {
+		t.Errorf("events: %d %s", w.Code, w.Body)
+	}
+	if w, p := serve(t, deps, "GET", "/v1/events?limit=-1"); w.Code != http.StatusBadRequest || len(p.Errors["limit"]) != 1 {
+		t.Errorf("events, a bad limit: %d %+v", w.Code, p)
+	}
+}
