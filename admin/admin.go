@@ -6,9 +6,9 @@
 // webhook receiver, and serves the console there too: HTML pages signed in
 // by session cookie. What a request may do is decided here for both (the
 // guard, the principal and its role, the audit record). The bodies the JSON
-// API speaks, its table from errors to problems and its handlers of orders
-// and the event log are admin/api's; the console's templates and static
-// files are admin/console's.
+// API speaks, its table from errors to problems and its handlers of orders,
+// the event log and dead letters are admin/api's; the console's templates
+// and static files are admin/console's.
 package admin
 
 import (
@@ -138,8 +138,10 @@ func (c *Config) validate() error {
 
 // Server is the admin API handler.
 type Server struct {
-	cfg     Config
-	mux     *router
+	cfg Config
+	mux *router
+	// api holds the JSON API's handlers that have left this package.
+	api     *api.Handlers
 	limiter *signInLimiter
 	// tokenSet holds cfg.Tokens until SetTokens replaces them; read it
 	// through Server.tokens.
@@ -177,12 +179,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Metrics != nil {
 		s.mux.Handle("GET /metrics", cfg.Metrics)
 	}
-	api.New(api.Deps{Orders: cfg.Orders, Follower: cfg.Follower}, office{s}).Routes(s.mux)
+	s.api = api.New(api.Deps{Orders: cfg.Orders, Follower: cfg.Follower, DeadLetters: cfg.DeadLetters, Replayer: cfg.Replayer}, office{s})
+	s.api.Routes(s.mux)
 	s.mux.HandleFunc("GET /v1/reports/daily", api.When(cfg.Reports != nil, "reports", s.dailyTotals))
-	s.mux.HandleFunc("GET /v1/dead-letters", api.When(cfg.DeadLetters != nil, "dead letters", s.listDeadLetters))
-	s.mux.HandleFunc("GET /v1/dead-letters/{id}", api.When(cfg.DeadLetters != nil, "dead letters", s.showDeadLetter))
-	s.mux.HandleFunc("POST /v1/dead-letters/{id}/replay", api.When(cfg.Replayer != nil, "replay", s.replayDeadLetter))
-	s.mux.HandleFunc("POST /v1/dead-letters/replay", api.When(cfg.Replayer != nil, "replay", s.replayDeadLetters))
 	s.routeEndpoints()
 	s.mux.HandleFunc("GET /v1/audit", api.When(cfg.Audit != nil, "the audit trail", s.listAudit))
 	s.routeConsole()

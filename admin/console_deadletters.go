@@ -109,7 +109,7 @@ func (s *Server) showDeadLetters(w http.ResponseWriter, r *http.Request, q url.V
 			view.Jobs = append(view.Jobs, s.jobView(j, loc))
 		}
 	}
-	f, fields := ParseDeadLetterQuery(q)
+	f, fields := api.ParseDeadLetterQuery(q)
 	if fields != nil {
 		view.Errors = fields
 		s.page(w, r, http.StatusBadRequest, "deadletters.html", &Page{Title: "Dead letters", Message: message, Data: view})
@@ -192,7 +192,7 @@ func (s *Server) letterCodes(ctx context.Context, letters []*ordersync.DeadLette
 // replayed so its event resolves. It answers with a redirect to the
 // letter's page.
 func (s *Server) consoleTrackLetterOrder(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.deadLetterID(w, r)
+	id, ok := api.DeadLetterID(w, r)
 	if !ok {
 		return
 	}
@@ -266,7 +266,7 @@ type DeadLetterView struct {
 type Header struct{ Name, Value string }
 
 func (s *Server) deadLetterPage(w http.ResponseWriter, r *http.Request) {
-	dl, ok := s.findDeadLetter(w, r)
+	dl, ok := s.api.FindDeadLetter(w, r)
 	if !ok {
 		return
 	}

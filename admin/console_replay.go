@@ -52,7 +52,7 @@ func (v JobView) againQuery() url.Values {
 // consoleReplayDeadLetter replays one letter, as POST
 // /v1/dead-letters/{id}/replay does, and shows the list the form was on.
 func (s *Server) consoleReplayDeadLetter(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.deadLetterID(w, r)
+	id, ok := api.DeadLetterID(w, r)
 	if !ok {
 		return
 	}
@@ -71,7 +71,7 @@ func (s *Server) consoleReplayDeadLetters(w http.ResponseWriter, r *http.Request
 	for _, p := range []string{"before", "limit", "replayed"} {
 		q.Del(p) // every page, and only what is not replayed yet
 	}
-	f, fields := ParseDeadLetterQuery(q)
+	f, fields := api.ParseDeadLetterQuery(q)
 	if fields != nil {
 		view := &DeadLettersView{Query: q, Errors: fields}
 		s.page(w, r, http.StatusBadRequest, "deadletters.html", &Page{Title: "Dead letters", Data: view})
@@ -136,7 +136,7 @@ func (s *Server) deadLettersConfirmPage(w http.ResponseWriter, r *http.Request) 
 	for _, p := range []string{"before", "limit", "replayed"} {
 		q.Del(p)
 	}
-	f, fields := ParseDeadLetterQuery(q)
+	f, fields := api.ParseDeadLetterQuery(q)
 	if fields != nil {
 		view := &DeadLettersView{Query: q, Errors: fields}
 		s.page(w, r, http.StatusBadRequest, "deadletters.html", &Page{Title: "Dead letters", Data: view})
@@ -170,7 +170,7 @@ func (s *Server) replayJobPage(w http.ResponseWriter, r *http.Request) {
 	}
 	// What the re-queued events became: the letters of those that failed
 	// again since, linked.
-	again, _ := ParseDeadLetterQuery(jv.againQuery()) // times it wrote itself
+	again, _ := api.ParseDeadLetterQuery(jv.againQuery()) // times it wrote itself
 	counts, err := s.cfg.DeadLetters.CountDeadLetters(r.Context(), again)
 	if err != nil {
 		s.fail(w, "count the letters that failed again", err, "")

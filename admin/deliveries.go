@@ -35,7 +35,7 @@ func (s *Server) listDeliveryDeadLetters(w http.ResponseWriter, r *http.Request)
 }
 
 func (s *Server) replayDeliveryDeadLetter(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.deadLetterID(w, r)
+	id, ok := api.DeadLetterID(w, r)
 	if !ok {
 		return
 	}

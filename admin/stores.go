@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // Stores in the back office: each account the deployment serves is one
@@ -15,7 +16,7 @@ import (
 // every one where a page or report can cover several.
 
 // AllStores is the account parameter's value that chooses every store.
-const AllStores = "*"
+const AllStores = api.AllStores
 
 // StoreChoice is the store a request chose: one account, or every one
 // (All, with Account "").

@@ -9,8 +9,10 @@ import (
 // Deps are what the handlers read and act through; a handler whose
 // dependency is nil answers 501 (When).
 type Deps struct {
-	Orders   ordersync.MirrorReader
-	Follower ordersync.Follower
+	Orders      ordersync.MirrorReader
+	Follower    ordersync.Follower
+	DeadLetters ordersync.DeadLetters
+	Replayer    ordersync.Replayer
 }
 
 // Office is what the handlers need of the server that routes them, which
@@ -55,4 +57,11 @@ func (h *Handlers) Routes(mux Mux) {
 	mux.HandleFunc("GET /v1/events", h.listEvents)
 	mux.HandleFunc("POST /v1/orders/track", When(h.deps.Follower != nil, "tracking", h.trackOrder))
 	mux.HandleFunc("POST /v1/payment-links", When(h.deps.Follower != nil, "link creation", h.createPaymentLink))
+	mux.HandleFunc("GET /v1/dead-letters", When(h.deps.DeadLetters != nil, "dead letters", h.listDeadLetters))
+	mux.HandleFunc("GET /v1/dead-letters/{id}", When(h.deps.DeadLetters != nil, "dead letters", h.showDeadLetter))
+	mux.HandleFunc("POST /v1/dead-letters/{id}/replay", When(h.deps.Replayer != nil, "replay", h.replayDeadLetter))
+	mux.HandleFunc("POST /v1/dead-letters/replay", When(h.deps.Replayer != nil, "replay", h.replayDeadLetters))
 }
+
+// AllStores is the account parameter's value that chooses every store.
+const AllStores = "*"

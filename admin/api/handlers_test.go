@@ -75,3 +75,25 @@ func TestHandlersAnswer(t *testing.T) {
 		t.Errorf("events, a bad limit: %d %+v", w.Code, p)
 	}
 }
+
+// TestDeadLetterHandlersAnswer: a bad id or filter is a 400 naming it, a
+// letter not kept a 404 naming it, and replay without a replayer a 501.
+func TestDeadLetterHandlersAnswer(t *testing.T) {
+	db := fake.NewStore()
+	deps := Deps{Orders: db, DeadLetters: db}
+	if w, _ := serve(t, deps, "GET", "/v1/dead-letters"); w.Code != http.StatusOK {
+		t.Errorf("list: %d %s", w.Code, w.Body)
+	}
+	if w, p := serve(t, deps, "GET", "/v1/dead-letters/abc"); w.Code != http.StatusBadRequest || len(p.Errors["id"]) != 1 {
+		t.Errorf("a bad id: %d %+v", w.Code, p)
+	}
+	if w, p := serve(t, deps, "GET", "/v1/dead-letters?reason=bogus&limit=x"); w.Code != http.StatusBadRequest || len(p.Errors["reason"]) != 1 || len(p.Errors["limit"]) != 1 {
+		t.Errorf("a bad filter: %d %+v", w.Code, p)
+	}
+	if w, p := serve(t, deps, "GET", "/v1/dead-letters/7"); w.Code != http.StatusNotFound || p.Title != "no dead letter 7" {
+		t.Errorf("a letter not kept: %d %q", w.Code, p.Title)
+	}
+	if w, p := serve(t, deps, "POST", "/v1/dead-letters/7/replay"); w.Code != http.StatusNotImplemented || p.Title != "replay is not enabled in this process" {
+		t.Errorf("no replayer: %d %q", w.Code, p.Title)
+	}
+}
