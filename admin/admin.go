@@ -7,7 +7,7 @@
 // by session cookie. What a request may do is decided here for both (the
 // guard, the principal and its role, the audit record). The bodies the JSON
 // API speaks, its table from errors to problems and its handlers of orders,
-// the event log and dead letters are admin/api's; the console's templates
+// the event log, dead letters and the audit trail are admin/api's; the console's templates
 // and static files are admin/console's.
 package admin
 
@@ -179,11 +179,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Metrics != nil {
 		s.mux.Handle("GET /metrics", cfg.Metrics)
 	}
-	s.api = api.New(api.Deps{Orders: cfg.Orders, Follower: cfg.Follower, DeadLetters: cfg.DeadLetters, Replayer: cfg.Replayer}, office{s})
+	s.api = api.New(api.Deps{Orders: cfg.Orders, Follower: cfg.Follower, DeadLetters: cfg.DeadLetters, Replayer: cfg.Replayer,
+		Audit: cfg.Audit, Clock: cfg.Clock}, office{s})
 	s.api.Routes(s.mux)
 	s.mux.HandleFunc("GET /v1/reports/daily", api.When(cfg.Reports != nil, "reports", s.dailyTotals))
 	s.routeEndpoints()
-	s.mux.HandleFunc("GET /v1/audit", api.When(cfg.Audit != nil, "the audit trail", s.listAudit))
 	s.routeConsole()
 	s.routeExports()
 	s.routePprof()

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/ordersync/ordersync"
 )
@@ -13,6 +14,10 @@ type Deps struct {
 	Follower    ordersync.Follower
 	DeadLetters ordersync.DeadLetters
 	Replayer    ordersync.Replayer
+	Audit       ordersync.AuditLog
+	// Clock is when a since or until given as a duration counts back
+	// from; required.
+	Clock func() time.Time
 }
 
 // Office is what the handlers need of the server that routes them, which
@@ -61,6 +66,7 @@ func (h *Handlers) Routes(mux Mux) {
 	mux.HandleFunc("GET /v1/dead-letters/{id}", When(h.deps.DeadLetters != nil, "dead letters", h.showDeadLetter))
 	mux.HandleFunc("POST /v1/dead-letters/{id}/replay", When(h.deps.Replayer != nil, "replay", h.replayDeadLetter))
 	mux.HandleFunc("POST /v1/dead-letters/replay", When(h.deps.Replayer != nil, "replay", h.replayDeadLetters))
+	mux.HandleFunc("GET /v1/audit", When(h.deps.Audit != nil, "the audit trail", h.listAudit))
 }
 
 // AllStores is the account parameter's value that chooses every store.

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/ordersync/ordersync/fake"
 )
@@ -95,5 +97,24 @@ func TestDeadLetterHandlersAnswer(t *testing.T) {
 	}
 	if w, p := serve(t, deps, "POST", "/v1/dead-letters/7/replay"); w.Code != http.StatusNotImplemented || p.Title != "replay is not enabled in this process" {
 		t.Errorf("no replayer: %d %q", w.Code, p.Title)
+	}
+}
+
+// TestAuditHandlerAnswers: the trail pages, and a bad since or cursor is
+// a 400 naming it.
+func TestAuditHandlerAnswers(t *testing.T) {
+	db := fake.NewStore()
+	deps := Deps{Orders: db, Audit: db, Clock: time.Now}
+	if w, _ := serve(t, deps, "GET", "/v1/audit?since=24h&limit=5"); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"records":[]`) {
+		t.Errorf("list: %d %s", w.Code, w.Body)
+	}
+	for _, param := range []string{"since=yesterday", "until=soon", "cursor=0", "limit=-1"} {
+		name, _, _ := strings.Cut(param, "=")
+		if w, p := serve(t, deps, "GET", "/v1/audit?"+param); w.Code != http.StatusBadRequest || len(p.Errors[name]) != 1 {
+			t.Errorf("%s: %d %+v, want 400 naming %s", param, w.Code, p, name)
+		}
+	}
+	if w, _ := serve(t, Deps{Orders: db}, "GET", "/v1/audit"); w.Code != http.StatusNotImplemented {
+		t.Errorf("no audit log: %d", w.Code)
 	}
 }
