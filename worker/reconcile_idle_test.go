@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,31 +56,39 @@ func (noChecks) CheckOrder(context.Context, string, string, func(context.Context
 }
 
 // TestReconcilerIdleSleepsUntilWoken: with nothing on the schedule the
-// reconciler does not ask for due work again within a window (it used to
-// every second), and Tighten wakes it at once, well before its Idle cap.
-// The test waits out the window, since what it proves is that no claim
-// happened within it; a slow machine claims less, not more.
+// reconciler does not ask for due work again before its Idle cap (it used
+// to every second), and Tighten wakes it at once. The clock is synctest's,
+// so "no claim within the window" is exact and costs no wall time.
 func TestReconcilerIdleSleepsUntilWoken(t *testing.T) {
 	t.Parallel()
-	sched := &claimCounter{CheckSchedule: fake.NewStore()}
-	rec, err := worker.NewReconciler(worker.ReconcilerConfig{Schedule: sched, Syncer: noChecks{}, Registerer: prometheus.NewRegistry(), Idle: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := runReconciler(t, rec)
-	// The first claim: the start's Tighten wakes nothing more, since the
-	// loop claims at once.
-	waitFor(t, 5*time.Second, "the reconciler's first claim", func() bool { return sched.claims.Load() >= 1 })
-	idle := sched.claims.Load()
-	time.Sleep(3 * time.Second) // the window in which no claim may happen
-	if got := sched.claims.Load() - idle; got != 0 {
-		t.Fatalf("%d claims of due work in 3s with nothing on the schedule, want none", got)
-	}
-	if err := rec.Tighten(ctx, time.Now(), "missed_webhook"); err != nil {
-		t.Fatal(err)
-	}
-	// Within a third of the 30 s Idle cap: Tighten woke it.
-	waitFor(t, 10*time.Second, "a claim after Tighten", func() bool { return sched.claims.Load() > idle })
+	synctest.Test(t, func(t *testing.T) {
+		const idle = 30 * time.Second
+		sched := &claimCounter{CheckSchedule: fake.NewStore()}
+		rec, err := worker.NewReconciler(worker.ReconcilerConfig{Schedule: sched, Syncer: noChecks{}, Registerer: prometheus.NewRegistry(), Idle: idle})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := runReconciler(t, rec)
+		// The first claim: the start's Tighten wakes nothing more, since
+		// the loop claims at once.
+		synctest.Wait()
+		if got := sched.claims.Load(); got != 1 {
+			t.Fatalf("%d claims at the start with nothing on the schedule, want 1", got)
+		}
+		time.Sleep(idle - time.Millisecond)
+		synctest.Wait()
+		if got := sched.claims.Load(); got != 1 {
+			t.Fatalf("%d claims within the %s Idle cap with nothing on the schedule, want 1", got, idle)
+		}
+		if err := rec.Tighten(ctx, time.Now(), "missed_webhook"); err != nil {
+			t.Fatal(err)
+		}
+		// At once: no time passes between Tighten and the claim.
+		synctest.Wait()
+		if got := sched.claims.Load(); got != 2 {
+			t.Fatalf("%d claims after Tighten, want 2", got)
+		}
+	})
 }
 
 // rescheduler is a Syncer whose check of an order, admitted by the
@@ -143,29 +152,31 @@ func scheduleOrders(t *testing.T, st *fake.Store, at ...time.Time) []string {
 // check sent when done.
 func TestReconcilerClaimsOncePerQuietCheck(t *testing.T) {
 	t.Parallel()
-	const n = 8
-	st := fake.NewStore()
-	start := time.Now()
-	due := make([]time.Time, n)
-	for i := range due {
-		// Further apart than the budget's spacing (6 a second), so that
-		// each is claimed alone.
-		due[i] = start.Add(time.Duration(i+1) * 250 * time.Millisecond)
-	}
-	scheduleOrders(t, st, due...)
-	sched := &claimCounter{CheckSchedule: st}
-	checker := &rescheduler{sched: st, next: func(string, int64) time.Time { return time.Now().Add(time.Hour) }}
-	rec, err := worker.NewReconciler(worker.ReconcilerConfig{Schedule: sched, Syncer: checker,
-		Registerer: prometheus.NewRegistry(), Idle: 30 * time.Second, BacklogInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runReconciler(t, rec)
-	waitFor(t, 20*time.Second, "every order checked", func() bool { return checker.checks.Load() == n })
-	// The first claim, the one the start's Tighten woke, and one a check.
-	if got := sched.claims.Load(); got > n+2 {
-		t.Fatalf("%d claims for %d checks due one at a time, want at most %d", got, n, n+2)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const n = 8
+		st := fake.NewStore()
+		start := time.Now()
+		due := make([]time.Time, n)
+		for i := range due {
+			// Further apart than the budget's spacing (6 a second), so that
+			// each is claimed alone.
+			due[i] = start.Add(time.Duration(i+1) * 250 * time.Millisecond)
+		}
+		scheduleOrders(t, st, due...)
+		sched := &claimCounter{CheckSchedule: st}
+		checker := &rescheduler{sched: st, next: func(string, int64) time.Time { return time.Now().Add(time.Hour) }}
+		rec, err := worker.NewReconciler(worker.ReconcilerConfig{Schedule: sched, Syncer: checker,
+			Registerer: prometheus.NewRegistry(), Idle: 30 * time.Second, BacklogInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runReconciler(t, rec)
+		waitFor(t, 20*time.Second, "every order checked", func() bool { return checker.checks.Load() == n })
+		// The first claim, the one the start's Tighten woke, and one a check.
+		if got := sched.claims.Load(); got > n+2 {
+			t.Fatalf("%d claims for %d checks due one at a time, want at most %d", got, n, n+2)
+		}
+	})
 }
 
 // TestReconcilerSleepsUntilASoonerCheck: a check that sets its order's
@@ -173,37 +184,39 @@ func TestReconcilerClaimsOncePerQuietCheck(t *testing.T) {
 // the loop claim it then, long before the loop's Idle cap.
 func TestReconcilerSleepsUntilASoonerCheck(t *testing.T) {
 	t.Parallel()
-	st := fake.NewStore()
-	codes := scheduleOrders(t, st, time.Now().Add(time.Hour))
-	sched := &claimCounter{CheckSchedule: st, readAfterClaim: make(chan struct{}, 1)}
-	checker := &rescheduler{sched: st, next: func(_ string, checks int64) time.Time {
-		if checks > 1 {
-			return time.Now().Add(time.Hour)
+	synctest.Test(t, func(t *testing.T) {
+		st := fake.NewStore()
+		codes := scheduleOrders(t, st, time.Now().Add(time.Hour))
+		sched := &claimCounter{CheckSchedule: st, readAfterClaim: make(chan struct{}, 1)}
+		checker := &rescheduler{sched: st, next: func(_ string, checks int64) time.Time {
+			if checks > 1 {
+				return time.Now().Add(time.Hour)
+			}
+			// Once the loop has read the schedule after claiming this check,
+			// it sleeps until the retry (a minute) or its cap (30 s).
+			select {
+			case <-sched.readAfterClaim:
+			case <-time.After(10 * time.Second):
+				t.Error("no read of the schedule after the claim")
+			}
+			return time.Now().Add(300 * time.Millisecond)
+		}}
+		rec, err := worker.NewReconciler(worker.ReconcilerConfig{Schedule: sched, Syncer: checker,
+			Registerer: prometheus.NewRegistry(), Idle: 30 * time.Second, BacklogInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
 		}
-		// Once the loop has read the schedule after claiming this check,
-		// it sleeps until the retry (a minute) or its cap (30 s).
-		select {
-		case <-sched.readAfterClaim:
-		case <-time.After(10 * time.Second):
-			t.Error("no read of the schedule after the claim")
+		runReconciler(t, rec)
+		// The first claim and the one the start's Tighten woke, and the
+		// backlog gauges' first read: only the claim loop reads from now on.
+		waitFor(t, 10*time.Second, "the reconciler's start", func() bool { return sched.claims.Load() >= 2 && sched.reads.Load() >= 3 })
+		if err := st.PullCheck(context.Background(), ordersync.DefaultAccount, codes[0], time.Now()); err != nil {
+			t.Fatal(err)
 		}
-		return time.Now().Add(300 * time.Millisecond)
-	}}
-	rec, err := worker.NewReconciler(worker.ReconcilerConfig{Schedule: sched, Syncer: checker,
-		Registerer: prometheus.NewRegistry(), Idle: 30 * time.Second, BacklogInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runReconciler(t, rec)
-	// The first claim and the one the start's Tighten woke, and the
-	// backlog gauges' first read: only the claim loop reads from now on.
-	waitFor(t, 10*time.Second, "the reconciler's start", func() bool { return sched.claims.Load() >= 2 && sched.reads.Load() >= 3 })
-	if err := st.PullCheck(context.Background(), ordersync.DefaultAccount, codes[0], time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	rec.Wake()
-	// Within a third of the 30 s Idle cap: the check's reschedule woke it.
-	waitFor(t, 10*time.Second, "the order's second check", func() bool { return checker.checks.Load() >= 2 })
+		rec.Wake()
+		// Within a third of the 30 s Idle cap: the check's reschedule woke it.
+		waitFor(t, 10*time.Second, "the order's second check", func() bool { return checker.checks.Load() >= 2 })
+	})
 }
 
 // TestReconcilerReadsTheScheduleOncePerIdle: the checks of one claim cost
@@ -212,49 +225,51 @@ func TestReconcilerSleepsUntilASoonerCheck(t *testing.T) {
 // the one that reports a sooner check still wakes the loop then.
 func TestReconcilerReadsTheScheduleOncePerIdle(t *testing.T) {
 	t.Parallel()
-	// Fewer than a claim asks for (8), so that one claim takes them all.
-	const n = 6
-	st := fake.NewStore()
-	sched := &claimCounter{CheckSchedule: st, readAfterClaim: make(chan struct{}, 1)}
-	checker := &rescheduler{sched: st, next: func(_ string, checks int64) time.Time {
-		if checks == n {
-			// Far sooner than the loop's sleep: the claimed checks' retry
-			// (a minute) or its cap (30 s).
-			return time.Now().Add(300 * time.Millisecond)
+	synctest.Test(t, func(t *testing.T) {
+		// Fewer than a claim asks for (8), so that one claim takes them all.
+		const n = 6
+		st := fake.NewStore()
+		sched := &claimCounter{CheckSchedule: st, readAfterClaim: make(chan struct{}, 1)}
+		checker := &rescheduler{sched: st, next: func(_ string, checks int64) time.Time {
+			if checks == n {
+				// Far sooner than the loop's sleep: the claimed checks' retry
+				// (a minute) or its cap (30 s).
+				return time.Now().Add(300 * time.Millisecond)
+			}
+			return time.Now().Add(time.Hour)
+		}}
+		rec, err := worker.NewReconciler(worker.ReconcilerConfig{Schedule: sched, Syncer: checker,
+			Registerer: prometheus.NewRegistry(), Idle: 30 * time.Second, BacklogInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return time.Now().Add(time.Hour)
-	}}
-	rec, err := worker.NewReconciler(worker.ReconcilerConfig{Schedule: sched, Syncer: checker,
-		Registerer: prometheus.NewRegistry(), Idle: 30 * time.Second, BacklogInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runReconciler(t, rec)
-	// The orders come once the start is over (the backlog loop's first
-	// read and the claim loop's, which sleeps), so that no read of the
-	// start falls between the claims, and the start hurries none of them.
-	waitFor(t, 10*time.Second, "the reconciler's start", func() bool { return sched.reads.Load() >= 2 })
-	scheduleOrders(t, st, slices.Repeat([]time.Time{time.Now().Add(time.Second)}, n)...)
-	rec.Wake()
-	afterClaim := func(what string) int64 {
-		t.Helper()
-		select {
-		case <-sched.readAfterClaim:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no read of the schedule after %s", what)
+		runReconciler(t, rec)
+		// The orders come once the start is over (the backlog loop's first
+		// read and the claim loop's, which sleeps), so that no read of the
+		// start falls between the claims, and the start hurries none of them.
+		waitFor(t, 10*time.Second, "the reconciler's start", func() bool { return sched.reads.Load() >= 2 })
+		scheduleOrders(t, st, slices.Repeat([]time.Time{time.Now().Add(time.Second)}, n)...)
+		rec.Wake()
+		afterClaim := func(what string) int64 {
+			t.Helper()
+			select {
+			case <-sched.readAfterClaim:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("no read of the schedule after %s", what)
+			}
+			return sched.reads.Load()
 		}
-		return sched.reads.Load()
-	}
-	first := afterClaim("the claim of the due checks")
-	// The budget (6 a second) spaces the checks, so that a loop that read
-	// the schedule after each check would read it once per check.
-	second := afterClaim("the claim of the check reported sooner")
-	// Within a third of the 30 s Idle cap: the check's report woke it.
-	waitFor(t, 10*time.Second, "the sooner check", func() bool { return checker.checks.Load() == n+1 })
-	// Only the read after the second claim, none for the checks between.
-	if got := second - first; got != 1 {
-		t.Errorf("%d reads of the schedule between two claims %d checks apart, want 1", got, n)
-	}
+		first := afterClaim("the claim of the due checks")
+		// The budget (6 a second) spaces the checks, so that a loop that read
+		// the schedule after each check would read it once per check.
+		second := afterClaim("the claim of the check reported sooner")
+		// Within a third of the 30 s Idle cap: the check's report woke it.
+		waitFor(t, 10*time.Second, "the sooner check", func() bool { return checker.checks.Load() == n+1 })
+		// Only the read after the second claim, none for the checks between.
+		if got := second - first; got != 1 {
+			t.Errorf("%d reads of the schedule between two claims %d checks apart, want 1", got, n)
+		}
+	})
 }
 
 // fixedBacklog is a schedule with checks overdue that are never claimed.
