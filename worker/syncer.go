@@ -38,10 +38,10 @@ type Syncer struct {
 
 	cred credentialsPause
 
-	// foreground counts the fetches other than the reconciler's that are
+	// foreground are the fetches other than the reconciler's that are
 	// waiting for the upstream (the Retry-After gate, the rate limit):
 	// while there are any, the reconciler's checks wait (see giveWay).
-	foreground atomic.Int64
+	foreground waitingFetches
 }
 
 // fetchOptions make a fetch other than a webhook's. The zero value is a

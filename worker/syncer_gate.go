@@ -11,9 +11,45 @@ import (
 	"github.com/ordersync/ordersync"
 )
 
-// giveWayPoll is how often a check waiting for other fetches to leave looks
-// again: far below the interval of any budget the reconciler runs at.
-const giveWayPoll = 10 * time.Millisecond
+// waitingFetches counts the fetches other than the reconciler's checks that
+// wait for the upstream, and tells the checks when the last one leaves.
+type waitingFetches struct {
+	mu sync.Mutex
+	n  int64
+	// left is closed when n goes back to 0; nil while n is 0.
+	left chan struct{}
+}
+
+func (w *waitingFetches) enter() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n == 0 {
+		w.left = make(chan struct{})
+	}
+	w.n++
+}
+
+func (w *waitingFetches) leave() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n--; w.n == 0 {
+		close(w.left)
+		w.left = nil
+	}
+}
+
+// none is nil when no fetch waits, else closed when the last one leaves.
+func (w *waitingFetches) none() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.left
+}
+
+func (w *waitingFetches) count() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n
+}
 
 // credentialsPause stops fetching while the upstream rejects the key.
 type credentialsPause struct {
@@ -66,8 +102,8 @@ func (s *Syncer) waitTurn(ctx context.Context, code string, opts fetchOptions) (
 			return false, fmt.Errorf("wait for the reconcile budget: %w", err)
 		}
 	} else {
-		s.foreground.Add(1)
-		defer s.foreground.Add(-1)
+		s.foreground.enter()
+		defer s.foreground.leave()
 	}
 	if opts.interactive {
 		if wait := s.GateWait(); wait > 0 {
@@ -103,9 +139,9 @@ func (s *Syncer) CreatePaymentLink(ctx context.Context, params ordersync.Payment
 	if wait := s.GateWait(); wait > 0 {
 		return nil, gateClosed(op, wait)
 	}
-	s.foreground.Add(1)
+	s.foreground.enter()
 	err := s.rate.wait(ctx, nil)
-	s.foreground.Add(-1)
+	s.foreground.leave()
 	if err != nil {
 		return nil, fmt.Errorf("%s: wait for the upstream rate limit: %w", op, err)
 	}
@@ -121,13 +157,23 @@ func (s *Syncer) CreatePaymentLink(ctx context.Context, params ordersync.Payment
 // giveWay waits until no other fetch is waiting for the upstream and the
 // rate has a request to spare now, and takes it: a check never takes a
 // turn a webhook's fetch is queued for, and a fetch that starts waiting
-// waits behind at most the one check that took the last turn.
+// waits behind at most the one check that took the last turn. It waits for
+// the last waiting fetch to leave, then for the rate's next turn.
 func (s *Syncer) giveWay(ctx context.Context) error {
 	for {
-		if s.foreground.Load() == 0 && s.rate.allow() {
+		if left := s.foreground.none(); left != nil {
+			select {
+			case <-left:
+				continue
+			case <-ctx.Done():
+				return fmt.Errorf("give way to the other fetches: %w", ctx.Err())
+			}
+		}
+		now := time.Now()
+		if s.rate.allowAt(now) {
 			return nil
 		}
-		if err := sleep(ctx, giveWayPoll); err != nil {
+		if err := sleep(ctx, s.rate.untilFree(now)); err != nil {
 			return fmt.Errorf("give way to the other fetches: %w", err)
 		}
 	}

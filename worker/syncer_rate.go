@@ -114,12 +114,23 @@ func (r *upstreamRate) wait(ctx context.Context, park func(context.Context, func
 	return nil
 }
 
-// allow takes a turn if one is free now: a check never waits in the queue
-// that the other fetches wait in.
-func (r *upstreamRate) allow() bool {
-	now := time.Now()
+// allowAt takes a turn if one is free at now: a check never waits in the
+// queue that the other fetches wait in.
+func (r *upstreamRate) allowAt(now time.Time) bool {
 	r.recover(now)
 	return r.limiter.AllowN(now, 1)
+}
+
+// untilFree is how long after now the next turn is free at the limit in
+// use, at least a millisecond: a limit that recovers meanwhile frees it
+// sooner, and the caller asks again then.
+func (r *upstreamRate) untilFree(now time.Time) time.Duration {
+	l := r.limiter.Limit()
+	if l == rate.Inf || l <= 0 {
+		return time.Millisecond
+	}
+	missing := 1 - r.limiter.TokensAt(now)
+	return max(time.Millisecond, time.Duration(math.Ceil(missing/float64(l)*float64(time.Second))))
 }
 
 // limit is the rate in use; +Inf for none.
