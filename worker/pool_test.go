@@ -180,22 +180,27 @@ func TestPoolDrainAcksCommitted(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 
-	// Run returns once every delivery is settled by an ack or a nak sent
-	// to the server; the server counts them when they arrive, so the test
-	// waits for its count rather than reading it at once.
+	// Run returns once every delivery is settled by an ack sent to the
+	// server, which counts them when they arrive. Every event is then
+	// committed (in the event log), still queued, or handed back by the
+	// queue from a pull abandoned at the cancel (a nak: it stays the
+	// consumer's ack-pending until redelivered), each exactly once: an
+	// event committed and not acknowledged would count twice. The test
+	// waits for that condition, not for ack-pending to reach zero.
+	var evs []ordersync.EventRecord
 	var pending, ackPending int
-	waitFor(t, 5*time.Second, "every delivered event settled after the drain", func() bool {
+	waitFor(t, 30*time.Second, "every committed event acknowledged after the drain", func() bool {
 		pending, ackPending, _ = e.consumerState(t)
-		return ackPending == 0
+		var err error
+		if evs, err = e.db.ListEvents(context.Background(), ordersync.EventFilter{Limit: 1000}); err != nil {
+			t.Fatalf("ListEvents: %v", err)
+		}
+		return len(evs)+pending+ackPending == len(orders)
 	})
-	evs, err := e.db.ListEvents(context.Background(), ordersync.EventFilter{Limit: 1000})
-	if err != nil {
-		t.Fatalf("ListEvents: %v", err)
+	if ackPending > 0 {
+		t.Logf("%d events handed back from the pull abandoned at the drain", ackPending)
 	}
-	if len(evs)+pending != len(orders) {
-		t.Errorf("%d events synced + %d still queued, want %d: everything delivered was committed and acked", len(evs), pending, len(orders))
-	}
-	if pending == 0 {
+	if pending+ackPending == 0 {
 		t.Log("drain happened after every event was pulled; the test proves less")
 	}
 
