@@ -62,18 +62,32 @@ func TestOneReconcilerAcrossProcesses(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	var checks []float64
+	// The leader goes on checking (the start tightens the schedule, so
+	// the orders come due again soon): the counts below are of a running
+	// process. The standby's must be 0 and stay so, whenever read; the
+	// simulator's count and the leader's are not compared, since a check
+	// whose request the simulator has counted may not have counted itself
+	// yet.
+	var checks, requests []float64
 	for _, p := range programs {
 		checks = append(checks, counterValue(p.Registry(), "ordersync_reconcile_checks_total", "account", ordersync.DefaultAccount))
+		sum := 0.0
+		for _, m := range family(p.Registry(), "ordersync_fetch_requests_total") {
+			sum += m.GetCounter().GetValue()
+		}
+		requests = append(requests, sum)
 	}
 	if (checks[0] == 0) == (checks[1] == 0) {
 		t.Errorf("checks by process: %v; want every one by a single process", checks)
 	}
+	if (requests[0] == 0) == (requests[1] == 0) {
+		t.Errorf("upstream requests by process: %v; want every one by the process that checks", requests)
+	}
 	if got := checks[0] + checks[1]; got < orders {
 		t.Errorf("%v checks for %d due orders", got, orders)
 	}
-	if gets := simulator.Stats().Gets; float64(gets) != checks[0]+checks[1] {
-		t.Errorf("the simulator answered %d requests for %v checks", gets, checks[0]+checks[1])
+	if gets := simulator.Stats().Gets; float64(gets) < requests[0]+requests[1] {
+		t.Errorf("the simulator answered %d requests, the processes counted %v", gets, requests[0]+requests[1])
 	}
 }
 
