@@ -163,7 +163,10 @@ func TestReconcilerStaysWithinBudget(t *testing.T) {
 // TestReconcilerGivesWayToWebhookFetches: with the upstream capped at 20
 // requests per second and webhook-driven fetches queued for it, the
 // reconciler's checks wait until every one of those fetches has left,
-// including those queued after the checks were.
+// including those queued after the checks were. The first fetches are
+// held at the rate limit until every check and every later fetch waits,
+// so that no scheduling delay lets them all leave before the later ones
+// are queued.
 func TestReconcilerGivesWayToWebhookFetches(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, sim.Faults{})
@@ -173,20 +176,32 @@ func TestReconcilerGivesWayToWebhookFetches(t *testing.T) {
 	orders := e.createOrders(t, 35)
 	webhookOrders, checkedOrders := orders[:30], orders[30:]
 	var wg sync.WaitGroup
-	fetch := func(orders []ordersync.PaymentLinkResult) {
+	held := make(chan struct{})
+	// A nil held is a plain fetch.
+	fetch := func(orders []ordersync.PaymentLinkResult, held <-chan struct{}) {
 		for _, o := range orders {
 			wg.Go(func() {
-				if _, _, err := s.Fetch(ctx, ordersync.DefaultAccount, o.OrderCode); err != nil {
+				var err error
+				if held == nil {
+					_, _, err = s.Fetch(ctx, ordersync.DefaultAccount, o.OrderCode)
+				} else {
+					err = s.FetchHeldForTest(ctx, o.OrderCode, held)
+				}
+				if err != nil {
 					t.Error(err)
 				}
 			})
 		}
 	}
-	fetch(webhookOrders[:15])
-	// Every one of them has sent its request or waits at the rate limit.
-	for s.WaitingFetchesForTest()+int64(len(up.recorded())) < 15 {
-		runtime.Gosched()
+	fetch(webhookOrders[:15], held)
+	waiting := func(n int) {
+		t.Helper()
+		// Every one of them has sent its request or waits at the rate limit.
+		for s.WaitingFetchesForTest()+int64(len(up.recorded())) < int64(n) {
+			runtime.Gosched()
+		}
 	}
+	waiting(15)
 	admitted := make(chan struct{}, len(checkedOrders))
 	for _, o := range checkedOrders {
 		wg.Go(func() {
@@ -200,7 +215,9 @@ func TestReconcilerGivesWayToWebhookFetches(t *testing.T) {
 	for range checkedOrders {
 		<-admitted
 	}
-	fetch(webhookOrders[15:]) // more webhooks, while the checks wait
+	fetch(webhookOrders[15:], nil) // more webhooks, while the checks wait
+	waiting(len(webhookOrders))
+	close(held)
 	wg.Wait()
 	gets := up.recorded()
 	checked := map[string]bool{}
