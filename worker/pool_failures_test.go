@@ -181,7 +181,8 @@ func TestPoolBreakerOutage(t *testing.T) {
 	})
 	// A window of a few open periods and failed probes that proves no
 	// event is dead-lettered during the outage: what must not happen has
-	// no signal to wait for.
+	// no signal to wait for. The breaker's own OpenFor timer is the
+	// subject, beside real JetStream, so the window is on the wall clock.
 	time.Sleep(500 * time.Millisecond)
 	if n := len(e.deadLetters(t, "")); n != 0 {
 		t.Fatalf("%d dead letters during an outage, want none", n)

@@ -346,6 +346,9 @@ func TestPoolCredentialsPause(t *testing.T) {
 		return counterValue(t, e.reg, "ordersync_upstream_credentials_rejected", nil) == 1
 	})
 	pausedAt := time.Now()
+	// The pause's own probe timer is the subject, against the real client
+	// and simulator: a window of five probe intervals, bounded below by
+	// the probes it allows.
 	time.Sleep(5 * probeEvery)
 	rejected := e.sim.Stats().Unauthorized
 	// Up to one request per order may have been in flight when the first
