@@ -2,6 +2,8 @@ package worker_test
 
 import (
 	"context"
+	"math"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -215,8 +217,9 @@ func TestPoolDrainAcksCommitted(t *testing.T) {
 // events sync; when no webhooks come it is back at full concurrency; and a
 // drain that begins while it yields runs at full speed. The test counts
 // the pool's reads of Pressure (one per interval, each followed by its
-// decision) instead of sleeping, so the first two checks end before the
-// hold's bound (20 reads) lets a fetch through however slow the machine.
+// decision) instead of sleeping, and for the first two checks lets the
+// pool read only as often as it checks, so that the hold's bound (20
+// reads) cannot let a fetch through while the test is not scheduled.
 func TestPoolYieldsToWebhooks(t *testing.T) {
 	const target = 2 * time.Millisecond
 	e := newEnv(t, sim.Faults{})
@@ -224,11 +227,26 @@ func TestPoolYieldsToWebhooks(t *testing.T) {
 	var wait atomic.Int64 // the publish wait Pressure reports; 0: no webhooks
 	wait.Store(int64(10 * time.Millisecond))
 	var reads atomic.Int64 // how many times the pool read Pressure
+	// The pool's read number n waits while n > allowed.
+	var mu sync.Mutex
+	allowedRead := sync.NewCond(&mu)
+	allowed := int64(math.MaxInt64)
+	setAllowed := func(n int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		allowed = n
+		allowedRead.Broadcast()
+	}
 	stop := e.startPool(t, e.newSyncer(t, nil, nil), func(c *worker.PoolConfig) {
 		c.PressureTarget, c.PressureInterval = target, 20*time.Millisecond
 		c.DrainTimeout = 5 * time.Second
 		c.Pressure = func() (time.Duration, int64) {
-			reads.Add(1)
+			n := reads.Add(1)
+			mu.Lock()
+			for n > allowed {
+				allowedRead.Wait()
+			}
+			mu.Unlock()
 			if w := wait.Load(); w > 0 {
 				// A flood at the default PressureMinRate even for a
 				// read seconds late.
@@ -237,14 +255,24 @@ func TestPoolYieldsToWebhooks(t *testing.T) {
 			return 0, 0
 		}
 	})
+	// Before the pool's stop (cleanups run last first): a pool held at a
+	// read would not stop.
+	t.Cleanup(func() { setAllowed(math.MaxInt64) })
 	limit := func() float64 { return counterValue(t, e.reg, "ordersync_worker_fetch_limit", nil) }
 	waitFor(t, 2*time.Second, "the fetch limit to fall to 0", func() bool { return limit() == 0 })
-	// decided waits until the pool has taken n more decisions: the read
-	// after the n-th is made once the n-th decision was applied.
+	// From here the pool reads Pressure once more and then waits for
+	// decided.
+	setAllowed(reads.Load() + 1)
+	// decided lets the pool take n more decisions and waits until it has:
+	// the read after the n-th starts once the n-th decision was applied,
+	// and waits there.
 	decided := func(n int64) {
 		t.Helper()
-		until := reads.Load() + n + 1
-		waitFor(t, 5*time.Second, "the pool's pressure checks", func() bool { return reads.Load() >= until })
+		mu.Lock()
+		until := allowed + n
+		mu.Unlock()
+		setAllowed(until)
+		waitFor(t, 10*time.Second, "the pool's pressure checks", func() bool { return reads.Load() > until })
 	}
 
 	publishCreated := func(orders []ordersync.PaymentLinkResult) []string {
@@ -271,6 +299,7 @@ func TestPoolYieldsToWebhooks(t *testing.T) {
 	}
 	// Held for long, the limit rises anyway: whatever keeps the wait in
 	// between, syncing goes on.
+	setAllowed(math.MaxInt64)
 	e.waitDrained(t, 10*time.Second)
 	e.assertMirrorMatchesSim(t, firstCodes)
 
