@@ -379,12 +379,15 @@ func (o *order) checkState(status ordersync.Status, dense ordersync.DenseChecks)
 	return ordersync.CheckState{Code: o.ref.Code, Status: status, ActiveAt: o.activeAt(), LastEventType: o.sync.LastEventType, ExpiresAt: o.ref.ExpiresAt, Dense: dense}
 }
 
-// logEvents upserts event log rows by MsgID: a later record takes the
-// outcome and detail, and the keys it has; the lock is held.
+// logEvents upserts event log rows by receipt (account, receipt time,
+// MsgID), the store's key: a later record takes the outcome and detail,
+// and the keys it has; the lock is held.
 func (s *Store) logEvents(events []ordersync.EventRecord) {
 	for _, ev := range events {
 		ev.ReceivedAt = dbTime(ev.ReceivedAt)
-		i := slices.IndexFunc(s.events, func(e ordersync.EventRecord) bool { return e.MsgID == ev.MsgID })
+		i := slices.IndexFunc(s.events, func(e ordersync.EventRecord) bool {
+			return e.MsgID == ev.MsgID && e.Account == ev.Account && e.ReceivedAt.Equal(ev.ReceivedAt)
+		})
 		if i < 0 {
 			s.events = append(s.events, ev)
 			continue
@@ -400,7 +403,7 @@ func (s *Store) logEvents(events []ordersync.EventRecord) {
 	}
 }
 
-// RecordEvents adds event log rows; a MsgID already logged is updated.
+// RecordEvents adds event log rows; a receipt already logged is updated.
 func (s *Store) RecordEvents(_ context.Context, events []ordersync.EventRecord) error {
 	at := now()
 	for i := range events {
@@ -450,6 +453,16 @@ func (s *Store) AddDeadLetter(_ context.Context, dl ordersync.DeadLetter) (int64
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Logged at the event's receipt when the letter has it, else at the
+	// creation of the letter it updates, as the store does, so a
+	// redelivery failing again finds the same row.
+	if at, err := time.Parse(time.RFC3339Nano, dl.Headers["received_at"]); err == nil {
+		ev.ReceivedAt = at
+	} else if i := slices.IndexFunc(s.deadLetters, func(old *ordersync.DeadLetter) bool {
+		return old.MsgID == dl.MsgID && old.ReplayedAt == nil
+	}); i >= 0 {
+		ev.ReceivedAt = s.deadLetters[i].CreatedAt
+	}
 	s.logEvents([]ordersync.EventRecord{ev})
 	for _, old := range s.deadLetters {
 		if old.MsgID == dl.MsgID && old.ReplayedAt == nil {
