@@ -1,6 +1,7 @@
 package ordersync
 
 import (
+	_ "embed"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,10 +11,18 @@ import (
 	_ "time/tzdata"
 )
 
+// zoneNamesText lists the IANA zone names time/tzdata carries, one a line;
+// TestZoneNamesAreTheBinarys keeps it equal to the zones of the Go that
+// builds the binary.
+//
+//go:embed zonenames.txt
+var zoneNamesText string
+
 // zonesByFold maps each IANA zone name in lower case to its spelling.
 var zonesByFold = sync.OnceValue(func() map[string]string {
-	m := make(map[string]string, len(zoneNames))
-	for _, n := range zoneNames {
+	names := strings.Fields(zoneNamesText)
+	m := make(map[string]string, len(names))
+	for _, n := range names {
 		m[strings.ToLower(n)] = n
 	}
 	return m
