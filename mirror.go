@@ -142,6 +142,10 @@ type Mirror interface {
 	// returns the first. Every number is greater than any handed out
 	// before, by any process sharing the database.
 	AllocateFetchSeq(ctx context.Context, n int) (int64, error)
+	// CurrentFetchSeq reads the highest fetch sequence number handed out
+	// without writing. With it, fetch numbers are handed out from a
+	// reservation while a read shows no other process took one since.
+	CurrentFetchSeq(ctx context.Context) (int64, error)
 	// ApplyOrders writes fetched orders, their status history, outbox
 	// messages and event log rows in one transaction.
 	ApplyOrders(ctx context.Context, params []ApplyParams) ([]ApplyResult, error)
@@ -184,13 +188,6 @@ type LastFetch struct {
 	// last status change was made; zero before any status change.
 	ChangedAt   time.Time
 	ChangeCause Cause
-}
-
-// FetchSeqReader is a Mirror that reads the fetch sequence's current value
-// without writing. With it, fetch numbers are handed out from a reservation
-// while a read shows no other process took one since.
-type FetchSeqReader interface {
-	CurrentFetchSeq(ctx context.Context) (int64, error)
 }
 
 // MirrorReader is the mirror as the back office reads it.

@@ -43,7 +43,6 @@ type Store struct {
 var (
 	_ ordersync.Mirror              = (*Store)(nil)
 	_ ordersync.OrderCodesResolver  = (*Store)(nil)
-	_ ordersync.FetchSeqReader      = (*Store)(nil)
 	_ ordersync.MirrorReader        = (*Store)(nil)
 	_ ordersync.DeadLetters         = (*Store)(nil)
 	_ ordersync.Outbox              = (*Store)(nil)

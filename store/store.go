@@ -269,7 +269,6 @@ type DB struct {
 var (
 	_ ordersync.Mirror             = (*DB)(nil)
 	_ ordersync.OrderCodesResolver = (*DB)(nil)
-	_ ordersync.FetchSeqReader     = (*DB)(nil)
 	_ ordersync.MirrorReader       = (*DB)(nil)
 	_ ordersync.DeadLetters        = (*DB)(nil)
 	_ ordersync.Outbox             = (*DB)(nil)

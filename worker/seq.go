@@ -18,8 +18,7 @@ import (
 const seqAllocTimeout = 30 * time.Second
 
 // seqReserve is how many sequence numbers a reservation takes beyond what
-// its callers need, when the mirror can say whether a reservation is still
-// the latest (ordersync.FetchSeqReader).
+// its callers need.
 const seqReserve = 1024
 
 // seqLeaseTTL is how long a reservation holds the fetch sequence's lease,
@@ -44,9 +43,8 @@ type seqLeaser interface {
 // next one: at most one round trip is in flight, and under load each one
 // serves everybody who queued during the previous one.
 //
-// A round trip is a write, AllocateFetchSeq, unless the mirror is a
-// ordersync.FetchSeqReader: then a write reserves seqReserve numbers more than its
-// callers need, and later groups take the next ones from that reservation
+// A round trip's write reserves seqReserve numbers more than its callers
+// need, and later groups take the next ones from that reservation
 // after a read has shown the sequence still ends where the reservation
 // left it, so no other process took a number since. The numbers are taken
 // before that read starts, so every number handed out was still the
@@ -64,9 +62,8 @@ type seqLeaser interface {
 // granted (several processes taking numbers), as above.
 type seqAllocator struct {
 	mirror ordersync.Mirror
-	reader ordersync.FetchSeqReader // nil: every round trip writes
-	leaser seqLeaser                // nil: no lease
-	holder string                   // this allocator's name in the lease
+	leaser seqLeaser // nil: no lease
+	holder string    // this allocator's name in the lease
 	ttl    time.Duration
 	margin time.Duration
 
@@ -96,7 +93,6 @@ type seqGroup struct {
 
 func newSeqAllocator(m ordersync.Mirror) *seqAllocator {
 	a := &seqAllocator{mirror: m, from: 1, ttl: seqLeaseTTL, margin: seqLeaseMargin}
-	a.reader, _ = m.(ordersync.FetchSeqReader)
 	a.leaser, _ = m.(seqLeaser)
 	host, _ := os.Hostname()
 	a.holder = fmt.Sprintf("%s/%d/%016x", host, os.Getpid(), rand.Uint64())
@@ -159,36 +155,31 @@ func (a *seqAllocator) next(ctx context.Context, leaving func()) (int64, error) 
 // roundTrip takes n consecutive numbers for a group and returns the first.
 // Only the group's leader runs it, one at a time.
 func (a *seqAllocator) roundTrip(ctx context.Context, n int) (int64, error) {
-	if a.reader != nil || a.leaser != nil {
-		a.mu.Lock()
-		first, last := a.from, a.to
-		enough := first+int64(n)-1 <= last
-		leased := enough && time.Now().Before(a.leaseUntil.Add(-a.margin))
-		// A lease near its end is renewed by the next reservation rather
-		// than followed by reads.
-		renew := !leased && !a.leaseUntil.IsZero()
-		if enough && !renew {
-			a.from += int64(n)
-		}
-		a.mu.Unlock()
-		if leased {
-			return first, nil
-		}
-		if enough && !renew && a.reader != nil {
-			cur, err := a.reader.CurrentFetchSeq(ctx)
-			if err != nil {
-				return 0, fmt.Errorf("read the fetch sequence: %w", err)
-			}
-			if cur == last {
-				return first, nil
-			}
-			// Another process reserved since: what is left is stale.
-		}
+	a.mu.Lock()
+	from, last := a.from, a.to
+	enough := from+int64(n)-1 <= last
+	leased := enough && time.Now().Before(a.leaseUntil.Add(-a.margin))
+	// A lease near its end is renewed by the next reservation rather than
+	// followed by reads.
+	renew := !leased && !a.leaseUntil.IsZero()
+	if enough && !renew {
+		a.from += int64(n)
 	}
-	reserve := n
-	if a.reader != nil || a.leaser != nil {
-		reserve += seqReserve
+	a.mu.Unlock()
+	if leased {
+		return from, nil
 	}
+	if enough && !renew {
+		cur, err := a.mirror.CurrentFetchSeq(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("read the fetch sequence: %w", err)
+		}
+		if cur == last {
+			return from, nil
+		}
+		// Another process reserved since: what is left is stale.
+	}
+	reserve := n + seqReserve
 	var (
 		first       int64
 		until, wait time.Time

@@ -22,7 +22,6 @@ import (
 type Store interface {
 	ordersync.Mirror
 	ordersync.OrderCodesResolver
-	ordersync.FetchSeqReader
 	ordersync.MirrorReader
 	ordersync.DeadLetters
 	ordersync.Outbox
