@@ -23,7 +23,8 @@ type Config struct {
 	// Log records how each delivery ended, for the order's event log.
 	Log    ordersync.DeliveryLog
 	Stream ordersync.OrderEventStream
-	// Timeout bounds one attempt, answer included. Default 10s.
+	// Timeout bounds one attempt, answer included. Default
+	// DefaultTimeout.
 	Timeout time.Duration
 	// RetryInitial is the first wait of an event's retries, which double
 	// from it up to an hour. Default 1s.
@@ -42,7 +43,8 @@ type Config struct {
 	// process, replayed ones included; the rest wait in the stream.
 	// Default 500.
 	MaxHeld int
-	// Concurrency bounds the requests in flight to one endpoint. Default 8.
+	// Concurrency bounds the requests in flight to one endpoint. Default
+	// DefaultConcurrency.
 	Concurrency int
 	// Refresh is how often the endpoints are read again, so changes made
 	// by another process take effect here; Notify does it at once.
@@ -56,9 +58,17 @@ type Config struct {
 	Logger     *slog.Logger
 }
 
+// The defaults of Config.Concurrency and Config.Timeout. An endpoint that
+// holds a share h of its requests until the timeout t takes at most about
+// Concurrency/(h·t) deliveries a second (8/(0.02·10 s) = 40).
+const (
+	DefaultConcurrency = 8
+	DefaultTimeout     = 10 * time.Second
+)
+
 func (c Config) withDefaults() Config {
 	if c.Timeout <= 0 {
-		c.Timeout = 10 * time.Second
+		c.Timeout = DefaultTimeout
 	}
 	if c.RetryInitial <= 0 {
 		c.RetryInitial = retryInitial
@@ -76,7 +86,7 @@ func (c Config) withDefaults() Config {
 		c.MaxHeld = 500
 	}
 	if c.Concurrency <= 0 {
-		c.Concurrency = 8
+		c.Concurrency = DefaultConcurrency
 	}
 	if c.Refresh <= 0 {
 		c.Refresh = 2 * time.Second

@@ -17,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/dispatch"
 	"github.com/ordersync/ordersync/internal/datadir"
 	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/webhook"
@@ -163,6 +164,11 @@ type Config struct {
 	// EndpointSecretGrace is how long a replaced endpoint secret keeps
 	// signing deliveries beside the new one.
 	EndpointSecretGrace time.Duration
+	// DeliveryConcurrency bounds the requests in flight to one endpoint,
+	// and DeliveryTimeout one attempt, answer included: together they set
+	// how many deliveries a second a slow endpoint can take.
+	DeliveryConcurrency int
+	DeliveryTimeout     time.Duration
 
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
@@ -178,6 +184,12 @@ func (c *Config) QueueConfig() queue.Config {
 		SubjectPrefix: c.NATSNamespace, EventsStream: up + "_EVENTS", OrdersStream: up + "_ORDERS",
 		Consumer: c.NATSNamespace + "-worker", Replicas: c.NATSReplicas, AckWait: c.AckWait,
 	}
+}
+
+// DispatchConfig is the HTTP dispatcher's part of the settings; the
+// program adds the ports it delivers through.
+func (c *Config) DispatchConfig() dispatch.Config {
+	return dispatch.Config{Concurrency: c.DeliveryConcurrency, Timeout: c.DeliveryTimeout}
 }
 
 // DefaultConfig holds every default, in one place.
@@ -214,6 +226,8 @@ func DefaultConfig() Config {
 		ReplayJobRetention: 30 * 24 * time.Hour,
 		// A day lets a receiver deploy the new secret at its pace.
 		EndpointSecretGrace: 24 * time.Hour,
+		DeliveryConcurrency: dispatch.DefaultConcurrency,
+		DeliveryTimeout:     dispatch.DefaultTimeout,
 		LogLevel:            "info",
 		LogFormat:           "text",
 		// A load balancer's probe interval: its probes see the process
@@ -412,6 +426,8 @@ var settings = []setting[Config]{
 	{key: "audit_retention", env: "ORDERSYNC_AUDIT_RETENTION", usage: "how long the audit trail of actions is kept, 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.AuditRetention })},
 	{key: "replay_job_retention", env: "ORDERSYNC_REPLAY_JOB_RETENTION", usage: "how long the console's replay jobs are kept after they ended, 0 = forever", set: duration(func(c *Config) *time.Duration { return &c.ReplayJobRetention })},
 	{key: "endpoint_secret_grace", env: "ORDERSYNC_ENDPOINT_SECRET_GRACE", usage: "how long a replaced endpoint secret keeps signing deliveries", set: duration(func(c *Config) *time.Duration { return &c.EndpointSecretGrace })},
+	{key: "delivery_concurrency", env: "ORDERSYNC_DELIVERY_CONCURRENCY", usage: "requests in flight to one HTTP endpoint at most", set: integer(func(c *Config) *int { return &c.DeliveryConcurrency })},
+	{key: "delivery_timeout", env: "ORDERSYNC_DELIVERY_TIMEOUT", usage: "timeout of one delivery attempt to an HTTP endpoint, answer included", set: duration(func(c *Config) *time.Duration { return &c.DeliveryTimeout })},
 	{key: "log_level", reload: true, env: "ORDERSYNC_LOG_LEVEL", usage: "debug, info, warn or error", set: str(func(c *Config) *string { return &c.LogLevel })},
 	{key: "log_format", env: "ORDERSYNC_LOG_FORMAT", usage: "text or json", set: str(func(c *Config) *string { return &c.LogFormat })},
 }
@@ -728,6 +744,12 @@ func (c *Config) ValidateServe() error {
 	}
 	if c.EndpointSecretGrace < 0 {
 		bad("bad setting: endpoint_secret_grace must not be negative, got %s", c.EndpointSecretGrace)
+	}
+	if c.DeliveryConcurrency < 1 {
+		bad("bad setting: delivery_concurrency must be at least 1, got %d", c.DeliveryConcurrency)
+	}
+	if c.DeliveryTimeout <= 0 {
+		bad("bad setting: delivery_timeout must be positive, got %s", c.DeliveryTimeout)
 	}
 	if c.AuditRetention < 0 {
 		bad("bad setting: audit_retention must not be negative, got %s", c.AuditRetention)

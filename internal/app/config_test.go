@@ -88,6 +88,8 @@ func TestConfigErrors(t *testing.T) {
 		{"bad proxy", "", full, []string{"--trusted-proxies", "10.0.0.0/99"}, "trusted_proxies"},
 		{"ack wait below the in-progress reports", "", full, []string{"--ack-wait", "10s"}, "ack_wait"},
 		{"no rejection flush", "", full, []string{"--rejection-flush-interval", "0s"}, "rejection_flush_interval"},
+		{"no delivery slot", "", full, []string{"--delivery-concurrency", "0"}, "delivery_concurrency"},
+		{"no delivery time", "", full, []string{"--delivery-timeout", "0s"}, "delivery_timeout"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -233,6 +235,25 @@ func TestQueueAndReceiverTimings(t *testing.T) {
 	}
 	if set.RejectionFlushInterval != 2*time.Second {
 		t.Errorf("ORDERSYNC_REJECTION_FLUSH_INTERVAL=2s gave %s", set.RejectionFlushInterval)
+	}
+}
+
+// TestDeliverySettings: the dispatcher gets its concurrency and attempt
+// timeout from the settings, 8 and 10s by default.
+func TestDeliverySettings(t *testing.T) {
+	cfg, err := loadTestConfig(t, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.DispatchConfig(); got.Concurrency != 8 || got.Timeout != 10*time.Second {
+		t.Errorf("by default the dispatcher gets concurrency %d and timeout %s, want 8 and 10s", got.Concurrency, got.Timeout)
+	}
+	set, err := loadTestConfig(t, "delivery_concurrency: 32\n", map[string]string{"ORDERSYNC_DELIVERY_TIMEOUT": "3s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := set.DispatchConfig(); got.Concurrency != 32 || got.Timeout != 3*time.Second {
+		t.Errorf("delivery_concurrency: 32 and ORDERSYNC_DELIVERY_TIMEOUT=3s gave %d and %s", got.Concurrency, got.Timeout)
 	}
 }
 

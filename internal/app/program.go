@@ -303,9 +303,10 @@ func (p *Program) buildStages() (err error) {
 	// deliveries lease (see Run).
 	var deliverer ordersync.Deliverer
 	if p.roles.worker {
-		p.dispatcher, err = dispatch.New(dispatch.Config{
-			Endpoints: p.db, DeadLetters: p.db, Log: p.db, Stream: p.queue, Registerer: p.reg, Logger: log("delivery"),
-		})
+		dc := p.cfg.DispatchConfig()
+		dc.Endpoints, dc.DeadLetters, dc.Log, dc.Stream = p.db, p.db, p.db, p.queue
+		dc.Registerer, dc.Logger = p.reg, log("delivery")
+		p.dispatcher, err = dispatch.New(dc)
 		if err != nil {
 			return err
 		}
