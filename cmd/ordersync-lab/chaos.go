@@ -61,6 +61,8 @@ type chaosOptions struct {
 	// Faults are the simulator's during the run: chaosFaults, unless a
 	// test sizes them.
 	Faults sim.Faults
+	// Endpoint are the fulfilment endpoint's faults: endpointFaults.
+	Endpoint fulfilment.Faults
 	// DatabaseURL, when set (postgres://…), puts the pipeline's mirror in
 	// a PostgreSQL schema of its own, removed afterwards, instead of SQLite.
 	DatabaseURL string
@@ -117,7 +119,7 @@ genuinely permanent failures, and the mirror converged within
 }
 
 func defaultChaosOptions() chaosOptions {
-	return chaosOptions{Orders: 2000, Kills: 2, Seed: 1, Down: time.Second, ConvergeWithin: 60 * time.Second, Faults: chaosFaults()}
+	return chaosOptions{Orders: 2000, Kills: 2, Seed: 1, Down: time.Second, ConvergeWithin: 60 * time.Second, Faults: chaosFaults(), Endpoint: endpointFaults()}
 }
 
 func (o chaosOptions) validate() error {
@@ -281,7 +283,7 @@ func runChaos(ctx context.Context, out io.Writer, opts chaosOptions) (rep *chaos
 	fmt.Fprintf(out, "ordersync-lab chaos: %d orders, %d kills; simulator %s, pipeline pid %d (webhooks via a recording proxy at %s, admin %s, NATS %s)\n",
 		opts.Orders, opts.Kills, r.simURL, r.child.PID(), r.proxy.URL(), r.child.AdminURL(), app.RedactURL(r.child.NATSURL()))
 	fmt.Fprintf(out, "faults: %s\n", describeFaults(opts.Faults))
-	fmt.Fprintf(out, "fulfilment endpoint %s: %s\n", r.hook.URL(), describeEndpointFaults(endpointFaults(opts.Seed)))
+	fmt.Fprintf(out, "fulfilment endpoint %s: %s\n", r.hook.URL(), describeEndpointFaults(opts.Endpoint))
 
 	var tally requestTally
 	tallyCtx, stopTally := context.WithCancel(ctx)
@@ -369,7 +371,9 @@ func (r *chaosRun) setUp(ctx context.Context) (err error) {
 		r.tearDown()
 		return fmt.Errorf("open the pipeline's mirror: %w", err)
 	}
-	if r.hook, err = fulfilment.Start(endpointFaults(r.opts.Seed)); err != nil {
+	ef := r.opts.Endpoint
+	ef.Seed = r.opts.Seed
+	if r.hook, err = fulfilment.Start(ef); err != nil {
 		r.tearDown()
 		return err
 	}
@@ -383,12 +387,12 @@ func (r *chaosRun) setUp(ctx context.Context) (err error) {
 // endpointFaults are the fulfilment endpoint's faults during the run: 5xx
 // to 20% of the attempts, 429 with Retry-After to 5%, and 2% held open past
 // the pipeline's delivery timeout (10s).
-func endpointFaults(seed uint64) fulfilment.Faults {
-	return fulfilment.Faults{Error5xx: 0.20, TooMany: 0.05, RetryAfter: 2 * time.Second, Hang: 0.02, HangFor: 15 * time.Second, Seed: seed}
+func endpointFaults() fulfilment.Faults {
+	return fulfilment.Faults{Error5xx: 0.20, TooMany: 0.05, RetryAfter: 2 * time.Second, Hang: 0.02, HangFor: 15 * time.Second}
 }
 
 func describeEndpointFaults(f fulfilment.Faults) string {
-	return fmt.Sprintf("5xx %.0f%%, 429 with Retry-After %s %.0f%%, hang %.0f%% (until the sender's timeout) of the attempts",
+	return fmt.Sprintf("5xx %g%%, 429 with Retry-After %s %g%%, hang %g%% (until the sender's timeout) of the attempts",
 		f.Error5xx*100, f.RetryAfter, f.TooMany*100, f.Hang*100)
 }
 

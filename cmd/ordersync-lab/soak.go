@@ -20,6 +20,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/datadir"
+	"github.com/ordersync/ordersync/internal/fulfilment"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -67,7 +68,9 @@ as a separate process on a data directory of its own, as chaos does, at a
 steady mix: orders created through the admin API at the pace that makes
 --rate order events a second (paid, some finalized or reversed, some
 cancelled), 10% of webhooks duplicated and 5% held back 2s (late), a
-fulfilment endpoint that fails a share of its deliveries. Every --kill-every
+fulfilment endpoint that fails a share of its deliveries (chaos's, holding
+0.2% of them past the timeout rather than 2%: at 2% the dispatcher's
+defaults take about 29 deliveries a second). Every --kill-every
 it kills the pipeline with SIGKILL and restarts it. Every --sample it
 records the process's RSS, open descriptors, goroutines, the JetStream
 store's size, the SQLite file and WAL sizes, the data directory's size and
@@ -130,6 +133,18 @@ func (o soakOptions) validate() error {
 // webhooks, no loss and no upstream failures.
 func soakFaults() sim.Faults {
 	return sim.Faults{DuplicateRate: 0.10, ReorderRate: 0.05, ReorderDelay: 2 * time.Second}
+}
+
+// soakEndpointFaults are the chaos run's endpoint faults with a tenth of
+// its hangs. The dispatcher's defaults (8 requests in flight, 10s each at
+// most) take about 8/(h·10s·1.4 attempts) deliveries a second from an
+// endpoint that holds a share h of the attempts: at the chaos run's 2%,
+// about 29, short of the soak's 50 to 60 a second, so its backlog would
+// grow all hour; at 0.2% about 290.
+func soakEndpointFaults() fulfilment.Faults {
+	f := endpointFaults()
+	f.Hang /= 10
+	return f
 }
 
 // soakSample is one sample of the pipeline process.
@@ -196,6 +211,7 @@ func runSoak(ctx context.Context, out io.Writer, opts soakOptions) (rep *soakRep
 	}
 	copts := defaultChaosOptions()
 	copts.Seed, copts.ConvergeWithin, copts.AckWait, copts.Faults = opts.Seed, opts.ConvergeWithin, opts.AckWait, soakFaults()
+	copts.Endpoint = soakEndpointFaults()
 	copts.exe, copts.env, copts.Keep = opts.exe, opts.env, opts.Keep
 	r := &chaosRun{opts: copts, out: out, start: time.Now(), confirmed: map[string]bool{}, orphans: map[ordersync.ID]bool{}}
 	r.rep.ConvergeWant = opts.ConvergeWithin
@@ -233,6 +249,7 @@ func runSoak(ctx context.Context, out io.Writer, opts soakOptions) (rep *soakRep
 	fmt.Fprintf(out, "ordersync-lab soak: %s at %.0f order events/s, kill -9 every %s, a sample every %s; pipeline pid %d, samples in %s\n",
 		opts.Duration, opts.Rate, opts.KillEvery, opts.Sample, r.child.PID(), rep.CSV)
 	fmt.Fprintf(out, "faults: %s\n", describeFaults(copts.Faults))
+	fmt.Fprintf(out, "fulfilment endpoint: %s\n", describeEndpointFaults(copts.Endpoint))
 
 	s := &soakRun{chaosRun: r, opts: opts, rep: rep, csv: csv.NewWriter(csvFile)}
 	if err := s.csv.Write(soakColumns); err != nil {
