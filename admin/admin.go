@@ -140,6 +140,8 @@ func (c *Config) validate() error {
 type Server struct {
 	cfg Config
 	mux *router
+	// stores are the stores served, cfg.Account the default.
+	stores api.Stores
 	// api holds the JSON API's handlers that have left this package.
 	api     *api.Handlers
 	limiter *signInLimiter
@@ -163,7 +165,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, mux: newRouter(), limiter: newSignInLimiter(), quiet: quietlog.New(cfg.Logger, quietlog.DefaultInterval),
+	s := &Server{cfg: cfg, mux: newRouter(), stores: api.Stores{Default: cfg.Account, Names: cfg.Stores}, limiter: newSignInLimiter(), quiet: quietlog.New(cfg.Logger, quietlog.DefaultInterval),
 		auditFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ordersync_admin_audit_failures_total",
 			Help: "Audit records of admin actions that could not be written (the actions happened).",
@@ -179,7 +181,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Metrics != nil {
 		s.mux.Handle("GET /metrics", cfg.Metrics)
 	}
-	s.api = api.New(api.Deps{Orders: cfg.Orders, Follower: cfg.Follower, DeadLetters: cfg.DeadLetters, Replayer: cfg.Replayer,
+	s.api = api.New(api.Deps{Stores: s.stores, Orders: cfg.Orders, Follower: cfg.Follower, DeadLetters: cfg.DeadLetters, Replayer: cfg.Replayer,
 		Audit: cfg.Audit, Clock: cfg.Clock}, office{s})
 	s.api.Routes(s.mux)
 	s.mux.HandleFunc("GET /v1/reports/daily", api.When(cfg.Reports != nil, "reports", s.dailyTotals))
@@ -231,13 +233,6 @@ func (s *Server) SetTokens(tokens []ordersync.AdminToken) error {
 	tokens = slices.Clone(tokens)
 	s.tokenSet.Store(&tokens)
 	return nil
-}
-
-func (s *Server) account(r *http.Request) string {
-	if a := r.URL.Query().Get("account"); a != "" {
-		return a
-	}
-	return s.cfg.Account
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {

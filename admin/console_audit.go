@@ -90,7 +90,7 @@ func (s *Server) objectLink(object string) string {
 
 func (s *Server) auditPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	zoneName := s.storeZone(r.Context(), s.account(r))
+	zoneName := s.storeZone(r.Context(), s.stores.Account(r))
 	loc, mode := s.zoneOf(r, zoneName)
 	view := &AuditView{Actor: q.Get("actor"), Action: q.Get("action"), Actions: auditActionNames(),
 		Zone: ZoneSwitch{Mode: mode, Store: zoneName, Back: r.URL.RequestURI()}}

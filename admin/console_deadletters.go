@@ -95,8 +95,8 @@ func (s *Server) showDeadLetters(w http.ResponseWriter, r *http.Request, q url.V
 	view := &DeadLettersView{Query: q, Filter: q.Encode(), MayAct: s.mayAct(r),
 		Zone: ZoneSwitch{Mode: mode, Store: zoneName, Back: "/console/dead-letters?" + q.Encode()}}
 	chosen := q.Get("account")
-	view.Stores = s.storeOptions(StoreChoice{Account: chosen, All: chosen == "" || chosen == AllStores}, true)
-	if chosen != "" && chosen != AllStores && !slices.Contains(s.stores(), chosen) {
+	view.Stores = s.storeOptions(api.StoreChoice{Account: chosen, All: chosen == "" || chosen == api.AllStores}, true)
+	if chosen != "" && chosen != api.AllStores && !slices.Contains(s.stores.List(), chosen) {
 		view.Stores = append(view.Stores, StoreOption{Value: chosen, Label: chosen + " (not served)", Selected: true})
 	}
 	if s.cfg.ReplayJobs != nil {

@@ -138,7 +138,7 @@ func (s *Server) exportForm(r *http.Request) *ExportView {
 // exportRequest is what the form asks for, read: the listing's query the
 // export runs, the export's options, the days and the zone.
 type exportRequest struct {
-	choice   StoreChoice
+	choice   api.StoreChoice
 	query    url.Values
 	opts     export.Options
 	loc      *time.Location
@@ -157,7 +157,7 @@ func (s *Server) readExportForm(r *http.Request, v *ExportView) (exportRequest, 
 		errs[label] = append(errs[label], msg)
 	}
 	var req exportRequest
-	choice, err := s.chooseStore(r, true)
+	choice, err := s.stores.Choose(r, true)
 	var ve *ordersync.ValidationError
 	if errors.As(err, &ve) {
 		for _, m := range ve.Fields["account"] {
@@ -357,7 +357,7 @@ func (s *Server) fillExportView(r *http.Request, v *ExportView, req exportReques
 			Selected: v.TZ != "" && strings.EqualFold(v.TZ, z.String())})
 	}
 	add("UTC")
-	for _, st := range s.stores() {
+	for _, st := range s.stores.List() {
 		add(s.storeZone(r.Context(), st))
 	}
 	if v.TZ != "" {

@@ -47,7 +47,7 @@ func (s *Server) orderPage(w http.ResponseWriter, r *http.Request) {
 // goes back to its page, which says what the fetch found.
 func (s *Server) resyncOrder(w http.ResponseWriter, r *http.Request) {
 	code := r.PathValue("id")
-	choice, err := s.chooseStore(r, false)
+	choice, err := s.stores.Choose(r, false)
 	if err != nil {
 		s.fail(w, "track order", err, "")
 		return
@@ -63,7 +63,7 @@ func (s *Server) resyncOrder(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) showOrderPage(w http.ResponseWriter, r *http.Request, code string) {
 	ctx := r.Context()
-	choice, err := s.chooseStore(r, false)
+	choice, err := s.stores.Choose(r, false)
 	if err != nil {
 		s.fail(w, "find order", err, "")
 		return

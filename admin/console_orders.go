@@ -137,11 +137,11 @@ func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
 		view.Sorts = append(view.Sorts, Option{Value: string(so), Label: sortLabels[so],
 			Selected: string(so) == form.Get("sort") || form.Get("sort") == "" && so == ordersync.SortCreatedDesc})
 	}
-	choice, err := s.chooseStore(r, true)
+	choice, err := s.stores.Choose(r, true)
 	view.Stores, view.AllStores = s.storeOptions(choice, true), choice.All
 	var ve *ordersync.ValidationError
 	if errors.As(err, &ve) {
-		view.Stores = s.storeOptions(StoreChoice{Account: s.cfg.Account}, true)
+		view.Stores = s.storeOptions(api.StoreChoice{Account: s.cfg.Account}, true)
 		view.Errors = labelled(ve.Fields)
 		s.page(w, r, http.StatusBadRequest, "orders.html", &Page{Title: "Orders", Data: view})
 		return

@@ -104,7 +104,7 @@ func collectedQuery(account, zone, date, next string) url.Values {
 // listing select the same orders.
 func (s *Server) storeMoney(ctx context.Context) ([]StoreMoney, error) {
 	var out []StoreMoney
-	for _, account := range s.stores() {
+	for _, account := range s.stores.List() {
 		loc, err := ordersync.ParseZone(s.storeZone(ctx, account))
 		if err != nil {
 			loc = time.UTC
@@ -116,7 +116,7 @@ func (s *Server) storeMoney(ctx context.Context) ([]StoreMoney, error) {
 		out = append(out, m)
 	}
 	if len(out) > 1 {
-		m, err := s.moneyOf(ctx, AllStores, time.UTC)
+		m, err := s.moneyOf(ctx, api.AllStores, time.UTC)
 		if err != nil {
 			return nil, err
 		}
@@ -131,7 +131,7 @@ func (s *Server) moneyOf(ctx context.Context, account string, loc *time.Location
 	now := s.cfg.Clock().In(loc)
 	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
 	days := ordersync.ReportDays(today.AddDate(0, 0, -1), today.AddDate(0, 0, 1), loc)
-	m := StoreMoney{Account: account, All: account == AllStores, Zone: ordersync.ZoneLabel(loc, days[0].Start, days[1].End),
+	m := StoreMoney{Account: account, All: account == api.AllStores, Zone: ordersync.ZoneLabel(loc, days[0].Start, days[1].End),
 		Yesterday: days[0].Date, Today: days[1].Date}
 	// dates[i] and dates[i+1] bound yesterday (0) and today (1).
 	dates := []string{days[0].Date, days[1].Date, today.AddDate(0, 0, 1).Format(ordersync.DateLayout)}
@@ -172,7 +172,7 @@ func (s *Server) collected(ctx context.Context, q url.Values) (map[string]MoneyF
 		return nil, err
 	}
 	// As the Orders page reads it: all stores are no account.
-	if filter.Account = q.Get("account"); filter.Account == AllStores {
+	if filter.Account = q.Get("account"); filter.Account == api.AllStores {
 		filter.Account = ""
 	}
 	filter.Count = false
@@ -213,7 +213,7 @@ func (s *Server) overview(r *http.Request) (*OverviewView, error) {
 	if s.cfg.Overview == nil {
 		return view, nil
 	}
-	account := s.account(r)
+	account := s.stores.Account(r)
 	zoneName := s.storeZone(r.Context(), account)
 	loc, mode := s.zoneOf(r, zoneName)
 	view.Zone = ZoneSwitch{Mode: mode, Store: zoneName, Back: "/console/"}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -170,8 +171,8 @@ func TestOverviewMoney(t *testing.T) {
 	})
 	b := newBrowser(t, base)
 	b.signIn("eve-token")
-	api := newBrowser(t, base)
-	api.header.Set("Authorization", "Bearer eve-token")
+	client := newBrowser(t, base)
+	client.header.Set("Authorization", "Bearer eve-token")
 
 	resp, page := b.do("GET", "/console/", nil)
 	if resp.StatusCode != http.StatusOK {
@@ -195,7 +196,7 @@ func TestOverviewMoney(t *testing.T) {
 		"* EUR today": "1 12.00", "* EUR yesterday": "2 23.50",
 	}
 	got := map[string]string{}
-	for _, store := range []string{"sv", "md", admin.AllStores} {
+	for _, store := range []string{"sv", "md", api.AllStores} {
 		start := strings.Index(page, `data-store="`+store+`"`)
 		if start < 0 {
 			t.Fatalf("no collected totals for store %s", store)
@@ -215,7 +216,7 @@ func TestOverviewMoney(t *testing.T) {
 				q.Get("paidFrom") == "" || q.Get("paidTo") == "" {
 				t.Errorf("%s links to %s: want the store's collected orders paid on the day", key, link)
 			}
-			if store == admin.AllStores && q.Get("tz") != "UTC" {
+			if store == api.AllStores && q.Get("tz") != "UTC" {
 				t.Errorf("%s links to %s: want all stores' orders on UTC days", key, link)
 			}
 			// The Orders page of the link counts as many orders.
@@ -227,7 +228,7 @@ func TestOverviewMoney(t *testing.T) {
 			// same sum.
 			q.Del("count")
 			q.Set("limit", "1000")
-			resp, body := api.do("GET", "/v1/orders?"+q.Encode(), nil)
+			resp, body := client.do("GET", "/v1/orders?"+q.Encode(), nil)
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("GET /v1/orders?%s: %d %s", q.Encode(), resp.StatusCode, body)
 			}

@@ -121,7 +121,7 @@ const (
 // them missing taking its default, the last defaultTotalsDays days up to
 // today in the zone of the days: tz, else the chosen store's, else UTC
 // (every store's days are UTC's unless a zone is chosen).
-func (s *Server) totalsParams(r *http.Request, choice StoreChoice) (from, to, tz string) {
+func (s *Server) totalsParams(r *http.Request, choice api.StoreChoice) (from, to, tz string) {
 	q := r.URL.Query()
 	from, to, tz = q.Get("from"), q.Get("to"), q.Get("tz")
 	days := tz
@@ -148,10 +148,10 @@ func (s *Server) totalsParams(r *http.Request, choice StoreChoice) (from, to, tz
 }
 
 func (s *Server) totalsPage(w http.ResponseWriter, r *http.Request) {
-	choice, err := s.chooseStore(r, true)
+	choice, err := s.stores.Choose(r, true)
 	var ve *ordersync.ValidationError
 	if errors.As(err, &ve) {
-		view := &TotalsView{Stores: s.storeOptions(StoreChoice{Account: s.cfg.Account}, true), Errors: labelledAs(ve.Fields, totalsLabels)}
+		view := &TotalsView{Stores: s.storeOptions(api.StoreChoice{Account: s.cfg.Account}, true), Errors: labelledAs(ve.Fields, totalsLabels)}
 		s.page(w, r, http.StatusBadRequest, "totals.html", &Page{Title: "Daily totals", Data: view})
 		return
 	}
@@ -167,7 +167,7 @@ func (s *Server) totalsPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "daily totals", err, "")
 		return
 	}
-	if view.Totals, err = ReadDailyTotals(r.Context(), s.cfg.Reports, choice, s.stores(), params); err != nil {
+	if view.Totals, err = ReadDailyTotals(r.Context(), s.cfg.Reports, choice, s.stores.List(), params); err != nil {
 		s.fail(w, "daily totals", err, "")
 		return
 	}
@@ -266,7 +266,7 @@ func totalsCharts(p ordersync.DailyTotalsParams, totals ordersync.DailyTotals) [
 // totalsCSV streams the page's report as CSV, the columns of
 // `ordersync report daily --csv`, by the console's session.
 func (s *Server) totalsCSV(w http.ResponseWriter, r *http.Request) {
-	choice, err := s.chooseStore(r, true)
+	choice, err := s.stores.Choose(r, true)
 	if err != nil {
 		s.fail(w, "daily totals", err, "")
 		return

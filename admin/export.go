@@ -68,7 +68,7 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, kind export.Kind
 		refuse(http.StatusBadRequest, "the query is not valid: "+err.Error(), nil)
 		return
 	}
-	choice, err := ChooseStore(q.Get("account"), s.cfg.Account, s.stores(), true)
+	choice, err := api.ChooseStore(q.Get("account"), s.cfg.Account, s.stores.List(), true)
 	if err != nil {
 		var ve *ordersync.ValidationError
 		errors.As(err, &ve)
@@ -189,7 +189,7 @@ func contentType(opts export.Options) string {
 }
 
 // storeFileName is the store as an export's file name says it.
-func storeFileName(c StoreChoice) string {
+func storeFileName(c api.StoreChoice) string {
 	if c.All {
 		return "all-stores"
 	}

@@ -47,7 +47,7 @@ func ParseDailyTotals(account, from, to, tz string) (ordersync.DailyTotalsParams
 // store in stores side by side (ordersync.MergeStoreTotals): the days of
 // several stores are those of one zone, p's, else UTC, so that their
 // figures cover the same instants.
-func ReadDailyTotals(ctx context.Context, reports ordersync.Reports, choice StoreChoice, stores []string, p ordersync.DailyTotalsParams) (ordersync.DailyTotals, error) {
+func ReadDailyTotals(ctx context.Context, reports ordersync.Reports, choice api.StoreChoice, stores []string, p ordersync.DailyTotalsParams) (ordersync.DailyTotals, error) {
 	if !choice.All {
 		p.Account = choice.Account
 		return reports.DailyTotals(ctx, p)
@@ -71,7 +71,7 @@ func ReadDailyTotals(ctx context.Context, reports ordersync.Reports, choice Stor
 // the request's range, or answers the parse or read error and returns
 // false.
 func (s *Server) readDailyTotals(w http.ResponseWriter, r *http.Request, from, to, tz string) (ordersync.DailyTotals, bool) {
-	choice, err := s.chooseStore(r, true)
+	choice, err := s.stores.Choose(r, true)
 	if err != nil {
 		s.fail(w, "daily totals", err, "")
 		return ordersync.DailyTotals{}, false
@@ -81,7 +81,7 @@ func (s *Server) readDailyTotals(w http.ResponseWriter, r *http.Request, from, t
 		s.fail(w, "daily totals", err, "")
 		return ordersync.DailyTotals{}, false
 	}
-	totals, err := ReadDailyTotals(r.Context(), s.cfg.Reports, choice, s.stores(), params)
+	totals, err := ReadDailyTotals(r.Context(), s.cfg.Reports, choice, s.stores.List(), params)
 	if err != nil {
 		s.fail(w, "daily totals", err, "")
 		return ordersync.DailyTotals{}, false

@@ -73,7 +73,7 @@ func NewEventList(events []ordersync.EventRecord, deliveries []ordersync.Deliver
 }
 
 func (h *Handlers) orderEvents(w http.ResponseWriter, r *http.Request) {
-	account, code := h.office.Account(r), r.PathValue("orderCode")
+	account, code := h.deps.Stores.Account(r), r.PathValue("orderCode")
 	o, err := h.deps.Orders.FindOrderByCode(r.Context(), account, code)
 	if err != nil {
 		h.office.Fail(w, "find order", err, fmt.Sprintf("order %s is not in the mirror", code))
@@ -99,7 +99,7 @@ func (h *Handlers) orderEvents(w http.ResponseWriter, r *http.Request) {
 // about an orderCode, it shows the order's deliveries too.
 func (h *Handlers) listEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	filter := ordersync.EventFilter{Account: h.office.Account(r), OrderCode: strings.TrimSpace(q.Get("orderCode")),
+	filter := ordersync.EventFilter{Account: h.deps.Stores.Account(r), OrderCode: strings.TrimSpace(q.Get("orderCode")),
 		OrderID: ordersync.ID(strings.TrimSpace(q.Get("orderId"))), MsgID: strings.TrimSpace(q.Get("msgId"))}
 	if !QueryCount(w, q, "limit", &filter.Limit) {
 		return

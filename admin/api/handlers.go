@@ -10,6 +10,9 @@ import (
 // Deps are what the handlers read and act through; a handler whose
 // dependency is nil answers 501 (When).
 type Deps struct {
+	// Stores are the stores served, what a request's account parameter
+	// may name.
+	Stores      Stores
 	Orders      ordersync.MirrorReader
 	Follower    ordersync.Follower
 	DeadLetters ordersync.DeadLetters
@@ -23,13 +26,6 @@ type Deps struct {
 // Office is what the handlers need of the server that routes them, which
 // has decided who asks and what their role allows before a handler runs.
 type Office interface {
-	// Account is the account a request names (its account parameter), or
-	// the default one.
-	Account(r *http.Request) string
-	// ChooseStore is the account a request's account parameter chooses
-	// among the stores served; all allows every store (""). An unknown
-	// store is an error naming the known ones.
-	ChooseStore(r *http.Request, all bool) (string, error)
 	// Note names the object of the request's action in its audit record
 	// when the path does not.
 	Note(r *http.Request, object string)
@@ -68,6 +64,3 @@ func (h *Handlers) Routes(mux Mux) {
 	mux.HandleFunc("POST /v1/dead-letters/replay", When(h.deps.Replayer != nil, "replay", h.replayDeadLetters))
 	mux.HandleFunc("GET /v1/audit", When(h.deps.Audit != nil, "the audit trail", h.listAudit))
 }
-
-// AllStores is the account parameter's value that chooses every store.
-const AllStores = "*"

@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,22 +11,8 @@ import (
 	"github.com/ordersync/ordersync/fake"
 )
 
-// testOffice serves one store, "acme", and remembers what it was asked.
+// testOffice remembers what it was asked.
 type testOffice struct{ notes []string }
-
-func (o *testOffice) Account(r *http.Request) string {
-	if a := r.URL.Query().Get("account"); a != "" {
-		return a
-	}
-	return "acme"
-}
-
-func (o *testOffice) ChooseStore(r *http.Request, _ bool) (string, error) {
-	if a := o.Account(r); a != "acme" {
-		return "", errors.New(`store "` + a + `": unknown account`)
-	}
-	return "acme", nil
-}
 
 func (o *testOffice) Note(_ *http.Request, object string) { o.notes = append(o.notes, object) }
 
@@ -38,6 +23,7 @@ func (o *testOffice) Fail(w http.ResponseWriter, op string, err error, notFound 
 func serve(t *testing.T, deps Deps, method, target string) (*httptest.ResponseRecorder, Problem) {
 	t.Helper()
 	mux := http.NewServeMux()
+	deps.Stores = Stores{Default: "acme"}
 	New(deps, &testOffice{}).Routes(mux)
 	w := httptest.NewRecorder()
 	mux.ServeHTTP(w, httptest.NewRequest(method, target, nil))
@@ -64,8 +50,8 @@ func TestHandlersAnswer(t *testing.T) {
 	if w, p := serve(t, deps, "GET", "/v1/orders/nope42"); w.Code != http.StatusNotFound || p.Title != "order nope42 is not in the mirror" {
 		t.Errorf("an unknown order: %d %q", w.Code, p.Title)
 	}
-	if w, p := serve(t, deps, "GET", "/v1/orders?account=ghost"); w.Code != http.StatusInternalServerError || p.Title != "list orders failed" {
-		t.Errorf("a store the office refuses: %d %q", w.Code, p.Title)
+	if w, p := serve(t, deps, "GET", "/v1/orders?account=ghost"); w.Code != http.StatusBadRequest || len(p.Errors["account"]) != 1 {
+		t.Errorf("a store not served: %d %+v, want 400 naming account", w.Code, p)
 	}
 	if w, p := serve(t, deps, "POST", "/v1/orders/track"); w.Code != http.StatusNotImplemented || p.Title != "tracking is not enabled in this process" {
 		t.Errorf("no follower: %d %q", w.Code, p.Title)

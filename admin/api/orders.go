@@ -57,12 +57,12 @@ func (h *Handlers) listOrders(w http.ResponseWriter, r *http.Request) {
 		h.office.Fail(w, "list orders", err, "")
 		return
 	}
-	account, err := h.office.ChooseStore(r, true)
+	choice, err := h.deps.Stores.Choose(r, true)
 	if err != nil {
 		h.office.Fail(w, "list orders", err, "")
 		return
 	}
-	filter.Account = account
+	filter.Account = choice.Account
 	page, err := h.deps.Orders.ListOrders(r.Context(), filter)
 	if err != nil {
 		h.office.Fail(w, "list orders", err, "")
@@ -90,12 +90,12 @@ func QueryCount(w http.ResponseWriter, q url.Values, name string, dst *int) bool
 
 func (h *Handlers) showOrder(w http.ResponseWriter, r *http.Request) {
 	code := r.PathValue("orderCode")
-	account, err := h.office.ChooseStore(r, false)
+	choice, err := h.deps.Stores.Choose(r, false)
 	if err != nil {
 		h.office.Fail(w, "find order", err, "")
 		return
 	}
-	o, err := h.deps.Orders.FindOrderByCode(r.Context(), account, code)
+	o, err := h.deps.Orders.FindOrderByCode(r.Context(), choice.Account, code)
 	if err != nil {
 		h.office.Fail(w, "find order", err, fmt.Sprintf("order %s is not in the mirror", code))
 		return
@@ -114,7 +114,7 @@ func (h *Handlers) trackOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.office.Note(r, "order "+req.OrderCode)
-	o, err := h.deps.Follower.TrackOrder(r.Context(), h.office.Account(r), req.OrderCode)
+	o, err := h.deps.Follower.TrackOrder(r.Context(), h.deps.Stores.Account(r), req.OrderCode)
 	if err != nil {
 		h.office.Fail(w, "track order", err, "")
 		return
@@ -127,7 +127,7 @@ func (h *Handlers) createPaymentLink(w http.ResponseWriter, r *http.Request) {
 	if !DecodeBody(w, r, &params) {
 		return
 	}
-	res, err := h.deps.Follower.CreatePaymentLink(r.Context(), h.office.Account(r), params)
+	res, err := h.deps.Follower.CreatePaymentLink(r.Context(), h.deps.Stores.Account(r), params)
 	if err != nil {
 		h.office.Fail(w, "create payment link", err, "")
 		return

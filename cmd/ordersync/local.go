@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
-	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/internal/app"
 )
 
@@ -35,10 +35,10 @@ func openMirror(ctx context.Context, flags *app.ConfigFlags) (*local, error) {
 }
 
 // chooseStore reads --account against the stores the configuration
-// serves (admin.ChooseStore); all says whether the command covers every
+// serves (api.ChooseStore); all says whether the command covers every
 // store at once (--account '*').
-func (l *local) chooseStore(account string, all bool) (admin.StoreChoice, error) {
-	choice, err := admin.ChooseStore(account, ordersync.DefaultAccount, l.storeNames(), all)
+func (l *local) chooseStore(account string, all bool) (api.StoreChoice, error) {
+	choice, err := api.ChooseStore(account, ordersync.DefaultAccount, l.storeNames(), all)
 	var ve *ordersync.ValidationError
 	if errors.As(err, &ve) {
 		return choice, errors.New("--account: " + strings.Join(ve.Fields["account"], "; "))

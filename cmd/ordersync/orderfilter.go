@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ordersync/ordersync"
-	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // orderListFlags are the flags of orders list that fill an
@@ -80,7 +80,7 @@ func (ff *orderFilterFlags) filter(page func(*ordersync.OrderQuery), pageFlags m
 // store sets the filter's store from --account, as the configuration
 // serves them (an unknown one is an error naming the known ones), and
 // returns the choice.
-func (ff *orderFilterFlags) store(l *local, filter *ordersync.OrderFilter) (admin.StoreChoice, error) {
+func (ff *orderFilterFlags) store(l *local, filter *ordersync.OrderFilter) (api.StoreChoice, error) {
 	choice, err := l.chooseStore(ff.account, true)
 	filter.Account = choice.Account
 	return choice, err
