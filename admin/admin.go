@@ -89,7 +89,7 @@ type Config struct {
 	Clock func() time.Time
 	// Exports serves /v1/exports/…; ExportBatchSize is how many orders one
 	// of its reads takes (default 1,000) and MaxExports how many exports run
-	// at once (default 2).
+	// at once (default api.DefaultMaxExports).
 	Exports ordersync.OrderExporter
 	// Reports serves /v1/reports/….
 	Reports ordersync.Reports
@@ -116,9 +116,6 @@ func (c *Config) withDefaults() Config {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
-	}
-	if cfg.MaxExports <= 0 {
-		cfg.MaxExports = defaultMaxExports
 	}
 	if cfg.OverviewRefresh <= 0 {
 		cfg.OverviewRefresh = DefaultOverviewRefresh
@@ -148,8 +145,6 @@ type Server struct {
 	// tokenSet holds cfg.Tokens until SetTokens replaces them; read it
 	// through Server.tokens.
 	tokenSet atomic.Pointer[[]ordersync.AdminToken]
-	// exportSlots holds a token per running export.
-	exportSlots chan struct{}
 	// jobs are the console's replay jobs.
 	jobs *replayJobs
 	// quiet logs failures that repeat per request (a failed audit write,
@@ -182,12 +177,11 @@ func New(cfg Config) (*Server, error) {
 		s.mux.Handle("GET /metrics", cfg.Metrics)
 	}
 	s.api = api.New(api.Deps{Stores: s.stores, Orders: cfg.Orders, Follower: cfg.Follower, DeadLetters: cfg.DeadLetters, Replayer: cfg.Replayer,
-		Audit: cfg.Audit, Clock: cfg.Clock}, office{s})
+		Audit: cfg.Audit, Clock: cfg.Clock, Endpoints: cfg.Endpoints, DeliveryDeadLetters: cfg.DeliveryDeadLetters,
+		Deliverer: cfg.Deliverer, SecretGrace: cfg.SecretGrace, Reports: cfg.Reports,
+		Exports: cfg.Exports, ExportBatchSize: cfg.ExportBatchSize, MaxExports: cfg.MaxExports, Logger: cfg.Logger}, office{s})
 	s.api.Routes(s.mux)
-	s.mux.HandleFunc("GET /v1/reports/daily", api.When(cfg.Reports != nil, "reports", s.dailyTotals))
-	s.routeEndpoints()
 	s.routeConsole()
-	s.routeExports()
 	s.routePprof()
 	return s, nil
 }

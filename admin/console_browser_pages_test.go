@@ -10,6 +10,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 )
 
 // newPagesEnv is the API with the two roles' tokens, sessions, the audit
@@ -87,7 +88,7 @@ func TestConsolePagesInBrowser(t *testing.T) {
 	}
 	csv := readCSV(t, h.download(`a[href^="/console/totals.csv"]`))
 	n, _ := chromedp.Run(h.ctx, chromedp.Evaluate[int](`document.querySelectorAll("table.totals tbody tr").length`))
-	if len(csv) != n+1 || strings.Join(csv[0], ",") != strings.Join(admin.DailyCSVHeader, ",") {
+	if len(csv) != n+1 || strings.Join(csv[0], ",") != strings.Join(api.DailyCSVHeader, ",") {
 		t.Errorf("the CSV has %d rows for a table of %d: %q", len(csv), n, csv)
 	}
 

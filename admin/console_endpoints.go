@@ -196,7 +196,7 @@ func (s *Server) consoleEnableEndpoint(enable bool) http.HandlerFunc {
 			return
 		}
 		verb := map[bool]string{true: "enabled", false: "disabled"}[enable]
-		if _, err := s.updateEndpoint(r.Context(), id, ordersync.EndpointUpdate{Disabled: &disabled}); err != nil {
+		if _, err := s.api.UpdateEndpoint(r.Context(), id, ordersync.EndpointUpdate{Disabled: &disabled}); err != nil {
 			s.consoleActionFailed(w, r, "change endpoint "+id, err)
 			return
 		}
@@ -212,7 +212,7 @@ func (s *Server) consoleRotateSecret(w http.ResponseWriter, r *http.Request) {
 	if !s.confirmed(w, r, "rotate-secret") {
 		return
 	}
-	ep, err := s.rotateSecret(r.Context(), id, "")
+	ep, err := s.api.RotateSecret(r.Context(), id, "")
 	if err != nil {
 		s.consoleActionFailed(w, r, "rotate the secret of endpoint "+id, err)
 		return

@@ -211,7 +211,7 @@ func (s *Server) readExportForm(r *http.Request, v *ExportView) (exportRequest, 
 			}
 		}
 	}
-	_, err = parseOrderQuery(q, s.cfg.Clock())
+	_, err = api.OrderFilterOf(q, s.cfg.Clock())
 	var qe *ordersync.QueryError
 	if errors.As(err, &qe) {
 		for k, ms := range qe.Fields {
@@ -390,7 +390,7 @@ func (s *Server) exportDownload(w http.ResponseWriter, r *http.Request) {
 		s.page(w, r, http.StatusBadRequest, "export.html", &Page{Title: "Export", Data: v})
 		return
 	}
-	filter, err := parseOrderQuery(req.query, s.cfg.Clock())
+	filter, err := api.OrderFilterOf(req.query, s.cfg.Clock())
 	if err != nil {
 		// readExportForm parsed the same query.
 		outcome = ordersync.OutcomeOfError(err)
@@ -398,9 +398,9 @@ func (s *Server) exportDownload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	filter.Account = req.choice.Account
-	object = ordersync.Clip(FilterQuery(filter), 500)
-	s.sendExport(w, r, exportFile{filter: filter, opts: req.opts, tz: req.loc.String(),
-		name: func(*time.Location) string { return exportFileName(req) }}, &outcome)
+	object = ordersync.Clip(api.FilterQuery(filter), 500)
+	s.api.SendExport(w, r, api.ExportFile{Filter: filter, Options: req.opts, TZ: req.loc.String(),
+		Name: func(*time.Location) string { return exportFileName(req) }}, &outcome)
 }
 
 // exportLink is the Export page for the listing's query q: the same

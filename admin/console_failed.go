@@ -77,7 +77,7 @@ func (s *Server) failedPage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	zoneName := s.storeZone(ctx, s.cfg.Account)
 	loc, mode := s.zoneOf(r, zoneName)
-	ep, dls, total, err := s.failedDeliveries(ctx, id, maxFailedPage)
+	ep, dls, total, err := s.api.FailedDeliveries(ctx, id, maxFailedPage)
 	if err != nil {
 		status, msg := s.consoleError("list the failed deliveries of endpoint "+id, err)
 		s.page(w, r, status, "failed.html", &Page{Title: "Failed deliveries", Message: msg,
@@ -163,8 +163,8 @@ func selection(form url.Values) (all bool, ids []int64, err error) {
 		return false, nil, fmt.Errorf("choose either every failed delivery or those selected, not both")
 	case !all && len(ids) == 0:
 		return false, nil, fmt.Errorf("select the failed deliveries to replay, or choose Replay every failed delivery")
-	case len(ids) > maxFailedReplay:
-		return false, nil, fmt.Errorf("at most %d failed deliveries are replayed at a time; %d are selected", maxFailedReplay, len(ids))
+	case len(ids) > api.MaxFailedReplay:
+		return false, nil, fmt.Errorf("at most %d failed deliveries are replayed at a time; %d are selected", api.MaxFailedReplay, len(ids))
 	}
 	return all, ids, nil
 }
@@ -178,15 +178,15 @@ func (s *Server) failedConfirmPage(w http.ResponseWriter, r *http.Request) {
 		s.failedRefused(w, r, id, http.StatusBadRequest, "Replay: "+err.Error())
 		return
 	}
-	ep, dls, total, err := s.failedDeliveries(ctx, id, maxFailedList)
+	ep, dls, total, err := s.api.FailedDeliveries(ctx, id, api.MaxFailedList)
 	if err != nil {
 		status, msg := s.consoleError("replay the failed deliveries of endpoint "+id, err)
 		s.failedRefused(w, r, id, status, msg)
 		return
 	}
-	view := &ConfirmView{EndpointID: ep.ID, EndpointURL: ep.URL, All: all, Limit: maxFailedReplay, MayAct: s.mayAct(r)}
+	view := &ConfirmView{EndpointID: ep.ID, EndpointURL: ep.URL, All: all, Limit: api.MaxFailedReplay, MayAct: s.mayAct(r)}
 	if all {
-		view.Count, view.More = min(total, maxFailedReplay), total > maxFailedReplay
+		view.Count, view.More = min(total, api.MaxFailedReplay), total > api.MaxFailedReplay
 	} else {
 		for _, dl := range dls {
 			if slices.Contains(ids, dl.ID) {
@@ -229,7 +229,7 @@ func (s *Server) consoleReplayFailed(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, list+"/replay?"+q.Encode(), http.StatusSeeOther)
 		return
 	}
-	res, err := s.replayFailed(r.Context(), id, ids, all)
+	res, err := s.api.ReplayFailed(r.Context(), id, ids, all)
 	if err != nil {
 		status, msg := s.consoleError("replay the failed deliveries of endpoint "+id, err)
 		s.failedRefused(w, r, id, status, msg)

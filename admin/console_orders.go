@@ -173,7 +173,7 @@ func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	view.Q = strings.TrimSpace(q.Get("q"))
-	filter, err := parseOrderQuery(q, now)
+	filter, err := api.OrderFilterOf(q, now)
 	var qe *ordersync.QueryError
 	if errors.As(err, &qe) {
 		view.Errors = labelled(qe.Fields)

@@ -167,7 +167,7 @@ func (s *Server) moneyOf(ctx context.Context, account string, loc *time.Location
 // collected counts and sums, per currency, every order the Orders page's
 // query q selects, page by page.
 func (s *Server) collected(ctx context.Context, q url.Values) (map[string]MoneyFigure, error) {
-	filter, err := parseOrderQuery(q, s.cfg.Clock())
+	filter, err := api.OrderFilterOf(q, s.cfg.Clock())
 	if err != nil {
 		return nil, err
 	}

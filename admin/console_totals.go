@@ -157,7 +157,7 @@ func (s *Server) totalsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	from, to, tz := s.totalsParams(r, choice)
 	view := &TotalsView{From: from, To: to, TZ: tz, Stores: s.storeOptions(choice, true), AllStores: choice.All}
-	params, err := ParseDailyTotals(choice.Account, from, to, tz)
+	params, err := api.ParseDailyTotals(choice.Account, from, to, tz)
 	if errors.As(err, &ve) {
 		view.Errors = labelledAs(ve.Fields, totalsLabels)
 		s.page(w, r, http.StatusBadRequest, "totals.html", &Page{Title: "Daily totals", Data: view})
@@ -167,7 +167,7 @@ func (s *Server) totalsPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "daily totals", err, "")
 		return
 	}
-	if view.Totals, err = ReadDailyTotals(r.Context(), s.cfg.Reports, choice, s.stores.List(), params); err != nil {
+	if view.Totals, err = api.ReadDailyTotals(r.Context(), s.cfg.Reports, choice, s.stores.List(), params); err != nil {
 		s.fail(w, "daily totals", err, "")
 		return
 	}
@@ -272,14 +272,14 @@ func (s *Server) totalsCSV(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	from, to, tz := s.totalsParams(r, choice)
-	totals, ok := s.readDailyTotals(w, r, from, to, tz)
+	totals, ok := s.api.DailyTotalsFor(w, r, from, to, tz)
 	if !ok {
 		return
 	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="daily-totals-%s-%s-%s.csv"`, storeFileName(choice), from, to))
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="daily-totals-%s-%s-%s.csv"`, api.StoreFileName(choice), from, to))
 	w.Header().Set("Cache-Control", "no-store")
-	if err := WriteDailyCSV(w, totals); err != nil {
+	if err := api.WriteDailyCSV(w, totals); err != nil {
 		s.cfg.Logger.Warn("admin: write daily totals CSV", "err", err)
 	}
 }

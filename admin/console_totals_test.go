@@ -13,6 +13,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -131,7 +132,7 @@ func TestConsoleTotals(t *testing.T) {
 		t.Fatalf("CSV: %d %v", resp.StatusCode, resp.Header)
 	}
 	csvRows := readCSV(t, []byte(body))
-	if strings.Join(csvRows[0], ",") != strings.Join(admin.DailyCSVHeader, ",") || len(csvRows) != len(rows)+1 {
+	if strings.Join(csvRows[0], ",") != strings.Join(api.DailyCSVHeader, ",") || len(csvRows) != len(rows)+1 {
 		t.Fatalf("CSV %q, want the header and %d rows", csvRows, len(rows))
 	}
 	for i, r := range csvRows[1:] {

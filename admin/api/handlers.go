@@ -1,6 +1,7 @@
 package api
 
 import (
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -18,6 +19,23 @@ type Deps struct {
 	DeadLetters ordersync.DeadLetters
 	Replayer    ordersync.Replayer
 	Audit       ordersync.AuditLog
+	// Endpoints, DeliveryDeadLetters and Deliverer serve /v1/endpoints and
+	// /v1/delivery-dead-letters; SecretGrace is how long a rotated
+	// endpoint secret keeps signing.
+	Endpoints           ordersync.Endpoints
+	DeliveryDeadLetters ordersync.DeliveryDeadLetters
+	Deliverer           ordersync.Deliverer
+	SecretGrace         time.Duration
+	// Reports serves /v1/reports/….
+	Reports ordersync.Reports
+	// Exports serves /v1/exports/…; ExportBatchSize is how many orders one
+	// of its reads takes (default 1,000) and MaxExports how many exports run
+	// at once (default DefaultMaxExports).
+	Exports         ordersync.OrderExporter
+	ExportBatchSize int
+	MaxExports      int
+	// Logger takes what a handler logs beside its answer; required.
+	Logger *slog.Logger
 	// Clock is when a since or until given as a duration counts back
 	// from; required.
 	Clock func() time.Time
@@ -32,6 +50,11 @@ type Office interface {
 	// Fail answers the error of op (WriteError), logging one the table
 	// does not know.
 	Fail(w http.ResponseWriter, op string, err error, notFound string)
+	// Record records an action of r in the audit trail, for a handler
+	// whose read the trail must show (an export of buyers' data).
+	Record(r *http.Request, action, object, outcome string)
+	// Actor names who r acts as, for a handler's log.
+	Actor(r *http.Request) string
 }
 
 // Mux is where the handlers are routed.
@@ -43,11 +66,16 @@ type Mux interface {
 type Handlers struct {
 	deps   Deps
 	office Office
+	// exportSlots holds a token per running export.
+	exportSlots chan struct{}
 }
 
 // New returns the handlers over deps, served by office.
 func New(deps Deps, office Office) *Handlers {
-	return &Handlers{deps: deps, office: office}
+	if deps.MaxExports <= 0 {
+		deps.MaxExports = DefaultMaxExports
+	}
+	return &Handlers{deps: deps, office: office, exportSlots: make(chan struct{}, deps.MaxExports)}
 }
 
 // Routes adds the handlers' routes to mux.
@@ -63,4 +91,7 @@ func (h *Handlers) Routes(mux Mux) {
 	mux.HandleFunc("POST /v1/dead-letters/{id}/replay", When(h.deps.Replayer != nil, "replay", h.replayDeadLetter))
 	mux.HandleFunc("POST /v1/dead-letters/replay", When(h.deps.Replayer != nil, "replay", h.replayDeadLetters))
 	mux.HandleFunc("GET /v1/audit", When(h.deps.Audit != nil, "the audit trail", h.listAudit))
+	h.routeEndpoints(mux)
+	mux.HandleFunc("GET /v1/reports/daily", When(h.deps.Reports != nil, "reports", h.dailyTotals))
+	h.routeExports(mux)
 }

@@ -16,6 +16,10 @@ type testOffice struct{ notes []string }
 
 func (o *testOffice) Note(_ *http.Request, object string) { o.notes = append(o.notes, object) }
 
+func (o *testOffice) Record(*http.Request, string, string, string) {}
+
+func (o *testOffice) Actor(*http.Request) string { return "tester" }
+
 func (o *testOffice) Fail(w http.ResponseWriter, op string, err error, notFound string) {
 	WriteError(w, op, err, notFound)
 }

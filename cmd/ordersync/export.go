@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/export"
 	"github.com/ordersync/ordersync/internal/app"
 )
@@ -61,7 +61,7 @@ columns and what each means are in docs/back-office.md (Exports).`,
 		}
 		// An export reads buyers' data: the trail says who, what and how it
 		// ended (an interrupt records it as cancelled).
-		defer func() { l.audit(cmd.Context(), "export."+string(opts.Kind), admin.FilterQuery(filter), err) }()
+		defer func() { l.audit(cmd.Context(), "export."+string(opts.Kind), api.FilterQuery(filter), err) }()
 		if opts.Location, err = export.Zone(cmd.Context(), l.DB(), filter.Account, ff.query.TZ); err != nil {
 			return err
 		}

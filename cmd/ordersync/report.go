@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ordersync/ordersync"
-	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/internal/app"
 )
 
@@ -47,7 +47,7 @@ else UTC); days with nothing are left out. See docs/back-office.md.`,
 	cmd.Flags().BoolVar(&asCSV, "csv", false, "print CSV instead of a table")
 	cmd.MarkFlagsMutuallyExclusive("json", "csv")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		params, err := admin.ParseDailyTotals(account, from, to, tz)
+		params, err := api.ParseDailyTotals(account, from, to, tz)
 		var ve *ordersync.ValidationError
 		if errors.As(err, &ve) {
 			// The API's parameters are the command's flags.
@@ -69,7 +69,7 @@ else UTC); days with nothing are left out. See docs/back-office.md.`,
 		if err != nil {
 			return err
 		}
-		totals, err := admin.ReadDailyTotals(cmd.Context(), l.DB(), choice, l.storeNames(), params)
+		totals, err := api.ReadDailyTotals(cmd.Context(), l.DB(), choice, l.storeNames(), params)
 		if err != nil {
 			return err
 		}
@@ -80,7 +80,7 @@ else UTC); days with nothing are left out. See docs/back-office.md.`,
 		case asJSON:
 			return writeIndented(cmd.OutOrStdout(), totals)
 		case asCSV:
-			return admin.WriteDailyCSV(cmd.OutOrStdout(), totals)
+			return api.WriteDailyCSV(cmd.OutOrStdout(), totals)
 		}
 		zone := totals.TZ
 		if loc, err := ordersync.ParseZone(totals.TZ); err == nil {

@@ -1,4 +1,4 @@
-package admin
+package api
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
-	"github.com/ordersync/ordersync/admin/api"
 )
 
 // ParseDailyTotals reads a daily report's range and zone as the API and the
@@ -47,7 +46,7 @@ func ParseDailyTotals(account, from, to, tz string) (ordersync.DailyTotalsParams
 // store in stores side by side (ordersync.MergeStoreTotals): the days of
 // several stores are those of one zone, p's, else UTC, so that their
 // figures cover the same instants.
-func ReadDailyTotals(ctx context.Context, reports ordersync.Reports, choice api.StoreChoice, stores []string, p ordersync.DailyTotalsParams) (ordersync.DailyTotals, error) {
+func ReadDailyTotals(ctx context.Context, reports ordersync.Reports, choice StoreChoice, stores []string, p ordersync.DailyTotalsParams) (ordersync.DailyTotals, error) {
 	if !choice.All {
 		p.Account = choice.Account
 		return reports.DailyTotals(ctx, p)
@@ -67,39 +66,39 @@ func ReadDailyTotals(ctx context.Context, reports ordersync.Reports, choice api.
 	return ordersync.MergeStoreTotals(p.Location.String(), byStore), nil
 }
 
-// readDailyTotals reads the chosen store's (or stores') daily totals for
+// DailyTotalsFor reads the chosen store's (or stores') daily totals for
 // the request's range, or answers the parse or read error and returns
 // false.
-func (s *Server) readDailyTotals(w http.ResponseWriter, r *http.Request, from, to, tz string) (ordersync.DailyTotals, bool) {
-	choice, err := s.stores.Choose(r, true)
+func (h *Handlers) DailyTotalsFor(w http.ResponseWriter, r *http.Request, from, to, tz string) (ordersync.DailyTotals, bool) {
+	choice, err := h.deps.Stores.Choose(r, true)
 	if err != nil {
-		s.fail(w, "daily totals", err, "")
+		h.office.Fail(w, "daily totals", err, "")
 		return ordersync.DailyTotals{}, false
 	}
 	params, err := ParseDailyTotals(choice.Account, from, to, tz)
 	if err != nil {
-		s.fail(w, "daily totals", err, "")
+		h.office.Fail(w, "daily totals", err, "")
 		return ordersync.DailyTotals{}, false
 	}
-	totals, err := ReadDailyTotals(r.Context(), s.cfg.Reports, choice, s.stores.List(), params)
+	totals, err := ReadDailyTotals(r.Context(), h.deps.Reports, choice, h.deps.Stores.List(), params)
 	if err != nil {
-		s.fail(w, "daily totals", err, "")
+		h.office.Fail(w, "daily totals", err, "")
 		return ordersync.DailyTotals{}, false
 	}
 	return totals, true
 }
 
 // dailyTotals answers GET /v1/reports/daily.
-func (s *Server) dailyTotals(w http.ResponseWriter, r *http.Request) {
+func (h *Handlers) dailyTotals(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	totals, ok := s.readDailyTotals(w, r, q.Get("from"), q.Get("to"), q.Get("tz"))
+	totals, ok := h.DailyTotalsFor(w, r, q.Get("from"), q.Get("to"), q.Get("tz"))
 	if !ok {
 		return
 	}
 	if totals.Days == nil {
 		totals.Days = []ordersync.DayTotals{}
 	}
-	api.WriteJSON(w, http.StatusOK, totals)
+	WriteJSON(w, http.StatusOK, totals)
 }
 
 // DailyCSVHeader names the columns of a daily report as CSV (the CLI's

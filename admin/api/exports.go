@@ -1,4 +1,4 @@
-package admin
+package api
 
 import (
 	"errors"
@@ -11,16 +11,15 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
-	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/export"
 )
 
 // Limits of the export endpoints.
 const (
-	// defaultMaxExports is how many exports run at once unless configured:
+	// DefaultMaxExports is how many exports run at once unless configured:
 	// each holds a database connection for a read at a time and a core
 	// while it encodes.
-	defaultMaxExports = 2
+	DefaultMaxExports = 2
 	// exportRetryAfter is the wait a refused export is told to take.
 	exportRetryAfter = 10 * time.Second
 	// exportBatchDeadline is how long one batch may take to reach the
@@ -31,11 +30,10 @@ const (
 )
 
 // routeExports adds GET /v1/exports/{orders,order-lines,status-changes}.
-func (s *Server) routeExports() {
-	s.exportSlots = make(chan struct{}, s.cfg.MaxExports)
+func (h *Handlers) routeExports(mux Mux) {
 	for _, kind := range export.Kinds {
-		s.mux.HandleFunc("GET /v1/exports/"+string(kind), api.When(s.cfg.Exports != nil, "exports", func(w http.ResponseWriter, r *http.Request) {
-			s.export(w, r, kind)
+		mux.HandleFunc("GET /v1/exports/"+string(kind), When(h.deps.Exports != nil, "exports", func(w http.ResponseWriter, r *http.Request) {
+			h.export(w, r, kind)
 		}))
 	}
 }
@@ -52,13 +50,13 @@ var exportPaging = []string{"cursor", "limit", "offset", "count"}
 // out cuts the connection, so the client sees an error instead of a file
 // that merely looks whole. Every export, refused or not, is recorded in
 // the audit trail with its filter and how it ended: it reads buyers' data.
-func (s *Server) export(w http.ResponseWriter, r *http.Request, kind export.Kind) {
+func (h *Handlers) export(w http.ResponseWriter, r *http.Request, kind export.Kind) {
 	action := "export." + string(kind)
 	object, outcome := ordersync.Clip(r.URL.RawQuery, 500), ""
-	defer func() { s.recordAudit(r, action, object, outcome) }()
+	defer func() { h.office.Record(r, action, object, outcome) }()
 	refuse := func(status int, title string, fields map[string][]string) {
 		outcome = ordersync.OutcomeOfStatus(status)
-		api.WriteProblem(w, status, title, fields)
+		WriteProblem(w, status, title, fields)
 	}
 
 	// A bare ';' is no separator here: delimiter=; means what it says
@@ -68,7 +66,7 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, kind export.Kind
 		refuse(http.StatusBadRequest, "the query is not valid: "+err.Error(), nil)
 		return
 	}
-	choice, err := api.ChooseStore(q.Get("account"), s.cfg.Account, s.stores.List(), true)
+	choice, err := ChooseStore(q.Get("account"), h.deps.Stores.Default, h.deps.Stores.List(), true)
 	if err != nil {
 		var ve *ordersync.ValidationError
 		errors.As(err, &ve)
@@ -81,7 +79,7 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, kind export.Kind
 	}
 	// Both parsers run, so one answer names every bad parameter.
 	fields := map[string][]string{}
-	filter, err := parseOrderQuery(filterQuery, time.Now())
+	filter, err := OrderFilterOf(filterQuery, time.Now())
 	var qe *ordersync.QueryError
 	if errors.As(err, &qe) {
 		maps.Copy(fields, qe.Fields)
@@ -100,39 +98,39 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, kind export.Kind
 		return
 	}
 	object = ordersync.Clip(FilterQuery(filter), 500)
-	s.sendExport(w, r, exportFile{filter: filter, opts: opts, tz: q.Get("tz"),
-		name: func(*time.Location) string { return fileName(storeFileName(choice), opts, time.Now()) }}, &outcome)
+	h.SendExport(w, r, ExportFile{Filter: filter, Options: opts, TZ: q.Get("tz"),
+		Name: func(*time.Location) string { return fileName(StoreFileName(choice), opts, time.Now()) }}, &outcome)
 }
 
-// exportFile is an export read and checked, ready to send.
-type exportFile struct {
-	filter ordersync.OrderFilter
-	opts   export.Options
-	// tz is the zone asked for, "" for the store's (export.Zone).
-	tz string
-	// name is the file's name, given the zone its times are in.
-	name func(*time.Location) string
+// ExportFile is an export read and checked, ready to send.
+type ExportFile struct {
+	Filter  ordersync.OrderFilter
+	Options export.Options
+	// TZ is the zone asked for, "" for the store's (export.Zone).
+	TZ string
+	// Name is the file's name, given the zone its times are in.
+	Name func(*time.Location) string
 }
 
-// sendExport streams an export to the client within the limit of exports
+// SendExport streams an export to the client within the limit of exports
 // at once, and sets its outcome for the audit trail, which the caller
 // records in a deferred call, refused or not: an export cut midway ends
 // the handler by panicking with http.ErrAbortHandler.
-func (s *Server) sendExport(w http.ResponseWriter, r *http.Request, f exportFile, outcome *string) {
-	filter, opts := f.filter, f.opts
+func (h *Handlers) SendExport(w http.ResponseWriter, r *http.Request, f ExportFile, outcome *string) {
+	filter, opts := f.Filter, f.Options
 	select {
-	case s.exportSlots <- struct{}{}:
-		defer func() { <-s.exportSlots }()
+	case h.exportSlots <- struct{}{}:
+		defer func() { <-h.exportSlots }()
 	default:
 		w.Header().Set("Retry-After", fmt.Sprint(int(exportRetryAfter/time.Second)))
-		api.WriteProblem(w, http.StatusServiceUnavailable, fmt.Sprintf("%d exports are running, the most at once: try again later", cap(s.exportSlots)), nil)
+		WriteProblem(w, http.StatusServiceUnavailable, fmt.Sprintf("%d exports are running, the most at once: try again later", cap(h.exportSlots)), nil)
 		*outcome = ordersync.OutcomeOfStatus(http.StatusServiceUnavailable)
 		return
 	}
 	var err error
-	if opts.Location, err = export.Zone(r.Context(), s.cfg.Exports, filter.Account, f.tz); err != nil {
+	if opts.Location, err = export.Zone(r.Context(), h.deps.Exports, filter.Account, f.TZ); err != nil {
 		*outcome = ordersync.OutcomeOfError(err)
-		s.fail(w, "export", err, "")
+		h.office.Fail(w, "export", err, "")
 		return
 	}
 
@@ -144,24 +142,20 @@ func (s *Server) sendExport(w http.ResponseWriter, r *http.Request, f exportFile
 		_ = rc.SetReadDeadline(deadline)
 	}
 	extend()
-	h := w.Header()
-	h.Set("Content-Type", contentType(opts))
-	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.name(opts.Location)}))
-	h.Set("Ordersync-Time-Zone", opts.Location.String())
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
+	hdr := w.Header()
+	hdr.Set("Content-Type", contentType(opts))
+	hdr.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.Name(opts.Location)}))
+	hdr.Set("Ordersync-Time-Zone", opts.Location.String())
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("X-Content-Type-Options", "nosniff")
 
 	start := time.Now()
 	out := &sentWriter{w: w}
-	rows, err := export.Run(r.Context(), s.cfg.Exports, filter, opts, s.cfg.ExportBatchSize, out, func(int) error {
+	rows, err := export.Run(r.Context(), h.deps.Exports, filter, opts, h.deps.ExportBatchSize, out, func(int) error {
 		extend()
 		return rc.Flush()
 	})
-	var actor string
-	if p, ok := PrincipalOf(r.Context()); ok {
-		actor = p.Name
-	}
-	log := s.cfg.Logger.With("actor", actor, "kind", string(opts.Kind), "account", filter.Account, "rows", rows,
+	log := h.deps.Logger.With("actor", h.office.Actor(r), "kind", string(opts.Kind), "account", filter.Account, "rows", rows,
 		"duration", time.Since(start).Round(time.Millisecond))
 	*outcome = ordersync.OutcomeOfError(err)
 	switch {
@@ -172,7 +166,7 @@ func (s *Server) sendExport(w http.ResponseWriter, r *http.Request, f exportFile
 		log.Info("export cancelled: the client went away", "err", err)
 		panic(http.ErrAbortHandler)
 	case !out.sent:
-		s.fail(w, "export", err, "")
+		h.office.Fail(w, "export", err, "")
 	default:
 		// The status and some rows are out: only cutting the connection
 		// tells the client the file is not whole (a CSV has no trailer).
@@ -188,8 +182,8 @@ func contentType(opts export.Options) string {
 	return "text/csv; charset=utf-8; header=present"
 }
 
-// storeFileName is the store as an export's file name says it.
-func storeFileName(c api.StoreChoice) string {
+// StoreFileName is the store as an export's file name says it.
+func StoreFileName(c StoreChoice) string {
 	if c.All {
 		return "all-stores"
 	}
