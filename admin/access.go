@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin/api"
+	"github.com/ordersync/ordersync/admin/console"
 	"github.com/ordersync/ordersync/internal/httpstatus"
 )
 
@@ -74,6 +76,18 @@ var actions = map[string]struct {
 	"POST /v1/endpoints/{id}/failed-deliveries/replay": {"endpoint.replay-failed", "endpoint", false},
 }
 
+// actionNames are the names of the actions the trail records, sorted.
+func actionNames() []string {
+	var names []string
+	for _, a := range actions {
+		if !slices.Contains(names, a.name) {
+			names = append(names, a.name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
 // sessionRoutes act on the caller's own session, not on the service: a
 // viewer may sign in and out.
 var sessionRoutes = map[string]bool{"POST /console/sign-in": true, "POST /console/sign-out": true}
@@ -81,7 +95,7 @@ var sessionRoutes = map[string]bool{"POST /console/sign-in": true, "POST /consol
 // AccessOf is what a request to the route pattern does: every write
 // method acts, but signing in and out; anything else reads.
 func AccessOf(method, pattern string) ordersync.Access {
-	if isWrite(method) && !sessionRoutes[pattern] {
+	if api.IsWrite(method) && !sessionRoutes[pattern] {
 		return ordersync.AccessAct
 	}
 	return ordersync.AccessRead
@@ -150,7 +164,7 @@ func (s *Server) serveAs(w http.ResponseWriter, r *http.Request, p ordersync.Pri
 	rq := &request{principal: p, via: via}
 	r = r.WithContext(context.WithValue(r.Context(), requestKey{}, rq))
 	_, pattern := s.mux.Handler(r)
-	if !isWrite(r.Method) {
+	if !api.IsWrite(r.Method) {
 		s.mux.ServeHTTP(w, r)
 		return
 	}
@@ -164,7 +178,7 @@ func (s *Server) serveAs(w http.ResponseWriter, r *http.Request, p ordersync.Pri
 	sw := &httpstatus.Writer{ResponseWriter: w}
 	if AccessOf(r.Method, pattern) == ordersync.AccessAct && !p.Role.May(ordersync.AccessAct) {
 		api.WriteProblem(sw, http.StatusForbidden, fmt.Sprintf("%s is a viewer: viewers read, only operators act. Nothing was done (%s: %s).",
-			p.Name, actionInWords(act.name), act.name), nil)
+			p.Name, console.ActionInWords(act.name), act.name), nil)
 	} else {
 		s.mux.ServeHTTP(sw, r)
 	}

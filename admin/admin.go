@@ -1,14 +1,16 @@
-// Package admin is ordersync's back-office HTTP API: read the mirror, create
-// payment links and track orders so the mirror knows every order, act on dead
-// letters, and the operational endpoints (/metrics, /healthz, /readyz).
+// Package admin is ordersync's back-office listener: the JSON API
+// (admin/api) and the console (admin/console) composed on one address,
+// loopback by default, apart from the public webhook receiver, with the
+// operational endpoints (/metrics, /healthz, /readyz, the operators'
+// pprof).
 //
-// It listens on its own address, loopback by default, apart from the public
-// webhook receiver, and serves the console there too: HTML pages signed in
-// by session cookie. What a request may do is decided here for both (the
-// guard, the principal and its role, the audit record). The bodies the JSON
-// API speaks, its table from errors to problems and its handlers of orders,
-// the event log, dead letters and the audit trail are admin/api's; the console's templates
-// and static files are admin/console's.
+// What a request may do is decided here for both surfaces: the guard
+// (Origin, Host, content type), who asks (a bearer token, a console
+// session, loopback without tokens) and their role, and the audit record
+// of every action. The handlers of each resource are admin/api's, the
+// pages admin/console's; both reach this package only through the office
+// they are given. Client is the API's client, for the CLI, the demo and
+// the lab.
 package admin
 
 import (
@@ -25,6 +27,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin/api"
+	"github.com/ordersync/ordersync/admin/console"
 	"github.com/ordersync/ordersync/internal/proxy"
 	"github.com/ordersync/ordersync/internal/quietlog"
 	collect "github.com/ordersync/ordersync/metrics"
@@ -76,7 +79,7 @@ type Config struct {
 	// without it.
 	Sessions ordersync.ConsoleSessions
 	// SessionTTL is how long a console session lasts; default
-	// DefaultSessionTTL.
+	// console.DefaultSessionTTL.
 	SessionTTL time.Duration
 	// TrustedProxies are the peers whose X-Forwarded-For names the client
 	// (for the sign-in limiter) and whose X-Forwarded-Proto: https makes
@@ -97,7 +100,7 @@ type Config struct {
 	// links to the pages.
 	Overview ordersync.OverviewReader
 	// OverviewRefresh is how often the Overview's script reads the figures
-	// again; default DefaultOverviewRefresh.
+	// again; default console.DefaultOverviewRefresh.
 	OverviewRefresh time.Duration
 	ExportBatchSize int
 	MaxExports      int
@@ -111,14 +114,8 @@ func (c *Config) withDefaults() Config {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.SessionTTL <= 0 {
-		cfg.SessionTTL = DefaultSessionTTL
-	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
-	}
-	if cfg.OverviewRefresh <= 0 {
-		cfg.OverviewRefresh = DefaultOverviewRefresh
 	}
 	return cfg
 }
@@ -141,12 +138,10 @@ type Server struct {
 	stores api.Stores
 	// api holds the JSON API's handlers that have left this package.
 	api     *api.Handlers
-	limiter *signInLimiter
+	console *console.Console
 	// tokenSet holds cfg.Tokens until SetTokens replaces them; read it
 	// through Server.tokens.
 	tokenSet atomic.Pointer[[]ordersync.AdminToken]
-	// jobs are the console's replay jobs.
-	jobs *replayJobs
 	// quiet logs failures that repeat per request (a failed audit write,
 	// a store that does not answer) once, then summed up per interval.
 	quiet *quietlog.Log
@@ -160,7 +155,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, mux: newRouter(), stores: api.Stores{Default: cfg.Account, Names: cfg.Stores}, limiter: newSignInLimiter(), quiet: quietlog.New(cfg.Logger, quietlog.DefaultInterval),
+	s := &Server{cfg: cfg, mux: newRouter(), stores: api.Stores{Default: cfg.Account, Names: cfg.Stores}, quiet: quietlog.New(cfg.Logger, quietlog.DefaultInterval),
 		auditFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ordersync_admin_audit_failures_total",
 			Help: "Audit records of admin actions that could not be written (the actions happened).",
@@ -181,7 +176,13 @@ func New(cfg Config) (*Server, error) {
 		Deliverer: cfg.Deliverer, SecretGrace: cfg.SecretGrace, Reports: cfg.Reports,
 		Exports: cfg.Exports, ExportBatchSize: cfg.ExportBatchSize, MaxExports: cfg.MaxExports, Logger: cfg.Logger}, office{s})
 	s.api.Routes(s.mux)
-	s.routeConsole()
+	s.console = console.New(console.Config{API: s.api, Stores: s.stores, Orders: cfg.Orders, DeadLetters: cfg.DeadLetters,
+		Follower: cfg.Follower, Replayer: cfg.Replayer, ReplayJobs: cfg.ReplayJobs, OrderCodes: cfg.OrderCodes,
+		Endpoints: cfg.Endpoints, DeliveryDeadLetters: cfg.DeliveryDeadLetters, Deliverer: cfg.Deliverer, Audit: cfg.Audit,
+		AuditActions: actionNames(), Sessions: cfg.Sessions, SessionTTL: cfg.SessionTTL, TrustedProxies: cfg.TrustedProxies,
+		Logger: cfg.Logger, Clock: cfg.Clock, Exports: cfg.Exports, Reports: cfg.Reports, Overview: cfg.Overview,
+		OverviewRefresh: cfg.OverviewRefresh}, office{s})
+	s.console.Routes(s.mux)
 	s.routePprof()
 	return s, nil
 }
@@ -196,12 +197,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/healthz" || r.URL.Path == "/readyz":
 		s.mux.ServeHTTP(w, r)
-	case isConsolePath(r.URL.Path):
-		s.serveConsole(w, r)
+	case console.IsPath(r.URL.Path):
+		s.console.Serve(w, r)
 	case len(s.tokens()) == 0:
 		s.serveAs(w, r, ordersync.Loopback, ordersync.ViaAPI)
-	case isDownload(r) && r.Header.Get("Authorization") == "":
-		s.serveDownload(w, r)
+	case console.IsDownload(r) && r.Header.Get("Authorization") == "":
+		s.console.ServeDownload(w, r)
 	default:
 		t, ok := s.bearer(r)
 		if !ok {
@@ -241,4 +242,19 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	api.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// WaitReplayJob waits until the console's replay job id, which this
+// process runs, has ended and returns its record from the mirror; false
+// when the mirror has no such job (console.Console.WaitReplayJob).
+func (s *Server) WaitReplayJob(ctx context.Context, id int64) (ordersync.ReplayJob, bool, error) {
+	return s.console.WaitReplayJob(ctx, id)
+}
+
+// Close stops the console's running replay job, if any, and waits for it
+// (console.Console.Close). Call it before closing what the Replayer
+// publishes to.
+func (s *Server) Close() {
+	s.quiet.Close()
+	s.console.Close()
 }

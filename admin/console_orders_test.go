@@ -11,6 +11,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/console"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -186,7 +187,7 @@ func TestConsoleOrdersLists(t *testing.T) {
 	if !strings.Contains(page, `<option value="created_desc" selected>Newest first</option>`) || strings.Contains(page, ">created_desc<") {
 		t.Errorf("sorts not in words:\n%s", page)
 	}
-	restore := admin.SetConsoleCountBound(2)
+	restore := console.SetCountBound(2)
 	_, page = b.do("GET", "/console/orders", nil)
 	restore()
 	if !strings.Contains(page, `<span id="more">more than 2</span>`) || strings.Contains(page, `id="total"`) {

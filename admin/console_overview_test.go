@@ -16,6 +16,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/admin/api"
+	"github.com/ordersync/ordersync/admin/console"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -104,7 +105,7 @@ func TestConsoleOverview(t *testing.T) {
 		t.Errorf("overview.js: %d", resp.StatusCode)
 	}
 
-	var got admin.OverviewView
+	var got console.OverviewView
 	read := func() {
 		t.Helper()
 		resp, body := b.do("GET", "/console/overview.json", nil)

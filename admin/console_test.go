@@ -17,6 +17,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/admin/console"
 	"github.com/ordersync/ordersync/internal/proxy"
 	"github.com/ordersync/ordersync/store"
 )
@@ -169,7 +170,7 @@ func TestConsoleSignIn(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/" || c == nil {
 		t.Fatalf("sign-in: %d to %q, cookie %v", resp.StatusCode, resp.Header.Get("Location"), c)
 	}
-	if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure || c.Path != "/" || c.MaxAge != int(admin.DefaultSessionTTL/time.Second) {
+	if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure || c.Path != "/" || c.MaxAge != int(console.DefaultSessionTTL/time.Second) {
 		t.Errorf("session cookie %+v: want HttpOnly, SameSite=Strict, not Secure over plain HTTP, Path /, 12 h", c)
 	}
 	resp, page = b.do("GET", "/console/", nil)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin/api"
+	"github.com/ordersync/ordersync/admin/console"
 )
 
 // guard refuses what a browser can be made to send to the admin API from
@@ -32,7 +33,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
 			clip(origin), clip(r.Host)), nil)
 		return false
 	}
-	if isWrite(r.Method) && isConsolePath(r.URL.Path) {
+	if api.IsWrite(r.Method) && console.IsPath(r.URL.Path) {
 		// The console's forms: a browser's form encoding, which only a page
 		// of this origin can post with its CSRF token (serveConsole).
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -43,7 +44,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
 		}
 		return true
 	}
-	if isWrite(r.Method) && (r.ContentLength != 0 || r.Header.Get("Content-Type") != "") {
+	if api.IsWrite(r.Method) && (r.ContentLength != 0 || r.Header.Get("Content-Type") != "") {
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || mt != "application/json" {
 			api.WriteProblem(w, http.StatusUnsupportedMediaType, fmt.Sprintf("a %s with a body needs Content-Type: application/json, got %q",
@@ -52,14 +53,6 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
 		}
 	}
 	return true
-}
-
-func isWrite(method string) bool {
-	switch method {
-	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-		return true
-	}
-	return false
 }
 
 // loopbackHost reports whether a Host header names this machine's loopback:

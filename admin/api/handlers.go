@@ -95,3 +95,14 @@ func (h *Handlers) Routes(mux Mux) {
 	mux.HandleFunc("GET /v1/reports/daily", When(h.deps.Reports != nil, "reports", h.dailyTotals))
 	h.routeExports(mux)
 }
+
+// IsWrite reports whether a request of method may change something: every
+// such request of the API or the console is an action, held to the role
+// and recorded.
+func IsWrite(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}

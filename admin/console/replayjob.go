@@ -1,4 +1,4 @@
-package admin
+package console
 
 import (
 	"context"
@@ -69,7 +69,7 @@ var errClosing = errors.New("the server is shutting down")
 
 // startReplayJob records and begins a job replaying what f selects,
 // unless one is running (then it returns that one and errJobRunning).
-func (s *Server) startReplayJob(f ordersync.DeadLetterFilter, query, actor string) (ordersync.ReplayJob, error) {
+func (s *Console) startReplayJob(f ordersync.DeadLetterFilter, query, actor string) (ordersync.ReplayJob, error) {
 	js := s.jobs
 	js.mu.Lock()
 	defer js.mu.Unlock()
@@ -100,7 +100,7 @@ func (s *Server) startReplayJob(f ordersync.DeadLetterFilter, query, actor strin
 // through the Replayer, the one replay path; a letter that fails is
 // counted and the job goes on. A second goroutine writes the progress
 // and heartbeat to the mirror every beat; the end is written last.
-func (s *Server) runReplayJob(id int64, f ordersync.DeadLetterFilter) {
+func (s *Console) runReplayJob(id int64, f ordersync.DeadLetterFilter) {
 	js := s.jobs
 	ctx, cancel := context.WithTimeout(js.ctx, jobTimeout)
 	defer cancel()
@@ -163,7 +163,7 @@ func (s *Server) runReplayJob(id int64, f ordersync.DeadLetterFilter) {
 
 // replayLetters is the work of a job: the letters first, then each one's
 // replay, reported through update; listed is called between the two.
-func (s *Server) replayLetters(ctx context.Context, f ordersync.DeadLetterFilter, update func(func(*ordersync.ReplayJobProgress)), listed func()) {
+func (s *Console) replayLetters(ctx context.Context, f ordersync.DeadLetterFilter, update func(func(*ordersync.ReplayJobProgress)), listed func()) {
 	// The letters are read first, newest first in pages by id, so the job
 	// replays the letters the filter matched when it started: not those a
 	// replay dead-letters again meanwhile (they are newer).
@@ -206,7 +206,7 @@ func (s *Server) replayLetters(ctx context.Context, f ordersync.DeadLetterFilter
 // WaitReplayJob waits until job id, which this process runs, has ended
 // and returns its record from the mirror; false when the mirror has no
 // such job. A job of another process is returned as it stands.
-func (s *Server) WaitReplayJob(ctx context.Context, id int64) (ordersync.ReplayJob, bool, error) {
+func (s *Console) WaitReplayJob(ctx context.Context, id int64) (ordersync.ReplayJob, bool, error) {
 	s.jobs.mu.Lock()
 	done := s.jobs.done[id]
 	s.jobs.mu.Unlock()
@@ -229,11 +229,7 @@ func (s *Server) WaitReplayJob(ctx context.Context, id int64) (ordersync.ReplayJ
 // as stopped, and the letters it had not replayed stay dead letters,
 // listed for the next one. Call it before closing what the Replayer
 // publishes to.
-func (s *Server) Close() {
-	s.quiet.Close()
-	if s.jobs == nil {
-		return
-	}
+func (s *Console) Close() {
 	s.jobs.cancel()
 	s.jobs.wg.Wait()
 }

@@ -1,4 +1,4 @@
-package admin
+package console
 
 import (
 	"errors"
@@ -30,9 +30,9 @@ const (
 )
 
 // routeConsoleTotals adds the Daily totals page and its CSV.
-func (s *Server) routeConsoleTotals() {
-	s.mux.HandleFunc("GET /console/totals", api.When(s.cfg.Reports != nil, "reports", s.totalsPage))
-	s.mux.HandleFunc("GET /console/totals.csv", api.When(s.cfg.Reports != nil, "reports", s.totalsCSV))
+func (s *Console) routeConsoleTotals(mux Mux) {
+	mux.HandleFunc("GET /console/totals", api.When(s.cfg.Reports != nil, "reports", s.totalsPage))
+	mux.HandleFunc("GET /console/totals.csv", api.When(s.cfg.Reports != nil, "reports", s.totalsCSV))
 }
 
 // TotalsView is the Daily totals page.
@@ -121,7 +121,7 @@ const (
 // them missing taking its default, the last defaultTotalsDays days up to
 // today in the zone of the days: tz, else the chosen store's, else UTC
 // (every store's days are UTC's unless a zone is chosen).
-func (s *Server) totalsParams(r *http.Request, choice api.StoreChoice) (from, to, tz string) {
+func (s *Console) totalsParams(r *http.Request, choice api.StoreChoice) (from, to, tz string) {
 	q := r.URL.Query()
 	from, to, tz = q.Get("from"), q.Get("to"), q.Get("tz")
 	days := tz
@@ -147,11 +147,11 @@ func (s *Server) totalsParams(r *http.Request, choice api.StoreChoice) (from, to
 	return from, to, tz
 }
 
-func (s *Server) totalsPage(w http.ResponseWriter, r *http.Request) {
-	choice, err := s.stores.Choose(r, true)
+func (s *Console) totalsPage(w http.ResponseWriter, r *http.Request) {
+	choice, err := s.cfg.Stores.Choose(r, true)
 	var ve *ordersync.ValidationError
 	if errors.As(err, &ve) {
-		view := &TotalsView{Stores: s.storeOptions(api.StoreChoice{Account: s.cfg.Account}, true), Errors: labelledAs(ve.Fields, totalsLabels)}
+		view := &TotalsView{Stores: s.storeOptions(api.StoreChoice{Account: s.cfg.Stores.Default}, true), Errors: labelledAs(ve.Fields, totalsLabels)}
 		s.page(w, r, http.StatusBadRequest, "totals.html", &Page{Title: "Daily totals", Data: view})
 		return
 	}
@@ -164,11 +164,11 @@ func (s *Server) totalsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		s.fail(w, "daily totals", err, "")
+		s.office.Fail(w, "daily totals", err, "")
 		return
 	}
-	if view.Totals, err = api.ReadDailyTotals(r.Context(), s.cfg.Reports, choice, s.stores.List(), params); err != nil {
-		s.fail(w, "daily totals", err, "")
+	if view.Totals, err = api.ReadDailyTotals(r.Context(), s.cfg.Reports, choice, s.cfg.Stores.List(), params); err != nil {
+		s.office.Fail(w, "daily totals", err, "")
 		return
 	}
 	if loc, err := ordersync.ParseZone(view.Totals.TZ); err == nil {
@@ -265,14 +265,14 @@ func totalsCharts(p ordersync.DailyTotalsParams, totals ordersync.DailyTotals) [
 
 // totalsCSV streams the page's report as CSV, the columns of
 // `ordersync report daily --csv`, by the console's session.
-func (s *Server) totalsCSV(w http.ResponseWriter, r *http.Request) {
-	choice, err := s.stores.Choose(r, true)
+func (s *Console) totalsCSV(w http.ResponseWriter, r *http.Request) {
+	choice, err := s.cfg.Stores.Choose(r, true)
 	if err != nil {
-		s.fail(w, "daily totals", err, "")
+		s.office.Fail(w, "daily totals", err, "")
 		return
 	}
 	from, to, tz := s.totalsParams(r, choice)
-	totals, ok := s.api.DailyTotalsFor(w, r, from, to, tz)
+	totals, ok := s.cfg.API.DailyTotalsFor(w, r, from, to, tz)
 	if !ok {
 		return
 	}

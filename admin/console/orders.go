@@ -1,4 +1,4 @@
-package admin
+package console
 
 import (
 	"errors"
@@ -19,11 +19,11 @@ import (
 
 // routeConsoleOrders adds the Orders and Order pages and the time-zone
 // switch.
-func (s *Server) routeConsoleOrders() {
-	s.mux.HandleFunc("GET /console/orders", s.ordersPage)
-	s.mux.HandleFunc("GET /console/orders/{code}", s.orderPage)
-	s.mux.HandleFunc("POST /console/orders/{id}/resync", api.When(s.cfg.Follower != nil, "tracking", s.resyncOrder))
-	s.mux.HandleFunc("GET /console/zone", s.switchZone)
+func (s *Console) routeConsoleOrders(mux Mux) {
+	mux.HandleFunc("GET /console/orders", s.ordersPage)
+	mux.HandleFunc("GET /console/orders/{code}", s.orderPage)
+	mux.HandleFunc("POST /console/orders/{id}/resync", api.When(s.cfg.Follower != nil, "tracking", s.resyncOrder))
+	mux.HandleFunc("GET /console/zone", s.switchZone)
 }
 
 // Console page sizes: a screenful, and at most what a page weighs well.
@@ -130,18 +130,18 @@ func orderLink(account, code string) string {
 	return "/console/orders/" + url.PathEscape(code) + "?" + url.Values{"account": {account}}.Encode()
 }
 
-func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
+func (s *Console) ordersPage(w http.ResponseWriter, r *http.Request) {
 	form := r.URL.Query()
 	view := &OrdersView{Query: form, Statuses: ordersync.Statuses, Collected: ordersync.StatusGroupCollected}
 	for _, so := range ordersync.OrderSorts {
 		view.Sorts = append(view.Sorts, Option{Value: string(so), Label: sortLabels[so],
 			Selected: string(so) == form.Get("sort") || form.Get("sort") == "" && so == ordersync.SortCreatedDesc})
 	}
-	choice, err := s.stores.Choose(r, true)
+	choice, err := s.cfg.Stores.Choose(r, true)
 	view.Stores, view.AllStores = s.storeOptions(choice, true), choice.All
 	var ve *ordersync.ValidationError
 	if errors.As(err, &ve) {
-		view.Stores = s.storeOptions(api.StoreChoice{Account: s.cfg.Account}, true)
+		view.Stores = s.storeOptions(api.StoreChoice{Account: s.cfg.Stores.Default}, true)
 		view.Errors = labelled(ve.Fields)
 		s.page(w, r, http.StatusBadRequest, "orders.html", &Page{Title: "Orders", Data: view})
 		return
@@ -190,7 +190,7 @@ func (s *Server) ordersPage(w http.ResponseWriter, r *http.Request) {
 	}
 	page, err := s.cfg.Orders.ListOrders(r.Context(), filter)
 	if err != nil {
-		s.fail(w, "list orders", err, "")
+		s.office.Fail(w, "list orders", err, "")
 		return
 	}
 	view.Behind, view.AsOf = page.Behind, page.AsOf.UTC().Format("2006-01-02 15:04:05 UTC")
@@ -302,4 +302,12 @@ func cloneValues(v url.Values) url.Values {
 		}
 	}
 	return out
+}
+
+// SetCountBound sets how far the Orders page counts, for a test that is
+// not parallel; the func it returns restores the bound.
+func SetCountBound(n int) (restore func()) {
+	old := consoleCountBound
+	consoleCountBound = n
+	return func() { consoleCountBound = old }
 }

@@ -1,4 +1,4 @@
-package admin
+package console
 
 import (
 	"context"
@@ -27,7 +27,7 @@ type JobView struct {
 	ListURL string
 }
 
-func (s *Server) jobView(j ordersync.ReplayJob, loc *time.Location) JobView {
+func (s *Console) jobView(j ordersync.ReplayJob, loc *time.Location) JobView {
 	state := j.StateAt(s.cfg.Clock())
 	v := JobView{ReplayJob: j, State: state, Running: state == ordersync.JobRunning, Stopped: state == ordersync.JobStopped,
 		Interrupted: state == ordersync.JobInterrupted, Started: momentOf(j.Started, loc), Ended: momentOf(j.Ended, loc),
@@ -51,7 +51,7 @@ func (v JobView) againQuery() url.Values {
 
 // consoleReplayDeadLetter replays one letter, as POST
 // /v1/dead-letters/{id}/replay does, and shows the list the form was on.
-func (s *Server) consoleReplayDeadLetter(w http.ResponseWriter, r *http.Request) {
+func (s *Console) consoleReplayDeadLetter(w http.ResponseWriter, r *http.Request) {
 	id, ok := api.DeadLetterID(w, r)
 	if !ok {
 		return
@@ -66,7 +66,7 @@ func (s *Server) consoleReplayDeadLetter(w http.ResponseWriter, r *http.Request)
 
 // consoleReplayDeadLetters starts a job replaying every letter the form's
 // filter matches and goes to its page.
-func (s *Server) consoleReplayDeadLetters(w http.ResponseWriter, r *http.Request) {
+func (s *Console) consoleReplayDeadLetters(w http.ResponseWriter, r *http.Request) {
 	q := filterOf(r)
 	for _, p := range []string{"before", "limit", "replayed"} {
 		q.Del(p) // every page, and only what is not replayed yet
@@ -81,16 +81,16 @@ func (s *Server) consoleReplayDeadLetters(w http.ResponseWriter, r *http.Request
 	// count that changed since asks again.
 	n, err := s.countLetters(r.Context(), f)
 	if err != nil {
-		s.fail(w, "count dead letters", err, "")
+		s.office.Fail(w, "count dead letters", err, "")
 		return
 	}
 	if r.PostFormValue("confirmed") != strconv.Itoa(n) {
-		noteObject(r, fmt.Sprintf("not confirmed: asked to confirm %d letter(s) of %q", n, q.Encode()))
+		s.office.Note(r, fmt.Sprintf("not confirmed: asked to confirm %d letter(s) of %q", n, q.Encode()))
 		http.Redirect(w, r, "/console/dead-letters/replay?"+q.Encode(), http.StatusSeeOther)
 		return
 	}
 	actor := ""
-	if p, ok := PrincipalOf(r.Context()); ok {
+	if p, ok := s.office.Principal(r); ok {
 		actor = p.Name
 	}
 	job, err := s.startReplayJob(f, q.Encode(), actor)
@@ -105,15 +105,15 @@ func (s *Server) consoleReplayDeadLetters(w http.ResponseWriter, r *http.Request
 		return
 	}
 	if err != nil {
-		s.fail(w, "start replay job", err, "")
+		s.office.Fail(w, "start replay job", err, "")
 		return
 	}
-	noteObject(r, fmt.Sprintf("replay job %d: dead letters %s", job.ID, q.Encode()))
+	s.office.Note(r, fmt.Sprintf("replay job %d: dead letters %s", job.ID, q.Encode()))
 	http.Redirect(w, r, fmt.Sprintf("/console/dead-letters/jobs/%d", job.ID), http.StatusSeeOther)
 }
 
 // countLetters is how many letters f matches, every reason.
-func (s *Server) countLetters(ctx context.Context, f ordersync.DeadLetterFilter) (int, error) {
+func (s *Console) countLetters(ctx context.Context, f ordersync.DeadLetterFilter) (int, error) {
 	counts, err := s.cfg.DeadLetters.CountDeadLetters(ctx, f)
 	n := 0
 	for _, c := range counts {
@@ -131,7 +131,7 @@ type DeadLettersConfirmView struct {
 
 // deadLettersConfirmPage asks to confirm the replay of every letter a
 // filter matches, with their count.
-func (s *Server) deadLettersConfirmPage(w http.ResponseWriter, r *http.Request) {
+func (s *Console) deadLettersConfirmPage(w http.ResponseWriter, r *http.Request) {
 	q := cloneValues(r.URL.Query())
 	for _, p := range []string{"before", "limit", "replayed"} {
 		q.Del(p)
@@ -144,14 +144,14 @@ func (s *Server) deadLettersConfirmPage(w http.ResponseWriter, r *http.Request) 
 	}
 	n, err := s.countLetters(r.Context(), f)
 	if err != nil {
-		s.fail(w, "count dead letters", err, "")
+		s.office.Fail(w, "count dead letters", err, "")
 		return
 	}
 	view := &DeadLettersConfirmView{Filter: q.Encode(), ListURL: "/console/dead-letters?" + q.Encode(), Count: n, MayAct: s.mayAct(r)}
 	s.page(w, r, http.StatusOK, "deadlettersconfirm.html", &Page{Title: "Confirm the replay", Data: view})
 }
 
-func (s *Server) replayJobPage(w http.ResponseWriter, r *http.Request) {
+func (s *Console) replayJobPage(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
 		api.WriteProblem(w, http.StatusNotFound, fmt.Sprintf("no replay job %q", r.PathValue("id")), nil)
@@ -159,10 +159,10 @@ func (s *Server) replayJobPage(w http.ResponseWriter, r *http.Request) {
 	}
 	job, err := s.cfg.ReplayJobs.FindReplayJob(r.Context(), id)
 	if err != nil {
-		s.fail(w, "find replay job", err, fmt.Sprintf("no replay job %d", id))
+		s.office.Fail(w, "find replay job", err, fmt.Sprintf("no replay job %d", id))
 		return
 	}
-	zoneName := s.storeZone(r.Context(), s.cfg.Account)
+	zoneName := s.storeZone(r.Context(), s.cfg.Stores.Default)
 	loc, mode := s.zoneOf(r, zoneName)
 	jv := s.jobView(job, loc)
 	if jv.Running {
@@ -173,7 +173,7 @@ func (s *Server) replayJobPage(w http.ResponseWriter, r *http.Request) {
 	again, _ := api.ParseDeadLetterQuery(jv.againQuery()) // times it wrote itself
 	counts, err := s.cfg.DeadLetters.CountDeadLetters(r.Context(), again)
 	if err != nil {
-		s.fail(w, "count the letters that failed again", err, "")
+		s.office.Fail(w, "count the letters that failed again", err, "")
 		return
 	}
 	failedAgain := 0

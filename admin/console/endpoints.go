@@ -1,4 +1,4 @@
-package admin
+package console
 
 import (
 	"fmt"
@@ -18,16 +18,16 @@ import (
 // a test event, a replay since a time, a new secret shown once.
 
 // routeConsoleEndpoints adds the Endpoints page and its actions.
-func (s *Server) routeConsoleEndpoints() {
+func (s *Console) routeConsoleEndpoints(mux Mux) {
 	eps, dlv := s.cfg.Endpoints != nil, s.cfg.Deliverer != nil
 	const endpoints, deliveries = "endpoints", "deliveries (the worker role)"
-	s.mux.HandleFunc("GET /console/endpoints", api.When(eps, endpoints, s.endpointsPage))
-	s.mux.HandleFunc("GET /console/endpoints/{id}/confirm", api.When(eps, endpoints, s.endpointConfirmPage))
-	s.mux.HandleFunc("POST /console/endpoints/{id}/enable", api.When(eps, endpoints, s.consoleEnableEndpoint(true)))
-	s.mux.HandleFunc("POST /console/endpoints/{id}/disable", api.When(eps, endpoints, s.consoleEnableEndpoint(false)))
-	s.mux.HandleFunc("POST /console/endpoints/{id}/rotate-secret", api.When(eps, endpoints, s.consoleRotateSecret))
-	s.mux.HandleFunc("POST /console/endpoints/{id}/test", api.When(eps && dlv, deliveries, s.consoleTestEndpoint))
-	s.mux.HandleFunc("POST /console/endpoints/{id}/replay", api.When(eps && dlv, deliveries, s.consoleReplayEndpoint))
+	mux.HandleFunc("GET /console/endpoints", api.When(eps, endpoints, s.endpointsPage))
+	mux.HandleFunc("GET /console/endpoints/{id}/confirm", api.When(eps, endpoints, s.endpointConfirmPage))
+	mux.HandleFunc("POST /console/endpoints/{id}/enable", api.When(eps, endpoints, s.consoleEnableEndpoint(true)))
+	mux.HandleFunc("POST /console/endpoints/{id}/disable", api.When(eps, endpoints, s.consoleEnableEndpoint(false)))
+	mux.HandleFunc("POST /console/endpoints/{id}/rotate-secret", api.When(eps, endpoints, s.consoleRotateSecret))
+	mux.HandleFunc("POST /console/endpoints/{id}/test", api.When(eps && dlv, deliveries, s.consoleTestEndpoint))
+	mux.HandleFunc("POST /console/endpoints/{id}/replay", api.When(eps && dlv, deliveries, s.consoleReplayEndpoint))
 }
 
 // HealthWindow is a period the Endpoints page can judge endpoints by, as
@@ -102,15 +102,15 @@ type EndpointRow struct {
 	PreviousSecretUntil Moment
 }
 
-func (s *Server) endpointsPage(w http.ResponseWriter, r *http.Request) {
+func (s *Console) endpointsPage(w http.ResponseWriter, r *http.Request) {
 	s.showEndpoints(w, r, http.StatusOK, "", nil)
 }
 
 // showEndpoints renders the Endpoints page, with message on top (what an
 // action just did) and secret when one was just made.
-func (s *Server) showEndpoints(w http.ResponseWriter, r *http.Request, status int, message string, secret *ordersync.Endpoint) {
+func (s *Console) showEndpoints(w http.ResponseWriter, r *http.Request, status int, message string, secret *ordersync.Endpoint) {
 	ctx := r.Context()
-	zoneName := s.storeZone(ctx, s.cfg.Account)
+	zoneName := s.storeZone(ctx, s.cfg.Stores.Default)
 	loc, mode := s.zoneOf(r, zoneName)
 	window, err := healthWindowOf(r.URL.Query())
 	if err != nil && r.Method != http.MethodGet {
@@ -130,13 +130,13 @@ func (s *Server) showEndpoints(w http.ResponseWriter, r *http.Request, status in
 	}
 	eps, err := s.cfg.Endpoints.ListEndpoints(ctx)
 	if err != nil {
-		s.fail(w, "list endpoints", err, "")
+		s.office.Fail(w, "list endpoints", err, "")
 		return
 	}
 	now := s.cfg.Clock()
 	health, err := s.cfg.Orders.DeliveryHealth(ctx, now.Add(-window.Period))
 	if err != nil {
-		s.fail(w, "read endpoint health", err, "")
+		s.office.Fail(w, "read endpoint health", err, "")
 		return
 	}
 	// The failed deliveries are the letters a person can still fix, not
@@ -144,7 +144,7 @@ func (s *Server) showEndpoints(w http.ResponseWriter, r *http.Request, status in
 	var pending map[string]int
 	if s.cfg.DeliveryDeadLetters != nil {
 		if pending, err = s.cfg.DeliveryDeadLetters.PendingDeliveryDeadLetters(ctx); err != nil {
-			s.fail(w, "count failed deliveries", err, "")
+			s.office.Fail(w, "count failed deliveries", err, "")
 			return
 		}
 	}
@@ -182,21 +182,21 @@ func (s *Server) showEndpoints(w http.ResponseWriter, r *http.Request, status in
 }
 
 // consoleActionFailed shows the Endpoints page with what went wrong.
-func (s *Server) consoleActionFailed(w http.ResponseWriter, r *http.Request, op string, err error) {
+func (s *Console) consoleActionFailed(w http.ResponseWriter, r *http.Request, op string, err error) {
 	status, msg := s.consoleError(op, err)
 	s.showEndpoints(w, r, status, msg, nil)
 }
 
 // consoleEnableEndpoint enables or disables an endpoint, as PATCH
 // /v1/endpoints/{id} with disabled does.
-func (s *Server) consoleEnableEndpoint(enable bool) http.HandlerFunc {
+func (s *Console) consoleEnableEndpoint(enable bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, disabled := r.PathValue("id"), !enable
 		if disabled && !s.confirmed(w, r, "disable") {
 			return
 		}
 		verb := map[bool]string{true: "enabled", false: "disabled"}[enable]
-		if _, err := s.api.UpdateEndpoint(r.Context(), id, ordersync.EndpointUpdate{Disabled: &disabled}); err != nil {
+		if _, err := s.cfg.API.UpdateEndpoint(r.Context(), id, ordersync.EndpointUpdate{Disabled: &disabled}); err != nil {
 			s.consoleActionFailed(w, r, "change endpoint "+id, err)
 			return
 		}
@@ -207,12 +207,12 @@ func (s *Server) consoleEnableEndpoint(enable bool) http.HandlerFunc {
 // consoleRotateSecret makes a new secret, as POST
 // /v1/endpoints/{id}/rotate-secret does, and shows it on this answer
 // alone: the page is not cached, and no other shows it.
-func (s *Server) consoleRotateSecret(w http.ResponseWriter, r *http.Request) {
+func (s *Console) consoleRotateSecret(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if !s.confirmed(w, r, "rotate-secret") {
 		return
 	}
-	ep, err := s.api.RotateSecret(r.Context(), id, "")
+	ep, err := s.cfg.API.RotateSecret(r.Context(), id, "")
 	if err != nil {
 		s.consoleActionFailed(w, r, "rotate the secret of endpoint "+id, err)
 		return
@@ -222,7 +222,7 @@ func (s *Server) consoleRotateSecret(w http.ResponseWriter, r *http.Request) {
 
 // consoleTestEndpoint sends a signed test event (a ping), as POST
 // /v1/endpoints/{id}/test does, and says how the endpoint answered.
-func (s *Server) consoleTestEndpoint(w http.ResponseWriter, r *http.Request) {
+func (s *Console) consoleTestEndpoint(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	rep, err := s.cfg.Deliverer.Ping(r.Context(), id)
 	if err != nil {
@@ -246,7 +246,7 @@ func (s *Server) consoleTestEndpoint(w http.ResponseWriter, r *http.Request) {
 // consoleReplayEndpoint queues the events since a time again, as POST
 // /v1/endpoints/{id}/replay does; the time is read as the CLI's --since
 // (a time, a date or a duration back from now).
-func (s *Server) consoleReplayEndpoint(w http.ResponseWriter, r *http.Request) {
+func (s *Console) consoleReplayEndpoint(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	since, err := ordersync.ParseSince(strings.TrimSpace(r.PostFormValue("since")), s.cfg.Clock())
 	if err != nil {
@@ -258,7 +258,7 @@ func (s *Server) consoleReplayEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.consoleActionFailed(w, r, "replay to endpoint "+id, err)
 		return
 	}
-	noteObject(r, fmt.Sprintf("endpoint %s since %s", id, since.UTC().Format(time.RFC3339)))
+	s.office.Note(r, fmt.Sprintf("endpoint %s since %s", id, since.UTC().Format(time.RFC3339)))
 	s.showEndpoints(w, r, http.StatusOK, fmt.Sprintf("%d event(s) since %s queued again for endpoint %s.",
 		n, since.UTC().Format("2006-01-02 15:04:05 UTC"), id), nil)
 }
@@ -281,7 +281,7 @@ type EndpointConfirmView struct {
 }
 
 // endpointConfirmPage asks to confirm an endpoint action.
-func (s *Server) endpointConfirmPage(w http.ResponseWriter, r *http.Request) {
+func (s *Console) endpointConfirmPage(w http.ResponseWriter, r *http.Request) {
 	id, action := r.PathValue("id"), r.URL.Query().Get("action")
 	c, ok := endpointConfirmations[action]
 	if !ok {
@@ -304,11 +304,11 @@ func (s *Server) endpointConfirmPage(w http.ResponseWriter, r *http.Request) {
 
 // confirmed reports whether the form of r confirms its action; when not,
 // it sends the browser to the page that asks, and nothing is done.
-func (s *Server) confirmed(w http.ResponseWriter, r *http.Request, action string) bool {
+func (s *Console) confirmed(w http.ResponseWriter, r *http.Request, action string) bool {
 	if r.PostFormValue("confirmed") != "" {
 		return true
 	}
-	noteObject(r, "endpoint "+r.PathValue("id")+": not confirmed, asked to confirm")
+	s.office.Note(r, "endpoint "+r.PathValue("id")+": not confirmed, asked to confirm")
 	q := url.Values{"action": {action}}
 	if v := r.URL.Query().Get("window"); v != "" {
 		q.Set("window", v)

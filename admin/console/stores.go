@@ -1,4 +1,4 @@
-package admin
+package console
 
 import (
 	"github.com/ordersync/ordersync/admin/api"
@@ -12,12 +12,12 @@ type StoreOption struct {
 
 // storeOptions are the selector's entries for choice: each store, and all
 // stores first where a page covers them.
-func (s *Server) storeOptions(choice api.StoreChoice, all bool) []StoreOption {
+func (s *Console) storeOptions(choice api.StoreChoice, all bool) []StoreOption {
 	var out []StoreOption
 	if all {
 		out = append(out, StoreOption{Value: api.AllStores, Label: "All stores", Selected: choice.All})
 	}
-	for _, name := range s.stores.List() {
+	for _, name := range s.cfg.Stores.List() {
 		out = append(out, StoreOption{Value: name, Label: name, Selected: !choice.All && choice.Account == name})
 	}
 	return out

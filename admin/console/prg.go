@@ -1,4 +1,4 @@
-package admin
+package console
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ const flashCookie = "ordersync_flash"
 
 // seeOther ends a console action by sending the browser to the console
 // page to (a GET), showing message there once when given.
-func (s *Server) seeOther(w http.ResponseWriter, r *http.Request, to, message string) {
+func (s *Console) seeOther(w http.ResponseWriter, r *http.Request, to, message string) {
 	if message != "" {
 		http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(message)),
 			Path: "/console/", MaxAge: 60, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(r)})
@@ -34,7 +34,7 @@ func (s *Server) seeOther(w http.ResponseWriter, r *http.Request, to, message st
 }
 
 // takeFlash is the message an action left for this page, cleared now.
-func (s *Server) takeFlash(w http.ResponseWriter, r *http.Request) string {
+func (s *Console) takeFlash(w http.ResponseWriter, r *http.Request) string {
 	c, err := r.Cookie(flashCookie)
 	if err != nil {
 		return ""
@@ -106,7 +106,7 @@ type ProblemView struct {
 
 // problemPage answers a console request with a page saying what was
 // refused or failed and why, with the fields by their labels.
-func (s *Server) problemPage(w http.ResponseWriter, r *http.Request, status int, detail string, fields map[string][]string) {
+func (s *Console) problemPage(w http.ResponseWriter, r *http.Request, status int, detail string, fields map[string][]string) {
 	v := &ProblemView{Status: status, Detail: detail, Fields: labelled(fields), Back: "/console/"}
 	if ref, err := url.Parse(r.Referer()); err == nil && ref.Host == r.Host {
 		v.Back = cmp.Or(consoleReturn(ref.RequestURI()), v.Back)
@@ -127,7 +127,7 @@ func (s *Server) problemPage(w http.ResponseWriter, r *http.Request, status int,
 // console's JSON (overview.json, read by its script) keeps its problems.
 type problemPages struct {
 	http.ResponseWriter
-	s      *Server
+	s      *Console
 	r      *http.Request
 	status int
 	buf    *bytes.Buffer
@@ -162,7 +162,7 @@ func (p *problemPages) finish() {
 }
 
 // asPages is w turning problems into pages for the console request r.
-func (s *Server) asPages(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, func()) {
+func (s *Console) asPages(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, func()) {
 	if strings.HasSuffix(r.URL.Path, ".json") {
 		return w, func() {}
 	}

@@ -1,4 +1,4 @@
-package admin
+package console
 
 import (
 	"fmt"
@@ -21,13 +21,13 @@ import (
 // nothing.
 
 // routeConsoleFailed adds the failed deliveries' pages and actions.
-func (s *Server) routeConsoleFailed() {
+func (s *Console) routeConsoleFailed(mux Mux) {
 	on := s.cfg.Endpoints != nil && s.cfg.DeliveryDeadLetters != nil
 	act := on && s.cfg.Deliverer != nil
 	const failed, deliveries = "delivery dead letters", "deliveries (the worker role)"
-	s.mux.HandleFunc("GET /console/endpoints/{id}/failed", api.When(on, failed, s.failedPage))
-	s.mux.HandleFunc("GET /console/endpoints/{id}/failed/replay", api.When(act, deliveries, s.failedConfirmPage))
-	s.mux.HandleFunc("POST /console/endpoints/{id}/failed/replay", api.When(act, deliveries, s.consoleReplayFailed))
+	mux.HandleFunc("GET /console/endpoints/{id}/failed", api.When(on, failed, s.failedPage))
+	mux.HandleFunc("GET /console/endpoints/{id}/failed/replay", api.When(act, deliveries, s.failedConfirmPage))
+	mux.HandleFunc("POST /console/endpoints/{id}/failed/replay", api.When(act, deliveries, s.consoleReplayFailed))
 }
 
 // maxFailedPage is the most failed deliveries the page lists at once, as
@@ -72,12 +72,12 @@ type AgainLink struct {
 	Label string
 }
 
-func (s *Server) failedPage(w http.ResponseWriter, r *http.Request) {
+func (s *Console) failedPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	zoneName := s.storeZone(ctx, s.cfg.Account)
+	zoneName := s.storeZone(ctx, s.cfg.Stores.Default)
 	loc, mode := s.zoneOf(r, zoneName)
-	ep, dls, total, err := s.api.FailedDeliveries(ctx, id, maxFailedPage)
+	ep, dls, total, err := s.cfg.API.FailedDeliveries(ctx, id, maxFailedPage)
 	if err != nil {
 		status, msg := s.consoleError("list the failed deliveries of endpoint "+id, err)
 		s.page(w, r, status, "failed.html", &Page{Title: "Failed deliveries", Message: msg,
@@ -170,7 +170,7 @@ func selection(form url.Values) (all bool, ids []int64, err error) {
 }
 
 // failedConfirmPage asks to confirm a bulk replay, with its count.
-func (s *Server) failedConfirmPage(w http.ResponseWriter, r *http.Request) {
+func (s *Console) failedConfirmPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := r.PathValue("id")
 	all, ids, err := selection(r.URL.Query())
@@ -178,7 +178,7 @@ func (s *Server) failedConfirmPage(w http.ResponseWriter, r *http.Request) {
 		s.failedRefused(w, r, id, http.StatusBadRequest, "Replay: "+err.Error())
 		return
 	}
-	ep, dls, total, err := s.api.FailedDeliveries(ctx, id, api.MaxFailedList)
+	ep, dls, total, err := s.cfg.API.FailedDeliveries(ctx, id, api.MaxFailedList)
 	if err != nil {
 		status, msg := s.consoleError("replay the failed deliveries of endpoint "+id, err)
 		s.failedRefused(w, r, id, status, msg)
@@ -203,7 +203,7 @@ func (s *Server) failedConfirmPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // failedRefused shows the list with why an action was not done.
-func (s *Server) failedRefused(w http.ResponseWriter, r *http.Request, id string, status int, msg string) {
+func (s *Console) failedRefused(w http.ResponseWriter, r *http.Request, id string, status int, msg string) {
 	s.page(w, r, status, "failed.html", &Page{Title: "Failed deliveries", Message: msg,
 		Data: &FailedView{Endpoint: EndpointRow{ID: id}, Zone: ZoneSwitch{Mode: "store", Back: "/console/endpoints/" + url.PathEscape(id) + "/failed"}}})
 }
@@ -212,7 +212,7 @@ func (s *Server) failedRefused(w http.ResponseWriter, r *http.Request, id string
 // (a row's button), or, confirmed with their count, those selected or all;
 // a bulk replay without its confirmation goes to the confirmation page.
 // It answers with a redirect to the list saying what was done.
-func (s *Server) consoleReplayFailed(w http.ResponseWriter, r *http.Request) {
+func (s *Console) consoleReplayFailed(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	list := "/console/endpoints/" + url.PathEscape(id) + "/failed"
 	all, ids, err := selection(r.PostForm)
@@ -225,17 +225,17 @@ func (s *Server) consoleReplayFailed(w http.ResponseWriter, r *http.Request) {
 		if all {
 			q = url.Values{"all": {"1"}}
 		}
-		noteObject(r, "endpoint "+id+": not confirmed, asked to confirm")
+		s.office.Note(r, "endpoint "+id+": not confirmed, asked to confirm")
 		http.Redirect(w, r, list+"/replay?"+q.Encode(), http.StatusSeeOther)
 		return
 	}
-	res, err := s.api.ReplayFailed(r.Context(), id, ids, all)
+	res, err := s.cfg.API.ReplayFailed(r.Context(), id, ids, all)
 	if err != nil {
 		status, msg := s.consoleError("replay the failed deliveries of endpoint "+id, err)
 		s.failedRefused(w, r, id, status, msg)
 		return
 	}
-	noteObject(r, fmt.Sprintf("endpoint %s: %d sent, %d delivered, %d failed again", id, res.Sent, len(res.Delivered), len(res.FailedAgain)))
+	s.office.Note(r, fmt.Sprintf("endpoint %s: %d sent, %d delivered, %d failed again", id, res.Sent, len(res.Delivered), len(res.FailedAgain)))
 	again := make([]string, len(res.FailedAgain))
 	for i, n := range res.FailedAgain {
 		again[i] = strconv.FormatInt(n, 10)

@@ -1,4 +1,4 @@
-package admin
+package console
 
 import (
 	"bytes"
@@ -20,7 +20,6 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin/api"
-	"github.com/ordersync/ordersync/admin/console"
 )
 
 // The console: server-rendered pages on the admin listener, signed in by
@@ -42,6 +41,10 @@ const (
 // does not slide, so a request never has to write.
 const DefaultSessionTTL = 12 * time.Hour
 
+// endTimeout bounds ending a session after the request's own context may
+// have ended.
+const endTimeout = 5 * time.Second
+
 // maxFormBody bounds a console form: a token, a CSRF token, a few fields.
 const maxFormBody = 64 << 10
 
@@ -50,32 +53,32 @@ const maxFormBody = 64 << 10
 const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 
-// isConsolePath reports whether path is the console's: its root and
-// everything under /console/.
-func isConsolePath(path string) bool {
+// IsPath reports whether path is the console's: its root and everything
+// under /console/.
+func IsPath(path string) bool {
 	return path == "/" || strings.HasPrefix(path, "/console/")
 }
 
-// routeConsole adds the console's routes.
-func (s *Server) routeConsole() {
-	s.mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", console.Static()))
-	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+// Routes adds the console's routes to mux.
+func (s *Console) Routes(mux Mux) {
+	mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", Static()))
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/console/", http.StatusSeeOther)
 	})
-	s.mux.HandleFunc("GET /console/{$}", s.overviewPage)
-	s.mux.HandleFunc("GET /console/sign-in", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /console/{$}", s.overviewPage)
+	mux.HandleFunc("GET /console/sign-in", func(w http.ResponseWriter, r *http.Request) {
 		s.page(w, r, http.StatusOK, "signin.html", &Page{Title: "Sign in", Data: consoleReturn(r.URL.Query().Get("next"))})
 	})
-	s.mux.HandleFunc("POST /console/sign-in", s.signIn)
-	s.mux.HandleFunc("POST /console/sign-out", s.signOut)
-	s.routeConsoleOrders()
-	s.routeConsoleDeadLetters()
-	s.routeConsoleEndpoints()
-	s.routeConsoleFailed()
-	s.routeConsoleTotals()
-	s.routeConsoleExport()
-	s.routeConsoleAudit()
-	s.mux.HandleFunc("GET /console/overview.json", s.overviewJSON)
+	mux.HandleFunc("POST /console/sign-in", s.signIn)
+	mux.HandleFunc("POST /console/sign-out", s.signOut)
+	s.routeConsoleOrders(mux)
+	s.routeConsoleDeadLetters(mux)
+	s.routeConsoleEndpoints(mux)
+	s.routeConsoleFailed(mux)
+	s.routeConsoleTotals(mux)
+	s.routeConsoleExport(mux)
+	s.routeConsoleAudit(mux)
+	mux.HandleFunc("GET /console/overview.json", s.overviewJSON)
 }
 
 // openConsole reports whether a console request needs no session: the
@@ -84,10 +87,10 @@ func openConsole(r *http.Request) bool {
 	return r.URL.Path == "/console/sign-in" || strings.HasPrefix(r.URL.Path, "/console/static/")
 }
 
-// serveConsole authenticates a console request by its session (without
-// tokens, as loopback, which the guard has checked), holds every form to
-// its CSRF token, and serves it.
-func (s *Server) serveConsole(w http.ResponseWriter, r *http.Request) {
+// Serve authenticates a console request by its session (without tokens,
+// as loopback, which the office's guard has checked), holds every form to
+// its CSRF token, and serves it through the office (Office.ServeAs).
+func (s *Console) Serve(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", contentSecurityPolicy)
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -95,33 +98,33 @@ func (s *Server) serveConsole(w http.ResponseWriter, r *http.Request) {
 	// "Origin: null" on a form post, which the guard refuses.
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("X-Frame-Options", "DENY")
-	if isWrite(r.Method) {
+	if api.IsWrite(r.Method) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBody)
 	}
 	w, finish := s.asPages(w, r)
 	defer finish()
 	if openConsole(r) {
-		s.serveAs(w, r, ordersync.Principal{Name: "anonymous"}, ordersync.ViaConsole)
+		s.office.ServeAs(w, r, ordersync.Principal{Name: "anonymous"}, ordersync.ViaConsole)
 		return
 	}
 	p, cookie, err := s.consolePrincipal(r)
 	if err != nil {
 		if !errors.Is(err, errNoSession) {
-			s.fail(w, "find console session", err, "")
+			s.office.Fail(w, "find console session", err, "")
 			return
 		}
-		if isWrite(r.Method) {
+		if api.IsWrite(r.Method) {
 			api.WriteProblem(w, http.StatusUnauthorized, "sign in first: this form needs a console session", nil)
 			return
 		}
 		http.Redirect(w, r, signInLink(r.URL.RequestURI()), http.StatusSeeOther)
 		return
 	}
-	if isWrite(r.Method) && !s.validCSRF(r, cookie) {
+	if api.IsWrite(r.Method) && !s.validCSRF(r, cookie) {
 		api.WriteProblem(w, http.StatusForbidden, "the form's CSRF token is missing or wrong: reload the page and send it again", nil)
 		return
 	}
-	s.serveAs(w, r, p, ordersync.ViaConsole)
+	s.office.ServeAs(w, r, p, ordersync.ViaConsole)
 }
 
 var errNoSession = errors.New("no console session")
@@ -159,8 +162,8 @@ func consoleReturn(p string) string {
 // cookie's value: without tokens, loopback; with them, the token the
 // session was started with, in its configured role, as long as it is
 // still configured (a session of a removed or replaced token ends).
-func (s *Server) consolePrincipal(r *http.Request) (ordersync.Principal, string, error) {
-	if len(s.tokens()) == 0 {
+func (s *Console) consolePrincipal(r *http.Request) (ordersync.Principal, string, error) {
+	if len(s.office.Tokens()) == 0 {
 		return ordersync.Loopback, "", nil
 	}
 	c, err := r.Cookie(sessionCookie)
@@ -175,7 +178,7 @@ func (s *Server) consolePrincipal(r *http.Request) (ordersync.Principal, string,
 	if err != nil {
 		return ordersync.Principal{}, "", err
 	}
-	for _, t := range s.tokens() {
+	for _, t := range s.office.Tokens() {
 		if subtle.ConstantTimeCompare([]byte(t.Identity()), []byte(sess.TokenIdentity)) == 1 {
 			return ordersync.Principal{Name: t.Name, Role: t.Role}, c.Value, nil
 		}
@@ -202,7 +205,7 @@ func csrfOfSession(cookie string) string {
 
 // csrfToken is the CSRF token the page for r puts in its forms: the
 // session's, or the browser's CSRF cookie's, set now when it has none.
-func (s *Server) csrfToken(w http.ResponseWriter, r *http.Request, session string) string {
+func (s *Console) csrfToken(w http.ResponseWriter, r *http.Request, session string) string {
 	if session != "" {
 		return csrfOfSession(session)
 	}
@@ -217,7 +220,7 @@ func (s *Server) csrfToken(w http.ResponseWriter, r *http.Request, session strin
 
 // validCSRF reports whether the form of r carries its CSRF token: the
 // session's when signed in, otherwise the browser's CSRF cookie's.
-func (s *Server) validCSRF(r *http.Request, session string) bool {
+func (s *Console) validCSRF(r *http.Request, session string) bool {
 	sent := r.PostFormValue(csrfField)
 	want := ""
 	if session != "" {
@@ -230,7 +233,7 @@ func (s *Server) validCSRF(r *http.Request, session string) bool {
 
 // secure reports whether r came over TLS, to this listener or to a
 // trusted proxy that says so: its cookies are then Secure.
-func (s *Server) secure(r *http.Request) bool {
+func (s *Console) secure(r *http.Request) bool {
 	if r.TLS != nil {
 		return true
 	}
@@ -259,19 +262,19 @@ type Page struct {
 // page renders the template name with p, filled with who asks and the
 // CSRF token for its forms. It renders into a buffer first, so a failed
 // template answers 500 rather than half a page.
-func (s *Server) page(w http.ResponseWriter, r *http.Request, status int, name string, p *Page) {
+func (s *Console) page(w http.ResponseWriter, r *http.Request, status int, name string, p *Page) {
 	session := ""
-	if rq := requestOf(r); rq != nil && rq.principal.Role != "" {
-		p.Principal = rq.principal
-		if c, err := r.Cookie(sessionCookie); err == nil && len(s.tokens()) > 0 {
+	if who, ok := s.office.Principal(r); ok && who.Role != "" {
+		p.Principal = who
+		if c, err := r.Cookie(sessionCookie); err == nil && len(s.office.Tokens()) > 0 {
 			session, p.SignedIn = c.Value, true
 		}
 	}
 	p.CSRF = s.csrfToken(w, r, session)
 	p.Flash = s.takeFlash(w, r)
 	var buf bytes.Buffer
-	if err := console.Templates.ExecuteTemplate(&buf, name, p); err != nil {
-		s.fail(w, "render "+name, err, "")
+	if err := Templates.ExecuteTemplate(&buf, name, p); err != nil {
+		s.office.Fail(w, "render "+name, err, "")
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -283,7 +286,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, status int, name s
 // signIn starts a session for a valid token. Wrong tokens from one client
 // are slowed down, and the sign-in is refused outright while the client
 // waits, so guessing costs time whatever the guess.
-func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
+func (s *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	now := s.cfg.Clock()
 	// The page asked for before signing in, read from the form's next
 	// (the query's on the way in), kept through a failed attempt.
@@ -314,7 +317,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	after := cmp.Or(next, "/console/")
-	if len(s.tokens()) == 0 {
+	if len(s.office.Tokens()) == 0 {
 		http.Redirect(w, r, after, http.StatusSeeOther)
 		return
 	}
@@ -322,10 +325,10 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		api.WriteProblem(w, http.StatusNotImplemented, "console sessions are not enabled in this process", nil)
 		return
 	}
-	token, ok := s.tokenOf(r.PostForm.Get("token"))
+	token, ok := s.office.TokenOf(r.PostForm.Get("token"))
 	if !ok {
 		s.limiter.fail(client, now)
-		s.recordAudit(r, "console.sign-in", "client "+client, ordersync.OutcomeOfStatus(http.StatusUnauthorized))
+		s.office.Record(r, "console.sign-in", "client "+client, ordersync.OutcomeOfStatus(http.StatusUnauthorized))
 		s.page(w, r, http.StatusUnauthorized, "signin.html", &Page{Title: "Sign in", Message: "That token is not valid here.", Data: next})
 		return
 	}
@@ -334,13 +337,11 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	sess := ordersync.ConsoleSession{ID: sessionID(cookie), TokenIdentity: token.Identity(), TokenName: token.Name,
 		CreatedAt: now, ExpiresAt: now.Add(s.cfg.SessionTTL)}
 	if err := s.cfg.Sessions.CreateConsoleSession(r.Context(), sess); err != nil {
-		s.fail(w, "create console session", err, "")
+		s.office.Fail(w, "create console session", err, "")
 		return
 	}
-	if rq := requestOf(r); rq != nil {
-		rq.principal = ordersync.Principal{Name: token.Name, Role: token.Role}
-	}
-	s.recordAudit(r, "console.sign-in", "client "+client, ordersync.OutcomeOK)
+	s.office.SetPrincipal(r, ordersync.Principal{Name: token.Name, Role: token.Role})
+	s.office.Record(r, "console.sign-in", "client "+client, ordersync.OutcomeOK)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: cookie, Path: "/", Expires: sess.ExpiresAt,
 		MaxAge: int(s.cfg.SessionTTL / time.Second), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(r)})
 	http.Redirect(w, r, after, http.StatusSeeOther)
@@ -348,12 +349,12 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 
 // signOut ends the session at once, in the store: the cookie, were it
 // kept, signs in no more.
-func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
+func (s *Console) signOut(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" && s.cfg.Sessions != nil {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), auditTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), endTimeout)
 		defer cancel()
 		if err := s.cfg.Sessions.DeleteConsoleSession(ctx, sessionID(c.Value)); err != nil {
-			s.fail(w, "end console session", err, "")
+			s.office.Fail(w, "end console session", err, "")
 			return
 		}
 	}
@@ -362,15 +363,15 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/console/sign-in", http.StatusSeeOther)
 }
 
-// isDownload reports whether r asks for a file the console links to (an
+// IsDownload reports whether r asks for a file the console links to (an
 // export), which a browser fetches with its session cookie, not a bearer.
-func isDownload(r *http.Request) bool {
+func IsDownload(r *http.Request) bool {
 	return r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/exports/")
 }
 
-// serveDownload serves a download by the console session: with tokens
+// ServeDownload serves a download by the console session: with tokens
 // configured and no session, 401 as for any API request without a bearer.
-func (s *Server) serveDownload(w http.ResponseWriter, r *http.Request) {
+func (s *Console) ServeDownload(w http.ResponseWriter, r *http.Request) {
 	p, _, err := s.consolePrincipal(r)
 	if errors.Is(err, errNoSession) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ordersync"`)
@@ -378,8 +379,8 @@ func (s *Server) serveDownload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		s.fail(w, "find console session", err, "")
+		s.office.Fail(w, "find console session", err, "")
 		return
 	}
-	s.serveAs(w, r, p, ordersync.ViaConsole)
+	s.office.ServeAs(w, r, p, ordersync.ViaConsole)
 }

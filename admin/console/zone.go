@@ -1,4 +1,4 @@
-package admin
+package console
 
 import (
 	"cmp"
@@ -17,7 +17,7 @@ const zoneCookie = "ordersync_zone"
 
 // zoneOf is the zone the console shows times in for r: UTC when the
 // browser chose it or the store names no (known) zone, else the store's.
-func (s *Server) zoneOf(r *http.Request, storeZone string) (*time.Location, string) {
+func (s *Console) zoneOf(r *http.Request, storeZone string) (*time.Location, string) {
 	if c, err := r.Cookie(zoneCookie); err == nil && c.Value == "utc" {
 		return time.UTC, "utc"
 	}
@@ -32,7 +32,7 @@ func (s *Server) zoneOf(r *http.Request, storeZone string) (*time.Location, stri
 }
 
 // storeZone is the time zone of the account's store, "" when unknown.
-func (s *Server) storeZone(ctx context.Context, account string) string {
+func (s *Console) storeZone(ctx context.Context, account string) string {
 	if s.cfg.Exports == nil {
 		return ""
 	}
@@ -47,7 +47,7 @@ func (s *Server) storeZone(ctx context.Context, account string) string {
 // switchZone remembers the browser's choice of zone and goes back to the
 // page it came from. It changes nothing on the server, so it is a link
 // (GET) that needs no role and leaves no audit record.
-func (s *Server) switchZone(w http.ResponseWriter, r *http.Request) {
+func (s *Console) switchZone(w http.ResponseWriter, r *http.Request) {
 	zone := r.URL.Query().Get("zone")
 	if zone != "utc" && zone != "store" {
 		api.WriteProblem(w, http.StatusBadRequest, "invalid query", map[string][]string{"zone": {fmt.Sprintf("%q: want store or utc", zone)}})

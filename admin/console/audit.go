@@ -1,9 +1,8 @@
-package admin
+package console
 
 import (
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -16,8 +15,8 @@ import (
 // pages, all in the URL.
 
 // routeConsoleAudit adds the Audit page.
-func (s *Server) routeConsoleAudit() {
-	s.mux.HandleFunc("GET /console/audit", api.When(s.cfg.Audit != nil, "the audit trail", s.auditPage))
+func (s *Console) routeConsoleAudit(mux Mux) {
+	mux.HandleFunc("GET /console/audit", api.When(s.cfg.Audit != nil, "the audit trail", s.auditPage))
 }
 
 // AuditView is the Audit page.
@@ -62,8 +61,8 @@ var actionWords = map[string]string{
 	"export.status-changes":       "Export status changes",
 }
 
-// actionInWords is the action in words, or its name when it has none.
-func actionInWords(action string) string {
+// ActionInWords is the action in words, or its name when it has none.
+func ActionInWords(action string) string {
 	if w, ok := actionWords[action]; ok {
 		return w
 	}
@@ -72,14 +71,14 @@ func actionInWords(action string) string {
 
 // objectLink is the console page of an audit record's object ("order
 // CODE", "dead-letter 12", "endpoint ID"), "" when it has none.
-func (s *Server) objectLink(object string) string {
+func (s *Console) objectLink(object string) string {
 	kind, id, ok := strings.Cut(object, " ")
 	if !ok || id == "" || strings.Contains(id, " ") {
 		return ""
 	}
 	switch kind {
 	case "order":
-		return orderLink(s.cfg.Account, id)
+		return orderLink(s.cfg.Stores.Default, id)
 	case "dead-letter":
 		return "/console/dead-letters/" + url.PathEscape(id)
 	case "endpoint", "delivery-dead-letter":
@@ -88,11 +87,11 @@ func (s *Server) objectLink(object string) string {
 	return ""
 }
 
-func (s *Server) auditPage(w http.ResponseWriter, r *http.Request) {
+func (s *Console) auditPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	zoneName := s.storeZone(r.Context(), s.stores.Account(r))
+	zoneName := s.storeZone(r.Context(), s.cfg.Stores.Account(r))
 	loc, mode := s.zoneOf(r, zoneName)
-	view := &AuditView{Actor: q.Get("actor"), Action: q.Get("action"), Actions: auditActionNames(),
+	view := &AuditView{Actor: q.Get("actor"), Action: q.Get("action"), Actions: s.cfg.AuditActions,
 		Zone: ZoneSwitch{Mode: mode, Store: zoneName, Back: r.URL.RequestURI()}}
 	f := ordersync.AuditFilter{Actor: strings.TrimSpace(view.Actor), Action: strings.TrimSpace(view.Action), Limit: defaultConsoleLimit}
 	if v := q.Get("cursor"); v != "" {
@@ -106,13 +105,13 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request) {
 	}
 	page, err := s.cfg.Audit.ListAudit(r.Context(), f)
 	if err != nil {
-		s.fail(w, "list audit", err, "")
+		s.office.Fail(w, "list audit", err, "")
 		return
 	}
 	for _, rec := range page.Records {
 		view.Rows = append(view.Rows, AuditRow{At: momentOf(rec.At, loc), Actor: rec.Actor, Role: string(rec.Role),
 			Via: string(rec.Via), Action: rec.Action, Object: rec.Object, Outcome: rec.Outcome,
-			What: actionInWords(rec.Action), Link: s.objectLink(rec.Object)})
+			What: ActionInWords(rec.Action), Link: s.objectLink(rec.Object)})
 	}
 	if page.Next > 0 {
 		next := url.Values{"cursor": {strconv.FormatInt(page.Next, 10)}}
@@ -125,17 +124,4 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request) {
 		view.NextURL = "/console/audit?" + next.Encode()
 	}
 	s.page(w, r, http.StatusOK, "audit.html", &Page{Title: "Audit", Data: view})
-}
-
-// auditActionNames are the actions the trail records, for the filter's
-// suggestions.
-func auditActionNames() []string {
-	var names []string
-	for _, a := range actions {
-		if !slices.Contains(names, a.name) {
-			names = append(names, a.name)
-		}
-	}
-	slices.Sort(names)
-	return names
 }

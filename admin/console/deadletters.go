@@ -1,4 +1,4 @@
-package admin
+package console
 
 import (
 	"context"
@@ -21,17 +21,16 @@ import (
 // matches. Replays go through cfg.Replayer, as the API's do.
 
 // routeConsoleDeadLetters adds the Dead letters pages and their actions.
-func (s *Server) routeConsoleDeadLetters() {
-	s.jobs = newReplayJobs()
+func (s *Console) routeConsoleDeadLetters(mux Mux) {
 	on, replay := s.cfg.DeadLetters != nil, s.cfg.DeadLetters != nil && s.cfg.Replayer != nil
 	jobs := s.cfg.ReplayJobs != nil
-	s.mux.HandleFunc("GET /console/dead-letters", api.When(on, "dead letters", s.deadLettersPage))
-	s.mux.HandleFunc("GET /console/dead-letters/{id}", api.When(on, "dead letters", s.deadLetterPage))
-	s.mux.HandleFunc("GET /console/dead-letters/jobs/{id}", api.When(on && jobs, "replay jobs", s.replayJobPage))
-	s.mux.HandleFunc("POST /console/dead-letters/{id}/replay", api.When(replay, "replay", s.consoleReplayDeadLetter))
-	s.mux.HandleFunc("POST /console/dead-letters/{id}/track", api.When(on && s.cfg.Follower != nil, "tracking", s.consoleTrackLetterOrder))
-	s.mux.HandleFunc("GET /console/dead-letters/replay", api.When(replay && jobs, "replay jobs", s.deadLettersConfirmPage))
-	s.mux.HandleFunc("POST /console/dead-letters/replay", api.When(replay && jobs, "replay jobs", s.consoleReplayDeadLetters))
+	mux.HandleFunc("GET /console/dead-letters", api.When(on, "dead letters", s.deadLettersPage))
+	mux.HandleFunc("GET /console/dead-letters/{id}", api.When(on, "dead letters", s.deadLetterPage))
+	mux.HandleFunc("GET /console/dead-letters/jobs/{id}", api.When(on && jobs, "replay jobs", s.replayJobPage))
+	mux.HandleFunc("POST /console/dead-letters/{id}/replay", api.When(replay, "replay", s.consoleReplayDeadLetter))
+	mux.HandleFunc("POST /console/dead-letters/{id}/track", api.When(on && s.cfg.Follower != nil, "tracking", s.consoleTrackLetterOrder))
+	mux.HandleFunc("GET /console/dead-letters/replay", api.When(replay && jobs, "replay jobs", s.deadLettersConfirmPage))
+	mux.HandleFunc("POST /console/dead-letters/replay", api.When(replay && jobs, "replay jobs", s.consoleReplayDeadLetters))
 }
 
 // maxLetterPage is the most letters the page lists at once: each row
@@ -81,28 +80,28 @@ type DeadLetterRow struct {
 	Created, Replayed     Moment
 }
 
-func (s *Server) deadLettersPage(w http.ResponseWriter, r *http.Request) {
+func (s *Console) deadLettersPage(w http.ResponseWriter, r *http.Request) {
 	s.showDeadLetters(w, r, r.URL.Query(), http.StatusOK, "")
 }
 
 // showDeadLetters renders the Dead letters page for the query q, with
 // message on top (what an action just did).
-func (s *Server) showDeadLetters(w http.ResponseWriter, r *http.Request, q url.Values, status int, message string) {
+func (s *Console) showDeadLetters(w http.ResponseWriter, r *http.Request, q url.Values, status int, message string) {
 	ctx := r.Context()
-	zoneName := s.storeZone(ctx, s.cfg.Account)
+	zoneName := s.storeZone(ctx, s.cfg.Stores.Default)
 	loc, mode := s.zoneOf(r, zoneName)
 	q = cloneValues(q)
 	view := &DeadLettersView{Query: q, Filter: q.Encode(), MayAct: s.mayAct(r),
 		Zone: ZoneSwitch{Mode: mode, Store: zoneName, Back: "/console/dead-letters?" + q.Encode()}}
 	chosen := q.Get("account")
 	view.Stores = s.storeOptions(api.StoreChoice{Account: chosen, All: chosen == "" || chosen == api.AllStores}, true)
-	if chosen != "" && chosen != api.AllStores && !slices.Contains(s.stores.List(), chosen) {
+	if chosen != "" && chosen != api.AllStores && !slices.Contains(s.cfg.Stores.List(), chosen) {
 		view.Stores = append(view.Stores, StoreOption{Value: chosen, Label: chosen + " (not served)", Selected: true})
 	}
 	if s.cfg.ReplayJobs != nil {
 		jobs, err := s.cfg.ReplayJobs.ListReplayJobs(ctx, keptJobs)
 		if err != nil {
-			s.fail(w, "list replay jobs", err, "")
+			s.office.Fail(w, "list replay jobs", err, "")
 			return
 		}
 		for _, j := range jobs {
@@ -119,7 +118,7 @@ func (s *Server) showDeadLetters(w http.ResponseWriter, r *http.Request, q url.V
 	all.Reason = ""
 	counts, err := s.cfg.DeadLetters.CountDeadLetters(ctx, all)
 	if err != nil {
-		s.fail(w, "count dead letters", err, "")
+		s.office.Fail(w, "count dead letters", err, "")
 		return
 	}
 	for _, reason := range ordersync.DeadLetterReasons {
@@ -138,7 +137,7 @@ func (s *Server) showDeadLetters(w http.ResponseWriter, r *http.Request, q url.V
 	f.Limit = min(f.Limit, maxLetterPage)
 	letters, err := s.cfg.DeadLetters.ListDeadLetters(ctx, f)
 	if err != nil {
-		s.fail(w, "list dead letters", err, "")
+		s.office.Fail(w, "list dead letters", err, "")
 		return
 	}
 	codes := s.letterCodes(ctx, letters)
@@ -158,7 +157,7 @@ func (s *Server) showDeadLetters(w http.ResponseWriter, r *http.Request, q url.V
 // letterCodes are the order codes of letters, by letter id: the letter's
 // own, or the mirror's for its order id. A mirror that cannot say leaves
 // the ids shown (logged): the list still reads.
-func (s *Server) letterCodes(ctx context.Context, letters []*ordersync.DeadLetter) map[int64]string {
+func (s *Console) letterCodes(ctx context.Context, letters []*ordersync.DeadLetter) map[int64]string {
 	out := map[int64]string{}
 	ids := map[string][]ordersync.ID{}
 	for _, dl := range letters {
@@ -191,7 +190,7 @@ func (s *Server) letterCodes(ctx context.Context, letters []*ordersync.DeadLette
 // mirror then knows the order, and the letter, if still not replayed, is
 // replayed so its event resolves. It answers with a redirect to the
 // letter's page.
-func (s *Server) consoleTrackLetterOrder(w http.ResponseWriter, r *http.Request) {
+func (s *Console) consoleTrackLetterOrder(w http.ResponseWriter, r *http.Request) {
 	id, ok := api.DeadLetterID(w, r)
 	if !ok {
 		return
@@ -208,7 +207,7 @@ func (s *Server) consoleTrackLetterOrder(w http.ResponseWriter, r *http.Request)
 		s.renderDeadLetter(w, r, dl, http.StatusBadRequest, "Order code: type the order's code (as the payment portal shows it) to track it.")
 		return
 	}
-	noteObject(r, fmt.Sprintf("dead letter %d: order %s", id, code))
+	s.office.Note(r, fmt.Sprintf("dead letter %d: order %s", id, code))
 	if _, err := s.cfg.Follower.TrackOrder(ctx, dl.Account, code); err != nil {
 		status, msg := s.consoleError("track order "+code, err)
 		s.renderDeadLetter(w, r, dl, status, msg)
@@ -242,8 +241,8 @@ func letterOrder(dl *ordersync.DeadLetter) string {
 
 // mayAct reports whether r's principal is an operator: the pages leave the
 // action forms out for the others (the server refuses them anyway).
-func (s *Server) mayAct(r *http.Request) bool {
-	p, ok := PrincipalOf(r.Context())
+func (s *Console) mayAct(r *http.Request) bool {
+	p, ok := s.office.Principal(r)
 	return ok && p.Role.May(ordersync.AccessAct)
 }
 
@@ -265,8 +264,8 @@ type DeadLetterView struct {
 // Header is one header of a letter's message.
 type Header struct{ Name, Value string }
 
-func (s *Server) deadLetterPage(w http.ResponseWriter, r *http.Request) {
-	dl, ok := s.api.FindDeadLetter(w, r)
+func (s *Console) deadLetterPage(w http.ResponseWriter, r *http.Request) {
+	dl, ok := s.cfg.API.FindDeadLetter(w, r)
 	if !ok {
 		return
 	}
@@ -281,8 +280,8 @@ func (s *Server) deadLetterPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // renderDeadLetter renders a letter's page with message on top.
-func (s *Server) renderDeadLetter(w http.ResponseWriter, r *http.Request, dl *ordersync.DeadLetter, status int, message string) {
-	zoneName := s.storeZone(r.Context(), s.cfg.Account)
+func (s *Console) renderDeadLetter(w http.ResponseWriter, r *http.Request, dl *ordersync.DeadLetter, status int, message string) {
+	zoneName := s.storeZone(r.Context(), s.cfg.Stores.Default)
 	loc, mode := s.zoneOf(r, zoneName)
 	view := &DeadLetterView{Letter: dl, Order: letterOrder(dl), OrderCode: s.letterCodes(r.Context(), []*ordersync.DeadLetter{dl})[dl.ID],
 		MayTrack: s.mayAct(r) && s.cfg.Follower != nil, Created: momentOf(dl.CreatedAt, loc),
@@ -312,7 +311,7 @@ func filterOf(r *http.Request) url.Values {
 // consoleError is the status and message a console page shows for the
 // error of an action, by the API's table; an error it does not know is
 // logged and shown as a failure of op alone.
-func (s *Server) consoleError(op string, err error) (int, string) {
+func (s *Console) consoleError(op string, err error) (int, string) {
 	status, ok := api.StatusOf(err)
 	if !ok {
 		s.cfg.Logger.Error("admin console", "op", op, "err", err)

@@ -1,4 +1,4 @@
-package admin
+package console
 
 import (
 	"bytes"
@@ -39,45 +39,45 @@ type TimelineEntry struct {
 	Kind, Detail string
 }
 
-func (s *Server) orderPage(w http.ResponseWriter, r *http.Request) {
+func (s *Console) orderPage(w http.ResponseWriter, r *http.Request) {
 	s.showOrderPage(w, r, r.PathValue("code"))
 }
 
 // resyncOrder fetches the order now, as POST /v1/orders/track does, and
 // goes back to its page, which says what the fetch found.
-func (s *Server) resyncOrder(w http.ResponseWriter, r *http.Request) {
+func (s *Console) resyncOrder(w http.ResponseWriter, r *http.Request) {
 	code := r.PathValue("id")
-	choice, err := s.stores.Choose(r, false)
+	choice, err := s.cfg.Stores.Choose(r, false)
 	if err != nil {
-		s.fail(w, "track order", err, "")
+		s.office.Fail(w, "track order", err, "")
 		return
 	}
 	o, err := s.cfg.Follower.TrackOrder(r.Context(), choice.Account, code)
 	if err != nil {
-		s.fail(w, "track order", err, "")
+		s.office.Fail(w, "track order", err, "")
 		return
 	}
 	s.seeOther(w, r, orderLink(choice.Account, code), fmt.Sprintf("Re-synced: fetched now, the order is %s (fetch %d).",
 		o.Order.OrderStatus, o.Sync.FetchCount))
 }
 
-func (s *Server) showOrderPage(w http.ResponseWriter, r *http.Request, code string) {
+func (s *Console) showOrderPage(w http.ResponseWriter, r *http.Request, code string) {
 	ctx := r.Context()
-	choice, err := s.stores.Choose(r, false)
+	choice, err := s.cfg.Stores.Choose(r, false)
 	if err != nil {
-		s.fail(w, "find order", err, "")
+		s.office.Fail(w, "find order", err, "")
 		return
 	}
 	o, err := s.cfg.Orders.FindOrderByCode(ctx, choice.Account, code)
 	if err != nil {
-		s.fail(w, "find order", err, fmt.Sprintf("order %s is not in the mirror", code))
+		s.office.Fail(w, "find order", err, fmt.Sprintf("order %s is not in the mirror", code))
 		return
 	}
 	loc, mode := s.zoneOf(r, o.Order.Store.Timezone)
 	view := &OrderView{Order: o, Created: momentOf(o.Order.Created.Time, loc), Synced: momentOfPtr(o.Sync.LastSyncedAt, loc),
 		Paid: momentOfPtr(o.Sync.PaidAt, loc),
 		Zone: ZoneSwitch{Mode: mode, Store: o.Order.Store.Timezone, Back: orderLink(o.Account, code)}}
-	if p, ok := PrincipalOf(ctx); ok {
+	if p, ok := s.office.Principal(r); ok {
 		view.MayAct = p.Role.May(ordersync.AccessAct)
 	}
 	for _, l := range o.Order.LineItems {
@@ -100,7 +100,7 @@ func (s *Server) showOrderPage(w http.ResponseWriter, r *http.Request, code stri
 		}
 	}
 	if view.Timeline, err = s.timeline(ctx, o, loc); err != nil {
-		s.fail(w, "read the order's timeline", err, "")
+		s.office.Fail(w, "read the order's timeline", err, "")
 		return
 	}
 	s.page(w, r, http.StatusOK, "order.html", &Page{Title: "Order " + code, Data: view})
@@ -110,7 +110,7 @@ func (s *Server) showOrderPage(w http.ResponseWriter, r *http.Request, code stri
 // newest first: webhooks heard, fetches that changed the document and
 // which fields, status changes, the PAID trigger, and deliveries to HTTP
 // endpoints.
-func (s *Server) timeline(ctx context.Context, o *ordersync.MirroredOrder, loc *time.Location) ([]TimelineEntry, error) {
+func (s *Console) timeline(ctx context.Context, o *ordersync.MirroredOrder, loc *time.Location) ([]TimelineEntry, error) {
 	var out []TimelineEntry
 	add := func(at time.Time, kind, detail string) {
 		out = append(out, TimelineEntry{At: momentOf(at, loc), at: at, Kind: kind, Detail: detail})

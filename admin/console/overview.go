@@ -1,4 +1,4 @@
-package admin
+package console
 
 import (
 	"context"
@@ -102,9 +102,9 @@ func collectedQuery(account, zone, date, next string) url.Values {
 // each currency apart. It reads the orders as the Orders page lists them
 // (ordersync.ParseOrderQuery, ListOrders), so that each figure and its link's
 // listing select the same orders.
-func (s *Server) storeMoney(ctx context.Context) ([]StoreMoney, error) {
+func (s *Console) storeMoney(ctx context.Context) ([]StoreMoney, error) {
 	var out []StoreMoney
-	for _, account := range s.stores.List() {
+	for _, account := range s.cfg.Stores.List() {
 		loc, err := ordersync.ParseZone(s.storeZone(ctx, account))
 		if err != nil {
 			loc = time.UTC
@@ -127,7 +127,7 @@ func (s *Server) storeMoney(ctx context.Context) ([]StoreMoney, error) {
 
 // moneyOf is what account (AllStores: every store) collected today and
 // yesterday, on the days of loc.
-func (s *Server) moneyOf(ctx context.Context, account string, loc *time.Location) (StoreMoney, error) {
+func (s *Console) moneyOf(ctx context.Context, account string, loc *time.Location) (StoreMoney, error) {
 	now := s.cfg.Clock().In(loc)
 	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
 	days := ordersync.ReportDays(today.AddDate(0, 0, -1), today.AddDate(0, 0, 1), loc)
@@ -166,7 +166,7 @@ func (s *Server) moneyOf(ctx context.Context, account string, loc *time.Location
 
 // collected counts and sums, per currency, every order the Orders page's
 // query q selects, page by page.
-func (s *Server) collected(ctx context.Context, q url.Values) (map[string]MoneyFigure, error) {
+func (s *Console) collected(ctx context.Context, q url.Values) (map[string]MoneyFigure, error) {
 	filter, err := api.OrderFilterOf(q, s.cfg.Clock())
 	if err != nil {
 		return nil, err
@@ -208,12 +208,12 @@ func (s *Server) collected(ctx context.Context, q url.Values) (map[string]MoneyF
 // totals takes.
 const collectedPage = 1000
 
-func (s *Server) overview(r *http.Request) (*OverviewView, error) {
+func (s *Console) overview(r *http.Request) (*OverviewView, error) {
 	view := &OverviewView{Text: map[string]string{}, Tables: map[string][][]string{}}
 	if s.cfg.Overview == nil {
 		return view, nil
 	}
-	account := s.stores.Account(r)
+	account := s.cfg.Stores.Account(r)
 	zoneName := s.storeZone(r.Context(), account)
 	loc, mode := s.zoneOf(r, zoneName)
 	view.Zone = ZoneSwitch{Mode: mode, Store: zoneName, Back: "/console/"}
@@ -312,14 +312,14 @@ func roundDuration(d time.Duration) string {
 	return d.Round(time.Minute).String()
 }
 
-func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
+func (s *Console) overviewPage(w http.ResponseWriter, r *http.Request) {
 	view, err := s.overview(r)
 	if err != nil {
-		s.fail(w, "read the overview", err, "")
+		s.office.Fail(w, "read the overview", err, "")
 		return
 	}
 	if view.Money, err = s.storeMoney(r.Context()); err != nil {
-		s.fail(w, "read the collected totals", err, "")
+		s.office.Fail(w, "read the collected totals", err, "")
 		return
 	}
 	s.page(w, r, http.StatusOK, "home.html", &Page{Title: "Console", Data: view})
@@ -327,14 +327,14 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 
 // overviewJSON answers GET /console/overview.json, the page's figures for
 // its script, by the console's session.
-func (s *Server) overviewJSON(w http.ResponseWriter, r *http.Request) {
+func (s *Console) overviewJSON(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Overview == nil {
 		api.WriteProblem(w, http.StatusNotImplemented, "the overview is not enabled in this process", nil)
 		return
 	}
 	view, err := s.overview(r)
 	if err != nil {
-		s.fail(w, "read the overview", err, "")
+		s.office.Fail(w, "read the overview", err, "")
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")

@@ -1,4 +1,4 @@
-package admin
+package console
 
 import (
 	"errors"
@@ -20,9 +20,9 @@ import (
 // same way in the audit trail. A download changes nothing, so it is a GET.
 
 // routeConsoleExport adds the Export page and its download.
-func (s *Server) routeConsoleExport() {
-	s.mux.HandleFunc("GET /console/export", api.When(s.cfg.Exports != nil, "exports", s.exportPage))
-	s.mux.HandleFunc("GET /console/export/download", api.When(s.cfg.Exports != nil, "exports", s.exportDownload))
+func (s *Console) routeConsoleExport(mux Mux) {
+	mux.HandleFunc("GET /console/export", api.When(s.cfg.Exports != nil, "exports", s.exportPage))
+	mux.HandleFunc("GET /console/export/download", api.When(s.cfg.Exports != nil, "exports", s.exportDownload))
 }
 
 // Day presets of the Export form, in the form's order; "" is the From and
@@ -92,7 +92,7 @@ type ZoneOption struct {
 // from Orders or Daily totals carries the listing's day range
 // (paidFrom=2026-11-26&paidTo=2026-11-27): it becomes Days by Paid, from
 // the first day to the last.
-func (s *Server) exportForm(r *http.Request) *ExportView {
+func (s *Console) exportForm(r *http.Request) *ExportView {
 	q := r.URL.Query()
 	v := &ExportView{Kind: q.Get("kind"), Days: q.Get("days"), By: q.Get("by"), From: q.Get("from"), To: q.Get("to"),
 		TZ: q.Get("tz"), Format: q.Get("format"), Kinds: export.Kinds, Presets: dayPresets, Formats: exportFormats,
@@ -147,7 +147,7 @@ type exportRequest struct {
 
 // readExportForm checks the form and turns it into the listing's query,
 // naming each bad field by its label on the page.
-func (s *Server) readExportForm(r *http.Request, v *ExportView) (exportRequest, map[string][]string) {
+func (s *Console) readExportForm(r *http.Request, v *ExportView) (exportRequest, map[string][]string) {
 	errs := map[string][]string{}
 	fail := func(field, msg string) {
 		label := exportLabels[field]
@@ -157,7 +157,7 @@ func (s *Server) readExportForm(r *http.Request, v *ExportView) (exportRequest, 
 		errs[label] = append(errs[label], msg)
 	}
 	var req exportRequest
-	choice, err := s.stores.Choose(r, true)
+	choice, err := s.cfg.Stores.Choose(r, true)
 	var ve *ordersync.ValidationError
 	if errors.As(err, &ve) {
 		for _, m := range ve.Fields["account"] {
@@ -251,7 +251,7 @@ func presetDays(preset string, now time.Time, loc *time.Location) (from, to time
 
 // exportDays are the days the form chose, [from, to) in loc: a preset
 // counted from today in loc, or From to To (each day whole, To included).
-func (s *Server) exportDays(v *ExportView, loc *time.Location, fail func(field, msg string)) (from, to time.Time) {
+func (s *Console) exportDays(v *ExportView, loc *time.Location, fail func(field, msg string)) (from, to time.Time) {
 	if v.Days != "" {
 		from, to, ok := presetDays(v.Days, s.cfg.Clock(), loc)
 		if !ok {
@@ -310,7 +310,7 @@ func exportFileName(req exportRequest) string {
 	return safe + "." + string(req.opts.Format)
 }
 
-func (s *Server) exportPage(w http.ResponseWriter, r *http.Request) {
+func (s *Console) exportPage(w http.ResponseWriter, r *http.Request) {
 	v := s.exportForm(r)
 	req, errs := s.readExportForm(r, v)
 	status := http.StatusOK
@@ -324,7 +324,7 @@ func (s *Server) exportPage(w http.ResponseWriter, r *http.Request) {
 // fillExportView adds the selectors' entries and what the page says of the
 // choice: the zone with its offset over the days, and the same orders'
 // listing.
-func (s *Server) fillExportView(r *http.Request, v *ExportView, req exportRequest) {
+func (s *Console) fillExportView(r *http.Request, v *ExportView, req exportRequest) {
 	v.Stores = s.storeOptions(req.choice, true)
 	loc := req.loc
 	if loc == nil {
@@ -357,7 +357,7 @@ func (s *Server) fillExportView(r *http.Request, v *ExportView, req exportReques
 			Selected: v.TZ != "" && strings.EqualFold(v.TZ, z.String())})
 	}
 	add("UTC")
-	for _, st := range s.stores.List() {
+	for _, st := range s.cfg.Stores.List() {
 		add(s.storeZone(r.Context(), st))
 	}
 	if v.TZ != "" {
@@ -373,7 +373,7 @@ func (s *Server) fillExportView(r *http.Request, v *ExportView, req exportReques
 // exportDownload sends the file the form asks for; a form that cannot be
 // read is the page again, naming what is wrong. Like the API's exports,
 // every download, refused or not, is in the audit trail.
-func (s *Server) exportDownload(w http.ResponseWriter, r *http.Request) {
+func (s *Console) exportDownload(w http.ResponseWriter, r *http.Request) {
 	v := s.exportForm(r)
 	kind := export.Kind(v.Kind)
 	if !slices.Contains(export.Kinds, kind) {
@@ -381,7 +381,7 @@ func (s *Server) exportDownload(w http.ResponseWriter, r *http.Request) {
 	}
 	action := "export." + string(kind)
 	object, outcome := ordersync.Clip(r.URL.RawQuery, 500), ""
-	defer func() { s.recordAudit(r, action, object, outcome) }()
+	defer func() { s.office.Record(r, action, object, outcome) }()
 	req, errs := s.readExportForm(r, v)
 	if len(errs) > 0 {
 		outcome = ordersync.OutcomeOfStatus(http.StatusBadRequest)
@@ -394,12 +394,12 @@ func (s *Server) exportDownload(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		// readExportForm parsed the same query.
 		outcome = ordersync.OutcomeOfError(err)
-		s.fail(w, "export", err, "")
+		s.office.Fail(w, "export", err, "")
 		return
 	}
 	filter.Account = req.choice.Account
 	object = ordersync.Clip(api.FilterQuery(filter), 500)
-	s.api.SendExport(w, r, api.ExportFile{Filter: filter, Options: req.opts, TZ: req.loc.String(),
+	s.cfg.API.SendExport(w, r, api.ExportFile{Filter: filter, Options: req.opts, TZ: req.loc.String(),
 		Name: func(*time.Location) string { return exportFileName(req) }}, &outcome)
 }
 
