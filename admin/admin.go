@@ -46,13 +46,9 @@ type Config struct {
 	DeadLetters ordersync.DeadLetters
 	Follower    ordersync.Follower
 	Replayer    ordersync.Replayer
-	// ReplayJobs keeps the console's replay jobs (every letter a filter
-	// matches, in the background); without it the console replays letters
-	// one at a time only.
+	// ReplayJobs and OrderCodes serve the console's Dead letters pages, as
+	// console.Config says.
 	ReplayJobs ordersync.ReplayJobs
-	// OrderCodes names, on the Dead letters pages, the orders of letters
-	// that carry only an order id, when the mirror knows them; nil shows
-	// the ids.
 	OrderCodes ordersync.OrderCodesResolver
 	// Metrics serves /metrics.
 	Metrics http.Handler
