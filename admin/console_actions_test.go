@@ -2,197 +2,19 @@ package admin_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"html"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
-	"github.com/ordersync/ordersync/delivery"
-	"github.com/ordersync/ordersync/dispatch"
 )
-
-// actionsEnv is the console over real pieces with every action it has:
-// the dead letters' Replayer (behind a gate the test may close), a
-// running Dispatcher for the endpoints, and one endpoint whose receiver
-// counts what it gets.
-type actionsEnv struct {
-	*apiEnv
-	endpoint *ordersync.Endpoint
-	// received counts the requests the endpoint's receiver answered.
-	received atomic.Int64
-	gate     *gatedReplayer
-	// mu guards refuse, the order codes the receiver answers 500 for, and
-	// perOrder, the signed requests it received for each order code.
-	mu       sync.Mutex
-	refuse   map[string]bool
-	perOrder map[string]int
-}
-
-// orderOf is the order code of a delivery's body, "" for a ping.
-func orderOf(body []byte) string {
-	var ev struct {
-		Data struct {
-			OrderCode string `json:"orderCode"`
-		} `json:"data"`
-	}
-	_ = json.Unmarshal(body, &ev)
-	return ev.Data.OrderCode
-}
-
-// gatedReplayer is the real Replayer, each replay of one letter held
-// until the test lets it through (when hold is set), so a job can be seen
-// running.
-type gatedReplayer struct {
-	ordersync.Replayer
-	hold    atomic.Bool
-	release chan struct{}
-	// entered has a value for each replay held.
-	entered chan struct{}
-}
-
-func (g *gatedReplayer) ReplayDeadLetter(ctx context.Context, id int64) error {
-	if g.hold.Load() {
-		select {
-		case g.entered <- struct{}{}:
-		default:
-		}
-		select {
-		case <-g.release:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return g.Replayer.ReplayDeadLetter(ctx, id)
-}
-
-func newActionsEnv(t *testing.T) *actionsEnv {
-	t.Helper()
-	return newActionsEnvWith(t, nil)
-}
-
-// newActionsEnvWith is newActionsEnv with the API's configuration edited
-// by configure after the actions' own settings.
-func newActionsEnvWith(t *testing.T, configure func(e *apiEnv, c *admin.Config)) *actionsEnv {
-	t.Helper()
-	a := &actionsEnv{refuse: map[string]bool{}, perOrder: map[string]int{}}
-	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if r.Header.Get("webhook-signature") == "" {
-			w.WriteHeader(http.StatusOK)
-			return
-		}
-		a.received.Add(1)
-		code := orderOf(body)
-		a.mu.Lock()
-		a.perOrder[code]++
-		refused := a.refuse[code]
-		a.mu.Unlock()
-		if refused {
-			http.Error(w, "warehouse down for "+code, http.StatusInternalServerError)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	}))
-	t.Cleanup(receiver.Close)
-	a.apiEnv = newAPIEnvWith(t, func(e *apiEnv, c *admin.Config) {
-		c.Tokens, c.Audit, c.Sessions, c.Exports = roleTokens, e.db, e.db, e.db
-		c.Endpoints, c.DeliveryDeadLetters, c.SecretGrace, c.ReplayJobs, c.OrderCodes = e.db, e.db, time.Hour, e.db, e.db
-		d, err := dispatch.New(dispatch.Config{Endpoints: e.db, DeadLetters: e.db, Log: e.db, Stream: e.queue})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- d.Run(ctx) }()
-		t.Cleanup(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("dispatcher: %v", err)
-			}
-		})
-		c.Deliverer = d
-		a.gate = &gatedReplayer{Replayer: c.Replayer, release: make(chan struct{}), entered: make(chan struct{}, 16)}
-		c.Replayer = a.gate
-		if configure != nil {
-			configure(e, c)
-		}
-	})
-	t.Cleanup(a.api.Close)
-	secret, err := delivery.NewSecret()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.endpoint, err = a.db.CreateEndpoint(context.Background(), ordersync.EndpointParams{URL: receiver.URL + "/hook",
-		Events: ordersync.HookEvents, Description: "fulfilment", Secret: secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
-// addLetters adds n dead letters of reason for account and returns their
-// ids.
-func (a *actionsEnv) addLetters(t *testing.T, n int, reason ordersync.DeadLetterReason, account string) []int64 {
-	t.Helper()
-	var ids []int64
-	for range n {
-		i := len(ids)
-		id, err := a.db.AddDeadLetter(context.Background(), ordersync.DeadLetter{MsgID: fmt.Sprintf("m-%s-%s-%d", account, reason, i),
-			Account: account, Reason: reason, Attempts: 2, LastError: "no order for id", OrderID: ordersync.ID(fmt.Sprint(9000 + i)),
-			Body: []byte(fmt.Sprintf(`{"orderId":"%d","orderType":"FASTLINK_CHARGE","type":"Created"}`, 9000+i)), CreatedAt: time.Now()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	return ids
-}
-
-// replayCounts is how often each letter was replayed.
-func (a *actionsEnv) replayCounts(t *testing.T, ids []int64) []int {
-	t.Helper()
-	out := make([]int, len(ids))
-	for i, id := range ids {
-		dl, err := a.db.FindDeadLetter(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = dl.ReplayCount
-	}
-	return out
-}
-
-func allEqual(ns []int, want int) bool {
-	for _, n := range ns {
-		if n != want {
-			return false
-		}
-	}
-	return true
-}
-
-// signedIn is a browser signed in with token, and the CSRF token of its
-// forms.
-func signedIn(t *testing.T, base, token string) (*browser, string) {
-	t.Helper()
-	b := newBrowser(t, base)
-	if resp := b.signIn(token); resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("sign in %s: %d", token, resp.StatusCode)
-	}
-	_, page := b.do("GET", "/console/", nil)
-	return b, b.csrf(page)
-}
 
 // TestConsoleActionsRefused: on every console route that acts, as the
 // router lists them, a viewer with a valid session and CSRF token gets 403

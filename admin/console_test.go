@@ -3,15 +3,10 @@ package admin_test
 import (
 	"context"
 	"html/template"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"net/url"
-	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,117 +14,7 @@ import (
 	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/admin/console"
 	"github.com/ordersync/ordersync/internal/proxy"
-	"github.com/ordersync/ordersync/store"
 )
-
-// clock is a time the test moves by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-// consoleServer is the admin listener over db with tokens, as a restart
-// with a new configuration would start it.
-func consoleServer(t *testing.T, db *store.DB, tokens []ordersync.AdminToken, edit func(*admin.Config)) string {
-	t.Helper()
-	cfg := admin.Config{Orders: db, Tokens: tokens, Audit: db, Sessions: db}
-	if edit != nil {
-		edit(&cfg)
-	}
-	api, err := admin.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
-func openTestDB(t *testing.T) *store.DB {
-	t.Helper()
-	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db"), IndexAfterApply: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-// browser keeps cookies as a browser would and follows no redirect, so
-// each answer can be looked at.
-type browser struct {
-	t       *testing.T
-	base    string
-	cookies map[string]*http.Cookie
-	header  http.Header
-}
-
-func newBrowser(t *testing.T, base string) *browser {
-	return &browser{t: t, base: base, cookies: map[string]*http.Cookie{}, header: http.Header{}}
-}
-
-func (b *browser) do(method, path string, form url.Values) (*http.Response, string) {
-	b.t.Helper()
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
-	}
-	req, err := http.NewRequest(method, b.base+path, body)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	for k, v := range b.header {
-		req.Header[k] = v
-	}
-	for _, c := range b.cookies {
-		req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
-	}
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.Do(req)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	text, _ := io.ReadAll(resp.Body)
-	for _, c := range resp.Cookies() {
-		if c.MaxAge < 0 {
-			delete(b.cookies, c.Name)
-		} else {
-			b.cookies[c.Name] = c
-		}
-	}
-	return resp, string(text)
-}
-
-var csrfInput = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
-
-// csrf is the CSRF token of the page's forms.
-func (b *browser) csrf(page string) string {
-	b.t.Helper()
-	m := csrfInput.FindStringSubmatch(page)
-	if m == nil {
-		b.t.Fatalf("no CSRF token in the page:\n%s", page)
-	}
-	return m[1]
-}
-
-// signIn fills in the sign-in form with token and returns the answer.
-func (b *browser) signIn(token string) *http.Response {
-	b.t.Helper()
-	_, page := b.do("GET", "/console/sign-in", nil)
-	resp, _ := b.do("POST", "/console/sign-in", url.Values{"csrf": {b.csrf(page)}, "token": {token}})
-	return resp
-}
 
 // TestConsoleSignIn: the sign-in page has a field labelled Token and a
 // Content-Security-Policy without inline script; a valid token starts a

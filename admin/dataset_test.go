@@ -13,16 +13,16 @@ import (
 	"github.com/ordersync/ordersync/store"
 )
 
-// The office data set is a merchant's three days as the browser tests
-// see them: two stores, the default account's USD store in
-// America/El_Salvador and madrid's EUR store in Europe/Madrid, each with
-// officePerStore orders created from 24 November 12:00 UTC to 27 November
-// 12:00 UTC, paid, finalized, cancelled, reversed (after a fetch saw them
-// paid, and before any did) and open; the console's clock reads
-// officeNow, so "yesterday" is 26 November in either store. Beside them
-// the call order a buyer phones about (officeCall), a madrid order of the
-// same amount, dead letters of each store, and failed deliveries of the
-// actions' endpoint.
+// The one place of the browser tests' shared data set (officeEnv,
+// mirrorOffice): a merchant's three days as the browser tests see them,
+// two stores, the default account's USD store in America/El_Salvador and
+// madrid's EUR store in Europe/Madrid, each with officePerStore orders
+// created from 24 November 12:00 UTC to 27 November 12:00 UTC, paid,
+// finalized, cancelled, reversed (after a fetch saw them paid, and before
+// any did) and open; the console's clock reads officeNow, so "yesterday"
+// is 26 November in either store. Beside them the call order a buyer
+// phones about (officeCall), a madrid order of the same amount, dead
+// letters of each store, and failed deliveries of the actions' endpoint.
 const officePerStore = 300
 
 var officeNow = time.Date(2026, 11, 27, 15, 0, 0, 0, time.UTC)

@@ -1,0 +1,271 @@
+package admin_test
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/ordersync/ordersync/internal/leak"
+)
+
+// Headless Chromium for the browser tests: one browser for the package,
+// started by the first test that needs it and stopped by TestMain, and a
+// tab per test that fails it on a console error or a refused resource.
+
+// chromium is the browser on the PATH, or the test skips saying so.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no chromium on the PATH (chromium, chromium-browser): the console's browser tests need it; apt-get install chromium")
+	return ""
+}
+
+// headless is a browser context of its own for t (cookies, storage and
+// cache apart, as a fresh profile had them) in the chromium the tests
+// share, and the errors its pages report: uncaught exceptions,
+// console.error calls and the browser's error log (a blocked inline script
+// or style among them), but failed loads, whose statuses the tests check
+// themselves.
+type headless struct {
+	t    *testing.T
+	ctx  context.Context
+	mu   sync.Mutex
+	errs []string
+}
+
+func newHeadless(t *testing.T) *headless {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(sharedChromium(t), chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	h := &headless{t: t, ctx: ctx}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 860)); err != nil {
+		t.Fatalf("open a browser context: %v", err)
+	}
+	if err := chromedp.Listen(ctx, h.watch); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// shared is the one chromium of the browser tests, started by the first
+// of them and stopped by TestMain: a browser context costs a tab, a
+// browser about two seconds of start.
+var shared struct {
+	once sync.Once
+	ctx  context.Context
+	err  error
+	stop func()
+}
+
+func sharedChromium(t *testing.T) context.Context {
+	t.Helper()
+	exe := chromium(t)
+	shared.once.Do(func() {
+		dir, err := os.MkdirTemp("", "ordersync-chromium-")
+		if err != nil {
+			shared.err = err
+			return
+		}
+		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe),
+			chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(dir),
+			chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true))
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(actx)
+		shared.ctx, shared.stop = ctx, func() { cancel(); cancelAlloc(); os.RemoveAll(dir) }
+		// The first Run starts the browser; it must not carry a timeout.
+		shared.err = chromedp.Do(ctx)
+	})
+	if shared.err != nil {
+		t.Fatalf("start chromium: %v", shared.err)
+	}
+	return shared.ctx
+}
+
+// TestMain stops the shared chromium after the tests.
+func TestMain(m *testing.M) {
+	leak.Main(m, func() {
+		if shared.stop != nil {
+			shared.stop()
+		}
+	})
+}
+
+func (h *headless) watch(ev any) {
+	var msg string
+	switch ev := ev.(type) {
+	case *runtime.EventExceptionThrown:
+		msg = "exception: " + ev.ExceptionDetails.Text
+		if ev.ExceptionDetails.Exception != nil {
+			msg += " " + ev.ExceptionDetails.Exception.Description
+		}
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type == runtime.ConsoleAPICalledTypeError {
+			msg = "console.error"
+			for _, a := range ev.Args {
+				msg += " " + string(a.Value)
+			}
+		}
+	case *cdplog.EventEntryAdded:
+		if ev.Entry.Level == cdplog.EntryLevelError && ev.Entry.Source != cdplog.EntrySourceNetwork {
+			msg = fmt.Sprintf("%s log: %s (%s)", ev.Entry.Source, ev.Entry.Text, ev.Entry.URL)
+		}
+	}
+	if msg != "" {
+		h.mu.Lock()
+		h.errs = append(h.errs, msg)
+		h.mu.Unlock()
+	}
+}
+
+// check fails t with every error the pages reported so far.
+func (h *headless) check() {
+	h.t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range h.errs {
+		h.t.Errorf("the page reported an error: %s", e)
+	}
+	h.errs = nil
+}
+
+// do runs steps with a deadline.
+func (h *headless) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		h.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// text is the visible text of the first element sel matches on the page
+// as loaded, or the test fails saying what the page is instead.
+func (h *headless) text(sel string) string {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+	defer cancel()
+	q, _ := json.Marshal(sel)
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[*string](`document.querySelector(`+string(q)+`)?.innerText ?? null`))
+	if err != nil {
+		h.t.Fatalf("text of %s: %v", sel, err)
+	}
+	if s == nil {
+		loc, _ := chromedp.Run(ctx, chromedp.Location())
+		body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+		h.t.Fatalf("no %s in the page %s:\n%s", sel, loc, body)
+	}
+	return *s
+}
+
+// load runs steps that leave the page (a click on a link or a submit) and
+// waits for the next page's load event.
+func (h *headless) load(what string, steps ...chromedp.Action[chromedp.Void]) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+	defer cancel()
+	loaded := chromedp.Events(ctx, page.LoadEventFired)
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		h.t.Fatalf("%s: %v", what, err)
+	}
+	for _, err := range loaded {
+		if err != nil {
+			h.t.Fatalf("%s: waiting for the page: %v", what, err)
+		}
+		break
+	}
+	h.check()
+}
+
+// shot saves the page as name.png when screenshots are asked for.
+func (h *headless) shot(name string) {
+	h.t.Helper()
+	dir := os.Getenv(screenshotsEnv)
+	if dir == "" {
+		return
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join("..", dir) // the test runs in admin/
+	}
+	png, err := chromedp.Run(h.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		h.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// signIn signs in with token from the sign-in page.
+func (h *headless) signIn(base, token string) {
+	h.t.Helper()
+	h.load("open the sign-in page", chromedp.Navigate(base+"/console/sign-in"))
+	h.do("type the token", chromedp.SendKeys(chromedp.CSS("#token"), token))
+	h.load("sign in", chromedp.Click(chromedp.CSS("main form button")))
+	if got := h.text("h1"); got != "Console" {
+		h.t.Fatalf("after signing in the page is %q, want the console's home", got)
+	}
+}
+
+// download clicks the link sel and returns the file the browser saved.
+func (h *headless) download(sel string) []byte {
+	h.t.Helper()
+	dir := h.t.TempDir()
+	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+	defer cancel()
+	progress := chromedp.BrowserEvents(ctx, cdpbrowser.DownloadProgress)
+	events := true
+	if _, err := chromedp.CallBrowser(ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: &events,
+		BrowserContextID: chromedp.FromContext(h.ctx).BrowserContextID}); err != nil {
+		h.t.Fatalf("allow downloads: %v", err)
+	}
+	h.do("click "+sel, chromedp.Click(chromedp.CSS(sel)))
+	for ev, err := range progress {
+		if err != nil {
+			h.t.Fatalf("download %s: %v", sel, err)
+		}
+		switch ev.State {
+		case cdpbrowser.DownloadProgressStateCompleted:
+			b, err := os.ReadFile(filepath.Join(dir, ev.GUID))
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			h.check()
+			return b
+		case cdpbrowser.DownloadProgressStateCanceled:
+			h.t.Fatalf("download %s was cancelled", sel)
+		}
+	}
+	h.t.Fatalf("download %s: no end", sel)
+	return nil
+}
+
+func readCSV(t *testing.T, b []byte) [][]string {
+	t.Helper()
+	rows, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(string(b), "\ufeff"))).ReadAll()
+	if err != nil {
+		t.Fatalf("the export is not CSV: %v\n%s", err, b)
+	}
+	return rows
+}
