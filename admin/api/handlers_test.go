@@ -12,11 +12,16 @@ import (
 )
 
 // testOffice remembers what it was asked.
-type testOffice struct{ notes []string }
+type testOffice struct {
+	notes   []string
+	records []string
+}
 
 func (o *testOffice) Note(_ *http.Request, object string) { o.notes = append(o.notes, object) }
 
-func (o *testOffice) Record(*http.Request, string, string, string) {}
+func (o *testOffice) Record(_ *http.Request, action, object, outcome string) {
+	o.records = append(o.records, action+" "+object+": "+outcome)
+}
 
 func (o *testOffice) Actor(*http.Request) string { return "tester" }
 
