@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin/api"
@@ -211,6 +212,10 @@ func (s *Server) recordAudit(r *http.Request, action, object, outcome string) {
 		s.quiet.Log(slog.LevelError, "record audit", "admin: record audit", "action", action, "actor", rec.Actor, "err", err)
 	}
 }
+
+// auditTimeout bounds writing one audit record after the request's own
+// context may have ended.
+const auditTimeout = 5 * time.Second
 
 // pathValue is the segment of path at the wildcard {name} of pattern.
 func pathValue(pattern, path, name string) string {

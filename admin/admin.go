@@ -33,7 +33,7 @@ import (
 	collect "github.com/ordersync/ordersync/metrics"
 )
 
-// Config configures the API. Orders is required; an endpoint whose
+// Config configures the listener. Orders is required; an endpoint whose
 // dependency is nil answers 501.
 type Config struct {
 	// Account is the account served when a request names none.
@@ -126,13 +126,14 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// Server is the admin API handler.
+// Server is the back office's listener: the API and the console behind
+// one guard.
 type Server struct {
 	cfg Config
 	mux *router
 	// stores are the stores served, cfg.Account the default.
 	stores api.Stores
-	// api holds the JSON API's handlers that have left this package.
+	// api and console are the two surfaces it composes.
 	api     *api.Handlers
 	console *console.Console
 	// tokenSet holds cfg.Tokens until SetTokens replaces them; read it
@@ -145,7 +146,7 @@ type Server struct {
 	auditFailures prometheus.Counter
 }
 
-// New returns the API handler.
+// New returns the listener's handler.
 func New(cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {

@@ -14,8 +14,8 @@ import (
 // filtered by who (the token's name) and what (the action), in keyset
 // pages, all in the URL.
 
-// routeConsoleAudit adds the Audit page.
-func (s *Console) routeConsoleAudit(mux Mux) {
+// routeAudit adds the Audit page.
+func (s *Console) routeAudit(mux Mux) {
 	mux.HandleFunc("GET /console/audit", api.When(s.cfg.Audit != nil, "the audit trail", s.auditPage))
 }
 

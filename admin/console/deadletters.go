@@ -20,8 +20,8 @@ import (
 // replay of one letter or, as a background job, of every letter the filter
 // matches. Replays go through cfg.Replayer, as the API's do.
 
-// routeConsoleDeadLetters adds the Dead letters pages and their actions.
-func (s *Console) routeConsoleDeadLetters(mux Mux) {
+// routeDeadLetters adds the Dead letters pages and their actions.
+func (s *Console) routeDeadLetters(mux Mux) {
 	on, replay := s.cfg.DeadLetters != nil, s.cfg.DeadLetters != nil && s.cfg.Replayer != nil
 	jobs := s.cfg.ReplayJobs != nil
 	mux.HandleFunc("GET /console/dead-letters", api.When(on, "dead letters", s.deadLettersPage))

@@ -17,8 +17,8 @@ import (
 // API's endpoint actions through the same functions: enable and disable,
 // a test event, a replay since a time, a new secret shown once.
 
-// routeConsoleEndpoints adds the Endpoints page and its actions.
-func (s *Console) routeConsoleEndpoints(mux Mux) {
+// routeEndpoints adds the Endpoints page and its actions.
+func (s *Console) routeEndpoints(mux Mux) {
 	eps, dlv := s.cfg.Endpoints != nil, s.cfg.Deliverer != nil
 	const endpoints, deliveries = "endpoints", "deliveries (the worker role)"
 	mux.HandleFunc("GET /console/endpoints", api.When(eps, endpoints, s.endpointsPage))

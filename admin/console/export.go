@@ -19,8 +19,8 @@ import (
 // same file GET /v1/exports/… would, within the same limit, recorded the
 // same way in the audit trail. A download changes nothing, so it is a GET.
 
-// routeConsoleExport adds the Export page and its download.
-func (s *Console) routeConsoleExport(mux Mux) {
+// routeExport adds the Export page and its download.
+func (s *Console) routeExport(mux Mux) {
 	mux.HandleFunc("GET /console/export", api.When(s.cfg.Exports != nil, "exports", s.exportPage))
 	mux.HandleFunc("GET /console/export/download", api.When(s.cfg.Exports != nil, "exports", s.exportDownload))
 }

@@ -20,8 +20,8 @@ import (
 // a redirect to the list, which says what was done, so a reload repeats
 // nothing.
 
-// routeConsoleFailed adds the failed deliveries' pages and actions.
-func (s *Console) routeConsoleFailed(mux Mux) {
+// routeFailed adds the failed deliveries' pages and actions.
+func (s *Console) routeFailed(mux Mux) {
 	on := s.cfg.Endpoints != nil && s.cfg.DeliveryDeadLetters != nil
 	act := on && s.cfg.Deliverer != nil
 	const failed, deliveries = "delivery dead letters", "deliveries (the worker role)"

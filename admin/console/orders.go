@@ -17,9 +17,9 @@ import (
 // read by ordersync.ParseOrderQuery like the API's, and one order's detail and
 // timeline.
 
-// routeConsoleOrders adds the Orders and Order pages and the time-zone
+// routeOrders adds the Orders and Order pages and the time-zone
 // switch.
-func (s *Console) routeConsoleOrders(mux Mux) {
+func (s *Console) routeOrders(mux Mux) {
 	mux.HandleFunc("GET /console/orders", s.ordersPage)
 	mux.HandleFunc("GET /console/orders/{code}", s.orderPage)
 	mux.HandleFunc("POST /console/orders/{id}/resync", api.When(s.cfg.Follower != nil, "tracking", s.resyncOrder))
@@ -32,11 +32,11 @@ const (
 	maxConsoleLimit     = 200
 )
 
-// consoleCountBound is how far the Orders page counts: exactly up to it,
+// countBound is how far the Orders page counts: exactly up to it,
 // "more than" past it, so a count stays within a page's time on any
 // mirror. A URL with count=exact counts every order. A variable only for
 // tests.
-var consoleCountBound = 10000
+var countBound = 10000
 
 // sortLabels are the Orders page's words for each sort, in OrderSorts'
 // order.
@@ -186,7 +186,7 @@ func (s *Console) ordersPage(w http.ResponseWriter, r *http.Request) {
 	}
 	filter.Limit = min(filter.Limit, maxConsoleLimit)
 	if !filter.Count {
-		filter.Count, filter.CountUpTo = true, consoleCountBound
+		filter.Count, filter.CountUpTo = true, countBound
 	}
 	page, err := s.cfg.Orders.ListOrders(r.Context(), filter)
 	if err != nil {
@@ -307,7 +307,7 @@ func cloneValues(v url.Values) url.Values {
 // SetCountBound sets how far the Orders page counts, for a test that is
 // not parallel; the func it returns restores the bound.
 func SetCountBound(n int) (restore func()) {
-	old := consoleCountBound
-	consoleCountBound = n
-	return func() { consoleCountBound = old }
+	old := countBound
+	countBound = n
+	return func() { countBound = old }
 }

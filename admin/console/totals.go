@@ -29,8 +29,8 @@ const (
 	labelledBarsDays = 92
 )
 
-// routeConsoleTotals adds the Daily totals page and its CSV.
-func (s *Console) routeConsoleTotals(mux Mux) {
+// routeTotals adds the Daily totals page and its CSV.
+func (s *Console) routeTotals(mux Mux) {
 	mux.HandleFunc("GET /console/totals", api.When(s.cfg.Reports != nil, "reports", s.totalsPage))
 	mux.HandleFunc("GET /console/totals.csv", api.When(s.cfg.Reports != nil, "reports", s.totalsCSV))
 }
