@@ -40,7 +40,7 @@ type Config struct {
 	Account string
 	// Stores are the accounts the deployment serves, each a store of the
 	// back office, the default first: what a request's account parameter
-	// may name (ChooseStore). Default: Account alone.
+	// may name (api.ChooseStore). Default: Account alone.
 	Stores      []string
 	Orders      ordersync.MirrorReader
 	DeadLetters ordersync.DeadLetters

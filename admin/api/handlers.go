@@ -34,10 +34,10 @@ type Deps struct {
 	Exports         ordersync.OrderExporter
 	ExportBatchSize int
 	MaxExports      int
-	// Logger takes what a handler logs beside its answer; required.
+	// Logger takes what a handler logs beside its answer; default none.
 	Logger *slog.Logger
 	// Clock is when a since or until given as a duration counts back
-	// from; required.
+	// from; default time.Now.
 	Clock func() time.Time
 }
 
@@ -62,7 +62,8 @@ type Mux interface {
 	HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request))
 }
 
-// Handlers are the JSON API's handlers.
+// Handlers are the JSON API's handlers, and the actions the console takes
+// through them.
 type Handlers struct {
 	deps   Deps
 	office Office
@@ -72,6 +73,12 @@ type Handlers struct {
 
 // New returns the handlers over deps, served by office.
 func New(deps Deps, office Office) *Handlers {
+	if deps.Clock == nil {
+		deps.Clock = time.Now
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
 	if deps.MaxExports <= 0 {
 		deps.MaxExports = DefaultMaxExports
 	}

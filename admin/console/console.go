@@ -71,10 +71,11 @@ type Config struct {
 	// (for the sign-in limiter) and whose X-Forwarded-Proto: https makes
 	// the cookies Secure.
 	TrustedProxies proxy.Trusted
-	Logger         *slog.Logger
-	Clock          func() time.Time
-	Exports        ordersync.OrderExporter
-	Reports        ordersync.Reports
+	// Logger and Clock default to none and time.Now.
+	Logger  *slog.Logger
+	Clock   func() time.Time
+	Exports ordersync.OrderExporter
+	Reports ordersync.Reports
 	// Overview serves the home; without it the home only links to the
 	// pages.
 	Overview ordersync.OverviewReader
@@ -124,6 +125,12 @@ func New(cfg Config, office Office) *Console {
 	}
 	if cfg.OverviewRefresh <= 0 {
 		cfg.OverviewRefresh = DefaultOverviewRefresh
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
 	}
 	return &Console{cfg: cfg, office: office, limiter: newSignInLimiter(), jobs: newReplayJobs()}
 }
