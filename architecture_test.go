@@ -164,6 +164,55 @@ func TestWiresOutsideAppFindsStageImport(t *testing.T) {
 	}
 }
 
+// TestAdminSurfacesImportNotTheirComposer holds the rule beside the table
+// for the back office: admin composes the API (admin/api) and the console
+// (admin/console), the console takes the API's actions and error table,
+// and neither reaches back: the API imports neither the console nor
+// admin, the console not admin. A row could otherwise allow it.
+func TestAdminSurfacesImportNotTheirComposer(t *testing.T) {
+	imports, err := moduleImports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range adminSurfacesReachBack(imports) {
+		t.Error(v)
+	}
+}
+
+// adminSurfacesForbidden names, per surface of the back office, what it
+// must not import.
+var adminSurfacesForbidden = map[string][]string{
+	"admin/api":     {"admin", "admin/console"},
+	"admin/console": {"admin"},
+}
+
+// adminSurfacesReachBack says which forbidden imports the back office's
+// surfaces have.
+func adminSurfacesReachBack(imports map[string][]string) []string {
+	var v []string
+	for pkg, forbidden := range adminSurfacesForbidden {
+		for _, d := range imports[pkg] {
+			if slices.Contains(forbidden, d) {
+				v = append(v, fmt.Sprintf("%s imports %s: admin composes the surfaces, which never import it or back (%s)", pkg, d, architectureDoc))
+			}
+		}
+	}
+	sort.Strings(v)
+	return v
+}
+
+func TestAdminSurfacesReachBackFound(t *testing.T) {
+	got := adminSurfacesReachBack(map[string][]string{
+		"admin":         {"", "admin/api", "admin/console"},
+		"admin/api":     {"", "admin/console"},
+		"admin/console": {"", "admin/api"},
+	})
+	want := []string{"admin/api imports admin/console: admin composes the surfaces, which never import it or back (docs/architecture.md)"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("violations = %q, want %q", got, want)
+	}
+}
+
 // TestRootFilesListed holds docs/architecture.md's list of the root
 // package's files, each with its one concept, to the files there are: a
 // new file needs its line, so a concept cannot slip in beside another
