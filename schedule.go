@@ -262,8 +262,9 @@ type CheckSchedule interface {
 	// PullChecks makes the checks of account's open orders last active at
 	// or after activeSince due at at, most recently active first (each a
 	// microsecond before the next), or minGap after their last fetch if
-	// that is later, and returns their codes.
-	PullChecks(ctx context.Context, account string, activeSince, at time.Time, minGap time.Duration) ([]string, error)
+	// that is later, and returns their codes. A limit above 0 pulls only
+	// that many, the most recently active; the others keep their checks.
+	PullChecks(ctx context.Context, account string, activeSince, at time.Time, minGap time.Duration, limit int) ([]string, error)
 	// TightenChecks records account's evidence of lost webhooks, which the
 	// schedule reads from then on whenever it sets a check, and brings the
 	// checks of the open orders it covers to the dense schedule now.

@@ -655,8 +655,8 @@ func (s *Store) PullCheck(_ context.Context, account, code string, at time.Time)
 
 // PullChecks is store.DB's: account's open orders last active at or after
 // activeSince are due at at, most recently active first, or minGap after
-// their last fetch if that is later.
-func (s *Store) PullChecks(_ context.Context, account string, activeSince, at time.Time, minGap time.Duration) ([]string, error) {
+// their last fetch if that is later; at most limit of them when limit > 0.
+func (s *Store) PullChecks(_ context.Context, account string, activeSince, at time.Time, minGap time.Duration, limit int) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var pulled []*order
@@ -668,6 +668,9 @@ func (s *Store) PullChecks(_ context.Context, account string, activeSince, at ti
 	slices.SortFunc(pulled, func(a, b *order) int {
 		return cmp.Or(b.activeAt().Compare(a.activeAt()), cmp.Compare(a.ref.Code, b.ref.Code))
 	})
+	if limit > 0 && len(pulled) > limit {
+		pulled = pulled[:limit]
+	}
 	codes := make([]string, 0, len(pulled))
 	for i, o := range pulled {
 		due := dbTime(at).Add(time.Duration(i-len(pulled)) * time.Microsecond)

@@ -47,8 +47,8 @@ func TestReceiverBeats(t *testing.T) {
 }
 
 // TestPullChecks: the checks of the open orders active since a time are
-// due now, most recently active first; orders quieter for longer and final
-// ones keep theirs, and PullCheck only ever brings a check nearer.
+// due now, most recently active first, at most a limit of them; orders
+// quieter for longer, past the limit and final ones keep theirs, and PullCheck only ever brings a check nearer.
 func TestPullChecks(t *testing.T) {
 	eachDialect(t, func(t *testing.T, url string) {
 		db := openDB(t, url)
@@ -74,7 +74,17 @@ func TestPullChecks(t *testing.T) {
 			p.Seq, p.FetchedAt = int64(10+i), t0.Add(-time.Minute)
 			apply(t, db, p)
 		}
-		codes, err := db.PullChecks(ctx, ordersync.DefaultAccount, t0.Add(-2*time.Hour), t0, 0)
+		codes, err := db.PullChecks(ctx, ordersync.DefaultAccount, t0.Add(-2*time.Hour), t0, 0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(codes, []string{"recent"}) {
+			t.Errorf("pulled %q with a limit of 1, want recent, the most recently active", codes)
+		}
+		if got := nextCheckAt(t, db, "mid"); got == nil || !got.After(t0) {
+			t.Errorf("mid is due at %v with a limit of 1, want after %v: past the limit", got, t0)
+		}
+		codes, err = db.PullChecks(ctx, ordersync.DefaultAccount, t0.Add(-2*time.Hour), t0, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -164,8 +165,9 @@ WHERE account = ? AND order_code = ? AND next_check_at > ?`), dbTime(at), accoun
 // too, so the order holds among them). An order fetched less than minGap
 // before at is due minGap after that fetch instead: it was just seen. Activity is
 // when the order was first seen, its last webhook or its last fetched
-// change, as the schedule reads it.
-func (db *DB) PullChecks(ctx context.Context, account string, activeSince, at time.Time, minGap time.Duration) ([]string, error) {
+// change, as the schedule reads it. A limit above 0 pulls only that many,
+// the most recently active; the others keep their checks.
+func (db *DB) PullChecks(ctx context.Context, account string, activeSince, at time.Time, minGap time.Duration, limit int) ([]string, error) {
 	type row struct {
 		Code        string     `db:"order_code"`
 		SyncedAt    *time.Time `db:"last_synced_at"`
@@ -191,7 +193,10 @@ WHERE account = ? AND next_check_at IS NOT NULL
 			}
 			return t
 		}
-		slices.SortFunc(rows, func(a, b row) int { return active(b).Compare(active(a)) })
+		slices.SortFunc(rows, func(a, b row) int { return cmp.Or(active(b).Compare(active(a)), cmp.Compare(a.Code, b.Code)) })
+		if limit > 0 && len(rows) > limit {
+			rows = rows[:limit]
+		}
 		for i, r := range rows {
 			due := dbTime(at).Add(time.Duration(i-len(rows)) * time.Microsecond)
 			if r.SyncedAt != nil && r.SyncedAt.Add(minGap).After(due) {

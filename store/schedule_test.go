@@ -245,7 +245,7 @@ func TestBackdateOrders(t *testing.T) {
 		if got := activeAt("other"); !got.Equal(before) {
 			t.Errorf("another account's order active at %v, want %v untouched", got, before)
 		}
-		codes, err := db.PullChecks(ctx, ordersync.DefaultAccount, before.Add(-2*time.Hour), t0, time.Minute)
+		codes, err := db.PullChecks(ctx, ordersync.DefaultAccount, before.Add(-2*time.Hour), t0, time.Minute, 0)
 		if err != nil || len(codes) != 0 {
 			t.Errorf("PullChecks of the orders active in the 2 hours before = %q, %v; want none", codes, err)
 		}

@@ -56,7 +56,23 @@ const (
 	// hurryMissed is how many missed webhooks found within HurryWindow
 	// make a rate: a single one may be a webhook the provider never sent.
 	hurryMissed = 10
+	// hurryShare is the share of the budget's hurryWithin that the hurried
+	// checks may take: at most that many orders, the most recently active,
+	// are hurried (180 at the default budget). The hurried checks are due
+	// at once, ahead of every check the schedule brings due after them,
+	// so the checks that come due meanwhile (the dense schedule's first
+	// checks, 15 s after each activity) wait at most this share of a
+	// minute behind them, not as long as the budget takes to check every
+	// recent order (800 after a restart in the chaos run, 134 s at 6 a
+	// second). The orders past it are on the dense schedule already.
+	hurryShare = 0.5
 )
+
+// hurryLimit is how many orders one hurry makes due: hurryShare of what
+// the budget checks within hurryWithin, at least one.
+func hurryLimit(budget float64) int {
+	return max(1, int(budget*hurryWithin.Seconds()*hurryShare))
+}
 
 // hurries says which evidence hurries: every kind but a late webhook (one
 // webhook, which arrived) and a missed webhook (which hurries only at a
@@ -118,8 +134,8 @@ func (e *evidence) hurryDue(kind string, now time.Time) bool {
 // check, in any process, then sets the next check densely, until the
 // record has been clean for EvidenceHold. Evidence that webhooks are being
 // lost now (hurries, or missed webhooks at a rate) also makes the orders
-// active within HurryWindow due within a minute, at most once per
-// HurryWindow.
+// active within HurryWindow due within a minute, the most recently active
+// first and at most hurryLimit of them, at most once per HurryWindow.
 func (r *Reconciler) Tighten(ctx context.Context, now time.Time, kind string) error {
 	r.evidenceSeen.WithLabelValues(kind).Inc()
 	if r.cfg.Schedule == nil {
@@ -137,7 +153,7 @@ func (r *Reconciler) Tighten(ctx context.Context, now time.Time, kind string) er
 	if !r.ev.hurryDue(kind, now) {
 		return nil
 	}
-	codes, err := r.cfg.Schedule.PullChecks(ctx, r.cfg.Account, now.Add(-HurryWindow), now, hurryWithin)
+	codes, err := r.cfg.Schedule.PullChecks(ctx, r.cfg.Account, now.Add(-HurryWindow), now, hurryWithin, hurryLimit(r.cfg.Budget))
 	if err != nil {
 		return fmt.Errorf("hurry the checks of %s: %w", r.cfg.Account, err)
 	}
@@ -213,7 +229,7 @@ func (r *Reconciler) ObserveReceivers(ctx context.Context, now time.Time) error 
 			}
 			continue
 		}
-		codes, err := r.cfg.Schedule.PullChecks(ctx, r.cfg.Account, g[0].Add(-ordersync.CheckActiveWindow), now, ordersync.CheckActiveInterval)
+		codes, err := r.cfg.Schedule.PullChecks(ctx, r.cfg.Account, g[0].Add(-ordersync.CheckActiveWindow), now, ordersync.CheckActiveInterval, 0)
 		if err != nil {
 			return err
 		}

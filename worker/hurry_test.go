@@ -119,3 +119,34 @@ func TestEvidenceHurriesRecentOrders(t *testing.T) {
 		}
 	}
 }
+
+// TestHurryLeavesRoomForDueChecks: a hurry of more recent orders than the
+// budget checks in half a minute (600 after a restart, 100 s of the
+// budget) takes the most recently active of them, so a check that comes
+// due after it waits behind it for at most half a minute: here a payment
+// made right after the restart, its webhook lost, on the dense schedule's
+// first check 15 s after the order's activity. Hurrying all 600 held that
+// check for 100 s.
+func TestHurryLeavesRoomForDueChecks(t *testing.T) {
+	t.Parallel()
+	r := newPromiseRig(t)
+	ctx := context.Background()
+	r.createMirrored(t, 600, 0)
+	// Their first checks are spread from 1 minute to 4m20s on; some are made.
+	r.hurryPhase(t, 80*time.Second)
+	if err := r.rec.Tighten(ctx, r.clock.now(), "reconciler_start"); err != nil {
+		t.Fatal(err)
+	}
+	late := r.createMirrored(t, 1, 0)[0]
+	if _, err := r.sim.Apply(late, sim.ActionPay, &sim.DefaultBuyer); err != nil {
+		t.Fatal(err)
+	}
+	paidAt := r.clock.now()
+	_, changed := r.hurryPhase(t, 2*time.Minute)
+	if changed[late].IsZero() {
+		t.Fatalf("payment of %s, made right after a restart that hurried 600 orders, not mirrored within 2 minutes", late)
+	}
+	if took := changed[late].Sub(paidAt); took > 50*time.Second {
+		t.Errorf("payment of %s mirrored %s after it, want within 50 s: its check, due 15 s after the order's activity, waited behind the hurry", late, took)
+	}
+}

@@ -277,8 +277,8 @@ func (s wakingSchedule) PullCheck(ctx context.Context, account, code string, at 
 	return err
 }
 
-func (s wakingSchedule) PullChecks(ctx context.Context, account string, activeSince, at time.Time, minGap time.Duration) ([]string, error) {
-	codes, err := s.CheckSchedule.PullChecks(ctx, account, activeSince, at, minGap)
+func (s wakingSchedule) PullChecks(ctx context.Context, account string, activeSince, at time.Time, minGap time.Duration, limit int) ([]string, error) {
+	codes, err := s.CheckSchedule.PullChecks(ctx, account, activeSince, at, minGap, limit)
 	s.wake()
 	return codes, err
 }
