@@ -159,9 +159,12 @@ type Reconciler struct {
 	// reported carries to a sleeping Run the earliest next check that the
 	// checks it made set: it wakes then if that is sooner.
 	reported *nextDue
-	// limitMu guards the budget in use (fitBudget).
+	// limitMu guards the budget in use (fitBudget) and the hurry's
+	// allowance on top of it (allowHurry).
 	limitMu    sync.Mutex
 	adjustedAt time.Time
+	hurryExtra float64
+	hurryUntil time.Time
 }
 
 // reconcilerMetrics are the reconciler's collectors.
