@@ -414,7 +414,7 @@ var settings = []setting[Config]{
 	{key: "workers", env: "ORDERSYNC_WORKERS", usage: "concurrent upstream fetches", set: integer(func(c *Config) *int { return &c.Workers })},
 	{key: "upstream_rps", env: "ORDERSYNC_UPSTREAM_RPS", usage: "fixed cap on each account's upstream requests per second in this process, 0 = none (the default: the rate is learned from the service's 429s, and checks spend only what webhook-driven fetches leave)", set: number(func(c *Config) *float64 { return &c.UpstreamRPS })},
 	{key: "upstream_timeout", env: "ORDERSYNC_UPSTREAM_TIMEOUT", usage: "timeout of one upstream request", scope: ScopeUpstream, set: duration(func(c *Config) *time.Duration { return &c.UpstreamTimeout })},
-	{key: "reconcile_rps", env: "ORDERSYNC_RECONCILE_RPS", usage: "upstream requests per second the reconciler may spend on checks that are due, 0 = reconciler off", set: number(func(c *Config) *float64 { return &c.ReconcileRPS })},
+	{key: "reconcile_rps", env: "ORDERSYNC_RECONCILE_RPS", usage: "upstream requests per second the reconciler may spend on checks that are due (for a minute after evidence of lost webhooks, up to 1.5 times as many), 0 = reconciler off", set: number(func(c *Config) *float64 { return &c.ReconcileRPS })},
 	{key: "reconcile_evidence_window", env: "ORDERSYNC_RECONCILE_EVIDENCE_WINDOW", usage: "on evidence of lost webhooks, open orders active within this long before it are checked densely (default 1h: the orders of the 5-minute promise; longer finds a quiet order's lost change sooner at about 14 requests an hour for each order it adds)", set: duration(func(c *Config) *time.Duration { return &c.ReconcileEvidenceWindow })},
 	{key: "reconcile_evidence_hold", env: "ORDERSYNC_RECONCILE_EVIDENCE_HOLD", usage: "how long the record of lost webhooks must stay clean before dense checks relax (default 30m: each affected order checked about 7 times meanwhile)", set: duration(func(c *Config) *time.Duration { return &c.ReconcileEvidenceHold })},
 	{key: "receiver_heartbeat", env: "ORDERSYNC_RECEIVER_HEARTBEAT", usage: "how often a receiver records its uptime in the mirror; three missed beats count as away (default 10s)", set: duration(func(c *Config) *time.Duration { return &c.ReceiverHeartbeat })},
@@ -796,7 +796,7 @@ const reconcileIntervalUnset time.Duration = -1
 // the reconciler off.
 func (c *Config) checkReconcile() error {
 	const replaced = "the reconciler now checks each order when its schedule says it is due, " +
-		"spending at most reconcile_rps upstream requests per second (ORDERSYNC_RECONCILE_RPS or --reconcile-rps, default %v); " +
+		"spending reconcile_rps upstream requests per second (ORDERSYNC_RECONCILE_RPS or --reconcile-rps, default %v; up to 1.5 times as many for a minute after evidence of lost webhooks); " +
 		"reconcile_interval: 0 or reconcile_rps: 0 turns it off"
 	switch {
 	case c.ReconcileBudget != 0:
