@@ -354,45 +354,6 @@ func TestPoolDoesNotYieldToABurst(t *testing.T) {
 	e.assertMirrorMatchesSim(t, codes)
 }
 
-// TestPoolYieldsAtOnceAfterIdling: the first read of the publish wait after
-// an idle spell comes within a pull's round trip of the first webhooks, too
-// few to tell a flood from a burst, and is taken for a flood: the pool
-// halves its fetches at once when their wait is high, and the next read,
-// at a burst's rate, takes them back. The limit each decision set is read
-// at the next read of the wait, not after a sleep.
-func TestPoolYieldsAtOnceAfterIdling(t *testing.T) {
-	e := newEnv(t, sim.Faults{})
-	orders := e.createOrders(t, 1)
-	var webhooks atomic.Bool // false: idle, no webhook answered
-	var idleReads atomic.Int64
-	var reads atomic.Int64 // reads since the webhooks came
-	var afterFirst atomic.Int64
-	limit := func() float64 { return counterValue(t, e.reg, "ordersync_worker_fetch_limit", nil) }
-	e.startPool(t, e.newSyncer(t, nil, nil), func(c *worker.PoolConfig) {
-		c.PressureTarget, c.PressureInterval = 2*time.Millisecond, 20*time.Millisecond
-		c.Pressure = func() (time.Duration, int64) {
-			if !webhooks.Load() {
-				idleReads.Add(1)
-				return 0, 0
-			}
-			if reads.Add(1) == 2 {
-				afterFirst.Store(int64(limit()))
-			}
-			return 10 * time.Millisecond, 1
-		}
-	})
-	waitFor(t, 5*time.Second, "a read with no webhooks: the pool idles", func() bool { return idleReads.Load() >= 1 })
-	webhooks.Store(true)
-	e.publish(t, e.webhook(orders[0].OrderID, ordersync.EventCreated))
-	waitFor(t, 5*time.Second, "two reads of the wait after the webhook", func() bool { return reads.Load() >= 3 })
-	if got := afterFirst.Load(); got != 8 {
-		t.Errorf("the limit after the first read past the idle spell is %d, want 8: halved at once", got)
-	}
-	if l := limit(); l != 16 {
-		t.Errorf("the limit is %v after reads at a burst's rate, want 16", l)
-	}
-}
-
 // TestPoolSyncsWhileTheWaitStaysHigh: a publish wait that stays above the
 // target with no fetch left to take away is one yielding cannot bring down
 // (the receiver at its own limit): after the hold's bound the pool lets one

@@ -69,9 +69,9 @@ func (s *fetchSlots) setLimit(n int) {
 func (p *Pool) Yields() bool { return p.cfg.Pressure != nil }
 
 // yieldLoop gives the CPU to the webhook receiver of this process while it
-// needs it: every PressureInterval it reads the receiver's mean publish
-// wait; while webhooks come at PressureMinRate or more, above
-// PressureTarget it halves the fetches allowed to start, down to none;
+// needs it: a PressureInterval after each read it reads the receiver's
+// mean publish wait again; while webhooks come at PressureMinRate or more,
+// above PressureTarget it halves the fetches allowed to start, down to none;
 // below a quarter of the target it raises them by a quarter. When no
 // webhook came, or fewer than PressureMinRate a second, the limit goes back
 // to FetchConcurrency at once: a burst of a few hundred webhooks can raise
@@ -98,7 +98,8 @@ func (p *Pool) yieldLoop(ctx context.Context) {
 	if p.cfg.Pressure == nil {
 		return
 	}
-	t := time.NewTicker(p.cfg.PressureInterval)
+	period := p.cfg.PressureInterval
+	t := time.NewTicker(period)
 	defer t.Stop()
 	limit, held := full, 0
 	raise := func() { limit, held = min(full, limit+limit/4+1), 0 }
@@ -121,12 +122,15 @@ func (p *Pool) yieldLoop(ctx context.Context) {
 		read = now
 		switch idle := n == 0 && limit == full; {
 		case idle && pulled == nil:
-			pulled = p.pulled
-			t.Reset(idlePressureTicks * p.cfg.PressureInterval)
+			pulled, period = p.pulled, idlePressureTicks*p.cfg.PressureInterval
 		case !idle && pulled != nil:
-			pulled = nil
-			t.Reset(p.cfg.PressureInterval)
+			pulled, period = nil, p.cfg.PressureInterval
 		}
+		// The next read is a period after this one, not at the ticker's
+		// next beat: after a read the scheduler ran late, that beat comes
+		// at once, and a webhook counted over a fraction of an interval
+		// would pass for a flood.
+		t.Reset(period)
 		switch {
 		case n == 0 || !flood:
 			limit, held = full, 0
