@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// TestReload is the reload run in its CI size: 3 s of traffic from 4
+// TestReload is the reload run in its CI size: 1.5 s of traffic from 4
 // senders after each of four SIGHUPs (a new admin token with the webhook
 // secret's rotation, the new secret alone, two invalid files). Every
 // reload takes effect or is refused whole, no request is answered against
@@ -18,7 +18,9 @@ func TestReload(t *testing.T) {
 	}
 	t.Parallel()
 	opts := defaultReloadOptions()
-	opts.Phase, opts.exe = 3*time.Second, testBinary
+	// Half the phases and twice the probes of a 3 s phase: as many probes
+	// across the reloads, and thousands of webhooks still meet each one.
+	opts.Phase, opts.ProbeEvery, opts.exe = 1500*time.Millisecond, 50*time.Millisecond, testBinary
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
