@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -15,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/fake"
 	"github.com/ordersync/ordersync/sim"
-	"github.com/ordersync/ordersync/store"
 	"github.com/ordersync/ordersync/worker"
 )
 
@@ -31,13 +30,14 @@ func (c *simClock) now() time.Time          { return time.Unix(0, c.ns.Load()).U
 func (c *simClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // promiseRig is the reconciler at its default settings over the real
-// simulator (HTTP on loopback), Syncer and SQLite mirror, all on a
-// simulated clock the test advances second by second, spending the
-// default budget each simulated second.
+// simulator (HTTP on loopback) and Syncer, and the fake mirror (its
+// schedule held to SQLite's and PostgreSQL's by the store's conformance
+// kit), all on a simulated clock the test advances second by second,
+// spending the default budget each simulated second.
 type promiseRig struct {
 	clock  *simClock
 	sim    *sim.Server
-	db     *store.DB
+	db     *fake.Store
 	syncer *worker.Syncer
 	rec    *worker.Reconciler
 	// allowance is the budget not spent yet, at most one second's worth.
@@ -97,10 +97,7 @@ func newPromiseRig(t *testing.T) *promiseRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.db, err = store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "mirror.db")}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.db.Close() })
+	r.db = fake.NewStore()
 	if r.syncer, err = worker.NewSyncer(worker.SyncerConfig{Upstream: newClient(t, simURL, simKey), Mirror: r.db, Clock: r.clock.now}); err != nil {
 		t.Fatal(err)
 	}
