@@ -15,7 +15,7 @@ import (
 // queued without one, as earlier releases queued every event, is parsed
 // and followed as before.
 func TestPoolReadsTheReceiversParse(t *testing.T) {
-	e := newEnv(t, sim.Faults{})
+	e := newPoolEnv(t, sim.Faults{})
 	orders := e.createOrders(t, 2)
 	carried := e.webhook(orders[0].OrderID, ordersync.EventCreated)
 	carried.Event = &ordersync.Event{OrderID: orders[0].OrderID, OrderType: ordersync.OrderTypePaymentLink, Type: ordersync.EventCreated}
@@ -30,7 +30,7 @@ func TestPoolReadsTheReceiversParse(t *testing.T) {
 	}
 	e.assertMirrorMatchesSim(t, []string{orders[0].OrderCode, orders[1].OrderCode})
 	for _, o := range orders {
-		if _, err := e.db.FindOrderByCode(context.Background(), ordersync.DefaultAccount, o.OrderCode); err != nil {
+		if _, err := e.mirror.FindOrderByCode(context.Background(), ordersync.DefaultAccount, o.OrderCode); err != nil {
 			t.Errorf("order %s: %v", o.OrderCode, err)
 		}
 	}

@@ -47,9 +47,11 @@ type env struct {
 	nc       *nats.Conn
 	q        *queue.Queue
 	queueCfg queue.Config
-	reg      *prometheus.Registry
-	logger   *slog.Logger
-	msgSeq   atomic.Int64
+	// fq is the queue in memory (fake.Queue) when q is nil.
+	fq     *fake.Queue
+	reg    *prometheus.Registry
+	logger *slog.Logger
+	msgSeq atomic.Int64
 }
 
 // testWriter sends log lines to the test's log.
@@ -76,6 +78,16 @@ func newFakeEnv(t testing.TB, faults sim.Faults) *env {
 		t.Fatalf("sim Listen: %v", err)
 	}
 	e.client = newClient(t, e.simURL, simKey)
+	return e
+}
+
+// newPoolEnv is newFakeEnv with the events queue in memory (fake.Queue),
+// for the pool's tests whose subject is its own logic, not JetStream's
+// delivery or SQLite.
+func newPoolEnv(t testing.TB, faults sim.Faults) *env {
+	t.Helper()
+	e := newFakeEnv(t, faults)
+	e.fq = fake.NewQueue()
 	return e
 }
 
@@ -158,7 +170,7 @@ func (e *env) newSyncer(t testing.TB, up ordersync.Upstream, edit func(*worker.S
 func (e *env) startPool(t testing.TB, s *worker.Syncer, edit func(*worker.PoolConfig)) (stop func() error) {
 	t.Helper()
 	cfg := worker.PoolConfig{
-		Source: e.q.Events(), Syncer: s, Mirror: e.db, Registerer: e.reg, Logger: e.logger,
+		Source: e.source(), Syncer: s, Mirror: e.mirror, Registerer: e.reg, Logger: e.logger,
 		FetchConcurrency: 16, PullWait: 5 * time.Millisecond, RetryDelay: 20 * time.Millisecond,
 		UnresolvedRetryDelays: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond},
 		PendingInterval:       50 * time.Millisecond, ExtendInterval: 500 * time.Millisecond,
@@ -238,12 +250,24 @@ func (e *env) event(body []byte) *ordersync.InboundEvent {
 	}
 }
 
+// source is the events the pool takes: the fake queue's, else JetStream's.
+func (e *env) source() ordersync.EventSource {
+	if e.fq != nil {
+		return e.fq
+	}
+	return e.q.Events()
+}
+
 func (e *env) publish(t testing.TB, evs ...*ordersync.InboundEvent) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	var pub ordersync.EventPublisher = e.q
+	if e.fq != nil {
+		pub = e.fq
+	}
 	for _, ev := range evs {
-		if _, err := e.q.PublishEvent(ctx, ev); err != nil {
+		if _, err := pub.PublishEvent(ctx, ev); err != nil {
 			t.Fatalf("PublishEvent: %v", err)
 		}
 	}
@@ -255,6 +279,11 @@ func (e *env) publish(t testing.TB, evs ...*ordersync.InboundEvent) {
 // count alone lags a publish for a moment).
 func (e *env) consumerState(t testing.TB) (pending, ackPending int, settled bool) {
 	t.Helper()
+	if e.fq != nil {
+		n, _ := e.fq.Pending(context.Background())
+		unsettled := e.fq.Unsettled()
+		return int(n), unsettled - int(n), unsettled == 0
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	js, err := jetstream.New(e.nc)

@@ -37,7 +37,7 @@ func TestPoolUnresolved(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the pool never looked the late order up")
 	}
-	if err := e.db.RecordOrderRef(context.Background(), ordersync.OrderRef{
+	if err := e.mirror.RecordOrderRef(context.Background(), ordersync.OrderRef{
 		Account: ordersync.DefaultAccount, Code: late.OrderCode, ID: late.OrderID,
 	}); err != nil {
 		t.Fatalf("RecordOrderRef: %v", err)
@@ -93,9 +93,9 @@ func TestPoolDeadLetters(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, sim.Faults{})
+			e := newPoolEnv(t, sim.Faults{})
 			if tt.ref != nil {
-				if err := e.db.RecordOrderRef(context.Background(), *tt.ref); err != nil {
+				if err := e.mirror.RecordOrderRef(context.Background(), *tt.ref); err != nil {
 					t.Fatalf("RecordOrderRef: %v", err)
 				}
 			}
@@ -124,7 +124,7 @@ func TestPoolDeadLetters(t *testing.T) {
 // TestPoolIgnoredEvents: other products and subscriptions are logged as
 // ignored and acknowledged without a fetch.
 func TestPoolIgnoredEvents(t *testing.T) {
-	e := newEnv(t, sim.Faults{})
+	e := newPoolEnv(t, sim.Faults{})
 	// The receiver decides which events are ignored and says so in the
 	// event; the pool follows that verdict and does not decide again, so
 	// an event the receiver flagged is ignored whatever its body says.
@@ -138,7 +138,7 @@ func TestPoolIgnoredEvents(t *testing.T) {
 	e.startPool(t, e.newSyncer(t, nil, nil), nil)
 	e.waitDrained(t, 10*time.Second)
 
-	evs, err := e.db.ListEvents(context.Background(), ordersync.EventFilter{Limit: 10})
+	evs, err := e.mirror.ListEvents(context.Background(), ordersync.EventFilter{Limit: 10})
 	if err != nil {
 		t.Fatalf("ListEvents: %v", err)
 	}
@@ -163,7 +163,7 @@ func TestPoolIgnoredEvents(t *testing.T) {
 // redelivered events sync.
 func TestPoolBreakerOutage(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, sim.Faults{ServerErrorRate: 1})
+	e := newPoolEnv(t, sim.Faults{ServerErrorRate: 1})
 	orders := e.createOrders(t, 10)
 	var codes []string
 	for _, o := range orders {
@@ -182,7 +182,8 @@ func TestPoolBreakerOutage(t *testing.T) {
 	// A window of a few open periods and failed probes that proves no
 	// event is dead-lettered during the outage: what must not happen has
 	// no signal to wait for. The breaker's own OpenFor timer is the
-	// subject, beside real JetStream, so the window is on the wall clock.
+	// subject, beside the simulator over HTTP, so the window is on the wall
+	// clock.
 	time.Sleep(500 * time.Millisecond)
 	if n := len(e.deadLetters(t, "")); n != 0 {
 		t.Fatalf("%d dead letters during an outage, want none", n)

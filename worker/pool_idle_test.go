@@ -17,7 +17,7 @@ import (
 func TestPoolIdleReadsPressureRarely(t *testing.T) {
 	t.Parallel()
 	const interval = time.Second
-	e := newEnv(t, sim.Faults{})
+	e := newPoolEnv(t, sim.Faults{})
 	orders := e.createOrders(t, 1)
 	var reads atomic.Int64
 	e.startPool(t, e.newSyncer(t, nil, nil), func(c *worker.PoolConfig) {

@@ -15,7 +15,8 @@ import (
 
 // TestPoolEndToEnd: events for orders in several states go through the
 // queue; the mirror ends equal to the simulator, every event is logged as
-// synced, and the consumer holds nothing.
+// synced, and the consumer holds nothing. It is the pool's test on the
+// real SQLite mirror and JetStream; the tests of its logic use fakes.
 func TestPoolEndToEnd(t *testing.T) {
 	e := newEnv(t, sim.Faults{})
 	orders := e.createOrders(t, 30)
@@ -57,7 +58,7 @@ func TestPoolEndToEnd(t *testing.T) {
 	if created != len(orders) {
 		t.Errorf("OnApplied saw %d created orders, want %d", created, len(orders))
 	}
-	evs, err := e.db.ListEvents(context.Background(), ordersync.EventFilter{Limit: 1000})
+	evs, err := e.mirror.ListEvents(context.Background(), ordersync.EventFilter{Limit: 1000})
 	if err != nil {
 		t.Fatalf("ListEvents: %v", err)
 	}
@@ -87,7 +88,7 @@ func TestPoolEndToEnd(t *testing.T) {
 // cost at most two fetches per order.
 func TestPoolCoalescesBursts(t *testing.T) {
 	const perOrder = 10
-	e := newEnv(t, sim.Faults{GetLatency: 50 * time.Millisecond})
+	e := newPoolEnv(t, sim.Faults{GetLatency: 50 * time.Millisecond})
 	orders := e.createOrders(t, 50)
 	var codes []string
 	for _, o := range orders {
@@ -115,7 +116,7 @@ func TestPoolCoalescesBursts(t *testing.T) {
 	if want := float64(len(orders)*perOrder) - float64(stats.Gets); coalesced != want {
 		t.Errorf("coalesced = %v, want %v (events minus fetches)", coalesced, want)
 	}
-	evs, err := e.db.ListEvents(context.Background(), ordersync.EventFilter{Limit: 1000})
+	evs, err := e.mirror.ListEvents(context.Background(), ordersync.EventFilter{Limit: 1000})
 	if err != nil {
 		t.Fatalf("ListEvents: %v", err)
 	}
@@ -129,7 +130,7 @@ func TestPoolCoalescesBursts(t *testing.T) {
 // request has not left yet, instead of costing a request of its own.
 func TestPoolRoundTakesEventsWhileRateLimited(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, sim.Faults{})
+	e := newPoolEnv(t, sim.Faults{})
 	orders := e.createOrders(t, 2)
 	first, waiting := orders[0], orders[1]
 	// One request every 2 s, no burst beyond the first: once first's request
@@ -163,7 +164,8 @@ func TestPoolRoundTakesEventsWhileRateLimited(t *testing.T) {
 
 // TestPoolDrainAcksCommitted: cancelling Run finishes the fetches in flight,
 // commits and acknowledges them, and leaves the rest in the queue for the
-// next worker.
+// next worker. On JetStream, since what the drain leaves is its redelivery
+// and ack-pending state.
 func TestPoolDrainAcksCommitted(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, sim.Faults{GetLatency: 30 * time.Millisecond})
@@ -194,7 +196,7 @@ func TestPoolDrainAcksCommitted(t *testing.T) {
 	waitFor(t, 30*time.Second, "every committed event acknowledged after the drain", func() bool {
 		pending, ackPending, _ = e.consumerState(t)
 		var err error
-		if evs, err = e.db.ListEvents(context.Background(), ordersync.EventFilter{Limit: 1000}); err != nil {
+		if evs, err = e.mirror.ListEvents(context.Background(), ordersync.EventFilter{Limit: 1000}); err != nil {
 			t.Fatalf("ListEvents: %v", err)
 		}
 		return len(evs)+pending+ackPending == len(orders)
@@ -222,7 +224,7 @@ func TestPoolDrainAcksCommitted(t *testing.T) {
 // reads) cannot let a fetch through while the test is not scheduled.
 func TestPoolYieldsToWebhooks(t *testing.T) {
 	const target = 2 * time.Millisecond
-	e := newEnv(t, sim.Faults{})
+	e := newPoolEnv(t, sim.Faults{})
 	first, second := e.createOrders(t, 10), e.createOrders(t, 10)
 	var wait atomic.Int64 // the publish wait Pressure reports; 0: no webhooks
 	wait.Store(int64(10 * time.Millisecond))
@@ -327,7 +329,7 @@ func TestPoolYieldsToWebhooks(t *testing.T) {
 // them, it left a demo's burst a quarter of a second in the queue. The
 // test counts the pool's reads of Pressure instead of sleeping.
 func TestPoolDoesNotYieldToABurst(t *testing.T) {
-	e := newEnv(t, sim.Faults{})
+	e := newPoolEnv(t, sim.Faults{})
 	orders := e.createOrders(t, 10)
 	var reads atomic.Int64
 	e.startPool(t, e.newSyncer(t, nil, nil), func(c *worker.PoolConfig) {
@@ -360,7 +362,7 @@ func TestPoolDoesNotYieldToABurst(t *testing.T) {
 // fetch through for an interval, again and again, so events still sync, one
 // fetch at a time, while webhooks keep flowing.
 func TestPoolSyncsWhileTheWaitStaysHigh(t *testing.T) {
-	e := newEnv(t, sim.Faults{})
+	e := newPoolEnv(t, sim.Faults{})
 	orders := e.createOrders(t, 10)
 	e.startPool(t, e.newSyncer(t, nil, nil), func(c *worker.PoolConfig) {
 		c.PressureTarget, c.PressureInterval = 2*time.Millisecond, 2*time.Millisecond

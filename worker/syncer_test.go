@@ -326,7 +326,7 @@ func (s *switchableUpstream) GetOrder(ctx context.Context, code string) (*orders
 func TestPoolCredentialsPause(t *testing.T) {
 	t.Parallel()
 	const probeEvery = 100 * time.Millisecond
-	e := newEnv(t, sim.Faults{})
+	e := newPoolEnv(t, sim.Faults{})
 	orders := e.createOrders(t, 5)
 	up := &switchableUpstream{}
 	up.cur.Store(newClient(t, e.simURL, "sk_wrong"))
