@@ -54,6 +54,10 @@ type env struct {
 	msgSeq atomic.Int64
 }
 
+// DB is the mirror a test wraps to watch or fail some of its calls:
+// SQLite's or the fake's.
+type DB = storetest.Store
+
 // testWriter sends log lines to the test's log.
 type testWriter struct{ t testing.TB }
 

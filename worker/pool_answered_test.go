@@ -10,7 +10,6 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/sim"
-	"github.com/ordersync/ordersync/store"
 	"github.com/ordersync/ordersync/worker"
 )
 
@@ -20,7 +19,7 @@ import (
 // that fetch is fetched.
 func TestPoolSkipsWebhooksALaterFetchAnswered(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, sim.Faults{})
+	e := newPoolEnv(t, sim.Faults{})
 	o := e.createOrders(t, 1)[0]
 	syncer := e.newSyncer(t, nil, nil)
 	if _, err := e.sim.Apply(o.OrderCode, sim.ActionPay, nil); err != nil {
@@ -46,7 +45,7 @@ func TestPoolSkipsWebhooksALaterFetchAnswered(t *testing.T) {
 	if got := counterValue(t, e.reg, "ordersync_worker_events_already_fetched_total", nil); got != 1 {
 		t.Errorf("already fetched events %v, want 1", got)
 	}
-	evs, err := e.db.ListEvents(ctx, ordersync.EventFilter{Limit: 10})
+	evs, err := e.mirror.ListEvents(ctx, ordersync.EventFilter{Limit: 10})
 	if err != nil || len(evs) != 1 || evs[0].Outcome != ordersync.OutcomeAlreadyFetched || evs[0].OrderCode != o.OrderCode {
 		t.Errorf("event log %+v, %v; want the webhook, already_fetched", evs, err)
 	}
@@ -70,11 +69,11 @@ func TestPoolSkipsWebhooksALaterFetchAnswered(t *testing.T) {
 // webhooks are late or lost, and puts its recent orders on dense checks.
 func TestLateWebhookTightensTheAccount(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, sim.Faults{})
+	e := newPoolEnv(t, sim.Faults{})
 	o := e.createOrders(t, 1)[0]
 	syncer := e.newSyncer(t, nil, nil)
 	reg := prometheus.NewRegistry()
-	rec, err := worker.NewReconciler(worker.ReconcilerConfig{Schedule: e.db, Syncer: syncer, Registerer: reg, Logger: e.logger})
+	rec, err := worker.NewReconciler(worker.ReconcilerConfig{Schedule: e.mirror, Syncer: syncer, Registerer: reg, Logger: e.logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +99,7 @@ func TestLateWebhookTightensTheAccount(t *testing.T) {
 	if got := counterValue(t, reg, "ordersync_reconcile_evidence_total", map[string]string{"kind": "late_webhook"}); got != 1 {
 		t.Errorf("late_webhook evidence %v, want 1", got)
 	}
-	dense, err := e.db.DenseChecks(ctx, ordersync.DefaultAccount)
+	dense, err := e.mirror.DenseChecks(ctx, ordersync.DefaultAccount)
 	if err != nil || !dense.Until.After(time.Now()) {
 		t.Errorf("dense checks %+v, %v; want the account's recent orders checked densely", dense, err)
 	}
@@ -114,7 +113,7 @@ func TestLateWebhookTightensTheAccount(t *testing.T) {
 func TestPoolFetchesAWebhookReceivedDuringAFetch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e := newEnv(t, sim.Faults{GetLatency: time.Second})
+	e := newPoolEnv(t, sim.Faults{GetLatency: time.Second})
 	o := e.createOrders(t, 1)[0]
 	syncer := e.newSyncer(t, nil, nil)
 	done := make(chan error, 1)
@@ -138,7 +137,7 @@ func TestPoolFetchesAWebhookReceivedDuringAFetch(t *testing.T) {
 
 // lastFetchReads is the mirror, counting its reads of last fetches.
 type lastFetchReads struct {
-	*store.DB
+	DB
 	n atomic.Int64
 }
 
@@ -153,7 +152,7 @@ func (m *lastFetchReads) LastFetches(ctx context.Context, account string, codes 
 func TestPoolReadsAPullsLastFetchesAtOnce(t *testing.T) {
 	ctx := context.Background()
 	const n = 40
-	e := newEnv(t, sim.Faults{})
+	e := newPoolEnv(t, sim.Faults{})
 	orders := e.createOrders(t, n)
 	syncer := e.newSyncer(t, nil, nil)
 	var evs []*ordersync.InboundEvent
@@ -169,7 +168,7 @@ func TestPoolReadsAPullsLastFetchesAtOnce(t *testing.T) {
 		}
 	}
 	e.publish(t, evs...)
-	reads := &lastFetchReads{DB: e.db}
+	reads := &lastFetchReads{DB: e.mirror}
 	e.startPool(t, syncer, func(c *worker.PoolConfig) { c.Mirror = reads })
 	e.waitDrained(t, 10*time.Second)
 	waitFor(t, 10*time.Second, "a fetch of every order", func() bool { return len(e.sim.Stats().GetsByOrder) == n })

@@ -12,7 +12,6 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/sim"
-	"github.com/ordersync/ordersync/store"
 	"github.com/ordersync/ordersync/worker"
 )
 
@@ -21,7 +20,7 @@ import (
 // recorded during the schedule syncs.
 func TestPoolUnresolved(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, sim.Faults{})
+	e := newPoolEnv(t, sim.Faults{})
 	amount := ordersync.MustAmount("12.00")
 	late, err := e.sim.CreatePaymentLink(ordersync.PaymentLinkParams{Amount: &amount})
 	if err != nil {
@@ -29,7 +28,7 @@ func TestPoolUnresolved(t *testing.T) {
 	}
 	e.publish(t, e.webhook("990001", ordersync.EventCreated), e.webhook(late.OrderID, ordersync.EventCreated))
 	delays := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond, 400 * time.Millisecond}
-	missed := &missSignal{DB: e.db, id: late.OrderID, missed: make(chan struct{})}
+	missed := &missSignal{DB: e.mirror, id: late.OrderID, missed: make(chan struct{})}
 	e.startPool(t, e.newSyncer(t, nil, nil), func(c *worker.PoolConfig) { c.UnresolvedRetryDelays, c.Mirror = delays, missed })
 
 	select { // the first try of the late order has failed
@@ -60,7 +59,7 @@ func TestPoolUnresolved(t *testing.T) {
 // missSignal is the mirror, closing missed once a lookup of id's order
 // code found nothing.
 type missSignal struct {
-	*store.DB
+	DB
 	id     ordersync.ID
 	once   sync.Once
 	missed chan struct{}

@@ -13,14 +13,13 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/sim"
-	"github.com/ordersync/ordersync/store"
 	"github.com/ordersync/ordersync/worker"
 )
 
 // paidLog is the mirror, noting when it first applied PAID to each
 // watched order.
 type paidLog struct {
-	*store.DB
+	DB
 	mu      sync.Mutex
 	watched map[string]bool
 	paidAt  map[string]time.Time
@@ -59,9 +58,9 @@ func (m *paidLog) ApplyOrders(ctx context.Context, params []ordersync.ApplyParam
 // webhook-driven fetches leave at the simulator's pace, not behind a
 // fixed cap or the checks.
 func TestWebhookChangesOvertakeTheReconciler(t *testing.T) {
-	e := newEnv(t, sim.Faults{})
+	e := newPoolEnv(t, sim.Faults{})
 	ctx := context.Background()
-	mirror := &paidLog{DB: e.db, watched: map[string]bool{}, paidAt: map[string]time.Time{}, paid: make(chan string, 1000)}
+	mirror := &paidLog{DB: e.mirror, watched: map[string]bool{}, paidAt: map[string]time.Time{}, paid: make(chan string, 1000)}
 	e.mirror = mirror
 	orders := e.createOrders(t, 1000)
 	setUp := e.newSyncer(t, nil, func(c *worker.SyncerConfig) { c.Registerer = prometheus.NewRegistry() })
@@ -95,7 +94,7 @@ func TestWebhookChangesOvertakeTheReconciler(t *testing.T) {
 	}
 	found := make(chan struct{}, 1)
 	rec, err := worker.NewReconciler(worker.ReconcilerConfig{
-		Schedule: e.db, Syncer: s, Registerer: prometheus.NewRegistry(), Logger: e.logger,
+		Schedule: mirror.DB, Syncer: s, Registerer: prometheus.NewRegistry(), Logger: e.logger,
 		// Every order is due: the reconciler has a backlog of 1,000 checks.
 		Clock: func() time.Time { return time.Now().Add(ordersync.CheckActiveInterval + time.Minute) },
 		OnDrift: func(string) {
@@ -262,7 +261,7 @@ func TestRateRecoversAfter429s(t *testing.T) {
 
 // appliedLog is the mirror, counting the orders it first applied.
 type appliedLog struct {
-	*store.DB
+	DB
 	mu      sync.Mutex
 	applied map[string]bool
 }
@@ -296,8 +295,8 @@ func TestBurstOfNewOrdersAtTheSimulatorsPace(t *testing.T) {
 		t.Skip("2,000 orders through the pipeline; skipped with -short")
 	}
 	const n, oldCap, pace = 2000, 8, 5
-	e := newEnv(t, sim.Faults{})
-	mirror := &appliedLog{DB: e.db, applied: map[string]bool{}}
+	e := newPoolEnv(t, sim.Faults{})
+	mirror := &appliedLog{DB: e.mirror, applied: map[string]bool{}}
 	e.mirror = mirror
 	orders := e.createOrders(t, n)
 	s := e.newSyncer(t, nil, func(c *worker.SyncerConfig) { c.RequestsPerSecond = worker.DefaultUpstreamRPS })

@@ -9,14 +9,13 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/sim"
-	"github.com/ordersync/ordersync/store"
 	"github.com/ordersync/ordersync/worker"
 )
 
 // countingMirror is the real store, counting how events are resolved and
 // failing batch resolution when told to.
 type countingMirror struct {
-	*store.DB
+	DB
 	one, batches atomic.Int32
 	failBatches  bool
 }
@@ -49,7 +48,7 @@ func TestPoolResolvesIDsInBatches(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, sim.Faults{})
+			e := newPoolEnv(t, sim.Faults{})
 			const n = 60
 			orders := e.createOrders(t, n)
 			var codes []string
@@ -59,7 +58,7 @@ func TestPoolResolvesIDsInBatches(t *testing.T) {
 			}
 			e.publish(t, e.webhook("999999", ordersync.EventCreated)) // nobody's
 
-			m := &countingMirror{DB: e.db, failBatches: tt.failBatches}
+			m := &countingMirror{DB: e.mirror, failBatches: tt.failBatches}
 			e.startPool(t, e.newSyncer(t, nil, func(c *worker.SyncerConfig) { c.Mirror = m }), func(c *worker.PoolConfig) {
 				c.Mirror = m
 				c.BatchSize = 100
