@@ -960,12 +960,34 @@ const maxEventLogWait = 2 * time.Minute
 // eventsHeld is how many events the pipeline's queue has not settled yet:
 // never delivered, or delivered and waiting for an ack or a redelivery.
 func eventsHeld(ctx context.Context, natsURL, stream, consumer string) (uint64, error) {
-	js, closeJS, err := connectJetStream(natsURL, "ordersync-lab queue check")
+	h, err := newHeldCounter(natsURL, stream, consumer)
 	if err != nil {
 		return 0, err
 	}
-	defer closeJS()
-	cons, err := js.Consumer(ctx, stream, consumer)
+	defer h.Close()
+	return h.held(ctx)
+}
+
+// heldCounter asks a consumer for eventsHeld over one connection. A check
+// that polls keeps one: each new connection costs the pipeline's NATS
+// server a password check (bcrypt), which a measuring run would count as
+// the pipeline's CPU.
+type heldCounter struct {
+	js               jetstream.JetStream
+	stream, consumer string
+	Close            func()
+}
+
+func newHeldCounter(natsURL, stream, consumer string) (*heldCounter, error) {
+	js, closeJS, err := connectJetStream(natsURL, "ordersync-lab queue check")
+	if err != nil {
+		return nil, err
+	}
+	return &heldCounter{js: js, stream: stream, consumer: consumer, Close: closeJS}, nil
+}
+
+func (h *heldCounter) held(ctx context.Context) (uint64, error) {
+	cons, err := h.js.Consumer(ctx, h.stream, h.consumer)
 	if err != nil {
 		return 0, err
 	}

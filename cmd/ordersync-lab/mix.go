@@ -205,6 +205,7 @@ type mixRun struct {
 	dataDir   string
 	out       io.Writer
 	lp        *loadPipeline
+	queue     *heldCounter // the pipeline's events consumer
 	latencies []time.Duration
 	rep       *mixReport
 }
@@ -249,7 +250,12 @@ func runMix(ctx context.Context, out io.Writer, opts mixOptions) (*mixReport, er
 		return nil, err
 	}
 	defer poster.Close()
-	m := &mixRun{opts: opts, dataDir: filepath.Join(dir, "data"), out: out, lp: lp, rep: &mixReport{Prefill: opts.Prefill, Orders: opts.Orders}}
+	queue, err := newHeldCounter(lp.child.NATSURL(), "ORDERSYNC_EVENTS", "ordersync-worker")
+	if err != nil {
+		return nil, err
+	}
+	defer queue.Close()
+	m := &mixRun{opts: opts, dataDir: filepath.Join(dir, "data"), out: out, lp: lp, queue: queue, rep: &mixReport{Prefill: opts.Prefill, Orders: opts.Orders}}
 	if err := m.run(ctx, poster, orders); err != nil {
 		return nil, err
 	}
@@ -469,7 +475,7 @@ func (m *mixRun) round(ctx context.Context, poster *loadpost.Poster, name string
 		ok, err := done(ctx)
 		if err == nil && ok {
 			var held uint64
-			if held, err = eventsHeld(ctx, m.lp.child.NATSURL(), "ORDERSYNC_EVENTS", "ordersync-worker"); err == nil && held == 0 {
+			if held, err = m.queue.held(ctx); err == nil && held == 0 {
 				break
 			}
 		}
