@@ -75,6 +75,9 @@ type ApplyParams struct {
 	// the event log (outcome synced) in the same transaction, and the last
 	// one's receipt becomes SyncInfo.LastEventAt.
 	Events []EventRecord
+	// TraceParent is the W3C traceparent of the apply's span, kept with
+	// the outbox messages it queues; "" with tracing off.
+	TraceParent string
 }
 
 // ValidateApplyParams checks a batch of ApplyParams before any of it is

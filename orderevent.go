@@ -25,6 +25,9 @@ type OrderEvent struct {
 	OrderCode      string
 	To             Status
 	StatusChangeAt int
+	// TraceParent is the relay's W3C traceparent, which the delivery's
+	// span continues; "" when the event came without one.
+	TraceParent string
 }
 
 // OrderEventDelivery is an order event handed to one endpoint's deliverer.

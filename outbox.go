@@ -28,6 +28,10 @@ type OutboxMessage struct {
 	// StatusChangeAt is where an HTTP delivery's body puts "statusChange"
 	// in the payload (MirroredOrder.EncodeEvent); 0 when not known.
 	StatusChangeAt int
+	// TraceParent is the W3C traceparent of the apply that queued the
+	// message (ApplyParams.TraceParent), and on the wire the relay's; ""
+	// with tracing off.
+	TraceParent string
 }
 
 // Outbox is the outbox as the relay drains it.

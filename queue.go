@@ -27,6 +27,9 @@ type InboundEvent struct {
 	// Cause is why the event was queued: a webhook, a replay, a reconcile
 	// request or a track request.
 	Cause Cause
+	// TraceParent is the W3C traceparent of the hop that queued the event,
+	// which the worker's spans continue; "" with tracing off.
+	TraceParent string
 }
 
 // EventPublisher makes an event durable. It returns only after the queue

@@ -162,6 +162,8 @@ func (d *delivery) Event() *ordersync.InboundEvent {
 			Signature: ordersync.SignatureVerdict(h.Get(HeaderSignature)),
 			Ignored:   ordersync.IgnoreReason(h.Get(HeaderIgnored)),
 			Cause:     ordersync.Cause(h.Get(HeaderCause)),
+
+			TraceParent: h.Get(HeaderTraceParent),
 		}
 		ev.ReceivedAt = receivedAt(h)
 		if ev.ReceivedAt.IsZero() {

@@ -157,6 +157,8 @@ func (q *Queue) orderEvent(msg jetstream.Msg, md *jetstream.MsgMetadata) ordersy
 		MsgID:   msg.Headers().Get(jetstream.MsgIDHeader),
 		Payload: msg.Data(),
 		From:    ordersync.Status(msg.Headers().Get(HeaderFromStatus)),
+
+		TraceParent: msg.Headers().Get(HeaderTraceParent),
 	}
 	if at, err := strconv.Atoi(msg.Headers().Get(HeaderStatusChangeAt)); err == nil && at > 0 {
 		ev.Account, ev.OrderCode = msg.Headers().Get(HeaderAccount), msg.Headers().Get(HeaderOrderCode)

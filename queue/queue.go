@@ -50,6 +50,10 @@ const (
 	HeaderOrderCode      = "Ordersync-Order-Code"
 	HeaderStatus         = "Ordersync-Status"
 	HeaderStatusChangeAt = "Ordersync-Status-Change-At"
+	// HeaderTraceParent is the W3C traceparent of the hop that published
+	// the message, on events and order events alike; absent with tracing
+	// off.
+	HeaderTraceParent = "traceparent"
 )
 
 // DefaultAckWait is how long a delivered event may go unsettled before it
@@ -354,6 +358,9 @@ func (q *Queue) PublishEvent(ctx context.Context, ev *ordersync.InboundEvent) (b
 			set(HeaderEvent, line)
 		}
 	}
+	if ev.TraceParent != "" {
+		set(HeaderTraceParent, ev.TraceParent)
+	}
 	msg := &nats.Msg{Subject: q.eventsPrefix + ev.Account, Header: h, Data: ev.Body}
 	dup, err := q.publish(ctx, msg)
 	if err != nil {
@@ -421,6 +428,9 @@ func (q *Queue) sendMessage(m ordersync.OutboxMessage) (jetstream.PubAckFuture, 
 		h[HeaderOrderCode] = []string{m.OrderCode}
 		h[HeaderStatus] = []string{string(m.To)}
 		h[HeaderStatusChangeAt] = []string{strconv.Itoa(m.StatusChangeAt)}
+	}
+	if m.TraceParent != "" {
+		h[HeaderTraceParent] = []string{m.TraceParent}
 	}
 	f, err := q.js.PublishMsgAsync(&nats.Msg{Subject: subj, Header: h, Data: m.Payload})
 	if err != nil {

@@ -245,7 +245,7 @@ var (
 	insertHistory  = rowsSQL{prefix: `INSERT INTO status_history (order_row, from_status, to_status, fetch_seq, at, cause) VALUES `, cols: 6}
 	// insertOutbox returns each message's id, which the relay, handed the
 	// messages after the commit, publishes them in order by.
-	insertOutbox = rowsSQL{prefix: `INSERT INTO outbox (order_row, account, order_code, subject, msg_id, payload, created_at, from_status) VALUES `, cols: 8,
+	insertOutbox = rowsSQL{prefix: `INSERT INTO outbox (order_row, account, order_code, subject, msg_id, payload, created_at, from_status, trace_parent) VALUES `, cols: 9,
 		suffix: ` RETURNING id, msg_id`}
 	insertChanges = rowsSQL{prefix: `INSERT INTO document_changes (account, order_code, at, cause, fields) VALUES `, cols: 5}
 	upsertEvents  = rowsSQL{
@@ -671,6 +671,7 @@ func (b *batch) apply(p *ordersync.ApplyParams, states map[orderKey]*orderState)
 	withDoc.Raw = c.Document
 	b.payloads = append(b.payloads, ordersync.MirroredOrder{Account: p.Account, Order: withDoc, Sync: st.syncInfo()})
 	for _, m := range c.Messages {
+		m.TraceParent = p.TraceParent
 		b.outbox = append(b.outbox, outboxEntry{key, m, payload, b.applying})
 	}
 	return res, nil
@@ -943,7 +944,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	byMsgID := make(map[string]*ordersync.OutboxMessage, len(b.outbox))
 	for i := range b.outbox {
 		e := &b.outbox[i]
-		outbox[i] = []any{b.orders[e.key].st.ID, e.key.account, e.key.code, e.msg.Subject, e.msg.MsgID, payloads[e.payload], created, string(e.msg.From)}
+		outbox[i] = []any{b.orders[e.key].st.ID, e.key.account, e.key.code, e.msg.Subject, e.msg.MsgID, payloads[e.payload], created, string(e.msg.From), nullString(e.msg.TraceParent)}
 		e.msg.Payload, e.msg.StatusChangeAt, e.msg.CreatedAt = payloads[e.payload], splits[e.payload], created
 		byMsgID[e.msg.MsgID] = &e.msg
 	}

@@ -25,15 +25,16 @@ func (db *DB) PendingOutbox(ctx context.Context, limit int) ([]ordersync.OutboxM
 			Payload   []byte    `db:"payload"`
 			CreatedAt time.Time `db:"created_at"`
 			From      string    `db:"from_status"`
+			Trace     string    `db:"trace_parent"`
 		}
-		if err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT id, account, order_code, subject, msg_id, payload, created_at, from_status
+		if err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT id, account, order_code, subject, msg_id, payload, created_at, from_status, COALESCE(trace_parent, '') AS trace_parent
 FROM outbox WHERE sent_at IS NULL AND id > `+sentUpTo+` ORDER BY id LIMIT ?`), clampLimit(limit, defaultListLimit, maxListLimit)); err != nil {
 			return err
 		}
 		msgs = make([]ordersync.OutboxMessage, len(rows))
 		for i, r := range rows {
 			msgs[i] = ordersync.OutboxMessage{ID: r.ID, Account: r.Account, OrderCode: r.OrderCode, Subject: r.Subject,
-				MsgID: r.MsgID, Payload: r.Payload, CreatedAt: r.CreatedAt.UTC(), From: ordersync.Status(r.From)}
+				MsgID: r.MsgID, Payload: r.Payload, CreatedAt: r.CreatedAt.UTC(), From: ordersync.Status(r.From), TraceParent: r.Trace}
 		}
 		return nil
 	})

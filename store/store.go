@@ -489,6 +489,14 @@ func nullTime(t time.Time) any {
 	return dbTime(t)
 }
 
+// nullString maps "" to NULL.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
 // utcPtr normalises a scanned nullable time.
 func utcPtr(t *time.Time) *time.Time {
 	if t == nil {

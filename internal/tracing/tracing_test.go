@@ -1,0 +1,146 @@
+package tracing
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// TestOffCostsNothing holds the promise the hot path's hooks rely on: the
+// nil Tracer starts, names and ends spans without allocating, and hands
+// the next hop no traceparent.
+func TestOffCostsNothing(t *testing.T) {
+	var tr *Tracer
+	ctx := context.Background()
+	allocs := testing.AllocsPerRun(100, func() {
+		c, sp := tr.Start(ctx, SpanFetch, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+		if sp.TraceParent() != "" || c != ctx {
+			t.Fatal("tracing off handed on a trace")
+		}
+		sp.SetAttribute("order_code", "x")
+		sp.End(nil)
+	})
+	if allocs != 0 {
+		t.Fatalf("allocations with tracing off = %v, want 0", allocs)
+	}
+	if tr, err := New(ctx, Config{SampleRatio: 1}); tr != nil || err != nil {
+		t.Fatalf("New without an endpoint = %v, %v; want nil, nil", tr, err)
+	}
+}
+
+// TestChildOfCarriedParent checks a traceparent carried from one hop makes
+// the next hop's span its child in the same trace.
+func TestChildOfCarriedParent(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tr := NewWithExporter(Config{SampleRatio: 1}, exp)
+	defer tr.Shutdown(context.Background())
+
+	_, first := tr.Start(context.Background(), SpanPublish, "")
+	carried := first.TraceParent()
+	first.End(nil)
+	if !strings.HasPrefix(carried, "00-") || !strings.HasSuffix(carried, "-01") {
+		t.Fatalf("traceparent = %q, want a sampled W3C traceparent", carried)
+	}
+	_, next := tr.Start(context.Background(), SpanFetch, carried)
+	next.End(errors.New("upstream down"))
+
+	spans := exp.GetSpans()
+	if len(spans) != 2 {
+		t.Fatalf("spans = %d, want 2", len(spans))
+	}
+	if spans[1].Parent.SpanID() != spans[0].SpanContext.SpanID() || spans[1].SpanContext.TraceID() != spans[0].SpanContext.TraceID() {
+		t.Fatalf("fetch's parent = %v, want the publish span %v", spans[1].Parent, spans[0].SpanContext)
+	}
+	if spans[1].Status.Description != "upstream down" {
+		t.Fatalf("fetch's status = %+v, want the error", spans[1].Status)
+	}
+}
+
+// TestExportsOverOTLPHTTP sends spans to a local OTLP/HTTP endpoint and
+// reads them back from the protobuf the exporter posted to /v1/traces.
+func TestExportsOverOTLPHTTP(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		names []string
+		paths []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		var req collectortrace.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			t.Errorf("unmarshal export request (%s): %v", r.Header.Get("Content-Type"), err)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		paths = append(paths, r.URL.Path)
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					names = append(names, s.Name)
+				}
+			}
+			for _, a := range rs.Resource.GetAttributes() {
+				if a.Key == "service.name" && a.Value.GetStringValue() != "ordersync-test" {
+					t.Errorf("service.name = %q", a.Value.GetStringValue())
+				}
+			}
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+
+	ctx := context.Background()
+	tr, err := New(ctx, Config{Endpoint: srv.URL, SampleRatio: 1, ServiceName: "ordersync-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, receive := tr.Start(ctx, SpanReceive, "")
+	_, publish := tr.Start(c, SpanPublish, "")
+	publish.End(nil)
+	receive.End(nil)
+	if err := tr.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(names, ",") != "publish,receive" {
+		t.Fatalf("exported spans = %q, want publish,receive", names)
+	}
+	for _, p := range paths {
+		if p != "/v1/traces" {
+			t.Fatalf("posted to %q, want /v1/traces", p)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{SampleRatio: 1.5}, "tracing_sample_ratio"},
+		{Config{Endpoint: "collector:4318", SampleRatio: 1, ServiceName: "s"}, "tracing_endpoint"},
+		{Config{Endpoint: "http://collector:4318", SampleRatio: 1}, "tracing_service_name"},
+		{Config{Endpoint: "https://collector:4318/v1/traces", SampleRatio: 0.1, ServiceName: "s"}, ""},
+	} {
+		err := tc.cfg.Validate()
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("Validate(%+v) = %v, want an error naming %q", tc.cfg, err, tc.want)
+		}
+	}
+}
