@@ -14,6 +14,7 @@ import (
 	"github.com/ordersync/ordersync/delivery"
 	"github.com/ordersync/ordersync/internal/retry"
 	"github.com/ordersync/ordersync/internal/retryafter"
+	"github.com/ordersync/ordersync/internal/tracing"
 )
 
 // The retry schedule: exponential from retryInitial, doubling, capped at
@@ -49,8 +50,27 @@ type attemptResult struct {
 	label      string
 }
 
-// attempt sends one signed request and classifies the answer.
-func (d *Dispatcher) attempt(ctx context.Context, ep *ordersync.Endpoint, id string, body []byte) attemptResult {
+// attempt sends one signed request, within a deliver span that continues
+// trace (the relay's traceparent, "" for none), and classifies the answer.
+func (d *Dispatcher) attempt(ctx context.Context, ep *ordersync.Endpoint, id string, body []byte, trace string) attemptResult {
+	if d.cfg.Tracer == nil {
+		return d.send(ctx, ep, id, body, "")
+	}
+	ctx, span := d.cfg.Tracer.Start(ctx, tracing.SpanDeliver, trace)
+	span.SetAttribute("endpoint", ep.ID)
+	res := d.send(ctx, ep, id, body, span.TraceParent())
+	span.SetInt("http.response.status_code", res.status)
+	err := res.err
+	if err == nil && res.verdict != delivered {
+		err = fmt.Errorf("endpoint answered %d", res.status)
+	}
+	span.End(err)
+	return res
+}
+
+// send sends one signed request, with traceparent when it is not "", and
+// classifies the answer.
+func (d *Dispatcher) send(ctx context.Context, ep *ordersync.Endpoint, id string, body []byte, traceparent string) attemptResult {
 	now := time.Now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(body))
 	if err != nil {
@@ -58,6 +78,9 @@ func (d *Dispatcher) attempt(ctx context.Context, ep *ordersync.Endpoint, id str
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "ordersync-webhooks")
+	if traceparent != "" {
+		req.Header[tracing.Header] = []string{traceparent}
+	}
 	if err := delivery.Sign(req.Header, id, now, body, ep.SigningSecrets(now)...); err != nil {
 		return attemptResult{verdict: permanent, err: err, label: "network"}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/retry"
+	"github.com/ordersync/ordersync/internal/tracing"
 )
 
 // Config configures HTTP deliveries of order events.
@@ -56,6 +57,8 @@ type Config struct {
 	Client     *http.Client
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
+	// Tracer traces each attempt and sends its traceparent; nil: off.
+	Tracer *tracing.Tracer
 }
 
 // The defaults of Config.Concurrency and Config.Timeout. An endpoint that

@@ -272,7 +272,7 @@ func (r *runner) deliver(h *held) bool {
 			return false
 		}
 		r.log.attempting(1)
-		res := r.d.attempt(r.ctx, ep, id, body)
+		res := r.d.attempt(r.ctx, ep, id, body, ev.TraceParent)
 		r.log.attempting(-1)
 		<-r.sem
 		if r.ctx.Err() != nil && res.verdict != delivered {

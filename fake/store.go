@@ -325,7 +325,7 @@ func (s *Store) ApplyOrders(_ context.Context, params []ordersync.ApplyParams) (
 			return nil, fmt.Errorf("%s: encode outbox payload of %s: %w", op, p.Order.OrderCode, err)
 		}
 		for _, m := range c.Messages {
-			m.Payload, m.CreatedAt, m.StatusChangeAt = payload, at, split
+			m.Payload, m.CreatedAt, m.StatusChangeAt, m.TraceParent = payload, at, split, p.TraceParent
 			outbox = append(outbox, m)
 			queued = append(queued, i)
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/proxy"
 	"github.com/ordersync/ordersync/internal/quietlog"
+	"github.com/ordersync/ordersync/internal/tracing"
 )
 
 // Path is where the default account's webhooks arrive; an extra account's
@@ -115,6 +116,8 @@ type Config struct {
 	// X-Forwarded-For is believed when naming the client of a rejected
 	// request; anyone else is named by the connection's address.
 	TrustedProxies []netip.Prefix
+	// Tracer traces each webhook's receive and publish; nil: off.
+	Tracer *tracing.Tracer
 }
 
 func (c *Config) withDefaults() {
@@ -392,7 +395,18 @@ func (rc *Receiver) PublishWait() (mean time.Duration, n int64) {
 	return time.Duration(total / n), n
 }
 
+// ServeHTTP receives one webhook, within a receive span when tracing.
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if rc.cfg.Tracer == nil {
+		rc.serve(w, r)
+		return
+	}
+	ctx, span := rc.cfg.Tracer.Start(r.Context(), tracing.SpanReceive, r.Header.Get(tracing.Header))
+	rc.serve(w, r.WithContext(ctx))
+	span.End(nil)
+}
+
+func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 	acct, ok := rc.route(r.URL.Path)
 	if !ok {
 		rc.answer(w, rc.unknown, http.StatusNotFound, outcomeUnknownAccount, bodyUnknownAccount)
@@ -476,8 +490,11 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), rc.cfg.PublishTimeout)
+	ctx, span := rc.cfg.Tracer.Start(ctx, tracing.SpanPublish, "")
+	in.TraceParent = span.TraceParent()
 	start := time.Now()
 	dup, err := rc.cfg.Publisher.PublishEvent(ctx, in)
+	span.End(err)
 	wait := time.Since(start)
 	rc.metrics.publishDuration.Observe(wait.Seconds())
 	rc.publishWait.Add(int64(wait))

@@ -14,6 +14,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/quietlog"
 	"github.com/ordersync/ordersync/internal/retry"
+	"github.com/ordersync/ordersync/internal/tracing"
 )
 
 // PoolConfig configures a Pool.
@@ -101,6 +102,8 @@ type PoolConfig struct {
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
 	Clock      func() time.Time
+	// Tracer traces each fetch and apply; nil: off.
+	Tracer *tracing.Tracer
 }
 
 // DefaultUnresolvedRetryDelays is the schedule on which an event whose order

@@ -22,6 +22,8 @@ type commitItem struct {
 	items    []*item
 	ignored  *item
 	answered []*item
+	// trace is the fetch span's traceparent, which the apply continues.
+	trace string
 }
 
 // commitLoop groups fetched orders into mirror transactions: a batch is
@@ -84,7 +86,9 @@ func (p *Pool) commit(ctx context.Context, batch []commitItem) {
 		applied = append(applied, ci)
 	}
 	if len(params) > 0 {
+		spans := startApplies(ctx, p.cfg.Tracer, applied, params)
 		results, err := p.writer.apply(ctx, params)
+		endSpans(spans, len(results), err)
 		if err != nil {
 			p.quiet.Log(slog.LevelError, "commit", "mirror commit failed; its events will be retried", "orders", len(params), "err", err)
 			for _, ci := range applied {

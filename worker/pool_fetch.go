@@ -11,6 +11,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/retry"
+	"github.com/ordersync/ordersync/internal/tracing"
 )
 
 // job is work for the fetch goroutines: a round to fetch, an event to
@@ -118,7 +119,9 @@ func (p *Pool) runRounds(ctx context.Context, r *round, f *fetcher) {
 			continue
 		}
 		cur := r
+		_, span := p.cfg.Tracer.Start(ctx, tracing.SpanFetch, roundTrace(r.items))
 		res, err := p.fetch(ctx, r.key.account, r.key.code, fetchOptions{park: f.park, leaving: func() { p.startRound(cur) }})
+		span.End(err)
 		// A fetch that failed before sending anything closes its round
 		// too, so that its items are settled as they stand.
 		p.startRound(r)
@@ -132,7 +135,7 @@ func (p *Pool) runRounds(ctx context.Context, r *round, f *fetcher) {
 					Account: r.key.account, Order: res.order, Seq: res.seq, FetchedAt: res.sent,
 					Cause: causeOf(r.items), Events: eventRecords(r.items, r.key.code),
 				},
-				items: r.items,
+				items: r.items, trace: span.TraceParent(),
 			}
 		}
 		r = p.finishRound(r)

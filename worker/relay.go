@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/tracing"
 )
 
 // RelayConfig configures the outbox relay.
@@ -39,6 +40,8 @@ type RelayConfig struct {
 	CommitOrderIDs bool
 	Registerer     prometheus.Registerer
 	Logger         *slog.Logger
+	// Tracer traces each traced message's publish; nil: off.
+	Tracer *tracing.Tracer
 }
 
 func (c RelayConfig) withDefaults() RelayConfig {
@@ -265,7 +268,9 @@ func (r *Relay) flush(ctx context.Context) (int, error) {
 		// sent, so a failure leaves it and everything after it pending, to
 		// be published again in order.
 		pubCtx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
-		dups, pubErr := r.cfg.Publisher.PublishMessages(pubCtx, msgs)
+		traced, spans := startRelays(pubCtx, r.cfg.Tracer, msgs)
+		dups, pubErr := r.cfg.Publisher.PublishMessages(pubCtx, traced)
+		endSpans(spans, len(dups), pubErr)
 		cancel()
 		if pubErr != nil {
 			r.metrics.failures.Inc()

@@ -19,6 +19,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/dispatch"
 	"github.com/ordersync/ordersync/internal/datadir"
+	"github.com/ordersync/ordersync/internal/tracing"
 	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/webhook"
 	"github.com/ordersync/ordersync/worker"
@@ -174,6 +175,21 @@ type Config struct {
 	LogLevel string
 	// LogFormat is text or json.
 	LogFormat string
+
+	// TracingEndpoint is the OTLP/HTTP collector spans go to; empty (the
+	// default) turns tracing off. TracingSampleRatio is the share of new
+	// traces recorded, TracingServiceName their service.name. A restart
+	// applies them.
+	TracingEndpoint    string
+	TracingSampleRatio float64
+	TracingServiceName string
+	// tracer replaces the one the tracing settings build, in tests.
+	tracer *tracing.Tracer
+}
+
+// TracingConfig is the tracing settings as internal/tracing takes them.
+func (c *Config) TracingConfig() tracing.Config {
+	return tracing.Config{Endpoint: c.TracingEndpoint, SampleRatio: c.TracingSampleRatio, ServiceName: c.TracingServiceName}
 }
 
 // QueueConfig names ordersync's streams and consumer after the namespace:
@@ -230,6 +246,8 @@ func DefaultConfig() Config {
 		DeliveryTimeout:     dispatch.DefaultTimeout,
 		LogLevel:            "info",
 		LogFormat:           "text",
+		TracingSampleRatio:  1,
+		TracingServiceName:  "ordersync",
 		// A load balancer's probe interval: its probes see the process
 		// unready before its port closes (docs/deployment.md).
 		ShutdownDrain: 5 * time.Second,
@@ -430,6 +448,9 @@ var settings = []setting[Config]{
 	{key: "delivery_timeout", env: "ORDERSYNC_DELIVERY_TIMEOUT", usage: "timeout of one delivery attempt to an HTTP endpoint, answer included", set: duration(func(c *Config) *time.Duration { return &c.DeliveryTimeout })},
 	{key: "log_level", reload: true, env: "ORDERSYNC_LOG_LEVEL", usage: "debug, info, warn or error", set: str(func(c *Config) *string { return &c.LogLevel })},
 	{key: "log_format", env: "ORDERSYNC_LOG_FORMAT", usage: "text or json", set: str(func(c *Config) *string { return &c.LogFormat })},
+	{key: "tracing_endpoint", env: "ORDERSYNC_TRACING_ENDPOINT", usage: "OpenTelemetry collector's OTLP/HTTP URL spans are exported to (http://collector:4318; /v1/traces added when no path); empty = tracing off", set: str(func(c *Config) *string { return &c.TracingEndpoint })},
+	{key: "tracing_sample_ratio", env: "ORDERSYNC_TRACING_SAMPLE_RATIO", usage: "share of new traces recorded, 0 to 1 (a trace begun upstream follows its parent)", set: number(func(c *Config) *float64 { return &c.TracingSampleRatio })},
+	{key: "tracing_service_name", env: "ORDERSYNC_TRACING_SERVICE_NAME", usage: "service.name of the exported spans", set: str(func(c *Config) *string { return &c.TracingServiceName })},
 }
 
 // adminTokens is the value of the tokens of one role. Its text, from the
@@ -769,6 +790,12 @@ func (c *Config) ValidateServe() error {
 		},
 		c.checkAdminListen,
 		c.checkReconcile,
+		func() error {
+			if err := c.TracingConfig().Validate(); err != nil {
+				return fmt.Errorf("bad setting: %w", err)
+			}
+			return nil
+		},
 		func() error { _, err := c.EndpointParams(); return err },
 	} {
 		if err := check(); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/dispatch"
 	"github.com/ordersync/ordersync/internal/datadir"
+	"github.com/ordersync/ordersync/internal/tracing"
 	"github.com/ordersync/ordersync/metrics"
 	"github.com/ordersync/ordersync/paymentlink"
 	"github.com/ordersync/ordersync/queue"
@@ -53,6 +54,10 @@ type Program struct {
 	follower    *worker.Follower
 	dispatcher  *dispatch.Dispatcher // nil unless the role runs workers
 	receiver    *webhook.Receiver
+	// tracer traces the pipeline's hops; nil with tracing off. ownTracer
+	// says Close shuts it down (one a test gave is the test's).
+	tracer    *tracing.Tracer
+	ownTracer bool
 	// space watches the free space under the embedded JetStream and the
 	// SQLite file; nil when neither is used, or with min_free_space off.
 	space *datadir.Space
@@ -104,6 +109,12 @@ func NewProgram(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Progra
 		if p.unlockDataDir, err = datadir.Lock(cfg.DataDir); err != nil {
 			return nil, err
 		}
+	}
+	if p.tracer = cfg.tracer; p.tracer == nil {
+		if p.tracer, err = tracing.New(ctx, cfg.TracingConfig()); err != nil {
+			return nil, err
+		}
+		p.ownTracer = true
 	}
 	if err := p.openMirror(ctx, cfg.MigrateOnStart); err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
@@ -188,7 +199,7 @@ func (p *Program) buildStages() (err error) {
 	}
 	defaultSyncer := p.syncers[ordersync.DefaultAccount]
 	if p.relay, err = worker.NewRelay(worker.RelayConfig{Outbox: p.db, Publisher: p.queue, CommitOrderIDs: p.db.Dialect() == store.DialectSQLite,
-		Registerer: p.reg, Logger: log("relay")}); err != nil {
+		Registerer: p.reg, Logger: log("relay"), Tracer: p.tracer}); err != nil {
 		return err
 	}
 	if p.replayer, err = worker.NewReplayer(worker.ReplayerConfig{DeadLetters: p.db, Publisher: p.queue, Accounts: p.syncers, Logger: log("replay")}); err != nil {
@@ -213,7 +224,7 @@ func (p *Program) buildStages() (err error) {
 		p.receiver, err = webhook.New(webhook.Config{
 			Secrets: p.cfg.WebhookSecrets, Accounts: accounts, Insecure: p.cfg.InsecureNoWebhookSignature, TrustedProxies: proxies,
 			Publisher: p.queue, Admit: p.admit, Recorder: p.db, Rejections: p.db, RejectionFlushInterval: p.cfg.RejectionFlushInterval,
-			Registerer: p.reg, Logger: log("webhook"),
+			Registerer: p.reg, Logger: log("webhook"), Tracer: p.tracer,
 		})
 		if err != nil {
 			return err
@@ -254,7 +265,7 @@ func (p *Program) buildStages() (err error) {
 		},
 		OnOrdersKnown: onKnown,
 		Evidence:      evidence,
-		Registerer:    p.reg, Logger: log("worker"),
+		Registerer:    p.reg, Logger: log("worker"), Tracer: p.tracer,
 	})
 	if err != nil {
 		return err
@@ -305,7 +316,7 @@ func (p *Program) buildStages() (err error) {
 	if p.roles.worker {
 		dc := p.cfg.DispatchConfig()
 		dc.Endpoints, dc.DeadLetters, dc.Log, dc.Stream = p.db, p.db, p.db, p.queue
-		dc.Registerer, dc.Logger = p.reg, log("delivery")
+		dc.Registerer, dc.Logger, dc.Tracer = p.reg, log("delivery"), p.tracer
 		p.dispatcher, err = dispatch.New(dc)
 		if err != nil {
 			return err
@@ -637,6 +648,15 @@ func (p *Program) Close() {
 		}
 		if p.unlockDataDir != nil {
 			p.unlockDataDir()
+		}
+		if p.ownTracer {
+			// The spans still buffered go out, within a bound: a collector
+			// that is down must not hold the shutdown.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := p.tracer.Shutdown(ctx); err != nil {
+				p.logger.Warn("export the last spans", "err", err)
+			}
+			cancel()
 		}
 	})
 }

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -142,12 +141,6 @@ type Span struct {
 // traceparent carried from another hop ("" or one that does not parse
 // starts a trace). The returned context holds the span.
 func (t *Tracer) Start(ctx context.Context, name, parent string) (context.Context, Span) {
-	return t.StartAt(ctx, name, parent, time.Time{})
-}
-
-// StartAt is Start with the span's start time given (zero: now), for a
-// hop whose work began before its span could (a batch's shared commit).
-func (t *Tracer) StartAt(ctx context.Context, name, parent string, at time.Time) (context.Context, Span) {
 	if t == nil {
 		return ctx, Span{}
 	}
@@ -155,11 +148,7 @@ func (t *Tracer) StartAt(ctx context.Context, name, parent string, at time.Time)
 		c := carrier(parent)
 		ctx = t.prop.Extract(ctx, &c)
 	}
-	var opts []trace.SpanStartOption
-	if !at.IsZero() {
-		opts = append(opts, trace.WithTimestamp(at))
-	}
-	ctx, sp := t.tracer.Start(ctx, name, opts...)
+	ctx, sp := t.tracer.Start(ctx, name)
 	return ctx, Span{span: sp, prop: t.prop}
 }
 
@@ -178,6 +167,13 @@ func (s Span) TraceParent() string {
 func (s Span) SetAttribute(key, value string) {
 	if s.span != nil {
 		s.span.SetAttributes(attribute.String(key, value))
+	}
+}
+
+// SetInt records an integer attribute (an answer's status).
+func (s Span) SetInt(key string, value int) {
+	if s.span != nil {
+		s.span.SetAttributes(attribute.Int(key, value))
 	}
 }
 
