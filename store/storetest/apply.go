@@ -88,7 +88,10 @@ func testApplyResults(t *testing.T, s Store) {
 	if m := find(t, s, "Res01"); m.Sync.FetchCount != 2 || m.Sync.FetchSeq != n[1] || m.Sync.LastSyncedAt == nil {
 		t.Errorf("sync after an unchanged fetch: %+v, want 2 fetches at seq %d", m.Sync, n[1])
 	}
-	r = apply(t, s, params(order("Res01", 1, ordersync.StatusCancelled, "x"), n[2]))[0]
+	// The apply's trace goes with the messages it queues, to the relay.
+	traced := params(order("Res01", 1, ordersync.StatusCancelled, "x"), n[2])
+	traced.TraceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	r = apply(t, s, traced)[0]
 	msgs := r.Messages
 	if want := (ordersync.ApplyResult{Applied: true, Changed: true, From: ordersync.StatusPending, Status: ordersync.StatusCancelled}); !sameResult(withoutNextCheck(r), want) {
 		t.Errorf("status change: %+v, want %+v", r, want)
@@ -104,7 +107,7 @@ func testApplyResults(t *testing.T, s Store) {
 	}
 	m, last := msgs[0], pending[len(pending)-1]
 	if m.ID != last.ID || m.MsgID != last.MsgID || m.Subject != last.Subject || m.Account != last.Account || m.OrderCode != last.OrderCode ||
-		m.From != last.From || !bytes.Equal(m.Payload, last.Payload) || !m.CreatedAt.Equal(last.CreatedAt) {
+		m.From != last.From || !bytes.Equal(m.Payload, last.Payload) || !m.CreatedAt.Equal(last.CreatedAt) || m.TraceParent != traced.TraceParent || last.TraceParent != traced.TraceParent {
 		t.Errorf("status change reported message %+v, want the pending %+v", m, last)
 	}
 	if m.To != ordersync.StatusCancelled || m.StatusChangeAt <= 0 || m.StatusChangeAt >= len(m.Payload) {
