@@ -479,6 +479,44 @@ type searchPlan struct {
 	// account's buyer names that begins with each later word of the
 	// search, "" where there are several or none.
 	later []string
+	// stores are the accounts the mirror holds, when the search covers
+	// every store: the identifiers' and words' indexes begin with the
+	// account, so each is sought once per store, where without one it
+	// would be read whole (SQLite keeps no statistics for a skip-scan,
+	// PostgreSQL 15 has none).
+	stores []string
+}
+
+// storeCondition is the condition on a row's account column col that it
+// belongs to account, or with account "" to one of stores (none when
+// stores is empty too), with its arguments.
+func storeCondition(col, account string, stores []string) (string, []any) {
+	if account != "" {
+		return " AND " + col + " = ?", []any{account}
+	}
+	if len(stores) == 0 {
+		return "", nil
+	}
+	args := make([]any, len(stores))
+	for i, s := range stores {
+		args[i] = s
+	}
+	return " AND " + col + " IN (" + placeholders(len(stores)) + ")", args
+}
+
+// mirrorStores reads the accounts the mirror's orders belong to: one seek
+// per account in an index that begins with it.
+func (db *DB) mirrorStores(ctx context.Context, tx *sqlx.Tx) ([]string, error) {
+	var stores []string
+	err := tx.SelectContext(ctx, &stores, `WITH RECURSIVE a (account) AS (
+    SELECT MIN(account) FROM orders
+    UNION ALL
+    SELECT (SELECT MIN(account) FROM orders WHERE account > a.account) FROM a WHERE a.account IS NOT NULL)
+SELECT account FROM a WHERE account IS NOT NULL`)
+	if err != nil {
+		return nil, fmt.Errorf("read the mirror's stores: %w", err)
+	}
+	return stores, nil
 }
 
 // tokenMatch is the condition on a word's column that matches a prefix,
@@ -502,10 +540,15 @@ func (db *DB) planSearch(ctx context.Context, tx *sqlx.Tx, f ordersync.OrderFilt
 		return names, nil
 	}
 	var err error
+	if f.Account == "" {
+		if names.stores, err = db.mirrorStores(ctx, tx); err != nil {
+			return names, err
+		}
+	}
 	if names.phones, err = db.planPhoneSearch(ctx, tx, f.Account, q); err != nil {
 		return names, err
 	}
-	if names.wholeReference, err = db.broadReferencePrefix(ctx, tx, f.Account, q); err != nil {
+	if names.wholeReference, err = db.broadReferencePrefix(ctx, tx, f.Account, names.stores, q); err != nil {
 		return names, err
 	}
 	if len(names.words) == 0 || f.Account == "" {
@@ -568,10 +611,7 @@ func (db *DB) searchFound(account, q string, names searchPlan, col string, value
 		args  []any
 	)
 	pc, pa := part("id")
-	acct, acctArgs := "", []any{}
-	if account != "" {
-		acct, acctArgs = " AND account = ?", []any{account}
-	}
+	acct, acctArgs := storeCondition("account", account, names.stores)
 	match, pattern := db.tokenMatch("token")
 	var (
 		byName     []string
@@ -611,6 +651,12 @@ func (db *DB) searchFound(account, q string, names searchPlan, col string, value
 	args = append(args, pattern(names.words[0]))
 	if names.exact != "" {
 		conds[0], args[len(args)-1] = "t0.token = ?", names.exact
+	}
+	if account == "" {
+		if c, a := storeCondition("t0.account", "", names.stores); c != "" {
+			conds = append([]string{strings.TrimPrefix(c, " AND ")}, conds...)
+			args = slices.Concat(args[:len(args)-1], a, args[len(args)-1:])
+		}
 	}
 	for i, w := range names.words[1:] {
 		if valued && col == "created_at" && account != "" && i < len(names.later) && names.later[i] != "" {

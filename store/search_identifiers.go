@@ -67,17 +67,15 @@ const maxReferencePrefixOrders = 2000
 
 // broadReferencePrefix reports, in tx, whether the references that begin
 // with q's key are more than maxReferencePrefixOrders of the account's
-// orders (of every account's when account is ""): a count of at most one
-// more than that in the key's index.
-func (db *DB) broadReferencePrefix(ctx context.Context, tx *sqlx.Tx, account, q string) (bool, error) {
+// orders (of every one of stores' when account is ""): a count of at most
+// one more than that in the key's index.
+func (db *DB) broadReferencePrefix(ctx context.Context, tx *sqlx.Tx, account string, stores []string, q string) (bool, error) {
 	m := referenceMatch(ordersync.IdentifierKey(q), false)
 	if len(m.args) < 2 {
 		return false, nil
 	}
-	acct, args := "", m.args
-	if account != "" {
-		acct, args = " AND account = ?", append(slices.Clone(m.args), account)
-	}
+	acct, acctArgs := storeCondition("account", account, stores)
+	args := slices.Concat(m.args, acctArgs)
 	var n int
 	err := tx.GetContext(ctx, &n, db.rebind(`SELECT COUNT(*) FROM (SELECT 1 FROM orders WHERE `+m.cond+` AND order_reference_key <> ''`+acct+
 		` LIMIT `+strconv.Itoa(maxReferencePrefixOrders+1)+`) AS found`), args...)
