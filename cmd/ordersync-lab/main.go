@@ -2,7 +2,8 @@
 // chaos (kill -9 under upstream faults), loadtest (ingest and end to end),
 // mix (whole order lives over a prefilled mirror),
 // multiproc (a scale-out deployment on PostgreSQL and an external NATS),
-// idle (what serve costs with open orders and no traffic) and soak (hours
+// idle (what serve costs with open orders and no traffic), pages (the back
+// office's page times on a large mirror) and soak (hours
 // at a steady mix with periodic kill -9, its resources sampled). It
 // starts the real ordersync binary as its child, so what it
 // measures is what operators run, and nothing of the lab (its load
@@ -51,7 +52,7 @@ func newRootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&binaryPath, "ordersync", "",
 		"the ordersync binary to run (default: ordersync beside this binary, else built from this module with go build)")
-	root.AddCommand(newChaosCommand(), newDiskfullCommand(), newLoadtestCommand(), newMixCommand(), newMultiprocCommand(), newIdleCommand(), newSoakCommand(), newRestartCommand(), newReloadCommand())
+	root.AddCommand(newChaosCommand(), newDiskfullCommand(), newLoadtestCommand(), newMixCommand(), newMultiprocCommand(), newIdleCommand(), newSoakCommand(), newRestartCommand(), newReloadCommand(), newPagesCommand())
 	return root
 }
 

@@ -17,7 +17,7 @@ func TestLabCommands(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"\n  chaos ", "\n  diskfull ", "\n  loadtest ", "\n  multiproc ", "\n  idle ", "--ordersync string"} {
+	for _, want := range []string{"\n  chaos ", "\n  diskfull ", "\n  loadtest ", "\n  multiproc ", "\n  idle ", "\n  pages ", "--ordersync string"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("ordersync-lab --help lacks %q:\n%s", want, out.String())
 		}
