@@ -39,8 +39,12 @@ type pagesOptions struct {
 	exe string
 }
 
-// pagesTarget is the p95 every page must be within (issue 32).
-const pagesTarget = 100 * time.Millisecond
+// pagesTarget is the p95 every page must be within (issue 32); a page
+// whose warming request takes pagesGiveUp is not timed further.
+const (
+	pagesTarget = 100 * time.Millisecond
+	pagesGiveUp = 5 * time.Second
+)
 
 // pagesStores are the stores of TestPagesMirror's mirror, as serve is
 // configured with them, and the calling code of each one's phones.
@@ -69,7 +73,8 @@ its rows.
 
 It prints, per page, p50 and p95 in ms, serve's CPU per request (from
 /proc), the weight of the last answer, and whether the p95 is within
-100 ms; it fails when one is not, or a page does not answer 200.`,
+100 ms; a page whose warming request takes 5 s is not timed further.
+It fails when a page is not within 100 ms or does not answer 200.`,
 		Args: cobra.NoArgs,
 		RunE: withBinary(func(cmd *cobra.Command, exe string) error {
 			opts.exe = exe
@@ -132,7 +137,7 @@ endpoints:
 	}
 	defer c.Stop()
 	jar, _ := cookiejar.New(nil)
-	r := &pagesRun{c: c, token: token, runs: opts.Runs, browser: &http.Client{Jar: jar, Timeout: time.Minute,
+	r := &pagesRun{c: c, token: token, runs: opts.Runs, browser: &http.Client{Jar: jar, Timeout: 2 * time.Minute,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	if err := r.signIn(ctx); err != nil {
 		return err
@@ -151,7 +156,9 @@ endpoints:
 		}
 		t, err := r.time(ctx, p)
 		if err != nil {
-			return fmt.Errorf("pages: %s: %w", p.name, err)
+			fmt.Fprintf(out, "| %s | | | | | **no**: %s |\n", p.name, ordersync.Clip(err.Error(), 200))
+			slow = append(slow, p.name)
+			continue
 		}
 		ok := "yes"
 		if t.p95 > pagesTarget {
@@ -291,6 +298,8 @@ func (r *pagesRun) time(ctx context.Context, p page) (pageTimes, error) {
 		}
 		if i > 0 {
 			times = append(times, took)
+		} else if took > pagesGiveUp {
+			return t, fmt.Errorf("the warming request took %s", took.Round(time.Millisecond))
 		}
 		t.size = len(body)
 	}
@@ -331,11 +340,12 @@ func (r *pagesRun) pages(ctx context.Context) ([]page, error) {
 	var out []page
 	monthAgo := time.Now().UTC().AddDate(0, 0, -30).Format("2006-01-02")
 	today := time.Now().UTC().Format("2006-01-02")
+	out = append(out, fixed("Overview", "/console/"), fixed("Overview's figures (overview.json)", "/console/overview.json"))
 	overviewStatus, overview, err := r.get(ctx, "/console/", false)
 	if err != nil || overviewStatus != http.StatusOK {
-		return nil, fmt.Errorf("pages: the overview: %d %v", overviewStatus, err)
+		// Timed below, where it fails; its links are not.
+		overview = ""
 	}
-	out = append(out, fixed("Overview", "/console/"), fixed("Overview's figures (overview.json)", "/console/overview.json"))
 	var ovLinks []string
 	for _, ls := range links(overview) {
 		ovLinks = append(ovLinks, ls...)
