@@ -308,6 +308,10 @@ FROM internal_report_figures WHERE order_row IN (`+in+`)`), args...); err != nil
 // every order is marked changed, in the transaction that empties it, and
 // the indexer takes them all. Meanwhile the read side says it is behind.
 // It returns how many orders it indexed.
+//
+// On PostgreSQL the tables the indexer reads are analyzed first: after a
+// restore or a bulk load their statistics say empty, and the planner then
+// scans whole tables for every batch.
 func (db *DB) RebuildReadSide(ctx context.Context) (int, error) {
 	err := db.inTx(ctx, "empty the read side", func(tx *sqlx.Tx) error {
 		if db.dialect == DialectPostgres {
@@ -327,6 +331,12 @@ func (db *DB) RebuildReadSide(ctx context.Context) (int, error) {
 	})
 	if err != nil {
 		return 0, err
+	}
+	if db.dialect == DialectPostgres {
+		const analyze = `ANALYZE orders, status_history, mirror_changes, report_order_figures, order_name_tokens, report_buckets`
+		if _, err := db.write.ExecContext(ctx, analyze); err != nil {
+			return 0, fmt.Errorf("analyze the mirror before indexing it: %w", err)
+		}
 	}
 	return db.IndexNow(ctx)
 }
