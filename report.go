@@ -81,13 +81,16 @@ func ReportDays(from, to time.Time, loc *time.Location) []DaySpan {
 type ReportKind int
 
 // The figures of a day. Cancelled counts orders never paid; Reversed,
-// orders paid and later cancelled, on the day of the cancellation.
+// orders paid and later cancelled, on the day of the cancellation;
+// Collected, the orders paid on the day and still Collected (the console's
+// Overview).
 const (
 	ReportCreated ReportKind = iota
 	ReportPaid
 	ReportCancelled
 	ReportFinalized
 	ReportReversed
+	ReportCollected
 )
 
 // ReportEntry is one order counted in one figure of a report, at the
@@ -123,6 +126,9 @@ type DayTotals struct {
 	Finalized Tally  `json:"finalized"`
 	Reversed  Tally  `json:"reversed"`
 	Net       string `json:"net"`
+	// Collected is the paid orders of the day not reversed since (the
+	// Overview's figure); not part of the API's report.
+	Collected Tally `json:"-"`
 }
 
 // DailyTotals is a daily report: the zone its days are in and one entry
@@ -167,8 +173,8 @@ func TallyDays(days []DaySpan, entries []ReportEntry) []DayTotals {
 		currency string
 	}
 	type sums struct {
-		count [ReportReversed + 1]int
-		total [ReportReversed + 1]Amount
+		count [ReportCollected + 1]int
+		total [ReportCollected + 1]Amount
 	}
 	acc := map[key]*sums{}
 	for _, e := range entries {
@@ -215,7 +221,7 @@ func TallyDays(days []DaySpan, entries []ReportEntry) []DayTotals {
 		out = append(out, DayTotals{
 			Date: days[k.day].Date, Currency: k.currency,
 			Created: tally(ReportCreated), Paid: tally(ReportPaid), Cancelled: tally(ReportCancelled),
-			Finalized: tally(ReportFinalized), Reversed: tally(ReportReversed),
+			Finalized: tally(ReportFinalized), Reversed: tally(ReportReversed), Collected: tally(ReportCollected),
 			Net: inMinorUnits(s.total[ReportPaid].Sub(s.total[ReportReversed]), k.currency).String(),
 		})
 	}
@@ -246,6 +252,6 @@ func inMinorUnits(a Amount, currency string) Amount {
 // Reports answers the back office's reports from the mirror.
 type Reports interface {
 	// DailyTotals sums the account's orders per calendar day and currency:
-	// created, paid, cancelled unpaid, finalized and reversed.
+	// created, paid, cancelled unpaid, finalized, reversed and collected.
 	DailyTotals(ctx context.Context, params DailyTotalsParams) (DailyTotals, error)
 }

@@ -115,11 +115,11 @@ func TestTallyDays(t *testing.T) {
 	got := TallyDays(days, entries)
 	want := []DayTotals{
 		{Date: "2026-03-08", Currency: "USD", Paid: Tally{11, "1.10"}, Net: "1.10",
-			Created: Tally{0, "0.00"}, Cancelled: Tally{0, "0.00"}, Finalized: Tally{0, "0.00"}, Reversed: Tally{0, "0.00"}},
+			Created: Tally{0, "0.00"}, Cancelled: Tally{0, "0.00"}, Finalized: Tally{0, "0.00"}, Reversed: Tally{0, "0.00"}, Collected: Tally{0, "0.00"}},
 		{Date: "2026-03-09", Currency: "KWD", Created: Tally{2, "3.750"}, Net: "0.000",
-			Paid: Tally{0, "0.000"}, Cancelled: Tally{0, "0.000"}, Finalized: Tally{0, "0.000"}, Reversed: Tally{0, "0.000"}},
+			Paid: Tally{0, "0.000"}, Cancelled: Tally{0, "0.000"}, Finalized: Tally{0, "0.000"}, Reversed: Tally{0, "0.000"}, Collected: Tally{0, "0.000"}},
 		{Date: "2026-03-09", Currency: "USD", Reversed: Tally{1, "0.10"}, Net: "-0.10",
-			Created: Tally{0, "0.00"}, Paid: Tally{0, "0.00"}, Cancelled: Tally{0, "0.00"}, Finalized: Tally{0, "0.00"}},
+			Created: Tally{0, "0.00"}, Paid: Tally{0, "0.00"}, Cancelled: Tally{0, "0.00"}, Finalized: Tally{0, "0.00"}, Collected: Tally{0, "0.00"}},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("TallyDays = %+v, want %+v", got, want)

@@ -36,6 +36,8 @@ WHERE o.account = ? AND h.to_status = 'FINALIZED' AND h.at >= ? AND h.at < ? AND
 WHERE o.account = ? AND h.to_status = 'CANCELLED' AND h.at >= ? AND h.at < ? AND o.total IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM status_history e WHERE e.order_row = h.order_row AND e.to_status = 'CANCELLED' AND e.id < h.id
                   AND (o.paid_at IS NULL OR e.at >= o.paid_at))`
+	reportCollectedSQL = `SELECT paid_at AS at, store_currency_code AS currency, total FROM orders
+WHERE account = ? AND paid_at >= ? AND paid_at < ? AND total IS NOT NULL AND status IN ('PAID', 'FINALIZED')`
 	reportUnsummedSQL = ` AND total_minor IS NULL`
 	reportCurrencySQL = ` AND total_minor IS NOT NULL AND store_currency_code = ?`
 )
@@ -71,7 +73,11 @@ var reportFigures = map[string]struct {
 	"finalized": {ordersync.ReportFinalized, "finalized"},
 	"cancelled": {ordersync.ReportCancelled, "cancelled"},
 	"reversed":  {ordersync.ReportReversed, "cancelled"},
+	"collected": {ordersync.ReportCollected, "collected"},
 }
+
+// reportQueries name the queries that read the figures' orders one by one.
+var reportQueries = []string{"created", "paid", "finalized", "cancelled", "collected"}
 
 // reportRow is one order counted by a query of DailyTotals.
 type reportRow struct {
@@ -174,9 +180,12 @@ func (db *DB) dailyTotals(ctx context.Context, params ordersync.DailyTotalsParam
 				return read("finalized", reportFinalizedSQL+extra, entry(ordersync.ReportFinalized), args...)
 			},
 			"cancelled": readCancelled,
+			"collected": func(extra string, args ...any) error {
+				return read("collected", reportCollectedSQL+extra, entry(ordersync.ReportCollected), args...)
+			},
 		}
 		if !sums || !bucketed(days) {
-			for _, q := range []string{"created", "paid", "finalized", "cancelled"} {
+			for _, q := range reportQueries {
 				if err := queries[q](""); err != nil {
 					return err
 				}
@@ -221,7 +230,7 @@ func (db *DB) dailyTotals(ctx context.Context, params ordersync.DailyTotalsParam
 					Total: ordersync.AmountFromMinor(s.Minor, ordersync.MinorScale(s.Currency)), Count: int(s.N)})
 			}
 		}
-		for _, q := range []string{"created", "paid", "finalized", "cancelled"} {
+		for _, q := range reportQueries {
 			for _, currency := range slices.Sorted(maps.Keys(unknown[q])) {
 				if err := queries[q](reportCurrencySQL, currency); err != nil {
 					return err

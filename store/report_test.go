@@ -78,7 +78,7 @@ func TestDailyTotals(t *testing.T) {
 		zero := func(s string) ordersync.Tally { return ordersync.Tally{Total: s} }
 		usd := func(date string, d ordersync.DayTotals) ordersync.DayTotals {
 			d.Date, d.Currency = date, "USD"
-			for _, t := range []*ordersync.Tally{&d.Created, &d.Paid, &d.Cancelled, &d.Finalized, &d.Reversed} {
+			for _, t := range []*ordersync.Tally{&d.Created, &d.Paid, &d.Cancelled, &d.Finalized, &d.Reversed, &d.Collected} {
 				if t.Total == "" {
 					*t = zero("0.00")
 				}
@@ -88,18 +88,22 @@ func TestDailyTotals(t *testing.T) {
 		want := ordersync.DailyTotals{TZ: "America/New_York", Days: []ordersync.DayTotals{
 			usd("2026-03-07", ordersync.DayTotals{Created: ordersync.Tally{Count: 1, Total: "3.00"}, Net: "0.00"}),
 			{Date: "2026-03-08", Currency: "KWD", Created: ordersync.Tally{Count: 1, Total: "1.250"}, Paid: ordersync.Tally{Count: 1, Total: "1.250"},
-				Cancelled: zero("0.000"), Finalized: zero("0.000"), Reversed: zero("0.000"), Net: "1.250"},
+				Cancelled: zero("0.000"), Finalized: zero("0.000"), Reversed: zero("0.000"), Net: "1.250",
+				Collected: ordersync.Tally{Count: 1, Total: "1.250"}},
 			usd("2026-03-08", ordersync.DayTotals{
 				Created:   ordersync.Tally{Count: 13, Total: "8.10"},
 				Paid:      ordersync.Tally{Count: 11, Total: "6.00"},
 				Cancelled: ordersync.Tally{Count: 1, Total: "2.00"},
 				Net:       "6.00",
+				// rev, paid on the 8th, was reversed since: not collected.
+				Collected: ordersync.Tally{Count: 10, Total: "1.00"},
 			}),
 			usd("2026-03-09", ordersync.DayTotals{
 				Paid:      ordersync.Tally{Count: 1, Total: "3.00"},
 				Finalized: ordersync.Tally{Count: 1, Total: "3.00"},
 				Reversed:  ordersync.Tally{Count: 1, Total: "5.00"},
 				Net:       "-2.00",
+				Collected: ordersync.Tally{Count: 1, Total: "3.00"},
 			}),
 		}}
 		if got.TZ != want.TZ || len(got.Days) != len(want.Days) {
