@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -264,4 +265,58 @@ func mustAtoi(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// countingOrders counts the calls of the office's order listing.
+type countingOrders struct {
+	ordersync.MirrorReader
+	lists atomic.Int64
+}
+
+func (c *countingOrders) ListOrders(ctx context.Context, f ordersync.OrderFilter) (ordersync.OrderPage, error) {
+	c.lists.Add(1)
+	return c.MirrorReader.ListOrders(ctx, f)
+}
+
+// behindReports is a report reader whose indexer has changes to count.
+type behindReports struct{ ordersync.Reports }
+
+func (r behindReports) DailyTotals(ctx context.Context, p ordersync.DailyTotalsParams) (ordersync.DailyTotals, error) {
+	t, err := r.Reports.DailyTotals(ctx, p)
+	t.AsOf, t.Behind = time.Date(2026, 11, 3, 11, 0, 0, 0, time.UTC), true
+	return t, err
+}
+
+// TestOverviewMoneyReadsTheReport checks that the Overview's collected
+// totals come from the daily report's sums, whose cost grows with the
+// stores and days, never from listing the orders, and say how current
+// they are as Daily totals does.
+func TestOverviewMoneyReadsTheReport(t *testing.T) {
+	db := openTestDB(t)
+	mirrorStores(t, db,
+		[5]string{"sv", "a1", "PAID", "10.00", "2026-11-03T08:00:00.000Z"},
+		[5]string{"sv", "a2", "PAID>CANCELLED", "4.00", "2026-11-03T07:00:00.000Z"},
+		[5]string{"md", "b1", "PAID>FINALIZED", "12.00", "2026-11-03T10:00:00.000Z"})
+	now := time.Date(2026, 11, 3, 12, 0, 0, 0, time.UTC)
+	orders := &countingOrders{MirrorReader: db}
+	base := consoleServer(t, db, roleTokens, func(c *admin.Config) {
+		c.Account, c.Stores, c.Orders = "sv", []string{"sv", "md"}, orders
+		c.Reports, c.Exports, c.Overview, c.Clock = behindReports{db}, db, db, func() time.Time { return now }
+	})
+	b := newBrowser(t, base)
+	b.signIn("eve-token")
+	resp, page := b.do("GET", "/console/", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("home: %d\n%s", resp.StatusCode, page)
+	}
+	if n := orders.lists.Load(); n != 0 {
+		t.Errorf("the overview listed orders %d times: want its figures from the report's sums", n)
+	}
+	section := page[strings.Index(page, `data-store="sv"`):]
+	for _, want := range []string{`<span class="figure">10.00</span><br>1 orders`,
+		"Figures as of 2026-11-03 05:00:00 -06:00: orders changed since then are not counted yet"} {
+		if !strings.Contains(html.UnescapeString(section), want) {
+			t.Errorf("store sv's collected totals lack %q", want)
+		}
+	}
 }

@@ -63,6 +63,11 @@ type StoreMoney struct {
 	Zone             string
 	Today, Yesterday string // the dates
 	Rows             []MoneyRow
+	// AsOf is when the figures are current, in the days' zone, as Daily
+	// totals says it; Behind, that the indexer has changes to count yet.
+	AsOf   string
+	Behind bool
+	asOf   time.Time
 }
 
 // MoneyRow is one currency's collected totals of the two days.
@@ -99,24 +104,29 @@ func collectedQuery(account, zone, date, next string) url.Values {
 // storeMoney sums what each store collected today and yesterday, on its
 // days, and, with more than one store, what all of them collected on UTC
 // days (the days Daily totals gives every store unless a zone is chosen),
-// each currency apart. It reads the orders as the Orders page lists them
-// (ordersync.ParseOrderQuery, ListOrders), so that each figure and its link's
-// listing select the same orders.
+// each currency apart. It reads the daily report's collected figure
+// (ordersync.Reports, report_buckets), so that its cost grows with the
+// stores and days, not with the orders; each figure's link lists the
+// orders it counts (collectedQuery). Without a report reader it has none.
 func (s *Console) storeMoney(ctx context.Context) ([]StoreMoney, error) {
+	if s.cfg.Reports == nil {
+		return nil, nil
+	}
 	var out []StoreMoney
-	for _, account := range s.cfg.Stores.List() {
+	stores := s.cfg.Stores.List()
+	for _, account := range stores {
 		loc, err := ordersync.ParseZone(s.storeZone(ctx, account))
 		if err != nil {
 			loc = time.UTC
 		}
-		m, err := s.moneyOf(ctx, account, loc)
+		m, err := s.moneyOf(ctx, []string{account}, account, loc)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, m)
 	}
 	if len(out) > 1 {
-		m, err := s.moneyOf(ctx, api.AllStores, time.UTC)
+		m, err := s.moneyOf(ctx, stores, api.AllStores, time.UTC)
 		if err != nil {
 			return nil, err
 		}
@@ -125,9 +135,9 @@ func (s *Console) storeMoney(ctx context.Context) ([]StoreMoney, error) {
 	return out, nil
 }
 
-// moneyOf is what account (AllStores: every store) collected today and
-// yesterday, on the days of loc.
-func (s *Console) moneyOf(ctx context.Context, account string, loc *time.Location) (StoreMoney, error) {
+// moneyOf is what the stores, together named account (AllStores: every
+// store), collected today and yesterday, on the days of loc.
+func (s *Console) moneyOf(ctx context.Context, stores []string, account string, loc *time.Location) (StoreMoney, error) {
 	now := s.cfg.Clock().In(loc)
 	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
 	days := ordersync.ReportDays(today.AddDate(0, 0, -1), today.AddDate(0, 0, 1), loc)
@@ -135,78 +145,50 @@ func (s *Console) moneyOf(ctx context.Context, account string, loc *time.Locatio
 		Yesterday: days[0].Date, Today: days[1].Date}
 	// dates[i] and dates[i+1] bound yesterday (0) and today (1).
 	dates := []string{days[0].Date, days[1].Date, today.AddDate(0, 0, 1).Format(ordersync.DateLayout)}
-	byCurrency := map[string]*MoneyRow{}
-	for i := range days {
-		q := collectedQuery(account, loc.String(), dates[i], dates[i+1])
-		sums, err := s.collected(ctx, q)
+	type sum struct {
+		count int
+		total ordersync.Amount
+	}
+	byCurrency := map[string]*[2]sum{}
+	params := ordersync.DailyTotalsParams{From: today.AddDate(0, 0, -1), To: today.AddDate(0, 0, 1), Location: loc}
+	for i, store := range stores {
+		params.Account = store
+		t, err := s.cfg.Reports.DailyTotals(ctx, params)
 		if err != nil {
-			return m, err
+			return m, fmt.Errorf("store %s: %w", store, err)
 		}
-		for currency, fig := range sums {
-			row := byCurrency[currency]
-			if row == nil {
-				zero := MoneyFigure{Total: ordersync.FormatMinorUnits(ordersync.AmountFromInt(0), currency)}
-				row = &MoneyRow{Currency: currency, Yesterday: zero, Today: zero}
-				byCurrency[currency] = row
+		if i == 0 || t.AsOf.Before(m.asOf) {
+			m.asOf = t.AsOf
+		}
+		m.Behind = m.Behind || t.Behind
+		for _, d := range t.Days {
+			day := slices.Index(dates[:2], d.Date)
+			total, err := ordersync.ParseAmount(d.Collected.Total)
+			if day < 0 || d.Collected.Count == 0 || err != nil {
+				continue
 			}
-			*row.figure(i) = fig
+			sums := byCurrency[d.Currency]
+			if sums == nil {
+				sums = &[2]sum{{total: ordersync.AmountFromInt(0)}, {total: ordersync.AmountFromInt(0)}}
+				byCurrency[d.Currency] = sums
+			}
+			sums[day].count += d.Collected.Count
+			sums[day].total = sums[day].total.Add(total)
 		}
 	}
+	m.AsOf = asOf(m.asOf, loc)
 	for _, currency := range slices.Sorted(maps.Keys(byCurrency)) {
-		row := byCurrency[currency]
+		row := MoneyRow{Currency: currency}
 		for i := range days {
 			q := collectedQuery(account, loc.String(), dates[i], dates[i+1])
 			q.Set("currency", currency)
-			row.figure(i).Link = "/console/orders?" + q.Encode()
+			*row.figure(i) = MoneyFigure{Count: byCurrency[currency][i].count,
+				Total: ordersync.FormatMinorUnits(byCurrency[currency][i].total, currency), Link: "/console/orders?" + q.Encode()}
 		}
-		m.Rows = append(m.Rows, *row)
+		m.Rows = append(m.Rows, row)
 	}
 	return m, nil
 }
-
-// collected counts and sums, per currency, every order the Orders page's
-// query q selects, page by page.
-func (s *Console) collected(ctx context.Context, q url.Values) (map[string]MoneyFigure, error) {
-	filter, err := api.OrderFilterOf(q, s.cfg.Clock())
-	if err != nil {
-		return nil, err
-	}
-	// As the Orders page reads it: all stores are no account.
-	if filter.Account = q.Get("account"); filter.Account == api.AllStores {
-		filter.Account = ""
-	}
-	filter.Count = false
-	filter.Limit = collectedPage
-	counts := map[string]int{}
-	sums := map[string]ordersync.Amount{}
-	for {
-		page, err := s.cfg.Orders.ListOrders(ctx, filter)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range page.Orders {
-			cur := o.Order.Store.CurrencyCode
-			if _, ok := sums[cur]; !ok {
-				sums[cur] = ordersync.AmountFromInt(0)
-			}
-			counts[cur]++
-			sums[cur] = sums[cur].Add(o.Order.Total)
-		}
-		if page.Next == nil || len(page.Orders) == 0 {
-			break
-		}
-		filter.After = page.Next
-	}
-	out := map[string]MoneyFigure{}
-	for cur, n := range counts {
-		out[cur] = MoneyFigure{Count: n, Total: ordersync.FormatMinorUnits(sums[cur], cur)}
-	}
-	return out, nil
-}
-
-// collectedPage is how many orders one read of the overview's collected
-// totals takes.
-const collectedPage = 1000
 
 func (s *Console) overview(r *http.Request) (*OverviewView, error) {
 	view := &OverviewView{Text: map[string]string{}, Tables: map[string][][]string{}}
