@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -146,6 +147,19 @@ func (h *Handlers) SendExport(w http.ResponseWriter, r *http.Request, f ExportFi
 	hdr.Set("Content-Type", contentType(opts))
 	hdr.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.Name(opts.Location)}))
 	hdr.Set("Ordersync-Time-Zone", opts.Location.String())
+	if filter.Q != "" {
+		// A search by name matches the indexer's words: like the listing,
+		// the file says how current they are, in headers because a CSV has
+		// no place for them a spreadsheet would not take for a row.
+		asOf, behind, err := h.SearchAsOf(r.Context(), filter)
+		if err != nil {
+			*outcome = ordersync.OutcomeOfError(err)
+			h.office.Fail(w, "export", err, "")
+			return
+		}
+		hdr.Set("Ordersync-As-Of", asOf.UTC().Format(time.RFC3339))
+		hdr.Set("Ordersync-Behind", fmt.Sprint(behind))
+	}
 	hdr.Set("Cache-Control", "no-store")
 	hdr.Set("X-Content-Type-Options", "nosniff")
 
@@ -173,6 +187,14 @@ func (h *Handlers) SendExport(w http.ResponseWriter, r *http.Request, f ExportFi
 		log.Error("export failed midway: connection cut", "err", err)
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// SearchAsOf says how current the name words a search (filter.Q) matches
+// are, as the listing of the same filter does.
+func (h *Handlers) SearchAsOf(ctx context.Context, filter ordersync.OrderFilter) (time.Time, bool, error) {
+	filter.Limit, filter.After, filter.Offset, filter.Count = 1, nil, 0, false
+	page, err := h.deps.Orders.ListOrders(ctx, filter)
+	return page.AsOf, page.Behind, err
 }
 
 func contentType(opts export.Options) string {

@@ -80,6 +80,10 @@ type ExportView struct {
 	Errors map[string][]string
 	// Orders is the Orders page of the same filter.
 	Orders string
+	// Behind says a search's match by name is as of AsOf, not current,
+	// as on Orders; the file's headers say the same.
+	Behind bool
+	AsOf   string
 }
 
 // ZoneOption is one entry of the Export form's zone selector.
@@ -367,6 +371,12 @@ func (s *Console) fillExportView(r *http.Request, v *ExportView, req exportReque
 		list := cloneValues(req.query)
 		list.Set("count", "exact")
 		v.Orders = "/console/orders?" + list.Encode()
+		if f, err := api.OrderFilterOf(req.query, now); err == nil && f.Q != "" {
+			f.Account = req.choice.Account
+			if at, behind, err := s.cfg.API.SearchAsOf(r.Context(), f); err == nil {
+				v.Behind, v.AsOf = behind, at.UTC().Format("2006-01-02 15:04:05 UTC")
+			}
+		}
 	}
 }
 
