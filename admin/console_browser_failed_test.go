@@ -32,6 +32,16 @@ func TestFailedDeliveriesInBrowser(t *testing.T) {
 	}
 	h.shot("failed-deliveries")
 
+	// Each failed delivery is of an order of the data set: its link opens
+	// the order, whose timeline shows the failed attempt.
+	f0 := officeDeliveries["F0"]
+	h.load("open F0's order", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#dl-%d a[href="/console/orders/%s"]`, ids["F0"], f0))))
+	if title, body := h.text("h1"), h.text("body"); !strings.Contains(title, f0) || !strings.Contains(body, "Delivery order.paid failed") ||
+		!strings.Contains(body, "endpoint "+ep+": dead_lettered after 83 attempt(s), last HTTP status 503 busy") {
+		t.Errorf("F0's order page (%q) does not show its failed delivery:\n%s", title, body)
+	}
+	h.load("back to the failed deliveries", chromedp.Navigate(a.url+"/console/endpoints/"+ep+"/failed"))
+
 	h.load("replay F0", chromedp.Click(chromedp.CSS(fmt.Sprintf("#dl-%d button.replay-one", ids["F0"]))))
 	if c, res := h.text("#failed-count"), h.text("#replay-result"); c != "4 failed deliveries" || !strings.Contains(res, "Replayed 1 failed deliveries") ||
 		!strings.Contains(res, "1 delivered") {
@@ -43,7 +53,7 @@ func TestFailedDeliveriesInBrowser(t *testing.T) {
 	if q := h.text("h1"); q != "Replay 2 failed deliveries?" {
 		t.Fatalf("the confirmation asks %q", q)
 	}
-	if got := a.receivedByOrder(t); got["F1"] != 0 || got["F2"] != 0 {
+	if got := a.receivedByOrder(t); got[officeDeliveries["F1"]] != 0 || got[officeDeliveries["F2"]] != 0 {
 		t.Errorf("the confirmation page sent %v", got)
 	}
 	h.load("confirm 2", chromedp.Click(chromedp.CSS("button.confirm")))
@@ -61,7 +71,7 @@ func TestFailedDeliveriesInBrowser(t *testing.T) {
 	if c, res := h.text("#failed-count"), h.text("#replay-result"); c != "2 failed deliveries" || !strings.Contains(res, "2 failed again") {
 		t.Errorf("after replaying all: %q, %q", c, res)
 	}
-	if again := h.text(fmt.Sprintf("#dl-%d td.answer", ids["F3"])); again != "failed again: HTTP 500: warehouse down for F3" {
+	if again := h.text(fmt.Sprintf("#dl-%d td.answer", ids["F3"])); again != "failed again: HTTP 500: warehouse down for "+officeDeliveries["F3"] {
 		t.Errorf("F3's answer reads %q", again)
 	}
 	h.do("follow the link to one that failed again", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#replay-result a[href="#dl-%d"]`, ids["F4"]))))
@@ -70,7 +80,10 @@ func TestFailedDeliveriesInBrowser(t *testing.T) {
 	}
 	h.shot("failed-deliveries-again")
 
-	want := map[string]int{"F0": 1, "F1": 1, "F2": 1, "F3": 1, "F4": 1}
+	want := map[string]int{}
+	for _, f := range []string{"F0", "F1", "F2", "F3", "F4"} {
+		want[officeDeliveries[f]] = 1
+	}
 	if got := a.receivedByOrder(t); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("the endpoint received %v, want %v: each failed event once, nothing delivered", got, want)
 	}

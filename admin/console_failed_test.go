@@ -20,35 +20,47 @@ import (
 // F3 and F4.
 func failedEnv(t *testing.T) (*actionsEnv, map[string]int64) {
 	t.Helper()
-	return failedEnvWith(t, nil)
+	return failedEnvWith(t, nil, nil)
 }
 
 // failedEnvWith is failedEnv with the API's configuration edited by
-// configure.
-func failedEnvWith(t *testing.T, configure func(e *apiEnv, c *admin.Config)) (*actionsEnv, map[string]int64) {
+// configure and the orders F0…F4 and D0…D2 named by codes (the name
+// itself when codes has none). Each failed delivery is in the delivery
+// log too, as the dispatcher leaves it, so its order's timeline shows it.
+// ids are by F0…F4.
+func failedEnvWith(t *testing.T, configure func(e *apiEnv, c *admin.Config), codes map[string]string) (*actionsEnv, map[string]int64) {
 	t.Helper()
 	a := newActionsEnvWith(t, configure)
 	ctx := context.Background()
+	code := func(name string) string {
+		if c, ok := codes[name]; ok {
+			return c
+		}
+		return name
+	}
 	ids := map[string]int64{}
+	var recs []ordersync.DeliveryRecord
 	for i := range 5 {
-		code := fmt.Sprint("F", i)
+		name := fmt.Sprint("F", i)
 		id, err := a.db.AddDeliveryDeadLetter(ctx, ordersync.DeliveryDeadLetter{EndpointID: a.endpoint.ID, Event: ordersync.HookOrderPaid,
-			WebhookID: "msg_" + code, Account: ordersync.DefaultAccount, OrderCode: code, Attempts: 83, LastStatus: 503,
-			LastBody: "busy", Body: []byte(`{"type":"order.paid","data":{"orderCode":"` + code + `"}}`), CreatedAt: time.Now().Add(-time.Hour)})
+			WebhookID: "msg_" + name, Account: ordersync.DefaultAccount, OrderCode: code(name), Attempts: 83, LastStatus: 503,
+			LastBody: "busy", Body: []byte(`{"type":"order.paid","data":{"orderCode":"` + code(name) + `"}}`), CreatedAt: time.Now().Add(-time.Hour)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids[code] = id
+		ids[name] = id
+		recs = append(recs, ordersync.DeliveryRecord{WebhookID: "msg_" + name, EndpointID: a.endpoint.ID, Event: ordersync.HookOrderPaid,
+			Account: ordersync.DefaultAccount, OrderCode: code(name), Outcome: ordersync.DeliveryDeadLettered, Attempts: 83, Status: 503,
+			Detail: "busy", At: time.Now().Add(-time.Hour)})
 	}
-	var recs []ordersync.DeliveryRecord
 	for i := range 3 {
 		recs = append(recs, ordersync.DeliveryRecord{WebhookID: fmt.Sprint("msg_D", i), EndpointID: a.endpoint.ID, Event: ordersync.HookOrderPaid,
-			Account: ordersync.DefaultAccount, OrderCode: fmt.Sprint("D", i), Outcome: ordersync.DeliveryDelivered, Attempts: 1, Status: 200})
+			Account: ordersync.DefaultAccount, OrderCode: code(fmt.Sprint("D", i)), Outcome: ordersync.DeliveryDelivered, Attempts: 1, Status: 200})
 	}
 	if err := a.db.RecordDeliveries(ctx, recs); err != nil {
 		t.Fatal(err)
 	}
-	a.refuse["F3"], a.refuse["F4"] = true, true
+	a.refuse[code("F3")], a.refuse[code("F4")] = true, true
 	return a, ids
 }
 

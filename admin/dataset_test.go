@@ -137,16 +137,23 @@ func mirrorOffice(t *testing.T, db *store.DB) {
 	}
 }
 
+// officeDeliveries name the data set's orders whose order.paid event the
+// actions' endpoint failed to take (F0…F4) and took (D0…D2), all paid
+// orders of the default store.
+var officeDeliveries = map[string]string{"F0": "SV0000", "F1": "SV0001", "F2": "SV0002", "F3": "SV0010", "F4": "SV0011",
+	"D0": "SV0020", "D1": "SV0021", "D2": "SV0022"}
+
 // officeEnv is the actions' console (a running dispatcher, one endpoint
 // and its counting receiver) over the office data set, its clock at
-// officeNow; the endpoint has failed deliveries of F0…F4 beside
-// delivered ones of D0…D2, and its receiver refuses F3 and F4.
+// officeNow; the endpoint has failed deliveries of the orders
+// officeDeliveries names F0…F4 beside delivered ones of D0…D2, and its
+// receiver refuses F3 and F4.
 func officeEnv(t *testing.T) (*actionsEnv, map[string]int64) {
 	t.Helper()
 	a, ids := failedEnvWith(t, func(e *apiEnv, c *admin.Config) {
 		c.Account, c.Stores = ordersync.DefaultAccount, []string{ordersync.DefaultAccount, "madrid"}
 		c.Clock = func() time.Time { return officeNow }
-	})
+	}, officeDeliveries)
 	mirrorOffice(t, a.db)
 	return a, ids
 }
