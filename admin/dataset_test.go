@@ -25,6 +25,10 @@ import (
 // letters of each store, and failed deliveries of the actions' endpoint.
 const officePerStore = 300
 
+// officeFormula is the madrid order (MD0199, paid 26 November) whose
+// buyer's name is a formula (hostileBuyer).
+const officeFormula = 199
+
 var officeNow = time.Date(2026, 11, 27, 15, 0, 0, 0, time.UTC)
 
 // officeCall is the order of the buyer who says they paid: what they say
@@ -73,6 +77,9 @@ func officeOrders() []officeOrder {
 				phone: fmt.Sprintf("+%s7%07d", map[string]string{ordersync.DefaultAccount: "503", "madrid": "346"}[account], n)})
 		}
 	}
+	// A buyer whose name a spreadsheet would run as a formula, on an order
+	// madrid collected yesterday.
+	out[officePerStore+officeFormula].name = hostileBuyer
 	yesterday := time.Date(2026, 11, 26, 16, 20, 0, 0, time.UTC)
 	return append(out,
 		officeOrder{account: ordersync.DefaultAccount, code: officeCall.Code, ref: officeCall.Reference, statuses: "PENDING>PAID",
