@@ -79,25 +79,7 @@ func TestExportInBrowser(t *testing.T) {
 
 	// The data set says which orders the file holds: madrid's collected
 	// orders first paid on 26 November in Madrid.
-	madrid, _ := time.LoadLocation("Europe/Madrid")
-	wantN, wantSum := 0, ordersync.Amount{}
-	for _, o := range officeOrders() {
-		statuses := strings.Split(o.statuses, ">")
-		last := statuses[len(statuses)-1]
-		step := slices.IndexFunc(statuses, func(s string) bool { return s == "PAID" })
-		if o.account != "madrid" || (last != "PAID" && last != "FINALIZED") || step < 0 {
-			continue
-		}
-		at := o.created.Add(time.Minute + time.Duration(step)*time.Hour).In(madrid)
-		if at.Format("2006-01-02") != "2026-11-26" {
-			continue
-		}
-		amount, err := ordersync.ParseAmount(o.total)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantN, wantSum = wantN+1, wantSum.Add(amount)
-	}
+	wantN, wantSum := officeCollected(t, "madrid", "2026-11-26", false)
 	if wantN < 2 {
 		t.Fatalf("the data set has %d such orders", wantN)
 	}

@@ -3,6 +3,7 @@ package admin_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,4 +164,34 @@ func officeEnv(t *testing.T) (*actionsEnv, map[string]int64) {
 	}, officeDeliveries)
 	mirrorOffice(t, a.db)
 	return a, ids
+}
+
+// officeCollected is the count and sum of account's orders of the data set
+// collected (PAID or FINALIZED at the end; with reversed, also those paid
+// and reversed since) and first paid on day in the store's zone, as the
+// data set's statuses say.
+func officeCollected(t *testing.T, account, day string, reversed bool) (int, ordersync.Amount) {
+	t.Helper()
+	loc, err := time.LoadLocation(officeStores[account].Timezone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, sum := 0, ordersync.Amount{}
+	for _, o := range officeOrders() {
+		statuses := strings.Split(o.statuses, ">")
+		last := statuses[len(statuses)-1]
+		step := slices.IndexFunc(statuses, func(s string) bool { return s == "PAID" || s == "CANCELLED*" })
+		if o.account != account || (last != "PAID" && last != "FINALIZED" && !reversed) || step < 0 {
+			continue
+		}
+		if o.created.Add(time.Minute+time.Duration(step)*time.Hour).In(loc).Format("2006-01-02") != day {
+			continue
+		}
+		amount, err := ordersync.ParseAmount(o.total)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, sum = n+1, sum.Add(amount)
+	}
+	return n, sum
 }
