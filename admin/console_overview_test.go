@@ -320,3 +320,35 @@ func TestOverviewMoneyReadsTheReport(t *testing.T) {
 		}
 	}
 }
+
+// garbledReports gives every collected total as text no amount reads.
+type garbledReports struct{ ordersync.Reports }
+
+func (r garbledReports) DailyTotals(ctx context.Context, p ordersync.DailyTotalsParams) (ordersync.DailyTotals, error) {
+	t, err := r.Reports.DailyTotals(ctx, p)
+	for i := range t.Days {
+		if t.Days[i].Collected.Count > 0 {
+			t.Days[i].Collected.Total = "ten"
+		}
+	}
+	return t, err
+}
+
+// TestOverviewMoneyRefusesAnUnreadableTotal: a collected total the page
+// cannot read exactly fails the page; it is never left out of a sum that
+// would then match no other view.
+func TestOverviewMoneyRefusesAnUnreadableTotal(t *testing.T) {
+	db := openTestDB(t)
+	mirrorStores(t, db, [5]string{"sv", "a1", "PAID", "10.00", "2026-11-03T08:00:00.000Z"})
+	now := time.Date(2026, 11, 3, 12, 0, 0, 0, time.UTC)
+	base := consoleServer(t, db, roleTokens, func(c *admin.Config) {
+		c.Account, c.Stores = "sv", []string{"sv"}
+		c.Reports, c.Exports, c.Overview, c.Clock = garbledReports{db}, db, db, func() time.Time { return now }
+	})
+	b := newBrowser(t, base)
+	b.signIn("eve-token")
+	resp, page := b.do("GET", "/console/", nil)
+	if resp.StatusCode == http.StatusOK && strings.Contains(page, `data-store="sv"`) {
+		t.Fatalf("home with an unreadable collected total: %d, the store's money shown", resp.StatusCode)
+	}
+}

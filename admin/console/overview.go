@@ -163,9 +163,14 @@ func (s *Console) moneyOf(ctx context.Context, stores []string, account string, 
 		m.Behind = m.Behind || t.Behind
 		for _, d := range t.Days {
 			day := slices.Index(dates[:2], d.Date)
-			total, err := ordersync.ParseAmount(d.Collected.Total)
-			if day < 0 || d.Collected.Count == 0 || err != nil {
+			if day < 0 || d.Collected.Count == 0 {
 				continue
+			}
+			// A total the report cannot give exactly is an error, never a
+			// figure left out of the sum.
+			total, err := ordersync.ParseAmount(d.Collected.Total)
+			if err != nil {
+				return m, fmt.Errorf("store %s, %s %s collected: %w", store, d.Date, d.Currency, err)
 			}
 			sums := byCurrency[d.Currency]
 			if sums == nil {
