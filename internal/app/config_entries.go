@@ -126,92 +126,6 @@ func (c *Config) StoreNames() []string {
 	return append([]string{ordersync.DefaultAccount}, slices.Sorted(maps.Keys(c.Accounts))...)
 }
 
-// at names a problem of the file by its line and key.
-type at func(n *yaml.Node, key string, err error) error
-
-// loadMapping reads a mapping of settings into dst, each value through its
-// setting in table (a secret's _file variant through its file); other
-// reads, or reports, a key the table lacks.
-func loadMapping[T any](dst *T, table []setting[T], n *yaml.Node, prefix string, other func(k, v *yaml.Node) []error, at at) []error {
-	var errs []error
-	given := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		given[k.Value] = true
-		if st, ok := secretByFileKey(table, k.Value); ok {
-			if given[st.key] {
-				errs = append(errs, at(k, prefix+k.Value, fmt.Errorf("give %s or %s, not both", prefix+st.key, prefix+k.Value)))
-				continue
-			}
-			text, err := nodeText(v, "string")
-			if err == nil {
-				err = st.parseFile(dst, text)
-			}
-			if err != nil {
-				errs = append(errs, at(v, prefix+k.Value, err))
-			}
-			continue
-		}
-		st, ok := settingByKey(table, k.Value)
-		if !ok {
-			errs = append(errs, other(k, v)...)
-			continue
-		}
-		if st.secret && given[st.fileKey()] {
-			errs = append(errs, at(k, prefix+k.Value, fmt.Errorf("give %s or %s, not both", prefix+st.key, prefix+st.fileKey())))
-			continue
-		}
-		var err error
-		if st.set.node != nil {
-			err = st.set.node(dst, v)
-		} else {
-			var text string
-			if text, err = nodeText(v, st.set.kind); err == nil {
-				err = st.set.parse(dst, text)
-			}
-		}
-		if err != nil {
-			errs = append(errs, at(v, prefix+k.Value, err))
-		}
-	}
-	return errs
-}
-
-// notIn reports a key that is none of table's settings, and names them.
-func notIn[T any](what string, table []setting[T], prefix string, at at) func(k, _ *yaml.Node) []error {
-	return func(k, _ *yaml.Node) []error {
-		return []error{at(k, prefix+k.Value, fmt.Errorf("not %s setting (want %s)", what, keysOf(table)))}
-	}
-}
-
-// loadEnv reads into dst each setting of table whose variable, prefix and
-// its env, is set, or for a secret the variable of its file.
-func loadEnv[T any](dst *T, table []setting[T], prefix string, getenv func(string) string) []error {
-	var errs []error
-	for _, st := range table {
-		if st.env == "" {
-			continue
-		}
-		v, file := getenv(prefix+st.env), ""
-		if st.secret {
-			file = getenv(prefix + st.fileEnv())
-		}
-		switch {
-		case v != "" && file != "":
-			errs = append(errs, fmt.Errorf("environment variables %s and %s: set one of them", prefix+st.env, prefix+st.fileEnv()))
-		case v != "":
-			if err := st.set.parse(dst, v); err != nil {
-				errs = append(errs, fmt.Errorf("environment variable %s: %w", prefix+st.env, err))
-			}
-		case file != "":
-			if err := st.parseFile(dst, file); err != nil {
-				errs = append(errs, fmt.Errorf("environment variable %s: %w", prefix+st.fileEnv(), err))
-			}
-		}
-	}
-	return errs
-}
-
 // loadAccountsEnv lets the environment override each account of the file.
 func loadAccountsEnv(cfg *Config, getenv func(string) string) []error {
 	var errs []error
@@ -221,44 +135,6 @@ func loadAccountsEnv(cfg *Config, getenv func(string) string) []error {
 		cfg.Accounts[name] = a
 	}
 	return errs
-}
-
-// secretByFileKey is the secret setting whose _file variant key is.
-func secretByFileKey[T any](table []setting[T], key string) (setting[T], bool) {
-	for _, st := range table {
-		if st.secret && st.fileKey() == key {
-			return st, true
-		}
-	}
-	return setting[T]{}, false
-}
-
-func settingByKey[T any](table []setting[T], key string) (setting[T], bool) {
-	for _, st := range table {
-		if st.key == key {
-			return st, true
-		}
-	}
-	return setting[T]{}, false
-}
-
-// keysOf is the keys of a table, as an error message lists them.
-func keysOf[T any](table []setting[T]) string {
-	keys := make([]string, len(table))
-	for i, st := range table {
-		keys[i] = st.key
-	}
-	return strings.Join(keys, ", ")
-}
-
-// describe is the settings of a table with what each is, for one who gave
-// something other than a mapping of them.
-func describe[T any](table []setting[T]) string {
-	parts := make([]string, len(table))
-	for i, st := range table {
-		parts[i] = st.key + " (" + st.usage + ")"
-	}
-	return "want a mapping of its settings: " + strings.Join(parts, ", ")
 }
 
 // loadAccounts reads the accounts mapping: name → its settings.
