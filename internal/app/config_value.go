@@ -85,61 +85,43 @@ func list[T any](dst func(*T) *[]string) value[T] {
 		show:  func(c *T) string { return strings.Join(*dst(c), ",") }}
 }
 
-func integer[T any](dst func(*T) *int) value[T] {
-	return value[T]{kind: "int",
+// scalar is a value of one field parsed from trimmed text by parse and
+// shown by show; want names what a bad text is not.
+func scalar[T, V any](kind, want string, dst func(*T) *V, parse func(string) (V, error), show func(V) string) value[T] {
+	return value[T]{kind: kind,
 		parse: func(c *T, v string) error {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
+			x, err := parse(strings.TrimSpace(v))
 			if err != nil {
-				return fmt.Errorf("%q is not a whole number", v)
+				return fmt.Errorf("%q is not %s", v, want)
 			}
-			*dst(c) = n
+			*dst(c) = x
 			return nil
 		},
-		show: func(c *T) string { return strconv.Itoa(*dst(c)) }}
+		show: func(c *T) string { return show(*dst(c)) }}
+}
+
+func integer[T any](dst func(*T) *int) value[T] {
+	return scalar("int", "a whole number", dst, strconv.Atoi, strconv.Itoa)
 }
 
 func number[T any](dst func(*T) *float64) value[T] {
-	return value[T]{kind: "float",
-		parse: func(c *T, v string) error {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				return fmt.Errorf("%q is not a number", v)
-			}
-			*dst(c) = f
-			return nil
-		},
-		show: func(c *T) string { return strconv.FormatFloat(*dst(c), 'g', -1, 64) }}
+	return scalar("float", "a number", dst,
+		func(s string) (float64, error) { return strconv.ParseFloat(s, 64) },
+		func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) })
 }
 
 func boolean[T any](dst func(*T) *bool) value[T] {
-	return value[T]{kind: "bool",
-		parse: func(c *T, v string) error {
-			b, err := strconv.ParseBool(strings.TrimSpace(v))
-			if err != nil {
-				return fmt.Errorf("%q is not true or false", v)
-			}
-			*dst(c) = b
-			return nil
-		},
-		show: func(c *T) string { return strconv.FormatBool(*dst(c)) }}
+	return scalar("bool", "true or false", dst, strconv.ParseBool, strconv.FormatBool)
 }
 
 func duration[T any](dst func(*T) *time.Duration) value[T] {
-	return value[T]{kind: "duration",
-		parse: func(c *T, v string) error {
-			d, err := time.ParseDuration(strings.TrimSpace(v))
-			if err != nil {
-				return fmt.Errorf("%q is not a duration (write it like 90s, 5m or 24h)", v)
-			}
-			*dst(c) = d
-			return nil
-		},
-		show: func(c *T) string {
-			if *dst(c) == 0 {
+	return scalar("duration", "a duration (write it like 90s, 5m or 24h)", dst, time.ParseDuration,
+		func(d time.Duration) string {
+			if d == 0 {
 				return "0"
 			}
-			return dst(c).String()
-		}}
+			return d.String()
+		})
 }
 
 func splitList(v string) []string {
