@@ -77,3 +77,8 @@ func (a *asyncRecorder) close() {
 	a.mu.Unlock()
 	<-a.done
 }
+
+// EventRecorder writes event log rows; the store implements it.
+type EventRecorder interface {
+	RecordEvents(ctx context.Context, events []ordersync.EventRecord) error
+}

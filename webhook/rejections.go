@@ -3,11 +3,13 @@ package webhook
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/proxy"
 )
 
 // RejectionRecorder keeps the bounded record of requests refused before
@@ -179,4 +181,47 @@ func (t *rejectionTally) close() {
 		close(t.stop)
 	}
 	<-t.done
+}
+
+// rejectUnverified counts a request refused before it could be trusted:
+// anyone can send those, so each costs no row of its own, only a count in
+// the bounded per-minute record and the rate-limited WARN summary.
+func (rc *Receiver) rejectUnverified(acct *account, r *http.Request, receivedAt time.Time, reason ordersync.RejectionReason) {
+	client := rc.clientIP(r)
+	rc.logger.DebugContext(r.Context(), "webhook rejected", "account", acct.name, "reason", string(reason), "client", client)
+	rc.tally.add(receivedAt, acct.name, client, reason)
+}
+
+// rejectMalformed handles a body that is not an event: signed ones go to
+// the event log, unsigned ones (insecure mode) are only counted.
+func (rc *Receiver) rejectMalformed(acct *account, r *http.Request, body []byte, receivedAt time.Time, verdict ordersync.SignatureVerdict, detail string) {
+	if verdict != ordersync.SignatureValid {
+		rc.rejectUnverified(acct, r, receivedAt, ordersync.RejectMalformed)
+		return
+	}
+	rc.reject(acct, r, body, receivedAt, verdict, detail)
+}
+
+// reject hands a rejected request to the event log, never waiting.
+func (rc *Receiver) reject(acct *account, r *http.Request, body []byte, receivedAt time.Time, verdict ordersync.SignatureVerdict, detail string) {
+	client := rc.clientIP(r)
+	detail += " (from " + client + ")"
+	rc.logger.DebugContext(r.Context(), "webhook rejected", "account", acct.name, "reason", detail, "client", client)
+	if rc.recorder == nil {
+		return
+	}
+	rc.recorder.add(ordersync.EventRecord{
+		MsgID:      "rejected-" + MsgID(acct.name, body),
+		Account:    acct.name,
+		ReceivedAt: receivedAt,
+		Signature:  verdict,
+		Outcome:    ordersync.OutcomeRejected,
+		Detail:     detail,
+	})
+}
+
+// clientIP names who sent a request, believing X-Forwarded-For only from
+// a trusted proxy.
+func (rc *Receiver) clientIP(r *http.Request) string {
+	return proxy.Trusted(rc.cfg.TrustedProxies).Client(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
 }
