@@ -9,9 +9,9 @@
 // lists them.
 //
 // It imports nothing of this module. The adapters that do I/O (paymentlink,
-// sim, webhook, queue, worker, store, admin) import this package and a few
-// support packages, never each other; internal/app builds the pipeline out
-// of them, and the binaries cmd/ordersync and cmd/ordersync-lab run what it
-// builds. docs/architecture.md names every package, what it owns and what
-// it may import.
+// sim, webhook, queue, worker, dispatch, store, admin) import this package
+// and a few support packages, never each other; internal/app builds the
+// pipeline out of them, and the binaries cmd/ordersync and
+// cmd/ordersync-lab run what it builds. docs/architecture.md names every
+// package, what it owns and what it may import.
 package ordersync

@@ -23,4 +23,8 @@
 // EventRecorder. Both are written in the background, never making the
 // handler wait. Bodies are read into buffers that grow as bytes arrive,
 // within a budget of bytes in flight (503 busy when it is spent).
+//
+// A running receiver records its uptime and the counts of its answers in
+// the mirror (Heartbeat), so that a reconciler in any process knows when no
+// receiver was listening.
 package webhook
