@@ -100,10 +100,6 @@ func TestConsoleColumnsFitInBrowser(t *testing.T) {
 		h.do("set the viewport", chromedp.EmulateViewport(size.w, size.h))
 		for _, path := range []string{"/console/orders?account=*", "/console/orders", "/console/dead-letters", "/console/totals",
 			"/console/audit", "/console/endpoints", failed, "/console/orders/" + officeCall.Code} {
-			if path == failed && size.w < 1366 {
-				// The failed-delivery list is not yet laid out for a phone.
-				continue
-			}
 			h.load("open "+path, chromedp.Navigate(e.url+path))
 			if path != "/console/endpoints" && !strings.HasPrefix(path, "/console/orders/") && h.absent("table tbody tr td") {
 				t.Fatalf("%s has no rows to measure", path)
@@ -121,7 +117,11 @@ func TestConsoleColumnsFitInBrowser(t *testing.T) {
 			if len(cut) > 0 {
 				t.Errorf("at %d px, %s cuts off %d cells: %q", size.w, path, len(cut), cut)
 			}
-			h.shot(fmt.Sprintf("fit-%d-%s", size.w, strings.NewReplacer("/console/", "", "?account=*", "-all").Replace(path)))
+			name := strings.NewReplacer("/console/", "", "?account=*", "-all", "/", "-").Replace(path)
+			if path == failed {
+				name = "failed-deliveries"
+			}
+			h.shot(fmt.Sprintf("fit-%d-%s", size.w, name))
 		}
 	}
 }
