@@ -35,13 +35,16 @@ func TestConsoleActionsRefused(t *testing.T) {
 		_, path := concrete(pattern)
 		path = strings.Replace(path, "/endpoints/1/", "/endpoints/"+a.endpoint.ID+"/", 1)
 		form := url.Values{"csrf": {viewerCSRF}, "since": {"1h"}, "filter": {""}}
-		// A person at the console is answered with a console page.
+		// A person at the console is answered with a console page, headed
+		// like every page: the navigation and who is signed in.
 		if resp, body := viewer.do("POST", path, form); resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "only operators act") ||
-			!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(body, `id="problem"`) {
+			!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(body, `id="problem"`) ||
+			!strings.Contains(body, `<nav aria-label="Console">`) || !strings.Contains(body, "eve (viewer)") {
 			t.Errorf("viewer %s: %d %s %s, want a 403 page", pattern, resp.StatusCode, resp.Header.Get("Content-Type"), body)
 		}
-		if resp, body := ops.do("POST", path, url.Values{"since": {"1h"}}); resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "CSRF token is missing") {
-			t.Errorf("operator without CSRF token %s: %d %s, want 403", pattern, resp.StatusCode, body)
+		if resp, body := ops.do("POST", path, url.Values{"since": {"1h"}}); resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "CSRF token is missing") ||
+			!strings.Contains(body, `<nav aria-label="Console">`) {
+			t.Errorf("operator without CSRF token %s: %d %s, want a 403 page", pattern, resp.StatusCode, body)
 		}
 	}
 	if n := a.replayCounts(t, ids); n[0] != 0 {

@@ -115,5 +115,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	if body := h.text("body"); !strings.Contains(body, "viewers read, only operators act") {
 		t.Errorf("a viewer's re-sync answers %q", body)
 	}
+	// The refusal is a console page with its way back, not the API's JSON.
+	if kind, err := chromedp.Run(h.ctx, chromedp.Evaluate[string](`document.contentType`)); err != nil || kind != "text/html" ||
+		h.absent(`header nav a[href="/console/orders"]`) || h.absent("#problem") || h.absent("a#back") {
+		t.Errorf("a viewer's re-sync is answered with %q (%v), not a console page with the navigation and a way back", kind, err)
+	}
 	h.check()
 }

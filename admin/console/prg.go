@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin/api"
 )
 
@@ -105,8 +106,9 @@ type ProblemView struct {
 }
 
 // problemPage answers a console request with a page saying what was
-// refused or failed and why, with the fields by their labels.
-func (s *Console) problemPage(w http.ResponseWriter, r *http.Request, status int, detail string, fields map[string][]string) {
+// refused or failed and why, with the fields by their labels, headed
+// like every page for who, the session's principal (zero before one).
+func (s *Console) problemPage(w http.ResponseWriter, r *http.Request, who ordersync.Principal, status int, detail string, fields map[string][]string) {
 	v := &ProblemView{Status: status, Detail: detail, Fields: labelled(fields), Back: "/console/"}
 	if ref, err := url.Parse(r.Referer()); err == nil && ref.Host == r.Host {
 		v.Back = cmp.Or(consoleReturn(ref.RequestURI()), v.Back)
@@ -118,7 +120,7 @@ func (s *Console) problemPage(w http.ResponseWriter, r *http.Request, status int
 	case http.StatusBadRequest:
 		title = "Cannot be done as asked"
 	}
-	s.page(w, r, status, "problem.html", &Page{Title: title, Data: v})
+	s.page(w, r, status, "problem.html", &Page{Title: title, Principal: who, Data: v})
 }
 
 // problemPages turns the JSON problems a console page's handler answers
@@ -127,8 +129,11 @@ func (s *Console) problemPage(w http.ResponseWriter, r *http.Request, status int
 // console's JSON (overview.json, read by its script) keeps its problems.
 type problemPages struct {
 	http.ResponseWriter
-	s      *Console
-	r      *http.Request
+	s *Console
+	r *http.Request
+	// who is the session's principal once known: r is the request before
+	// the office resolved it, so the page cannot read it from r.
+	who    ordersync.Principal
 	status int
 	buf    *bytes.Buffer
 }
@@ -158,7 +163,7 @@ func (p *problemPages) finish() {
 	var pr api.Problem
 	_ = json.Unmarshal(p.buf.Bytes(), &pr)
 	p.Header().Del("Content-Type")
-	p.s.problemPage(p.ResponseWriter, p.r, p.status, pr.Title, pr.Errors)
+	p.s.problemPage(p.ResponseWriter, p.r, p.who, p.status, pr.Title, pr.Errors)
 }
 
 // asPages is w turning problems into pages for the console request r.

@@ -120,6 +120,9 @@ func (s *Console) Serve(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, signInLink(r.URL.RequestURI()), http.StatusSeeOther)
 		return
 	}
+	if pp, ok := w.(*problemPages); ok {
+		pp.who = p
+	}
 	if api.IsWrite(r.Method) && !s.validCSRF(r, cookie) {
 		api.WriteProblem(w, http.StatusForbidden, "the form's CSRF token is missing or wrong: reload the page and send it again", nil)
 		return
@@ -264,7 +267,11 @@ type Page struct {
 // template answers 500 rather than half a page.
 func (s *Console) page(w http.ResponseWriter, r *http.Request, status int, name string, p *Page) {
 	session := ""
-	if who, ok := s.office.Principal(r); ok && who.Role != "" {
+	who, ok := s.office.Principal(r)
+	if !ok || who.Role == "" {
+		who = p.Principal // a problem page's, the office's answer being past
+	}
+	if who.Role != "" {
 		p.Principal = who
 		if c, err := r.Cookie(sessionCookie); err == nil && len(s.office.Tokens()) > 0 {
 			session, p.SignedIn = c.Value, true
