@@ -13,8 +13,9 @@ import (
 // from the Endpoints page to the list, replay one with its row's button,
 // tick two and replay them after a confirmation showing 2, then replay
 // every one after a confirmation showing their count, which fail again
-// and are marked. The endpoint receives each failed event once per replay
-// and nothing that was delivered; the Endpoints page and the overview
+// and are marked; a reload of the page after it sends nothing again. The
+// endpoint receives each failed event once per replay and nothing that
+// was delivered; the Endpoints page and the overview
 // count the same failures afterwards. Any error a page reports fails it.
 func TestFailedDeliveriesInBrowser(t *testing.T) {
 	h := newHeadless(t)
@@ -79,6 +80,12 @@ func TestFailedDeliveriesInBrowser(t *testing.T) {
 		t.Errorf("the link to F4 went to %q (%v)", hash, err)
 	}
 	h.shot("failed-deliveries-again")
+	// A reload of the page the replay led to shows it again and sends nothing:
+	// the endpoint's receipts below stay one per failed event.
+	h.load("reload after the replay", chromedp.Reload())
+	if c, res := h.text("#failed-count"), h.text("#replay-result"); c != "2 failed deliveries" || !strings.Contains(res, "2 failed again") {
+		t.Errorf("after a reload: %q, %q", c, res)
+	}
 
 	want := map[string]int{}
 	for _, f := range []string{"F0", "F1", "F2", "F3", "F4"} {
