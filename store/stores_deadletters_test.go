@@ -1,0 +1,72 @@
+package store
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ordersync/ordersync"
+)
+
+// TestStoreScopedDeadLetters: the dead letters listed and counted for a
+// store are that store's alone, and with no store every store's, on both
+// dialects.
+func TestStoreScopedDeadLetters(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		ctx := context.Background()
+		for i, l := range []struct {
+			account string
+			reason  ordersync.DeadLetterReason
+		}{
+			{"sv", ordersync.ReasonUnresolved}, {"sv", ordersync.ReasonMalformed},
+			{"md", ordersync.ReasonUnresolved}, {"md", ordersync.ReasonUnresolved}, {"md", ordersync.ReasonMalformed},
+		} {
+			if _, err := db.AddDeadLetter(ctx, ordersync.DeadLetter{MsgID: l.account + string(rune('a'+i)), Account: l.account,
+				Reason: l.reason, Attempts: 1, Body: []byte(`{}`), CreatedAt: testNow.Add(time.Duration(i) * time.Second)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for account, want := range map[string]map[ordersync.DeadLetterReason]int{
+			"sv": {ordersync.ReasonUnresolved: 1, ordersync.ReasonMalformed: 1},
+			"md": {ordersync.ReasonUnresolved: 2, ordersync.ReasonMalformed: 1},
+			"":   {ordersync.ReasonUnresolved: 3, ordersync.ReasonMalformed: 2},
+			"no": {},
+		} {
+			letters, err := db.ListDeadLetters(ctx, ordersync.DeadLetterFilter{Account: account})
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed := map[ordersync.DeadLetterReason]int{}
+			for _, l := range letters {
+				if account != "" && l.Account != account {
+					t.Errorf("ListDeadLetters(%q) lists %s's letter %s", account, l.Account, l.MsgID)
+				}
+				listed[l.Reason]++
+			}
+			counted, err := db.CountDeadLetters(ctx, ordersync.DeadLetterFilter{Account: account})
+			if err != nil {
+				t.Fatal(err)
+			}
+			maps.DeleteFunc(counted, func(_ ordersync.DeadLetterReason, n int) bool { return n == 0 })
+			if !maps.Equal(listed, want) || !maps.Equal(counted, want) {
+				t.Errorf("store %q: listed %v, counted %v; want %v", account, listed, counted, want)
+			}
+		}
+		// A store and a reason together narrow to both.
+		letters, err := db.ListDeadLetters(ctx, ordersync.DeadLetterFilter{Account: "md", Reason: ordersync.ReasonUnresolved})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, l := range letters {
+			ids = append(ids, l.MsgID)
+		}
+		slices.Sort(ids)
+		if !slices.Equal(ids, []string{"mdc", "mdd"}) {
+			t.Errorf("md's unresolved letters = %v; want mdc, mdd", ids)
+		}
+	})
+}
