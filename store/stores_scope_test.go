@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"testing"
@@ -67,6 +68,45 @@ func TestStoreScopedDeadLetters(t *testing.T) {
 		slices.Sort(ids)
 		if !slices.Equal(ids, []string{"mdc", "mdd"}) {
 			t.Errorf("md's unresolved letters = %v; want mdc, mdd", ids)
+		}
+	})
+}
+
+// TestStoreScopedOrderReads: an order is found by its code in its own
+// store alone, and an export with line items and status changes, the
+// console's line-item and status-change files, holds one store's orders
+// with their own items and changes, on both dialects.
+func TestStoreScopedOrderReads(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		db := openDB(t, url)
+		twoStores(t, db)
+		if m, err := db.FindOrderByCode(ctx, "sv", "s1"); err != nil || m.Account != "sv" || m.Order.OrderCode != "s1" {
+			t.Errorf("FindOrderByCode(sv, s1) = %+v, %v", m, err)
+		}
+		if _, err := db.FindOrderByCode(ctx, "md", "s1"); !errors.Is(err, ordersync.ErrNotFound) {
+			t.Errorf("FindOrderByCode(md, s1): %v, want not found", err)
+		}
+		for account, want := range map[string][]string{"sv": {"sv/s1", "sv/s2", "sv/s3"}, "md": {"md/m1", "md/m2"}} {
+			var got []string
+			err := db.ExportOrders(ctx, ordersync.ExportParams{Filter: ordersync.OrderFilter{Account: account},
+				LineItems: true, StatusChanges: true, BatchSize: 2}, func(batch []ordersync.ExportedOrder) error {
+				for _, e := range batch {
+					got = append(got, e.Account+"/"+e.Order.OrderCode)
+					if len(e.StatusChanges) == 0 || len(e.Order.LineItems) == 0 {
+						t.Errorf("export of %s: %s has %d status changes, %d line items", account, e.Order.OrderCode,
+							len(e.StatusChanges), len(e.Order.LineItems))
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("ExportOrders(%s, line items, status changes) = %v; want %v", account, got, want)
+			}
 		}
 	})
 }
