@@ -44,9 +44,10 @@ const (
 	// (TestServeDrainsOnSIGTERM): the readiness probes' path, and never a
 	// liveness probe's, which would kill a process for draining.
 	drainRoute = "/readyz"
-	// serveMemoryLimit is serve's soft memory limit (limitServeMemory): a
-	// container's memory limit must leave the process more than that.
-	serveMemoryLimit = 90 << 20
+	// serveMemoryLimit is serve's soft memory limit outside a container
+	// (limitServeMemory): a container's memory limit must leave the
+	// process more than the pipeline needs there.
+	serveMemoryLimit = defaultServeMemoryLimit
 	// scrapeJob is the job name the alert rules look for.
 	scrapeJob = "ordersync"
 )

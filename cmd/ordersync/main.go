@@ -34,13 +34,14 @@ func tuneGC() {
 	}
 }
 
-// limitServeMemory bounds the heap that GOGC=400 lets grow. Only serve sets
-// it: the commands that also hold a simulator and a load generator (demo,
-// chaos, loadtest) need more, and would spend their CPU collecting under
-// it. GOMEMLIMIT, when set, wins.
+// limitServeMemory bounds the heap that GOGC=400 lets grow, by
+// chooseServeMemoryLimit: the container's memory limit when there is one. Only
+// serve sets it: the commands that also hold a simulator and a load
+// generator (demo, chaos, loadtest) need more, and would spend their CPU
+// collecting under it. GOMEMLIMIT, when set, wins.
 func limitServeMemory() {
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(90 << 20)
+	if limit, ok := chooseServeMemoryLimit(os.Getenv, cgroupMemoryLimit(os.DirFS("/"))); ok {
+		debug.SetMemoryLimit(limit)
 	}
 }
 

@@ -65,7 +65,9 @@ func TestServeKillRestart(t *testing.T) {
 		// serve's own runtime settings (tuneGC, limitServeMemory,
 		// spareProcForSQLite).
 		families := waitScrape(t, admin+"/metrics", func(map[string]*dto.MetricFamily) bool { return true }, 10*time.Second)
-		want := map[string]float64{"go_gc_gogc_percent": 400, "go_gc_gomemlimit_bytes": 90 << 20}
+		// The child runs in the test's cgroup.
+		limit, _ := chooseServeMemoryLimit(os.Getenv, cgroupMemoryLimit(os.DirFS("/")))
+		want := map[string]float64{"go_gc_gogc_percent": 400, "go_gc_gomemlimit_bytes": float64(limit)}
 		if os.Getenv("GOMAXPROCS") == "" {
 			// One P more than the default, for the SQLite writer.
 			want["go_sched_gomaxprocs_threads"] = float64(runtime.GOMAXPROCS(0) + 1)
