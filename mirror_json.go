@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // MarshalJSON writes the order detail in the interface's own field names and
@@ -41,14 +42,24 @@ func (m MirroredOrder) EncodeEvent() (payload []byte, statusChangeAt int, err er
 	return m.marshal()
 }
 
+// fieldLists holds the member lists marshal splits documents into, which
+// point into the document and never outlive the call: one encode per order
+// event, each list about 2 KB.
+var fieldLists = sync.Pool{New: func() any { return new([]field) }}
+
 func (m MirroredOrder) marshal() ([]byte, int, error) {
-	fields, ok := topLevelFields(m.Order.Raw)
+	list := fieldLists.Get().(*[]field)
+	defer func() {
+		clear((*list)[:cap(*list)])
+		fieldLists.Put(list)
+	}()
+	fields, ok := topLevelFields((*list)[:0], m.Order.Raw)
 	if !ok {
 		typed, err := json.Marshal(m.Order.withLists())
 		if err != nil {
 			return nil, 0, err
 		}
-		if fields, ok = topLevelFields(typed); !ok {
+		if fields, ok = topLevelFields((*list)[:0], typed); !ok {
 			return nil, 0, fmt.Errorf("encode order %s: the typed order is not a JSON object", m.Order.OrderCode)
 		}
 	}
@@ -62,6 +73,7 @@ func (m MirroredOrder) marshal() ([]byte, int, error) {
 	}
 	fields = slices.DeleteFunc(fields, func(f field) bool { return string(f.key) == "account" || string(f.key) == "sync" })
 	fields = append(fields, field{key: []byte("account"), value: account}, field{key: []byte("sync"), value: sync})
+	*list = fields
 	slices.SortFunc(fields, func(a, b field) int { return bytes.Compare(a.key, b.key) })
 
 	size := 2
@@ -140,16 +152,18 @@ type field struct {
 	rewrite bool
 }
 
-// topLevelFields splits a JSON object into its members, validating the
-// whole document; false for anything else. A name repeated keeps its last
-// value, as decoding into a map does.
-func topLevelFields(doc []byte) ([]field, bool) {
+// topLevelFields splits a JSON object into its members, appended to
+// fields (empty), validating the whole document; false for anything else.
+// A name repeated keeps its last value, as decoding into a map does.
+func topLevelFields(fields []field, doc []byte) ([]field, bool) {
 	s := scanner{b: doc}
 	s.skipSpace()
 	if !s.consume('{') {
 		return nil, false
 	}
-	fields := make([]field, 0, 24)
+	if fields == nil {
+		fields = make([]field, 0, 24)
+	}
 	// Duplicates are looked for among the fields so far, or past
 	// linearKeys of them in a map: documents have about twenty.
 	const linearKeys = 32

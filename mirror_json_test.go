@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -150,6 +151,11 @@ func FuzzMarshalJSON(f *testing.F) {
 // allocations) does.
 const marshalAllocBudget = 14
 
+// marshalByteBudget is the most bytes encoding that order may allocate:
+// its payload (about 1.9 KB) and little else, so the member list comes
+// from fieldLists rather than a new one per order.
+const marshalByteBudget = 3000
+
 // TestMarshalJSONAllocBudget holds the one encoder of a mirrored order to
 // its allocation budget: a count, not a time.
 func TestMarshalJSONAllocBudget(t *testing.T) {
@@ -163,5 +169,33 @@ func TestMarshalJSONAllocBudget(t *testing.T) {
 	t.Logf("%.0f allocations per order (budget %d)", allocs, marshalAllocBudget)
 	if allocs > marshalAllocBudget {
 		t.Errorf("encoding a mirrored order allocates %.0f times, over its budget of %d", allocs, marshalAllocBudget)
+	}
+	// AllocsPerRun's way, for bytes: one P, a warm-up run, then the mean.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const runs = 200
+	var before, after runtime.MemStats
+	if _, err := m.MarshalJSON(); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&before)
+	for range runs {
+		if _, err := m.MarshalJSON(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if n := (after.TotalAlloc - before.TotalAlloc) / runs; n > marshalByteBudget {
+		t.Errorf("encoding a mirrored order allocates %d bytes, over its budget of %d", n, marshalByteBudget)
+	}
+}
+
+func BenchmarkMarshalJSON(b *testing.B) {
+	_, compact := paidDoc(b)
+	m := payloadOf(compact)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.MarshalJSON(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
