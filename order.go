@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // ID is a numeric identifier (orderId, productId) that arrives as a JSON
@@ -247,14 +250,18 @@ func (p *Payment) IsEmpty() bool {
 }
 
 // DecodeOrder decodes an order detail document tolerantly and keeps the raw
-// bytes in Order.Raw. Unknown fields are ignored.
+// bytes in Order.Raw. Unknown fields are ignored; it accepts and refuses
+// what encoding/json does (names matched without regard to case, the last
+// of a name given twice winning, invalid UTF-8 in strings replaced).
 func DecodeOrder(doc []byte) (*Order, error) {
 	// null would decode to an empty order without complaint.
 	if trimmed := bytes.TrimSpace(doc); len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, fmt.Errorf("decode order detail: not a JSON object")
 	}
 	var o Order
-	if err := json.Unmarshal(doc, &o); err != nil {
+	// The json/v2 decoder with encoding/json's semantics: the same
+	// results, decoded without reflection per value.
+	if err := jsonv2.Unmarshal(doc, &o, decodeOrderOptions); err != nil {
 		return nil, fmt.Errorf("decode order detail: %w", err)
 	}
 	if o.Payment.IsEmpty() {
@@ -264,6 +271,10 @@ func DecodeOrder(doc []byte) (*Order, error) {
 	o.Raw = append(json.RawMessage(nil), doc...)
 	return &o, nil
 }
+
+// decodeOrderOptions are encoding/json's semantics for the json/v2
+// decoder, which encoding/json/v2 only offers under GOEXPERIMENT=jsonv2.
+var decodeOrderOptions = jsonv1.DefaultOptionsV1()
 
 // OrderRef identifies an order of an account by whichever keys are known.
 type OrderRef struct {
