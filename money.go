@@ -199,6 +199,18 @@ func (a *Amount) UnmarshalJSON(b []byte) error {
 		*a = Amount{}
 		return nil
 	}
+	num := b
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
+		num = b[1 : len(b)-1]
+	}
+	// ParseAmount's fast path, which takes only digits, a sign and a
+	// point (so a string of them needs no decoding), on a conversion that
+	// does not escape: a short number is not copied to the heap.
+	var v Amount
+	if parsePlainAmount(string(num), &v.d) {
+		*a = v
+		return nil
+	}
 	s := string(b)
 	if len(b) > 0 && b[0] == '"' {
 		if err := json.Unmarshal(b, &s); err != nil {

@@ -1,6 +1,7 @@
 package ordersync
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -341,6 +342,29 @@ func TestParseAmountPlainMatchesGeneral(t *testing.T) {
 		var d apd.Decimal
 		if parsePlainAmount(s, &d) {
 			t.Errorf("%q: taken by the fast path, want apd's parser to decide", s)
+		}
+	}
+}
+
+// TestAmountUnmarshalJSONAsParseAmount: UnmarshalJSON, called on bytes no
+// decoder checked first too, gives what encoding/json's string and then
+// ParseAmount give.
+func TestAmountUnmarshalJSONAsParseAmount(t *testing.T) {
+	for _, doc := range []string{`12`, `"12"`, `-0`, `"-0"`, `-1.50`, `"-1.50"`, `"\u0031"`, `" 1"`, `"1 "`, `""`, `"`,
+		`"-"`, `-`, `"1."`, `1.`, `.5`, `".5"`, `"007"`, `007`, `1234567890123456789`, `"123456789012345678"`,
+		`"\"1\""`, `"1"2"`, `"12`, `12"`, "\"1\xff\"", `1e2`, `"1E-2"`, `+1`, ` 3 `, `"1.2.3"`} {
+		var want Amount
+		s, err := doc, error(nil)
+		if b := bytes.TrimSpace([]byte(doc)); len(b) > 0 && b[0] == '"' {
+			err = json.Unmarshal(b, &s)
+		}
+		if err == nil {
+			want, err = ParseAmount(s)
+		}
+		var got Amount
+		gotErr := got.UnmarshalJSON([]byte(doc))
+		if (gotErr != nil) != (err != nil) || !got.Identical(want) {
+			t.Errorf("UnmarshalJSON(%s) = %s, %v; encoding/json and ParseAmount: %s, %v", doc, got, gotErr, want, err)
 		}
 	}
 }

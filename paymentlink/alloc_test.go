@@ -32,7 +32,7 @@ func (c *cannedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // may cost the client, decoding included. It sits about a tenth above the
 // count when it was set, so that a change of Go's runtime or net/http does
 // not fail it, while a second decode or a copy of the document does.
-const fetchAllocBudget = 64
+const fetchAllocBudget = 44
 
 // TestFetchAllocBudget holds the fetch-and-decode to its allocation
 // budget: a count, not a time, so it does not depend on the machine.
