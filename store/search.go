@@ -275,7 +275,22 @@ type orderPart func(id string) ([]string, []any)
 // order's row to sort them would cost far more than the page.
 func (db *DB) partQueries(set orderColumnSet, f ordersync.OrderFilter, names searchPlan, col, orderBy, dir string, rows int, part orderPart) (string, string, []any) {
 	where, whereArgs := db.filterConditions(f, col)
-	if counted := countedConditions(f); counted != nil {
+	q := strings.TrimSpace(f.Q)
+	ranges := countedRanges(f)
+	var (
+		from     = "orders"
+		fromArgs []any
+	)
+	if q == "" && len(ranges) > 0 {
+		// A transition range selects a day's or a month's orders out of
+		// the store's: they are read from the status history's index on
+		// (status, time), then each order by its row, where walking the
+		// store's orders in the sort's index to test each against the
+		// range reads every one of them.
+		from = "(" + ranges[0].sql + ") AS counted" + db.crossJoin() + "orders ON orders.id = counted.order_row"
+		fromArgs, ranges = ranges[0].args, ranges[1:]
+	}
+	if counted := countedConditions(ranges); counted != nil {
 		// On the order's row id, which orders and the words' rows name
 		// differently: part's conditions are where such conditions go.
 		inner := part
@@ -285,7 +300,6 @@ func (db *DB) partQueries(set orderColumnSet, f ordersync.OrderFilter, names sea
 			return slices.Concat(cc, pc), slices.Concat(ca, pa)
 		}
 	}
-	q := strings.TrimSpace(f.Q)
 	order := "found_id " + dir
 	if orderBy != "" {
 		order = "k " + dir + ", " + order
@@ -304,9 +318,19 @@ func (db *DB) partQueries(set orderColumnSet, f ordersync.OrderFilter, names sea
 			fetched = []string{"raw_document IS NOT NULL"}
 		}
 		pc, pa := part("id")
-		found = `SELECT id AS found_id, ` + col + ` AS k FROM orders WHERE ` + strings.Join(slices.Concat(fetched, where, pc), " AND ")
-		args = slices.Concat(whereArgs, pa)
-		counted = found
+		cond := ` FROM ` + from + ` WHERE `
+		found = `SELECT id AS found_id, ` + col + ` AS k` + cond + strings.Join(slices.Concat(fetched, where, pc), " AND ")
+		args = slices.Concat(fromArgs, whereArgs, pa)
+		// The count reads no sort value, and no document when the filter
+		// selects fetched orders only: either would cost a read of each
+		// order's row where the filter's index alone answers it.
+		if onlyFetched(f) {
+			fetched = nil
+		}
+		counted = `SELECT id AS found_id` + cond + strings.Join(slices.Concat(fetched, where, pc), " AND ")
+		if len(fetched)+len(where)+len(pc) == 0 {
+			counted = strings.TrimSuffix(counted, " WHERE ")
+		}
 	} else {
 		found, args = db.searchFound(f.Account, q, names, col, orderBy != "", where, whereArgs, part, order, rows)
 		counted, _ = db.searchFound(f.Account, q, names, col, orderBy != "", where, whereArgs, part, order, 0)
@@ -327,6 +351,19 @@ func (db *DB) partQueries(set orderColumnSet, f ordersync.OrderFilter, names sea
 	return `SELECT ` + set.list + ` FROM ` + page + ` AS page` +
 			db.crossJoin() + `orders ON orders.id = page.found_id ORDER BY page.` + strings.ReplaceAll(order, ", ", ", page."),
 		`SELECT COUNT(*) FROM (` + counted + `) AS found`, args
+}
+
+// onlyFetched reports whether f selects fetched orders only: a
+// placeholder (RecordOrderRef) has no status, created or paid time, total,
+// currency or status history, so any condition on those excludes it.
+func onlyFetched(f ordersync.OrderFilter) bool {
+	for _, t := range []time.Time{f.Since, f.CreatedFrom, f.CreatedTo, f.PaidFrom, f.PaidTo, f.CancelledFrom, f.CancelledTo,
+		f.FinalizedFrom, f.FinalizedTo, f.ReversedFrom, f.ReversedTo} {
+		if !t.IsZero() {
+			return true
+		}
+	}
+	return len(f.Statuses) > 0 || f.Currency != "" || f.MinTotal != nil || f.MaxTotal != nil
 }
 
 // noIndex writes column so that SQLite cannot answer a condition on it from
@@ -402,37 +439,58 @@ func (db *DB) filterConditions(f ordersync.OrderFilter, col string) ([]string, [
 	return where, args
 }
 
-// The orders the daily totals' transition figures count in [?, ?), by
-// their row id (%s): the rules of DailyTotals' reportFinalizedSQL and
-// reportCancelledSQL, which count an order once per figure, at its first
-// finalization, its first cancellation when never paid, and its first
-// cancellation after the payment when paid.
+// The orders the daily totals' transition figures count in [?, ?), each
+// once, as a subquery of their row ids (order_row): the rules of
+// DailyTotals' reportFinalizedSQL and reportCancelledSQL, which count an
+// order once per figure, at its first finalization, its first
+// cancellation when never paid, and its first cancellation after the
+// payment when paid.
 const (
-	countedFinalizedSQL = `%s IN (SELECT h.order_row FROM status_history h WHERE h.to_status = 'FINALIZED' AND h.at >= ? AND h.at < ?
-  AND NOT EXISTS (SELECT 1 FROM status_history e WHERE e.order_row = h.order_row AND e.to_status = 'FINALIZED' AND e.id < h.id))`
-	countedCancelledSQL = `%s IN (SELECT h.order_row FROM status_history h JOIN orders o ON o.id = h.order_row
+	countedFinalizedSQL = `SELECT h.order_row FROM status_history h WHERE h.to_status = 'FINALIZED' AND h.at >= ? AND h.at < ?
+  AND NOT EXISTS (SELECT 1 FROM status_history e WHERE e.order_row = h.order_row AND e.to_status = 'FINALIZED' AND e.id < h.id)`
+	countedCancelledSQL = `SELECT h.order_row FROM status_history h JOIN orders o ON o.id = h.order_row
 WHERE o.paid_at IS NULL AND h.to_status = 'CANCELLED' AND h.at >= ? AND h.at < ?
-  AND NOT EXISTS (SELECT 1 FROM status_history e WHERE e.order_row = h.order_row AND e.to_status = 'CANCELLED' AND e.id < h.id))`
-	countedReversedSQL = `%s IN (SELECT h.order_row FROM status_history h JOIN orders o ON o.id = h.order_row
+  AND NOT EXISTS (SELECT 1 FROM status_history e WHERE e.order_row = h.order_row AND e.to_status = 'CANCELLED' AND e.id < h.id)`
+	countedReversedSQL = `SELECT h.order_row FROM status_history h JOIN orders o ON o.id = h.order_row
 WHERE o.paid_at IS NOT NULL AND h.to_status = 'CANCELLED' AND h.at >= o.paid_at AND h.at >= ? AND h.at < ?
   AND NOT EXISTS (SELECT 1 FROM status_history e WHERE e.order_row = h.order_row AND e.to_status = 'CANCELLED' AND e.id < h.id
-                  AND e.at >= o.paid_at))`
+                  AND e.at >= o.paid_at)`
 )
 
-// countedConditions are the conditions of f's transition ranges on the
-// order's row id, or nil when it has none.
-func countedConditions(f ordersync.OrderFilter) orderPart {
-	type rng struct {
+// countedRange is one of a filter's transition ranges: the subquery of
+// the row ids of its orders and its two arguments.
+type countedRange struct {
+	sql  string
+	args []any
+}
+
+// countedRanges are f's transition ranges, none when it has none.
+func countedRanges(f ordersync.OrderFilter) []countedRange {
+	var out []countedRange
+	for _, r := range []struct {
 		sql      string
 		from, to time.Time
-	}
-	var ranges []rng
-	for _, r := range []rng{{countedCancelledSQL, f.CancelledFrom, f.CancelledTo},
+	}{{countedCancelledSQL, f.CancelledFrom, f.CancelledTo},
 		{countedFinalizedSQL, f.FinalizedFrom, f.FinalizedTo}, {countedReversedSQL, f.ReversedFrom, f.ReversedTo}} {
-		if !r.from.IsZero() || !r.to.IsZero() {
-			ranges = append(ranges, r)
+		if r.from.IsZero() && r.to.IsZero() {
+			continue
 		}
+		// An open bound is the widest a time column holds.
+		from, to := r.from, r.to
+		if from.IsZero() {
+			from = time.Unix(0, 0)
+		}
+		if to.IsZero() {
+			to = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+		}
+		out = append(out, countedRange{r.sql, []any{dbTime(from), dbTime(to)}})
 	}
+	return out
+}
+
+// countedConditions are the conditions of ranges on the order's row id,
+// or nil when there are none.
+func countedConditions(ranges []countedRange) orderPart {
 	if len(ranges) == 0 {
 		return nil
 	}
@@ -442,16 +500,8 @@ func countedConditions(f ordersync.OrderFilter) orderPart {
 			args  []any
 		)
 		for _, r := range ranges {
-			// An open bound is the widest a time column holds.
-			from, to := r.from, r.to
-			if from.IsZero() {
-				from = time.Unix(0, 0)
-			}
-			if to.IsZero() {
-				to = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
-			}
-			conds = append(conds, fmt.Sprintf(r.sql, id))
-			args = append(args, dbTime(from), dbTime(to))
+			conds = append(conds, id+" IN ("+r.sql+")")
+			args = append(args, r.args...)
 		}
 		return conds, args
 	}

@@ -35,6 +35,33 @@ func testReaders(t *testing.T, s Store) {
 	if err != nil || page.Total == nil || *page.Total != 2 || len(page.Orders) != 1 || page.Orders[0].Order.OrderCode != "Read03" {
 		t.Errorf("ListOrders = %+v, %v; want 2 in all, Read03 (the newest) on a page of 1", page, err)
 	}
+	// The Orders page's counts: exact up to a bound, then one past it (read
+	// "more than"), with or without a filter, and an order recorded but not
+	// fetched yet counted by none.
+	if err := s.RecordOrderRef(ctx, ordersync.OrderRef{Account: account, Code: "Read09", ID: "99", Reference: "r-99"}); err != nil {
+		t.Fatalf("RecordOrderRef: %v", err)
+	}
+	paid, created := []ordersync.Status{ordersync.StatusPaid}, time.Date(2026, 10, 10, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name string
+		f    ordersync.OrderFilter
+		want int
+	}{
+		{"every order", ordersync.OrderFilter{}, 3},
+		{"every order, up to 2", ordersync.OrderFilter{CountUpTo: 2}, 3},
+		{"every order, up to 3", ordersync.OrderFilter{CountUpTo: 3}, 3},
+		{"paid", ordersync.OrderFilter{Statuses: paid}, 2},
+		{"paid, up to 1", ordersync.OrderFilter{Statuses: paid, CountUpTo: 1}, 2},
+		{"paid, up to 2", ordersync.OrderFilter{Statuses: paid, CountUpTo: 2}, 2},
+		{"created since, up to 10", ordersync.OrderFilter{Since: created, CountUpTo: 10}, 3},
+		{"paid, created since, up to 1", ordersync.OrderFilter{Statuses: paid, Since: created, CountUpTo: 1}, 2},
+	} {
+		c.f.Account, c.f.Count, c.f.Limit = account, true, 1
+		page, err := s.ListOrders(ctx, c.f)
+		if err != nil || page.Total == nil || *page.Total != c.want {
+			t.Errorf("ListOrders, %s: total %v, %v; want %d", c.name, page.Total, err, c.want)
+		}
+	}
 	m := find(t, s, "Read02")
 	if m.Account != account || m.Order.OrderStatus != ordersync.StatusPaid || m.Order.Total.String() != "10.50" || len(m.Order.Raw) == 0 {
 		t.Errorf("FindOrderByCode = %+v", m)

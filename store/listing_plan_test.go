@@ -1,0 +1,116 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/ordersync/ordersync"
+)
+
+// explain is the plan of query in db's dialect, a line per step; on
+// PostgreSQL with sequential scans off, so that the plan says which index
+// the query can seek where a small table would rather be read whole.
+func explain(t *testing.T, db *DB, query string, args ...any) []string {
+	t.Helper()
+	ctx := context.Background()
+	var plan []string
+	err := db.inReadTx(ctx, "explain", func(tx *sqlx.Tx) error {
+		if db.dialect == DialectPostgres {
+			if _, err := tx.ExecContext(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+				return err
+			}
+			return tx.SelectContext(ctx, &plan, "EXPLAIN "+db.rebind(query), args...)
+		}
+		rows, err := tx.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				return err
+			}
+			plan = append(plan, detail)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+// TestRangeListsSeekAnIndex checks SQLite's plans of the Orders page's lists
+// over a range of days and of their counts: a transition range (Daily
+// totals' cancelled, finalized and reversed links) reads the status
+// history's index on the range and each of its orders by row, never a walk
+// of the store's orders; a status filter with a created or paid range is
+// counted from an index alone, never from the orders' rows (SQLite).
+func TestRangeListsSeekAnIndex(t *testing.T) {
+	day := time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)
+	collected := []ordersync.Status{ordersync.StatusPaid, ordersync.StatusFinalized}
+	transitions := map[string]ordersync.OrderFilter{
+		"cancelled on a day":                  {Account: ordersync.DefaultAccount, Currency: "USD", CancelledFrom: day, CancelledTo: day.AddDate(0, 0, 1)},
+		"finalized on a day":                  {Account: ordersync.DefaultAccount, Currency: "USD", FinalizedFrom: day, FinalizedTo: day.AddDate(0, 0, 1)},
+		"reversed since":                      {Account: ordersync.DefaultAccount, ReversedFrom: day},
+		"reversed, all stores, largest first": {ReversedFrom: day, ReversedTo: day.AddDate(0, 0, 1), Sort: ordersync.SortTotalDesc},
+	}
+	statuses := map[string]ordersync.OrderFilter{
+		"collected":                     {Account: ordersync.DefaultAccount, Statuses: collected, CountUpTo: 10000},
+		"cancelled, largest first":      {Account: ordersync.DefaultAccount, Statuses: []ordersync.Status{ordersync.StatusCancelled}, Sort: ordersync.SortTotalDesc, CountUpTo: 10000},
+		"collected, paid in a month":    {Account: ordersync.DefaultAccount, Statuses: collected, PaidFrom: day.AddDate(0, -1, 0), PaidTo: day},
+		"pending, created in a month":   {Account: ordersync.DefaultAccount, Statuses: []ordersync.Status{ordersync.StatusPending}, CreatedFrom: day.AddDate(0, -1, 0), CreatedTo: day},
+		"collected, paid, by paid time": {Account: ordersync.DefaultAccount, Statuses: collected, PaidFrom: day.AddDate(0, -1, 0), Sort: ordersync.SortPaidDesc, CountUpTo: 10000},
+	}
+	queries := func(t *testing.T, db *DB, f ordersync.OrderFilter) (page, count string, pageArgs, countArgs []any) {
+		sort, err := checkFilter(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := sortColumns[sort.Key()]
+		page, _, pageArgs = db.partQueries(everyOrderColumn, f, searchPlan{}, col, col, "DESC", 101,
+			func(string) ([]string, []any) { return []string{col + " IS NOT NULL"}, nil })
+		_, count, countArgs = db.partQueries(everyOrderColumn, f, searchPlan{}, col, "", "ASC", 0, func(string) ([]string, []any) { return nil, nil })
+		return page, count, append(pageArgs, 101, 0), countArgs
+	}
+	// SQLite only: PostgreSQL plans by its statistics, which a test's few
+	// orders do not make those of a store's million.
+	t.Run(DialectSQLite, func(t *testing.T) {
+		db := openDB(t, sqliteURL(t))
+		for name, f := range transitions {
+			page, count, pa, ca := queries(t, db, f)
+			for what, q := range map[string]struct {
+				sql  string
+				args []any
+			}{"page": {page, pa}, "count": {count, ca}} {
+				plan := explain(t, db, q.sql, q.args...)
+				p := strings.Join(plan, "\n")
+				// The history's index is sought on the range's time, and
+				// the orders are read by row: no walk of an orders index.
+				ok := strings.Contains(p, "status_history_to_status_at (to_status=? AND at>") &&
+					!slices.ContainsFunc(plan, func(l string) bool {
+						return strings.HasPrefix(l, "SCAN orders") || (strings.HasPrefix(l, "SEARCH orders") && !strings.Contains(l, "PRIMARY KEY"))
+					})
+				if !ok {
+					t.Errorf("%s, its %s: plan\n%s\nwant a seek of status_history_to_status_at and each order by its row", name, what, p)
+				}
+			}
+		}
+		for name, f := range statuses {
+			_, count, _, ca := queries(t, db, f)
+			plan := explain(t, db, count, ca...)
+			if slices.ContainsFunc(plan, func(l string) bool {
+				return strings.HasPrefix(l, "SCAN orders") || (strings.HasPrefix(l, "SEARCH orders") && !strings.Contains(l, "COVERING INDEX"))
+			}) {
+				t.Errorf("%s, its count: plan\n%s\nwant an index alone", name, strings.Join(plan, "\n"))
+			}
+		}
+	})
+}
