@@ -239,6 +239,8 @@ func TestLeaderOneAtATime(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		cs, most := startCampaigners(t, b, 3)
 		first, _ := waitLeader(t, cs, nil, 5*time.Second)
+		// Samples over three lease TTLs: the subject is the KV lease's own
+		// timer (renewals and expiry), so real time.
 		samples, led := 0, 0
 		for end := time.Now().Add(3 * testTTL); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 			n := 0
@@ -433,7 +435,8 @@ func TestLeaderKeepsLeaseWhileDraining(t *testing.T) {
 		drained := make(chan struct{})
 		drainer.start(t, func(ctx context.Context) error {
 			<-ctx.Done()
-			time.Sleep(2 * testTTL) // longer than the TTL
+			// A drain longer than the lease's TTL: the subject is that timer.
+			time.Sleep(2 * testTTL)
 			close(drained)
 			return nil
 		})
