@@ -10,7 +10,7 @@ import (
 )
 
 // TestChaos is the chaos test in its CI size: the pipeline runs as a
-// separate process (this test binary re-executed) against the simulator
+// separate process (the ordersync binary TestMain built) against the simulator
 // with every fault on, is killed with SIGKILL once mid-run and restarted,
 // and must end with a mirror identical to the simulator, exactly one PAID
 // trigger per paid order on JetStream, every webhook answered 2xx in the

@@ -13,7 +13,7 @@ import (
 )
 
 // TestLoadtest runs the load generator in a small size against the real
-// binary (this test binary re-executed): every ingest webhook is answered
+// binary (the one TestMain built): every ingest webhook is answered
 // 200 with latencies measured, and the end-to-end phase ends only when the
 // mirror holds every order, each fetched upstream at least once.
 func TestLoadtest(t *testing.T) {

@@ -25,8 +25,8 @@ func externalURLs(tb testing.TB) (databaseURL, natsURL string) {
 
 // TestMultiProcess is the chaos scenario as a scale-out deployment, in its
 // CI size: 2 receivers behind a round-robin balancer, 3 workers, 2 relays
-// and a reconciler, each a separate process (this test binary
-// re-executed) on the external NATS and PostgreSQL. A worker and then the
+// and a reconciler, each a separate process (the ordersync binary
+// TestMain built) on the external NATS and PostgreSQL. A worker and then the
 // relay leader are killed with SIGKILL mid-run and restarted; the standby
 // relay must take the lease over. The run must end with the chaos test's
 // guarantees: a mirror identical to the simulator, one PAID trigger per
