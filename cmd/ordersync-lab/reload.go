@@ -320,7 +320,10 @@ func (r *reloadRun) do(req *http.Request) int {
 // probe polls /readyz until ctx ends and keeps the first answer other
 // than 200 in unready.
 func (r *reloadRun) probe(ctx context.Context, every time.Duration, unready *atomic.Value) {
-	client := &http.Client{Timeout: time.Second}
+	// A reload must not make /readyz refuse or hang, but a loaded machine
+	// can stall the whole pipeline for seconds, reload or not: a probe
+	// counts as no answer only after 5 s.
+	client := &http.Client{Timeout: 5 * time.Second}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
@@ -332,8 +335,9 @@ func (r *reloadRun) probe(ctx context.Context, every time.Duration, unready *ato
 		r.mu.Lock()
 		r.rep.Probes++
 		r.mu.Unlock()
-		status := "no answer"
-		if resp, err := client.Get(r.c.AdminURL() + "/readyz"); err == nil {
+		resp, err := client.Get(r.c.AdminURL() + "/readyz")
+		status := fmt.Sprintf("no answer (%v)", err)
+		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
