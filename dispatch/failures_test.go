@@ -21,10 +21,22 @@ func TestDispatchGoneDisablesEndpoint(t *testing.T) {
 	srv := newEndpointServer(t, hookSecret, func(int, received, http.ResponseWriter) int { return http.StatusGone })
 	ep := e.addEndpoint(t, srv.URL)
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true), orderMsg("A2", ordersync.StatusPaid, 1, true))
+	// The 410's delivery log row is in before the endpoint reads as
+	// disabled: the dispatcher's next sync stops the runner, and a row
+	// written after that could be lost.
+	rowsAtDisable := -1
 	testenv.WaitFor(t, 10*time.Second, "the endpoint disabled", func() bool {
 		got, err := e.db.FindEndpoint(context.Background(), ep.ID)
-		return err == nil && got.Disabled && got.DisabledReason == ordersync.DisabledGone
+		if err != nil || !got.Disabled || got.DisabledReason != ordersync.DisabledGone {
+			return false
+		}
+		recs, _ := e.db.ListDeliveries(context.Background(), ordersync.DeliveryFilter{})
+		rowsAtDisable = len(recs)
+		return true
 	})
+	if rowsAtDisable == 0 {
+		t.Error("the endpoint read as disabled before its 410 was in the delivery log")
+	}
 	testenv.WaitFor(t, 5*time.Second, "the disabled gauge", func() bool {
 		return testenv.MetricSum(t, e.reg, "ordersync_delivery_endpoint_disabled", map[string]string{"endpoint": ep.ID}) == 1
 	})

@@ -289,12 +289,15 @@ func (r *runner) deliver(h *held) bool {
 			return r.log.add(ctx, rec) && dl.Ack(ctx) == nil
 		case gone:
 			r.d.cfg.Logger.Warn("deliveries: endpoint answered 410 Gone; disabling it", "endpoint", ep.ID)
+			// The row goes in before the endpoint is disabled: a sync that
+			// sees it disabled stops this runner, and would drop a row
+			// still to be written.
+			rec.Outcome, rec.Detail = ordersync.DeliveryGone, "410 Gone: the endpoint is disabled; its events wait until it is enabled"
+			r.log.add(r.settleCtx(), rec)
 			if err := r.d.cfg.Endpoints.DisableEndpoint(r.ctx, ep.ID, ordersync.DisabledGone); err != nil {
 				r.d.cfg.Logger.Error("deliveries: disable endpoint", "endpoint", ep.ID, "err", err)
 			}
 			r.d.metrics.disabled.WithLabelValues(ep.ID).Set(1)
-			rec.Outcome, rec.Detail = ordersync.DeliveryGone, "410 Gone: the endpoint is disabled; its events wait until it is enabled"
-			r.log.add(r.ctx, rec)
 			r.cancel()
 			r.d.Notify()
 			return false
