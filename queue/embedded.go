@@ -246,6 +246,9 @@ func loadOrCreatePassword(path string) (string, error) {
 	return p, nil
 }
 
+// embeddedConnectTimeout bounds the in-process connection's handshake.
+const embeddedConnectTimeout = 15 * time.Second
+
 // Connect opens an in-process connection to the server: no socket, no TCP
 // port needed. The connection does not reconnect: it lives as long as the
 // server.
@@ -255,6 +258,9 @@ func (e *Embedded) Connect(name string) (*nats.Conn, error) {
 		nats.InProcessServer(e.srv),
 		nats.Name(name),
 		nats.NoReconnect(),
+		// The handshake crosses no network, so only a starved machine
+		// delays it, and the client's default of 2 s is too short for one.
+		nats.Timeout(embeddedConnectTimeout),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				logger.Warn("NATS in-process connection lost", "err", err)
