@@ -1001,7 +1001,9 @@ func (h *heldCounter) held(ctx context.Context) (uint64, error) {
 // connectJetStream connects to the pipeline's NATS as a reader beside it;
 // closeJS closes the connection.
 func connectJetStream(natsURL, name string) (js jetstream.JetStream, closeJS func(), err error) {
-	nc, err := nats.Connect(natsURL, nats.Name(name))
+	// The pipeline's NATS is on this machine: only a starved machine delays
+	// the handshake, and the client's default of 2 s is too short for one.
+	nc, err := nats.Connect(natsURL, nats.Name(name), nats.Timeout(15*time.Second))
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to NATS: %w", err)
 	}
