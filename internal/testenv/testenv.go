@@ -76,7 +76,8 @@ func (e *Run) Close() error {
 	if e.NATSURL == "" { // a run with only a schema (the chaos run's mirror)
 		return errors.Join(errs...)
 	}
-	nc, err := nats.Connect(e.NATSURL, nats.Name("ordersync-multiproc cleanup"))
+	// A handshake a loaded machine can answer, not nats.go's default 2 s.
+	nc, err := nats.Connect(e.NATSURL, nats.Name("ordersync-multiproc cleanup"), nats.Timeout(15*time.Second))
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("connect to NATS: %w", err))...)
 	}
