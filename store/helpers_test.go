@@ -41,9 +41,56 @@ func eachDialect(t *testing.T, test func(t *testing.T, url string)) {
 	t.Run(DialectPostgres, func(t *testing.T) { test(t, postgresURL(t)) })
 }
 
+// sqliteURL is a new SQLite file at the current schema version: a copy
+// of a file goose migrated from empty once per test binary, since
+// migrating a file is a transaction per migration, each synced to disk.
+// A test that migrates from empty makes its own file.
 func sqliteURL(t *testing.T) string {
 	t.Helper()
-	return "sqlite:" + filepath.Join(t.TempDir(), "mirror.db")
+	path := filepath.Join(t.TempDir(), "mirror.db")
+	if err := os.WriteFile(path, sqliteTemplate(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return "sqlite:" + path
+}
+
+var sqliteTmpl struct {
+	once sync.Once
+	file []byte
+	err  error
+}
+
+// sqliteTemplate is the content of a SQLite file goose migrated from
+// empty, closed so that its write-ahead log is checkpointed into it.
+func sqliteTemplate(t *testing.T) []byte {
+	t.Helper()
+	sqliteTmpl.once.Do(func() {
+		sqliteTmpl.file, sqliteTmpl.err = migratedSQLiteFile()
+	})
+	if sqliteTmpl.err != nil {
+		t.Fatalf("migrate the template SQLite file: %v", sqliteTmpl.err)
+	}
+	return sqliteTmpl.file
+}
+
+func migratedSQLiteFile() ([]byte, error) {
+	dir, err := os.MkdirTemp("", "ordersync-store-template-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "mirror.db")
+	db, err := Open(context.Background(), Config{URL: "sqlite:" + path, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Close(); err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
+		return nil, fmt.Errorf("%s-wal holds %d bytes after close", path, fi.Size())
+	}
+	return os.ReadFile(path)
 }
 
 // postgresURL creates a schema with a unique name, at the current schema
