@@ -30,12 +30,12 @@ type OrderEvent struct {
 	TraceParent string
 }
 
-// OrderEventDelivery is an order event handed to one endpoint's deliverer.
+// QueuedOrderEvent is an order event handed to one endpoint's deliverer.
 // It is settled once: Ack when the endpoint took it or it became a dead
 // letter, Release when a deliverer that stops hands it back undelivered;
 // left unsettled (a process that died), it comes back after the queue's
 // ack wait.
-type OrderEventDelivery interface {
+type QueuedOrderEvent interface {
 	Event() OrderEvent
 	Ack(ctx context.Context) error
 	// Extend tells the queue the event is still being worked on, as while
@@ -67,7 +67,7 @@ type OrderEventSource interface {
 	// this reader and lost on the way comes back only after the ack wait;
 	// Next then holds what came after it, as Resume does, and returns
 	// nothing meanwhile, at least once a second.
-	Next(ctx context.Context, max int, wait time.Duration) ([]OrderEventDelivery, error)
+	Next(ctx context.Context, max int, wait time.Duration) ([]QueuedOrderEvent, error)
 }
 
 // OrderEventStream is the orders stream as HTTP deliveries read it: each

@@ -39,12 +39,12 @@ type EventPublisher interface {
 	PublishEvent(ctx context.Context, ev *InboundEvent) (duplicate bool, err error)
 }
 
-// Delivery is one queued event handed to a worker. A worker settles every
-// delivery exactly once: Ack after the mirror committed, Retry for a
+// QueuedEvent is one queued event handed to a worker. A worker settles every
+// queued event exactly once: Ack after the mirror committed, Retry for a
 // transient failure, Term after recording a dead letter.
-type Delivery interface {
+type QueuedEvent interface {
 	Event() *InboundEvent
-	// Attempt is 1 on the first delivery, 2 on the first redelivery, ….
+	// Attempt is 1 the first time the event is handed out, 2 the second, ….
 	Attempt() int
 	Ack(ctx context.Context) error
 	// Retry asks for redelivery after delay.
@@ -61,7 +61,7 @@ type EventSource interface {
 	// It returns as soon as one is there (a long poll: a long wait costs
 	// latency nothing), and an empty slice, not an error, when none arrived
 	// in time.
-	Next(ctx context.Context, max int, wait time.Duration) ([]Delivery, error)
+	Next(ctx context.Context, max int, wait time.Duration) ([]QueuedEvent, error)
 	// Pending is the number of events not yet delivered to any worker.
 	Pending(ctx context.Context) (uint64, error)
 }

@@ -152,7 +152,7 @@ func lane(o *delivery.Order) string { return o.Account + "/" + o.Code }
 // when it was empty. The lane, the delivery log's record and the body come
 // from the event's headers, or, for an event published without them, from
 // its payload, read here once.
-func (r *runner) enqueue(dl ordersync.OrderEventDelivery) {
+func (r *runner) enqueue(dl ordersync.QueuedOrderEvent) {
 	ev := dl.Event()
 	h := &held{d: dl, at: ev.PublishedAt}
 	if o, ok := eventOrder(ev); ok {
@@ -320,7 +320,7 @@ func (r *runner) deliver(h *held) bool {
 
 // deadLetter settles an event as a delivery dead letter; rec is its
 // delivery so far, why says how it ended.
-func (r *runner) deadLetter(dl ordersync.OrderEventDelivery, rec ordersync.DeliveryRecord, body []byte, why string, res attemptResult) bool {
+func (r *runner) deadLetter(dl ordersync.QueuedOrderEvent, rec ordersync.DeliveryRecord, body []byte, why string, res attemptResult) bool {
 	letter := ordersync.DeliveryDeadLetter{
 		EndpointID: rec.EndpointID, Event: rec.Event, WebhookID: rec.WebhookID, Account: rec.Account, OrderCode: rec.OrderCode,
 		Attempts: rec.Attempts, LastStatus: res.status, LastBody: res.answer, Body: body,

@@ -77,7 +77,7 @@ func (q *Queue) signalLocked() {
 
 // Next returns up to max ready events as soon as one is ready, waiting up
 // to wait; an empty slice when none became ready in time.
-func (q *Queue) Next(ctx context.Context, max int, wait time.Duration) ([]ordersync.Delivery, error) {
+func (q *Queue) Next(ctx context.Context, max int, wait time.Duration) ([]ordersync.QueuedEvent, error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
@@ -98,7 +98,7 @@ func (q *Queue) Next(ctx context.Context, max int, wait time.Duration) ([]orders
 		case <-ctx.Done():
 			return nil, fmt.Errorf("next events: %w", ctx.Err())
 		case <-deadline.C:
-			return []ordersync.Delivery{}, nil
+			return []ordersync.QueuedEvent{}, nil
 		case <-wake:
 		case <-retry:
 		}
@@ -107,8 +107,8 @@ func (q *Queue) Next(ctx context.Context, max int, wait time.Duration) ([]orders
 
 // takeLocked hands out up to max ready events and says when the next
 // retried one becomes ready.
-func (q *Queue) takeLocked(max int, now time.Time) ([]ordersync.Delivery, time.Time) {
-	var out []ordersync.Delivery
+func (q *Queue) takeLocked(max int, now time.Time) ([]ordersync.QueuedEvent, time.Time) {
+	var out []ordersync.QueuedEvent
 	var next time.Time
 	for _, e := range q.events {
 		switch {

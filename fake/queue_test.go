@@ -72,7 +72,7 @@ func event(id string) *ordersync.InboundEvent {
 
 // next takes what Next returns within a generous wait; the long poll
 // returns as soon as an event is there.
-func next(t *testing.T, q eventQueue, max int) []ordersync.Delivery {
+func next(t *testing.T, q eventQueue, max int) []ordersync.QueuedEvent {
 	t.Helper()
 	ds, err := q.Next(context.Background(), max, 10*time.Second)
 	if err != nil {
@@ -106,7 +106,7 @@ func queuePublishThenNext(t *testing.T, q eventQueue) {
 		}
 		return n == 2
 	})
-	var got []ordersync.Delivery
+	var got []ordersync.QueuedEvent
 	for len(got) < 2 {
 		got = append(got, next(t, q, 2-len(got))...)
 	}

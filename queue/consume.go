@@ -37,7 +37,7 @@ type eventSource struct{ q *Queue }
 // settle), or ctx's error when nothing did; events the abandoned pull still
 // brings are handed back to the queue (or, if the connection closes first,
 // redelivered after AckWait).
-func (s *eventSource) Next(ctx context.Context, max int, wait time.Duration) ([]ordersync.Delivery, error) {
+func (s *eventSource) Next(ctx context.Context, max int, wait time.Duration) ([]ordersync.QueuedEvent, error) {
 	if max < 1 {
 		return nil, fmt.Errorf("next events: max %d must be at least 1", max)
 	}
@@ -80,7 +80,7 @@ func waitForOne(c jetstream.Consumer, wait time.Duration) (jetstream.MessageBatc
 // collect runs one fetch, appends its messages to out and returns its
 // error. It stops waiting when ctx ends (FetchNoWait takes no context); what
 // the pull brings after that goes back to the queue.
-func (s *eventSource) collect(ctx context.Context, out []ordersync.Delivery, fetch func() (jetstream.MessageBatch, error)) ([]ordersync.Delivery, error) {
+func (s *eventSource) collect(ctx context.Context, out []ordersync.QueuedEvent, fetch func() (jetstream.MessageBatch, error)) ([]ordersync.QueuedEvent, error) {
 	s.q.metrics.pulls.events.Inc()
 	batch, err := fetch()
 	if err != nil {
@@ -112,7 +112,7 @@ func (s *eventSource) collect(ctx context.Context, out []ordersync.Delivery, fet
 
 // fetchError decides what a failed or empty fetch means to the caller:
 // nothing in time is not an error, and events in hand are returned first.
-func (s *eventSource) fetchError(ctx context.Context, out []ordersync.Delivery, err error) error {
+func (s *eventSource) fetchError(ctx context.Context, out []ordersync.QueuedEvent, err error) error {
 	switch {
 	case err == nil, len(out) > 0:
 		return nil

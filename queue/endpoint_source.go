@@ -28,7 +28,7 @@ type orderEventSource struct {
 	// early is what Resume took back, with what came meanwhile, in stream
 	// order, or what came after deliveries lost on the way: the next calls
 	// of Next return it, max at a time, once nothing earlier is elsewhere.
-	early []ordersync.OrderEventDelivery
+	early []ordersync.QueuedOrderEvent
 	// holdUntil bounds how long early waits for what is elsewhere; zero
 	// when nothing is awaited. extended is when early was last extended.
 	holdUntil, extended time.Time
@@ -153,7 +153,7 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 // unsettled, for the next reader's Resume to wait out the ack wait. They
 // are released instead, with what Resume took back and Next has not yet
 // returned.
-func (s *orderEventSource) Next(ctx context.Context, max int, wait time.Duration) ([]ordersync.OrderEventDelivery, error) {
+func (s *orderEventSource) Next(ctx context.Context, max int, wait time.Duration) ([]ordersync.QueuedOrderEvent, error) {
 	if max < 1 {
 		return nil, fmt.Errorf("next order events: max %d must be at least 1", max)
 	}
@@ -193,7 +193,7 @@ func (s *orderEventSource) Next(ctx context.Context, max int, wait time.Duration
 }
 
 // handOut counts what Next returns as out until settled.
-func (s *orderEventSource) handOut(ds []ordersync.OrderEventDelivery) []ordersync.OrderEventDelivery {
+func (s *orderEventSource) handOut(ds []ordersync.QueuedOrderEvent) []ordersync.QueuedOrderEvent {
 	for _, d := range ds {
 		d.(*orderEventDelivery).src = s
 	}
@@ -209,7 +209,7 @@ func (s *orderEventSource) release() {
 	s.early = nil
 }
 
-func (s *orderEventSource) next(ctx context.Context, max int, wait time.Duration) ([]ordersync.OrderEventDelivery, error) {
+func (s *orderEventSource) next(ctx context.Context, max int, wait time.Duration) ([]ordersync.QueuedOrderEvent, error) {
 	out, err := s.collect(ctx, nil, func() (jetstream.MessageBatch, error) { return s.c.FetchNoWait(max) })
 	if len(out) > 0 || wait <= 0 {
 		return out, orderFetchError(ctx, out, err)
@@ -273,7 +273,7 @@ func (c pullContext) Deadline() (time.Time, bool) { return c.deadline, true }
 // reader that stopped reads no more. An event the server sent just as the
 // pull was dropped is left unsettled: the next reader's Resume waits for it
 // (at most the ack wait), which keeps the order.
-func (s *orderEventSource) collect(ctx context.Context, out []ordersync.OrderEventDelivery, fetch func() (jetstream.MessageBatch, error)) ([]ordersync.OrderEventDelivery, error) {
+func (s *orderEventSource) collect(ctx context.Context, out []ordersync.QueuedOrderEvent, fetch func() (jetstream.MessageBatch, error)) ([]ordersync.QueuedOrderEvent, error) {
 	s.q.metrics.pulls.orders.Inc()
 	batch, err := fetch()
 	if err != nil {
@@ -339,7 +339,7 @@ func (s *orderEventSource) awaitWithdrawn() {
 	}
 }
 
-func orderFetchError(ctx context.Context, out []ordersync.OrderEventDelivery, err error) error {
+func orderFetchError(ctx context.Context, out []ordersync.QueuedOrderEvent, err error) error {
 	switch {
 	case err == nil, len(out) > 0:
 		return nil
@@ -353,8 +353,8 @@ func orderFetchError(ctx context.Context, out []ordersync.OrderEventDelivery, er
 	return fmt.Errorf("next order events: fetch: %w", err)
 }
 
-func sortBySequence(out []ordersync.OrderEventDelivery) {
-	slices.SortStableFunc(out, func(a, b ordersync.OrderEventDelivery) int {
+func sortBySequence(out []ordersync.QueuedOrderEvent) {
+	slices.SortStableFunc(out, func(a, b ordersync.QueuedOrderEvent) int {
 		return cmp.Compare(a.(*orderEventDelivery).seq, b.(*orderEventDelivery).seq)
 	})
 }

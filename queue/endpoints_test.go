@@ -40,7 +40,7 @@ func TestResumeTakesBackFirst(t *testing.T) {
 	if _, err := q.PublishMessages(ctx, []ordersync.OutboxMessage{msg(ordersync.StatusPending, 1), msg(ordersync.StatusPaid, 2)}); err != nil {
 		t.Fatal(err)
 	}
-	var held []ordersync.OrderEventDelivery
+	var held []ordersync.QueuedOrderEvent
 	for deadline := time.Now().Add(5 * time.Second); len(held) < 2 && time.Now().Before(deadline); {
 		ds, err := first.Next(ctx, 10, time.Second)
 		if err != nil {
@@ -122,7 +122,7 @@ func TestStoppedReaderReleases(t *testing.T) {
 	if _, err := q.PublishMessages(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
-	var held []ordersync.OrderEventDelivery
+	var held []ordersync.QueuedOrderEvent
 	for deadline := time.Now().Add(5 * time.Second); len(held) < 3 && time.Now().Before(deadline); {
 		ds, err := first.Next(ctx, 10, time.Second)
 		if err != nil {
@@ -277,7 +277,7 @@ func TestShortPollKeepsALateEvent(t *testing.T) {
 	src, consumer := resumedReader(ctx, t, q, direct)
 
 	type result struct {
-		ds  []ordersync.OrderEventDelivery
+		ds  []ordersync.QueuedOrderEvent
 		err error
 	}
 	done := make(chan result, 1)

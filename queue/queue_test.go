@@ -102,7 +102,7 @@ func publish(t testing.TB, q *Queue, ev *ordersync.InboundEvent) bool {
 }
 
 // next fetches one batch, failing the test on error.
-func next(t testing.TB, src ordersync.EventSource, max int, wait time.Duration) []ordersync.Delivery {
+func next(t testing.TB, src ordersync.EventSource, max int, wait time.Duration) []ordersync.QueuedEvent {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait+5*time.Second)
 	defer cancel()
@@ -398,10 +398,10 @@ func TestPublishEventInvalid(t *testing.T) {
 func TestRedelivery(t *testing.T) {
 	tests := []struct {
 		name   string
-		settle func(ordersync.Delivery) error
+		settle func(ordersync.QueuedEvent) error
 	}{
-		{"retry with delay", func(d ordersync.Delivery) error { return d.Retry(50 * time.Millisecond) }},
-		{"not settled within AckWait", func(ordersync.Delivery) error { return nil }},
+		{"retry with delay", func(d ordersync.QueuedEvent) error { return d.Retry(50 * time.Millisecond) }},
+		{"not settled within AckWait", func(ordersync.QueuedEvent) error { return nil }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -504,7 +504,7 @@ func TestNextWaitsAndRespectsContext(t *testing.T) {
 	q = newQueue(t, connect(t, e), uniqueConfig())
 	src = q.Events()
 	type result struct {
-		ds  []ordersync.Delivery
+		ds  []ordersync.QueuedEvent
 		err error
 	}
 	done := make(chan result, 1)
@@ -553,7 +553,7 @@ func TestNextLongPollWakesOnEvent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	type result struct {
-		ds  []ordersync.Delivery
+		ds  []ordersync.QueuedEvent
 		err error
 	}
 	done := make(chan result, 1)

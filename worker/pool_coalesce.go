@@ -15,7 +15,7 @@ type orderKey struct{ account, code string }
 
 // item is one delivery on its way through the pool.
 type item struct {
-	d        ordersync.Delivery
+	d        ordersync.QueuedEvent
 	ev       *ordersync.InboundEvent
 	e        *ordersync.Event // nil when the body is malformed
 	account  string
@@ -105,7 +105,7 @@ func (p *Pool) pull(ctx context.Context) {
 // after reading the mirror once for the whole pull: those with a code, and
 // those that carry an order id but no code the pool knows, which it
 // resolves with resolveBatch.
-func (p *Pool) dispatch(d ordersync.Delivery, now time.Time) *item {
+func (p *Pool) dispatch(d ordersync.QueuedEvent, now time.Time) *item {
 	ev := d.Event()
 	it := &item{d: d, ev: ev, account: ev.Account, pulledAt: now}
 	// The receiver's parse travels with the event; only events queued
