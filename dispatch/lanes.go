@@ -13,7 +13,7 @@ import (
 // held is one event an endpoint's runner holds, delivering or waiting in
 // its order's lane.
 type held struct {
-	d ordersync.QueuedOrderEvent
+	qe ordersync.QueuedOrderEvent
 	// order is its payload, read once; orderErr is why it could not be
 	// (order is then empty).
 	order    *delivery.Order

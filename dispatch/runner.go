@@ -94,7 +94,7 @@ func (r *runner) run() {
 		// it in their lanes, stays ours: one whose ack wait ran out would be
 		// handed out again, to this process or another, out of its order.
 		for _, h := range extend {
-			_ = h.d.Extend()
+			_ = h.qe.Extend()
 		}
 		if oldest.IsZero() {
 			gauge.Set(0)
@@ -125,8 +125,8 @@ func (r *runner) run() {
 			_ = retry.Sleep(r.ctx, time.Second)
 			continue
 		}
-		for _, dl := range ds {
-			r.enqueue(dl)
+		for _, qe := range ds {
+			r.enqueue(qe)
 		}
 	}
 }
@@ -152,9 +152,9 @@ func lane(o *delivery.Order) string { return o.Account + "/" + o.Code }
 // when it was empty. The lane, the delivery log's record and the body come
 // from the event's headers, or, for an event published without them, from
 // its payload, read here once.
-func (r *runner) enqueue(dl ordersync.QueuedOrderEvent) {
-	ev := dl.Event()
-	h := &held{d: dl, at: ev.PublishedAt}
+func (r *runner) enqueue(qe ordersync.QueuedOrderEvent) {
+	ev := qe.Event()
+	h := &held{qe: qe, at: ev.PublishedAt}
 	if o, ok := eventOrder(ev); ok {
 		h.order = o
 	} else if h.order, h.orderErr = delivery.ParseOrder(ev.Payload); h.orderErr != nil {
@@ -219,7 +219,7 @@ func (r *runner) release(hs []*held) {
 	}
 	<-r.reading
 	for _, h := range hs {
-		_ = h.d.Release()
+		_ = h.qe.Release()
 	}
 }
 
@@ -233,12 +233,12 @@ func (r *runner) settleCtx() context.Context { return context.WithoutCancel(r.ct
 // of time, and reports whether it was settled. How it ended goes to the
 // delivery log before the event is settled.
 func (r *runner) deliver(h *held) bool {
-	dl, o := h.d, h.order
-	ev := dl.Event()
+	qe, o := h.qe, h.order
+	ev := qe.Event()
 	ep := r.endpoint()
 	hookEv, ok := ordersync.HookEventOf(ev.Subject)
 	if !ok || !ep.Wants(hookEv) {
-		return dl.Ack(r.settleCtx()) == nil
+		return qe.Ack(r.settleCtx()) == nil
 	}
 	published := ev.PublishedAt
 	if published.IsZero() {
@@ -251,12 +251,12 @@ func (r *runner) deliver(h *held) bool {
 	}
 	if err != nil {
 		r.d.cfg.Logger.Error("deliveries: encode event", "endpoint", ep.ID, "msg_id", ev.MsgID, "err", err)
-		return dl.Ack(r.settleCtx()) == nil
+		return qe.Ack(r.settleCtx()) == nil
 	}
 	id := delivery.WebhookID(ep.ID, ev.MsgID)
 	rec := ordersync.DeliveryRecord{WebhookID: id, EndpointID: ep.ID, Event: hookEv, Account: o.Account,
 		OrderCode: o.Code, OrderStatus: ordersync.Status(o.Status)}
-	if _, ok := dl.(replayed); ok {
+	if _, ok := qe.(replayed); ok {
 		rec.Detail = "replay"
 	}
 	for attempts := 1; ; attempts++ {
@@ -286,7 +286,7 @@ func (r *runner) deliver(h *held) bool {
 			r.d.metrics.lag.WithLabelValues(ep.ID).Observe(time.Since(published).Seconds())
 			rec.Outcome = ordersync.DeliveryDelivered
 			ctx := r.settleCtx()
-			return r.log.add(ctx, rec) && dl.Ack(ctx) == nil
+			return r.log.add(ctx, rec) && qe.Ack(ctx) == nil
 		case gone:
 			r.d.cfg.Logger.Warn("deliveries: endpoint answered 410 Gone; disabling it", "endpoint", ep.ID)
 			// The row goes in before the endpoint is disabled: a sync that
@@ -310,7 +310,7 @@ func (r *runner) deliver(h *held) bool {
 		}
 		next := r.d.retries.Decide(attempts, time.Since(published), f)
 		if !next.Retry {
-			return r.deadLetter(dl, rec, body, next.Reason, res)
+			return r.deadLetter(qe, rec, body, next.Reason, res)
 		}
 		if retry.Sleep(r.ctx, next.After) != nil {
 			return false
@@ -320,7 +320,7 @@ func (r *runner) deliver(h *held) bool {
 
 // deadLetter settles an event as a delivery dead letter; rec is its
 // delivery so far, why says how it ended.
-func (r *runner) deadLetter(dl ordersync.QueuedOrderEvent, rec ordersync.DeliveryRecord, body []byte, why string, res attemptResult) bool {
+func (r *runner) deadLetter(qe ordersync.QueuedOrderEvent, rec ordersync.DeliveryRecord, body []byte, why string, res attemptResult) bool {
 	letter := ordersync.DeliveryDeadLetter{
 		EndpointID: rec.EndpointID, Event: rec.Event, WebhookID: rec.WebhookID, Account: rec.Account, OrderCode: rec.OrderCode,
 		Attempts: rec.Attempts, LastStatus: res.status, LastBody: res.answer, Body: body,
@@ -344,5 +344,5 @@ func (r *runner) deadLetter(dl ordersync.QueuedOrderEvent, rec ordersync.Deliver
 		rec.Detail += ": " + answer
 	}
 	ctx := r.settleCtx()
-	return r.log.add(ctx, rec) && dl.Ack(ctx) == nil
+	return r.log.add(ctx, rec) && qe.Ack(ctx) == nil
 }

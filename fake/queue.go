@@ -125,7 +125,7 @@ func (q *Queue) takeLocked(max int, now time.Time) ([]ordersync.QueuedEvent, tim
 		e.out, e.delivered = true, true
 		e.attempts++
 		ev := e.ev
-		out = append(out, &queueDelivery{q: q, e: e, ev: &ev, attempt: e.attempts})
+		out = append(out, &queuedEvent{q: q, e: e, ev: &ev, attempt: e.attempts})
 	}
 	return out, next
 }
@@ -151,18 +151,18 @@ func (q *Queue) Unsettled() int {
 	return len(q.events)
 }
 
-type queueDelivery struct {
+type queuedEvent struct {
 	q       *Queue
 	e       *queued
 	ev      *ordersync.InboundEvent
 	attempt int
 }
 
-func (d *queueDelivery) Event() *ordersync.InboundEvent { return d.ev }
-func (d *queueDelivery) Attempt() int                   { return d.attempt }
-func (d *queueDelivery) Extend() error                  { return nil }
+func (d *queuedEvent) Event() *ordersync.InboundEvent { return d.ev }
+func (d *queuedEvent) Attempt() int                   { return d.attempt }
+func (d *queuedEvent) Extend() error                  { return nil }
 
-func (d *queueDelivery) Ack(ctx context.Context) error {
+func (d *queuedEvent) Ack(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("ack event: %w", err)
 	}
@@ -170,18 +170,18 @@ func (d *queueDelivery) Ack(ctx context.Context) error {
 	return nil
 }
 
-func (d *queueDelivery) Term() error {
+func (d *queuedEvent) Term() error {
 	d.drop()
 	return nil
 }
 
-func (d *queueDelivery) drop() {
+func (d *queuedEvent) drop() {
 	d.q.mu.Lock()
 	defer d.q.mu.Unlock()
 	d.q.events = slices.DeleteFunc(d.q.events, func(e *queued) bool { return e == d.e })
 }
 
-func (d *queueDelivery) Retry(delay time.Duration) error {
+func (d *queuedEvent) Retry(delay time.Duration) error {
 	d.q.mu.Lock()
 	defer d.q.mu.Unlock()
 	if !d.e.out {

@@ -95,7 +95,7 @@ func (s *eventSource) collect(ctx context.Context, out []ordersync.QueuedEvent, 
 			if !ok {
 				return out, batch.Error()
 			}
-			out = append(out, &delivery{msg: msg, q: s.q})
+			out = append(out, &queuedEvent{msg: msg, q: s.q})
 		case <-ctx.Done():
 			// The server may still send events to this pull until it
 			// expires: hand them back at once rather than leave them
@@ -139,8 +139,8 @@ func (s *eventSource) Pending(ctx context.Context) (uint64, error) {
 	return info.NumPending, nil
 }
 
-// delivery is one fetched event.
-type delivery struct {
+// queuedEvent is one fetched event.
+type queuedEvent struct {
 	msg  jetstream.Msg
 	q    *Queue
 	once sync.Once
@@ -152,7 +152,7 @@ type delivery struct {
 // matters and it is always there. The account is the subject's last token,
 // which PublishEvent checked and every release has written: it is never
 // empty, so nothing downstream defaults it.
-func (d *delivery) Event() *ordersync.InboundEvent {
+func (d *queuedEvent) Event() *ordersync.InboundEvent {
 	d.once.Do(func() {
 		h := d.msg.Headers()
 		ev := &ordersync.InboundEvent{
@@ -197,7 +197,7 @@ func receivedAt(h nats.Header) time.Time {
 	return t
 }
 
-func (d *delivery) Attempt() int {
+func (d *queuedEvent) Attempt() int {
 	md, err := d.msg.Metadata()
 	if err != nil {
 		return 1
@@ -207,7 +207,7 @@ func (d *delivery) Attempt() int {
 
 // Ack is fire-and-forget: if the ack is lost the event is redelivered after
 // AckWait, and processing it again is idempotent.
-func (d *delivery) Ack(ctx context.Context) error {
+func (d *queuedEvent) Ack(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("ack event: %w", err)
 	}
@@ -218,7 +218,7 @@ func (d *delivery) Ack(ctx context.Context) error {
 	return nil
 }
 
-func (d *delivery) Retry(delay time.Duration) error {
+func (d *queuedEvent) Retry(delay time.Duration) error {
 	if err := d.msg.NakWithDelay(delay); err != nil {
 		return fmt.Errorf("retry event: %w", err)
 	}
@@ -226,14 +226,14 @@ func (d *delivery) Retry(delay time.Duration) error {
 	return nil
 }
 
-func (d *delivery) Extend() error {
+func (d *queuedEvent) Extend() error {
 	if err := d.msg.InProgress(); err != nil {
 		return fmt.Errorf("extend event: %w", err)
 	}
 	return nil
 }
 
-func (d *delivery) Term() error {
+func (d *queuedEvent) Term() error {
 	if err := d.msg.Term(); err != nil {
 		return fmt.Errorf("terminate event: %w", err)
 	}

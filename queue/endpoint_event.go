@@ -10,7 +10,8 @@ import (
 	"github.com/ordersync/ordersync"
 )
 
-type orderEventDelivery struct {
+// queuedOrderEvent is one order event fetched from an endpoint's consumer.
+type queuedOrderEvent struct {
 	msg jetstream.Msg
 	ev  ordersync.OrderEvent
 	seq uint64 // in the stream
@@ -19,16 +20,16 @@ type orderEventDelivery struct {
 	settled atomic.Bool
 }
 
-// settle stops counting a delivery handed out.
-func (d *orderEventDelivery) settle() {
+// settle stops counting an event handed out.
+func (d *queuedOrderEvent) settle() {
 	if d.src != nil && d.settled.CompareAndSwap(false, true) {
 		d.src.out.Add(-1)
 	}
 }
 
-func (d *orderEventDelivery) Event() ordersync.OrderEvent { return d.ev }
+func (d *queuedOrderEvent) Event() ordersync.OrderEvent { return d.ev }
 
-func (d *orderEventDelivery) Ack(ctx context.Context) error {
+func (d *queuedOrderEvent) Ack(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("ack order event: %w", err)
 	}
@@ -41,7 +42,7 @@ func (d *orderEventDelivery) Ack(ctx context.Context) error {
 
 // Release refuses the event: the server hands it out again at once, ahead
 // of anything not yet handed out.
-func (d *orderEventDelivery) Release() error {
+func (d *queuedOrderEvent) Release() error {
 	if err := d.msg.Nak(); err != nil {
 		return fmt.Errorf("release order event %s: %w", d.ev.MsgID, err)
 	}
@@ -49,7 +50,7 @@ func (d *orderEventDelivery) Release() error {
 	return nil
 }
 
-func (d *orderEventDelivery) Extend() error {
+func (d *queuedOrderEvent) Extend() error {
 	if err := d.msg.InProgress(); err != nil {
 		return fmt.Errorf("extend order event %s: %w", d.ev.MsgID, err)
 	}

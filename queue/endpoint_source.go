@@ -26,19 +26,19 @@ type orderEventSource struct {
 	// ackWait is the consumer's.
 	ackWait time.Duration
 	// early is what Resume took back, with what came meanwhile, in stream
-	// order, or what came after deliveries lost on the way: the next calls
+	// order, or what came after events lost on the way: the next calls
 	// of Next return it, max at a time, once nothing earlier is elsewhere.
 	early []ordersync.QueuedOrderEvent
 	// holdUntil bounds how long early waits for what is elsewhere; zero
 	// when nothing is awaited. extended is when early was last extended.
 	holdUntil, extended time.Time
-	// nextDelivery is the consumer sequence the next delivery should carry
-	// (0: not known). This reader is the consumer's only one, so a later
-	// one means deliveries were lost on the way: a pull the client stopped
+	// nextConsumerSeq is the consumer sequence the next event sent should
+	// carry (0: not known). This reader is the consumer's only one, so a
+	// later one means events sent were lost on the way: a pull the client stopped
 	// listening to just as the server answered it. They come back only
 	// after their ack wait, and until then what came after them is held.
-	nextDelivery uint64
-	// out counts the deliveries Next returned and that are not settled.
+	nextConsumerSeq uint64
+	// out counts the events Next returned and that are not settled.
 	out atomic.Int64
 }
 
@@ -59,7 +59,7 @@ func (s *orderEventSource) Resume(ctx context.Context, stoppedBy time.Time) erro
 	info, err := s.c.Info(ctx)
 	switch {
 	case err == nil && info.NumAckPending == 0:
-		s.nextDelivery = info.Delivered.Consumer + 1
+		s.nextConsumerSeq = info.Delivered.Consumer + 1
 		return nil
 	case err != nil:
 		// Without the count, wait out the bound and take nothing early.
@@ -68,7 +68,7 @@ func (s *orderEventSource) Resume(ctx context.Context, stoppedBy time.Time) erro
 		}
 		return nil
 	}
-	s.nextDelivery = info.Delivered.Consumer + 1
+	s.nextConsumerSeq = info.Delivered.Consumer + 1
 	s.hold(until)
 	for !s.holdUntil.IsZero() {
 		if err := s.takeBack(ctx, time.Second); err != nil {
@@ -144,8 +144,8 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 // Next asks for what is there now and, when nothing is, waits for one
 // event and takes what else arrived with it (see eventSource.Next). A
 // batch is sorted by stream sequence: redeliveries come in the order their
-// ack waits ran out, which need not be the order published. After a
-// delivery lost on the way (see delivered), it holds what came after it as
+// ack waits ran out, which need not be the order published. After an
+// event lost on the way (see received), it holds what came after it as
 // Resume does, coming back within a second with nothing meanwhile.
 //
 // Once ctx has ended nothing is returned: a pull that ctx cut short may
@@ -184,7 +184,7 @@ func (s *orderEventSource) Next(ctx context.Context, max int, wait time.Duration
 		return nil, fmt.Errorf("next order events: %w", ctx.Err())
 	}
 	if !s.holdUntil.IsZero() {
-		// A delivery before these was lost on the way.
+		// An event sent before these was lost on the way.
 		s.early = append(s.early, out...)
 		return nil, nil
 	}
@@ -195,7 +195,7 @@ func (s *orderEventSource) Next(ctx context.Context, max int, wait time.Duration
 // handOut counts what Next returns as out until settled.
 func (s *orderEventSource) handOut(ds []ordersync.QueuedOrderEvent) []ordersync.QueuedOrderEvent {
 	for _, d := range ds {
-		d.(*orderEventDelivery).src = s
+		d.(*queuedOrderEvent).src = s
 	}
 	s.out.Add(int64(len(ds)))
 	return ds
@@ -287,10 +287,10 @@ func (s *orderEventSource) collect(ctx context.Context, out []ordersync.QueuedOr
 				return out, batch.Error()
 			}
 			md, _ := msg.Metadata()
-			d := &orderEventDelivery{msg: msg, ev: s.q.orderEvent(msg, md)}
+			d := &queuedOrderEvent{msg: msg, ev: s.q.orderEvent(msg, md)}
 			if md != nil {
 				d.seq = md.Sequence.Stream
-				s.delivered(md.Sequence.Consumer)
+				s.received(md.Sequence.Consumer)
 			}
 			out = append(out, d)
 		case <-ctx.Done():
@@ -302,17 +302,17 @@ func (s *orderEventSource) collect(ctx context.Context, out []ordersync.QueuedOr
 	}
 }
 
-// delivered notes a delivery's consumer sequence. One past the next
-// expected means deliveries were lost on the way: what comes from here on
+// received notes a received event's consumer sequence. One past the next
+// expected means events sent were lost on the way: what comes from here on
 // is held until they are back, at most their ack wait from now.
-func (s *orderEventSource) delivered(seq uint64) {
-	if s.nextDelivery != 0 && seq > s.nextDelivery {
-		s.q.metrics.lost.Add(float64(seq - s.nextDelivery))
+func (s *orderEventSource) received(seq uint64) {
+	if s.nextConsumerSeq != 0 && seq > s.nextConsumerSeq {
+		s.q.metrics.lost.Add(float64(seq - s.nextConsumerSeq))
 		s.q.logger.Warn("deliveries: events sent by the queue were lost on the way; the later ones wait until they are back, within the ack wait",
-			"consumer", s.c.CachedInfo().Name, "lost", seq-s.nextDelivery, "ack_wait", s.ackWait)
+			"consumer", s.c.CachedInfo().Name, "lost", seq-s.nextConsumerSeq, "ack_wait", s.ackWait)
 		s.hold(time.Now().Add(s.ackWait + handBackMargin))
 	}
-	s.nextDelivery = seq + 1
+	s.nextConsumerSeq = seq + 1
 }
 
 // withdrawBound bounds awaitWithdrawn: another process's pull (a takeover)
@@ -355,6 +355,6 @@ func orderFetchError(ctx context.Context, out []ordersync.QueuedOrderEvent, err 
 
 func sortBySequence(out []ordersync.QueuedOrderEvent) {
 	slices.SortStableFunc(out, func(a, b ordersync.QueuedOrderEvent) int {
-		return cmp.Compare(a.(*orderEventDelivery).seq, b.(*orderEventDelivery).seq)
+		return cmp.Compare(a.(*queuedOrderEvent).seq, b.(*queuedOrderEvent).seq)
 	})
 }

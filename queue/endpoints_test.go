@@ -52,7 +52,7 @@ func TestResumeTakesBackFirst(t *testing.T) {
 		t.Fatalf("the first reader got %d events, want 2", len(held))
 	}
 	for _, d := range slices.Backward(held) {
-		if err := d.(*orderEventDelivery).msg.Nak(); err != nil {
+		if err := d.(*queuedOrderEvent).msg.Nak(); err != nil {
 			t.Fatal(err)
 		}
 	}

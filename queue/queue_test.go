@@ -334,9 +334,9 @@ func TestPublishConsumeAck(t *testing.T) {
 	}
 	// The receipt time travels as Unix nanoseconds, not as text; the
 	// account only in the subject.
-	h := d.(*delivery).msg.Headers()
+	h := d.(*queuedEvent).msg.Headers()
 	if v := h.Get("Ordersync-Account"); v != "" {
-		t.Fatalf("account header %q written beside the subject %s", v, d.(*delivery).msg.Subject())
+		t.Fatalf("account header %q written beside the subject %s", v, d.(*queuedEvent).msg.Subject())
 	}
 	if h.Get(HeaderReceivedNanos) != strconv.FormatInt(want.ReceivedAt.UnixNano(), 10) || h.Get(HeaderReceivedAt) != "" {
 		t.Fatalf("receipt headers %q=%q, %q=%q; want Unix nanoseconds in the first, nothing in the second",

@@ -10,7 +10,7 @@
 //
 // The Pool consumes the queue. It coalesces events for the same order into
 // at most one fetch in flight plus one follow-up, commits fetched orders in
-// groups, and settles every delivery exactly once: Ack only after the mirror
+// groups, and settles every queued event exactly once: Ack only after the mirror
 // committed, Retry for transient failures and outages, Term after a dead
 // letter for permanent ones. When to retry, how long to wait and when to
 // give up is the one retry.Policy (internal/retry), which the dispatcher

@@ -65,7 +65,7 @@ type PoolConfig struct {
 	// not know yet waits before each new try; past the schedule it is
 	// dead-lettered "unresolved". Default 250ms, 1s, 2s, 5s, 10s.
 	UnresolvedRetryDelays []time.Duration
-	// MaxAttempts is the delivery past which an event that keeps failing
+	// MaxAttempts is the attempt past which an event that keeps failing
 	// transiently is dead-lettered "retries_exhausted", unless the upstream
 	// is in an outage (breaker open, credentials rejected). Default 20.
 	MaxAttempts int
@@ -243,13 +243,13 @@ type Pool struct {
 	mu      sync.Mutex
 	flights map[orderKey]*flight
 
-	// room bounds the deliveries held at once: a pull takes BatchSize
-	// slots, gives back what it did not use, and every settled delivery
-	// gives back one.
+	// room bounds the queued events held at once: a pull takes BatchSize
+	// slots, gives back what it did not use, and every settled queued
+	// event gives back one.
 	room *semaphore.Weighted
 	// slots bounds the fetches running at once (yieldLoop moves it).
 	slots *fetchSlots
-	// unsettled counts deliveries not settled yet; the drain waits for it.
+	// unsettled counts queued events not settled yet; the drain waits for it.
 	unsettled sync.WaitGroup
 	// workers run the jobs: FetchConcurrency of them, and one more for
 	// each fetch parked at its account's gate (fetcher.park).
@@ -298,7 +298,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 
 // Run pulls and processes events until ctx is cancelled, then drains: it
 // stops pulling, lets running fetches and commits finish (cancelling them
-// after DrainTimeout), settles every delivery it holds and returns. A Pool
+// after DrainTimeout), settles every queued event it holds and returns. A Pool
 // runs once.
 func (p *Pool) Run(ctx context.Context) error {
 	defer p.quiet.Close()

@@ -1,7 +1,8 @@
 package worker
 
-// Pulling deliveries and coalescing them per order: one round of fetching
-// answers every delivery for an order that arrived before it started.
+// Pulling queued events and coalescing them per order: one round of
+// fetching answers every queued event for an order that arrived before it
+// started.
 
 import (
 	"context"
@@ -13,28 +14,28 @@ import (
 // orderKey identifies an order for coalescing.
 type orderKey struct{ account, code string }
 
-// item is one delivery on its way through the pool.
+// item is one queued event on its way through the pool.
 type item struct {
-	d        ordersync.QueuedEvent
+	qe       ordersync.QueuedEvent
 	ev       *ordersync.InboundEvent
 	e        *ordersync.Event // nil when the body is malformed
 	account  string
 	code     string
 	pulledAt time.Time
 	// last is the order's last applied fetch as the mirror held it when the
-	// delivery was pulled (readLastFetches), nil when it held none or was
+	// event was pulled (readLastFetches), nil when it held none or was
 	// not asked: a webhook received before it needs no fetch of its own.
 	last *ordersync.LastFetch
 }
 
-// round is one fetch of an order and the deliveries it answers.
+// round is one fetch of an order and the queued events it answers.
 type round struct {
 	key   orderKey
 	items []*item
 	// started is set, under Pool.mu, when the fetch's request is about to
 	// leave (past the rate limit and every other wait: see fetchOptions.leaving), or
-	// when the fetch ended without sending one; deliveries for the order
-	// then wait for the next round. Until then a delivery joins this round:
+	// when the fetch ended without sending one; queued events for the order
+	// then wait for the next round. Until then a queued event joins this round:
 	// the answer to a request not yet sent includes its change.
 	started bool
 }
@@ -46,7 +47,7 @@ type flight struct {
 	next []*item // arrived while cur was running: the one follow-up round
 }
 
-// pull feeds deliveries into the pool until ctx ends.
+// pull feeds queued events into the pool until ctx ends.
 func (p *Pool) pull(ctx context.Context) {
 	batch := int64(p.cfg.BatchSize)
 	failing := false
@@ -99,15 +100,15 @@ func (p *Pool) pull(ctx context.Context) {
 	}
 }
 
-// dispatch routes a fresh delivery. It runs on the pull goroutine and does
+// dispatch routes a fresh queued event. It runs on the pull goroutine and does
 // no I/O: anything that needs the mirror goes to the fetch goroutines, except
 // the events it returns, which the caller attaches to their orders' rounds
 // after reading the mirror once for the whole pull: those with a code, and
 // those that carry an order id but no code the pool knows, which it
 // resolves with resolveBatch.
-func (p *Pool) dispatch(d ordersync.QueuedEvent, now time.Time) *item {
-	ev := d.Event()
-	it := &item{d: d, ev: ev, account: ev.Account, pulledAt: now}
+func (p *Pool) dispatch(qe ordersync.QueuedEvent, now time.Time) *item {
+	ev := qe.Event()
+	it := &item{qe: qe, ev: ev, account: ev.Account, pulledAt: now}
 	// The receiver's parse travels with the event; only events queued
 	// without it (by an earlier release, replays) are parsed here.
 	e := ev.Event

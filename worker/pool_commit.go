@@ -1,7 +1,7 @@
 package worker
 
 // The group commit: fetched orders and their event log rows go to the
-// mirror in batches, one transaction each, before their deliveries settle.
+// mirror in batches, one transaction each, before their queued events settle.
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/ordersync/ordersync/internal/batch"
 )
 
-// commitItem is a fetched order with its deliveries, an ignored event to
+// commitItem is a fetched order with its queued events, an ignored event to
 // log, or events a fetch already answered (skipAnswered), on its way to the
 // group commit.
 type commitItem struct {
@@ -63,7 +63,7 @@ func (p *Pool) commitLoop(ctx context.Context) {
 }
 
 // commit writes one batch and then, never before, acknowledges its
-// deliveries.
+// queued events.
 func (p *Pool) commit(ctx context.Context, batch []commitItem) {
 	var (
 		params  []ordersync.ApplyParams

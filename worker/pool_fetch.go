@@ -32,7 +32,7 @@ func (p *Pool) work(ctx context.Context) {
 	for j := range p.jobs {
 		f := &fetcher{pool: p, workCtx: ctx}
 		// Once ctx ends (a drain that timed out), jobs run without a slot
-		// and fail fast; their deliveries go back to the queue.
+		// and fail fast; their queued events go back to the queue.
 		f.held = p.slots.acquire(ctx) == nil
 		p.do(ctx, j, f)
 		if f.held {
@@ -92,7 +92,7 @@ func (p *Pool) resolve(ctx context.Context, it *item) *round {
 	code, err := p.mirror.ResolveOrderCode(ctx, it.e.Ref(it.account))
 	switch {
 	case errors.Is(err, ordersync.ErrNotFound):
-		attempt := it.d.Attempt()
+		attempt := it.qe.Attempt()
 		p.settleFailed(ctx, it, p.unresolved, retry.Failure{Kind: retry.Transient},
 			fmt.Errorf("resolve order of event: no order known for id %q or reference %q after %d attempts", it.e.OrderID, it.e.OrderReference, attempt))
 		return nil
@@ -175,7 +175,7 @@ func (p *Pool) observeDrift(r *round, status ordersync.Status) {
 	}
 }
 
-// fetchFailed settles the deliveries of a failed fetch as the pool's retry
+// fetchFailed settles the queued events of a failed fetch as the pool's retry
 // policy decides: a dead letter for a permanent failure, a redelivery
 // later for everything else, until a transient one runs out of attempts.
 func (p *Pool) fetchFailed(ctx context.Context, items []*item, err error) {

@@ -12,15 +12,15 @@ import (
 	"github.com/ordersync/ordersync/internal/retry"
 )
 
-// deadLetter records a permanent failure and terminates the delivery. If
-// the dead letter cannot be written, the delivery is retried instead: the
+// deadLetter records a permanent failure and terminates the queued event.
+// If the dead letter cannot be written, the event is retried instead: the
 // event must stay somewhere.
 func (p *Pool) deadLetter(ctx context.Context, it *item, reason ordersync.DeadLetterReason, cause error) {
 	dl := ordersync.DeadLetter{
 		MsgID:     it.ev.MsgID,
 		Account:   it.account,
 		Reason:    reason,
-		Attempts:  it.d.Attempt(),
+		Attempts:  it.qe.Attempt(),
 		LastError: cause.Error(),
 		OrderCode: it.code,
 		Body:      it.ev.Body,
@@ -38,7 +38,7 @@ func (p *Pool) deadLetter(ctx context.Context, it *item, reason ordersync.DeadLe
 	p.metrics.deadLetters.WithLabelValues(string(reason)).Inc()
 	p.log.Warn("event dead-lettered", "msg_id", it.ev.MsgID, "reason", reason,
 		"order_id", dl.OrderID, "order_code", dl.OrderCode, "attempts", dl.Attempts, "err", cause)
-	if err := it.d.Term(); err != nil {
+	if err := it.qe.Term(); err != nil {
 		p.log.Warn("terminate dead-lettered event failed; it may be delivered again", "msg_id", it.ev.MsgID, "err", err)
 	}
 	p.settled()
@@ -47,14 +47,14 @@ func (p *Pool) deadLetter(ctx context.Context, it *item, reason ordersync.DeadLe
 func (p *Pool) ack(it *item) {
 	// Acknowledging what is committed must not depend on the drain's
 	// context: the commit happened.
-	if err := it.d.Ack(context.Background()); err != nil {
+	if err := it.qe.Ack(context.Background()); err != nil {
 		p.log.Warn("ack event failed; it will be redelivered and applied again harmlessly", "msg_id", it.ev.MsgID, "err", err)
 	}
 	p.settled()
 }
 
 func (p *Pool) retry(it *item, delay time.Duration) {
-	if err := it.d.Retry(delay); err != nil {
+	if err := it.qe.Retry(delay); err != nil {
 		p.log.Warn("retry event failed; it will be redelivered after the ack wait", "msg_id", it.ev.MsgID, "err", err)
 	}
 	p.settled()
@@ -65,10 +65,10 @@ func (p *Pool) settled() {
 	p.unsettled.Done()
 }
 
-// settleFailed settles a delivery whose work failed as policy decides for
+// settleFailed settles a queued event whose work failed as policy decides for
 // its attempt: redelivered after a wait, or dead-lettered with cause.
 func (p *Pool) settleFailed(ctx context.Context, it *item, policy *retry.Policy, f retry.Failure, cause error) {
-	d := policy.Decide(it.d.Attempt(), 0, f)
+	d := policy.Decide(it.qe.Attempt(), 0, f)
 	if d.Retry {
 		p.retry(it, d.After)
 		return
@@ -79,7 +79,7 @@ func (p *Pool) settleFailed(ctx context.Context, it *item, policy *retry.Policy,
 // retryLater redelivers an event after a failure of the mirror itself,
 // which says nothing about the event and never dead-letters it.
 func (p *Pool) retryLater(it *item) {
-	p.retry(it, p.retries.Decide(it.d.Attempt(), 0, retry.Failure{Kind: retry.Outage}).After)
+	p.retry(it, p.retries.Decide(it.qe.Attempt(), 0, retry.Failure{Kind: retry.Outage}).After)
 }
 
 // extendLoop tells the queue that events held longer than ExtendInterval
@@ -108,7 +108,7 @@ func (p *Pool) extendLoop(ctx context.Context) {
 		}
 		p.mu.Unlock()
 		for _, it := range held {
-			if err := it.d.Extend(); err != nil {
+			if err := it.qe.Extend(); err != nil {
 				p.log.Debug("extend event failed", "msg_id", it.ev.MsgID, "err", err)
 			}
 		}
