@@ -323,7 +323,7 @@ func TestPublishConsumeAck(t *testing.T) {
 	waitPending(t, src, 1)
 	ds := next(t, src, 10, time.Second)
 	if len(ds) != 1 {
-		t.Fatalf("got %d deliveries, want 1", len(ds))
+		t.Fatalf("got %d events, want 1", len(ds))
 	}
 	d := ds[0]
 	got := d.Event()
@@ -350,7 +350,7 @@ func TestPublishConsumeAck(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ds := next(t, src, 10, 300*time.Millisecond); len(ds) != 0 {
-		t.Fatalf("got %d deliveries after ack, want none", len(ds))
+		t.Fatalf("got %d events after ack, want none", len(ds))
 	}
 }
 
@@ -412,7 +412,7 @@ func TestRedelivery(t *testing.T) {
 			publish(t, q, testEvent(1))
 			ds := next(t, src, 1, time.Second)
 			if len(ds) != 1 || ds[0].Attempt() != 1 {
-				t.Fatalf("first delivery: %d deliveries", len(ds))
+				t.Fatalf("first pull: %d events", len(ds))
 			}
 			if err := tt.settle(ds[0]); err != nil {
 				t.Fatal(err)
@@ -441,7 +441,7 @@ func TestExtendAndTerm(t *testing.T) {
 	waitPending(t, src, 2)
 	ds := next(t, src, 2, time.Second)
 	if len(ds) != 2 {
-		t.Fatalf("got %d deliveries, want 2", len(ds))
+		t.Fatalf("got %d events, want 2", len(ds))
 	}
 	if err := ds[0].Term(); err != nil {
 		t.Fatal(err)
@@ -473,7 +473,7 @@ func TestNextWaitsAndRespectsContext(t *testing.T) {
 	start := time.Now()
 	ds, err := src.Next(context.Background(), 10, 200*time.Millisecond)
 	if err != nil || len(ds) != 0 {
-		t.Fatalf("empty queue: %d deliveries, err %v; want none, nil", len(ds), err)
+		t.Fatalf("empty queue: %d events, err %v; want none, nil", len(ds), err)
 	}
 	if took := time.Since(start); took < 100*time.Millisecond || took > 2*time.Second {
 		t.Fatalf("empty Next took %s, want about the 200ms wait", took)
@@ -519,7 +519,7 @@ func TestNextWaitsAndRespectsContext(t *testing.T) {
 	publish(t, q, testEvent(3))
 	r := <-done
 	if after := time.Since(published); r.err != nil || len(r.ds) != 1 || after > 3*time.Second {
-		t.Fatalf("got %d deliveries (err %v) %s after the publish, want 1 soon after it", len(r.ds), r.err, after)
+		t.Fatalf("got %d events (err %v) %s after the publish, want 1 soon after it", len(r.ds), r.err, after)
 	}
 	r.ds[0].Ack(context.Background())
 }
@@ -565,7 +565,7 @@ func TestNextLongPollWakesOnEvent(t *testing.T) {
 	publish(t, q, testEvent(1))
 	r := <-done
 	if r.err != nil || len(r.ds) != 1 {
-		t.Fatalf("Next waiting an hour: %d deliveries, err %v; want the one published while it waited", len(r.ds), r.err)
+		t.Fatalf("Next waiting an hour: %d events, err %v; want the one published while it waited", len(r.ds), r.err)
 	}
 	if err := r.ds[0].Ack(ctx); err != nil {
 		t.Fatal(err)
@@ -941,7 +941,7 @@ func TestExternalNATS(t *testing.T) {
 	src := q.Events()
 	ds := next(t, src, 1, time.Second)
 	if len(ds) != 1 {
-		t.Fatal("no delivery")
+		t.Fatal("no event")
 	}
 	if err := ds[0].Retry(10 * time.Millisecond); err != nil {
 		t.Fatal(err)
@@ -1106,7 +1106,7 @@ func TestNextLosesNothingAtItsDeadline(t *testing.T) {
 		got += len(ds)
 	}
 	if slowest > time.Second {
-		t.Errorf("the slowest event took %v from publish to delivery: a pull dropped it", slowest)
+		t.Errorf("the slowest event took %v from publish to its handing out: a pull dropped it", slowest)
 	}
 }
 
@@ -1162,7 +1162,7 @@ func TestEventWithoutReceiptTimeTakesTheStreams(t *testing.T) {
 	publish(t, q, ev)
 	ds := next(t, src, 1, time.Second)
 	if len(ds) != 1 {
-		t.Fatal("no delivery")
+		t.Fatal("no event")
 	}
 	first := ds[0].Event().ReceivedAt
 	if first.Before(before.Add(-time.Second)) || first.After(time.Now()) {

@@ -184,7 +184,7 @@ func TestPoolDrainAcksCommitted(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 
-	// Run returns once every delivery is settled by an ack sent to the
+	// Run returns once every queued event is settled by an ack sent to the
 	// server, which counts them when they arrive. Every event is then
 	// committed (in the event log), still queued, or handed back by the
 	// queue from a pull abandoned at the cancel (a nak: it stays the

@@ -75,7 +75,7 @@ func TestPoolResolvesIDsInBatches(t *testing.T) {
 			if batches == 0 {
 				t.Fatal("no batch resolution was tried")
 			}
-			// The unknown id is tried once per delivery (first plus three
+			// The unknown id is tried once per attempt (first plus three
 			// retries), alone after its batch.
 			if tt.failBatches {
 				if one < n {
