@@ -22,7 +22,6 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
-	"github.com/ordersync/ordersync/internal/child"
 	"github.com/ordersync/ordersync/internal/datadir"
 	"github.com/ordersync/ordersync/internal/loadpost"
 	"github.com/ordersync/ordersync/sim"
@@ -168,8 +167,8 @@ type mixReport struct {
 	Refused                                                      int64
 	AckP50, AckP99, AckMax                                       time.Duration
 	PeakRSS                                                      int64
-	// Freshness is the back office's freshness lag, when the pipeline
-	// reports one (backOfficeFreshness).
+	// Freshness is the back office's freshness lag during the load and on
+	// the idle pipeline after it (mix_freshness.go); n/a without an indexer.
 	Freshness string
 	// DiskBefore and DiskAfter are the data directory before the creation
 	// round and after the last round.
@@ -326,6 +325,8 @@ func (m *mixRun) run(ctx context.Context, poster *loadpost.Poster, orders []orde
 	if err != nil {
 		return err
 	}
+	lag := startLagSampler(ctx, lp.db)
+	defer lag.stop()
 	if err := m.round(ctx, poster, "creation", created, nil, func(ctx context.Context) (bool, error) {
 		n, err := countMirrored(ctx, lp.db)
 		return n >= m.opts.Prefill+k, err
@@ -363,6 +364,7 @@ func (m *mixRun) run(ctx context.Context, poster *loadpost.Poster, orders []orde
 		return err
 	}
 	var closing, late [][]byte
+	var stay []ordersync.PaymentLinkResult // left paid: the idle probes finalize them
 	for j, o := range paid {
 		switch r := j % mixPaidCycle; {
 		case r < mixReversed:
@@ -372,6 +374,7 @@ func (m *mixRun) run(ctx context.Context, poster *loadpost.Poster, orders []orde
 			closing = append(closing, webhookBody(o, ordersync.EventSuccessReverse, 2*k+j))
 			rep.Reversed++
 		case r < mixReversed+mixStayPaid:
+			stay = append(stay, o)
 			continue
 		default:
 			if _, err := lp.sim.Finalize(o.OrderCode); err != nil {
@@ -400,19 +403,19 @@ func (m *mixRun) run(ctx context.Context, poster *loadpost.Poster, orders []orde
 	if rep.PeakRSS, err = lp.child.PeakRSS(); err != nil {
 		return err
 	}
-	if backOfficeFreshness != nil {
-		if rep.Freshness, err = backOfficeFreshness(ctx, lp.child); err != nil {
-			return err
-		}
-	}
+	// The data directory is measured before the idle probes, which change
+	// a few orders more.
 	rep.DiskAfter = measureDisk(ctx, m.dataDir)
+	load, loadErr := lag.stop()
+	var caughtUp time.Duration
+	var idle []time.Duration
+	idleErr := loadErr
+	if loadErr == nil {
+		caughtUp, idle, idleErr = m.idleFreshness(ctx, poster, stay)
+	}
+	rep.Freshness = freshnessReport(load, loadErr, caughtUp, idle, idleErr)
 	return nil
 }
-
-// backOfficeFreshness reads the back office's freshness lag from the
-// pipeline at the end of a run (its p99 over the run, and now); nil until
-// an indexer reports one, and the report says n/a.
-var backOfficeFreshness func(ctx context.Context, c *child.Process) (string, error)
 
 // phaseMeter holds a phase's starting readings.
 type phaseMeter struct {

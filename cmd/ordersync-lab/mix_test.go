@@ -59,8 +59,8 @@ func TestMix(t *testing.T) {
 	if a.Tables != nil && a.Tables["orders"] <= b.Tables["orders"] {
 		t.Errorf("dbstat: orders %d bytes before, %d after", b.Tables["orders"], a.Tables["orders"])
 	}
-	if !strings.Contains(out.String(), "back office freshness n/a") {
-		t.Errorf("the report lacks the freshness column:\n%s", out.String())
+	if !strings.Contains(out.String(), "back office freshness in load p50") || !strings.Contains(out.String(), "single changes") {
+		t.Errorf("the report lacks the freshness in load and idle:\n%s", out.String())
 	}
 
 	out.Reset()
