@@ -23,8 +23,8 @@ import (
 // status changes cost to the b-trees (tables and indexes) they rewrite: the
 // loadtest's orders (created in the simulator by amount, reference
 // load-NNNNNN, no buyer) applied in batches, then each paid and then
-// finalized the same way, each batch with its fetch sequence and its
-// relay's mark, on a
+// finalized the same way, each batch with its fetch sequence, its relay's
+// mark and the back office's indexer, on a
 // mirror whose checkpoints never run, then each frame's page looked up in
 // dbstat by the sqlite3 command. A measuring tool, not a check: it runs
 // when ORDERSYNC_WAL_FRAMES gives the orders ("20000" or "20000/20" for
@@ -143,6 +143,9 @@ func TestWALFramesPerOrder(t *testing.T) {
 				}
 				return db.MarkOutboxSent(ctx, ids, time.Now())
 			})
+			// The back office's indexer, which the service runs after
+			// the writes, as after every batch here.
+			step(phase.name+": index", func() error { _, err := db.IndexNow(ctx); return err })
 		}
 	}
 
