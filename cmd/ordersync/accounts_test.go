@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/internal/app"
@@ -93,6 +95,26 @@ func TestAccountsEndToEnd(t *testing.T) {
 	if got := counterValue(st.Program.Registry(), "ordersync_webhook_requests_total", "account", "acme"); got < 3 {
 		t.Errorf("ordersync_webhook_requests_total{account=\"acme\"} = %v, want ≥ 3 (created, paid, cancelled)", got)
 	}
+	// The commit stage is the process's, not the default account's: the
+	// status changes acme's webhooks brought are counted under acme. The
+	// counters move just after the commit the mirror shows, so wait for
+	// them.
+	for status, want := range map[ordersync.Status]map[string]float64{
+		ordersync.StatusPaid:      {"acme": 1, ordersync.DefaultAccount: 0},
+		ordersync.StatusCancelled: {"acme": 1, ordersync.DefaultAccount: 0},
+	} {
+		changes := func(account string) float64 {
+			return seriesValue(st.Program.Registry(), "ordersync_mirror_status_changes_total", map[string]string{"account": account, "status": string(status)})
+		}
+		for changes("acme") < want["acme"] && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		for account, n := range want {
+			if got := changes(account); got != n {
+				t.Errorf("ordersync_mirror_status_changes_total{account=%q,status=%q} = %v, want %v", account, status, got, n)
+			}
+		}
+	}
 
 	// An account the deployment does not serve: every path that routes
 	// to an account refuses it with the same error, naming it.
@@ -117,4 +139,24 @@ func TestAccountsEndToEnd(t *testing.T) {
 	if out, err := runCLI(t, "orders", "track", codes[0], "--account", "ghost", db, "--api-base-url="+st.SimURL, "--secret-key="+st.SecretKey); err == nil || !strings.Contains(err.Error(), unknown.Error()) {
 		t.Errorf("orders track --account ghost: %v\n%s; want %q", err, out, unknown)
 	}
+}
+
+// seriesValue sums a counter family's series that carry every label of
+// labels.
+func seriesValue(g prometheus.Gatherer, name string, labels map[string]string) float64 {
+	sum := 0.0
+series:
+	for _, m := range family(g, name) {
+		have := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			have[lp.GetName()] = lp.GetValue()
+		}
+		for k, v := range labels {
+			if have[k] != v {
+				continue series
+			}
+		}
+		sum += m.GetCounter().GetValue()
+	}
+	return sum
 }
