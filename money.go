@@ -158,7 +158,22 @@ func (a Amount) Equal(b Amount) bool { return a.Cmp(b) == 0 }
 
 // Identical reports equality of value and written digits: 6.5 and 6.50 are
 // equal but not identical.
-func (a Amount) Identical(b Amount) bool { return a.String() == b.String() }
+func (a Amount) Identical(b Amount) bool {
+	// Without writing either: non-zero amounts with one exponent have one
+	// text when their sign and coefficient are one; with two exponents of
+	// at most 0, never, as their texts have as many decimals as the
+	// exponent says. Zeros and positive exponents (650 and 65E+1) are
+	// compared by their text.
+	if a.d.Form == apd.Finite && b.d.Form == apd.Finite && !a.d.IsZero() && !b.d.IsZero() {
+		switch {
+		case a.d.Exponent == b.d.Exponent:
+			return a.d.Negative == b.d.Negative && a.d.Coeff.Cmp(&b.d.Coeff) == 0
+		case a.d.Exponent <= 0 && b.d.Exponent <= 0:
+			return false
+		}
+	}
+	return a.String() == b.String()
+}
 
 // Add returns a+b exactly.
 func (a Amount) Add(b Amount) Amount {

@@ -185,6 +185,15 @@ func TestAmountCompare(t *testing.T) {
 	if !a("6.5").Equal(a("6.50")) || a("6.5").Identical(a("6.50")) {
 		t.Error("6.5 and 6.50 must be equal but not identical")
 	}
+	// Identical is equality of the written texts, whatever the exponents.
+	texts := []string{"6.5", "6.50", "-6.5", "650", "6.5e2", "65e1", "0", "0.00", "-0", "0e3", "1e3", "1000", "0.001", "1e-3", "17.99"}
+	for _, x := range texts {
+		for _, y := range texts {
+			if got, want := a(x).Identical(a(y)), a(x).String() == a(y).String(); got != want {
+				t.Errorf("%s.Identical(%s) = %v, want %v", x, y, got, want)
+			}
+		}
+	}
 	if a("6.49").Cmp(a("6.5")) != -1 || a("6.5").Cmp(a("6.49")) != 1 || a("6.5").Cmp(a("6.500")) != 0 {
 		t.Error("Cmp")
 	}

@@ -1008,8 +1008,13 @@ func sameLineItems(a, b []ordersync.LineItem) bool {
 	if len(a) != len(b) {
 		return false
 	}
+	// Field by field, as lineItemValues writes them (amounts as their text),
+	// without boxing each value.
 	for i := range a {
-		if !slices.EqualFunc(lineItemValues(0, i, a[i]), lineItemValues(0, i, b[i]), sameValue) {
+		x, y := &a[i], &b[i]
+		if x.ProductID != y.ProductID || x.SKU != y.SKU || x.Name != y.Name || !x.Price.Identical(y.Price) ||
+			(x.PromoPrice == nil) != (y.PromoPrice == nil) || (x.PromoPrice != nil && !x.PromoPrice.Identical(*y.PromoPrice)) ||
+			x.Quantity != y.Quantity || x.ImageURL != y.ImageURL || !x.SubTotal.Identical(y.SubTotal) {
 			return false
 		}
 	}
@@ -1027,8 +1032,10 @@ func newOrderWrite(k orderKey, bo *batchOrder) *orderWrite {
 // before it), so they are those of its stored document and state as read,
 // but for the two that RecordOrderRef fills where the document had none.
 func storedValues(k orderKey, bo *batchOrder) []any {
-	values := orderWriteOf(k, &bo.stored, bo.storedOrder, []byte(bo.storedDoc), bo.stored.Hash).values(orderFields)
+	values := orderWriteOf(k, &bo.stored, bo.storedOrder, nil, bo.stored.Hash).values(orderFields)
 	values[orderIDField], values[orderReferenceField] = bo.stored.OrderID, bo.stored.OrderReference
+	// The document as read, not copied to bytes and back.
+	values[rawDocumentField] = bo.storedDoc
 	return values
 }
 
@@ -1036,6 +1043,7 @@ func storedValues(k orderKey, bo *batchOrder) []any {
 var (
 	orderIDField        = slices.IndexFunc(orderFields, func(f orderField) bool { return f.column == "order_id" })
 	orderReferenceField = slices.IndexFunc(orderFields, func(f orderField) bool { return f.column == "order_reference" })
+	rawDocumentField    = slices.IndexFunc(orderFields, func(f orderField) bool { return f.column == "raw_document" })
 )
 
 func orderWriteOf(k orderKey, st *orderState, o *ordersync.Order, doc []byte, hash string) *orderWrite {

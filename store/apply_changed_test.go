@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/ordersync/ordersync"
@@ -183,4 +184,40 @@ func equalCounts(got, want map[string]int) bool {
 		}
 	}
 	return true
+}
+
+// TestSameLineItems: line items are the same exactly where their rows'
+// values are, amounts compared by the text written (6.5 is not 6.50).
+func TestSameLineItems(t *testing.T) {
+	a := ordersync.MustAmount
+	promo := a("0.99")
+	base := ordersync.LineItem{ProductID: "1", SKU: "S", Name: "N", Price: a("6.50"), PromoPrice: &promo, Quantity: 2, ImageURL: "u", SubTotal: a("13.00")}
+	other := a("0.990")
+	edits := []func(li *ordersync.LineItem){
+		func(li *ordersync.LineItem) {},
+		func(li *ordersync.LineItem) { li.ProductID = "2" },
+		func(li *ordersync.LineItem) { li.SKU = "T" },
+		func(li *ordersync.LineItem) { li.Name = "M" },
+		func(li *ordersync.LineItem) { li.Price = a("6.5") },
+		func(li *ordersync.LineItem) { li.Price = a("6.51") },
+		func(li *ordersync.LineItem) { li.PromoPrice = nil },
+		func(li *ordersync.LineItem) { li.PromoPrice = &other },
+		func(li *ordersync.LineItem) { li.Quantity = 3 },
+		func(li *ordersync.LineItem) { li.ImageURL = "" },
+		func(li *ordersync.LineItem) { li.SubTotal = a("13") },
+	}
+	for i, edit := range edits {
+		li := base
+		edit(&li)
+		want := slices.EqualFunc(lineItemValues(0, 0, base), lineItemValues(0, 0, li), sameValue)
+		if got := sameLineItems([]ordersync.LineItem{base}, []ordersync.LineItem{li}); got != want {
+			t.Errorf("edit %d: sameLineItems = %v, want %v", i, got, want)
+		}
+		if i > 0 && want {
+			t.Errorf("edit %d changes nothing written", i)
+		}
+	}
+	if sameLineItems([]ordersync.LineItem{base}, nil) {
+		t.Error("one line item and none are the same")
+	}
 }
