@@ -397,6 +397,9 @@ type batch struct {
 	// announced holds, for the orders the batch may find paid for the first
 	// time, the earliest receipt of a logged webhook announcing it.
 	announced map[orderKey]time.Time
+	// unprepared are the statements the batch ran unprepared on SQLite,
+	// prepared after its commit for the batches that follow.
+	unprepared []rowsKey
 }
 
 // ApplyOrders writes a batch of fetched orders, their status history,
@@ -458,6 +461,7 @@ func (db *DB) ApplyOrders(ctx context.Context, params []ordersync.ApplyParams) (
 		results[e.result].Messages = append(results[e.result].Messages, e.msg)
 	}
 	db.wakeIndexer()
+	db.prepareRows(ctx, b.unprepared)
 	if db.indexAfterApply {
 		if _, err := db.IndexNow(ctx); err != nil {
 			return results, fmt.Errorf("%s: written, but not indexed: %w", op, err)
@@ -693,19 +697,26 @@ func (db *DB) previousDocuments(ctx context.Context, tx *sqlx.Tx, b *batch) erro
 		for len(orders) > 0 {
 			chunk := orders[:min(len(orders), maxInParams)]
 			orders = orders[len(chunk):]
-			args := make([]any, 0, len(chunk)+1)
+			size := len(chunk)
+			if db.dialect == DialectSQLite {
+				// Padded to a prepared size by repeating a code.
+				size = stateQuerySize(size)
+			}
+			args := make([]any, 0, size+1)
 			args = append(args, account)
 			byCode := make(map[string]*batchOrder, len(chunk))
 			for _, bo := range chunk {
 				args = append(args, bo.st.Code)
 				byCode[bo.st.Code] = bo
 			}
+			for len(args) <= size {
+				args = append(args, chunk[len(chunk)-1].st.Code)
+			}
 			var rows []struct {
 				Code string  `db:"order_code"`
 				Doc  *string `db:"raw_document"`
 			}
-			err := tx.SelectContext(ctx, &rows, db.rebind(`SELECT order_code, raw_document FROM orders WHERE account = ? AND order_code IN (`+
-				placeholders(len(chunk))+`)`), args...)
+			err := db.selectTx(ctx, tx, &rows, db.rebind(previousDocumentsQuery(size)), args...)
 			if err != nil {
 				return fmt.Errorf("read the documents changes are compared with: %w", err)
 			}
@@ -723,6 +734,12 @@ func (db *DB) previousDocuments(ctx context.Context, tx *sqlx.Tx, b *batch) erro
 		}
 	}
 	return nil
+}
+
+// previousDocumentsQuery reads the stored documents of n orders of one
+// account.
+func previousDocumentsQuery(n int) string {
+	return `SELECT order_code, raw_document FROM orders WHERE account = ? AND order_code IN (` + placeholders(n) + `)`
 }
 
 // fieldsJSON names, as a JSON array, the fields in which the change's
@@ -855,7 +872,9 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 		{"update sync bookkeeping", touchOrders, touched},
 	}
 	for _, m := range masks {
-		steps = append(steps, writeStep{"update changed orders", partialOrderFields(m).sql, partial[m]})
+		r := partialOrderFields(m).sql
+		steps = append(steps, writeStep{"update changed orders", r, partial[m]})
+		b.unprepared = append(b.unprepared, db.unpreparedRows(r, len(partial[m]))...)
 	}
 	if err := db.execSteps(ctx, tx, steps); err != nil {
 		return err
@@ -1112,23 +1131,21 @@ func (db *DB) paymentAnnouncements(ctx context.Context, tx *sqlx.Tx, params []or
 		for len(codes) > 0 {
 			chunk := codes[:min(len(codes), maxInParams)]
 			codes = codes[len(chunk):]
-			codeArgs := make([]any, len(chunk))
-			for i, c := range chunk {
-				codeArgs[i] = c
+			size := len(chunk)
+			if db.dialect == DialectSQLite {
+				// Padded to a prepared size by repeating a code.
+				size = stateQuerySize(size)
+			}
+			codeArgs := make([]any, size)
+			for i := range codeArgs {
+				codeArgs[i] = chunk[min(i, len(chunk)-1)]
 			}
 			args := slices.Concat([]any{account}, types, codeArgs, []any{account}, codeArgs, types)
 			var rows []struct {
 				Code       string    `db:"order_code"`
 				ReceivedAt time.Time `db:"received_at"`
 			}
-			// An order's events are those logged under its row and those of
-			// its code logged without one (migration 20).
-			query := `SELECT order_code, received_at FROM event_log
-WHERE account = ? AND type IN (?, ?) AND order_code IN (` + placeholders(len(chunk)) + `) AND order_code <> '' AND order_row IS NULL
-UNION ALL
-SELECT o.order_code, e.received_at FROM orders o JOIN event_log e ON e.order_row = o.id
-WHERE o.account = ? AND o.order_code IN (` + placeholders(len(chunk)) + `) AND e.type IN (?, ?)`
-			if err := tx.SelectContext(ctx, &rows, db.rebind(query), args...); err != nil {
+			if err := db.selectTx(ctx, tx, &rows, db.rebind(announcementsQuery(size)), args...); err != nil {
 				return nil, fmt.Errorf("read payment webhooks: %w", err)
 			}
 			for _, r := range rows {
@@ -1140,4 +1157,15 @@ WHERE o.account = ? AND o.order_code IN (` + placeholders(len(chunk)) + `) AND e
 		}
 	}
 	return announced, nil
+}
+
+// announcementsQuery reads the payment webhooks logged for n orders of
+// one account. An order's events are those logged under its row and those
+// of its code logged without one (migration 20).
+func announcementsQuery(n int) string {
+	return `SELECT order_code, received_at FROM event_log
+WHERE account = ? AND type IN (?, ?) AND order_code IN (` + placeholders(n) + `) AND order_code <> '' AND order_row IS NULL
+UNION ALL
+SELECT o.order_code, e.received_at FROM orders o JOIN event_log e ON e.order_row = o.id
+WHERE o.account = ? AND o.order_code IN (` + placeholders(n) + `) AND e.type IN (?, ?)`
 }

@@ -19,7 +19,16 @@ func (db *DB) denseChecks(ctx context.Context, q sqlx.QueryerContext, account st
 		Since time.Time `db:"active_since"`
 		Until time.Time `db:"dense_until"`
 	}
-	err := sqlx.GetContext(ctx, q, &row, db.rebind(`SELECT active_since, dense_until FROM dense_checks WHERE account = ?`), account)
+	var s *sqlx.Stmt
+	if tx, ok := q.(*sqlx.Tx); ok {
+		s = db.txPrepared(ctx, tx, denseChecksQuery)
+	}
+	var err error
+	if s != nil {
+		err = s.GetContext(ctx, &row, account)
+	} else {
+		err = sqlx.GetContext(ctx, q, &row, db.rebind(denseChecksQuery), account)
+	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return ordersync.DenseChecks{}, nil
@@ -28,6 +37,8 @@ func (db *DB) denseChecks(ctx context.Context, q sqlx.QueryerContext, account st
 	}
 	return ordersync.DenseChecks{Since: row.Since.UTC(), Until: row.Until.UTC()}, nil
 }
+
+const denseChecksQuery = `SELECT active_since, dense_until FROM dense_checks WHERE account = ?`
 
 // batchDenseChecks reads the evidence of every account of a batch, so
 // that each order's next check is set by what its account's record says.

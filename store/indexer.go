@@ -165,6 +165,9 @@ func (db *DB) RunIndexer(ctx context.Context) error {
 
 // indexBatch indexes the oldest indexerBatch changes in one transaction.
 func (db *DB) indexBatch(ctx context.Context) (int, error) {
+	if err := db.prepareWrites(ctx); err != nil {
+		return 0, fmt.Errorf("index the read side: %w", err)
+	}
 	n := 0
 	err := db.inTx(ctx, "index the read side", func(tx *sqlx.Tx) error {
 		if db.dialect == DialectPostgres {
@@ -178,7 +181,7 @@ func (db *DB) indexBatch(ctx context.Context) (int, error) {
 			ID       int64 `db:"id"`
 			OrderRow int64 `db:"order_row"`
 		}
-		if err := tx.SelectContext(ctx, &changes, db.rebind(`SELECT id, order_row FROM mirror_changes ORDER BY id LIMIT ?`), indexerBatch); err != nil {
+		if err := db.selectTx(ctx, tx, &changes, db.rebind(readChanges), indexerBatch); err != nil {
 			return fmt.Errorf("read mirror changes: %w", err)
 		}
 		n = len(changes)
@@ -201,8 +204,7 @@ func (db *DB) indexBatch(ctx context.Context) (int, error) {
 		if err := db.execRows(ctx, tx, deleteChanges, ids); err != nil {
 			return fmt.Errorf("delete indexed changes: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, db.rebind(`UPDATE indexer_position SET position = ?, indexed_at = ? WHERE one = 1`),
-			last, dbTime(time.Now())); err != nil {
+		if err := db.execTx(ctx, tx, db.rebind(recordPosition), last, dbTime(time.Now())); err != nil {
 			return fmt.Errorf("record the indexer's position: %w", err)
 		}
 		return nil
@@ -231,18 +233,22 @@ func (db *DB) indexOrders(ctx context.Context, tx *sqlx.Tx, rows []int64) error 
 	}
 	var newFigs []orderFigure
 	for chunk := range slices.Chunk(rows, maxInParams) {
-		args := make([]any, len(chunk))
-		for i, r := range chunk {
-			args[i] = r
+		// Padded to a prepared size by repeating a row id, which matches
+		// no row twice.
+		size := len(chunk)
+		if db.dialect == DialectSQLite {
+			size = stateQuerySize(size)
 		}
-		in := placeholders(len(chunk))
+		args := make([]any, size)
+		for i := range args {
+			args[i] = chunk[min(i, len(chunk)-1)]
+		}
+		q := db.indexQueries(size)
 		var old, now []orderFigure
-		if err := tx.SelectContext(ctx, &old, db.rebind(`SELECT order_row, figure, account, bucket, currency, total_minor
-FROM report_order_figures WHERE order_row IN (`+in+`)`), args...); err != nil {
+		if err := db.selectTx(ctx, tx, &old, q.oldFigures, args...); err != nil {
 			return fmt.Errorf("read indexed figures: %w", err)
 		}
-		if err := tx.SelectContext(ctx, &now, db.rebind(`SELECT order_row, figure, account, `+db.bucketExpr("at")+` AS bucket, currency, total_minor
-FROM internal_report_figures WHERE order_row IN (`+in+`)`), args...); err != nil {
+		if err := db.selectTx(ctx, tx, &now, q.figures, args...); err != nil {
 			return fmt.Errorf("read the orders' figures: %w", err)
 		}
 		move(old, -1)
@@ -252,7 +258,7 @@ FROM internal_report_figures WHERE order_row IN (`+in+`)`), args...); err != nil
 			ID   int64  `db:"id"`
 			Name string `db:"buyer_name"`
 		}
-		if err := tx.SelectContext(ctx, &n, db.rebind(`SELECT id, buyer_name FROM orders WHERE id IN (`+in+`)`), args...); err != nil {
+		if err := db.selectTx(ctx, tx, &n, q.names, args...); err != nil {
 			return fmt.Errorf("read the orders' names: %w", err)
 		}
 		names = append(names, n...)
@@ -302,6 +308,26 @@ FROM internal_report_figures WHERE order_row IN (`+in+`)`), args...); err != nil
 		{"insert name tokens", indexTokens, tokens},
 	})
 }
+
+// indexQueries are indexOrders' reads of n orders by row id.
+type indexQueries struct{ oldFigures, figures, names string }
+
+func (db *DB) indexQueries(n int) indexQueries {
+	in := placeholders(n)
+	return indexQueries{
+		oldFigures: db.rebind(`SELECT order_row, figure, account, bucket, currency, total_minor
+FROM report_order_figures WHERE order_row IN (` + in + `)`),
+		figures: db.rebind(`SELECT order_row, figure, account, ` + db.bucketExpr("at") + ` AS bucket, currency, total_minor
+FROM internal_report_figures WHERE order_row IN (` + in + `)`),
+		names: db.rebind(`SELECT id, buyer_name FROM orders WHERE id IN (` + in + `)`),
+	}
+}
+
+// The indexer's fixed statements, prepared on SQLite.
+const (
+	readChanges    = `SELECT id, order_row FROM mirror_changes ORDER BY id LIMIT ?`
+	recordPosition = `UPDATE indexer_position SET position = ?, indexed_at = ? WHERE one = 1`
+)
 
 // RebuildReadSide empties the read side (report_buckets, the orders'
 // figures, the name words) and builds it again from the mirror's orders:

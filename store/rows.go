@@ -141,13 +141,15 @@ func (db *DB) queryTx(ctx context.Context, tx *sqlx.Tx, scan func(*sql.Rows) err
 }
 
 // preparedRows are the multi-row statements prepareWrites prepares: those of
-// ApplyOrders and the delivery log's, which run for every batch of orders
-// and of deliveries.
-var preparedRows = append(slices.Clip(applyStatements), upsertDeliveries)
+// ApplyOrders, the indexer's and the delivery log's, which run for every
+// batch of orders and of deliveries.
+var preparedRows = append(slices.Clip(applyStatements), upsertDeliveries,
+	deleteChanges, deleteFigures, insertFigures, upsertBucketRows, deleteTokens, indexTokens)
 
-// prepareWrites prepares, once, the SQLite statements ApplyOrders and
-// RecordDeliveries use: every multi-row statement in every chunk size, and
-// the read of the orders' states in every padded size. It runs outside any
+// prepareWrites prepares, once, the SQLite statements ApplyOrders, the
+// indexer and RecordDeliveries use: every multi-row statement in every
+// chunk size, and the reads of the orders' states, stored documents and
+// payment webhooks and the indexer's in every padded size. It runs outside any
 // transaction, as the write pool's single connection must be free to
 // prepare on.
 func (db *DB) prepareWrites(ctx context.Context) error {
@@ -166,8 +168,10 @@ func (db *DB) prepareWrites(ctx context.Context) error {
 		}
 	}
 	for size := 1; size <= stateQuerySize(maxInParams); size *= 2 {
-		queries = append(queries, stateQuery(size))
+		q := db.indexQueries(size)
+		queries = append(queries, stateQuery(size), previousDocumentsQuery(size), announcementsQuery(size), q.oldFigures, q.figures, q.names)
 	}
+	queries = append(queries, readChanges, recordPosition, denseChecksQuery)
 	prepared := make(map[string]*sql.Stmt, len(queries))
 	for _, query := range queries {
 		stmt, err := db.write.PrepareContext(ctx, query)
@@ -186,4 +190,79 @@ func (db *DB) prepareWrites(ctx context.Context) error {
 	}
 	db.prepared.Store(&prepared)
 	return nil
+}
+
+// txPrepared is query's statement prepared by prepareWrites, in tx; nil
+// where it has none (PostgreSQL, or a query it does not prepare).
+func (db *DB) txPrepared(ctx context.Context, tx *sqlx.Tx, query string) *sqlx.Stmt {
+	if stmts := db.prepared.Load(); stmts != nil {
+		if s := (*stmts)[query]; s != nil {
+			return tx.StmtxContext(ctx, s)
+		}
+	}
+	return nil
+}
+
+// selectTx is tx.SelectContext, through the statement prepareWrites
+// prepared for query where there is one.
+func (db *DB) selectTx(ctx context.Context, tx *sqlx.Tx, dest any, query string, args ...any) error {
+	if s := db.txPrepared(ctx, tx, query); s != nil {
+		return s.SelectContext(ctx, dest, args...)
+	}
+	return tx.SelectContext(ctx, dest, query, args...)
+}
+
+// execTx is tx.ExecContext, through the statement prepareWrites prepared
+// for query where there is one.
+func (db *DB) execTx(ctx context.Context, tx *sqlx.Tx, query string, args ...any) error {
+	var err error
+	if s := db.txPrepared(ctx, tx, query); s != nil {
+		_, err = s.ExecContext(ctx, args...)
+	} else {
+		_, err = tx.ExecContext(ctx, query, args...)
+	}
+	return err
+}
+
+// maxPreparedShapes bounds how many statements prepareRows prepares: the
+// updates of changed orders come in as many shapes as the sets of columns
+// that change, a handful in practice, and a hostile mix must not make it
+// prepare without end.
+const maxPreparedShapes = 256
+
+// unpreparedRows are the sizes of r that n rows run in and that have no
+// prepared statement, on SQLite; none on PostgreSQL.
+func (db *DB) unpreparedRows(r rowsSQL, n int) []rowsKey {
+	if db.dialect != DialectSQLite {
+		return nil
+	}
+	var keys []rowsKey
+	for _, size := range chunkSizes(n) {
+		if db.rowsStatement(r, size).stmt == nil {
+			keys = append(keys, rowsKey{r, size})
+		}
+	}
+	return keys
+}
+
+// prepareRows prepares the statements of keys on SQLite's write handle,
+// up to maxPreparedShapes in all: it runs outside any transaction, after
+// the commit of the batch that first ran them. A statement that does not
+// prepare stays unprepared: its batch ran it, so the next one reports any
+// error.
+func (db *DB) prepareRows(ctx context.Context, keys []rowsKey) {
+	for _, k := range keys {
+		if db.rowsStatement(k.r, k.n).stmt != nil {
+			continue
+		}
+		if db.preparedShapes.Add(1) > maxPreparedShapes {
+			return
+		}
+		query := k.r.sql(k.n)
+		s, err := db.writeStmts.get(ctx, query)
+		if err != nil {
+			return
+		}
+		db.rowsStmts.Store(k, rowsStmt{query: query, stmt: s.Stmt})
+	}
 }

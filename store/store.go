@@ -249,6 +249,8 @@ type DB struct {
 	// rowsStmts holds each size of the multi-row statements (rowsKey →
 	// rowsStmt), built once and, on SQLite, prepared by prepareWrites.
 	rowsStmts sync.Map
+	// preparedShapes counts the statements prepareRows prepared.
+	preparedShapes atomic.Int32
 	// readStmts and writeStmts hold SQLite's prepared single statements.
 	readStmts, writeStmts *stmtCache
 	// checkpoints is SQLite's checkpoint connection, nil when SQLite
