@@ -331,7 +331,6 @@ type batchOrder struct {
 	// its row holds, which a new document's write is compared with.
 	stored      orderState
 	storedOrder *ordersync.Order
-	storedDoc   string
 	// writeItems, writeMetadata: the order's line items (metadata) are
 	// written, as the order is new or they differ from the stored ones.
 	writeItems, writeMetadata bool
@@ -712,19 +711,20 @@ func (db *DB) previousDocuments(ctx context.Context, tx *sqlx.Tx, b *batch) erro
 			for len(args) <= size {
 				args = append(args, chunk[len(chunk)-1].st.Code)
 			}
-			var rows []struct {
-				Code string  `db:"order_code"`
-				Doc  *string `db:"raw_document"`
-			}
-			err := db.selectTx(ctx, tx, &rows, db.rebind(previousDocumentsQuery(size)), args...)
+			// Each document is decoded as it is read (DecodeOrder copies
+			// what it keeps), so its bytes are the driver's, not a copy.
+			err := db.queryTxRows(ctx, tx, db.rebind(previousDocumentsQuery(size)), func(rows *sql.Rows) error {
+				var code, doc sql.RawBytes
+				if err := rows.Scan(&code, &doc); err != nil {
+					return err
+				}
+				if bo := byCode[string(code)]; bo != nil && doc != nil {
+					bo.storedOrder, _ = ordersync.DecodeOrder(doc)
+				}
+				return nil
+			}, args...)
 			if err != nil {
 				return fmt.Errorf("read the documents changes are compared with: %w", err)
-			}
-			for _, r := range rows {
-				if bo := byCode[r.Code]; bo != nil && r.Doc != nil {
-					bo.storedDoc = *r.Doc
-					bo.storedOrder, _ = ordersync.DecodeOrder([]byte(*r.Doc))
-				}
 			}
 		}
 	}
@@ -1049,12 +1049,14 @@ func newOrderWrite(k orderKey, bo *batchOrder) *orderWrite {
 // before the batch holds. The columns are functions of the document and
 // the state (a migration that adds one fills it for the orders stored
 // before it), so they are those of its stored document and state as read,
-// but for the two that RecordOrderRef fills where the document had none.
+// but for the two that RecordOrderRef fills where the document had none
+// and the document itself.
 func storedValues(k orderKey, bo *batchOrder) []any {
 	values := orderWriteOf(k, &bo.stored, bo.storedOrder, nil, bo.stored.Hash).values(orderFields)
 	values[orderIDField], values[orderReferenceField] = bo.stored.OrderID, bo.stored.OrderReference
-	// The document as read, not copied to bytes and back.
-	values[rawDocumentField] = bo.storedDoc
+	// The document changed, as its hash did: raw_document is written
+	// without comparing its text, which the apply does not keep.
+	values[rawDocumentField] = nil
 	return values
 }
 

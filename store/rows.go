@@ -266,3 +266,27 @@ func (db *DB) prepareRows(ctx context.Context, keys []rowsKey) {
 		db.rowsStmts.Store(k, rowsStmt{query: query, stmt: s.Stmt})
 	}
 }
+
+// queryTxRows runs query in tx, through the statement prepareWrites
+// prepared for it where there is one, and calls scan for each row.
+func (db *DB) queryTxRows(ctx context.Context, tx *sqlx.Tx, query string, scan func(*sql.Rows) error, args ...any) error {
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if s := db.txPrepared(ctx, tx, query); s != nil {
+		rows, err = s.QueryContext(ctx, args...)
+	} else {
+		rows, err = tx.QueryContext(ctx, query, args...)
+	}
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
