@@ -159,6 +159,13 @@ func changedOrderFields(prev, next []any) uint64 {
 
 // sameValue: a and b go into a column as the same value.
 func sameValue(a, b any) bool {
+	// Amounts go in as their text, which Identical compares without
+	// writing it where it can.
+	if x, ok := a.(ordersync.Amount); ok {
+		if y, ok := b.(ordersync.Amount); ok {
+			return x.Identical(y)
+		}
+	}
 	if v, ok := a.(driver.Valuer); ok {
 		a, _ = v.Value()
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -62,7 +63,19 @@ func (db *DB) execRows(ctx context.Context, tx *sqlx.Tx, r rowsSQL, rows [][]any
 // queryRows is execRows for a statement that returns rows (RETURNING):
 // scan is called for each.
 func (db *DB) queryRows(ctx context.Context, tx *sqlx.Tx, r rowsSQL, rows [][]any, scan func(*sql.Rows) error) error {
-	args := make([]any, 0, min(len(rows), maxRowsPerStatement)*r.cols)
+	if len(rows) == 0 {
+		return nil
+	}
+	// The arguments are a pooled slice: database/sql converts them before
+	// the statement runs and keeps none, and a batch's statements take
+	// thousands.
+	buf := argsPool.Get().(*[]any)
+	defer func() {
+		clear((*buf)[:cap(*buf)])
+		argsPool.Put(buf)
+	}()
+	args := slices.Grow((*buf)[:0], min(len(rows), maxRowsPerStatement)*r.cols)
+	*buf = args
 	for _, size := range chunkSizes(len(rows)) {
 		args = args[:0]
 		for _, row := range rows[:size] {
@@ -78,6 +91,8 @@ func (db *DB) queryRows(ctx context.Context, tx *sqlx.Tx, r rowsSQL, rows [][]an
 	}
 	return nil
 }
+
+var argsPool = sync.Pool{New: func() any { return new([]any) }}
 
 // rowsKey is one size of a rowsSQL statement.
 type rowsKey struct {
