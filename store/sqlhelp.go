@@ -54,6 +54,12 @@ func utcPtr(t *time.Time) *time.Time {
 	return &u
 }
 
+// Limits of the list queries.
+const (
+	defaultListLimit = 100
+	maxListLimit     = 1000
+)
+
 // clampLimit applies a default and a maximum to a caller's limit.
 func clampLimit(limit, def, maxLimit int) int {
 	switch {
