@@ -16,9 +16,11 @@
 // row ids grow, so the children's indexes take new orders at their ends
 // (BenchmarkApplyNewOrders shows the bytes written per order).
 //
-// Every exported method runs in one transaction. Driver errors are translated
-// at this boundary: a missing row is ordersync.ErrNotFound, a unique
-// violation is ordersync.ErrConflict.
+// Every exported method runs in one transaction, except the pool's lookups
+// by batch (LastFetches, ResolveOrderCodes), which read outside one, one
+// statement per batch of codes or ids. Driver errors are translated at this
+// boundary: a missing row is ordersync.ErrNotFound, a unique violation is
+// ordersync.ErrConflict.
 package store
 
 import (
@@ -47,8 +49,9 @@ const (
 	DialectPostgres = "postgres"
 )
 
-// DB is the SQL mirror. It implements ordersync.Mirror, MirrorReader,
-// DeadLetters, Outbox, ReconcileSource, CheckSchedule and Retention.
+// DB is the SQL mirror. It implements the root package's store interfaces:
+// those of the mirror below, and each file those of its area (endpoints,
+// delivery logs and dead letters, the audit trail, reports, exports, …).
 type DB struct {
 	dialect string
 	// write takes every write transaction; for SQLite it holds a single
