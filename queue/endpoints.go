@@ -92,6 +92,21 @@ func (q *Queue) DeleteEndpointEvents(ctx context.Context, endpointID string) err
 	return nil
 }
 
+// EndpointBacklog is how many of the endpoint's events its consumer has
+// not settled: those not yet handed out and those handed out and not
+// acknowledged.
+func (q *Queue) EndpointBacklog(ctx context.Context, endpointID string) (uint64, error) {
+	c, err := q.js.Consumer(ctx, q.cfg.OrdersStream, q.endpointConsumer(endpointID))
+	if err != nil {
+		return 0, fmt.Errorf("consumer of endpoint %s: %w", endpointID, err)
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("consumer of endpoint %s: info: %w", endpointID, err)
+	}
+	return info.NumPending + uint64(info.NumAckPending), nil
+}
+
 // OrderEventsSince reads the stream from since through an ordered
 // consumer, up to the last message when it started.
 func (q *Queue) OrderEventsSince(ctx context.Context, since time.Time, events []ordersync.HookEvent, fn func(ordersync.OrderEvent) error) error {

@@ -217,6 +217,22 @@ func (p *Program) CountPaidTriggers(ctx context.Context) (map[string]int, error)
 	return queue.CountPerOrder(ctx, js, qcfg.OrdersStream, ordersync.Namespace(qcfg.SubjectPrefix).Subject(ordersync.SubjectPaid))
 }
 
+// Undelivered is how many events are still on their way to the endpoint:
+// outbox messages not yet published (for any endpoint, up to one) and the
+// events its consumer has not settled. The outbox is read first, so an
+// event published between the two reads is counted by the second.
+func (p *Program) Undelivered(ctx context.Context, endpointID string) (int, error) {
+	unsent, err := p.db.PendingOutbox(ctx, 1)
+	if err != nil {
+		return 0, err
+	}
+	backlog, err := p.queue.EndpointBacklog(ctx, endpointID)
+	if err != nil {
+		return 0, err
+	}
+	return len(unsent) + int(backlog), nil
+}
+
 // Config is the configuration the program runs with.
 func (p *Program) Config() Config { return p.cfg }
 
