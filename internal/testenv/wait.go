@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,12 +12,31 @@ import (
 // what it waited for when timeout passes first.
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+	Await(t, timeout, 10*time.Millisecond, func() error {
+		if cond() {
+			return nil
 		}
-		time.Sleep(10 * time.Millisecond)
+		return fmt.Errorf("waiting for %s", what)
+	})
+}
+
+// Await calls check every interval until it returns nil, and fails the
+// test with check's last error when timeout passes first: the error says
+// how far from done things stood. A check that costs a query or a scan
+// takes a longer interval, so that the wait does not load the machine
+// the pipeline under test runs on.
+func Await(t testing.TB, timeout, interval time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v: %v", timeout, err)
+		}
+		time.Sleep(interval)
 	}
 }
 
