@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -66,22 +68,18 @@ func TestAccountsEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	deadline := time.Now().Add(30 * time.Second)
-	for _, want := range acme.Orders() {
-		for {
+	testenv.Await(t, 30*time.Second, 50*time.Millisecond, func() error {
+		for _, want := range acme.Orders() {
 			got, err := st.Program.DB().FindOrderByCode(ctx, "acme", want.OrderCode)
-			var diffs []string
-			if err == nil {
-				if diffs = ordersync.DiffOrders(&want, &got.Order); len(diffs) == 0 {
-					break
-				}
+			if err != nil {
+				return fmt.Errorf("acme order %s not mirrored: %v", want.OrderCode, err)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("acme order %s not mirrored: %v %v", want.OrderCode, err, diffs)
+			if diffs := ordersync.DiffOrders(&want, &got.Order); len(diffs) != 0 {
+				return fmt.Errorf("acme order %s not mirrored: %v", want.OrderCode, diffs)
 			}
-			time.Sleep(50 * time.Millisecond)
 		}
-	}
+		return nil
+	})
 	if _, err := st.Program.DB().FindOrderByCode(ctx, ordersync.DefaultAccount, codes[2]); err != nil {
 		t.Errorf("the default account's order: %v", err)
 	}
@@ -106,9 +104,9 @@ func TestAccountsEndToEnd(t *testing.T) {
 		changes := func(account string) float64 {
 			return seriesValue(st.Program.Registry(), "ordersync_mirror_status_changes_total", map[string]string{"account": account, "status": string(status)})
 		}
-		for changes("acme") < want["acme"] && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		testenv.WaitFor(t, 30*time.Second, "acme's status changes counted", func() bool {
+			return changes("acme") >= want["acme"]
+		})
 		for account, n := range want {
 			if got := changes(account); got != n {
 				t.Errorf("ordersync_mirror_status_changes_total{account=%q,status=%q} = %v, want %v", account, status, got, n)

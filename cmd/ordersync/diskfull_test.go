@@ -101,20 +101,7 @@ func TestDiskFillsAndEmpties(t *testing.T) {
 func waitPaidTriggers(t *testing.T, st *app.Stack, timeout time.Duration) {
 	t.Helper()
 	ctx := context.Background()
-	deadline := time.Now().Add(timeout)
-	for {
-		pending, err := st.Program.DB().PendingOutbox(ctx, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(pending) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the outbox still holds %s after %s", pending[0].MsgID, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitOutboxSent(t, st, timeout)
 	triggers, err := st.Program.CountPaidTriggers(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -404,17 +405,13 @@ func TestEndpointsDeadLettersCLI(t *testing.T) {
 	if _, err := st.Sim.Pay(codes[0], ordersync.Buyer{Name: "Ana"}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testenv.Await(t, 15*time.Second, 100*time.Millisecond, func() error {
 		out, err = runCLI(t, "endpoints", "dead-letters", adm, "--endpoint", id)
-		if err == nil && strings.Contains(out, "1 delivery dead letters") {
-			break
+		if err != nil || !strings.Contains(out, "1 delivery dead letters") {
+			return fmt.Errorf("no dead letter: %v\n%s", err, out)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no dead letter: %v\n%s", err, out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	if !strings.Contains(out, "order.paid") || !strings.Contains(out, codes[0]) || !strings.Contains(out, "422") || !strings.Contains(out, "unknown customer") {
 		t.Errorf("dead-letters:\n%s", out)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -66,8 +67,7 @@ func metricsPage(t *testing.T, st *app.Stack) string {
 // identical field by field, and fails with the differences otherwise.
 func waitMirrorMatches(t *testing.T, st *app.Stack, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testenv.Await(t, timeout, 100*time.Millisecond, func() error {
 		var problems []string
 		for _, want := range st.Sim.Orders() {
 			got, err := st.Program.DB().FindOrderByCode(context.Background(), ordersync.DefaultAccount, want.OrderCode)
@@ -80,13 +80,27 @@ func waitMirrorMatches(t *testing.T, st *app.Stack, timeout time.Duration) {
 			}
 		}
 		if len(problems) == 0 {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mirror does not match the simulator after %s (%d problems), first: %s", timeout, len(problems), strings.Join(problems[:min(5, len(problems))], "\n"))
+		return fmt.Errorf("mirror does not match the simulator (%d problems), first: %s", len(problems), strings.Join(problems[:min(5, len(problems))], "\n"))
+	})
+}
+
+// waitOutboxSent waits until the outbox holds no unsent message. The relay
+// marks a message sent only once JetStream acked it, so an empty outbox
+// means every message the mirror queued is in the stream.
+func waitOutboxSent(t *testing.T, st *app.Stack, timeout time.Duration) {
+	t.Helper()
+	testenv.Await(t, timeout, 20*time.Millisecond, func() error {
+		pending, err := st.Program.DB().PendingOutbox(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		if len(pending) != 0 {
+			return fmt.Errorf("the outbox still holds %s", pending[0].MsgID)
+		}
+		return nil
+	})
 }
 
 // TestEndToEnd drives real webhooks from the simulator through the receiver,
@@ -127,22 +141,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// Every PAID or FINALIZED order fired the PAID trigger exactly once.
-	// The relay marks a message sent only once JetStream acked it, so an
-	// empty outbox means every trigger the mirror queued is in the stream.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		pending, err := st.Program.DB().PendingOutbox(context.Background(), 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(pending) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the outbox still holds %s after 10s", pending[0].MsgID)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitOutboxSent(t, st, 10*time.Second)
 	triggers, err := st.Program.CountPaidTriggers(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -35,20 +37,16 @@ func TestServePrunes(t *testing.T) {
 	}
 
 	st := startTestStack(t, app.StackOptions{DataDir: dir, Configure: func(c *app.Config) { c.EventLogRetention = 24 * time.Hour }})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Await(t, 10*time.Second, 20*time.Millisecond, func() error {
 		rows, err := st.Program.DB().ListEvents(ctx, ordersync.EventFilter{Account: ordersync.DefaultAccount})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rows) == 1 && rows[0].MsgID == "recent" {
-			break
+		if len(rows) != 1 || rows[0].MsgID != "recent" {
+			return fmt.Errorf("event log still holds %d rows, want only the recent one", len(rows))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("event log still holds %d rows 10s after start, want only the recent one", len(rows))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if !strings.Contains(metricsPage(t, st), `ordersync_pruned_rows_total{table="event_log"} 1`) {
 		t.Errorf("metrics lack ordersync_pruned_rows_total{table=\"event_log\"} 1")
 	}

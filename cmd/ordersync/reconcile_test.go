@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -46,22 +48,18 @@ func TestOneReconcilerAcrossProcesses(t *testing.T) {
 		codes = append(codes, res.OrderCode)
 	}
 	runDeployment(t, programs)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.Await(t, 30*time.Second, 200*time.Millisecond, func() error {
 		mirrored := 0
 		for _, c := range codes {
 			if m, err := programs[1].DB().FindOrderByCode(ctx, ordersync.DefaultAccount, c); err == nil && m.Order.OrderStatus != "" {
 				mirrored++
 			}
 		}
-		if mirrored == orders {
-			break
+		if mirrored != orders {
+			return fmt.Errorf("%d of %d orders mirrored by the reconciler", mirrored, orders)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d orders mirrored by the reconciler", mirrored, orders)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	// The leader goes on checking (the start tightens the schedule, so
 	// the orders come due again soon): the counts below are of a running
 	// process. The standby's must be 0 and stay so, whenever read; the

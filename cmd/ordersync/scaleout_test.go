@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -46,8 +47,7 @@ func TestScaleOutEndToEnd(t *testing.T) {
 	if st.Program.DB().Dialect() != "postgres" {
 		t.Fatalf("the mirror is %s, want postgres", st.Program.DB().Dialect())
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Await(t, 10*time.Second, 200*time.Millisecond, func() error {
 		triggers, err := st.Program.CountPaidTriggers(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -58,14 +58,11 @@ func TestScaleOutEndToEnd(t *testing.T) {
 				bad++
 			}
 		}
-		if bad == 0 {
-			break
+		if bad != 0 {
+			return fmt.Errorf("%d orders without exactly one PAID trigger", bad)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d orders without exactly one PAID trigger", bad)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	// The relay ran as the elected leader.
 	if got := gaugeValue(st.Program.Registry(), "ordersync_leader", "role", "relay"); got != 1 {
 		t.Errorf("ordersync_leader{role=relay} = %v, want 1", got)
