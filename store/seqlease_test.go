@@ -47,6 +47,8 @@ func TestLeaseFetchSeq(t *testing.T) {
 		if !pUntil.IsZero() || pWait.Sub(renewed).Abs() > time.Millisecond {
 			t.Fatalf("the revoked holder: until %v, wait %v; want no lease, wait until %v", pUntil, pWait, renewed)
 		}
+		// The lease's own end is the subject, kept on the database's
+		// clock, which only real time moves.
 		time.Sleep(time.Until(renewed))
 		if until, wait := lease("q", 10); !until.IsZero() || !wait.IsZero() {
 			t.Fatalf("after the lease, another process having taken numbers last: until %v, wait %v; want neither", until, wait)

@@ -262,7 +262,7 @@ func (h *hostile) slow(addr, path string, conns int) {
 					if _, err := c.Write([]byte("X")); err != nil {
 						return
 					}
-					time.Sleep(time.Second)
+					time.Sleep(time.Second) // the slowloris's pace
 				}
 			})
 		}
@@ -346,6 +346,8 @@ func TestHostileLoad(t *testing.T) {
 		t.Fatalf("create orders under attack: %v", err)
 	}
 	acts := st.Sim.ActAsBuyers(codes, rng)
+	// The scenario's pacing: the attack runs its whole length, so the
+	// server's own read timeouts get to close the slow connections.
 	time.Sleep(time.Until(start.Add(attack)))
 	close(h.stop)
 	attackEnd := time.Since(start)

@@ -53,6 +53,8 @@ func TestPostSignsAndReportsTheStatus(t *testing.T) {
 func TestPostKeepsToItsConnections(t *testing.T) {
 	var open, most atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The scenario's pacing: each request holds its connection a
+		// while, so the 16 posters contend for the 2.
 		time.Sleep(time.Millisecond)
 	}))
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
