@@ -182,8 +182,11 @@ func runDemo(ctx context.Context, out io.Writer, opts demoOptions) (rep demoRepo
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	// Let the relay publish what the last commits queued.
-	time.Sleep(500 * time.Millisecond)
+	// The relay publishes what the last commits queued before the triggers
+	// are counted.
+	if _, err := waitOutboxSent(ctx, st.Program.DB(), 10*time.Second); err != nil {
+		return rep, err
+	}
 
 	triggers, err := st.Program.CountPaidTriggers(ctx)
 	if err != nil {
@@ -287,4 +290,28 @@ func postPaymentLink(ctx context.Context, adminURL, account string, p ordersync.
 		return "", err
 	}
 	return res.OrderCode, nil
+}
+
+// waitOutboxSent waits until the outbox holds no unsent message, and says
+// whether it came to that before limit passed or ctx ended. The relay marks
+// a message sent only once JetStream acked it, so an empty outbox means
+// every message the mirror queued is in the stream.
+func waitOutboxSent(ctx context.Context, outbox ordersync.Outbox, limit time.Duration) (bool, error) {
+	deadline := time.Now().Add(limit)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		pending, err := outbox.PendingOutbox(ctx, 1)
+		if err != nil || len(pending) == 0 {
+			return err == nil, err
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, nil
+		case <-tick.C:
+		}
+	}
 }

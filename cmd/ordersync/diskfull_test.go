@@ -101,7 +101,7 @@ func TestDiskFillsAndEmpties(t *testing.T) {
 func waitPaidTriggers(t *testing.T, st *app.Stack, timeout time.Duration) {
 	t.Helper()
 	ctx := context.Background()
-	waitOutboxSent(t, st, timeout)
+	requireOutboxSent(t, st, timeout)
 	triggers, err := st.Program.CountPaidTriggers(ctx)
 	if err != nil {
 		t.Fatal(err)
