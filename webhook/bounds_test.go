@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 // gauge reads a gauge or counter of reg by name; -1 when it is missing.
@@ -48,17 +49,6 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string, labels ...string
 		}
 	}
 	return -1
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // stall opens a connection and sends a POST announcing contentLength bytes
@@ -105,7 +95,7 @@ func TestBodyBufferGrowsAsBytesArrive(t *testing.T) {
 		}
 	}
 	// Every request is reading: each holds its first 512-byte buffer.
-	waitUntil(t, "every stalled body read", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "every stalled body read", func() bool {
 		return gauge(t, reg, "ordersync_webhook_body_buffer_bytes") == conns*512
 	})
 	// The bytes that fill one request's buffer double that buffer, and
@@ -114,7 +104,7 @@ func TestBodyBufferGrowsAsBytesArrive(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := float64((conns-1)*512 + 1024)
-	waitUntil(t, "the filled buffer grown", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "the filled buffer grown", func() bool {
 		return gauge(t, reg, "ordersync_webhook_body_buffer_bytes") >= want
 	})
 	if got := gauge(t, reg, "ordersync_webhook_body_buffer_bytes"); got != want {
@@ -137,7 +127,7 @@ func TestBodyBudget(t *testing.T) {
 	for range 170 {
 		conns = append(conns, stall(t, url, 64<<10, 60<<10))
 	}
-	waitUntil(t, "the budget spent", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "the budget spent", func() bool {
 		return gauge(t, reg, "ordersync_webhook_requests_total", "outcome", "busy") >= 170-146
 	})
 	large := []byte(`{"orderId":"9","pad":"` + strings.Repeat("x", 40<<10) + `"}`)
@@ -155,7 +145,7 @@ func TestBodyBudget(t *testing.T) {
 	for _, c := range conns {
 		c.Close()
 	}
-	waitUntil(t, "the bytes released", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "the bytes released", func() bool {
 		return gauge(t, reg, "ordersync_webhook_body_buffer_bytes") == 0
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -41,17 +43,14 @@ func TestAccountsMetricsCarryTheirAccount(t *testing.T) {
 		codes[account] = res.OrderCode
 	}
 	// The admin API follows a link it created: wait until the mirror has it.
-	deadline := time.Now().Add(20 * time.Second)
-	for account, code := range codes {
-		for {
-			if _, err := st.Program.DB().FindOrderByCode(ctx, account, code); err == nil {
-				break
-			} else if time.Now().After(deadline) {
-				t.Fatalf("%s order %s not mirrored: %v", account, code, err)
+	testenv.Await(t, 20*time.Second, 20*time.Millisecond, func() error {
+		for account, code := range codes {
+			if _, err := st.Program.DB().FindOrderByCode(ctx, account, code); err != nil {
+				return fmt.Errorf("%s order %s not mirrored: %v", account, code, err)
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
-	}
+		return nil
+	})
 	if _, err := acme.Pay(codes["acme"], ordersync.Buyer{Name: "Ana"}); err != nil {
 		t.Fatal(err)
 	}

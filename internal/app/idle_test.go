@@ -1,9 +1,11 @@
 package app
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -26,13 +28,12 @@ func TestIdleServeLongPolls(t *testing.T) {
 	}
 	// Both consumers are waiting once each has sent its first long poll
 	// (after one request for what is there now).
-	deadline := time.Now().Add(10 * time.Second)
-	for pulls("events") < 2 || pulls("orders") < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("pull requests %v (events) and %v (order events) after 10s, want each consumer polling", pulls("events"), pulls("orders"))
+	testenv.Await(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if e, o := pulls("events"), pulls("orders"); e < 2 || o < 2 {
+			return fmt.Errorf("pull requests %v (events) and %v (order events), want each consumer polling", e, o)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	events, orders := pulls("events"), pulls("orders")
 	const window = 3 * time.Second
 	// The window in which nothing may be asked again. Its subject is the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/internal/tracing"
 )
 
@@ -63,13 +64,7 @@ func payAndDeliver(t *testing.T, tracer *tracing.Tracer) []string {
 	if _, err := st.Sim.Pay(link.OrderCode, ordersync.Buyer{Name: "Ana"}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for len(hook.received()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no delivery of %s's PAID within 20s", link.OrderCode)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 20*time.Second, "a delivery of "+link.OrderCode+"'s PAID", func() bool { return len(hook.received()) > 0 })
 	return hook.received()
 }
 
