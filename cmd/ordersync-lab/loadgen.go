@@ -416,6 +416,7 @@ func postBodies(ctx context.Context, poster *loadpost.Poster, bodies [][]byte, c
 						break
 					}
 					failed.Add(1)
+					// Refused: sent again after a pause, as the provider would.
 					time.Sleep(10 * time.Millisecond)
 				}
 			}
