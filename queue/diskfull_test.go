@@ -70,13 +70,7 @@ func TestEmbeddedRecoversFromFullDisk(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for e.WriteErr() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("JetStream not reloaded 10s after space returned")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 10*time.Second, "JetStream reloaded after space returned", func() bool { return e.WriteErr() == nil })
 	if err := ready(); err != nil {
 		t.Fatalf("Ready after the reload: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -408,13 +409,7 @@ func TestLeaderLossCancelsFunction(t *testing.T) {
 				// It keeps campaigning: once the key is free (at once after a
 				// delete or purge, after the TTL after an overwrite) it leads
 				// again.
-				deadline := time.Now().Add(3 * testTTL)
-				for c.runs.Load() < 2 {
-					if time.Now().After(deadline) {
-						t.Fatalf("leader function ran %d times, want a second run after campaigning again", c.runs.Load())
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
+				testenv.WaitFor(t, 3*testTTL, "a second run of the leader function after campaigning again", func() bool { return c.runs.Load() >= 2 })
 				if !c.l.IsLeader() {
 					t.Fatal("running again but IsLeader false")
 				}

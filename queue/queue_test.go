@@ -25,6 +25,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/rusage"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 func startEmbedded(t testing.TB, dir string, port int) *Embedded {
@@ -137,20 +138,16 @@ func drain(t testing.TB, ctx context.Context, src ordersync.EventSource, want in
 // consumer learns of stored messages asynchronously, a moment after the ack.
 func waitPending(t testing.TB, src ordersync.EventSource, want uint64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testenv.Await(t, 5*time.Second, 5*time.Millisecond, func() error {
 		n, err := src.Pending(context.Background())
 		if err != nil {
 			t.Fatalf("Pending: %v", err)
 		}
-		if n == want {
-			return
+		if n != want {
+			return fmt.Errorf("Pending = %d, want %d", n, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Pending = %d, want %d", n, want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestStartEmbeddedListener(t *testing.T) {
@@ -528,18 +525,16 @@ func TestNextWaitsAndRespectsContext(t *testing.T) {
 // server: the long poll of a Next, not the request for what is there now.
 func waitPulling(t testing.TB, c jetstream.Consumer) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for {
-		info, err := c.Info(ctx)
+	testenv.Await(t, 10*time.Second, 5*time.Millisecond, func() error {
+		info, err := c.Info(context.Background())
 		if err != nil {
 			t.Fatalf("consumer info: %v", err)
 		}
-		if info.NumWaiting == 1 {
-			return
+		if info.NumWaiting != 1 {
+			return fmt.Errorf("%d pull requests waiting, want 1", info.NumWaiting)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestNextLongPollWakesOnEvent: a Next whose wait is far longer than the
