@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 var (
@@ -481,13 +482,9 @@ func TestExpirySweep(t *testing.T) {
 	one := 1
 	code := ts.checkout(t, ordersync.PaymentLinkParams{Amount: ptr(ordersync.MustAmount("3")), ExpirationMinutes: &one}).OrderCode
 	clock.Advance(2 * time.Minute)
-	deadline := time.Now().Add(10 * time.Second)
-	for ts.Stats().OrdersByStatus[ordersync.StatusCancelled] != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the sweep did not expire %s", code)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 10*time.Second, "the sweep to expire "+code, func() bool {
+		return ts.Stats().OrdersByStatus[ordersync.StatusCancelled] == 1
+	})
 }
 
 func TestOrderCodesUniqueAndSeeded(t *testing.T) {
