@@ -15,6 +15,7 @@ import (
 // token's name; a viewer's token is refused an action and may read the
 // trail with `audit list`.
 func TestAuditFromTheCLI(t *testing.T) {
+	t.Parallel()
 	st := startTestStack(t, app.StackOptions{Seed: 7, Configure: func(c *app.Config) {
 		c.AdminTokens = []ordersync.AdminToken{
 			{Name: "ops", Role: ordersync.RoleOperator, Token: "ops-secret"},

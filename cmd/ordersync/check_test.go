@@ -97,7 +97,7 @@ func TestServeLogsChecksAtStart(t *testing.T) {
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
 	cmd.SetArgs([]string{"serve", "--data-dir", t.TempDir(), "--api-base-url", simURL, "--secret-key", "sk-wrong",
-		"--webhook-secret", "s", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"})
+		"--webhook-secret", "s", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--shutdown-drain", "0"})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- execute(ctx, cmd) }()

@@ -33,6 +33,7 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 // TestCLI runs the back-office commands beside a running service, on its
 // database, as an operator would.
 func TestCLI(t *testing.T) {
+	t.Parallel()
 	st := startTestStack(t, app.StackOptions{Seed: 5})
 	codes, err := createDemoOrders(context.Background(), st.Program.AdminURL(), ordersync.DefaultAccount, 5, rand.New(rand.NewPCG(5, 5)))
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 // each store's daily totals, in its zone and currency, are what its buyers
 // paid and kept.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	rep, err := runDemo(context.Background(), &out, demoOptions{Orders: 60, Seed: 7, Timeout: 45 * time.Second})
 	if err != nil {

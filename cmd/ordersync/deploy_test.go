@@ -66,6 +66,7 @@ var runtimeEnv = map[string]bool{"GOGC": true, "GOMEMLIMIT": true, "GOMAXPROCS":
 // listener. Its subtests then break the files one way each and expect the
 // check to name the break.
 func TestDeployFiles(t *testing.T) {
+	t.Parallel()
 	bin := startBinary(t)
 	docs := loadDeployDocs(t)
 	if errs := docs.check(t, bin); len(errs) > 0 {

@@ -23,6 +23,7 @@ import (
 // the refusals come before any write fails. Without one the writes fail
 // (ENOSPC) and the embedded JetStream is reloaded when space returns.
 func TestDiskFillsAndEmpties(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, minFree string
 		leave         uint64 // free bytes the filler leaves
@@ -31,6 +32,7 @@ func TestDiskFillsAndEmpties(t *testing.T) {
 		{"ENOSPC", "off", 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			mnt := testenv.MountTmpfs(t, 96<<20)
 			st := startTestStack(t, app.StackOptions{DataDir: mnt, Seed: 3, Configure: func(c *app.Config) { c.MinFreeSpace = tt.minFree }})
 			ctx := context.Background()

@@ -106,6 +106,7 @@ func requireOutboxSent(t *testing.T, st *app.Stack, timeout time.Duration) {
 // string: resolving them depends on ordersync having recorded the orders it
 // created.
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	st := startTestStack(t, app.StackOptions{
 		Seed:   7,
 		Faults: sim.Faults{DuplicateRate: 0.2, ReorderRate: 0.2, ReorderDelay: 100 * time.Millisecond, OtherProductRate: 0.2, SubscriptionRate: 0.1},

@@ -30,7 +30,9 @@ func TestMain(m *testing.M) {
 	leak.Main(m)
 }
 
-// testChildConfig runs this test binary as the ordersync binary.
+// testChildConfig runs this test binary as the ordersync binary. A stop
+// closes the listeners at once (no shutdown drain) unless args set one: the
+// drain is TestServeDrainsOnSIGTERM's subject, elsewhere a wait.
 func testChildConfig(t *testing.T, apiBaseURL, secretKey, webhookSecret string, args ...string) child.Config {
 	t.Helper()
 	dir := t.TempDir()
@@ -38,7 +40,7 @@ func testChildConfig(t *testing.T, apiBaseURL, secretKey, webhookSecret string, 
 		Exe: os.Args[0], Env: []string{child.RunMainEnv + "=1"},
 		DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "ordersync.log"),
 		APIBaseURL: apiBaseURL, SecretKey: secretKey, WebhookSecret: webhookSecret,
-		Args: append([]string{"--log-level", "warn"}, args...),
+		Args: append([]string{"--log-level", "warn", "--shutdown-drain", "0"}, args...),
 	}
 }
 
@@ -46,6 +48,7 @@ func testChildConfig(t *testing.T, apiBaseURL, secretKey, webhookSecret string, 
 // RSS and runtime settings, kills it with SIGKILL (the process is gone and reaped), restarts it on
 // the same data directory and ports, and stops it cleanly with SIGTERM.
 func TestServeKillRestart(t *testing.T) {
+	t.Parallel()
 	cfg := testChildConfig(t, "http://127.0.0.1:1", app.RandomSecret(), app.RandomSecret())
 	c, err := child.Start(context.Background(), cfg)
 	if err != nil {
