@@ -52,7 +52,9 @@ func explain(t *testing.T, db *DB, query string, args ...any) []string {
 // totals' cancelled, finalized and reversed links) reads the status
 // history's index on the range and each of its orders by row, never a walk
 // of the store's orders; a status filter with a created or paid range is
-// counted from an index alone, never from the orders' rows (SQLite).
+// counted from an index alone, never from the orders' rows; every store's
+// page merges each store's first rows in its sort's index; a count without
+// a filter reads the fetched orders' index (SQLite).
 func TestRangeListsSeekAnIndex(t *testing.T) {
 	day := time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)
 	collected := []ordersync.Status{ordersync.StatusPaid, ordersync.StatusFinalized}
@@ -69,15 +71,32 @@ func TestRangeListsSeekAnIndex(t *testing.T) {
 		"pending, created in a month":   {Account: ordersync.DefaultAccount, Statuses: []ordersync.Status{ordersync.StatusPending}, CreatedFrom: day.AddDate(0, -1, 0), CreatedTo: day},
 		"collected, paid, by paid time": {Account: ordersync.DefaultAccount, Statuses: collected, PaidFrom: day.AddDate(0, -1, 0), Sort: ordersync.SortPaidDesc, CountUpTo: 10000},
 	}
+	// Every store's pages, with the stores planSearch finds.
+	stores := []string{ordersync.DefaultAccount, "eu"}
+	allStores := map[string]ordersync.OrderFilter{
+		"all stores, collected":                {Statuses: collected},
+		"all stores, collected, largest first": {Statuses: collected, Sort: ordersync.SortTotalDesc},
+		"all stores, paid, by paid time":       {Statuses: []ordersync.Status{ordersync.StatusPaid}, Sort: ordersync.SortPaidDesc},
+	}
+	// Counts without a filter, of one store and of all.
+	unfiltered := map[string]ordersync.OrderFilter{
+		"no filter":                {Account: ordersync.DefaultAccount, CountUpTo: 10000},
+		"no filter, all stores":    {CountUpTo: 10000},
+		"no filter, largest first": {Account: ordersync.DefaultAccount, Sort: ordersync.SortTotalDesc, CountUpTo: 10000},
+	}
 	queries := func(t *testing.T, db *DB, f ordersync.OrderFilter) (page, count string, pageArgs, countArgs []any) {
 		sort, err := checkFilter(f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		col := sortColumns[sort.Key()]
-		page, _, pageArgs = db.partQueries(everyOrderColumn, f, searchPlan{}, col, col, "DESC", 101,
+		names := searchPlan{}
+		if f.Account == "" {
+			names.stores = stores
+		}
+		page, _, pageArgs = db.partQueries(everyOrderColumn, f, names, col, col, "DESC", 101,
 			func(string) ([]string, []any) { return []string{col + " IS NOT NULL"}, nil })
-		_, count, countArgs = db.partQueries(everyOrderColumn, f, searchPlan{}, col, "", "ASC", 0, func(string) ([]string, []any) { return nil, nil })
+		_, count, countArgs = db.partQueries(everyOrderColumn, f, names, col, "", "ASC", 0, func(string) ([]string, []any) { return nil, nil })
 		return page, count, append(pageArgs, 101, 0), countArgs
 	}
 	// SQLite only: PostgreSQL plans by its statistics, which a test's few
@@ -110,6 +129,34 @@ func TestRangeListsSeekAnIndex(t *testing.T) {
 				return strings.HasPrefix(l, "SCAN orders") || (strings.HasPrefix(l, "SEARCH orders") && !strings.Contains(l, "COVERING INDEX"))
 			}) {
 				t.Errorf("%s, its count: plan\n%s\nwant an index alone", name, strings.Join(plan, "\n"))
+			}
+		}
+		for name, f := range allStores {
+			page, _, pa, _ := queries(t, db, f)
+			plan := explain(t, db, page, pa...)
+			// Each store's index is sought in the page's order, read no
+			// further than the page, and only the stores' pages are
+			// sorted: never every order the filter selects.
+			seeks := 0
+			for _, l := range plan {
+				if strings.HasPrefix(l, "SEARCH orders USING COVERING INDEX orders_account_") && strings.Contains(l, "(account=?") {
+					seeks++
+				}
+			}
+			if seeks != len(stores) || slices.ContainsFunc(plan, func(l string) bool {
+				return strings.HasPrefix(l, "SCAN orders") || strings.Contains(l, "orders_status_created_at")
+			}) {
+				t.Errorf("%s, its page: plan\n%s\nwant a seek of each store's sort index", name, strings.Join(plan, "\n"))
+			}
+		}
+		for name, f := range unfiltered {
+			_, count, _, ca := queries(t, db, f)
+			plan := explain(t, db, count, ca...)
+			// The fetched orders' index answers without the orders' rows
+			// (SQLite names it without COVERING, as it does a partial
+			// index whose condition is the query's, yet reads no row).
+			if !slices.ContainsFunc(plan, func(l string) bool { return strings.Contains(l, "INDEX orders_account_fetched") }) {
+				t.Errorf("%s, its count: plan\n%s\nwant the fetched orders' index", name, strings.Join(plan, "\n"))
 			}
 		}
 	})

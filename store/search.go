@@ -321,6 +321,23 @@ func (db *DB) partQueries(set orderColumnSet, f ordersync.OrderFilter, names sea
 		cond := ` FROM ` + from + ` WHERE `
 		found = `SELECT id AS found_id, ` + col + ` AS k` + cond + strings.Join(slices.Concat(fetched, where, pc), " AND ")
 		args = slices.Concat(fromArgs, whereArgs, pa)
+		if f.Account == "" && len(names.stores) > 0 && orderBy != "" && len(fromArgs) == 0 && rows > 0 {
+			// Every store's page: each store's first rows in its index on
+			// (account, sort's column, id), merged. One index walked for
+			// all stores would be one on the status or the sort's column
+			// alone, whose order is not the page's, and the page would
+			// sort every order the filter selects (every collected one).
+			found, args = "", nil
+			for i, s := range names.stores {
+				if i > 0 {
+					found += " UNION ALL "
+				}
+				found += `SELECT * FROM (SELECT id AS found_id, ` + col + ` AS k FROM orders WHERE ` +
+					strings.Join(slices.Concat([]string{"account = ?"}, where, pc), " AND ") +
+					` ORDER BY ` + order + ` LIMIT ` + strconv.Itoa(rows) + `) AS store` + strconv.Itoa(i)
+				args = append(slices.Concat(args, []any{s}, whereArgs), pa...)
+			}
+		}
 		// The count reads no sort value, and no document when the filter
 		// selects fetched orders only: either would cost a read of each
 		// order's row where the filter's index alone answers it.
@@ -529,9 +546,9 @@ type searchPlan struct {
 	// account's buyer names that begins with each later word of the
 	// search, "" where there are several or none.
 	later []string
-	// stores are the accounts the mirror holds, when the search covers
-	// every store: the identifiers' and words' indexes begin with the
-	// account, so each is sought once per store, where without one it
+	// stores are the accounts the mirror holds, when the listing covers
+	// every store: the identifiers', words' and sorts' indexes begin with
+	// the account, so each is sought once per store, where without one it
 	// would be read whole (SQLite keeps no statistics for a skip-scan,
 	// PostgreSQL 15 has none).
 	stores []string
@@ -586,14 +603,14 @@ func (db *DB) tokenMatch(column string) (string, func(string) string) {
 func (db *DB) planSearch(ctx context.Context, tx *sqlx.Tx, f ordersync.OrderFilter) (searchPlan, error) {
 	q := strings.TrimSpace(f.Q)
 	names := searchPlan{words: ordersync.NameTokens(q)}
-	if q == "" {
-		return names, nil
-	}
 	var err error
 	if f.Account == "" {
 		if names.stores, err = db.mirrorStores(ctx, tx); err != nil {
 			return names, err
 		}
+	}
+	if q == "" {
+		return names, nil
 	}
 	if names.phones, err = db.planPhoneSearch(ctx, tx, f.Account, q); err != nil {
 		return names, err
