@@ -21,6 +21,17 @@ import (
 // status, currency, total and created time.
 func mirrorOrders(t *testing.T, db *store.DB, fetchedAt time.Time, orders ...[5]string) {
 	t.Helper()
+	at := make([]time.Time, len(orders))
+	for i := range at {
+		at[i] = fetchedAt
+	}
+	mirrorOrdersAt(t, db, at, orders)
+}
+
+// mirrorOrdersAt is mirrorOrders with each order fetched at its own time,
+// all in one transaction.
+func mirrorOrdersAt(t *testing.T, db *store.DB, fetchedAt []time.Time, orders [][5]string) {
+	t.Helper()
 	var params []ordersync.ApplyParams
 	seq, err := db.AllocateFetchSeq(context.Background(), len(orders))
 	if err != nil {
@@ -35,7 +46,7 @@ func mirrorOrders(t *testing.T, db *store.DB, fetchedAt time.Time, orders ...[5]
 			t.Fatal(err)
 		}
 		params = append(params, ordersync.ApplyParams{Account: ordersync.DefaultAccount, Order: order,
-			Seq: seq + int64(i), FetchedAt: fetchedAt, Cause: ordersync.CauseTrack})
+			Seq: seq + int64(i), FetchedAt: fetchedAt[i], Cause: ordersync.CauseTrack})
 	}
 	if _, err := db.ApplyOrders(context.Background(), params); err != nil {
 		t.Fatal(err)
@@ -166,14 +177,19 @@ func TestConsoleTotals(t *testing.T) {
 // 100 KB: the year's table comes 30 rows at a time, every row on some
 // page.
 func TestConsoleTotalsWeight(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t)
 	now := time.Date(2026, 10, 11, 3, 0, 0, 0, time.UTC)
+	var at []time.Time
+	var orders [][5]string
 	for d := range 366 {
 		day := now.AddDate(0, 0, -d)
 		for _, c := range []string{"USD", "EUR", "KWD"} {
-			mirrorOrders(t, db, day.Add(time.Hour), [5]string{fmt.Sprintf("w%s%d", c, d), "PAID", c, "123456.789", day.Format("2006-01-02T15:04:05.000Z")})
+			at = append(at, day.Add(time.Hour))
+			orders = append(orders, [5]string{fmt.Sprintf("w%s%d", c, d), "PAID", c, "123456.789", day.Format("2006-01-02T15:04:05.000Z")})
 		}
 	}
+	mirrorOrdersAt(t, db, at, orders)
 	base := consoleServer(t, db, roleTokens, func(c *admin.Config) {
 		c.Reports, c.Exports, c.Clock = db, db, func() time.Time { return now }
 	})
