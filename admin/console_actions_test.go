@@ -113,6 +113,7 @@ func startJob(t *testing.T, b *browser, csrf, filter string) (int64, *http.Respo
 // counted as matched, replayed and failed, the progress shown while it
 // runs; one job at a time.
 func TestConsoleDeadLetters(t *testing.T) {
+	t.Parallel()
 	a := newActionsEnv(t)
 	ctx := context.Background()
 	unresolved := a.addLetters(t, 3, ordersync.ReasonUnresolved, ordersync.DefaultAccount)
@@ -254,6 +255,7 @@ func TestConsoleDeadLetters(t *testing.T) {
 // endpoint receives, replays since a time, and rotates the secret, which
 // the answer shows and no page after it.
 func TestConsoleEndpoints(t *testing.T) {
+	t.Parallel()
 	a := newActionsEnv(t)
 	ctx := context.Background()
 	epID := a.endpoint.ID

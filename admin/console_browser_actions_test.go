@@ -30,6 +30,7 @@ func (h *headless) absent(sel string) bool {
 // end, send a test event the endpoint receives; as a viewer, find no
 // action form on either page. Any error a page reports fails it.
 func TestConsoleActionsInBrowser(t *testing.T) {
+	t.Parallel()
 	h := newHeadless(t)
 	a := newActionsEnv(t)
 	ctx := context.Background()

@@ -18,6 +18,7 @@ import (
 // was delivered; the Endpoints page and the overview
 // count the same failures afterwards. Any error a page reports fails it.
 func TestFailedDeliveriesInBrowser(t *testing.T) {
+	t.Parallel()
 	h := newHeadless(t)
 	a, ids := officeEnv(t)
 	ep := a.endpoint.ID

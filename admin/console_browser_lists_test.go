@@ -13,6 +13,7 @@ import (
 // pages go forwards and back with the same orders on each, and the two
 // pages hold the ten orders the reference prefix finds.
 func TestConsoleListsInBrowser(t *testing.T) {
+	t.Parallel()
 	h := newHeadless(t)
 	e, _ := officeEnv(t)
 	var codes []string
@@ -92,6 +93,7 @@ const clippedCells = `(() => {
 // every cell's box ends within the viewport and its table's container;
 // at a phone's 390 px, every cell ends within the viewport too.
 func TestConsoleColumnsFitInBrowser(t *testing.T) {
+	t.Parallel()
 	h := newHeadless(t)
 	e, _ := officeEnv(t)
 	h.signIn(e.url, "ops-token")

@@ -53,6 +53,7 @@ func newPagesEnv(t *testing.T) *apiEnv {
 // reports fails it; each page is saved as a screenshot when asked (the
 // Overview's by TestDemoOverviewInBrowser, over the demo's two stores).
 func TestConsolePagesInBrowser(t *testing.T) {
+	t.Parallel()
 	h := newHeadless(t)
 	e := newPagesEnv(t)
 	h.signIn(e.url, "ops-token")

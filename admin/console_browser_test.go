@@ -22,6 +22,7 @@ const screenshotsEnv = "ORDERSYNC_CONSOLE_SCREENSHOTS"
 // refused, and as a viewer find Re-sync disabled and refused by the
 // server. Any error a page reports fails it.
 func TestConsoleInBrowser(t *testing.T) {
+	t.Parallel()
 	h := newHeadless(t)
 	e, codes := newConsoleEnv(t)
 

@@ -21,6 +21,7 @@ import (
 // header naming the zone), and its rows are the orders the same filter
 // lists, in count and sum.
 func TestExportInBrowser(t *testing.T) {
+	t.Parallel()
 	h := newHeadless(t)
 	a, _ := officeEnv(t)
 	base := a.url

@@ -515,8 +515,10 @@ func mirrorURLs(t *testing.T) map[string]string {
 // page of the listing gives, in the same order, on both dialects; a bad
 // filter is a 400 naming it, as the listing's is.
 func TestExportIsTheListingView(t *testing.T) {
+	t.Parallel()
 	for dialect, url := range mirrorURLs(t) {
 		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			db, err := store.Open(ctx, store.Config{URL: url, IndexAfterApply: true})
 			if err != nil {

@@ -18,6 +18,7 @@ import (
 // other store's order of the same amount too; the order page then shows
 // the buyer and the payment.
 func TestBuyerSaysTheyPaidInBrowser(t *testing.T) {
+	t.Parallel()
 	h := newHeadless(t)
 	a, _ := officeEnv(t)
 	h.signIn(a.url, "eve-token")
@@ -66,6 +67,7 @@ var overviewFigure = regexp.MustCompile(`^([0-9]+\.[0-9]{2})\s+([0-9]+) orders$`
 // figure, and that page's "Export this view" holds as many rows summing
 // to the figure.
 func TestYesterdayCollectedInBrowser(t *testing.T) {
+	t.Parallel()
 	h := newHeadless(t)
 	a, _ := officeEnv(t)
 	h.signIn(a.url, "eve-token")
@@ -133,6 +135,7 @@ func exportColumn(recs [][]string, name string) []string {
 // seen paid or not) in Reversed; the figure opens as many orders, each
 // cancelled, and an order's timeline says its payment was reversed.
 func TestReversedPaymentInBrowser(t *testing.T) {
+	t.Parallel()
 	h := newHeadless(t)
 	a, _ := officeEnv(t)
 	h.signIn(a.url, "eve-token")

@@ -28,6 +28,7 @@ import (
 // store opens an Orders page counting as many orders as the figure says.
 // The screenshot of the Overview is this page.
 func TestDemoOverviewInBrowser(t *testing.T) {
+	t.Parallel()
 	h := newHeadless(t)
 	ctx := context.Background()
 	st, err := app.StartStack(ctx, app.StackOptions{DataDir: t.TempDir(), Seed: 5,

@@ -17,6 +17,7 @@ import (
 // included) is the data set's
 // and opens exactly the orders it counts.
 func TestStoresInBrowser(t *testing.T) {
+	t.Parallel()
 	h := newHeadless(t)
 	a, _ := officeEnv(t)
 	base := a.url
