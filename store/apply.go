@@ -521,16 +521,8 @@ func (db *DB) lockOrderStates(ctx context.Context, tx *sqlx.Tx, params []ordersy
 		for len(codes) > 0 {
 			chunk := codes[:min(len(codes), maxInParams)]
 			codes = codes[len(chunk):]
-			size := len(chunk)
-			if db.dialect == DialectSQLite {
-				// Padded to a prepared size by repeating a code.
-				size = stateQuerySize(size)
-			}
-			args := make([]any, 0, size+1)
-			args = append(args, a)
-			for i := range size {
-				args = append(args, chunk[min(i, len(chunk)-1)])
-			}
+			args := inArgs(db.dialect, []any{a}, chunk)
+			size := len(args) - 1
 			var rows []orderState
 			var err error
 			query := db.rebind(stateQuery(size) + lockClause)
@@ -557,6 +549,23 @@ func stateQuery(n int) string {
        paid_at, status_changed_at, next_check_at, order_id, order_reference,
        (payment_authorization_code <> '' OR buyer_name <> '' OR buyer_email <> '' OR buyer_phone <> '') AS payment_seen
 FROM orders WHERE account = ? AND order_code IN (` + placeholders(n) + `)`
+}
+
+// inArgs is prefix followed by chunk's values: the arguments of a query
+// whose IN list has a placeholder per value. On SQLite the list is padded
+// to stateQuerySize by repeating its last value, which matches no row
+// twice, so that a few prepared statements serve every size.
+func inArgs[T any](dialect string, prefix []any, chunk []T) []any {
+	size := len(chunk)
+	if dialect == DialectSQLite {
+		size = stateQuerySize(size)
+	}
+	args := make([]any, len(prefix), len(prefix)+size)
+	copy(args, prefix)
+	for i := range size {
+		args = append(args, chunk[min(i, len(chunk)-1)])
+	}
+	return args
 }
 
 // stateQuerySize is the prepared size of stateQuery that n codes use: the
@@ -703,21 +712,14 @@ func (db *DB) previousDocuments(ctx context.Context, tx *sqlx.Tx, b *batch) erro
 		for len(orders) > 0 {
 			chunk := orders[:min(len(orders), maxInParams)]
 			orders = orders[len(chunk):]
-			size := len(chunk)
-			if db.dialect == DialectSQLite {
-				// Padded to a prepared size by repeating a code.
-				size = stateQuerySize(size)
-			}
-			args := make([]any, 0, size+1)
-			args = append(args, account)
 			byCode := make(map[string]*batchOrder, len(chunk))
-			for _, bo := range chunk {
-				args = append(args, bo.st.Code)
+			codes := make([]string, len(chunk))
+			for i, bo := range chunk {
+				codes[i] = bo.st.Code
 				byCode[bo.st.Code] = bo
 			}
-			for len(args) <= size {
-				args = append(args, chunk[len(chunk)-1].st.Code)
-			}
+			args := inArgs(db.dialect, []any{account}, codes)
+			size := len(args) - 1
 			// Each document is decoded as it is read (DecodeOrder copies
 			// what it keeps), so its bytes are the driver's, not a copy.
 			err := db.queryTxRows(ctx, tx, db.rebind(previousDocumentsQuery(size)), func(rows *sql.Rows) error {
@@ -1140,15 +1142,8 @@ func (db *DB) paymentAnnouncements(ctx context.Context, tx *sqlx.Tx, params []or
 		for len(codes) > 0 {
 			chunk := codes[:min(len(codes), maxInParams)]
 			codes = codes[len(chunk):]
-			size := len(chunk)
-			if db.dialect == DialectSQLite {
-				// Padded to a prepared size by repeating a code.
-				size = stateQuerySize(size)
-			}
-			codeArgs := make([]any, size)
-			for i := range codeArgs {
-				codeArgs[i] = chunk[min(i, len(chunk)-1)]
-			}
+			codeArgs := inArgs(db.dialect, nil, chunk)
+			size := len(codeArgs)
 			args := slices.Concat([]any{account}, types, codeArgs, []any{account}, codeArgs, types)
 			var rows []struct {
 				Code       string    `db:"order_code"`

@@ -233,16 +233,8 @@ func (db *DB) indexOrders(ctx context.Context, tx *sqlx.Tx, rows []int64) error 
 	}
 	var newFigs []orderFigure
 	for chunk := range slices.Chunk(rows, maxInParams) {
-		// Padded to a prepared size by repeating a row id, which matches
-		// no row twice.
-		size := len(chunk)
-		if db.dialect == DialectSQLite {
-			size = stateQuerySize(size)
-		}
-		args := make([]any, size)
-		for i := range args {
-			args[i] = chunk[min(i, len(chunk)-1)]
-		}
+		args := inArgs(db.dialect, nil, chunk)
+		size := len(args)
 		q := db.indexQueries(size)
 		var old, now []orderFigure
 		if err := db.selectTx(ctx, tx, &old, q.oldFigures, args...); err != nil {
