@@ -67,23 +67,12 @@ func (s *Console) consoleReplayDeadLetter(w http.ResponseWriter, r *http.Request
 // consoleReplayDeadLetters starts a job replaying every letter the form's
 // filter matches and goes to its page.
 func (s *Console) consoleReplayDeadLetters(w http.ResponseWriter, r *http.Request) {
-	q := filterOf(r)
-	for _, p := range []string{"before", "limit", "replayed"} {
-		q.Del(p) // every page, and only what is not replayed yet
-	}
-	f, fields := api.ParseDeadLetterQuery(q)
-	if fields != nil {
-		view := &DeadLettersView{Query: q, Errors: fields}
-		s.page(w, r, http.StatusBadRequest, "deadletters.html", &Page{Title: "Dead letters", Data: view})
+	q, f, n, ok := s.replaySelection(w, r, filterOf(r))
+	if !ok {
 		return
 	}
 	// A bulk replay runs once confirmed with the count it will replay; a
 	// count that changed since asks again.
-	n, err := s.countLetters(r.Context(), f)
-	if err != nil {
-		s.office.Fail(w, "count dead letters", err, "")
-		return
-	}
 	if r.PostFormValue("confirmed") != strconv.Itoa(n) {
 		s.office.Note(r, fmt.Sprintf("not confirmed: asked to confirm %d letter(s) of %q", n, q.Encode()))
 		http.Redirect(w, r, "/console/dead-letters/replay?"+q.Encode(), http.StatusSeeOther)
@@ -132,19 +121,8 @@ type DeadLettersConfirmView struct {
 // deadLettersConfirmPage asks to confirm the replay of every letter a
 // filter matches, with their count.
 func (s *Console) deadLettersConfirmPage(w http.ResponseWriter, r *http.Request) {
-	q := cloneValues(r.URL.Query())
-	for _, p := range []string{"before", "limit", "replayed"} {
-		q.Del(p)
-	}
-	f, fields := api.ParseDeadLetterQuery(q)
-	if fields != nil {
-		view := &DeadLettersView{Query: q, Errors: fields}
-		s.page(w, r, http.StatusBadRequest, "deadletters.html", &Page{Title: "Dead letters", Data: view})
-		return
-	}
-	n, err := s.countLetters(r.Context(), f)
-	if err != nil {
-		s.office.Fail(w, "count dead letters", err, "")
+	q, _, n, ok := s.replaySelection(w, r, cloneValues(r.URL.Query()))
+	if !ok {
 		return
 	}
 	view := &DeadLettersConfirmView{Filter: q.Encode(), ListURL: "/console/dead-letters?" + q.Encode(), Count: n, MayAct: s.mayAct(r)}
@@ -187,4 +165,25 @@ func (s *Console) replayJobPage(w http.ResponseWriter, r *http.Request) {
 		AgainURL    string
 	}{jv, ZoneSwitch{Mode: mode, Store: zoneName, Back: r.URL.Path}, failedAgain, "/console/dead-letters?" + jv.againQuery().Encode()}
 	s.page(w, r, http.StatusOK, "replayjob.html", &Page{Title: fmt.Sprintf("Replay job %d", id), Data: view})
+}
+
+// replaySelection is what a bulk replay of q's letters selects: every page
+// and only what is not replayed yet, and how many letters that is. It has
+// answered the request when ok is false.
+func (s *Console) replaySelection(w http.ResponseWriter, r *http.Request, q url.Values) (url.Values, ordersync.DeadLetterFilter, int, bool) {
+	for _, p := range []string{"before", "limit", "replayed"} {
+		q.Del(p)
+	}
+	f, fields := api.ParseDeadLetterQuery(q)
+	if fields != nil {
+		view := &DeadLettersView{Query: q, Errors: fields}
+		s.page(w, r, http.StatusBadRequest, "deadletters.html", &Page{Title: "Dead letters", Data: view})
+		return nil, f, 0, false
+	}
+	n, err := s.countLetters(r.Context(), f)
+	if err != nil {
+		s.office.Fail(w, "count dead letters", err, "")
+		return nil, f, 0, false
+	}
+	return q, f, n, true
 }
