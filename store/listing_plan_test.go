@@ -161,3 +161,37 @@ func TestRangeListsSeekAnIndex(t *testing.T) {
 		}
 	})
 }
+
+// TestEveryStoreCountSeeksEachStore checks PostgreSQL's bounded counts of
+// the Orders page over every store: they name the stores, so that each is
+// sought in an index that begins with the account (PostgreSQL 15 cannot
+// skip-scan one) rather than another index walked testing each order's
+// row. The plan is checked where a test's empty tables decide it as a
+// store's million orders do: a status alone.
+func TestEveryStoreCountSeeksEachStore(t *testing.T) {
+	db := openDB(t, postgresURL(t))
+	day := time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)
+	stores := []string{ordersync.DefaultAccount, "eu"}
+	for name, c := range map[string]struct {
+		f    ordersync.OrderFilter
+		plan bool
+	}{
+		"cancelled":               {ordersync.OrderFilter{Statuses: []ordersync.Status{ordersync.StatusCancelled}, CountUpTo: 10000}, true},
+		"pending, largest first":  {ordersync.OrderFilter{Statuses: []ordersync.Status{ordersync.StatusPending}, Sort: ordersync.SortTotalDesc, CountUpTo: 10000}, true},
+		"collected, paid a month": {ordersync.OrderFilter{Statuses: ordersync.Collected, PaidFrom: day.AddDate(0, -1, 0), PaidTo: day, CountUpTo: 10000}, false},
+	} {
+		sort, err := checkFilter(c.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, count, args := db.partQueries(everyOrderColumn, c.f, searchPlan{stores: stores}, sortColumns[sort.Key()], "", "ASC", 0,
+			func(string) ([]string, []any) { return nil, nil })
+		if !strings.Contains(count, "account IN (?, ?)") || !slices.Equal(args[max(len(args)-2, 0):], []any{stores[0], stores[1]}) {
+			t.Errorf("%s, its count: %s %v\nwant the stores named", name, count, args)
+			continue
+		}
+		if plan := strings.Join(explain(t, db, count, args...), "\n"); c.plan && !strings.Contains(plan, "Index Cond: ((account = ANY") {
+			t.Errorf("%s, its count: plan\n%s\nwant a seek of each store", name, plan)
+		}
+	}
+}
