@@ -543,8 +543,9 @@ type searchPlan struct {
 	// (broadReferencePrefix), so it matches whole references only.
 	wholeReference bool
 	words          []string
-	// none: no word of the account's buyer names begins with the first
-	// word, so only the identifiers can find an order.
+	// none: no word of the buyer names of the account (or of any store)
+	// begins with one of the search's words, so only the identifiers can
+	// find an order.
 	none bool
 	// exact is the one word of the account's buyer names that begins with
 	// the first word, "" when there are several (or the account is not
@@ -628,27 +629,50 @@ func (db *DB) planSearch(ctx context.Context, tx *sqlx.Tx, f ordersync.OrderFilt
 	if names.wholeReference, err = db.broadReferencePrefix(ctx, tx, f.Account, names.stores, q); err != nil {
 		return names, err
 	}
-	if len(names.words) == 0 || f.Account == "" {
+	if len(names.words) == 0 {
 		return names, nil
 	}
 	match, pattern := db.tokenMatch("token")
-	next := func(word, cmp, from string) (string, error) {
+	next := func(account, word, cmp, from string) (string, error) {
 		var token []string
 		err := tx.SelectContext(ctx, &token, db.rebind(`SELECT token FROM order_name_tokens WHERE account = ? AND token `+cmp+` ? AND `+match+
-			` ORDER BY token LIMIT 1`), f.Account, from, pattern(word))
+			` ORDER BY token LIMIT 1`), account, from, pattern(word))
 		if err != nil || len(token) == 0 {
 			return "", err
 		}
 		return token[0], nil
 	}
+	if f.Account == "" {
+		// Every store's search: a word that no buyer name of any store
+		// has a word beginning with (an email's domain, a number) finds
+		// no order by its name, where testing each order of the other
+		// words for it would read every one of them.
+		for _, w := range names.words {
+			some := false
+			for _, s := range names.stores {
+				first, err := next(s, w, ">=", w)
+				if err != nil {
+					return names, err
+				}
+				if some = first != ""; some {
+					break
+				}
+			}
+			if !some {
+				names.none = true
+				break
+			}
+		}
+		return names, nil
+	}
 	// only is the one word of the names that begins with word, "" when
 	// there are none or several.
 	only := func(word string) (string, bool, error) {
-		first, err := next(word, ">=", word)
+		first, err := next(f.Account, word, ">=", word)
 		if err != nil || first == "" {
 			return "", false, err
 		}
-		second, err := next(word, ">", first)
+		second, err := next(f.Account, word, ">", first)
 		if err != nil || second != "" {
 			return "", true, err
 		}
@@ -659,16 +683,20 @@ func (db *DB) planSearch(ctx context.Context, tx *sqlx.Tx, f ordersync.OrderFilt
 		names.none = err == nil
 		return names, err
 	}
-	names.exact = exact
-	if exact == "" || db.dialect != DialectPostgres {
-		return names, nil
-	}
+	var later []string
 	for _, w := range names.words[1:] {
-		word, _, err := only(w)
-		if err != nil {
+		// A later word that no name has a word beginning with finds no
+		// order by its name either.
+		word, some, err := only(w)
+		if err != nil || !some {
+			names.none = err == nil
 			return names, err
 		}
-		names.later = append(names.later, word)
+		later = append(later, word)
+	}
+	names.exact = exact
+	if exact != "" && db.dialect == DialectPostgres {
+		names.later = later
 	}
 	return names, nil
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/ordersync/ordersync"
 )
 
@@ -473,6 +475,52 @@ func TestSearchFindsAnOrderOnce(t *testing.T) {
 				slices.Sort(walked)
 				if !slices.Equal(walked, c.want) && !(len(walked) == 0 && len(c.want) == 0) {
 					t.Errorf("%q %s: found %q, want %q", c.q, sort, walked, c.want)
+				}
+			}
+		}
+	})
+}
+
+// TestSearchSkipsNamesAWordMisses: a search with a word that begins no
+// word of the buyer names searched (an email's domain) plans no lookup of
+// the names, in one store and in every store, and still finds the order
+// by its identifier.
+func TestSearchSkipsNamesAWordMisses(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		db := openDB(t, url)
+		apply(t, db,
+			searchOrder{code: "s-f", status: ordersync.StatusPaid, day: 16, total: "30",
+				buyer: []string{"Jorge Pérez", "jorge.perez7@example.com", "+50370004444", "F444"}}.params(t, 1),
+			searchOrder{code: "s-g", status: ordersync.StatusPaid, day: 17, total: "31",
+				buyer: []string{"Jorge Paz", "g@example.com", "+50370005555", "G555"}}.params(t, 2))
+		indexNow(t, db)
+		for _, c := range []struct {
+			q    string
+			none bool
+			want []string
+		}{
+			{"JORGE.PEREZ7@EXAMPLE.COM", true, []string{"s-f"}},
+			{"jorge zzz", true, []string{}},
+			{"jorge pe", false, []string{"s-f"}},
+			{"jorge", false, []string{"s-f", "s-g"}},
+		} {
+			for _, account := range []string{ordersync.DefaultAccount, ""} {
+				f := ordersync.OrderFilter{Account: account, Q: c.q}
+				var names searchPlan
+				err := db.inReadTx(context.Background(), "plan", func(tx *sqlx.Tx) (err error) {
+					names, err = db.planSearch(context.Background(), tx, f)
+					return err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if names.none != c.none {
+					t.Errorf("%q in %q: none %v, want %v", c.q, account, names.none, c.none)
+				}
+				got := listCodes(t, db, f)
+				slices.Sort(got)
+				if !slices.Equal(got, c.want) {
+					t.Errorf("%q in %q: found %q, want %q", c.q, account, got, c.want)
 				}
 			}
 		}
