@@ -104,7 +104,46 @@ func TestInternalSupportImportsNoAdapter(t *testing.T) {
 }
 
 // ioAdapters are the adapters that do I/O, which import no other.
-var ioAdapters = []string{"admin", "paymentlink", "queue", "sim", "store", "webhook", "worker"}
+var ioAdapters = []string{"admin", "dispatch", "paymentlink", "queue", "sim", "store", "webhook", "worker"}
+
+// TestAdaptersImportNoOtherAdapter holds the rule in bold at the top of
+// docs/architecture.md: an adapter that does I/O imports no other, so a
+// stage's wiring stays in internal/app. A row could otherwise allow it.
+func TestAdaptersImportNoOtherAdapter(t *testing.T) {
+	imports, err := moduleImports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range adapterImportsAdapter(imports) {
+		t.Error(v)
+	}
+}
+
+// adapterImportsAdapter says which adapters that do I/O import another.
+func adapterImportsAdapter(imports map[string][]string) []string {
+	var v []string
+	for _, a := range ioAdapters {
+		for _, d := range imports[a] {
+			if slices.Contains(ioAdapters, d) {
+				v = append(v, fmt.Sprintf("%s imports the adapter %s: adapters import the domain and support packages only (%s)", a, d, architectureDoc))
+			}
+		}
+	}
+	sort.Strings(v)
+	return v
+}
+
+func TestAdapterImportsAdapterFound(t *testing.T) {
+	got := adapterImportsAdapter(map[string][]string{
+		"webhook":  {"", "metrics", "queue"},
+		"dispatch": {"", "delivery"},
+		"queue":    {""},
+	})
+	want := []string{"webhook imports the adapter queue: adapters import the domain and support packages only (docs/architecture.md)"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("violations = %q, want %q", got, want)
+	}
+}
 
 // adapterReachThroughInternal says which internal/ packages an adapter
 // imports that import an adapter themselves.
