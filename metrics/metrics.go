@@ -1,10 +1,10 @@
 // Package metrics builds the Prometheus registry ordersync exports and the
 // collectors that belong to no single pipeline stage: the mirror's orders by
 // status and the outbox's oldest unsent message. Each stage (webhook, queue,
-// and in worker the pool, syncer, relay, dispatcher, pruner, reconciler)
-// builds its own collectors in one shape: a struct of them made by
-// newXMetrics(reg), which registers them all with RegisterAll; nothing here
-// is global.
+// dispatch, and in worker the pool, syncer, writer, relay, pruner,
+// reconciler) builds its own collectors in one shape: a struct of them made
+// by newXMetrics(reg), which registers them all with RegisterAll; nothing
+// here is global.
 package metrics
 
 import (

@@ -46,10 +46,10 @@
 // # Leader election
 //
 // Leader makes one process among several act for a role (the outbox relay,
-// the reconciler): a lease in a JetStream key-value bucket, renewed every
+// the dispatcher, the reconciler, the pruner): a lease in a JetStream key-value bucket, renewed every
 // TTL/3 and released on stop, that another process takes over when it is
 // released or, if the holder died, after the TTL.
 //
-// Consumers pull with Fetch batches rather than the Messages iterator, which
-// stalled under saturation in probes.
+// Consumers pull with Fetch batches, not the Messages iterator, which
+// stalls under saturation.
 package queue

@@ -1,10 +1,12 @@
 // Command ordersync-lab tests the ordersync pipeline under faults and load:
-// chaos (kill -9 under upstream faults), loadtest (ingest and end to end),
-// mix (whole order lives over a prefilled mirror),
-// multiproc (a scale-out deployment on PostgreSQL and an external NATS),
-// idle (what serve costs with open orders and no traffic), pages (the back
-// office's page times on a large mirror) and soak (hours
-// at a steady mix with periodic kill -9, its resources sampled). It
+// chaos (kill -9 under upstream faults), diskfull (the disk filled under
+// load, then freed), loadtest (ingest and end to end), mix (whole order
+// lives over a prefilled mirror), multiproc (a scale-out deployment on
+// PostgreSQL and an external NATS), idle (what serve costs with open orders
+// and no traffic), restart (SIGTERM under load behind a readiness probe),
+// reload (SIGHUP under load), pages (the back office's page times on a
+// large mirror) and soak (hours at a steady mix with periodic kill -9, its
+// resources sampled). It
 // starts the real ordersync binary as its child, so what it
 // measures is what operators run, and nothing of the lab (its load
 // generator and fault proxy) is linked into that binary.

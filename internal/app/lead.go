@@ -10,7 +10,8 @@ import (
 )
 
 // lead runs a stage of which only one may act at a time across processes
-// (the outbox relay, the reconciler, the pruner): on an external NATS it runs only while
+// (the outbox relay, the dispatcher, the reconciler, the pruner): on an
+// external NATS it runs only while
 // this process holds the role's lease, and campaigns otherwise; a holder
 // that dies loses the lease after its TTL. With embedded NATS there is one
 // process, so it just runs.

@@ -1,6 +1,8 @@
 // Package datadir is the layout of ordersync's data directory (the SQLite
 // file, the JetStream store, the embedded NATS password, the lock) and how
-// it is kept: owner-only, held by one serving process at a time.
+// it is kept: owner-only, held by one serving process at a time, with free
+// space on its filesystems above a watermark (Space, the min_free_space
+// setting, with hysteresis).
 package datadir
 
 import (
