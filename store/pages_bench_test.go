@@ -33,8 +33,8 @@ type pagesStore struct {
 	phone                                  func(i int) string
 }
 
-// pagesStores are the mirror's stores: issue 32's two, one currency and
-// zone each.
+// pagesStores are the mirror's stores: the two of `ordersync-lab pages`,
+// one currency and zone each.
 var pagesStores = []pagesStore{
 	{ordersync.DefaultAccount, "La Esquina", "USD", "America/El_Salvador", "SV", func(i int) string { return fmt.Sprintf("+5037%07d", i) }},
 	{"madrid", "La Plaza", "EUR", "Europe/Madrid", "ES", func(i int) string { return fmt.Sprintf("+346%08d", i) }},

@@ -39,8 +39,9 @@ type pagesOptions struct {
 	exe string
 }
 
-// pagesTarget is the p95 every page must be within (issue 32); a page
-// whose warming request takes pagesGiveUp is not timed further.
+// pagesTarget is the p95 every page must be within (docs/benchmarks.md's
+// target for the back office's pages); a page whose warming request takes
+// pagesGiveUp is not timed further.
 const (
 	pagesTarget = 100 * time.Millisecond
 	pagesGiveUp = 5 * time.Second
