@@ -111,7 +111,8 @@ type EndpointUpdate struct {
 	RatePerSecond *float64
 }
 
-// ErrInvalidEndpoint is wrapped by ValidateEndpoint.
+// ErrInvalidEndpoint is wrapped by the validators below
+// (ValidateEndpointParams, ValidateEndpointUpdate and the checks they make).
 var ErrInvalidEndpoint = errors.New("invalid endpoint")
 
 // ErrManagedByConfig is returned for a change the YAML file owns.
@@ -142,6 +143,52 @@ func ValidateHookEvents(events []HookEvent) error {
 		if slices.Contains(events[:i], ev) {
 			return fmt.Errorf("%w: events: %q twice", ErrInvalidEndpoint, ev)
 		}
+	}
+	return nil
+}
+
+// ValidateEndpointParams checks what every store asks of a new or
+// configured endpoint: an id that is a valid name (it names the endpoint's
+// JetStream consumer), an absolute http or https URL, known events, a
+// secret and a rate of 0 (no cap) or more.
+func ValidateEndpointParams(p EndpointParams) error {
+	if !ValidName(p.ID) {
+		return fmt.Errorf("%w: id %q: want %s", ErrInvalidEndpoint, p.ID, NameRule)
+	}
+	if err := ValidateEndpointURL(p.URL); err != nil {
+		return err
+	}
+	if err := ValidateHookEvents(p.Events); err != nil {
+		return err
+	}
+	if p.Secret == "" {
+		return fmt.Errorf("%w: secret is required", ErrInvalidEndpoint)
+	}
+	return validateEndpointRate(p.RatePerSecond)
+}
+
+// ValidateEndpointUpdate checks the fields u sets as
+// ValidateEndpointParams checks them.
+func ValidateEndpointUpdate(u EndpointUpdate) error {
+	if u.URL != nil {
+		if err := ValidateEndpointURL(*u.URL); err != nil {
+			return err
+		}
+	}
+	if u.Events != nil {
+		if err := ValidateHookEvents(u.Events); err != nil {
+			return err
+		}
+	}
+	if u.RatePerSecond != nil {
+		return validateEndpointRate(*u.RatePerSecond)
+	}
+	return nil
+}
+
+func validateEndpointRate(r float64) error {
+	if r < 0 || r != r {
+		return fmt.Errorf("%w: ratePerSecond %v: want 0 (no cap) or more", ErrInvalidEndpoint, r)
 	}
 	return nil
 }

@@ -14,30 +14,6 @@ import (
 
 var _ ordersync.Endpoints = (*Store)(nil)
 
-// validEndpoint is what store.DB asks of an endpoint's parameters.
-func validEndpoint(p ordersync.EndpointParams) error {
-	if !ordersync.ValidName(p.ID) {
-		return fmt.Errorf("%w: id %q: want %s", ordersync.ErrInvalidEndpoint, p.ID, ordersync.NameRule)
-	}
-	if err := ordersync.ValidateEndpointURL(p.URL); err != nil {
-		return err
-	}
-	if err := ordersync.ValidateHookEvents(p.Events); err != nil {
-		return err
-	}
-	if p.Secret == "" {
-		return fmt.Errorf("%w: secret is required", ordersync.ErrInvalidEndpoint)
-	}
-	return validRate(p.RatePerSecond)
-}
-
-func validRate(r float64) error {
-	if r < 0 || r != r {
-		return fmt.Errorf("%w: ratePerSecond %v: want 0 (no cap) or more", ordersync.ErrInvalidEndpoint, r)
-	}
-	return nil
-}
-
 func copyEndpoint(e *ordersync.Endpoint) *ordersync.Endpoint {
 	c := *e
 	c.Events = slices.Clone(e.Events)
@@ -64,7 +40,7 @@ func (s *Store) CreateEndpoint(_ context.Context, p ordersync.EndpointParams) (*
 		p.ID = "ep_" + hex.EncodeToString(b)
 	}
 	op := fmt.Sprintf("create endpoint %s", p.ID)
-	if err := validEndpoint(p); err != nil {
+	if err := ordersync.ValidateEndpointParams(p); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	s.mu.Lock()
@@ -109,20 +85,8 @@ func (s *Store) FindEndpoint(_ context.Context, id string) (*ordersync.Endpoint,
 // Disabled.
 func (s *Store) UpdateEndpoint(_ context.Context, id string, u ordersync.EndpointUpdate) (*ordersync.Endpoint, error) {
 	op := fmt.Sprintf("update endpoint %s", id)
-	if u.URL != nil {
-		if err := ordersync.ValidateEndpointURL(*u.URL); err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-	}
-	if u.Events != nil {
-		if err := ordersync.ValidateHookEvents(u.Events); err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-	}
-	if u.RatePerSecond != nil {
-		if err := validRate(*u.RatePerSecond); err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
+	if err := ordersync.ValidateEndpointUpdate(u); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -214,7 +178,7 @@ func rotate(cur *ordersync.Endpoint, secret string, grace time.Duration) {
 // time is ErrConflict, and nothing changes.
 func (s *Store) SyncConfigEndpoints(_ context.Context, params []ordersync.EndpointParams, grace time.Duration) error {
 	for _, p := range params {
-		if err := validEndpoint(p); err != nil {
+		if err := ordersync.ValidateEndpointParams(p); err != nil {
 			return fmt.Errorf("sync config endpoints: %w", err)
 		}
 	}

@@ -55,31 +55,6 @@ func joinEvents(events []ordersync.HookEvent) string {
 	return strings.Join(s, ",")
 }
 
-func validateEndpointParams(p ordersync.EndpointParams) error {
-	// The id names the endpoint's JetStream consumer: only a consumer
-	// name's safe characters.
-	if !ordersync.ValidName(p.ID) {
-		return fmt.Errorf("%w: id %q: want %s", ordersync.ErrInvalidEndpoint, p.ID, ordersync.NameRule)
-	}
-	if err := ordersync.ValidateEndpointURL(p.URL); err != nil {
-		return err
-	}
-	if err := ordersync.ValidateHookEvents(p.Events); err != nil {
-		return err
-	}
-	if p.Secret == "" {
-		return fmt.Errorf("%w: secret is required", ordersync.ErrInvalidEndpoint)
-	}
-	return validateRate(p.RatePerSecond)
-}
-
-func validateRate(r float64) error {
-	if r < 0 || r != r {
-		return fmt.Errorf("%w: ratePerSecond %v: want 0 (no cap) or more", ordersync.ErrInvalidEndpoint, r)
-	}
-	return nil
-}
-
 // CreateEndpoint stores a new API endpoint under a generated id (or
 // p.ID when given) and returns it. An id in use is ErrConflict.
 func (db *DB) CreateEndpoint(ctx context.Context, p ordersync.EndpointParams) (*ordersync.Endpoint, error) {
@@ -89,7 +64,7 @@ func (db *DB) CreateEndpoint(ctx context.Context, p ordersync.EndpointParams) (*
 		p.ID = "ep_" + hex.EncodeToString(b)
 	}
 	op := fmt.Sprintf("create endpoint %s", p.ID)
-	if err := validateEndpointParams(p); err != nil {
+	if err := ordersync.ValidateEndpointParams(p); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	now := dbTime(time.Now())
@@ -145,20 +120,8 @@ func findEndpoint(ctx context.Context, db *DB, tx *sqlx.Tx, id string) (*ordersy
 // ErrManagedByConfig. Enabling an endpoint clears its disabled reason.
 func (db *DB) UpdateEndpoint(ctx context.Context, id string, u ordersync.EndpointUpdate) (*ordersync.Endpoint, error) {
 	op := fmt.Sprintf("update endpoint %s", id)
-	if u.URL != nil {
-		if err := ordersync.ValidateEndpointURL(*u.URL); err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-	}
-	if u.Events != nil {
-		if err := ordersync.ValidateHookEvents(u.Events); err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-	}
-	if u.RatePerSecond != nil {
-		if err := validateRate(*u.RatePerSecond); err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
+	if err := ordersync.ValidateEndpointUpdate(u); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	var ep *ordersync.Endpoint
 	err := db.inTx(ctx, op, func(tx *sqlx.Tx) error {
@@ -273,7 +236,7 @@ func rotate(ctx context.Context, db *DB, tx *sqlx.Tx, cur *ordersync.Endpoint, s
 // an API endpoint is ErrConflict.
 func (db *DB) SyncConfigEndpoints(ctx context.Context, params []ordersync.EndpointParams, grace time.Duration) error {
 	for _, p := range params {
-		if err := validateEndpointParams(p); err != nil {
+		if err := ordersync.ValidateEndpointParams(p); err != nil {
 			return fmt.Errorf("sync config endpoints: %w", err)
 		}
 	}
