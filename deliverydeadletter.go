@@ -2,6 +2,8 @@ package ordersync
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"time"
 )
 
@@ -26,6 +28,37 @@ type DeliveryDeadLetter struct {
 	CreatedAt   time.Time
 	ReplayedAt  *time.Time
 	ReplayCount int
+}
+
+// What a letter keeps of the endpoint's answer: enough to see why, not a
+// copy of an error page.
+const (
+	MaxDeliveryAnswer = 1024 // bytes of LastBody
+	MaxDeliveryError  = 500  // bytes of LastError
+)
+
+// ValidateDeliveryDeadLetter names what a letter lacks; the store refuses
+// it.
+func ValidateDeliveryDeadLetter(dl DeliveryDeadLetter) error {
+	switch {
+	case dl.EndpointID == "":
+		return errors.New("EndpointID is required")
+	case dl.WebhookID == "":
+		return errors.New("WebhookID is required")
+	case dl.Event == "":
+		return errors.New("Event is required")
+	}
+	return nil
+}
+
+// Bounded is the letter as a store keeps it: LastBody cut to
+// MaxDeliveryAnswer bytes, LastError clipped to MaxDeliveryError.
+func (dl DeliveryDeadLetter) Bounded() DeliveryDeadLetter {
+	if len(dl.LastBody) > MaxDeliveryAnswer {
+		dl.LastBody = strings.ToValidUTF8(dl.LastBody[:MaxDeliveryAnswer], "")
+	}
+	dl.LastError = Clip(dl.LastError, MaxDeliveryError)
+	return dl
 }
 
 // DeliveryDeadLetterFilter selects delivery dead letters, newest first.

@@ -24,12 +24,6 @@ type backOffice struct {
 	endpoints  map[string]*ordersync.Endpoint
 }
 
-// The limits of store.DB's columns.
-const (
-	maxDeliveryAnswer = 1024
-	maxDetail         = 500
-)
-
 // RecordAudit adds a record to the trail.
 func (s *Store) RecordAudit(_ context.Context, rec ordersync.AuditRecord) error {
 	if err := ordersync.ValidateAuditRecord(rec); err != nil {
@@ -112,18 +106,10 @@ func (s *Store) DeleteConsoleSession(_ context.Context, id string) error {
 // the same delivery not yet replayed is updated, keeping its id.
 func (s *Store) AddDeliveryDeadLetter(_ context.Context, dl ordersync.DeliveryDeadLetter) (int64, error) {
 	op := fmt.Sprintf("add delivery dead letter %s for endpoint %s", dl.WebhookID, dl.EndpointID)
-	switch {
-	case dl.EndpointID == "":
-		return 0, fmt.Errorf("%s: EndpointID is required", op)
-	case dl.WebhookID == "":
-		return 0, fmt.Errorf("%s: WebhookID is required", op)
-	case dl.Event == "":
-		return 0, fmt.Errorf("%s: Event is required", op)
+	if err := ordersync.ValidateDeliveryDeadLetter(dl); err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
 	}
-	if len(dl.LastBody) > maxDeliveryAnswer {
-		dl.LastBody = strings.ToValidUTF8(dl.LastBody[:maxDeliveryAnswer], "")
-	}
-	dl.LastError = ordersync.Clip(dl.LastError, maxDetail)
+	dl = dl.Bounded()
 	if dl.Body == nil {
 		dl.Body = []byte{}
 	}

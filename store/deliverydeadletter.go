@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -11,28 +10,16 @@ import (
 	"github.com/ordersync/ordersync"
 )
 
-// maxDeliveryAnswer bounds the endpoint's answer kept with a delivery dead
-// letter: enough to see why, not a copy of an error page.
-const maxDeliveryAnswer = 1024
-
 // AddDeliveryDeadLetter records a delivery an endpoint refused for good or
 // that outlasted its retries. A letter for the same endpoint and
 // webhook-id not yet replayed is updated, not duplicated; its id is
 // returned.
 func (db *DB) AddDeliveryDeadLetter(ctx context.Context, dl ordersync.DeliveryDeadLetter) (int64, error) {
 	op := fmt.Sprintf("add delivery dead letter %s for endpoint %s", dl.WebhookID, dl.EndpointID)
-	switch {
-	case dl.EndpointID == "":
-		return 0, fmt.Errorf("%s: EndpointID is required", op)
-	case dl.WebhookID == "":
-		return 0, fmt.Errorf("%s: WebhookID is required", op)
-	case dl.Event == "":
-		return 0, fmt.Errorf("%s: Event is required", op)
+	if err := ordersync.ValidateDeliveryDeadLetter(dl); err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
 	}
-	if len(dl.LastBody) > maxDeliveryAnswer {
-		dl.LastBody = strings.ToValidUTF8(dl.LastBody[:maxDeliveryAnswer], "")
-	}
-	dl.LastError = ordersync.Clip(dl.LastError, maxDetail)
+	dl = dl.Bounded()
 	body, created := letterDefaults(dl.Body, dl.CreatedAt)
 	var id int64
 	err := db.inTx(ctx, op, func(tx *sqlx.Tx) error {
