@@ -129,12 +129,13 @@ func (c *Process) Restart(ctx context.Context) error {
 
 // start launches the process and waits for readiness. A port taken between
 // picking and binding makes the child exit early: it is retried on fresh
-// ports a few times.
+// ports a few times. (The taker may answer /readyz itself, another child
+// say: waitReady asks the child to hold the admin port too.)
 func (c *Process) start(ctx context.Context, samePorts bool) error {
 	var lastErr error
 	for attempt := 0; attempt < 4; attempt++ {
 		if !samePorts || attempt > 0 {
-			ports, err := PickPorts(3)
+			ports, err := pickPorts(3)
 			if err != nil {
 				return err
 			}
@@ -200,7 +201,7 @@ func (c *Process) launch(ctx context.Context) (exitedEarly bool, err error) {
 	c.cmd, c.exited = cmd, exited
 	c.mu.Unlock()
 
-	if err := c.waitReady(ctx, exited); err != nil {
+	if err := c.waitReady(ctx, cmd.Process.Pid, exited); err != nil {
 		select {
 		case <-exited:
 			c.reap()
@@ -224,11 +225,18 @@ func childEnviron() []string {
 	return env
 }
 
-func (c *Process) waitReady(ctx context.Context, exited <-chan struct{}) error {
+// waitReady waits until /readyz answers 200 on the admin port and process
+// pid holds that port: a port picked free may be taken before the child
+// binds it, by a process that answers /readyz as well (the admin port of
+// another child, whose ports were picked at the same time). The child then
+// fails to bind and exits, and start retries on fresh ports.
+func (c *Process) waitReady(ctx context.Context, pid int, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.ReadyTimeout)
 	defer cancel()
 	client := &http.Client{Timeout: 2 * time.Second}
+	port := c.Ports().Admin
 	url := c.AdminURL() + "/readyz"
+	var notOwned error
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -238,13 +246,25 @@ func (c *Process) waitReady(ctx context.Context, exited <-chan struct{}) error {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return nil
+				owns, err := listensOn(pid, port)
+				if owns {
+					return nil
+				}
+				// Kept for the timeout's message; an exit (its /proc gone)
+				// is seen below.
+				notOwned = err
+				if err == nil {
+					notOwned = fmt.Errorf("port %d answers but process %d does not hold it", port, pid)
+				}
 			}
 		}
 		select {
 		case <-exited:
 			return errors.New("process exited")
 		case <-ctx.Done():
+			if notOwned != nil {
+				return fmt.Errorf("wait for %s: %w (%w)", url, ctx.Err(), notOwned)
+			}
 			return fmt.Errorf("wait for %s: %w", url, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
@@ -377,6 +397,9 @@ func (c *Process) LogTail(n int) string {
 	}
 	return string(b)
 }
+
+// pickPorts is PickPorts; a test hands out a port it holds.
+var pickPorts = PickPorts
 
 // PickPorts returns n distinct free loopback ports. They are free when
 // picked, not reserved: the child's start retries when one is taken.

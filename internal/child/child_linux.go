@@ -82,3 +82,37 @@ func processCPU(pid int) (time.Duration, error) {
 	}
 	return time.Duration(ticks) * time.Second / userHZ, nil
 }
+
+// listensOn reports whether process pid holds a socket listening on
+// 127.0.0.1:port: its /proc/<pid>/net/tcp lists the loopback listeners of
+// its network namespace with their inodes, and its /proc/<pid>/fd links
+// name the sockets it holds.
+func listensOn(pid, port int) (bool, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", pid))
+	if err != nil {
+		return false, fmt.Errorf("read listening sockets: %w", err)
+	}
+	local := fmt.Sprintf("0100007F:%04X", port) // 127.0.0.1 in host byte order, port in hex
+	inodes := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+		f := strings.Fields(line)
+		if len(f) >= 10 && f[1] == local && f[3] == "0A" { // 0A: TCP_LISTEN
+			inodes["socket:["+f[9]+"]"] = true
+		}
+	}
+	if len(inodes) == 0 {
+		return false, nil
+	}
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		return false, fmt.Errorf("read open files: %w", err)
+	}
+	for _, fd := range fds {
+		if target, err := os.Readlink(dir + "/" + fd.Name()); err == nil && inodes[target] {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -18,3 +18,7 @@ func peakRSS(int) (int64, error) { return 0, errors.New("peak RSS: only measured
 func processCPU(int) (time.Duration, error) {
 	return 0, errors.New("CPU time: only measured on Linux")
 }
+
+// listensOn cannot tell which process holds a port without /proc: it
+// trusts the answer on the port.
+func listensOn(int, int) (bool, error) { return true, nil }
