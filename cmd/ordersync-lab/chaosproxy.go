@@ -36,6 +36,12 @@ type recordingProxy struct {
 	// while ready is false it answers 503 itself, as a balancer with no
 	// ready backend does, and forwards nothing (restart.go).
 	gated, ready atomic.Bool
+	// readyUntil (Unix ns, 0: no bound) is when the probe's last "ready"
+	// expires: its send time plus the pipeline's drain. The drain promises
+	// an open listener only that long after a 200, so past it the gate
+	// holds back as if not ready, however late the next probe comes back
+	// on a loaded machine.
+	readyUntil atomic.Int64
 	// heldBack counts webhooks answered 503 by the gate; refusedWhileReady
 	// the ones forwarded while the gate said ready that met a closed port
 	// or another connection error, with the first few errors.
@@ -59,7 +65,9 @@ func startRecordingProxy() (*recordingProxy, error) {
 		},
 		Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			if p.gated.Load() {
+			// A refusal on loopback comes at once: at the dial, within
+			// the verdict's life, or the verdict had expired.
+			if p.gated.Load() && p.readyNow() {
 				p.refusedWhileReady.Add(1)
 				p.mu.Lock()
 				if len(p.refusals) < 5 {
@@ -92,9 +100,16 @@ func (p *recordingProxy) SetTarget(webhookURL string) {
 	p.target.Store(u)
 }
 
+// readyNow is the gate's verdict: the probe said ready and that has not
+// expired.
+func (p *recordingProxy) readyNow() bool {
+	until := p.readyUntil.Load()
+	return p.ready.Load() && (until == 0 || time.Now().UnixNano() < until)
+}
+
 func (p *recordingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.attempts.Add(1)
-	if p.gated.Load() && !p.ready.Load() {
+	if p.gated.Load() && !p.readyNow() {
 		p.heldBack.Add(1)
 		p.failures.Add(1)
 		w.Header().Set("Retry-After", "1")

@@ -38,7 +38,8 @@ instead of kill -9, stops the pipeline with SIGTERM --restarts times at
 evenly spaced points of the orders' creation, and starts it again, as a
 rolling restart does. The recording proxy in front of the webhook port acts
 as the load balancer: it polls /readyz every --probe-every and forwards
-webhooks only while the last poll said ready, answering 503 itself
+webhooks only while the last poll said ready, and no longer than --drain
+after that poll was sent (what the drain covers), answering 503 itself
 otherwise (the provider retries). The pipeline runs with --shutdown-drain
 --drain. It passes only if no webhook forwarded while the probe said ready
 met a refused connection or a non-2xx answer, every SIGTERM ended in exit
@@ -144,7 +145,7 @@ func rollingRestarts(ctx context.Context, r *chaosRun, opts restartOptions, rep 
 				return
 			case <-tick.C:
 			}
-			ready := false
+			ready, sent := false, time.Now()
 			if res, err := client.Get(r.child.AdminURL() + "/readyz"); err == nil {
 				ready = res.StatusCode == http.StatusOK
 				_, _ = io.Copy(io.Discard, res.Body)
@@ -152,6 +153,7 @@ func rollingRestarts(ctx context.Context, r *chaosRun, opts restartOptions, rep 
 			}
 			// Ready at the address the proxy forwards to: a restart on
 			// fresh ports is ready there only once the target moved.
+			p.readyUntil.Store(sent.Add(opts.Drain).UnixNano())
 			p.ready.Store(ready && p.target.Load().String() == r.child.WebhookURL())
 			mu.Lock()
 			rep.Probes++
@@ -187,7 +189,7 @@ func rollingRestarts(ctx context.Context, r *chaosRun, opts restartOptions, rep 
 		p.SetTarget(r.child.WebhookURL())
 		// Until the probe has seen it ready, as a rolling restart waits
 		// before it stops the next one: the balancer sends again only then.
-		for !p.ready.Load() {
+		for !p.readyNow() {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
