@@ -25,7 +25,10 @@ import (
 // reloadOptions size a reload run.
 type reloadOptions struct {
 	// Phase is how long webhooks and admin requests flow between reloads.
-	Phase      time.Duration
+	Phase time.Duration
+	// MinPhase prolongs each phase until this much traffic met it: on a
+	// loaded machine a phase's time alone may carry a handful of requests.
+	MinPhase   struct{ Webhooks, Admin, Probes int64 }
 	Senders    int
 	ProbeEvery time.Duration
 	Keep       bool
@@ -150,11 +153,21 @@ func runReload(ctx context.Context, out io.Writer, opts reloadOptions) (rep *rel
 	}
 	defer func() { stop(); wg.Wait() }()
 
+	probes := func() int64 {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.rep.Probes
+	}
 	flow := func(step string) error {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(opts.Phase):
+		w0, a0, p0 := r.webhooks.Load(), r.adminCalls.Load(), probes()
+		want := opts.MinPhase
+		for end := time.Now().Add(opts.Phase); time.Now().Before(end) ||
+			r.webhooks.Load()-w0 < want.Webhooks || r.adminCalls.Load()-a0 < want.Admin || probes()-p0 < want.Probes; {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
 		}
 		fmt.Fprintf(out, "%s: %d webhooks, %d admin requests so far\n", step, r.webhooks.Load(), r.adminCalls.Load())
 		return nil

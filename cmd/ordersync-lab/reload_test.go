@@ -21,6 +21,9 @@ func TestReload(t *testing.T) {
 	// Half the phases and twice the probes of a 3 s phase: as many probes
 	// across the reloads, and thousands of webhooks still meet each one.
 	opts.Phase, opts.ProbeEvery, opts.exe = 1500*time.Millisecond, 50*time.Millisecond, testBinary
+	// Five phases: each carries a fifth of the traffic asked for below,
+	// however slowly a loaded machine serves it.
+	opts.MinPhase.Webhooks, opts.MinPhase.Admin, opts.MinPhase.Probes = 20, 2, 10
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
