@@ -52,8 +52,9 @@ func explain(t *testing.T, db *DB, query string, args ...any) []string {
 // totals' cancelled, finalized and reversed links) reads the status
 // history's index on the range and each of its orders by row, never a walk
 // of the store's orders, and a cancellation's paid time from the index on
-// (row, paid time); a status filter with a created or paid range is
-// counted from an index alone, never from the orders' rows; every store's
+// (row, paid time); a status or currency filter with a created or paid
+// range is counted from an index alone, of one store or of every store,
+// never from the orders' rows; every store's
 // page merges each store's first rows in its sort's index; a count without
 // a filter reads the fetched orders' index (SQLite).
 func TestRangeListsSeekAnIndex(t *testing.T) {
@@ -66,11 +67,14 @@ func TestRangeListsSeekAnIndex(t *testing.T) {
 		"reversed, all stores, largest first": {ReversedFrom: day, ReversedTo: day.AddDate(0, 0, 1), Sort: ordersync.SortTotalDesc},
 	}
 	statuses := map[string]ordersync.OrderFilter{
-		"collected":                     {Account: ordersync.DefaultAccount, Statuses: collected, CountUpTo: 10000},
-		"cancelled, largest first":      {Account: ordersync.DefaultAccount, Statuses: []ordersync.Status{ordersync.StatusCancelled}, Sort: ordersync.SortTotalDesc, CountUpTo: 10000},
-		"collected, paid in a month":    {Account: ordersync.DefaultAccount, Statuses: collected, PaidFrom: day.AddDate(0, -1, 0), PaidTo: day},
-		"pending, created in a month":   {Account: ordersync.DefaultAccount, Statuses: []ordersync.Status{ordersync.StatusPending}, CreatedFrom: day.AddDate(0, -1, 0), CreatedTo: day},
-		"collected, paid, by paid time": {Account: ordersync.DefaultAccount, Statuses: collected, PaidFrom: day.AddDate(0, -1, 0), Sort: ordersync.SortPaidDesc, CountUpTo: 10000},
+		"collected":                                  {Account: ordersync.DefaultAccount, Statuses: collected, CountUpTo: 10000},
+		"cancelled, largest first":                   {Account: ordersync.DefaultAccount, Statuses: []ordersync.Status{ordersync.StatusCancelled}, Sort: ordersync.SortTotalDesc, CountUpTo: 10000},
+		"collected, paid in a month":                 {Account: ordersync.DefaultAccount, Statuses: collected, PaidFrom: day.AddDate(0, -1, 0), PaidTo: day},
+		"pending, created in a month":                {Account: ordersync.DefaultAccount, Statuses: []ordersync.Status{ordersync.StatusPending}, CreatedFrom: day.AddDate(0, -1, 0), CreatedTo: day},
+		"collected, paid, by paid time":              {Account: ordersync.DefaultAccount, Statuses: collected, PaidFrom: day.AddDate(0, -1, 0), Sort: ordersync.SortPaidDesc, CountUpTo: 10000},
+		"all stores, collected, paid in a month":     {Statuses: collected, PaidFrom: day.AddDate(0, -1, 0), PaidTo: day, CountUpTo: 10000},
+		"all stores, a currency, paid in a month":    {Currency: "EUR", PaidFrom: day.AddDate(0, -1, 0), PaidTo: day, CountUpTo: 10000},
+		"all stores, a currency, created in a month": {Currency: "EUR", CreatedFrom: day.AddDate(0, -1, 0), CreatedTo: day, CountUpTo: 10000},
 	}
 	// Every store's pages, with the stores planSearch finds.
 	stores := []string{ordersync.DefaultAccount, "eu"}

@@ -319,18 +319,10 @@ func (db *DB) partQueries(set orderColumnSet, f ordersync.OrderFilter, names sea
 		}
 		pc, pa := part("id")
 		merged := f.Account == "" && len(names.stores) > 0 && orderBy != "" && len(fromArgs) == 0 && rows > 0
-		if db.dialect == DialectPostgres && f.Account == "" && len(names.stores) > 0 && len(fromArgs) == 0 && !merged {
-			// Every store's count (and part without the sort's value):
-			// the indexes that hold a status or a paid time begin with the
-			// account, and PostgreSQL 15 cannot skip-scan one, so without
-			// the stores it walks another index and reads each order's row
-			// to test it (10,001 rows for the console's bounded count).
-			c, a := storeCondition("account", "", names.stores)
-			pc, pa = append([]string{strings.TrimPrefix(c, " AND ")}, pc...), slices.Concat(a, pa)
-		}
+		scope, scopeArgs := db.storesScope(f, names, len(fromArgs) > 0, merged)
 		cond := ` FROM ` + from + ` WHERE `
-		found = `SELECT id AS found_id, ` + col + ` AS k` + cond + strings.Join(slices.Concat(fetched, where, pc), " AND ")
-		args = slices.Concat(fromArgs, whereArgs, pa)
+		found = `SELECT id AS found_id, ` + col + ` AS k` + cond + strings.Join(slices.Concat(fetched, scope, where, pc), " AND ")
+		args = slices.Concat(fromArgs, scopeArgs, whereArgs, pa)
 		if merged {
 			// Every store's page: each store's first rows in its index on
 			// (account, sort's column, id), merged. One index walked for
@@ -354,8 +346,8 @@ func (db *DB) partQueries(set orderColumnSet, f ordersync.OrderFilter, names sea
 		if onlyFetched(f) {
 			fetched = nil
 		}
-		counted = `SELECT id AS found_id` + cond + strings.Join(slices.Concat(fetched, where, pc), " AND ")
-		if len(fetched)+len(where)+len(pc) == 0 {
+		counted = `SELECT id AS found_id` + cond + strings.Join(slices.Concat(fetched, scope, where, pc), " AND ")
+		if len(fetched)+len(scope)+len(where)+len(pc) == 0 {
 			counted = strings.TrimSuffix(counted, " WHERE ")
 		}
 	} else {
@@ -378,6 +370,38 @@ func (db *DB) partQueries(set orderColumnSet, f ordersync.OrderFilter, names sea
 	return `SELECT ` + set.list + ` FROM ` + page + ` AS page` +
 			db.crossJoin() + `orders ON orders.id = page.found_id ORDER BY page.` + strings.ReplaceAll(order, ", ", ", page."),
 		`SELECT COUNT(*) FROM (` + counted + `) AS found`, args
+}
+
+// storesScope is the condition that an order belongs to one of the
+// mirror's stores, for a listing of every store (none otherwise;
+// transition says the range of a status change leads). It selects nothing
+// less, but lets the database seek each store's part of an index that
+// begins with the account. On PostgreSQL, which cannot skip-scan such an
+// index, it is added to every count and part that is not merged per store
+// (without it, the console's bounded count read 10,001 orders' rows). On
+// SQLite it is added with a created or paid range only, where each
+// store's index on (account, time, …) holds the status: without it
+// SQLite walks the index on the status alone and reads each order's row
+// for its paid time (2 s to count the collected orders paid in a month of
+// two stores of 100,000 orders, 3 ms with it); with no range the index on
+// the status is the better one.
+func (db *DB) storesScope(f ordersync.OrderFilter, names searchPlan, transition, merged bool) ([]string, []any) {
+	if f.Account != "" || len(names.stores) == 0 || transition {
+		return nil, nil
+	}
+	switch db.dialect {
+	case DialectPostgres:
+		if merged {
+			return nil, nil
+		}
+	case DialectSQLite:
+		ranged := !f.PaidFrom.IsZero() || !f.PaidTo.IsZero() || !f.CreatedFrom.IsZero() || !f.CreatedTo.IsZero() || !f.Since.IsZero()
+		if !ranged {
+			return nil, nil
+		}
+	}
+	c, a := storeCondition("account", "", names.stores)
+	return []string{strings.TrimPrefix(c, " AND ")}, a
 }
 
 // onlyFetched reports whether f selects fetched orders only: a
