@@ -124,16 +124,19 @@ func (db *DB) selectOrders(ctx context.Context, tx *sqlx.Tx, set orderColumnSet,
 	}
 	var rows []orderRow
 	if !skipValued {
-		q, count, args := db.partQueries(set, filter, names, col, col, dir, want+offset, valued)
+		q, _, args := db.partQueries(set, filter, names, col, col, dir, want+offset, valued)
 		var err error
 		if rows, err = queryOrderRows(ctx, tx, set, db.rebind(q), append(args, want, offset)...); err != nil {
 			return nil, err
 		}
 		if len(rows) < want && offset > 0 {
 			// The offset reaches past the valued part: what is left of it
-			// applies to the unvalued part.
+			// applies to the unvalued part. The count is asked for with no
+			// rows, since the page's query of every store merges each
+			// store's rows and its arguments are not the count's.
+			_, count, countArgs := db.partQueries(set, filter, names, col, col, dir, 0, valued)
 			var n int
-			if err := tx.GetContext(ctx, &n, db.rebind(count), args...); err != nil {
+			if err := tx.GetContext(ctx, &n, db.rebind(count), countArgs...); err != nil {
 				return nil, err
 			}
 			offset = max(offset-n, 0)

@@ -110,3 +110,37 @@ func TestStoreScopedOrderReads(t *testing.T) {
 		}
 	})
 }
+
+// TestEveryStoreOffsetPastSortedPart checks that an offset past the orders
+// with the sort's value, in a listing of every store, continues among the
+// orders without one: the page's query merges each store's rows, and the
+// count of the part it skips takes its own arguments.
+func TestEveryStoreOffsetPastSortedPart(t *testing.T) {
+	eachDialect(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		db := openDB(t, url)
+		twoStores(t, db)
+		f := ordersync.OrderFilter{Sort: ordersync.SortPaidDesc, Limit: 100}
+		all, err := db.ListOrders(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for offset := 1; offset < len(all.Orders); offset++ {
+			f.Offset = offset
+			p, err := db.ListOrders(ctx, f)
+			if err != nil {
+				t.Fatalf("offset %d: %v", offset, err)
+			}
+			var got, want []string
+			for _, o := range p.Orders {
+				got = append(got, o.Account+"/"+o.Order.OrderCode)
+			}
+			for _, o := range all.Orders[offset:] {
+				want = append(want, o.Account+"/"+o.Order.OrderCode)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("every store by paid time, offset %d: %v; want %v", offset, got, want)
+			}
+		}
+	})
+}
