@@ -200,7 +200,7 @@ func TestEveryStoreCountSeeksEachStore(t *testing.T) {
 		}
 		_, count, args := db.partQueries(everyOrderColumn, c.f, searchPlan{stores: stores}, sortColumns[sort.Key()], "", "ASC", 0,
 			func(string) ([]string, []any) { return nil, nil })
-		if !strings.Contains(count, "account IN (?, ?)") || !slices.Equal(args[max(len(args)-2, 0):], []any{stores[0], stores[1]}) {
+		if !strings.Contains(count, "account IN (?, ?)") || !slices.Contains(args, any(stores[0])) || !slices.Contains(args, any(stores[1])) {
 			t.Errorf("%s, its count: %s %v\nwant the stores named", name, count, args)
 			continue
 		}
