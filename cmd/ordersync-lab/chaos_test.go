@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -18,9 +19,7 @@ import (
 // that received every PAID and every status change, signed, in each order's
 // order, once per webhook-id. `ordersync-lab chaos` is the full size.
 func TestChaos(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the chaos test takes about 45s; skipped with -short")
-	}
+	testenv.Scenario(t, "./cmd/ordersync-lab")
 	// The lab's runs spend most of their time waiting (for the
 	// consumer's AckWait, the reconciler's schedule, a lease), not
 	// computing: they wait side by side.

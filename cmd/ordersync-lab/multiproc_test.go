@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -33,9 +34,7 @@ func externalURLs(tb testing.TB) (databaseURL, natsURL string) {
 // paid order, every webhook answered 2xx in the event log, no unjustified
 // dead letter. `ordersync-lab multiproc` is the full size.
 func TestMultiProcess(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the multi-process test takes about a minute; skipped with -short")
-	}
+	testenv.Scenario(t, "./cmd/ordersync-lab")
 	// The lab's runs spend most of their time waiting (for the
 	// consumer's AckWait, the reconciler's schedule, a lease), not
 	// computing: they wait side by side.

@@ -5,6 +5,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 // TestRestart is the rolling restart in its CI size: 300 orders under the
@@ -13,9 +15,7 @@ import (
 // drain. No webhook sent while the probe said ready is refused, each stop
 // exits 0, and the chaos run's checks pass.
 func TestRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the restart test takes about a minute; skipped with -short")
-	}
+	testenv.Scenario(t, "./cmd/ordersync-lab")
 	t.Parallel()
 	opts := defaultRestartOptions()
 	opts.chaos.Orders, opts.chaos.Seed, opts.Restarts = 300, 11, 2
