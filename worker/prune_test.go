@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/store"
 	"github.com/ordersync/ordersync/worker"
 )
@@ -186,20 +187,16 @@ func TestPrunerRun(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(runCtx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Await(t, 10*time.Second, 10*time.Millisecond, func() error {
 		rows, err := db.ListEvents(ctx, ordersync.EventFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rows) == 0 {
-			break
+		if len(rows) > 0 {
+			return fmt.Errorf("Run has not pruned the old event: %d rows", len(rows))
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("Run did not prune the old event within 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run = %v, want nil once its context ended", err)

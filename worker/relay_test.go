@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/worker"
 )
@@ -186,20 +187,16 @@ func TestRelayRetriesWhenQueueIsDown(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- relay.Run(runCtx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Await(t, 10*time.Second, 10*time.Millisecond, func() error {
 		pending, err := e.db.PendingOutbox(ctx, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(pending) == 0 {
-			break
+		if len(pending) > 0 {
+			return fmt.Errorf("%d messages still pending after the queue came back", len(pending))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d messages still pending after the queue came back", len(pending))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
