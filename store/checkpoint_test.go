@@ -14,6 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 // TestCheckpointsOffTheWritePath: the write connection never checkpoints
@@ -57,13 +58,9 @@ func TestCheckpointsOffTheWritePath(t *testing.T) {
 				}
 				apply(t, db, params...)
 			}
-			deadline := time.Now().Add(5 * time.Second)
-			for fileSize(t, path) <= before {
-				if time.Now().After(deadline) {
-					t.Fatalf("database file still %d bytes 5s after writing: nothing checkpointed the WAL", before)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			testenv.WaitFor(t, 5*time.Second, fmt.Sprintf("the database file to grow past %d bytes: a checkpoint of the WAL", before), func() bool {
+				return fileSize(t, path) > before
+			})
 		})
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 // TestOrderEventsShowDeliveries: once an order's PAID reached one endpoint
@@ -50,12 +52,7 @@ func TestOrderEventsShowDeliveries(t *testing.T) {
 	// The API's answer, once both deliveries ended.
 	var log api.EventList
 	byEndpoint := map[string]api.EventJSON{}
-	deadline := time.Now().Add(20 * time.Second)
-	for len(byEndpoint) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("deliveries in the event log of %s: %+v", code, log.Events)
-		}
-		time.Sleep(50 * time.Millisecond)
+	testenv.Await(t, 20*time.Second, 50*time.Millisecond, func() error {
 		if err := c.Do(ctx, http.MethodGet, "/v1/orders/"+code+"/events", nil, &log); err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +61,11 @@ func TestOrderEventsShowDeliveries(t *testing.T) {
 				byEndpoint[e.EndpointID] = e
 			}
 		}
-	}
+		if len(byEndpoint) < 2 {
+			return fmt.Errorf("deliveries of 2 endpoints in the event log of %s: %+v", code, log.Events)
+		}
+		return nil
+	})
 	got := hook.requests()
 	if len(got) != 1 || got[0].typ != "order.paid" || got[0].order != code {
 		t.Fatalf("the endpoint received %+v", got)
