@@ -163,6 +163,17 @@ func (db *DB) RunIndexer(ctx context.Context) error {
 	}
 }
 
+// lockIndexer takes, until tx ends, PostgreSQL's lock of the indexer of
+// the mirror in tx's schema. An advisory lock's key is the database's,
+// not a schema's, so the key names the schema: mirrors in other schemas
+// of one database (deployments, tests) index side by side.
+func lockIndexer(ctx context.Context, tx *sqlx.Tx) error {
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('ordersync indexer ' || current_schema()))`); err != nil {
+		return fmt.Errorf("lock the indexer: %w", err)
+	}
+	return nil
+}
+
 // indexBatch indexes the oldest indexerBatch changes in one transaction.
 func (db *DB) indexBatch(ctx context.Context) (int, error) {
 	if err := db.prepareWrites(ctx); err != nil {
@@ -173,8 +184,8 @@ func (db *DB) indexBatch(ctx context.Context) (int, error) {
 		if db.dialect == DialectPostgres {
 			// One indexer at a time: every process that writes the mirror
 			// runs one, and two would move the same figures twice.
-			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('ordersync indexer'))`); err != nil {
-				return fmt.Errorf("lock the indexer: %w", err)
+			if err := lockIndexer(ctx, tx); err != nil {
+				return err
 			}
 		}
 		var changes []struct {
@@ -333,8 +344,8 @@ const (
 func (db *DB) RebuildReadSide(ctx context.Context) (int, error) {
 	err := db.inTx(ctx, "empty the read side", func(tx *sqlx.Tx) error {
 		if db.dialect == DialectPostgres {
-			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('ordersync indexer'))`); err != nil {
-				return fmt.Errorf("lock the indexer: %w", err)
+			if err := lockIndexer(ctx, tx); err != nil {
+				return err
 			}
 		}
 		for _, q := range []string{`DELETE FROM report_buckets`, `DELETE FROM report_order_figures`, `DELETE FROM order_name_tokens`, `DELETE FROM mirror_changes`} {

@@ -163,3 +163,30 @@ WHERE summed <> 0 OR total_minor <> 0 OR unsummed <> 0 ORDER BY account, bucket,
 		}
 	})
 }
+
+// TestIndexersOfTwoSchemasRunSideBySide: on PostgreSQL the indexer's lock
+// belongs to the mirror's schema, so a mirror in another schema of the
+// same database indexes while the first one's indexer holds its lock (a
+// database-wide key kept every other schema's indexer, tests' and
+// deployments' alike, waiting on the longest batch).
+func TestIndexersOfTwoSchemasRunSideBySide(t *testing.T) {
+	ctx := context.Background()
+	held := openDB(t, postgresURL(t))
+	other := openDB(t, postgresURL(t))
+	tx, err := held.write.BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if err := lockIndexer(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.ApplyOrders(ctx, []ordersync.ApplyParams{fetched(orderDoc(t, "other", 1, ordersync.StatusPaid), 1)}); err != nil {
+		t.Fatal(err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if _, err := other.IndexNow(waitCtx); err != nil {
+		t.Fatalf("index a mirror while another schema's indexer holds its lock: %v", err)
+	}
+}
