@@ -114,36 +114,51 @@ func clientSession(ts *testSim, w, n int, paid, cancelled *atomic.Int64) error {
 	return nil
 }
 
-// TestHoldsManyOrders creates 100k orders, each with a queued webhook, and
-// checks that they are all held, distinct, and served.
-func TestHoldsManyOrders(t *testing.T) {
-	n := 100_000
-	if testing.Short() || raceEnabled {
-		n = 10_000
-	}
-	// Delivery is not started: every Created webhook stays queued.
-	s, err := New(Config{SecretKey: testKey, Seed: 9, WebhookURL: "http://127.0.0.1:1/hooks", WebhookSecret: testWebhookSecret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	var before runtime.MemStats
+// manyOrdersParams is a link of two line items and a metadata entry, as
+// the load generator creates them.
+var manyOrdersParams = ordersync.PaymentLinkParams{
+	LineItems: []ordersync.LineItemParams{{SKU: "COMBO-CLASICO", Quantity: 2}, {SKU: "CAFE-ORGANICO-1LB", Quantity: 1}},
+	Metadata:  []ordersync.MetadataEntry{{Name: "numero_orden", Value: "A-1"}},
+}
+
+// holdOrders creates n orders, each with a queued webhook (delivery is not
+// started), and returns the heap they hold per order.
+func holdOrders(tb testing.TB, s *Server, n int) int64 {
+	tb.Helper()
+	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	params := ordersync.PaymentLinkParams{
-		LineItems: []ordersync.LineItemParams{{SKU: "COMBO-CLASICO", Quantity: 2}, {SKU: "CAFE-ORGANICO-1LB", Quantity: 1}},
-		Metadata:  []ordersync.MetadataEntry{{Name: "numero_orden", Value: "A-1"}},
-	}
+	params := manyOrdersParams
 	for i := range n {
 		params.OrderReference = "ped_" + strconv.Itoa(i)
 		if _, err := s.CreatePaymentLink(params); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
-	var after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	perOrder := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / int64(n)
+	return (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / int64(n)
+}
+
+func newHoldingSim(tb testing.TB) *Server {
+	tb.Helper()
+	// Delivery is not started: every Created webhook stays queued.
+	s, err := New(Config{SecretKey: testKey, Seed: 9, WebhookURL: "http://127.0.0.1:1/hooks", WebhookSecret: testWebhookSecret})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// TestHoldsManyOrders creates 10,000 orders, each with a queued webhook,
+// and checks that they are all held, distinct, and served. What each
+// order costs to hold at the load generator's 100,000 is
+// BenchmarkHoldOrders.
+func TestHoldsManyOrders(t *testing.T) {
+	const n = 10_000
+	s := newHoldingSim(t)
+	defer s.Close()
+	perOrder := holdOrders(t, s, n)
 	t.Logf("%d orders: %d bytes of heap per order (detail, cached JSON, queued webhook)", n, perOrder)
 
 	orders := s.Orders()
@@ -173,6 +188,25 @@ func TestHoldsManyOrders(t *testing.T) {
 			t.Errorf("GET order %d:\n%s\nwant\n%s", i, raw, want)
 		}
 	}
+}
+
+// BenchmarkHoldOrders creates 100,000 orders per op, each with a queued
+// webhook, in a fresh simulator, and reports the heap each order holds
+// (detail, cached JSON, queued webhook): the load generator's runs hold
+// that many.
+func BenchmarkHoldOrders(b *testing.B) {
+	const n = 100_000
+	var perOrder int64
+	for b.Loop() {
+		s := newHoldingSim(b)
+		perOrder = holdOrders(b, s, n)
+		if st := s.Stats(); st.Orders != n || st.Webhooks.Pending != n {
+			b.Fatalf("stats: %d orders, %d webhooks pending, want %d", st.Orders, st.Webhooks.Pending, n)
+		}
+		s.Close()
+	}
+	b.ReportMetric(float64(perOrder), "heap-B/order")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/order")
 }
 
 // TestDeliveryNeverBlocksTheAPI stalls the webhook receiver and checks that
