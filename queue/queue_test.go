@@ -807,11 +807,13 @@ func TestConcurrentNew(t *testing.T) {
 	}
 }
 
-// Under saturation (publishers and several consumers sharing the durable
+// Under saturation (16 publishers and 4 consumers sharing the durable
 // consumer flat out) the Fetch loop never stalls and nothing is lost.
+// Five times MaxAckPending events keep the publishers and the consumers
+// overlapping for the whole run; how many a second is BenchmarkConsume's.
 func TestFetchUnderSaturation(t *testing.T) {
 	const (
-		n          = 20000
+		n          = 5000
 		publishers = 16
 		consumers  = 4
 	)
