@@ -69,6 +69,8 @@ func TestDeployFiles(t *testing.T) {
 	t.Parallel()
 	bin := startBinary(t)
 	docs := loadDeployDocs(t)
+	// Each break is made on a copy of the files as parsed once.
+	pristine := loadDeployDocs(t)
 	if errs := docs.check(t, bin); len(errs) > 0 {
 		t.Fatalf("the deployment files disagree with the binary:\n%v", errors.Join(errs...))
 	}
@@ -176,7 +178,7 @@ func TestDeployFiles(t *testing.T) {
 		}, "minAvailable 2 of 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := loadDeployDocs(t)
+			d := pristine.clone()
 			tc.mutate(d)
 			errs := d.check(t, bin)
 			joined := errors.Join(errs...)
@@ -190,11 +192,14 @@ func TestDeployFiles(t *testing.T) {
 
 // binary is what the files must agree with, taken from the binary: the
 // variables Load reads, and a running serve's admin listener, with admin
-// tokens as in production, for the probes' and the scrape's paths.
+// tokens as in production, for the probes' and the scrape's paths. Its
+// standIns directory holds the stand-ins of mounted secret files, each
+// named by its content's hash, so every check of the test shares them.
 type binary struct {
-	env    map[string]bool
-	admin  string
-	viewer string
+	env      map[string]bool
+	admin    string
+	viewer   string
+	standIns string
 }
 
 func startBinary(t *testing.T) binary {
@@ -209,7 +214,7 @@ func startBinary(t *testing.T) binary {
 	for _, name := range app.EnvVars() {
 		env[name] = true
 	}
-	return binary{env: env, admin: st.Program.AdminURL(), viewer: viewer}
+	return binary{env: env, admin: st.Program.AdminURL(), viewer: viewer, standIns: t.TempDir()}
 }
 
 // answer is the admin listener's status for a GET of path, with token.
@@ -285,6 +290,36 @@ func loadDeployDocs(t *testing.T) *deployDocs {
 	return d
 }
 
+// clone is a deep copy of the parsed files, for a check to break.
+func (d *deployDocs) clone() *deployDocs {
+	c := &deployDocs{compose: copyYAML(d.compose).(map[string]any), prometheus: copyYAML(d.prometheus).(map[string]any)}
+	for _, doc := range d.kube {
+		c.kube = append(c.kube, copyYAML(doc).(map[string]any))
+	}
+	return c
+}
+
+// copyYAML copies a parsed YAML node: its maps and lists anew, its
+// scalars as they are.
+func copyYAML(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, item := range v {
+			out[k] = copyYAML(item)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, item := range v {
+			out[i] = copyYAML(item)
+		}
+		return out
+	default:
+		return v
+	}
+}
+
 func readYAML(t *testing.T, file string) map[string]any {
 	t.Helper()
 	b, err := os.ReadFile(file)
@@ -344,7 +379,7 @@ func checkProcess(t *testing.T, p process, bin binary) (settled, []error) {
 	s := settled{cmd: cmd.Name()}
 
 	// A file a setting names must be mounted; Load then reads a stand-in.
-	dir := t.TempDir()
+	dir := bin.standIns
 	standIn := func(name, file string) string {
 		sum := sha256.Sum256([]byte(file))
 		if _, ok := p.files[file]; !ok {
@@ -356,7 +391,12 @@ func checkProcess(t *testing.T, p process, bin binary) (settled, []error) {
 		if strings.Contains(strings.ToUpper(name), "DATABASE") {
 			content = "postgres://ordersync:" + content + "@postgres:5432/ordersync"
 		}
-		local := filepath.Join(dir, hex.EncodeToString(sum[:8]))
+		// Named by its content, which the setting's name shapes too.
+		named := sha256.Sum256([]byte(content))
+		local := filepath.Join(dir, hex.EncodeToString(named[:8]))
+		if _, err := os.Stat(local); err == nil {
+			return local
+		}
 		if err := os.WriteFile(local, []byte(content+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
