@@ -11,11 +11,11 @@ import (
 // applyAllocBudget is the most allocations the mirror write of one new
 // order may cost on SQLite: the order with three line items, its webhook's
 // event log row, its history and its outbox message, in one ApplyOrders
-// call. It sits a few percent above the count when it was last set (412,
+// call. It sits a few percent above the count when it was last set (407,
 // with the mirror change log's row of each changed order), so that
 // a change of Go's runtime or of the driver does not fail it, while a second
 // encoding of the document or a statement built anew per call does.
-const applyAllocBudget = 420
+const applyAllocBudget = 415
 
 // TestApplyAllocBudget holds the mirror write to its allocation budget: a
 // count, not a time, so it does not depend on the machine.
@@ -53,10 +53,10 @@ func TestApplyAllocBudget(t *testing.T) {
 // status change may cost on SQLite: an order with three line items and a
 // metadata entry, mirrored before, fetched PAID, with its webhook's event
 // log row, its history and its outbox message. Like applyAllocBudget it
-// sits a little above the count when it was last lowered (614), by less
+// sits a little above the count when it was last lowered (536), by less
 // than a decoding of the stored document costs (16), so that writing the
 // line items again or a second decoding fails it.
-const statusChangeAllocBudget = 626
+const statusChangeAllocBudget = 548
 
 // TestStatusChangeAllocBudget holds the write of a status change to its
 // allocation budget.

@@ -3,10 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -27,69 +25,140 @@ type orderWrite struct {
 	hash  string
 	pay   ordersync.Payment
 	buyer ordersync.Buyer
+	// fromRow: order_id and order_reference are the row's (st's), which
+	// RecordOrderRef may have filled where the document had none.
+	fromRow bool
 }
 
-// orderField is one column of the orders table and how its value is taken
-// from the row: declared together, so a column cannot drift from its value.
+// orderField is one column of the orders table, how its value is taken
+// from the row and when two rows hold the same value in it: declared
+// together, so a column cannot drift from its value. same compares the
+// values as they go into the column without boxing them, which a status
+// change's comparison of every column would cost twice per column.
 type orderField struct {
 	column string
 	value  func(r *orderWrite) any
+	same   func(a, b *orderWrite) bool
+}
+
+// field is a column whose value is get's, compared with ==.
+func field[T comparable](column string, get func(r *orderWrite) T) orderField {
+	return orderField{column, func(r *orderWrite) any { return get(r) }, func(a, b *orderWrite) bool { return get(a) == get(b) }}
+}
+
+// amountField is an amount's column, written as its text.
+func amountField(column string, get func(r *orderWrite) ordersync.Amount) orderField {
+	return orderField{column, func(r *orderWrite) any { return get(r) }, func(a, b *orderWrite) bool { return get(a).Identical(get(b)) }}
+}
+
+// minorField is an amount's column of minor units (minorAmount).
+func minorField(column string, get func(r *orderWrite) ordersync.Amount) orderField {
+	return orderField{column, func(r *orderWrite) any { return minorAmount(get(r), r.o.Store.CurrencyCode) },
+		func(a, b *orderWrite) bool {
+			if get(a).Identical(get(b)) && a.o.Store.CurrencyCode == b.o.Store.CurrencyCode {
+				return true
+			}
+			x, xok := ordersync.MinorAmount(get(a), a.o.Store.CurrencyCode)
+			y, yok := ordersync.MinorAmount(get(b), b.o.Store.CurrencyCode)
+			return xok == yok && (!xok || x == y)
+		}}
+}
+
+// timeField is a nullable time's column.
+func timeField(column string, get func(r *orderWrite) *time.Time) orderField {
+	return orderField{column, func(r *orderWrite) any { return nullTimePtr(get(r)) }, func(a, b *orderWrite) bool {
+		x, y := get(a), get(b)
+		return x == nil && y == nil || x != nil && y != nil && dbTime(*x).Equal(dbTime(*y))
+	}}
+}
+
+// keyField is a column of a key derived by key from text that sameText
+// compares: the same text has the same key, computed only where the texts
+// differ.
+func keyField(column string, sameText func(a, b *orderWrite) bool, key func(r *orderWrite) string) orderField {
+	return orderField{column, func(r *orderWrite) any { return key(r) }, func(a, b *orderWrite) bool {
+		return sameText(a, b) || key(a) == key(b)
+	}}
 }
 
 // orderFields are the columns of a fully written order.
 var orderFields = []orderField{
-	{"account", func(r *orderWrite) any { return r.key.account }},
-	{"order_code", func(r *orderWrite) any { return r.key.code }},
-	{"order_id", func(r *orderWrite) any { return string(r.o.OrderID) }},
-	{"order_reference", func(r *orderWrite) any { return r.o.OrderReference }},
-	{"name", func(r *orderWrite) any { return r.o.Name }},
-	{"description", func(r *orderWrite) any { return r.o.Description }},
-	{"status", func(r *orderWrite) any { return string(r.o.OrderStatus) }},
-	{"subtotal", func(r *orderWrite) any { return r.o.Subtotal }},
-	{"shipping_amount", func(r *orderWrite) any { return r.o.TotalDetails.ShippingAmount }},
-	{"discount_amount", func(r *orderWrite) any { return r.o.TotalDetails.DiscountAmount }},
-	{"surcharge_amount", func(r *orderWrite) any { return r.o.TotalDetails.SurchargeAmount }},
-	{"total", func(r *orderWrite) any { return r.o.Total }},
-	{"payment_link_url", func(r *orderWrite) any { return r.o.PaymentLinkURL }},
-	{"success_url", func(r *orderWrite) any { return r.o.SuccessURL }},
-	{"cancel_url", func(r *orderWrite) any { return r.o.CancelURL }},
-	{"created_at", func(r *orderWrite) any { return nullTime(r.o.Created.Time) }},
-	{"store_name", func(r *orderWrite) any { return r.o.Store.Name }},
-	{"store_country_code", func(r *orderWrite) any { return r.o.Store.CountryCode }},
-	{"store_currency_code", func(r *orderWrite) any { return r.o.Store.CurrencyCode }},
-	{"store_currency_symbol", func(r *orderWrite) any { return r.o.Store.CurrencySymbol }},
-	{"store_locale", func(r *orderWrite) any { return r.o.Store.Locale }},
-	{"store_timezone", func(r *orderWrite) any { return r.o.Store.Timezone }},
-	{"has_payment", func(r *orderWrite) any { return r.o.Payment != nil }},
-	{"payment_authorization_code", func(r *orderWrite) any { return r.pay.AuthorizationCode }},
-	{"payment_voucher_url", func(r *orderWrite) any { return r.pay.VoucherURL }},
-	{"buyer_name", func(r *orderWrite) any { return r.buyer.Name }},
-	{"buyer_phone", func(r *orderWrite) any { return r.buyer.Phone }},
-	{"buyer_email", func(r *orderWrite) any { return r.buyer.Email }},
-	{"raw_document", func(r *orderWrite) any { return string(r.doc) }},
-	{"document_hash", func(r *orderWrite) any { return r.hash }},
-	{"first_seen_at", func(r *orderWrite) any { return dbTime(r.st.FirstSeenAt) }},
-	{"last_synced_at", func(r *orderWrite) any { return nullTimePtr(r.st.LastSyncedAt) }},
-	{"last_event_at", func(r *orderWrite) any { return nullTimePtr(r.st.LastEventAt) }},
-	{"last_event_type", func(r *orderWrite) any { return r.st.LastEventType }},
-	{"fetch_count", func(r *orderWrite) any { return r.st.FetchCount }},
-	{"fetch_seq", func(r *orderWrite) any { return r.st.FetchSeq }},
-	{"paid_fired", func(r *orderWrite) any { return r.st.PaidFired }},
-	{"status_transitions", func(r *orderWrite) any { return r.st.Transitions }},
-	{"changed_at", func(r *orderWrite) any { return nullTimePtr(r.st.ChangedAt) }},
-	{"next_check_at", func(r *orderWrite) any { return nullTimePtr(r.st.NextCheckAt) }},
-	{"paid_at", func(r *orderWrite) any { return nullTimePtr(r.st.PaidAt) }},
-	{"status_changed_at", func(r *orderWrite) any { return nullTimePtr(r.st.StatusChangedAt) }},
-	{"total_key", func(r *orderWrite) any { return totalKey(r.o.Total) }},
-	{"buyer_email_key", func(r *orderWrite) any { return ordersync.IdentifierKey(r.buyer.Email) }},
-	{"buyer_phone_key", func(r *orderWrite) any { return ordersync.PhoneKey(r.buyer.Phone, r.o.Store.CountryCode) }},
-	{"order_reference_key", func(r *orderWrite) any { return ordersync.IdentifierKey(r.o.OrderReference) }},
-	{"minor_units", func(r *orderWrite) any { return ordersync.MinorScale(r.o.Store.CurrencyCode) }},
-	{"subtotal_minor", func(r *orderWrite) any { return minorAmount(r.o.Subtotal, r.o.Store.CurrencyCode) }},
-	{"shipping_amount_minor", func(r *orderWrite) any { return minorAmount(r.o.TotalDetails.ShippingAmount, r.o.Store.CurrencyCode) }},
-	{"discount_amount_minor", func(r *orderWrite) any { return minorAmount(r.o.TotalDetails.DiscountAmount, r.o.Store.CurrencyCode) }},
-	{"surcharge_amount_minor", func(r *orderWrite) any { return minorAmount(r.o.TotalDetails.SurchargeAmount, r.o.Store.CurrencyCode) }},
-	{"total_minor", func(r *orderWrite) any { return minorAmount(r.o.Total, r.o.Store.CurrencyCode) }},
+	field("account", func(r *orderWrite) string { return r.key.account }),
+	field("order_code", func(r *orderWrite) string { return r.key.code }),
+	field("order_id", func(r *orderWrite) string {
+		if r.fromRow {
+			return r.st.OrderID
+		}
+		return string(r.o.OrderID)
+	}),
+	field("order_reference", func(r *orderWrite) string {
+		if r.fromRow {
+			return r.st.OrderReference
+		}
+		return r.o.OrderReference
+	}),
+	field("name", func(r *orderWrite) string { return r.o.Name }),
+	field("description", func(r *orderWrite) string { return r.o.Description }),
+	field("status", func(r *orderWrite) string { return string(r.o.OrderStatus) }),
+	amountField("subtotal", func(r *orderWrite) ordersync.Amount { return r.o.Subtotal }),
+	amountField("shipping_amount", func(r *orderWrite) ordersync.Amount { return r.o.TotalDetails.ShippingAmount }),
+	amountField("discount_amount", func(r *orderWrite) ordersync.Amount { return r.o.TotalDetails.DiscountAmount }),
+	amountField("surcharge_amount", func(r *orderWrite) ordersync.Amount { return r.o.TotalDetails.SurchargeAmount }),
+	amountField("total", func(r *orderWrite) ordersync.Amount { return r.o.Total }),
+	field("payment_link_url", func(r *orderWrite) string { return r.o.PaymentLinkURL }),
+	field("success_url", func(r *orderWrite) string { return r.o.SuccessURL }),
+	field("cancel_url", func(r *orderWrite) string { return r.o.CancelURL }),
+	timeField("created_at", func(r *orderWrite) *time.Time {
+		if r.o.Created.IsZero() {
+			return nil
+		}
+		return &r.o.Created.Time
+	}),
+	field("store_name", func(r *orderWrite) string { return r.o.Store.Name }),
+	field("store_country_code", func(r *orderWrite) string { return r.o.Store.CountryCode }),
+	field("store_currency_code", func(r *orderWrite) string { return r.o.Store.CurrencyCode }),
+	field("store_currency_symbol", func(r *orderWrite) string { return r.o.Store.CurrencySymbol }),
+	field("store_locale", func(r *orderWrite) string { return r.o.Store.Locale }),
+	field("store_timezone", func(r *orderWrite) string { return r.o.Store.Timezone }),
+	field("has_payment", func(r *orderWrite) bool { return r.o.Payment != nil }),
+	field("payment_authorization_code", func(r *orderWrite) string { return r.pay.AuthorizationCode }),
+	field("payment_voucher_url", func(r *orderWrite) string { return r.pay.VoucherURL }),
+	field("buyer_name", func(r *orderWrite) string { return r.buyer.Name }),
+	field("buyer_phone", func(r *orderWrite) string { return r.buyer.Phone }),
+	field("buyer_email", func(r *orderWrite) string { return r.buyer.Email }),
+	// A changed order's document changed, as its hash did: its text is
+	// written without comparing it, which the apply does not keep.
+	{"raw_document", func(r *orderWrite) any { return string(r.doc) }, func(_, _ *orderWrite) bool { return false }},
+	field("document_hash", func(r *orderWrite) string { return r.hash }),
+	timeField("first_seen_at", func(r *orderWrite) *time.Time { return &r.st.FirstSeenAt }),
+	timeField("last_synced_at", func(r *orderWrite) *time.Time { return r.st.LastSyncedAt }),
+	timeField("last_event_at", func(r *orderWrite) *time.Time { return r.st.LastEventAt }),
+	field("last_event_type", func(r *orderWrite) string { return r.st.LastEventType }),
+	field("fetch_count", func(r *orderWrite) int64 { return r.st.FetchCount }),
+	field("fetch_seq", func(r *orderWrite) int64 { return r.st.FetchSeq }),
+	field("paid_fired", func(r *orderWrite) bool { return r.st.PaidFired }),
+	field("status_transitions", func(r *orderWrite) int64 { return r.st.Transitions }),
+	timeField("changed_at", func(r *orderWrite) *time.Time { return r.st.ChangedAt }),
+	timeField("next_check_at", func(r *orderWrite) *time.Time { return r.st.NextCheckAt }),
+	timeField("paid_at", func(r *orderWrite) *time.Time { return r.st.PaidAt }),
+	timeField("status_changed_at", func(r *orderWrite) *time.Time { return r.st.StatusChangedAt }),
+	{"total_key", func(r *orderWrite) any { return totalKey(r.o.Total) },
+		func(a, b *orderWrite) bool {
+			return a.o.Total.Identical(b.o.Total) || totalKey(a.o.Total) == totalKey(b.o.Total)
+		}},
+	keyField("buyer_email_key", func(a, b *orderWrite) bool { return a.buyer.Email == b.buyer.Email },
+		func(r *orderWrite) string { return ordersync.IdentifierKey(r.buyer.Email) }),
+	keyField("buyer_phone_key", func(a, b *orderWrite) bool {
+		return a.buyer.Phone == b.buyer.Phone && a.o.Store.CountryCode == b.o.Store.CountryCode
+	}, func(r *orderWrite) string { return ordersync.PhoneKey(r.buyer.Phone, r.o.Store.CountryCode) }),
+	keyField("order_reference_key", func(a, b *orderWrite) bool { return a.o.OrderReference == b.o.OrderReference },
+		func(r *orderWrite) string { return ordersync.IdentifierKey(r.o.OrderReference) }),
+	field("minor_units", func(r *orderWrite) int { return ordersync.MinorScale(r.o.Store.CurrencyCode) }),
+	minorField("subtotal_minor", func(r *orderWrite) ordersync.Amount { return r.o.Subtotal }),
+	minorField("shipping_amount_minor", func(r *orderWrite) ordersync.Amount { return r.o.TotalDetails.ShippingAmount }),
+	minorField("discount_amount_minor", func(r *orderWrite) ordersync.Amount { return r.o.TotalDetails.DiscountAmount }),
+	minorField("surcharge_amount_minor", func(r *orderWrite) ordersync.Amount { return r.o.TotalDetails.SurchargeAmount }),
+	minorField("total_minor", func(r *orderWrite) ordersync.Amount { return r.o.Total }),
 }
 
 // touchFields are the sync bookkeeping of an order whose document did not
@@ -145,45 +214,16 @@ func keepsOnUpdate(column string) bool {
 }
 
 // changedOrderFields is the set of orderFields (bit i for orderFields[i])
-// whose values in next differ from those in prev (each the values of
-// orderFields), the key and first_seen_at left out.
-func changedOrderFields(prev, next []any) uint64 {
+// whose values in next differ from those in prev, the key and
+// first_seen_at left out.
+func changedOrderFields(prev, next *orderWrite) uint64 {
 	var mask uint64
 	for i, f := range orderFields {
-		if !keepsOnUpdate(f.column) && !sameValue(prev[i], next[i]) {
+		if !keepsOnUpdate(f.column) && !f.same(prev, next) {
 			mask |= 1 << i
 		}
 	}
 	return mask
-}
-
-// sameValue: a and b go into a column as the same value.
-func sameValue(a, b any) bool {
-	// Amounts go in as their text, which Identical compares without
-	// writing it where it can.
-	if x, ok := a.(ordersync.Amount); ok {
-		if y, ok := b.(ordersync.Amount); ok {
-			return x.Identical(y)
-		}
-	}
-	if v, ok := a.(driver.Valuer); ok {
-		a, _ = v.Value()
-	}
-	if v, ok := b.(driver.Valuer); ok {
-		b, _ = v.Value()
-	}
-	switch x := a.(type) {
-	case time.Time:
-		y, ok := b.(time.Time)
-		return ok && x.Equal(y)
-	case []byte:
-		y, ok := b.([]byte)
-		return ok && string(x) == string(y)
-	}
-	if a == nil || b == nil || !reflect.TypeOf(a).Comparable() {
-		return a == nil && b == nil
-	}
-	return a == b
 }
 
 // partialOrder is the update of the fields of one mask of
@@ -194,11 +234,12 @@ type partialOrder struct {
 	sql   rowsSQL
 }
 
-// row picks the partial update's values from those of every field.
-func (p partialOrder) row(values []any) []any {
+// row is the partial update's values of r: only the changed fields' are
+// taken (and boxed).
+func (p partialOrder) row(r *orderWrite) []any {
 	row := make([]any, len(p.index))
 	for j, i := range p.index {
-		row[j] = values[i]
+		row[j] = orderFields[i].value(r)
 	}
 	return row
 }
@@ -523,26 +564,39 @@ func (db *DB) lockOrderStates(ctx context.Context, tx *sqlx.Tx, params []ordersy
 			codes = codes[len(chunk):]
 			args := inArgs(db.dialect, []any{a}, chunk)
 			size := len(args) - 1
-			var rows []orderState
-			var err error
-			query := db.rebind(stateQuery(size) + lockClause)
-			if stmts := db.prepared.Load(); stmts != nil && (*stmts)[query] != nil {
-				err = tx.StmtxContext(ctx, (*stmts)[query]).SelectContext(ctx, &rows, args...)
-			} else {
-				err = tx.SelectContext(ctx, &rows, query, args...)
-			}
+			err := db.queryTxRows(ctx, tx, db.rebind(stateQuery(size)+lockClause), func(rows *sql.Rows) error {
+				st, err := scanOrderState(rows)
+				if err != nil {
+					return err
+				}
+				states[orderKey{st.Account, st.Code}] = st
+				return nil
+			}, args...)
 			if err != nil {
 				return nil, fmt.Errorf("read order states: %w", err)
-			}
-			for i := range rows {
-				states[orderKey{rows[i].Account, rows[i].Code}] = &rows[i]
 			}
 		}
 	}
 	return states, nil
 }
 
-// stateQuery reads the states of n orders of one account.
+// scanOrderState scans a row of stateQuery by position: sqlx's scan by
+// struct tags costs reflection and an allocation per column and row.
+func scanOrderState(rows *sql.Rows) (*orderState, error) {
+	st := &orderState{}
+	var synced, event, changed, expires, paid, statusChanged, check sql.NullTime
+	if err := rows.Scan(&st.ID, &st.Account, &st.Code, &st.Status, &st.FetchSeq, &st.Hash, &st.Fetched, &st.PaidFired,
+		&st.Transitions, &st.FirstSeenAt, &synced, &event, &st.LastEventType, &st.FetchCount, &changed, &expires,
+		&paid, &statusChanged, &check, &st.OrderID, &st.OrderReference, &st.PaymentSeen); err != nil {
+		return nil, err
+	}
+	st.LastSyncedAt, st.LastEventAt, st.ChangedAt, st.ExpiresAt = timePtr(synced), timePtr(event), timePtr(changed), timePtr(expires)
+	st.PaidAt, st.StatusChangedAt, st.NextCheckAt = timePtr(paid), timePtr(statusChanged), timePtr(check)
+	return st, nil
+}
+
+// stateQuery reads the states of n orders of one account, in the columns'
+// order scanOrderState scans.
 func stateQuery(n int) string {
 	return `SELECT id, account, order_code, status, fetch_seq, document_hash, raw_document IS NOT NULL AS fetched, paid_fired,
        status_transitions, first_seen_at, last_synced_at, last_event_at, last_event_type, fetch_count, changed_at, expires_at,
@@ -848,12 +902,12 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 			}
 			continue
 		}
-		values := newOrderWrite(k, bo).values(orderFields)
+		w := orderWriteOf(k, st, bo.order, bo.doc, bo.hash)
 		if !bo.hadDetails || bo.storedOrder == nil {
-			full = append(full, values)
+			full = append(full, w.values(orderFields))
 			bo.writeItems, bo.writeMetadata = true, true
 		} else {
-			mask := changedOrderFields(storedValues(k, bo), values)
+			mask := changedOrderFields(storedWrite(k, bo), w)
 			if mask == 0 {
 				// Cannot happen (its document's hash changed), and an
 				// update of nothing is not a statement.
@@ -862,7 +916,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 			if _, ok := partial[mask]; !ok {
 				masks = append(masks, mask)
 			}
-			partial[mask] = append(partial[mask], partialOrderFields(mask).row(values))
+			partial[mask] = append(partial[mask], partialOrderFields(mask).row(w))
 			bo.writeItems = !sameLineItems(bo.storedOrder.LineItems, bo.order.LineItems)
 			bo.writeMetadata = !slices.Equal(bo.storedOrder.Metadata, bo.order.Metadata)
 		}
@@ -1049,32 +1103,16 @@ func sameLineItems(a, b []ordersync.LineItem) bool {
 	return true
 }
 
-// newOrderWrite is the row of a changed order.
-func newOrderWrite(k orderKey, bo *batchOrder) *orderWrite {
-	return orderWriteOf(k, bo.st, bo.order, bo.doc, bo.hash)
+// storedWrite is the row of an order fetched before the batch, as it
+// holds it. The columns are functions of the document and the state (a
+// migration that adds one fills it for the orders stored before it), so
+// they are those of its stored document and state as read, but for the two
+// that RecordOrderRef fills where the document had none.
+func storedWrite(k orderKey, bo *batchOrder) *orderWrite {
+	r := orderWriteOf(k, &bo.stored, bo.storedOrder, nil, bo.stored.Hash)
+	r.fromRow = true
+	return r
 }
-
-// storedValues are the values of orderFields the row of an order fetched
-// before the batch holds. The columns are functions of the document and
-// the state (a migration that adds one fills it for the orders stored
-// before it), so they are those of its stored document and state as read,
-// but for the two that RecordOrderRef fills where the document had none
-// and the document itself.
-func storedValues(k orderKey, bo *batchOrder) []any {
-	values := orderWriteOf(k, &bo.stored, bo.storedOrder, nil, bo.stored.Hash).values(orderFields)
-	values[orderIDField], values[orderReferenceField] = bo.stored.OrderID, bo.stored.OrderReference
-	// The document changed, as its hash did: raw_document is written
-	// without comparing its text, which the apply does not keep.
-	values[rawDocumentField] = nil
-	return values
-}
-
-// The indexes in orderFields of the columns storedValues reads from the row.
-var (
-	orderIDField        = slices.IndexFunc(orderFields, func(f orderField) bool { return f.column == "order_id" })
-	orderReferenceField = slices.IndexFunc(orderFields, func(f orderField) bool { return f.column == "order_reference" })
-	rawDocumentField    = slices.IndexFunc(orderFields, func(f orderField) bool { return f.column == "raw_document" })
-)
 
 func orderWriteOf(k orderKey, st *orderState, o *ordersync.Order, doc []byte, hash string) *orderWrite {
 	r := &orderWrite{key: k, st: st, o: o, doc: doc, hash: hash}
