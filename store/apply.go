@@ -1030,6 +1030,9 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 		e.msg.Payload, e.msg.StatusChangeAt, e.msg.CreatedAt = payloads[e.payload], splits[e.payload], created
 		byMsgID[e.msg.MsgID] = &e.msg
 	}
+	if err := db.lockOutbox(ctx, tx); err != nil {
+		return err
+	}
 	// The ids come back in no promised order: each is matched by its
 	// message id, unique in the batch.
 	err = db.queryRows(ctx, tx, insertOutbox, outbox, func(rows *sql.Rows) error {

@@ -54,18 +54,16 @@ const (
 
 // MarkOutboxSent records that messages were published. Messages already
 // marked keep their first sent_at; unknown ids are ignored, as a relay
-// racing another one may mark what the other already did. On SQLite, when
-// the messages are every unsent one above the last position, one position
+// racing another one may mark what the other already did. When the
+// messages are every unsent one above the last position, one position
 // marks them all; otherwise each row's sent_at is set.
 func (db *DB) MarkOutboxSent(ctx context.Context, ids []int64, at time.Time) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	return db.inTx(ctx, fmt.Sprintf("mark %d outbox messages sent", len(ids)), func(tx *sqlx.Tx) error {
-		if db.dialect == DialectSQLite {
-			if marked, err := markUpTo(ctx, tx, ids, at); err != nil || marked {
-				return err
-			}
+		if marked, err := db.markUpTo(ctx, tx, ids, at); err != nil || marked {
+			return err
 		}
 		for rest := ids; len(rest) > 0; {
 			chunk := rest[:min(len(rest), maxInParams)]
@@ -85,10 +83,12 @@ func (db *DB) MarkOutboxSent(ctx context.Context, ids []int64, at time.Time) err
 
 // markUpTo marks ids sent with one position when they are every unsent
 // message above the last position up to the greatest of them, and reports
-// whether it did. Only on SQLite: its one writer holds the database, so
-// every message up to the greatest id is committed and seen here; on
-// PostgreSQL one with a lower id may commit later.
-func markUpTo(ctx context.Context, tx *sqlx.Tx, ids []int64, at time.Time) (bool, error) {
+// whether it did. Every message with an id up to the greatest is committed
+// and seen here: SQLite's one writer holds the database, and on PostgreSQL
+// the writers of outbox messages take their ids in commit order
+// (lockOutbox). Two relays that mark the same messages at once record one
+// position.
+func (db *DB) markUpTo(ctx context.Context, tx *sqlx.Tx, ids []int64, at time.Time) (bool, error) {
 	var upTo int64
 	if err := tx.GetContext(ctx, &upTo, sentUpToQuery); err != nil {
 		return false, fmt.Errorf("read the sent position: %w", err)
@@ -104,7 +104,7 @@ func markUpTo(ctx context.Context, tx *sqlx.Tx, ids []int64, at time.Time) (bool
 	}
 	top := slices.Max(ids)
 	var unsent []int64
-	if err := tx.SelectContext(ctx, &unsent, `SELECT id FROM outbox WHERE sent_at IS NULL AND id > ? AND id <= ? ORDER BY id`, upTo, top); err != nil {
+	if err := tx.SelectContext(ctx, &unsent, db.rebind(`SELECT id FROM outbox WHERE sent_at IS NULL AND id > ? AND id <= ? ORDER BY id`), upTo, top); err != nil {
 		return false, fmt.Errorf("read the unsent messages: %w", err)
 	}
 	if len(unsent) != len(marking) {
@@ -115,8 +115,25 @@ func markUpTo(ctx context.Context, tx *sqlx.Tx, ids []int64, at time.Time) (bool
 			return false, nil
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO outbox_marks (upto, sent_at) VALUES (?, ?)`, top, dbTime(at)); err != nil {
+	if _, err := tx.ExecContext(ctx, db.rebind(`INSERT INTO outbox_marks (upto, sent_at) VALUES (?, ?) ON CONFLICT (upto) DO NOTHING`), top, dbTime(at)); err != nil {
 		return false, fmt.Errorf("record the sent position: %w", err)
 	}
 	return true, nil
+}
+
+// lockOutbox makes the transaction the only writer of outbox messages
+// until it ends, on PostgreSQL: its sequence hands out ids as statements
+// ask, so without it a message could commit after one with a greater id
+// was published and marked by position, and be taken as sent. The lock
+// conflicts with itself and with row writes, not with reads; it is taken
+// just before the transaction's last statement, so it is held for little
+// more than the commit. SQLite's one writer needs none.
+func (db *DB) lockOutbox(ctx context.Context, tx *sqlx.Tx) error {
+	if db.dialect != DialectPostgres {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `LOCK TABLE outbox IN SHARE ROW EXCLUSIVE MODE`); err != nil {
+		return fmt.Errorf("lock the outbox: %w", err)
+	}
+	return nil
 }

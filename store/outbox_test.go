@@ -9,14 +9,18 @@ import (
 	"github.com/ordersync/ordersync"
 )
 
-// TestOutboxSentByPosition: on SQLite, marking every unsent message above
+// TestOutboxSentByPosition: marking every unsent message above
 // the last position up to the greatest of them adds one position and
 // rewrites no message's row; messages marked out of that order (one left
 // between, an unknown id) get their sent_at as before. Either way the
 // messages are no longer pending nor unsent, and their history says when
 // they were sent; a mirror marked the old way goes on from where it was.
 func TestOutboxSentByPosition(t *testing.T) {
-	db := openDB(t, sqliteURL(t))
+	eachDialect(t, testOutboxSentByPosition)
+}
+
+func testOutboxSentByPosition(t *testing.T, url string) {
+	db := openDB(t, url)
 	ctx := context.Background()
 	for i := range 6 {
 		apply(t, db, fetched(orderDoc(t, fmt.Sprintf("pos%d", i), i+1, ordersync.StatusPending), int64(i+1)))
@@ -132,5 +136,87 @@ func TestOutboxSentByPosition(t *testing.T) {
 	}
 	if got := count(`SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL`); got != 0 {
 		t.Errorf("after migrating down, %d messages without sent_at, want none", got)
+	}
+}
+
+// TestOutboxIdsCommitInOrder: on PostgreSQL a message that took its id
+// before another one committed after it is never passed by a position.
+// A writer holds its message uncommitted while an apply queues another
+// message; the relay marks what is pending meanwhile, and after both
+// commit, the first writer's message is still pending.
+func TestOutboxIdsCommitInOrder(t *testing.T) {
+	t.Parallel()
+	db := openDB(t, postgresURL(t))
+	ctx := context.Background()
+	apply(t, db, fetched(orderDoc(t, "early", 1, ordersync.StatusPending), 1))
+	sent := func() {
+		t.Helper()
+		pending, err := db.PendingOutbox(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := make([]int64, len(pending))
+		for i, m := range pending {
+			ids[i] = m.ID
+		}
+		if err := db.MarkOutboxSent(ctx, ids, testNow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sent()
+
+	// The first writer, as writeBatch writes its messages: locked, then
+	// inserted, not yet committed.
+	tx, err := db.write.BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if err := db.lockOutbox(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (order_row, account, order_code, subject, msg_id, payload, created_at, from_status)
+SELECT id, account, order_code, 'ordersync.test', 'held', '{}', $1, '' FROM orders WHERE order_code = 'early'`, testNow); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.ApplyOrders(ctx, []ordersync.ApplyParams{fetched(orderDoc(t, "late", 2, ordersync.StatusPending), 2)})
+		done <- err
+	}()
+	// The apply either waits for the first writer (the lock) or commits.
+	for waiting := false; !waiting; {
+		select {
+		case err := <-done:
+			done <- err
+			waiting = true
+		default:
+			var n int
+			if err := db.read.GetContext(ctx, &n, `SELECT COUNT(*) FROM pg_locks WHERE NOT granted AND relation = 'outbox'::regclass`); err != nil {
+				t.Fatal(err)
+			}
+			waiting = n > 0
+			if !waiting {
+				time.Sleep(time.Millisecond) // polls a condition; decides no order
+			}
+		}
+	}
+	sent()
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	pending, err := db.PendingOutbox(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held bool
+	for _, m := range pending {
+		held = held || m.MsgID == "held"
+	}
+	if !held {
+		t.Errorf("pending after both writers committed: %+v; want the first writer's message among them", pending)
 	}
 }
