@@ -163,7 +163,12 @@ func (a Amount) Identical(b Amount) bool {
 	// text when their sign and coefficient are one; with two exponents of
 	// at most 0, never, as their texts have as many decimals as the
 	// exponent says. Zeros and positive exponents (650 and 65E+1) are
-	// compared by their text.
+	// compared by their text, but for two zeros of one sign and exponent
+	// (the 0.00 of most totals), which have one text.
+	if a.d.Form == apd.Finite && b.d.Form == apd.Finite && a.d.IsZero() && b.d.IsZero() &&
+		a.d.Exponent == b.d.Exponent && a.d.Negative == b.d.Negative {
+		return true
+	}
 	if a.d.Form == apd.Finite && b.d.Form == apd.Finite && !a.d.IsZero() && !b.d.IsZero() {
 		switch {
 		case a.d.Exponent == b.d.Exponent:
