@@ -53,10 +53,10 @@ func TestApplyAllocBudget(t *testing.T) {
 // status change may cost on SQLite: an order with three line items and a
 // metadata entry, mirrored before, fetched PAID, with its webhook's event
 // log row, its history and its outbox message. Like applyAllocBudget it
-// sits a little above the count when it was last lowered (536), by less
+// sits a little above the count when it was last lowered (442), by less
 // than a decoding of the stored document costs (16), so that writing the
 // line items again or a second decoding fails it.
-const statusChangeAllocBudget = 548
+const statusChangeAllocBudget = 455
 
 // TestStatusChangeAllocBudget holds the write of a status change to its
 // allocation budget.
