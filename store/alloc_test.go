@@ -11,17 +11,17 @@ import (
 // applyAllocBudget is the most allocations the mirror write of one new
 // order may cost on SQLite: the order with three line items, its webhook's
 // event log row, its history and its outbox message, in one ApplyOrders
-// call. It sits a few percent above the count when it was last set (407,
-// with the mirror change log's row of each changed order), so that
-// a change of Go's runtime or of the driver does not fail it, while a second
-// encoding of the document or a statement built anew per call does.
+// call under a context that can end, as the pool's. It sits a few percent
+// above the count when it was last set (407, with the mirror change log's
+// row of each changed order), so that a change of Go's runtime or of the
+// driver does not fail it, while a second encoding of the document, a
+// statement built anew per call or a goroutine per statement does.
 const applyAllocBudget = 415
 
 // TestApplyAllocBudget holds the mirror write to its allocation budget: a
 // count, not a time, so it does not depend on the machine.
 func TestApplyAllocBudget(t *testing.T) {
 	db := openDB(t, sqliteURL(t))
-	ctx := context.Background()
 	const runs = 100
 	// The orders are decoded before counting starts: decoding is the
 	// fetch's cost, not the write's.
@@ -37,7 +37,7 @@ func TestApplyAllocBudget(t *testing.T) {
 	}
 	next := 0
 	allocs := testing.AllocsPerRun(runs, func() {
-		res, err := db.ApplyOrders(ctx, params[next])
+		res, err := db.ApplyOrders(t.Context(), params[next]) // cancellable, as the pool's is
 		if err != nil || !res[0].Created {
 			t.Fatalf("ApplyOrders: %v, %+v", err, res)
 		}
@@ -53,9 +53,10 @@ func TestApplyAllocBudget(t *testing.T) {
 // status change may cost on SQLite: an order with three line items and a
 // metadata entry, mirrored before, fetched PAID, with its webhook's event
 // log row, its history and its outbox message. Like applyAllocBudget it
-// sits a little above the count when it was last lowered (442), by less
-// than a decoding of the stored document costs (16), so that writing the
-// line items again or a second decoding fails it.
+// sits a little above the count when it was last lowered (443, under a
+// context that can end, as the pool's), by less than a decoding of the
+// stored document costs (16), so that writing the line items again or a
+// second decoding fails it.
 const statusChangeAllocBudget = 455
 
 // TestStatusChangeAllocBudget holds the write of a status change to its
@@ -82,7 +83,7 @@ func TestStatusChangeAllocBudget(t *testing.T) {
 	}
 	next := 0
 	allocs := testing.AllocsPerRun(runs, func() {
-		res, err := db.ApplyOrders(ctx, params[next])
+		res, err := db.ApplyOrders(t.Context(), params[next]) // cancellable, as the pool's is
 		if err != nil || !res[0].Changed || res[0].Status != ordersync.StatusPaid {
 			t.Fatalf("ApplyOrders: %v, %+v", err, res)
 		}

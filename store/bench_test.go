@@ -172,7 +172,8 @@ func benchApply(b *testing.B, db *DB, next func() []ordersync.ApplyParams) int {
 		cpu.Start()
 		b.StartTimer()
 		start := time.Now()
-		res, err := db.ApplyOrders(context.Background(), params)
+		// Cancellable, as the pool's commit loop's context is.
+		res, err := db.ApplyOrders(b.Context(), params)
 		elapsed += time.Since(start)
 		if err != nil {
 			b.Fatal(err)
@@ -313,7 +314,7 @@ func BenchmarkApplyStatusChanges(b *testing.B) {
 		params := batch()
 		cpu.Start()
 		b.StartTimer()
-		res, err := db.ApplyOrders(ctx, params)
+		res, err := db.ApplyOrders(b.Context(), params) // cancellable, as the pool's is
 		if err != nil {
 			b.Fatal(err)
 		}
