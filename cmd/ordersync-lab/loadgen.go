@@ -470,15 +470,9 @@ func runEndToEnd(ctx context.Context, out io.Writer, dir string, opts loadOption
 		postDone <- time.Since(start)
 	}()
 
-	for {
-		rep.Mirrored, err = countMirrored(ctx, lp.db)
-		if err != nil && ctx.Err() == nil {
-			return err
-		}
-		if rep.Mirrored >= len(orders) || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(countInterval(rep.Mirrored, len(orders), time.Since(start)))
+	rep.Mirrored, err = awaitMirrored(ctx, func(ctx context.Context) (int, error) { return countMirrored(ctx, lp.db) }, len(orders), start)
+	if err != nil {
+		return err
 	}
 	rep.Took = time.Since(start)
 	rep.PostTook = <-postDone
@@ -513,6 +507,30 @@ func countMirrored(ctx context.Context, db *store.DB) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// awaitMirrored counts the mirror until it holds total orders or ctx ends,
+// and returns the last count that succeeded: a count cut short by the time
+// limit says nothing about the mirror, so it does not replace the one
+// before it.
+func awaitMirrored(ctx context.Context, count func(context.Context) (int, error), total int, start time.Time) (int, error) {
+	mirrored := 0
+	for {
+		n, err := count(ctx)
+		switch {
+		case err == nil:
+			mirrored = n
+		case ctx.Err() == nil:
+			return mirrored, err
+		}
+		if mirrored >= total || ctx.Err() != nil {
+			return mirrored, nil
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(countInterval(mirrored, total, time.Since(start))):
+		}
+	}
 }
 
 // countInterval is how long the end-to-end phase waits before counting the

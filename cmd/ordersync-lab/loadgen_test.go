@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,5 +132,37 @@ func TestCountMirrored(t *testing.T) {
 	}
 	if n, err := countMirrored(ctx, db); err != nil || n != 1 {
 		t.Errorf("countMirrored = %d, %v; want 1 (the fetched order only)", n, err)
+	}
+}
+
+// TestAwaitMirroredKeepsLastCount: when the time limit ends the wait, the
+// count it cut short fails; the report keeps the count before it rather
+// than saying the mirror holds none.
+func TestAwaitMirroredKeepsLastCount(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	counts := []int{5, 7}
+	count := func(ctx context.Context) (int, error) {
+		if len(counts) == 0 {
+			cancel() // the time limit, hit while counting
+			return 0, ctx.Err()
+		}
+		n := counts[0]
+		counts = counts[1:]
+		return n, nil
+	}
+	n, err := awaitMirrored(ctx, count, 20, time.Now())
+	if err != nil || n != 7 {
+		t.Errorf("awaitMirrored = %d, %v; want 7 (the last count that succeeded), nil", n, err)
+	}
+}
+
+// TestAwaitMirroredFailsOnCountError: a count that fails while time is left
+// is an error of its own, not a short count.
+func TestAwaitMirroredFailsOnCountError(t *testing.T) {
+	broken := errors.New("database gone")
+	n, err := awaitMirrored(context.Background(), func(context.Context) (int, error) { return 0, broken }, 20, time.Now())
+	if !errors.Is(err, broken) || n != 0 {
+		t.Errorf("awaitMirrored = %d, %v; want 0, %v", n, err, broken)
 	}
 }
