@@ -12,7 +12,7 @@ import (
 // once sends one attempt on request (a ping, a dead letter replayed),
 // outside the lanes and the retry schedule, and reports its answer.
 func (d *Dispatcher) once(ctx context.Context, ep *ordersync.Endpoint, id string, body []byte) ordersync.DeliveryReport {
-	res := d.attempt(ctx, ep, id, body, "")
+	res := d.attempt(ctx, d.cfg.Client, ep, id, body, "")
 	d.metrics.attempts.WithLabelValues(ep.ID, res.label).Inc()
 	rep := ordersync.DeliveryReport{WebhookID: id, Delivered: res.verdict == delivered, Status: res.status, Answer: res.answer}
 	if res.err != nil {

@@ -52,13 +52,13 @@ type attemptResult struct {
 
 // attempt sends one signed request, within a deliver span that continues
 // trace (the relay's traceparent, "" for none), and classifies the answer.
-func (d *Dispatcher) attempt(ctx context.Context, ep *ordersync.Endpoint, id string, body []byte, trace string) attemptResult {
+func (d *Dispatcher) attempt(ctx context.Context, client *http.Client, ep *ordersync.Endpoint, id string, body []byte, trace string) attemptResult {
 	if d.cfg.Tracer == nil {
-		return d.send(ctx, ep, id, body, "")
+		return d.send(ctx, client, ep, id, body, "")
 	}
 	ctx, span := d.cfg.Tracer.Start(ctx, tracing.SpanDeliver, trace)
 	span.SetAttribute("endpoint", ep.ID)
-	res := d.send(ctx, ep, id, body, span.TraceParent())
+	res := d.send(ctx, client, ep, id, body, span.TraceParent())
 	span.SetInt("http.response.status_code", res.status)
 	err := res.err
 	if err == nil && res.verdict != delivered {
@@ -68,9 +68,9 @@ func (d *Dispatcher) attempt(ctx context.Context, ep *ordersync.Endpoint, id str
 	return res
 }
 
-// send sends one signed request, with traceparent when it is not "", and
+// send sends one signed request with client, with traceparent when it is not "", and
 // classifies the answer.
-func (d *Dispatcher) send(ctx context.Context, ep *ordersync.Endpoint, id string, body []byte, traceparent string) attemptResult {
+func (d *Dispatcher) send(ctx context.Context, client *http.Client, ep *ordersync.Endpoint, id string, body []byte, traceparent string) attemptResult {
 	now := time.Now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(body))
 	if err != nil {
@@ -84,7 +84,7 @@ func (d *Dispatcher) send(ctx context.Context, ep *ordersync.Endpoint, id string
 	if err := delivery.Sign(req.Header, id, now, body, ep.SigningSecrets(now)...); err != nil {
 		return attemptResult{verdict: permanent, err: err, label: "network"}
 	}
-	resp, err := d.cfg.Client.Do(req)
+	resp, err := client.Do(req)
 	d.metrics.duration.WithLabelValues(ep.ID).Observe(time.Since(now).Seconds())
 	if err != nil {
 		label := "network"

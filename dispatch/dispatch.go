@@ -51,14 +51,36 @@ type Config struct {
 	// by another process take effect here; Notify does it at once.
 	// Default 2s.
 	Refresh time.Duration
-	// Client sends the requests; default one without redirects, with
-	// Timeout, keeping a connection per request in flight (Concurrency)
-	// to each endpoint for the next ones.
+	// Client sends the requests. Default: each endpoint's runner has one
+	// of its own, without redirects, with Timeout, holding at most
+	// Concurrency connections and keeping them for the next requests, so
+	// that endpoints at one host do not share the bound.
 	Client     *http.Client
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
 	// Tracer traces each attempt and sends its traceparent; nil: off.
 	Tracer *tracing.Tracer
+}
+
+// newClient returns a client without redirects, with timeout, that holds
+// at most conns connections to a host and keeps them between requests.
+// The default transport keeps two idle connections per host: a burst at
+// conns requests would dial and close one per delivery beyond those two.
+// And a request that finds no idle connection dials one even when a
+// request just finished, because the transport puts that one back a moment
+// after its body is closed; on a loaded machine it often wins the race and
+// the dialled connection is one too many, closed again at once. With at
+// most conns per host the request waits for the connection coming back.
+func newClient(conns int, timeout time.Duration) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = conns
+	tr.MaxConnsPerHost = conns
+	return &http.Client{
+		Timeout:   timeout,
+		Transport: tr,
+		// A redirect is an answer: the endpoint's URL is wrong.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // The defaults of Config.Concurrency and Config.Timeout. An endpoint that
@@ -95,17 +117,7 @@ func (c Config) withDefaults() Config {
 		c.Refresh = 2 * time.Second
 	}
 	if c.Client == nil {
-		// The default transport keeps two idle connections per host: a
-		// burst at Concurrency requests would dial and close one per
-		// delivery beyond those two.
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = c.Concurrency
-		c.Client = &http.Client{
-			Timeout:   c.Timeout,
-			Transport: tr,
-			// A redirect is an answer: the endpoint's URL is wrong.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
+		c.Client = newClient(c.Concurrency, c.Timeout)
 	}
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
@@ -149,6 +161,9 @@ type Dispatcher struct {
 	retries *retry.Policy
 	wake    chan struct{}
 	metrics dispatchMetrics
+	// ownClients: Config.Client was not given, so each runner makes its
+	// own (see newClient).
+	ownClients bool
 
 	mu      sync.Mutex
 	runners map[string]*runner
@@ -164,11 +179,12 @@ type Dispatcher struct {
 
 // New returns a dispatcher; call Run.
 func New(cfg Config) (*Dispatcher, error) {
+	ownClients := cfg.Client == nil
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	d := &Dispatcher{cfg: cfg, retries: deliveryPolicy(cfg.RetryInitial, cfg.RetryWindow), wake: make(chan struct{}, 1), runners: map[string]*runner{}, stopped: map[string]stoppedRunner{}, started: make(chan struct{})}
+	d := &Dispatcher{cfg: cfg, retries: deliveryPolicy(cfg.RetryInitial, cfg.RetryWindow), wake: make(chan struct{}, 1), runners: map[string]*runner{}, stopped: map[string]stoppedRunner{}, started: make(chan struct{}), ownClients: ownClients}
 	var err error
 	if d.metrics, err = newDispatchMetrics(cfg.Registerer); err != nil {
 		return nil, err

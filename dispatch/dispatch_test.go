@@ -318,7 +318,9 @@ func TestDispatchRate(t *testing.T) {
 
 // TestDispatchKeepsConnections: a burst to one endpoint reuses the
 // connections of the requests in flight instead of dialling one per
-// delivery beyond the transport's default two idle connections per host.
+// delivery beyond the transport's default two idle connections per host,
+// nor one more when a request races the connection coming back (on a
+// loaded machine, 4 of 40 runs without the per-host bound).
 func TestDispatchKeepsConnections(t *testing.T) {
 	const concurrency, events = 4, 200
 	e := newDispatchEnv(t, func(c *dispatch.Config) { c.Concurrency = concurrency })

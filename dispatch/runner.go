@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,7 @@ type runner struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	sem    chan struct{}
+	client *http.Client
 
 	// stoppedBy is when the runner before this one stopped (see Resume);
 	// after is closed when it no longer reads (nil: there was none here).
@@ -46,7 +48,10 @@ type runner struct {
 func (d *Dispatcher) start(ctx context.Context, ep *ordersync.Endpoint, src ordersync.OrderEventSource, log *logWriter, stoppedBy time.Time, after <-chan struct{}) *runner {
 	rctx, cancel := context.WithCancel(ctx)
 	r := &runner{d: d, src: src, log: log, stoppedBy: stoppedBy, after: after, reading: make(chan struct{}), ctx: rctx, cancel: cancel,
-		sem: make(chan struct{}, d.cfg.Concurrency), lanes: newLanes()}
+		sem: make(chan struct{}, d.cfg.Concurrency), lanes: newLanes(), client: d.cfg.Client}
+	if d.ownClients {
+		r.client = newClient(d.cfg.Concurrency, d.cfg.Timeout)
+	}
 	r.ep.Store(ep)
 	d.wg.Add(1)
 	go func() {
@@ -64,6 +69,9 @@ func (r *runner) run() {
 	gauge := r.d.metrics.oldest.WithLabelValues(id)
 	defer gauge.Set(0)
 	defer close(r.reading)
+	if r.d.ownClients {
+		defer r.client.CloseIdleConnections()
+	}
 	// The runner before this one reads no more: a pull of its still open
 	// would take an event this one's Resume does not wait for.
 	if r.after != nil {
@@ -272,7 +280,7 @@ func (r *runner) deliver(h *held) bool {
 			return false
 		}
 		r.log.attempting(1)
-		res := r.d.attempt(r.ctx, ep, id, body, ev.TraceParent)
+		res := r.d.attempt(r.ctx, r.client, ep, id, body, ev.TraceParent)
 		r.log.attempting(-1)
 		<-r.sem
 		if r.ctx.Err() != nil && res.verdict != delivered {
