@@ -33,14 +33,16 @@ type recordingProxy struct {
 	acked              map[string][]byte // MsgID → body
 
 	// gated makes the proxy a load balancer behind a readiness probe:
-	// while ready is false it answers 503 itself, as a balancer with no
-	// ready backend does, and forwards nothing (restart.go).
-	gated, ready atomic.Bool
-	// readyUntil (Unix ns, 0: no bound) is when the probe's last "ready"
-	// expires: its send time plus the pipeline's drain. The drain promises
-	// an open listener only that long after a 200, so past it the gate
-	// holds back as if not ready, however late the next probe comes back
-	// on a loaded machine.
+	// while its verdict is not ready it answers 503 itself, as a balancer
+	// with no ready backend does, and forwards nothing (restart.go).
+	gated atomic.Bool
+	// readyUntil (Unix ns) is the probe's verdict in one word, so that a
+	// reader never sees one probe's answer with another's bound: until
+	// when the last "ready" holds, its send time plus the pipeline's drain
+	// (math.MaxInt64: no bound); 0 when the last probe said not ready. The
+	// drain promises an open listener only that long after a 200, so past
+	// it the gate holds back as if not ready, however late the next probe
+	// comes back on a loaded machine.
 	readyUntil atomic.Int64
 	// heldBack counts webhooks answered 503 by the gate; refusedWhileReady
 	// the ones forwarded while the gate said ready that met a closed port
@@ -103,8 +105,17 @@ func (p *recordingProxy) SetTarget(webhookURL string) {
 // readyNow is the gate's verdict: the probe said ready and that has not
 // expired.
 func (p *recordingProxy) readyNow() bool {
-	until := p.readyUntil.Load()
-	return p.ready.Load() && (until == 0 || time.Now().UnixNano() < until)
+	return time.Now().UnixNano() < p.readyUntil.Load()
+}
+
+// probed records a probe's verdict: ready until the given time, or not
+// ready.
+func (p *recordingProxy) probed(ready bool, until time.Time) {
+	if !ready {
+		p.readyUntil.Store(0)
+		return
+	}
+	p.readyUntil.Store(until.UnixNano())
 }
 
 func (p *recordingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -26,7 +26,6 @@ func TestGateVerdictExpires(t *testing.T) {
 	ln.Close() // the drained pipeline's webhook port
 	p.SetTarget(closed)
 	p.gated.Store(true)
-	p.ready.Store(true)
 	post := func() int {
 		t.Helper()
 		res, err := http.Post(p.URL(), "application/json", strings.NewReader(`{}`))
@@ -37,7 +36,7 @@ func TestGateVerdictExpires(t *testing.T) {
 		return res.StatusCode
 	}
 
-	p.readyUntil.Store(time.Now().Add(-time.Millisecond).UnixNano())
+	p.probed(true, time.Now().Add(-time.Millisecond))
 	if got := post(); got != http.StatusServiceUnavailable {
 		t.Errorf("with an expired verdict the gate answered %d, want 503", got)
 	}
@@ -45,11 +44,48 @@ func TestGateVerdictExpires(t *testing.T) {
 		t.Errorf("%d refusals counted while ready on an expired verdict", n)
 	}
 
-	p.readyUntil.Store(time.Now().Add(time.Hour).UnixNano())
+	p.probed(true, time.Now().Add(time.Hour))
 	if got := post(); got != http.StatusBadGateway {
 		t.Errorf("with a live verdict the proxy answered %d, want 502 from the refused dial", got)
 	}
 	if n := p.refusedWhileReady.Load(); n != 1 {
 		t.Errorf("%d refusals counted while ready on a live verdict, want 1", n)
+	}
+}
+
+// TestGateVerdictIsOneWord: a probe that says not ready never lends its
+// later bound to the ready before it. With the answer and its bound in two
+// words, a reader between the two stores saw an expired ready revived until
+// the not-ready probe's send time plus the drain: the gate forwarded
+// webhooks to a pipeline past its drain, whose closed connections then
+// counted as refused while ready.
+func TestGateVerdictIsOneWord(t *testing.T) {
+	p := &recordingProxy{}
+	expired := time.Now().Add(-time.Hour)
+	p.probed(true, expired)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p.probed(false, time.Now().Add(time.Hour))
+			p.probed(true, expired)
+		}
+	}()
+	seen := 0
+	for range 2_000_000 {
+		if p.readyNow() {
+			seen++
+		}
+	}
+	close(stop)
+	<-done
+	if seen > 0 {
+		t.Errorf("the gate said ready %d times, though every probe said not ready or ready until an hour ago", seen)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -118,7 +119,7 @@ func runRestart(ctx context.Context, out io.Writer, opts restartOptions) (*resta
 // points.
 func rollingRestarts(ctx context.Context, r *chaosRun, opts restartOptions, rep *restartReport) error {
 	p := r.proxy
-	p.ready.Store(true) // the pipeline answered /readyz 200 before it was started
+	p.readyUntil.Store(math.MaxInt64) // the pipeline answered /readyz 200 before it was started
 	p.gated.Store(true)
 	defer func() {
 		p.gated.Store(false)
@@ -153,8 +154,7 @@ func rollingRestarts(ctx context.Context, r *chaosRun, opts restartOptions, rep 
 			}
 			// Ready at the address the proxy forwards to: a restart on
 			// fresh ports is ready there only once the target moved.
-			p.readyUntil.Store(sent.Add(opts.Drain).UnixNano())
-			p.ready.Store(ready && p.target.Load().String() == r.child.WebhookURL())
+			p.probed(ready && p.target.Load().String() == r.child.WebhookURL(), sent.Add(opts.Drain))
 			mu.Lock()
 			rep.Probes++
 			switch {
