@@ -3,8 +3,12 @@ package store
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 
 	"github.com/ordersync/ordersync"
 )
@@ -189,4 +193,48 @@ func TestIndexersOfTwoSchemasRunSideBySide(t *testing.T) {
 	if _, err := other.IndexNow(waitCtx); err != nil {
 		t.Fatalf("index a mirror while another schema's indexer holds its lock: %v", err)
 	}
+}
+
+// TestIndexerAnalyzesABacklog: on PostgreSQL, a backlog of more than a
+// batch on a read side analyzed while empty has the read side analyzed
+// after its first batch, so that the later batches read it by index.
+func TestIndexerAnalyzesABacklog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openDB(t, postgresURL(t))
+	const n = 2 * indexerBatch
+	insert := rowsSQL{prefix: "INSERT INTO orders (" + strings.Join(pagesBenchColumns, ", ") + ") OVERRIDING SYSTEM VALUE VALUES ", cols: len(pagesBenchColumns)}
+	rng := rand.New(rand.NewPCG(35, 1))
+	var orders [][]any
+	for i := 1; i <= n; i++ {
+		orders = append(orders, makePagesOrder(rng, i, n, time.Now().AddDate(-1, 0, 0)))
+	}
+	if _, err := db.write.ExecContext(ctx, `ANALYZE report_order_figures`); err != nil { // empty
+		t.Fatal(err)
+	}
+	if err := db.inTx(ctx, "load orders", func(tx *sqlx.Tx) error { return db.execRows(ctx, tx, insert, orders) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.write.ExecContext(ctx, `INSERT INTO mirror_changes (order_row, at) SELECT id, now() FROM orders ORDER BY id`); err != nil {
+		t.Fatal(err)
+	}
+	if got := indexNowCount(t, db); got != n {
+		t.Fatalf("indexed %d changes, want %d", got, n)
+	}
+	var tuples float64
+	if err := db.read.GetContext(ctx, &tuples, `SELECT reltuples FROM pg_class WHERE oid = 'report_order_figures'::regclass`); err != nil {
+		t.Fatal(err)
+	}
+	if tuples < indexerBatch {
+		t.Errorf("report_order_figures analyzed with %v rows; want the first batch's figures, at least %d", tuples, indexerBatch)
+	}
+}
+
+func indexNowCount(t *testing.T, db *DB) int {
+	t.Helper()
+	n, err := db.IndexNow(context.Background())
+	if err != nil {
+		t.Fatalf("IndexNow: %v", err)
+	}
+	return n
 }
