@@ -22,6 +22,7 @@ import (
 	"github.com/ordersync/ordersync/internal/child"
 	"github.com/ordersync/ordersync/internal/datadir"
 	"github.com/ordersync/ordersync/internal/loadpost"
+	"github.com/ordersync/ordersync/internal/retry"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/store"
 )
@@ -385,7 +386,7 @@ func measureIdle(ctx context.Context, out io.Writer, opts idleOptions, r idleRec
 	}
 	defer c.Stop()
 	fmt.Fprintf(out, "idle: serve pid %d ready; settling %s, then measuring %s\n", c.PID(), opts.Settle, opts.Window)
-	if err := sleepCtx(ctx, opts.Settle); err != nil {
+	if err := retry.Sleep(ctx, opts.Settle); err != nil {
 		return err
 	}
 	var perf *exec.Cmd
@@ -402,7 +403,7 @@ func measureIdle(ctx context.Context, out io.Writer, opts idleOptions, r idleRec
 	if err != nil {
 		return err
 	}
-	if err := sleepCtx(ctx, opts.Window); err != nil {
+	if err := retry.Sleep(ctx, opts.Window); err != nil {
 		return err
 	}
 	end, err := sampleIdle(ctx, c, s, true)
@@ -460,15 +461,4 @@ func printIdleReport(out io.Writer, r idleRecipe, a, b idleSample) {
 		}
 	}
 	fmt.Fprintf(out, "  reconciler checks   %.0f (%s)\n", total, strings.Join(parts, ", "))
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
