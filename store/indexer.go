@@ -131,8 +131,9 @@ func (d *bucketDelta) add(f orderFigure, sign int64) {
 // took. Tests call it between a write and a read of the read side; the
 // reindex command and RunIndexer call it too.
 //
-// On PostgreSQL a backlog (a full first batch) has the read side's tables
-// analyzed once after its first batch: statistics taken while they were
+// On PostgreSQL the first backlog (a full first batch) since the mirror
+// was opened or its read side rebuilt has the read side's tables analyzed
+// after its first batch, not every burst of live following: statistics taken while they were
 // empty (a rebuild's, or a new mirror's) carry no figure of order_row's
 // spread, and the planner then reads them whole for every batch's orders
 // instead of by index, a cost that grows with every batch indexed.
@@ -144,7 +145,7 @@ func (db *DB) IndexNow(ctx context.Context) (int, error) {
 		if err != nil || n < indexerBatch {
 			return total, err
 		}
-		if batches == 1 && db.dialect == DialectPostgres {
+		if batches == 1 && db.dialect == DialectPostgres && db.readSideAnalyzed.CompareAndSwap(false, true) {
 			if _, err := db.write.ExecContext(ctx, analyzeReadSide); err != nil {
 				return total, fmt.Errorf("analyze the read side: %w", err)
 			}
@@ -381,6 +382,8 @@ func (db *DB) RebuildReadSide(ctx context.Context) (int, error) {
 		if _, err := db.write.ExecContext(ctx, analyze); err != nil {
 			return 0, fmt.Errorf("analyze the mirror before indexing it: %w", err)
 		}
+		// Analyzed empty: the backlog's first batch analyzes it again.
+		db.readSideAnalyzed.Store(false)
 	}
 	return db.IndexNow(ctx)
 }

@@ -228,6 +228,23 @@ func TestIndexerAnalyzesABacklog(t *testing.T) {
 	if tuples < indexerBatch {
 		t.Errorf("report_order_figures analyzed with %v rows; want the first batch's figures, at least %d", tuples, indexerBatch)
 	}
+
+	// A second backlog (a burst of live following) is not analyzed again:
+	// the statistics stay those of the first batch's figures, fewer than
+	// the whole mirror's.
+	if _, err := db.write.ExecContext(ctx, `INSERT INTO mirror_changes (order_row, at) SELECT id, now() FROM orders ORDER BY id`); err != nil {
+		t.Fatal(err)
+	}
+	if got := indexNowCount(t, db); got != n {
+		t.Fatalf("indexed %d changes again, want %d", got, n)
+	}
+	var again float64
+	if err := db.read.GetContext(ctx, &again, `SELECT reltuples FROM pg_class WHERE oid = 'report_order_figures'::regclass`); err != nil {
+		t.Fatal(err)
+	}
+	if again != tuples {
+		t.Errorf("report_order_figures analyzed again in a second backlog: %v rows, first %v", again, tuples)
+	}
 }
 
 func indexNowCount(t *testing.T, db *DB) int {

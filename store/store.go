@@ -72,6 +72,9 @@ type DB struct {
 	rowsStmts sync.Map
 	// preparedShapes counts the statements prepareRows prepared.
 	preparedShapes atomic.Int32
+	// readSideAnalyzed: IndexNow analyzed the read side after a backlog's
+	// first batch, which it does once until RebuildReadSide empties it.
+	readSideAnalyzed atomic.Bool
 	// readStmts and writeStmts hold SQLite's prepared single statements.
 	readStmts, writeStmts *stmtCache
 	// checkpoints is SQLite's checkpoint connection, nil when SQLite
