@@ -89,6 +89,9 @@ func (db *DB) MarkOutboxSent(ctx context.Context, ids []int64, at time.Time) err
 // (lockOutbox). Two relays that mark the same messages at once record one
 // position.
 func (db *DB) markUpTo(ctx context.Context, tx *sqlx.Tx, ids []int64, at time.Time) (bool, error) {
+	if unlocked, err := db.outboxWriterUnlocked(ctx, tx); err != nil || unlocked {
+		return false, err
+	}
 	var upTo int64
 	if err := tx.GetContext(ctx, &upTo, sentUpToQuery); err != nil {
 		return false, fmt.Errorf("read the sent position: %w", err)
@@ -119,6 +122,32 @@ func (db *DB) markUpTo(ctx context.Context, tx *sqlx.Tx, ids []int64, at time.Ti
 		return false, fmt.Errorf("record the sent position: %w", err)
 	}
 	return true, nil
+}
+
+// outboxWriterUnlocked reports whether, on PostgreSQL, another transaction
+// holds outbox rows it wrote without lockOutbox: a release from before the
+// lock, running beside this one in a rolling upgrade (or a relay or pruner
+// of any release changing rows, which costs only a mark by rows). Such a
+// writer's message may commit below a greater id already committed, so
+// positions wait until none is left. It is asked before the unsent
+// messages are read: a writer that took its id below the greatest being
+// marked wrote its row before that one committed, so it is either seen
+// here or committed and read below.
+func (db *DB) outboxWriterUnlocked(ctx context.Context, tx *sqlx.Tx) (bool, error) {
+	if db.dialect != DialectPostgres {
+		return false, nil
+	}
+	var unlocked bool
+	err := tx.GetContext(ctx, &unlocked, `SELECT EXISTS (
+  SELECT 1 FROM pg_locks w
+  WHERE w.locktype = 'relation' AND w.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+    AND w.relation = 'outbox'::regclass AND w.mode = 'RowExclusiveLock' AND w.granted AND w.pid <> pg_backend_pid()
+    AND NOT EXISTS (SELECT 1 FROM pg_locks s WHERE s.pid = w.pid AND s.locktype = 'relation' AND s.database = w.database
+      AND s.relation = w.relation AND s.mode = 'ShareRowExclusiveLock' AND s.granted))`)
+	if err != nil {
+		return false, fmt.Errorf("look for unlocked outbox writers: %w", err)
+	}
+	return unlocked, nil
 }
 
 // lockOutbox makes the transaction the only writer of outbox messages

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/ordersync/ordersync"
 )
 
@@ -218,5 +220,77 @@ SELECT id, account, order_code, 'ordersync.test', 'held', '{}', $1, '' FROM orde
 	}
 	if !held {
 		t.Errorf("pending after both writers committed: %+v; want the first writer's message among them", pending)
+	}
+}
+
+// TestOutboxOldWritersNotPassed: on PostgreSQL, during a rolling upgrade,
+// two writers of a release without lockOutbox may commit their messages
+// out of id order. While the one with the smaller id is uncommitted, the
+// relay marks the other by its row, not by a position that would pass
+// the first; once it commits, it is pending and then marked by position.
+func TestOutboxOldWritersNotPassed(t *testing.T) {
+	t.Parallel()
+	db := openDB(t, postgresURL(t))
+	ctx := context.Background()
+	apply(t, db, fetched(orderDoc(t, "old", 1, ordersync.StatusPending), 1))
+	pendingIDs := func() ([]int64, []string) {
+		t.Helper()
+		pending, err := db.PendingOutbox(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, msgIDs := make([]int64, len(pending)), make([]string, len(pending))
+		for i, m := range pending {
+			ids[i], msgIDs[i] = m.ID, m.MsgID
+		}
+		return ids, msgIDs
+	}
+	sent := func() {
+		t.Helper()
+		ids, _ := pendingIDs()
+		if err := db.MarkOutboxSent(ctx, ids, testNow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sent()
+	// An old writer's insert: no lock, as releases before lockOutbox wrote.
+	oldWrite := func(msgID string) *sqlx.Tx {
+		t.Helper()
+		tx, err := db.write.BeginTxx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (order_row, account, order_code, subject, msg_id, payload, created_at, from_status)
+SELECT id, account, order_code, 'ordersync.test', $1, '{}', $2, '' FROM orders WHERE order_code = 'old'`, msgID, testNow); err != nil {
+			t.Fatal(err)
+		}
+		return tx
+	}
+	first := oldWrite("first")
+	defer first.Rollback()
+	if err := oldWrite("second").Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, msgIDs := pendingIDs(); len(msgIDs) != 1 || msgIDs[0] != "second" {
+		t.Fatalf("pending with the first uncommitted: %v; want the second", msgIDs)
+	}
+	sent()
+	if err := first.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, msgIDs := pendingIDs(); len(msgIDs) != 1 || msgIDs[0] != "first" {
+		t.Fatalf("pending after the first committed: %v; want it", msgIDs)
+	}
+	var positions int
+	if err := db.read.GetContext(ctx, &positions, `SELECT COUNT(*) FROM outbox_marks`); err != nil {
+		t.Fatal(err)
+	}
+	sent()
+	var after int
+	if err := db.read.GetContext(ctx, &after, `SELECT COUNT(*) FROM outbox_marks`); err != nil {
+		t.Fatal(err)
+	}
+	if after != positions+1 {
+		t.Errorf("positions %d after marking with no old writer left, want %d", after, positions+1)
 	}
 }
