@@ -176,6 +176,7 @@ func TestWALStaysWithinItsBound(t *testing.T) {
 // TestCheckIntegrity: a mirror written through the store passes SQLite's
 // integrity check; a page overwritten behind its back does not.
 func TestCheckIntegrity(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "mirror.db")
 	db, err := Open(ctx, Config{URL: path})

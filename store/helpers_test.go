@@ -198,6 +198,9 @@ func postgresAdmin(t *testing.T) *sql.DB {
 }
 
 func TestMain(m *testing.M) {
+	// Most tests run on both dialects side by side and spend their time
+	// waiting on the database's commits and round trips, not on a CPU.
+	testenv.WaitingParallel(8)
 	leak.Main(m, closePostgresAdmin)
 }
 

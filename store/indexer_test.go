@@ -174,6 +174,7 @@ WHERE summed <> 0 OR total_minor <> 0 OR unsummed <> 0 ORDER BY account, bucket,
 // database-wide key kept every other schema's indexer, tests' and
 // deployments' alike, waiting on the longest batch).
 func TestIndexersOfTwoSchemasRunSideBySide(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	held := openDB(t, postgresURL(t))
 	other := openDB(t, postgresURL(t))

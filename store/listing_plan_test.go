@@ -183,6 +183,7 @@ func TestRangeListsSeekAnIndex(t *testing.T) {
 // row. The plan is checked where a test's empty tables decide it as a
 // store's million orders do: a status alone.
 func TestEveryStoreCountSeeksEachStore(t *testing.T) {
+	t.Parallel()
 	db := openDB(t, postgresURL(t))
 	day := time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)
 	stores := []string{ordersync.DefaultAccount, "eu"}

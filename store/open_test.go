@@ -14,6 +14,7 @@ import (
 // switch to WAL takes a lock SQLite does not wait for, so without the
 // retry some of them fail with "database is locked".
 func TestOpenFreshSQLiteConcurrently(t *testing.T) {
+	t.Parallel()
 	for round := range 10 {
 		path := filepath.Join(t.TempDir(), "fresh.db")
 		const n = 8

@@ -13,6 +13,7 @@ import (
 // versions of the template goose migrated, so tests on the copy test
 // the migrated schema.
 func TestPostgresCopyIsTheTemplate(t *testing.T) {
+	t.Parallel()
 	tmpl := postgresTemplate(t)
 	u, err := url.Parse(postgresURL(t))
 	if err != nil {

@@ -68,7 +68,11 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"Endpoints", testEndpoints},
 		{"ConfigEndpoints", testConfigEndpoints},
 	} {
-		t.Run(c.name, func(t *testing.T) { c.test(t, open(t)) })
+		t.Run(c.name, func(t *testing.T) {
+			// Each case has a store of its own: they run side by side.
+			t.Parallel()
+			c.test(t, open(t))
+		})
 	}
 }
 
