@@ -16,6 +16,7 @@ import (
 
 // A replay redelivers past events with the webhook-ids of the first time.
 func TestDispatchReplaySince(t *testing.T) {
+	t.Parallel()
 	e := newDispatchEnv(t)
 	srv := newEndpointServer(t, hookSecret, nil)
 	ep := e.addEndpoint(t, srv.URL)
@@ -121,6 +122,7 @@ func TestDispatchReplayBounded(t *testing.T) {
 }
 
 func TestDispatchPing(t *testing.T) {
+	t.Parallel()
 	e := newDispatchEnv(t)
 	srv := newEndpointServer(t, hookSecret, nil)
 	ep := e.addEndpoint(t, srv.URL)
@@ -138,6 +140,7 @@ func TestDispatchPing(t *testing.T) {
 // count the Endpoints page and the overview show) drop to none, while
 // what the log says and what is pending agree.
 func TestDispatchReplaySinceSettlesDeadLetters(t *testing.T) {
+	t.Parallel()
 	e := newDispatchEnv(t)
 	var refuse atomic.Bool
 	refuse.Store(true)

@@ -22,6 +22,7 @@ import (
 )
 
 func TestDispatchDeliversSignedEvents(t *testing.T) {
+	t.Parallel()
 	e := newDispatchEnv(t)
 	srv := newEndpointServer(t, hookSecret, nil)
 	paidOnly := newEndpointServer(t, hookSecret, nil)
@@ -86,6 +87,7 @@ func TestDispatchDeliversSignedEvents(t *testing.T) {
 // PAID before that order's FINALIZED, with one webhook-id across attempts,
 // while another order's events are not held up.
 func TestDispatchRetryKeepsOrderAndWebhookID(t *testing.T) {
+	t.Parallel()
 	e := newDispatchEnv(t)
 	var failed sync.Once
 	srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
@@ -199,6 +201,7 @@ func TestDispatchFailingEndpointDoesNotDelayAnother(t *testing.T) {
 // Endpoints added, changed, rotated, disabled and deleted at run time take
 // effect without a restart.
 func TestDispatchRunTimeChanges(t *testing.T) {
+	t.Parallel()
 	e := newDispatchEnv(t)
 	ctx := context.Background()
 	first := newEndpointServer(t, hookSecret, nil)

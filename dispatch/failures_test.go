@@ -17,6 +17,7 @@ import (
 )
 
 func TestDispatchGoneDisablesEndpoint(t *testing.T) {
+	t.Parallel()
 	e := newDispatchEnv(t)
 	srv := newEndpointServer(t, hookSecret, func(int, received, http.ResponseWriter) int { return http.StatusGone })
 	ep := e.addEndpoint(t, srv.URL)
@@ -69,6 +70,7 @@ func TestDispatchGoneDisablesEndpoint(t *testing.T) {
 // with the answer's first KiB, and a replay sends it with the same
 // webhook-id.
 func TestDispatchPermanentToDeadLetterAndReplay(t *testing.T) {
+	t.Parallel()
 	e := newDispatchEnv(t)
 	fail := true
 	var mu sync.Mutex
@@ -158,6 +160,7 @@ func TestDispatchTimeoutRetries(t *testing.T) {
 // Failures that outlast the retry window end in a dead letter with the last
 // answer. The window is shortened here: the default is 72h.
 func TestDispatchRetriesExhausted(t *testing.T) {
+	t.Parallel()
 	e := &dispatchEnv{env: newEnv(t)}
 	d, err := dispatch.New(dispatch.Config{
 		Endpoints: e.db, DeadLetters: e.db, Log: e.db, Stream: e.q, Registerer: e.reg, Logger: e.logger, RetryWindow: 3 * time.Second,
@@ -206,6 +209,7 @@ func (f *failingLetters) AddDeliveryDeadLetter(ctx context.Context, l ordersync.
 // ahead of its order's later events, not left to come back after the ack
 // wait while a later event published meanwhile goes first.
 func TestDispatchUnsettledEventKeepsItsPlace(t *testing.T) {
+	t.Parallel()
 	letters := &failingLetters{failed: make(chan struct{})}
 	e := newDispatchEnv(t, func(c *dispatch.Config) {
 		letters.DeliveryDeadLetters = c.DeadLetters

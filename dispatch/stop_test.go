@@ -67,6 +67,7 @@ func (e *dispatchEnv) ackPending(t testing.TB, id string) int {
 // anything later, then deliver it again: TestDispatchRunTimeChanges's
 // "A3 after re-enabling" under load.
 func TestDispatchStopSettlesWhatWasDelivered(t *testing.T) {
+	t.Parallel()
 	gate := &gatedLog{entered: make(chan struct{}), open: make(chan struct{})}
 	e := newDispatchEnv(t, func(c *dispatch.Config) {
 		c.AckWait = time.Hour
@@ -100,6 +101,7 @@ func TestDispatchStopSettlesWhatWasDelivered(t *testing.T) {
 // A runner stopped while an event waits for its retry hands it back: the
 // endpoint's next runner delivers it at once, not after the ack wait.
 func TestDispatchStopReleasesWhatIsHeld(t *testing.T) {
+	t.Parallel()
 	e := newDispatchEnv(t, func(c *dispatch.Config) {
 		c.AckWait, c.RetryInitial = time.Hour, time.Hour
 	})
@@ -128,6 +130,7 @@ func TestDispatchStopReleasesWhatIsHeld(t *testing.T) {
 // next event and refused it, while the new runner, already past Resume,
 // delivered the order's later events first.
 func TestDispatchRestartKeepsOrder(t *testing.T) {
+	t.Parallel()
 	e := newDispatchEnv(t)
 	srv := newEndpointServer(t, hookSecret, nil)
 	ep := e.addEndpoint(t, srv.URL)

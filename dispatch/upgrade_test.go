@@ -18,6 +18,7 @@ import (
 // added it (the oldest events have none). The dispatcher of this release
 // delivers both, in order, with the status change each one carries.
 func TestUpgradeDeliversOrderEventsWrittenTheOldWay(t *testing.T) {
+	t.Parallel()
 	e := newDispatchEnv(t)
 	srv := newEndpointServer(t, hookSecret, nil)
 	ep := e.addEndpoint(t, srv.URL)
