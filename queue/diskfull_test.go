@@ -19,6 +19,7 @@ import (
 // embedded server notices, reloads JetStream once the disk has room, and
 // every acknowledged event is still there, once.
 func TestEmbeddedRecoversFromFullDisk(t *testing.T) {
+	t.Parallel()
 	mnt := testenv.MountTmpfs(t, 32<<20)
 	e, err := StartEmbedded(EmbeddedConfig{StoreDir: filepath.Join(mnt, "js"), RecoverInterval: 50 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})

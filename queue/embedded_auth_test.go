@@ -16,6 +16,7 @@ import (
 // the password is generated owner-only in the data directory, survives a
 // restart, and the in-process connection keeps working.
 func TestEmbeddedPortNeedsPassword(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pwFile := filepath.Join(dir, "nats-password")
 	start := func() *Embedded {

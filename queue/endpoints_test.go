@@ -185,6 +185,7 @@ func TestStoppedReaderReleases(t *testing.T) {
 // delivery sequence and holds what came after it until it is back, so the
 // order's second event is not returned before its first.
 func TestNextHoldsWhatFollowsALostDelivery(t *testing.T) {
+	t.Parallel()
 	_, q := embeddedQueue(t, uniqueConfig())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

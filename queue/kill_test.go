@@ -24,6 +24,7 @@ const (
 // nothing. The child publishes and reports; the parent kills it and reads
 // the store with a new server.
 func TestAcknowledgedSurvivesKill9(t *testing.T) {
+	t.Parallel()
 	if dir := os.Getenv(killChildDir); dir != "" {
 		runKillChild(dir, os.Getenv(killChildPrefix))
 		return

@@ -151,6 +151,7 @@ func waitPending(t testing.TB, src ordersync.EventSource, want uint64) {
 }
 
 func TestStartEmbeddedListener(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		port       int
@@ -252,6 +253,7 @@ func TestSyncPolicyServerOptions(t *testing.T) {
 // Every sync policy must give a working server that keeps what it
 // acknowledged across a restart.
 func TestSyncPoliciesRestart(t *testing.T) {
+	t.Parallel()
 	for _, policy := range []SyncPolicy{SyncDefault, SyncAlways, SyncEvery(50 * time.Millisecond)} {
 		t.Run(string(policy), func(t *testing.T) {
 			dir := t.TempDir()
@@ -307,6 +309,7 @@ func TestNewConfigErrors(t *testing.T) {
 }
 
 func TestPublishConsumeAck(t *testing.T) {
+	t.Parallel()
 	_, q := embeddedQueue(t, uniqueConfig())
 	src := q.Events()
 	want := testEvent(7)
@@ -393,6 +396,7 @@ func TestPublishEventInvalid(t *testing.T) {
 }
 
 func TestRedelivery(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		settle func(ordersync.QueuedEvent) error
@@ -570,6 +574,7 @@ func TestNextLongPollWakesOnEvent(t *testing.T) {
 // Nothing acknowledged is lost: publish with acks, stop the server, start a
 // new one on the same directory, and every event is there.
 func TestNothingAcknowledgedIsLost(t *testing.T) {
+	t.Parallel()
 	const n = 2000
 	dir := t.TempDir()
 	cfg := uniqueConfig()
