@@ -17,6 +17,7 @@ import (
 // TLS is reached with ConnConfig's Token and TLSCA, and refuses a wrong
 // token or a client that does not trust its certificate.
 func TestConnectTokenAndTLS(t *testing.T) {
+	t.Parallel()
 	cert := testcert.New(t)
 	pair, err := tls.LoadX509KeyPair(cert.CertFile, cert.KeyFile)
 	if err != nil {

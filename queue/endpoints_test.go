@@ -102,6 +102,7 @@ func TestResumeTakesBackFirst(t *testing.T) {
 // the next reader's Resume has them at once rather than after the ack wait
 // (an hour here).
 func TestStoppedReaderReleases(t *testing.T) {
+	t.Parallel()
 	_, q := embeddedQueue(t, uniqueConfig())
 	ctx := context.Background()
 	from := time.Now().Add(-time.Minute)

@@ -12,6 +12,7 @@ import (
 // (by an earlier release, or one the header cannot carry) comes back
 // without it, for its reader to parse the body.
 func TestEventParseTravels(t *testing.T) {
+	t.Parallel()
 	_, q := embeddedQueue(t, uniqueConfig())
 	src := q.Events()
 	parsed := testEvent(1)

@@ -14,6 +14,7 @@ import (
 // back from the outbox, or queued by an earlier release) reaches it with
 // none, for the dispatcher to read the payload.
 func TestOrderEventHeaders(t *testing.T) {
+	t.Parallel()
 	_, q := embeddedQueue(t, uniqueConfig())
 	ctx := context.Background()
 	payload := []byte(`{"account":"acme","orderCode":"A1","orderStatus":"PAID"}`)

@@ -54,6 +54,7 @@ func TestParseServerVersion(t *testing.T) {
 // TestCheckServerVersionEmbedded: the embedded server is the current
 // release, well past the oldest supported.
 func TestCheckServerVersionEmbedded(t *testing.T) {
+	t.Parallel()
 	nc := connect(t, startEmbedded(t, t.TempDir(), 0))
 	if err := CheckServerVersion(nc); err != nil {
 		t.Fatalf("embedded nats-server %s: %v", nc.ConnectedServerVersion(), err)
@@ -69,6 +70,7 @@ func TestCheckServerVersionEmbedded(t *testing.T) {
 // ORDERSYNC_TEST_NATS_VERSION is set (CI sets it for each server it runs)
 // that it is exactly that release.
 func TestExternalNATSServerVersion(t *testing.T) {
+	t.Parallel()
 	natsURL := os.Getenv("ORDERSYNC_TEST_NATS_URL")
 	if natsURL == "" {
 		t.Skip("ORDERSYNC_TEST_NATS_URL not set (e.g. nats://127.0.0.1:4222): skipping the external NATS version check")

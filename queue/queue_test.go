@@ -355,6 +355,7 @@ func TestPublishConsumeAck(t *testing.T) {
 }
 
 func TestPublishDuplicateMsgID(t *testing.T) {
+	t.Parallel()
 	_, q := embeddedQueue(t, uniqueConfig())
 	ev := testEvent(1)
 	if publish(t, q, ev) {
@@ -378,6 +379,7 @@ func TestPublishDuplicateMsgID(t *testing.T) {
 }
 
 func TestPublishEventInvalid(t *testing.T) {
+	t.Parallel()
 	_, q := embeddedQueue(t, uniqueConfig())
 	tests := []struct {
 		name string
@@ -547,6 +549,7 @@ func waitPulling(t testing.TB, c jetstream.Consumer) {
 // event no latency. A pull that only ended at its wait would leave Next
 // empty at the test's deadline.
 func TestNextLongPollWakesOnEvent(t *testing.T) {
+	t.Parallel()
 	_, q := embeddedQueue(t, uniqueConfig())
 	src := q.Events()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -628,6 +631,7 @@ func TestNothingAcknowledgedIsLost(t *testing.T) {
 }
 
 func TestOrdersPublish(t *testing.T) {
+	t.Parallel()
 	_, q := embeddedQueue(t, uniqueConfig())
 	ctx := context.Background()
 	tests := []struct {
@@ -684,6 +688,7 @@ func TestOrdersPublish(t *testing.T) {
 // duplicates reported as such; a message that cannot be sent ends the batch,
 // the messages before it stored and reported, none after it sent.
 func TestPublishMessagesInOrder(t *testing.T) {
+	t.Parallel()
 	_, q := embeddedQueue(t, uniqueConfig())
 	ctx := context.Background()
 	msg := func(id string) ordersync.OutboxMessage {
@@ -743,6 +748,7 @@ func TestPublishMessagesInOrder(t *testing.T) {
 }
 
 func TestReady(t *testing.T) {
+	t.Parallel()
 	e := startEmbedded(t, t.TempDir(), 0)
 	nc, err := e.Connect("ready")
 	if err != nil {
@@ -767,6 +773,7 @@ func TestReady(t *testing.T) {
 // Several processes starting at once all create or update the same streams
 // and consumer without failing.
 func TestConcurrentNew(t *testing.T) {
+	t.Parallel()
 	e := startEmbedded(t, t.TempDir(), 0)
 	cfg := uniqueConfig()
 	reg := prometheus.NewRegistry()
@@ -888,6 +895,7 @@ func TestFetchUnderSaturation(t *testing.T) {
 }
 
 func TestExternalNATS(t *testing.T) {
+	t.Parallel()
 	natsURL := os.Getenv("ORDERSYNC_TEST_NATS_URL")
 	if natsURL == "" {
 		t.Skip("ORDERSYNC_TEST_NATS_URL not set (e.g. nats://127.0.0.1:4222): skipping the external NATS test")
@@ -1116,6 +1124,7 @@ func TestNextLosesNothingAtItsDeadline(t *testing.T) {
 // Ready calls costs one probe write per ProbeEvery, not one each; a call
 // after the interval writes again.
 func TestReadyProbesOnceAnInterval(t *testing.T) {
+	t.Parallel()
 	cfg := uniqueConfig()
 	cfg.ProbeEvery = time.Hour
 	_, q := embeddedQueue(t, cfg)
@@ -1156,6 +1165,7 @@ func TestReadyProbesOnceAnInterval(t *testing.T) {
 // receipt time reads the stream's time of the message, the same on a
 // redelivery, which the event log's key relies on.
 func TestEventWithoutReceiptTimeTakesTheStreams(t *testing.T) {
+	t.Parallel()
 	_, q := embeddedQueue(t, uniqueConfig())
 	src := q.Events()
 	ev := testEvent(3)

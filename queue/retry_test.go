@@ -12,6 +12,7 @@ import (
 // TestRetryRace: a lost creation race is tried again, up to five times in
 // all; any other error, and a cancelled context, end it at once.
 func TestRetryRace(t *testing.T) {
+	t.Parallel()
 	race := fmt.Errorf("create consumer: %w", jetstream.ErrConsumerExists)
 	other := errors.New("stream not found")
 	tests := []struct {
