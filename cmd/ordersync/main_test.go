@@ -16,7 +16,9 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/datadir"
 	"github.com/ordersync/ordersync/internal/testenv"
+	"github.com/ordersync/ordersync/internal/testenv/testdb"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -31,7 +33,11 @@ func testLogger(t *testing.T) *slog.Logger {
 func startTestStack(t *testing.T, opts app.StackOptions) *app.Stack {
 	t.Helper()
 	if opts.DataDir == "" {
+		// A data directory of the test's own starts with its mirror
+		// migrated (a copy of a template); one the test gives is left as
+		// it is, for tests of what serve makes of a directory.
 		opts.DataDir = t.TempDir()
+		testdb.SQLiteFile(t, datadir.DatabaseFile(opts.DataDir))
 	}
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)

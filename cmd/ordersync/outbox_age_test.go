@@ -8,6 +8,8 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/datadir"
+	"github.com/ordersync/ordersync/internal/testenv/testdb"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -26,6 +28,7 @@ func TestOutboxOldestUnsentAge(t *testing.T) {
 		return fam.Metric[0].GetGauge().GetValue()
 	}
 	dir := t.TempDir()
+	testdb.SQLiteFile(t, datadir.DatabaseFile(dir))
 	st, err := app.StartStack(context.Background(), app.StackOptions{Seed: 5, DataDir: dir, Logger: testLogger(t),
 		Configure: func(c *app.Config) { c.Role = "receiver,worker,reconciler" }})
 	if err != nil {

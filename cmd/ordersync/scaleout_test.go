@@ -12,13 +12,15 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/internal/testenv"
+	"github.com/ordersync/ordersync/internal/testenv/testdb"
 	"github.com/ordersync/ordersync/sim"
 )
 
-// externalServices returns the PostgreSQL URL of a fresh schema, the NATS
-// URL and a fresh namespace on the servers this machine runs, or skips.
+// externalServices returns the PostgreSQL URL of a fresh schema at the
+// current schema version, the NATS URL and a fresh namespace on the
+// servers this machine runs, or skips.
 func externalServices(t *testing.T) (databaseURL, natsURL, namespace string) {
-	run := testenv.Services(t)
+	run := testdb.Services(t)
 	return run.DatabaseURL, run.NATSURL, run.Namespace
 }
 

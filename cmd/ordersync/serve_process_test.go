@@ -16,6 +16,7 @@ import (
 	"github.com/ordersync/ordersync/internal/child"
 	"github.com/ordersync/ordersync/internal/leak"
 	"github.com/ordersync/ordersync/internal/testenv"
+	"github.com/ordersync/ordersync/internal/testenv/testdb"
 )
 
 // TestMain lets a test start `ordersync serve` as a real separate process:
@@ -27,7 +28,10 @@ func TestMain(m *testing.M) {
 	}
 	// The parallel tests wait on leases, gauges and flushes, together.
 	testenv.WaitingParallel(8)
-	leak.Main(m)
+	// The scale-out tests' template schema migrates beside the serial
+	// tests.
+	testdb.Prepare()
+	leak.Main(m, testdb.Close)
 }
 
 // testChildConfig runs this test binary as the ordersync binary. A stop

@@ -76,6 +76,19 @@ var pg struct {
 	err    error
 }
 
+// Prepare starts migrating the template schema in the background, when
+// ORDERSYNC_TEST_POSTGRES_URL is set, so that the package's first
+// Services does not wait for it: a TestMain calls it before m.Run. The
+// serial tests run while it migrates; the parallel ones, where Services
+// is mostly called, start after them.
+func Prepare() {
+	base := os.Getenv("ORDERSYNC_TEST_POSTGRES_URL")
+	if base == "" {
+		return
+	}
+	go pg.once.Do(func() { pg.admin, pg.schema, pg.up, pg.err = postgresTemplate(base) })
+}
+
 // Services is testenv.Services with the run's schema at the current
 // schema version: the migrations' SQL in one transaction and the
 // template's goose version rows. TestCopyIsTheTemplate holds the copy to
@@ -95,8 +108,10 @@ func Services(t testing.TB) *testenv.Run {
 	return run
 }
 
-// Close drops the template schema, if Services made one.
+// Close drops the template schema, if Services or Prepare made one,
+// waiting for Prepare's migration to end.
 func Close() {
+	pg.once.Do(func() {})
 	if pg.admin == nil {
 		return
 	}
