@@ -13,6 +13,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/sim"
 )
 
@@ -28,6 +29,26 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 	defer cancel()
 	err := execute(ctx, cmd)
 	return out.String(), err
+}
+
+// serveFetches is how many order requests the stack's serve has sent
+// upstream.
+func serveFetches(st *app.Stack) float64 {
+	n := 0.0
+	for _, m := range family(st.Program.Registry(), "ordersync_fetch_requests_total") {
+		n += m.GetCounter().GetValue()
+	}
+	return n
+}
+
+// waitServeFetched waits until the stack's serve has sent an order request
+// since it had sent before: its fetch of the webhook a link created
+// through the CLI causes. That fetch waits until the CLI's lease of the
+// fetch sequences runs out, and a stack stopped before it waits the worker
+// drain's whole timeout for it.
+func waitServeFetched(t *testing.T, st *app.Stack, before float64) {
+	t.Helper()
+	testenv.WaitFor(t, 15*time.Second, "serve's fetch of the link the CLI created", func() bool { return serveFetches(st) > before })
 }
 
 // TestCLI runs the back-office commands beside a running service, on its
@@ -141,10 +162,12 @@ func TestCLI(t *testing.T) {
 	}
 
 	// links create records and fetches the order at once.
+	fetches := serveFetches(st)
 	out, err = runCLI(t, append([]string{"links", "create", "--item", "name=Combo,price=6.50,qty=2", "--item", "sku=PUPUSA-REVUELTA,qty=4", "--reference", "cli-1"}, up...)...)
 	if err != nil || !strings.Contains(out, "created and recorded") {
 		t.Fatalf("links create: %v\n%s", err, out)
 	}
+	waitServeFetched(t, st, fetches)
 	code := strings.Fields(out)[1]
 	if out, err = runCLI(t, "orders", "show", code, db); err != nil || !strings.Contains(out, "PENDING") || !strings.Contains(out, "Combo") {
 		t.Errorf("created link not mirrored: %v\n%s", err, out)
