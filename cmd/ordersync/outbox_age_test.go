@@ -47,6 +47,9 @@ func TestOutboxOldestUnsentAge(t *testing.T) {
 	}
 
 	st = startTestStack(t, app.StackOptions{Seed: 5, DataDir: dir})
+	// The gauge reads the outbox at most every 5 s: a scrape before the
+	// relay has published would hold the old age that long.
+	requireOutboxSent(t, st, 15*time.Second)
 	if got := age(waitScrape(t, st.Program.AdminURL()+"/metrics", func(f map[string]*dto.MetricFamily) bool { return age(f) == 0 }, 15*time.Second)); got != 0 {
 		t.Errorf("with the relay, oldest unsent outbox age = %v, want 0 once published", got)
 	}
