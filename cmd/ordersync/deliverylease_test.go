@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/internal/fulfilment"
+	"github.com/ordersync/ordersync/internal/testenv"
 )
 
 // TestOneDispatcherAcrossProcesses: two worker processes of one deployment
@@ -49,13 +51,12 @@ func TestOneDispatcherAcrossProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for received.Load() < orders && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if n := received.Load(); n < orders {
-		t.Fatalf("the endpoint received %d deliveries for %d new orders", n, orders)
-	}
+	testenv.Await(t, 30*time.Second, 20*time.Millisecond, func() error {
+		if n := received.Load(); n < orders {
+			return fmt.Errorf("the endpoint received %d deliveries for %d new orders", n, orders)
+		}
+		return nil
+	})
 	var attempts []float64
 	for _, p := range programs {
 		attempts = append(attempts, counterValue(p.Registry(), "ordersync_delivery_attempts_total", "result", "2xx"))

@@ -22,6 +22,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/webhook"
 )
 
@@ -74,9 +75,7 @@ func TestUnsignedRequestsCostNoEventLogRows(t *testing.T) {
 	}
 	wg.Wait()
 	var counted int64
-	deadline := time.Now().Add(30 * time.Second)
-	for counted < n && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
+	testenv.Await(t, 30*time.Second, 100*time.Millisecond, func() error {
 		rows, err := st.Program.DB().ListRejections(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -91,7 +90,11 @@ func TestUnsignedRequestsCostNoEventLogRows(t *testing.T) {
 		if len(rows) > 3 {
 			t.Fatalf("%d rows for one source over at most 3 minutes", len(rows))
 		}
-	}
+		if counted < n {
+			return fmt.Errorf("counted %d of %d rejections", counted, n)
+		}
+		return nil
+	})
 	if counted != n {
 		t.Errorf("counted %d rejections, want %d", counted, n)
 	}
