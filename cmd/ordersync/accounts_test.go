@@ -26,6 +26,7 @@ import (
 // /webhooks/paymentlink/acme, and its orders are mirrored under its name,
 // while the default account keeps working unchanged.
 func TestAccountsEndToEnd(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

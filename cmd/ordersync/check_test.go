@@ -18,6 +18,7 @@ import (
 // TestCheck runs `ordersync check` as a user would before serve: it passes
 // on the embedded default, and names each failure with its fix.
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	simURL := startCheckSim(t)
 	const portalSecret = "c2VjcmV0LW9mLXRoZS1tZXJjaGFudC1wb3J0YWwtMzI=" // 44 characters, 32 bytes
 	base := func(dataDir string) []string {

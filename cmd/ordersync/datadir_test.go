@@ -35,6 +35,7 @@ func dataDirConfig(dir string) app.Config {
 // embedded NATS another one serves is refused, naming the holder's PID;
 // once the first closes, the directory is free again.
 func TestDataDirLockedInProcess(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	first, err := app.NewProgram(context.Background(), dataDirConfig(dir), testLogger(t))
 	if err != nil {
@@ -66,6 +67,7 @@ func TestDataDirLockedInProcess(t *testing.T) {
 // embedded NATS port takes only clients with the password from the data
 // directory.
 func TestDataDirLockedByKilledProcess(t *testing.T) {
+	t.Parallel()
 	cfg := testChildConfig(t, "http://127.0.0.1:1", app.RandomSecret(), app.RandomSecret())
 	c, err := child.Start(context.Background(), cfg)
 	if err != nil {
@@ -111,6 +113,7 @@ func TestDataDirLockedByKilledProcess(t *testing.T) {
 // JetStream store and the NATS password are open to their owner only,
 // whatever the umask lets through.
 func TestDataDirOwnerOnly(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	st := startTestStack(t, app.StackOptions{DataDir: dir, Configure: func(c *app.Config) { c.NATSPort = -1 }})
 	// Something in the mirror and the stream, so their files exist.
@@ -157,6 +160,7 @@ func TestDataDirOwnerOnly(t *testing.T) {
 // TestWarnsOnSharedDataDir: an existing data directory, database and
 // JetStream store readable by others are named in a warning at start.
 func TestWarnsOnSharedDataDir(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	p, err := app.NewProgram(context.Background(), dataDirConfig(dir), testLogger(t))
 	if err != nil {

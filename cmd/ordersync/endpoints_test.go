@@ -28,6 +28,7 @@ const testEndpointSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 // database; a restart with a shorter file removes the dropped one and keeps
 // endpoints created at run time.
 func TestEndpointsSeededAtStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	withEndpoints := func(eps ...app.EndpointConfig) func(*app.Config) {
 		return func(c *app.Config) { c.Endpoints = eps }
@@ -136,6 +137,7 @@ func adminDo(t *testing.T, method, url string, body any, into any) int {
 // every order's PAID once and its status changes in order, signed; it is
 // tested, rotated, replayed to and deleted without a restart.
 func TestFulfilmentOverHTTP(t *testing.T) {
+	t.Parallel()
 	st := startTestStack(t, app.StackOptions{Seed: 11})
 	hook := &hookReceiver{}
 	srv := httptest.NewServer(hook)
@@ -277,6 +279,7 @@ func TestFulfilmentOverHTTP(t *testing.T) {
 // TestEndpointsCLI: the endpoints commands against a running service, with
 // `endpoints listen` as the endpoint.
 func TestEndpointsCLI(t *testing.T) {
+	t.Parallel()
 	st := startTestStack(t, app.StackOptions{Seed: 3})
 	adm := "--admin-url=" + st.Program.AdminURL()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -377,6 +380,7 @@ func TestEndpointsCLI(t *testing.T) {
 // TestEndpointsDeadLettersCLI: a delivery refused with a 4xx is listed and,
 // once the endpoint accepts it, replayed from the command line.
 func TestEndpointsDeadLettersCLI(t *testing.T) {
+	t.Parallel()
 	st := startTestStack(t, app.StackOptions{Seed: 4})
 	adm := "--admin-url=" + st.Program.AdminURL()
 	var mu sync.Mutex

@@ -48,6 +48,7 @@ func seedMirror(t *testing.T, n int) string {
 }
 
 func TestOrdersExportCommand(t *testing.T) {
+	t.Parallel()
 	db := seedMirror(t, 4)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "orders.csv")

@@ -106,6 +106,7 @@ func TestUnsignedRequestsCostNoEventLogRows(t *testing.T) {
 // TestListenerHeaderLimits: both listeners refuse 16 KiB of headers, far
 // above any real request's and far below Go's default of 1 MiB.
 func TestListenerHeaderLimits(t *testing.T) {
+	t.Parallel()
 	st := startTestStack(t, app.StackOptions{})
 	for _, url := range []string{st.Program.WebhookURL(), st.Program.AdminURL() + "/healthz"} {
 		req, err := http.NewRequest("POST", url, strings.NewReader("{}"))

@@ -88,6 +88,7 @@ func signedWebhook(t *testing.T, url, secret string, n int) (*http.Request, stri
 // probe said ready meets a refused connection or a non-2xx; the process
 // exits 0, and every webhook answered 2xx is in the stream.
 func TestServeDrainsOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	secret := app.RandomSecret()
 	// Receiver only: nothing consumes the events stream, so every webhook
 	// made durable is still in it when the process has stopped.
@@ -220,6 +221,7 @@ func streamMsgIDs(t *testing.T, dataDir, stream string) map[string]bool {
 // is reported, not applied; an invalid file is refused and the settings in
 // force stay. No secret reaches the log.
 func TestServeReloadsOnSIGHUP(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	confPath, secretsPath := filepath.Join(dir, "ordersync.yaml"), filepath.Join(dir, "webhook-secrets")
 	oldSecret, newSecret := app.RandomSecret(), app.RandomSecret()

@@ -25,6 +25,7 @@ import (
 // stores refuse those), durations in seconds, and the lines of a request
 // must carry the id a trusted proxy gave it, which its answer echoes.
 func TestLogLinesJSONWithUniqueKeys(t *testing.T) {
+	t.Parallel()
 	var logs testenv.Buffer
 	logger, err := newLogger(&logs, new(slog.LevelVar), "debug", "json")
 	if err != nil {

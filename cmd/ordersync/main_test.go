@@ -181,6 +181,7 @@ func TestEndToEnd(t *testing.T) {
 // TestCreatePaymentLinkValidation: the admin API refuses a bad request with
 // the offending fields named, before anything reaches the service.
 func TestCreatePaymentLinkValidation(t *testing.T) {
+	t.Parallel()
 	st := startTestStack(t, app.StackOptions{})
 	body := `{"amount": 10, "lineItems": [{"quantity": 0, "product": {"name": ""}}], "orderReference": "` + strings.Repeat("x", 256) + `"}`
 	resp, err := http.Post(st.Program.AdminURL()+"/v1/payment-links", "application/json", bytes.NewBufferString(body))

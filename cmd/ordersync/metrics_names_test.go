@@ -51,6 +51,7 @@ var metricNameRE = regexp.MustCompile(`\bordersync_[a-z0-9_]+`)
 // exported under that name: a renamed collector would otherwise leave an
 // alert that never fires and a panel that is always empty.
 func TestMonitoringMetricNamesExported(t *testing.T) {
+	t.Parallel()
 	refs := map[string][]string{} // metric name -> where it is referenced
 	for name, where := range ruleMetricNames(t) {
 		refs[name] = append(refs[name], where...)

@@ -21,6 +21,7 @@ import (
 // and was refused for good by another, its event log shows both — through
 // the admin API, and `orders events` as a table and as the API's JSON.
 func TestOrderEventsShowDeliveries(t *testing.T) {
+	t.Parallel()
 	st := startTestStack(t, app.StackOptions{Seed: 13})
 	ctx := context.Background()
 	c := &admin.Client{BaseURL: st.Program.AdminURL()}

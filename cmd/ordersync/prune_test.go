@@ -18,6 +18,7 @@ import (
 // event log row older than event_log_retention, in the mirror before the
 // process started, is gone and counted; a recent one stays.
 func TestServePrunes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	db, err := store.Open(ctx, store.Config{URL: filepath.Join(dir, "ordersync.db")})

@@ -21,6 +21,7 @@ import (
 // cancelled and open orders, runs `reindex` and gets the same daily totals
 // and the same search by name as before.
 func TestReindexCommand(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "mirror.db")
 	url := "sqlite:" + path

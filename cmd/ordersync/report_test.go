@@ -16,6 +16,7 @@ import (
 // TestReportDaily runs `report daily` on a mirror with three paid orders of
 // 0.10, in each output, and with bad flags.
 func TestReportDaily(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := "sqlite:" + filepath.Join(t.TempDir(), "mirror.db")
 	db, err := store.Open(ctx, store.Config{URL: url, IndexAfterApply: true})

@@ -17,6 +17,7 @@ import (
 
 // TestWebhookTLS: with a certificate the receiver speaks only TLS.
 func TestWebhookTLS(t *testing.T) {
+	t.Parallel()
 	cert := testcert.New(t)
 	cfg := app.DefaultConfig()
 	cfg.APIBaseURL, cfg.SecretKey, cfg.WebhookSecrets = "http://127.0.0.1:1", "sk", []string{"whsec"}
