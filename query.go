@@ -69,11 +69,27 @@ type OrderPage struct {
 	Next          *OrderCursor
 	Total         *int
 	Offset, Limit int
-	// AsOf, for a search (Q), is the instant its match by the buyer's name
-	// is current at; Behind says that orders changed since are not yet
-	// found by name (the back office's indexer is behind).
+	// AsOf, for a search (Q) or a transition range (cancelled, finalized,
+	// reversed from a time to another), is the instant its match by the
+	// buyer's name or by the range is current at; Behind says that orders
+	// changed since are not yet found so (the back office's indexer is
+	// behind).
 	AsOf   time.Time
 	Behind bool
+}
+
+// FromIndexer reports whether f selects orders by the back office's read
+// side, which the indexer keeps behind the mirror's writes: a search (Q),
+// matched by the buyer's name's words, or a cancelled, finalized or
+// reversed range, whose orders are found by their figure's quarter hour.
+// A listing of such a filter says how current it is (OrderPage.AsOf).
+func (f OrderFilter) FromIndexer() bool {
+	for _, t := range []time.Time{f.CancelledFrom, f.CancelledTo, f.FinalizedFrom, f.FinalizedTo, f.ReversedFrom, f.ReversedTo} {
+		if !t.IsZero() {
+			return true
+		}
+	}
+	return f.Q != ""
 }
 
 // OrderSort is the order of a listing. Every sort breaks ties by the order's

@@ -63,7 +63,7 @@ func TestExportSearchSaysAsOf(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("the Export page: %d\n%s", resp.StatusCode, page)
 		}
-		if got := strings.Contains(page, `id="asof">Search by name as of `); got != behind {
+		if got := strings.Contains(page, `id="asof">Search by name, and by cancelled, finalized or reversed time, as of `); got != behind {
 			t.Errorf("behind %v: the Export page says as of: %v\n%s", behind, got, page)
 		}
 	}

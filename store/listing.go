@@ -28,9 +28,9 @@ func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) (ord
 	out := ordersync.OrderPage{Limit: clampLimit(filter.Limit, defaultListLimit, maxListLimit), Offset: max(filter.Offset, 0)}
 	want := out.Limit + 1 // one more than the page tells whether another follows
 	err = db.inReadTx(ctx, "list orders", func(tx *sqlx.Tx) error {
-		if filter.Q != "" {
-			// The name words come from the indexer: say how current they
-			// are, in this snapshot.
+		if filter.FromIndexer() {
+			// The name words and the figures' ranges come from the
+			// indexer: say how current they are, in this snapshot.
 			var s IndexStatus
 			if err := db.indexStatus(ctx, tx, &s); err != nil {
 				return err
@@ -181,8 +181,8 @@ func (db *DB) partQueries(set orderColumnSet, f ordersync.OrderFilter, names sea
 	)
 	if q == "" && len(ranges) > 0 {
 		// A transition range selects a day's or a month's orders out of
-		// the store's: they are read from the status history's index on
-		// (status, time), then each order by its row, where walking the
+		// the store's: they are read from the range's index
+		// (figureRange), then each order by its row, where walking the
 		// store's orders in the sort's index to test each against the
 		// range reads every one of them.
 		from = "(" + ranges[0].sql + ") AS counted" + db.crossJoin() + "orders ON orders.id = counted.order_row"

@@ -49,10 +49,11 @@ func explain(t *testing.T, db *DB, query string, args ...any) []string {
 
 // TestRangeListsSeekAnIndex checks SQLite's plans of the Orders page's lists
 // over a range of days and of their counts: a transition range (Daily
-// totals' cancelled, finalized and reversed links) reads the status
-// history's index on the range and each of its orders by row, never a walk
-// of the store's orders, and a cancellation's paid time from the index on
-// (row, paid time); a status or currency filter with a created or paid
+// totals' cancelled, finalized and reversed links) reads the read side's
+// index on (figure, bucket) and each of its orders by row, never a walk
+// of the store's orders, and a bound within a quarter hour the status
+// history's index on that part, a cancellation's paid time from the index
+// on (row, paid time); a status or currency filter with a created or paid
 // range is counted from an index alone, of one store or of every store,
 // never from the orders' rows; every store's
 // page merges each store's first rows in its sort's index; a count without
@@ -65,6 +66,8 @@ func TestRangeListsSeekAnIndex(t *testing.T) {
 		"finalized on a day":                  {Account: ordersync.DefaultAccount, Currency: "USD", FinalizedFrom: day, FinalizedTo: day.AddDate(0, 0, 1)},
 		"reversed since":                      {Account: ordersync.DefaultAccount, ReversedFrom: day},
 		"reversed, all stores, largest first": {ReversedFrom: day, ReversedTo: day.AddDate(0, 0, 1), Sort: ordersync.SortTotalDesc},
+		"reversed since an instant":           {Account: ordersync.DefaultAccount, ReversedFrom: day.Add(7*time.Minute + 3*time.Second)},
+		"finalized before an instant":         {Account: ordersync.DefaultAccount, FinalizedFrom: day, FinalizedTo: day.Add(time.Hour + time.Second)},
 	}
 	statuses := map[string]ordersync.OrderFilter{
 		"collected":                                  {Account: ordersync.DefaultAccount, Statuses: collected, CountUpTo: 10000},
@@ -116,18 +119,27 @@ func TestRangeListsSeekAnIndex(t *testing.T) {
 			}{"page": {page, pa}, "count": {count, ca}} {
 				plan := explain(t, db, q.sql, q.args...)
 				p := strings.Join(plan, "\n")
-				// The history's index is sought on the range's time, and
-				// the orders are read by row: no walk of an orders index.
-				ok := strings.Contains(p, "status_history_to_status_at (to_status=? AND at>") &&
+				// The figures' index is sought on the range's quarter
+				// hours, and the orders are read by row: no walk of an
+				// orders index.
+				ok := strings.Contains(p, "report_order_figures_range (figure=? AND bucket>") &&
 					!slices.ContainsFunc(plan, func(l string) bool {
 						return strings.HasPrefix(l, "SCAN orders") || (strings.HasPrefix(l, "SEARCH orders") && !strings.Contains(l, "PRIMARY KEY") &&
 							!strings.Contains(l, " AND id=?"))
 					})
 				if !ok {
-					t.Errorf("%s, its %s: plan\n%s\nwant a seek of status_history_to_status_at and each order by its row", name, what, p)
+					t.Errorf("%s, its %s: plan\n%s\nwant a seek of report_order_figures_range and each order by its row", name, what, p)
 				}
-				// A cancellation's order's paid time comes from the index
-				// on (row, paid time), not the order's row.
+				// A bound within a quarter hour: the history's index is
+				// sought on that part of it, and a cancellation's order's
+				// paid time comes from the index on (row, paid time), not
+				// the order's row.
+				if !strings.HasSuffix(name, "an instant") {
+					continue
+				}
+				if !strings.Contains(p, "status_history_to_status_at (to_status=? AND at>") {
+					t.Errorf("%s, its %s: plan\n%s\nwant a seek of status_history_to_status_at", name, what, p)
+				}
 				if f.CancelledFrom.IsZero() && f.ReversedFrom.IsZero() {
 					continue
 				}

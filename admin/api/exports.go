@@ -147,9 +147,9 @@ func (h *Handlers) SendExport(w http.ResponseWriter, r *http.Request, f ExportFi
 	hdr.Set("Content-Type", contentType(opts))
 	hdr.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.Name(opts.Location)}))
 	hdr.Set("Ordersync-Time-Zone", opts.Location.String())
-	if filter.Q != "" {
-		// A search by name matches the indexer's words: like the listing,
-		// the file says how current they are, in headers because a CSV has
+	if filter.FromIndexer() {
+		// A search by name or a transition range reads the indexer's read
+		// side: like the listing, the file says how current it is, in headers because a CSV has
 		// no place for them a spreadsheet would not take for a row.
 		asOf, behind, err := h.SearchAsOf(r.Context(), filter)
 		if err != nil {

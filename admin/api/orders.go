@@ -22,8 +22,9 @@ type OrderList struct {
 	Total      *int    `json:"total,omitempty"`
 	Offset     int     `json:"offset"`
 	Limit      int     `json:"limit"`
-	// AsOf and Behind, for a search (q=), say how current its match by the
-	// buyer's name is (ordersync.OrderPage).
+	// AsOf and Behind, for a search (q=) or a cancelled, finalized or
+	// reversed range, say how current its match by the buyer's name or by
+	// the range is (ordersync.OrderPage).
 	AsOf   *time.Time `json:"asOf,omitempty"`
 	Behind bool       `json:"behind,omitempty"`
 }

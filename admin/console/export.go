@@ -371,7 +371,7 @@ func (s *Console) fillExportView(r *http.Request, v *ExportView, req exportReque
 		list := cloneValues(req.query)
 		list.Set("count", "exact")
 		v.Orders = "/console/orders?" + list.Encode()
-		if f, err := api.OrderFilterOf(req.query, now); err == nil && f.Q != "" {
+		if f, err := api.OrderFilterOf(req.query, now); err == nil && f.FromIndexer() {
 			f.Account = req.choice.Account
 			if at, behind, err := s.cfg.API.SearchAsOf(r.Context(), f); err == nil {
 				v.Behind, v.AsOf = behind, at.UTC().Format("2006-01-02 15:04:05 UTC")
