@@ -97,6 +97,7 @@ func apiDo(t *testing.T, base, method, path, token, body string, out any) int {
 // name of its own; an operator's token is not refused for its role. A
 // route added later is held to this without a line of this test.
 func TestViewerCannotAct(t *testing.T) {
+	t.Parallel()
 	e := newRoleEnv(t)
 	ctx := context.Background()
 	id, err := e.db.AddDeadLetter(ctx, ordersync.DeadLetter{MsgID: "m-role", Account: ordersync.DefaultAccount,
@@ -155,6 +156,7 @@ func TestViewerCannotAct(t *testing.T) {
 // what, on which object and how it ended; GET /v1/audit filters by actor
 // and action and pages by cursor; bad parameters are named.
 func TestAuditTrailAPI(t *testing.T) {
+	t.Parallel()
 	e := newRoleEnv(t)
 	ctx := context.Background()
 	for i := range 3 {
@@ -220,6 +222,7 @@ func TestAuditTrailAPI(t *testing.T) {
 // TestLoopbackActsAsLoopback: without tokens every request is the
 // operator "loopback", and the trail says so.
 func TestLoopbackActsAsLoopback(t *testing.T) {
+	t.Parallel()
 	e := newAPIEnvWith(t, func(e *apiEnv, c *admin.Config) { c.Audit = e.db })
 	if status := apiDo(t, e.url, "POST", "/v1/dead-letters/replay", "", "", nil); status != 200 {
 		t.Fatalf("replay on loopback: %d", status)

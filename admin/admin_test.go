@@ -21,6 +21,7 @@ import (
 )
 
 func TestOrdersEndpoints(t *testing.T) {
+	t.Parallel()
 	e := newAPIEnv(t)
 	// Create two links through the API (Method 1 and Method 2).
 	var codes []string
@@ -223,6 +224,7 @@ func TestOrdersEndpoints(t *testing.T) {
 }
 
 func TestDeadLetterEndpoints(t *testing.T) {
+	t.Parallel()
 	e := newAPIEnv(t)
 	ctx := context.Background()
 	body := []byte(`{"orderId":"424242","orderReference":null,"orderType":"FASTLINK_CHARGE","type":"Created"}`)
@@ -294,6 +296,7 @@ func jsonInt(n int64) string {
 
 // TestTokens: with tokens set, everything but the probes needs one of them.
 func TestTokens(t *testing.T) {
+	t.Parallel()
 	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db"), IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)
@@ -341,6 +344,7 @@ func TestTokens(t *testing.T) {
 // answer 503 with a Retry-After at once, without sending a request, rather
 // than holding the caller until the wait has passed.
 func TestUpstreamGateAnswersAtOnce(t *testing.T) {
+	t.Parallel()
 	e := newAPIEnv(t)
 	code := e.createLink(t, `{"amount":5.00,"orderReference":"G-1"}`)
 	if err := e.sim.SetFaults(sim.Faults{RateLimitRate: 1, RetryAfter: time.Hour}); err != nil {
@@ -396,6 +400,7 @@ func TestUpstreamGateAnswersAtOnce(t *testing.T) {
 // not serve the same way: 404 with the router's error, naming the account,
 // and nothing sent upstream or queued.
 func TestUnknownAccount(t *testing.T) {
+	t.Parallel()
 	e := newAPIEnv(t)
 	ctx := context.Background()
 	id, err := e.db.AddDeadLetter(ctx, ordersync.DeadLetter{

@@ -23,6 +23,7 @@ import (
 // anything) and the viewer's refusals are in the trail under names of
 // their own.
 func TestConsoleActionsRefused(t *testing.T) {
+	t.Parallel()
 	a := newActionsEnv(t)
 	ids := a.addLetters(t, 1, ordersync.ReasonUnresolved, ordersync.DefaultAccount)
 	routes := actionRoutes(t, a.api, "/console/")
@@ -399,6 +400,7 @@ func TestConsoleEndpoints(t *testing.T) {
 // waits for it; the letters it had not replayed are still dead letters,
 // its page says it stopped, and no job starts after.
 func TestReplayJobStopsAtClose(t *testing.T) {
+	t.Parallel()
 	a := newActionsEnv(t)
 	ids := a.addLetters(t, 3, ordersync.ReasonUnresolved, ordersync.DefaultAccount)
 	ops, csrf := signedIn(t, a.url, "ops-token")
@@ -432,6 +434,7 @@ func TestReplayJobStopsAtClose(t *testing.T) {
 // job starts beside it; once its process stops beating it reads as
 // interrupted and the next job starts.
 func TestReplayJobAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	a := newActionsEnv(t)
 	ctx := context.Background()
 	a.addLetters(t, 2, ordersync.ReasonMalformed, ordersync.DefaultAccount)

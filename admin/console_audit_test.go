@@ -21,6 +21,7 @@ var auditRow = regexp.MustCompile(`<tr><td[^>]*><time [^>]*>([^<]*)</time></td><
 // and what as the URL says, page after page, times in the store's zone or
 // UTC as the switch says.
 func TestConsoleAudit(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t)
 	ctx := context.Background()
 	at := time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)

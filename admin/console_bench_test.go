@@ -26,6 +26,7 @@ import (
 // default range holds the year's last 30 days. It logs p50, p95 and the
 // page's weight. It measures: it is skipped unless those are set.
 func TestConsolePageTimes(t *testing.T) {
+	t.Parallel()
 	n, _ := strconv.Atoi(os.Getenv("ORDERSYNC_BENCH_QUERY_ORDERS"))
 	if n <= 0 {
 		t.Skip("set ORDERSYNC_BENCH_QUERY_ORDERS and a kept mirror (store's TestConsoleQueryTimes) to time the console's pages")

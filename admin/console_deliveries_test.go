@@ -18,6 +18,7 @@ var timelineItem = regexp.MustCompile(`(?s)<li><time datetime="([^"]+)"[^>]*>.*?
 // shows each of the three ends in its timeline, newest first, each with
 // its time, endpoint and answer.
 func TestTimelineShowsEachFailedDelivery(t *testing.T) {
+	t.Parallel()
 	a, _ := officeEnv(t)
 	ep := a.endpoint.ID
 	at := time.Date(2026, 11, 26, 18, 0, 0, 0, time.UTC)

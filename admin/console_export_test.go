@@ -216,6 +216,7 @@ func exportSums(t *testing.T, recs [][]string) (int, map[string]string, []string
 // codes); chosen as a finance person would (the second store, yesterday,
 // by paid, collected) it still is, and names store, day and zone.
 func TestExportFormDefaults(t *testing.T) {
+	t.Parallel()
 	base, _ := exportBase(t, nil)
 	b := newBrowser(t, base)
 	b.signIn("eve-token")
@@ -314,6 +315,7 @@ func TestExportFormDefaults(t *testing.T) {
 // and its form opens with the listing's days (a daily total's link, by
 // paid, the last day included) and zone.
 func TestExportFormFromOrders(t *testing.T) {
+	t.Parallel()
 	base, _ := exportBase(t, nil)
 	b := newBrowser(t, base)
 	b.signIn("eve-token")
@@ -357,6 +359,7 @@ func TestExportFormFromOrders(t *testing.T) {
 // by the guard; each download is in the audit trail by who made it, and
 // shares the export endpoints' limit of exports at once.
 func TestExportRoutes(t *testing.T) {
+	t.Parallel()
 	base, db := exportBase(t, nil)
 	for _, path := range []string{"/console/export?account=md", "/console/export/download?account=md&days=yesterday&by=paid"} {
 		anon := newBrowser(t, base)
@@ -400,6 +403,7 @@ func TestExportRoutes(t *testing.T) {
 // API's exports: with the most running, it is refused with Retry-After
 // and the refusal is in the audit trail.
 func TestExportDownloadLimit(t *testing.T) {
+	t.Parallel()
 	e := newExportEnv(t, 3, func(c *admin.Config, _ *http.Server) { c.MaxExports = 1 })
 	e.hook.started, e.hook.release = make(chan struct{}, 2), make(chan struct{})
 	done := make(chan error, 1)

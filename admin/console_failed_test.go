@@ -104,6 +104,7 @@ var failedCount = regexp.MustCompile(`id="failed-count">(\d+) failed`)
 // sent, and the endpoint page and the overview agree all along. A viewer
 // sees no action and is refused with a page.
 func TestConsoleFailedDeliveries(t *testing.T) {
+	t.Parallel()
 	a, ids := failedEnv(t)
 	ep := a.endpoint.ID
 	list := "/console/endpoints/" + ep + "/failed"
@@ -262,6 +263,7 @@ func TestConsoleFailedDeliveries(t *testing.T) {
 // TestConsoleFailedDisabledEndpoint: a replay to a disabled endpoint is
 // refused with a page that says so, and nothing is sent.
 func TestConsoleFailedDisabledEndpoint(t *testing.T) {
+	t.Parallel()
 	a, ids := failedEnv(t)
 	disabled := true
 	if _, err := a.db.UpdateEndpoint(context.Background(), a.endpoint.ID, ordersync.EndpointUpdate{Disabled: &disabled}); err != nil {

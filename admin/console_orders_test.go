@@ -57,6 +57,7 @@ func linksFirstPaid(t *testing.T, e *apiEnv, refs ...string) []string {
 // Order page shows the detail and timeline; re-sync needs an operator and
 // the form's CSRF token.
 func TestConsoleOrders(t *testing.T) {
+	t.Parallel()
 	e, codes := newConsoleEnv(t)
 	b := newBrowser(t, e.url)
 	if resp := b.signIn("ops-token"); resp.StatusCode != http.StatusSeeOther {
@@ -175,6 +176,7 @@ func linkByID(page, id string) string {
 // the pages it came through, names its sorts in words and offers day
 // presets in the page's zone.
 func TestConsoleOrdersLists(t *testing.T) {
+	t.Parallel()
 	e, codes := newConsoleEnv(t)
 	codes = append(codes, linksFirstPaid(t, e, "A-3")...)
 	b := newBrowser(t, e.url)

@@ -78,6 +78,7 @@ func addDeadLetters(t *testing.T, db *store.DB, at time.Time, n int) {
 // and /console/overview.json, by the session, the same figures as the
 // rows inserted say; a dead letter added since shows on the next read.
 func TestConsoleOverview(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t)
 	now := time.Date(2026, 10, 10, 18, 0, 0, 0, time.UTC)
 	overviewRows(t, db, now)
@@ -149,6 +150,7 @@ var moneyFigure = regexp.MustCompile(`<a data-day="(today|yesterday)" href="([^"
 // counts: the Orders page counts as many, and the API's listing of the
 // same query gives the same count and the same sum.
 func TestOverviewMoney(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t)
 	mirrorStores(t, db,
 		// Paid at 08:01 and 09:01 UTC, the 3rd in El Salvador (UTC−06:00).
@@ -292,6 +294,7 @@ func (r behindReports) DailyTotals(ctx context.Context, p ordersync.DailyTotalsP
 // stores and days, never from listing the orders, and say how current
 // they are as Daily totals does.
 func TestOverviewMoneyReadsTheReport(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t)
 	mirrorStores(t, db,
 		[5]string{"sv", "a1", "PAID", "10.00", "2026-11-03T08:00:00.000Z"},
@@ -338,6 +341,7 @@ func (r garbledReports) DailyTotals(ctx context.Context, p ordersync.DailyTotals
 // cannot read exactly fails the page; it is never left out of a sum that
 // would then match no other view.
 func TestOverviewMoneyRefusesAnUnreadableTotal(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t)
 	mirrorStores(t, db, [5]string{"sv", "a1", "PAID", "10.00", "2026-11-03T08:00:00.000Z"})
 	now := time.Date(2026, 11, 3, 12, 0, 0, 0, time.UTC)

@@ -15,6 +15,7 @@ import (
 // written in four ways, the reference's beginning, the amount), and the
 // console's empty result names the search and what search matches.
 func TestSearchAsACallerSaysIt(t *testing.T) {
+	t.Parallel()
 	e, codes := newConsoleEnv(t)
 	if sim.DefaultBuyer.Phone != "+50370000000" || sim.DefaultStore.CountryCode != "SV" {
 		t.Fatalf("the simulator's buyer changed: %+v in %s", sim.DefaultBuyer, sim.DefaultStore.CountryCode)

@@ -23,6 +23,7 @@ import (
 // survives a restart, ends at sign-out (which needs its CSRF token) and
 // when its token leaves the configuration.
 func TestConsoleSignIn(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t)
 	base := consoleServer(t, db, roleTokens, nil)
 	b := newBrowser(t, base)
@@ -138,6 +139,7 @@ func TestConsoleSignIn(t *testing.T) {
 // TestConsoleSecureCookie: the session cookie is Secure when a trusted
 // proxy says the request came over https, and only then.
 func TestConsoleSecureCookie(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t)
 	for _, tc := range []struct {
 		name    string
@@ -162,6 +164,7 @@ func TestConsoleSecureCookie(t *testing.T) {
 // TestConsoleCSRFOnSignIn: the sign-in form is refused without the CSRF
 // token its page set, so another site cannot sign a browser in.
 func TestConsoleCSRFOnSignIn(t *testing.T) {
+	t.Parallel()
 	b := newBrowser(t, consoleServer(t, openTestDB(t), roleTokens, nil))
 	if resp, _ := b.do("POST", "/console/sign-in", url.Values{"token": {"ops-token"}}); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("sign-in without a CSRF token: %d, want 403", resp.StatusCode)
@@ -180,6 +183,7 @@ func TestConsoleCSRFOnSignIn(t *testing.T) {
 // included; once the wait has passed it signs in. Another client is not
 // held up.
 func TestConsoleSlowsDownWrongTokens(t *testing.T) {
+	t.Parallel()
 	clk := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	// Behind a proxy on loopback, so each browser is a client of its own.
 	base := consoleServer(t, openTestDB(t), roleTokens, func(c *admin.Config) {
@@ -218,6 +222,7 @@ func TestConsoleSlowsDownWrongTokens(t *testing.T) {
 // Origin, a non-form body, an oversized form, and without tokens a Host
 // that is not loopback.
 func TestConsoleGuard(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t)
 	withTokens := consoleServer(t, db, roleTokens, nil)
 	if status, p := guardDo(t, withTokens, "POST", "/console/sign-in", "", "http://evil.example", "application/x-www-form-urlencoded", "token=x", ""); status != 403 || !strings.Contains(p.Title, "Origin") {
@@ -256,6 +261,7 @@ func TestConsoleGuard(t *testing.T) {
 // and download but the sign-in page and the static files sends a request
 // without a session to sign in, and reads nothing for it.
 func TestConsolePagesNeedASession(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t)
 	base := consoleServer(t, db, roleTokens, nil)
 	b := newBrowser(t, base)
@@ -281,6 +287,7 @@ func TestConsolePagesNeedASession(t *testing.T) {
 // and all, through a wrong token first; a next that leaves the console
 // (another site, a scheme, "..", a backslash) signs in to the overview.
 func TestConsoleSignInReturns(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t)
 	base := consoleServer(t, db, roleTokens, nil)
 	const bookmark = "/console/orders?status=collected&sort=total_desc&q=a%2Fb"

@@ -21,6 +21,7 @@ var rawDetails = regexp.MustCompile(`(?s)<details><summary>The document as fetch
 // raw document shows as fetched (its key order and digits), escaped: a
 // buyer named <script> is text.
 func TestConsoleOrderTimeline(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTestDB(t)
 	base := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)

@@ -82,6 +82,7 @@ func totalsTable(page string) [][]string {
 // per currency; the CSV link downloads by the session exactly the table's
 // rows; a bad zone is named.
 func TestConsoleTotals(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t)
 	fetched := time.Date(2026, 10, 10, 20, 0, 0, 0, time.UTC)
 	mirrorOrders(t, db, fetched,
@@ -219,6 +220,7 @@ func TestConsoleTotalsWeight(t *testing.T) {
 // current, and shows none of the write; once counted, it shows the write
 // as current.
 func TestConsoleTotalsBehindIndexer(t *testing.T) {
+	t.Parallel()
 	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db")})
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 // name the order by its code, linked; a missing code or one the service
 // does not know is a page that says so; the trail has each.
 func TestConsoleTrackLetterOrder(t *testing.T) {
+	t.Parallel()
 	a := newActionsEnv(t)
 	ctx := context.Background()
 	amount, err := ordersync.ParseAmount("12.50")

@@ -15,6 +15,7 @@ import (
 // TestNotFoundRowAnswers: a store's ErrNotFound is answered by the API's
 // not-found row, whose 404 takes the caller's title, through a real handler.
 func TestNotFoundRowAnswers(t *testing.T) {
+	t.Parallel()
 	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db"), IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +37,7 @@ func TestNotFoundRowAnswers(t *testing.T) {
 // TestFeaturesNotEnabled: a process without a part answers its routes 501
 // naming the feature, before reading the request.
 func TestFeaturesNotEnabled(t *testing.T) {
+	t.Parallel()
 	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db"), IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 // as of when in its headers and the console's Export page says it as
 // Orders does; a file without a search, or once indexed, is current.
 func TestExportSearchSaysAsOf(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := store.Open(ctx, store.Config{URL: filepath.Join(t.TempDir(), "m.db")})
 	if err != nil {

@@ -170,6 +170,7 @@ func (e *exportEnv) get(t *testing.T, path string) (*http.Response, []byte, erro
 }
 
 func TestExportEndpoints(t *testing.T) {
+	t.Parallel()
 	e := newExportEnv(t, 5, nil)
 	resp, b, err := e.get(t, "/v1/exports/orders")
 	if err != nil || resp.StatusCode != http.StatusOK {
@@ -280,6 +281,7 @@ func TestExportEndpoints(t *testing.T) {
 }
 
 func TestExportBadInput(t *testing.T) {
+	t.Parallel()
 	e := newExportEnv(t, 1, nil)
 	for path, field := range map[string]string{
 		"/v1/exports/orders?format=xlsx":                     "format",
@@ -307,6 +309,7 @@ func TestExportBadInput(t *testing.T) {
 // An export is an action on buyers' data: the audit trail names the
 // token that ran it and the filter, never the token itself.
 func TestExportIsAudited(t *testing.T) {
+	t.Parallel()
 	e := newExportEnv(t, 3, func(c *admin.Config, _ *http.Server) {
 		c.Tokens = []ordersync.AdminToken{{Name: "exporter", Role: ordersync.RoleViewer, Token: "tok-secret-1"}}
 	})
@@ -351,6 +354,7 @@ func TestExportIsAudited(t *testing.T) {
 
 // Two exports run at once; a third is told to come back later.
 func TestExportLimit(t *testing.T) {
+	t.Parallel()
 	e := newExportEnv(t, 3, nil)
 	e.hook.started, e.hook.release = make(chan struct{}, 3), make(chan struct{})
 	type answer struct {
@@ -395,6 +399,7 @@ func TestExportLimit(t *testing.T) {
 
 // A client that goes away ends the export: the mirror is read no further.
 func TestExportCancelledByClient(t *testing.T) {
+	t.Parallel()
 	e := newExportEnv(t, 20, nil)
 	firstOut := make(chan struct{})
 	e.hook.afterBatch = func(ctx context.Context, n int) {
@@ -435,6 +440,7 @@ func TestExportCancelledByClient(t *testing.T) {
 // gets an error, not a clean end of a partial file. One that fails before
 // anything went out is a 500.
 func TestExportFailsMidway(t *testing.T) {
+	t.Parallel()
 	e := newExportEnv(t, 6, nil)
 	e.hook.failAt = 3
 	resp, b, err := e.get(t, "/v1/exports/orders")
@@ -467,6 +473,7 @@ func TestExportFailsMidway(t *testing.T) {
 // An export may outlast the server's read and write timeouts: each batch
 // moves the connection's deadlines.
 func TestExportOutlastsServerTimeouts(t *testing.T) {
+	t.Parallel()
 	const timeout = 100 * time.Millisecond
 	e := newExportEnv(t, 4, func(_ *admin.Config, s *http.Server) { s.WriteTimeout, s.ReadTimeout = timeout, timeout })
 	e.hook.afterBatch = func(ctx context.Context, n int) {

@@ -22,6 +22,7 @@ import (
 // refused before it reaches a handler, with a problem body saying why;
 // the CLI's and a same-origin page's requests pass.
 func TestGuard(t *testing.T) {
+	t.Parallel()
 	e := newAPIEnv(t)
 	id, err := e.db.AddDeadLetter(context.Background(), ordersync.DeadLetter{
 		MsgID: "m-guard", Account: ordersync.DefaultAccount, Reason: ordersync.ReasonMalformed, Attempts: 1,
@@ -81,6 +82,7 @@ func TestGuard(t *testing.T) {
 // any Host is served to a request that carries a token; Origin and
 // Content-Type still apply.
 func TestGuardWithTokens(t *testing.T) {
+	t.Parallel()
 	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db"), IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 // TestListOrdersQuery finds orders through the API by a buyer's name and
 // walks a listing by cursor; bad input is a 400 naming the parameter.
 func TestListOrdersQuery(t *testing.T) {
+	t.Parallel()
 	e := newAPIEnv(t)
 	var codes []string
 	for _, body := range []string{`{"amount":5.00}`, `{"amount":25.00}`, `{"amount":100.00}`} {

@@ -14,6 +14,7 @@ import (
 // (its loopback principal) 403; each request for a profile, given or
 // refused, is in the audit trail.
 func TestPprofOperatorsOnly(t *testing.T) {
+	t.Parallel()
 	e := newRoleEnv(t)
 	get := func(base, path, token string) (int, string) {
 		t.Helper()

@@ -16,6 +16,7 @@ import (
 // TestDailyTotalsEndpoint pays links through the simulator and reads their
 // day's totals back, exactly; and refuses each bad parameter by name.
 func TestDailyTotalsEndpoint(t *testing.T) {
+	t.Parallel()
 	e := newAPIEnv(t)
 	var codes []string
 	for range 3 {

@@ -28,6 +28,7 @@ var openRoutes = map[string]string{
 // TestViewerCannotAct (API) and TestConsoleActionsRefused (console),
 // which list the routes from the router too.
 func TestEveryRouteIsCovered(t *testing.T) {
+	t.Parallel()
 	a := newActionsEnvWith(t, func(e *apiEnv, c *admin.Config) { c.Overview = e.db })
 	routes := a.api.Routes()
 	if len(routes) < 50 {

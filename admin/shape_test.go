@@ -14,6 +14,7 @@ import (
 // answers it — lineItems and metadata are lists, never null, in the list
 // as in the detail — and an event's orderId is a number, as in the order.
 func TestOneShapePerResource(t *testing.T) {
+	t.Parallel()
 	e := newAPIEnv(t)
 	amount, err := ordersync.ParseAmount("12.50")
 	if err != nil {

@@ -100,6 +100,7 @@ func storesBase(t *testing.T) (string, *store.DB) {
 // and an unknown store is a 400 naming the known ones, never an empty
 // answer.
 func TestStoreChoiceAPI(t *testing.T) {
+	t.Parallel()
 	b, _ := storesServer(t)
 	b.header.Set("Authorization", "Bearer eve-token")
 	codes := func(path string) []string {
@@ -181,6 +182,7 @@ func TestStoreChoiceAPI(t *testing.T) {
 // that zone with its offset, and answer an unknown store with a page
 // naming the known ones.
 func TestStoreChoiceConsole(t *testing.T) {
+	t.Parallel()
 	b, _ := storesServer(t)
 	get := func(path string) (*http.Response, string) {
 		t.Helper()
@@ -261,6 +263,7 @@ func TestStoreChoiceConsole(t *testing.T) {
 // selector, every store by default, and shows the letters of an account
 // the deployment does not serve when the URL names it.
 func TestStoreChoiceDeadLetters(t *testing.T) {
+	t.Parallel()
 	b, _ := storesServer(t)
 	for path, want := range map[string][]string{
 		"/console/dead-letters":               {`<option value="*" selected>All stores</option>`, "the error of sv", "the error of md", "the error of ghost"},
@@ -292,6 +295,7 @@ var (
 // and for every store, opens the Orders page of exactly the orders it
 // counts: as many (the page's count and its rows) and the same sum.
 func TestTotalsLinkToTheirOrders(t *testing.T) {
+	t.Parallel()
 	b, db := storesServer(t)
 	mirrorStores(t, db,
 		[5]string{"sv", "s4", "PENDING>PAID>CANCELLED", "4.40", "2026-11-02T15:00:00.000Z"},
@@ -336,6 +340,7 @@ func TestTotalsLinkToTheirOrders(t *testing.T) {
 // shows its paid time and the reversal in the order's timeline, counts as
 // reversed (not cancelled) in Daily totals, and the figure opens it.
 func TestReversedInConsole(t *testing.T) {
+	t.Parallel()
 	b, db := storesServer(t)
 	mirrorStores(t, db, [5]string{"md", "rv1", "PENDING>CANCELLED*", "9.90", "2026-11-02T11:00:00.000Z"})
 	_, page := b.do("GET", "/console/orders/rv1?account=md", nil)
