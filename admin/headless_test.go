@@ -88,7 +88,12 @@ func sharedChromium(t *testing.T) context.Context {
 		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe),
 			chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(dir),
 			chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-			chromedp.Flag("disable-sync", true))
+			chromedp.Flag("disable-sync", true),
+			// No site isolation and no spare renderer kept waiting: every
+			// test's pages are of one site (127.0.0.1), so isolating sites
+			// buys nothing, and each extra renderer costs the 2-core
+			// machine a process start. The defaults' own two stay off.
+			chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,site-per-process,IsolateOrigins,SpareRendererForSitePerProcess,PaintHolding"))
 		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 		ctx, cancel := chromedp.NewContext(actx)
 		shared.ctx, shared.stop = ctx, func() { cancel(); cancelAlloc(); os.RemoveAll(dir) }
