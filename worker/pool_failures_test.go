@@ -172,18 +172,24 @@ func TestPoolBreakerOutage(t *testing.T) {
 	s := e.newSyncer(t, nil, func(c *worker.SyncerConfig) {
 		c.Breaker = worker.BreakerConfig{ConsecutiveFailures: 5, OpenFor: 150 * time.Millisecond}
 	})
-	e.startPool(t, s, nil)
+	// Few attempts, so that refusals counted as attempts would
+	// dead-letter within the outage below.
+	const maxAttempts = 4
+	e.startPool(t, s, func(c *worker.PoolConfig) { c.MaxAttempts = maxAttempts })
 
+	refused := func() float64 {
+		return counterValue(t, e.reg, "ordersync_fetch_requests_total", map[string]string{"outcome": "breaker_open"})
+	}
 	waitFor(t, 5*time.Second, "breaker open", func() bool {
-		return counterValue(t, e.reg, "ordersync_upstream_breaker_open", nil) == 1 &&
-			counterValue(t, e.reg, "ordersync_fetch_requests_total", map[string]string{"outcome": "breaker_open"}) > 0
+		return counterValue(t, e.reg, "ordersync_upstream_breaker_open", nil) == 1 && refused() > 0
 	})
-	// A window of a few open periods and failed probes that proves no
-	// event is dead-lettered during the outage: what must not happen has
-	// no signal to wait for. The breaker's own OpenFor timer is the
-	// subject, beside the simulator over HTTP, so the window is on the wall
-	// clock.
-	time.Sleep(500 * time.Millisecond)
+	// The outage lasts until the open breaker has refused every event
+	// more than its attempts on average (or one is dead-lettered, which
+	// fails below).
+	atOpen := refused()
+	waitFor(t, 10*time.Second, "refusals past the attempts", func() bool {
+		return refused()-atOpen >= float64(maxAttempts*len(orders)) || len(e.deadLetters(t, "")) > 0
+	})
 	if n := len(e.deadLetters(t, "")); n != 0 {
 		t.Fatalf("%d dead letters during an outage, want none", n)
 	}

@@ -103,7 +103,7 @@ func runYieldLoop(t *testing.T, reads []yieldRead, pull map[int]bool) (limits []
 		if i >= len(reads) {
 			return 0, 0
 		}
-		time.Sleep(reads[i].late)
+		time.Sleep(reads[i].late) // the bubble's clock: a read the scheduler runs late
 		return reads[i].wait, reads[i].n
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -75,7 +75,7 @@ func TestReconcilerIdleSleepsUntilWoken(t *testing.T) {
 		if got := sched.claims.Load(); got != 1 {
 			t.Fatalf("%d claims at the start with nothing on the schedule, want 1", got)
 		}
-		time.Sleep(idle - time.Millisecond)
+		time.Sleep(idle - time.Millisecond) // the bubble's clock; the Idle timer is the subject
 		synctest.Wait()
 		if got := sched.claims.Load(); got != 1 {
 			t.Fatalf("%d claims within the %s Idle cap with nothing on the schedule, want 1", got, idle)
@@ -344,6 +344,8 @@ func TestHurryIsPaidOnTopOfTheBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 		runReconciler(t, rec)
+		// The bubble's clock, costing no wall time: the budget's own
+		// timer is the subject.
 		time.Sleep(16 * time.Second)
 		if got := checker.checks.Load(); got != n {
 			t.Fatalf("%d of %d hurried orders checked 16 s after the start, want all: at the budget's 6 a second and 2 more for the hurry", got, n)

@@ -61,7 +61,7 @@ func TestSeqAllocatorGroupsWaiters(t *testing.T) {
 	wg.Add(1)
 	go get() // leads the first round trip, which is held
 	for m.calls.Load() == 0 {
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // polls; decides nothing
 	}
 	wg.Add(waiters)
 	for range waiters {
@@ -81,7 +81,7 @@ func TestSeqAllocatorGroupsWaiters(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("only %d callers queued", n)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // polls; decides nothing
 	}
 	close(m.release)
 	wg.Wait()
@@ -113,7 +113,7 @@ func TestSeqAllocatorCallerGivesUp(t *testing.T) {
 	leader := make(chan error, 1)
 	go func() { _, err := a.next(context.Background(), nil); leader <- err }()
 	for m.calls.Load() == 0 {
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // polls; decides nothing
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -37,6 +37,8 @@ func TestGiveWayTakesTheTurnTheFetchesLeave(t *testing.T) {
 		s.foreground.enter()
 		s.foreground.enter()
 		took := giveWay()
+		// The bubble's clock, past the limiter's next turn: the limiter's
+		// own timer is the subject.
 		time.Sleep(time.Second)
 		if taken(took) {
 			t.Fatal("the check took a turn while two fetches waited")
