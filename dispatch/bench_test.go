@@ -75,7 +75,7 @@ func benchDispatch(b *testing.B, endpoints int, every time.Duration) {
 			published[m.OrderCode] = time.Now()
 			mu.Unlock()
 			e.publishOrders(b, m)
-			time.Sleep(every)
+			time.Sleep(every) // paces the publishes: their rate is the subject
 		}
 	}
 	testenv.WaitFor(b, 5*time.Minute, "every delivery", func() bool {

@@ -42,7 +42,7 @@ func TestLogWriterWaitsForRequestsInFlight(t *testing.T) {
 		add("first")
 		// Just short of the longest wait, many lingers past the first row:
 		// without the request in flight it would have been written alone.
-		time.Sleep(maxLinger - linger)
+		time.Sleep(maxLinger - linger) // the bubble's clock; the writer's timers are the subject
 		synctest.Wait()
 		select {
 		case recs := <-l.writes:

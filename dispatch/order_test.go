@@ -32,13 +32,14 @@ func TestDispatchWaitingEventOutlastsAckWait(t *testing.T) {
 		})
 		return code
 	})
-	e.addEndpoint(t, srv.URL)
+	ep := e.addEndpoint(t, srv.URL)
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true), orderMsg("A1", ordersync.StatusFinalized, 2, false))
 	testenv.WaitFor(t, 60*time.Second, "three requests", func() bool { return len(srv.requests()) >= 3 })
-	// A window that proves no event is delivered again: JetStream's own ack
-	// wait is the subject, so the test runs on the real clock (its server
-	// cannot run in a synctest bubble).
-	time.Sleep(2 * time.Second)
+	// The consumer's sequence counts every hand-out, again after an ack
+	// wait included; once all is settled nothing more arrives.
+	if info := e.settled(t, ep.ID); info.Delivered.Consumer != 2 {
+		t.Errorf("the consumer handed out %d events, want the 2 once each", info.Delivered.Consumer)
+	}
 	got := srv.requests()
 	var seen []string
 	for _, r := range got {
@@ -66,7 +67,7 @@ func TestDispatchTakeoverKeepsOrder(t *testing.T) {
 		}
 		return http.StatusOK
 	})
-	e.addEndpoint(t, srv.URL)
+	ep := e.addEndpoint(t, srv.URL)
 	e.publishOrders(t, orderMsg("A1", ordersync.StatusPaid, 1, true))
 	testenv.WaitFor(t, 10*time.Second, "the first attempt", func() bool { return len(srv.requests()) == 1 })
 	// The first holder stops with PAID unsettled; the cleanup still waits
@@ -90,10 +91,8 @@ func TestDispatchTakeoverKeepsOrder(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 
 	testenv.WaitFor(t, 60*time.Second, "PAID and FINALIZED delivered", func() bool { return len(srv.requests()) >= 3 })
-	// A window that proves nothing more arrives: JetStream's redelivery
-	// after its ack wait is the subject, so the test runs on the real clock
-	// (its server cannot run in a synctest bubble).
-	time.Sleep(time.Second)
+	// Once the consumer has every event acknowledged nothing more arrives.
+	e.settled(t, ep.ID)
 	var seen []string
 	for _, r := range srv.requests() {
 		seen = append(seen, r.typ+"/"+r.status)

@@ -46,6 +46,12 @@ func (e *dispatchEnv) disable(t testing.TB, id string, off bool) {
 // out and not settled.
 func (e *dispatchEnv) ackPending(t testing.TB, id string) int {
 	t.Helper()
+	return e.consumerInfo(t, id).NumAckPending
+}
+
+// consumerInfo is the endpoint's consumer as its JetStream server counts.
+func (e *dispatchEnv) consumerInfo(t testing.TB, id string) *jetstream.ConsumerInfo {
+	t.Helper()
 	js, err := jetstream.New(e.nc)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +64,24 @@ func (e *dispatchEnv) ackPending(t testing.TB, id string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return info.NumAckPending
+	return info
+}
+
+// settled waits until the endpoint's consumer has every event handed out
+// and acknowledged, and returns its count then: after that nothing more
+// can reach the endpoint (a request is recorded before its ack), so "no
+// more deliveries" needs no window.
+func (e *dispatchEnv) settled(t testing.TB, id string) *jetstream.ConsumerInfo {
+	t.Helper()
+	var info *jetstream.ConsumerInfo
+	testenv.Await(t, 30*time.Second, 20*time.Millisecond, func() error {
+		info = e.consumerInfo(t, id)
+		if info.NumPending != 0 || info.NumAckPending != 0 {
+			return fmt.Errorf("endpoint %s: %d events not handed out, %d not acknowledged", id, info.NumPending, info.NumAckPending)
+		}
+		return nil
+	})
+	return info
 }
 
 // A runner stopped after the endpoint answered 2xx, while the delivery's
