@@ -99,6 +99,7 @@ func runKillChild(dir, prefix string) {
 		}
 	}
 	fmt.Printf("acked %d\n", killChildCount)
-	time.Sleep(time.Minute) // killed long before
+	// Waits for the parent's kill, the subject; exits 3 if it never comes.
+	time.Sleep(time.Minute)
 	os.Exit(3)
 }

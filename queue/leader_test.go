@@ -184,7 +184,7 @@ func waitLeader(t *testing.T, cs []*campaigner, except *campaigner, within time.
 		if len(leaders) == 1 && leaders[0] != except {
 			return leaders[0], time.Since(start)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // polls; decides nothing
 	}
 	t.Fatalf("no new leader within %s", within)
 	return nil, 0
@@ -350,7 +350,7 @@ func TestLeaderKilledConnectionHandsOver(t *testing.T) {
 		}
 		// IsLeader turns true just before the leader's function starts.
 		for deadline := time.Now().Add(2 * time.Second); next.runs.Load() == 0 && time.Now().Before(deadline); {
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // polls; decides nothing
 		}
 		if next.runs.Load() != 1 || old.l.IsLeader() {
 			t.Fatalf("new leader ran %d times, old still leading: %v", next.runs.Load(), old.l.IsLeader())
