@@ -182,7 +182,7 @@ func TestCloseReleasesHangingRequests(t *testing.T) {
 		answered <- answer{status: resp.StatusCode}
 	}()
 	for s.Stats().Faults[FaultHang] == 0 {
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // polls; decides nothing
 	}
 	if err := s.Close(); err != nil {
 		t.Errorf("Close: %v", err)

@@ -43,7 +43,7 @@ func TestConcurrentUse(t *testing.T) {
 				errs <- err
 				return
 			}
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // spreads the switches over the sessions; decides nothing
 		}
 	})
 	wg.Wait()
