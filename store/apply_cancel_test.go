@@ -69,7 +69,7 @@ func TestApplyCancelledMidwayCommits(t *testing.T) {
 	}()
 	// The apply holds the write connection once its transaction begins.
 	for db.write.Stats().InUse == 0 {
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // polls; decides nothing
 	}
 	cancel()
 	if _, err := lock.ExecContext(context.Background(), "ROLLBACK"); err != nil {
