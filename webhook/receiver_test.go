@@ -409,7 +409,7 @@ type slowPublisher struct {
 }
 
 func (p slowPublisher) PublishEvent(ctx context.Context, ev *ordersync.InboundEvent) (bool, error) {
-	time.Sleep(p.delay)
+	time.Sleep(p.delay) // the publish's duration is what PublishWait measures
 	return p.EventPublisher.PublishEvent(ctx, ev)
 }
 
