@@ -62,7 +62,7 @@ func TestFirstAtOnceThenOneSummaryPerInterval(t *testing.T) {
 		if got := len(rec.get()); got != 2 {
 			t.Fatalf("within the interval: %d lines, want 2 (one per cause)", got)
 		}
-		time.Sleep(start.Add(time.Second).Sub(time.Now()))
+		time.Sleep(start.Add(time.Second).Sub(time.Now())) // the bubble's clock, to the interval's end
 		synctest.Wait()
 		lines := rec.get()
 		if len(lines) != 3 {
@@ -78,7 +78,7 @@ func TestFirstAtOnceThenOneSummaryPerInterval(t *testing.T) {
 		}
 		// The audit cause, quiet since its first line, wrote no summary,
 		// and is forgotten: its next occurrence is logged at once.
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // the bubble's clock, a quiet interval
 		synctest.Wait()
 		l.Log(slog.LevelError, "audit", "record audit failed")
 		if got := len(rec.get()); got != 4 {
@@ -96,7 +96,7 @@ func TestFloodIsOneLinePerInterval(t *testing.T) {
 		l := New(slog.New(rec), time.Second)
 		for range 10_000 {
 			l.Log(slog.LevelWarn, "publish", "webhook not queued")
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // the bubble's clock
 		}
 		l.Close()
 		lines := rec.get()
