@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -105,7 +104,7 @@ func postgresURL(t *testing.T) string {
 	t.Helper()
 	tmpl := postgresTemplate(t)
 	schema, url := newPostgresSchema(t)
-	up, err := upSQL(DialectPostgres)
+	up, err := MigrationsUp(DialectPostgres)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,26 +124,6 @@ func postgresURL(t *testing.T) string {
 		t.Fatalf("copy the migrated template into %s: %v", schema, err)
 	}
 	return url
-}
-
-// upSQL is every migration's Up section, in order.
-func upSQL(dialect string) (string, error) {
-	dir := "migrations/" + dialect
-	entries, err := migrations.ReadDir(dir)
-	if err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	for _, e := range entries {
-		src, err := migrations.ReadFile(dir + "/" + e.Name())
-		if err != nil {
-			return "", err
-		}
-		up, _, _ := strings.Cut(string(src), "-- +goose Down")
-		b.WriteString(up)
-		b.WriteString("\n")
-	}
-	return b.String(), nil
 }
 
 var pgTemplate struct {

@@ -14,8 +14,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -141,7 +139,7 @@ func copyTemplate(admin *sql.DB, schema string) error {
 }
 
 func postgresTemplate(base string) (admin *sql.DB, schema, up string, err error) {
-	if up, err = upSQL(); err != nil {
+	if up, err = store.MigrationsUp(store.DialectPostgres); err != nil {
 		return nil, "", "", err
 	}
 	if admin, err = sql.Open("pgx", base); err != nil {
@@ -163,32 +161,4 @@ func postgresTemplate(base string) (admin *sql.DB, schema, up string, err error)
 		return admin, schema, "", err
 	}
 	return admin, schema, up, db.Close()
-}
-
-// upSQL is every PostgreSQL migration's Up section, in order, read from
-// the source tree beside this file (store embeds the same files).
-func upSQL() (string, error) {
-	_, self, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", fmt.Errorf("no source path for %s", "testdb")
-	}
-	dir := filepath.Join(filepath.Dir(self), "..", "..", "..", "store", "migrations", store.DialectPostgres)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return "", fmt.Errorf("read the migrations (a test build with -trimpath has no source tree): %w", err)
-	}
-	var b strings.Builder
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".sql") {
-			continue
-		}
-		src, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return "", err
-		}
-		up, _, _ := strings.Cut(string(src), "-- +goose Down")
-		b.WriteString(up)
-		b.WriteString("\n")
-	}
-	return b.String(), nil
 }
