@@ -232,11 +232,19 @@ func (db *DB) partQueries(set orderColumnSet, f ordersync.OrderFilter, names sea
 				if i > 0 {
 					found += " UNION ALL "
 				}
-				found += `SELECT * FROM (SELECT id AS found_id, ` + col + ` AS k FROM orders WHERE ` +
-					strings.Join(slices.Concat([]string{"account = ?"}, where, pc), " AND ") +
-					` ORDER BY ` + order + ` LIMIT ` + strconv.Itoa(rows) + `) AS store` + strconv.Itoa(i)
-				args = append(slices.Concat(args, []any{s}, whereArgs), pa...)
+				store := `SELECT id AS found_id, ` + col + ` AS k FROM orders WHERE ` +
+					strings.Join(slices.Concat([]string{"account = ?"}, where, pc), " AND ")
+				storeArgs := slices.Concat([]any{s}, whereArgs, pa)
+				if db.walks(f, orderBy, rows) {
+					store, storeArgs = db.walkFirst(f, s, pc, pa, order, rows, store, storeArgs)
+				} else {
+					store += ` ORDER BY ` + order + ` LIMIT ` + strconv.Itoa(rows)
+				}
+				found += `SELECT * FROM (` + store + `) AS store` + strconv.Itoa(i)
+				args = append(args, storeArgs...)
 			}
+		} else if db.walks(f, orderBy, rows) && f.Account != "" {
+			found, args = db.walkFirst(f, f.Account, pc, pa, order, rows, found, args)
 		}
 		// The count reads no sort value, and no document when the filter
 		// selects fetched orders only: either would cost a read of each

@@ -90,6 +90,9 @@ type DB struct {
 	changed chan struct{}
 	// indexAfterApply is Config.IndexAfterApply.
 	indexAfterApply bool
+	// walkedEntries is how many entries of a store's created index a page
+	// of a paid range reads before it sorts the range (walkFirst).
+	walkedEntries int
 }
 
 var (
@@ -114,7 +117,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	db := &DB{dialect: t.dialect, changed: make(chan struct{}, 1), indexAfterApply: cfg.IndexAfterApply, logger: cfg.Logger.With("component", "store", "dialect", t.dialect)}
+	db := &DB{dialect: t.dialect, changed: make(chan struct{}, 1), indexAfterApply: cfg.IndexAfterApply, walkedEntries: walkedEntries, logger: cfg.Logger.With("component", "store", "dialect", t.dialect)}
 	switch t.dialect {
 	case DialectSQLite:
 		db.path, db.migrateLock = t.path, t.path+"-migrate"
