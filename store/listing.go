@@ -185,7 +185,7 @@ func (db *DB) partQueries(set orderColumnSet, f ordersync.OrderFilter, names sea
 		// (figureRange), then each order by its row, where walking the
 		// store's orders in the sort's index to test each against the
 		// range reads every one of them.
-		from = "(" + ranges[0].sql + ") AS counted" + db.crossJoin() + "orders ON orders.id = counted.order_row"
+		from = "(" + ranges[0].sql + ") AS counted" + db.crossJoin() + "orders" + db.rowTimes(f, col) + " ON orders.id = counted.order_row"
 		fromArgs, ranges = ranges[0].args, ranges[1:]
 	}
 	if counted := countedConditions(ranges); counted != nil {

@@ -56,7 +56,7 @@ func (db *DB) walkFirst(f ordersync.OrderFilter, account string, pc []string, pa
 	}
 	n := strconv.Itoa(rows)
 	walk := `SELECT w.found_id, w.k FROM (SELECT id AS found_id, created_at AS k FROM orders WHERE ` + strings.Join(inner, " AND ") +
-		` ORDER BY ` + order + ` LIMIT ` + strconv.Itoa(db.walkedEntries) + `) AS w CROSS JOIN orders INDEXED BY orders_row_paid ON orders.id = w.found_id WHERE ` +
+		` ORDER BY ` + order + ` LIMIT ` + strconv.Itoa(db.walkedEntries) + `) AS w CROSS JOIN orders INDEXED BY orders_row_times ON orders.id = w.found_id WHERE ` +
 		strings.Join(paid, " AND ") + ` ORDER BY ` + order + ` LIMIT ` + n
 	// The sort's LIMIT is 0 when the walk has the rows: SQLite reads a
 	// LIMIT before the query it bounds, where a condition on the walk's

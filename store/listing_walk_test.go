@@ -156,8 +156,8 @@ func TestPaidRangePageWalksTheCreatedIndex(t *testing.T) {
 			want = len(stores)
 		}
 		if strings.Count(plan, "COVERING INDEX orders_account_created_id (account=?") != want ||
-			strings.Count(plan, "COVERING INDEX orders_row_paid (id=?") != want {
-			t.Errorf("%s: plan\n%s\nwant %d walks of orders_account_created_id, each with orders_row_paid", name, plan, want)
+			strings.Count(plan, "COVERING INDEX orders_row_times (id=?") != want {
+			t.Errorf("%s: plan\n%s\nwant %d walks of orders_account_created_id, each with orders_row_times", name, plan, want)
 		}
 	}
 }
