@@ -58,6 +58,10 @@ type OrderFilter struct {
 	// CountUpTo orders, and Total is then CountUpTo+1, read as "more than
 	// CountUpTo".
 	CountUpTo int
+	// Summary leaves out each order's line items and metadata, for a list
+	// that shows neither: they are read from tables of their own, a page
+	// of each per order where the mirror is not in memory.
+	Summary bool
 }
 
 // OrderPage is one page of a listing: at most Limit orders (the filter's,

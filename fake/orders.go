@@ -104,6 +104,9 @@ func (s *Store) ListOrders(_ context.Context, f ordersync.OrderFilter) (ordersyn
 	for _, o := range all[min(page.Offset, len(all)):min(page.Offset+page.Limit, len(all))] {
 		m := o.mirrored()
 		m.Order.Raw = nil // as store.DB: a listing carries no documents
+		if f.Summary {
+			m.Order.LineItems, m.Order.Metadata = nil, nil
+		}
 		page.Orders = append(page.Orders, m)
 	}
 	if f.Count {

@@ -62,6 +62,9 @@ func (db *DB) ListOrders(ctx context.Context, filter ordersync.OrderFilter) (ord
 		for i := range rows {
 			out.Orders[i], ids[i] = rows[i].mirrored(), rows[i].ID
 		}
+		if filter.Summary {
+			return nil
+		}
 		return db.loadDetails(ctx, tx, ids, out.Orders)
 	})
 	if err != nil {

@@ -185,6 +185,7 @@ func (s *Console) ordersPage(w http.ResponseWriter, r *http.Request) {
 		filter.Limit = defaultConsoleLimit
 	}
 	filter.Limit = min(filter.Limit, maxConsoleLimit)
+	filter.Summary = true // the list shows no line items or metadata
 	if !filter.Count {
 		filter.Count, filter.CountUpTo = true, countBound
 	}

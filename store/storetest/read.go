@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -141,5 +142,33 @@ func testOrderHistory(t *testing.T, s Store) {
 	}
 	if _, err := s.FindOrderHistory(ctx, account, "Nope01", 0); !errors.Is(err, ordersync.ErrNotFound) {
 		t.Errorf("FindOrderHistory of an unknown order: %v, want ErrNotFound", err)
+	}
+}
+
+// testListSummary: a listing carries each order's line items and
+// metadata, and a summary listing (the console's list, which shows
+// neither) leaves both out and nothing else.
+func testListSummary(t *testing.T, s Store) {
+	ctx := context.Background()
+	o := order("Sum01", 1, ordersync.StatusPaid, "x")
+	o.LineItems = []ordersync.LineItem{{ProductID: "p1", SKU: "SKU-1", Name: "Café", Price: ordersync.MustAmount("10.50"), Quantity: 1,
+		SubTotal: ordersync.MustAmount("10.50")}}
+	o.Metadata = []ordersync.MetadataEntry{{Name: "table", Value: "7"}}
+	apply(t, s, params(o, seqs(t, s, 1)[0]))
+	full, err := s.ListOrders(ctx, ordersync.OrderFilter{Account: account})
+	if err != nil || len(full.Orders) != 1 || len(full.Orders[0].Order.LineItems) != 1 || len(full.Orders[0].Order.Metadata) != 1 {
+		t.Fatalf("ListOrders = %+v, %v; want Sum01 with its line and its metadata", full, err)
+	}
+	sum, err := s.ListOrders(ctx, ordersync.OrderFilter{Account: account, Summary: true})
+	if err != nil || len(sum.Orders) != 1 {
+		t.Fatalf("ListOrders, a summary = %+v, %v; want Sum01", sum, err)
+	}
+	got, want := sum.Orders[0], full.Orders[0]
+	if len(got.Order.LineItems) != 0 || len(got.Order.Metadata) != 0 {
+		t.Errorf("a summary's order has lines %v, metadata %v; want none", got.Order.LineItems, got.Order.Metadata)
+	}
+	want.Order.LineItems, want.Order.Metadata = got.Order.LineItems, got.Order.Metadata
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("a summary's order differs beyond its lines and metadata:\n%+v\nwant\n%+v", got, want)
 	}
 }

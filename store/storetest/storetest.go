@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"CheckSchedule", testCheckSchedule},
 		{"DeliveryLog", testDeliveryLog},
 		{"Readers", testReaders},
+		{"ListSummary", testListSummary},
 		{"Overview", testOverview},
 		{"OrderHistory", testOrderHistory},
 		{"LastFetch", testLastFetch},
