@@ -24,6 +24,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/internal/child"
+	"github.com/ordersync/ordersync/internal/retry"
 )
 
 // pagesOptions size a pages run.
@@ -249,6 +250,33 @@ func (r *pagesRun) read(ctx context.Context, path string, api bool, limit int64)
 	return resp.StatusCode, string(b), err
 }
 
+// downloadSlotWaits is how many times a download refused for want of an
+// export slot is asked for again, downloadSlotPause apart.
+const (
+	downloadSlotWaits = 100
+	downloadSlotPause = 20 * time.Millisecond
+)
+
+// readOnceFree reads a page with read and how long that took. A download
+// (the first bytes of an export) is asked for again while the server
+// answers 503: it runs two exports at once, and one the previous request
+// abandoned holds its slot until the server notices the client has gone,
+// which may be after the next request arrives. Only the answered request
+// is timed.
+func readOnceFree(ctx context.Context, download bool, read func() (int, string, error)) (int, string, time.Duration, error) {
+	for waits := 0; ; waits++ {
+		start := time.Now()
+		status, body, err := read()
+		took := time.Since(start)
+		if err != nil || !download || status != http.StatusServiceUnavailable || waits == downloadSlotWaits {
+			return status, body, took, err
+		}
+		if err := retry.Sleep(ctx, downloadSlotPause); err != nil {
+			return status, body, took, err
+		}
+	}
+}
+
 // page is one page timed: its name, whether it is the API's, and the path
 // of its i-th request. A download's first page is timed to its first
 // firstBytes bytes (0: the whole body).
@@ -288,9 +316,9 @@ func (r *pagesRun) time(ctx context.Context, p page) (pageTimes, error) {
 				return t, err
 			}
 		}
-		start := time.Now()
-		status, body, err := r.read(ctx, p.path(i), p.api, p.firstBytes)
-		took := time.Since(start)
+		status, body, took, err := readOnceFree(ctx, p.firstBytes > 0, func() (int, string, error) {
+			return r.read(ctx, p.path(i), p.api, p.firstBytes)
+		})
 		if err != nil {
 			return t, err
 		}
