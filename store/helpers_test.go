@@ -64,32 +64,12 @@ var sqliteTmpl struct {
 func sqliteTemplate(t *testing.T) []byte {
 	t.Helper()
 	sqliteTmpl.once.Do(func() {
-		sqliteTmpl.file, sqliteTmpl.err = migratedSQLiteFile()
+		sqliteTmpl.file, sqliteTmpl.err = MigratedSQLiteFile()
 	})
 	if sqliteTmpl.err != nil {
 		t.Fatalf("migrate the template SQLite file: %v", sqliteTmpl.err)
 	}
 	return sqliteTmpl.file
-}
-
-func migratedSQLiteFile() ([]byte, error) {
-	dir, err := os.MkdirTemp("", "ordersync-store-template-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "mirror.db")
-	db, err := Open(context.Background(), Config{URL: "sqlite:" + path, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		return nil, err
-	}
-	if err := db.Close(); err != nil {
-		return nil, err
-	}
-	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
-		return nil, fmt.Errorf("%s-wal holds %d bytes after close", path, fi.Size())
-	}
-	return os.ReadFile(path)
 }
 
 // postgresURL creates a schema with a unique name, at the current schema

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/pressly/goose/v3"
@@ -122,4 +125,28 @@ func MigrationsUp(dialect string) (string, error) {
 		b.WriteString("\n")
 	}
 	return b.String(), nil
+}
+
+// MigratedSQLiteFile is the content of a SQLite file Open migrated from
+// empty, closed so that its write-ahead log is checkpointed into it: the
+// template tests copy for a fresh mirror at the current version (store's
+// and testdb's tests), as MigrationsUp is PostgreSQL's.
+func MigratedSQLiteFile() ([]byte, error) {
+	dir, err := os.MkdirTemp("", "ordersync-template-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "mirror.db")
+	db, err := Open(context.Background(), Config{URL: "sqlite:" + path, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Close(); err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
+		return nil, fmt.Errorf("%s-wal holds %d bytes after close", path, fi.Size())
+	}
+	return os.ReadFile(path)
 }

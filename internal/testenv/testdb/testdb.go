@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -35,35 +34,13 @@ var sqliteTmpl struct {
 // applied.
 func SQLiteFile(t testing.TB, path string) {
 	t.Helper()
-	sqliteTmpl.once.Do(func() { sqliteTmpl.file, sqliteTmpl.err = migratedSQLiteFile() })
+	sqliteTmpl.once.Do(func() { sqliteTmpl.file, sqliteTmpl.err = store.MigratedSQLiteFile() })
 	if sqliteTmpl.err != nil {
 		t.Fatalf("migrate the template SQLite file: %v", sqliteTmpl.err)
 	}
 	if err := os.WriteFile(path, sqliteTmpl.file, 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// migratedSQLiteFile is the content of a SQLite file store.Open migrated
-// from empty, closed so that its write-ahead log is checkpointed into it.
-func migratedSQLiteFile() ([]byte, error) {
-	dir, err := os.MkdirTemp("", "ordersync-testdb-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "mirror.db")
-	db, err := store.Open(context.Background(), store.Config{URL: "sqlite:" + path, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		return nil, err
-	}
-	if err := db.Close(); err != nil {
-		return nil, err
-	}
-	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
-		return nil, fmt.Errorf("%s-wal holds %d bytes after close", path, fi.Size())
-	}
-	return os.ReadFile(path)
 }
 
 var pg struct {
