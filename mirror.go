@@ -141,14 +141,6 @@ type Mirror interface {
 	// fetch, as when ordersync creates the link. It never overwrites a
 	// fetched document.
 	RecordOrderRef(ctx context.Context, ref OrderRef) error
-	// AllocateFetchSeq reserves n consecutive fetch sequence numbers and
-	// returns the first. Every number is greater than any handed out
-	// before, by any process sharing the database.
-	AllocateFetchSeq(ctx context.Context, n int) (int64, error)
-	// CurrentFetchSeq reads the highest fetch sequence number handed out
-	// without writing. With it, fetch numbers are handed out from a
-	// reservation while a read shows no other process took one since.
-	CurrentFetchSeq(ctx context.Context) (int64, error)
 	// ApplyOrders writes fetched orders, their status history, outbox
 	// messages and event log rows in one transaction.
 	ApplyOrders(ctx context.Context, params []ApplyParams) ([]ApplyResult, error)
@@ -158,6 +150,7 @@ type Mirror interface {
 	// AddDeadLetter records a permanent failure and logs its event with
 	// outcome dead_lettered, in one transaction.
 	AddDeadLetter(ctx context.Context, dl DeadLetter) (int64, error)
+	FetchSequence
 	OrderCodesResolver
 	LastFetchReader
 }

@@ -16,6 +16,7 @@ import (
 type Store struct {
 	mu          sync.Mutex
 	seq         int64
+	seqLease    seqLease
 	orders      map[key]*order
 	added       int64 // numbers orders as store.DB's row ids do
 	events      []ordersync.EventRecord

@@ -71,3 +71,25 @@ RETURNING value, writer, written_at, lease_holder, lease_until`), n).Scan(&last,
 	}
 	return first, until, wait, nil
 }
+
+// ReleaseFetchSeq ends holder's lease of the fetch sequence, if it still
+// holds it, and clears its mark as the process that took numbers last: a
+// process that stops (a CLI command, serve shutting down) hands out no
+// more numbers, so the next one's reservation neither waits for the
+// lease's end nor is refused the lease for fetchSeqQuiet. A lease another
+// process revoked names no holder and is left to run out.
+func (db *DB) ReleaseFetchSeq(ctx context.Context, holder string) error {
+	op := "release the fetch sequence's lease"
+	if holder == "" {
+		return fmt.Errorf("%s: holder is required", op)
+	}
+	return db.inTx(ctx, op, func(tx *sqlx.Tx) error {
+		_, err := tx.ExecContext(ctx, db.rebind(`UPDATE fetch_sequence SET
+lease_holder = CASE WHEN lease_holder = ? THEN '' ELSE lease_holder END,
+lease_until = CASE WHEN lease_holder = ? THEN NULL ELSE lease_until END,
+written_at = CASE WHEN writer = ? THEN NULL ELSE written_at END,
+writer = CASE WHEN writer = ? THEN '' ELSE writer END
+WHERE id = 1 AND (lease_holder = ? OR writer = ?)`), holder, holder, holder, holder, holder, holder)
+		return err
+	})
+}

@@ -30,14 +30,6 @@ const (
 	seqLeaseMargin = 500 * time.Millisecond
 )
 
-// seqLeaser is a mirror that leases the fetch sequence (store.DB's
-// LeaseFetchSeq): it reserves n numbers for holder and may grant it the
-// sequence until until, so that no other process uses a number meanwhile;
-// numbers taken while another's lease runs may be used only from wait.
-type seqLeaser interface {
-	LeaseFetchSeq(ctx context.Context, holder string, n int, ttl time.Duration) (first int64, until, wait time.Time, err error)
-}
-
 // seqAllocator hands out fetch sequence numbers. Callers that ask while a
 // round trip to the mirror is running wait together and are served by the
 // next one: at most one round trip is in flight, and under load each one
@@ -54,16 +46,15 @@ type seqLeaser interface {
 // write connection, whose transactions would otherwise hold every fetch
 // back while they commit.
 //
-// A mirror that leases the sequence (seqLeaser) spares even that read: a
+// The sequence's lease (ordersync.FetchSequence) spares even that read: a
 // reservation that was granted the lease is handed out without reading
 // until shortly before the lease ends, since another process that takes
 // numbers meanwhile revokes the lease and waits for its end before using
 // them. So the sequence is read only after the lease was lost or not
 // granted (several processes taking numbers), as above.
 type seqAllocator struct {
-	mirror ordersync.Mirror
-	leaser seqLeaser // nil: no lease
-	holder string    // this allocator's name in the lease
+	mirror ordersync.FetchSequence
+	holder string // this allocator's name in the lease
 	ttl    time.Duration
 	margin time.Duration
 
@@ -91,9 +82,8 @@ type seqGroup struct {
 	err      error
 }
 
-func newSeqAllocator(m ordersync.Mirror) *seqAllocator {
+func newSeqAllocator(m ordersync.FetchSequence) *seqAllocator {
 	a := &seqAllocator{mirror: m, from: 1, ttl: seqLeaseTTL, margin: seqLeaseMargin}
-	a.leaser, _ = m.(seqLeaser)
 	host, _ := os.Hostname()
 	a.holder = fmt.Sprintf("%s/%d/%016x", host, os.Getpid(), rand.Uint64())
 	return a
@@ -180,16 +170,7 @@ func (a *seqAllocator) roundTrip(ctx context.Context, n int) (int64, error) {
 		// Another process reserved since: what is left is stale.
 	}
 	reserve := n + seqReserve
-	var (
-		first       int64
-		until, wait time.Time
-		err         error
-	)
-	if a.leaser != nil {
-		first, until, wait, err = a.leaser.LeaseFetchSeq(ctx, a.holder, reserve, a.ttl)
-	} else {
-		first, err = a.mirror.AllocateFetchSeq(ctx, reserve)
-	}
+	first, until, wait, err := a.mirror.LeaseFetchSeq(ctx, a.holder, reserve, a.ttl)
 	if err != nil {
 		return 0, fmt.Errorf("allocate %d fetch sequences: %w", reserve, err)
 	}

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		test func(t *testing.T, s Store)
 	}{
 		{"FetchSeqGrows", testFetchSeqGrows},
+		{"FetchSeqLease", testFetchSeqLease},
 		{"EarlierFetchNeverOverwritesLater", testEarlierFetchNeverOverwritesLater},
 		{"ApplyResults", testApplyResults},
 		{"ApplyReportsNextCheck", testApplyReportsNextCheck},
