@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -70,6 +71,8 @@ type seqAllocator struct {
 	// leaseUntil is when the reservation's lease ends; zero when it has
 	// none.
 	leaseUntil time.Time
+	// closed: close was called; next hands out no more numbers.
+	closed bool
 }
 
 type seqGroup struct {
@@ -99,6 +102,10 @@ func (a *seqAllocator) next(ctx context.Context, leaving func()) (int64, error) 
 		leaving()
 	}
 	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return 0, errSeqClosed
+	}
 	g := a.forming
 	if g == nil {
 		g = &seqGroup{previous: a.running, done: make(chan struct{})}
@@ -118,7 +125,12 @@ func (a *seqAllocator) next(ctx context.Context, leaving func()) (int64, error) 
 		}
 	}
 	a.mu.Lock()
-	if a.forming == g {
+	if a.forming == g && a.closed {
+		a.forming = nil
+		g.err = errSeqClosed
+		close(g.done)
+		a.mu.Unlock()
+	} else if a.forming == g {
 		// Nobody has sent the group's round trip yet: this caller does.
 		a.forming = nil
 		a.running = g.done
@@ -190,4 +202,35 @@ func (a *seqAllocator) roundTrip(ctx context.Context, n int) (int64, error) {
 		}
 	}
 	return first, nil
+}
+
+var errSeqClosed = errors.New("the fetch sequence allocator is closed")
+
+// close stops handing out numbers and, once the round trip in flight (if
+// any) has returned, gives the sequence's lease back: the next process to
+// take numbers, a serve started after a CLI command or a rolling restart's
+// successor, then neither waits up to seqLeaseTTL for the lease to run
+// out nor is refused the lease. Numbers already handed out stay below
+// every number taken after.
+func (a *seqAllocator) close(ctx context.Context) error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	running := a.running
+	a.from, a.to, a.leaseUntil = 1, 0, time.Time{}
+	a.mu.Unlock()
+	if running != nil {
+		select {
+		case <-running:
+		case <-ctx.Done():
+			return fmt.Errorf("release the fetch sequence's lease: %w", ctx.Err())
+		}
+	}
+	if err := a.mirror.ReleaseFetchSeq(ctx, a.holder); err != nil {
+		return fmt.Errorf("release the fetch sequence's lease: %w", err)
+	}
+	return nil
 }

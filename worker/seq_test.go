@@ -11,6 +11,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/fake"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -326,4 +327,71 @@ func TestSeqAllocatorLeaseAcrossProcesses(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// leaseWaits is store.DB remembering what its last lease told the caller.
+type leaseWaits struct {
+	*store.DB
+	mu          sync.Mutex
+	until, wait time.Time
+}
+
+func (l *leaseWaits) LeaseFetchSeq(ctx context.Context, holder string, n int, ttl time.Duration) (int64, time.Time, time.Time, error) {
+	first, until, wait, err := l.DB.LeaseFetchSeq(ctx, holder, n, ttl)
+	l.mu.Lock()
+	l.until, l.wait = until, wait
+	l.mu.Unlock()
+	return first, until, wait, err
+}
+
+// TestSeqAllocatorCloseReleasesLease: a process's allocator that took the
+// fetch sequence's lease gives it back when closed, so the next process's
+// allocator on the database (a serve started after a CLI command, a
+// rolling restart's successor) is granted the lease and told to wait for
+// nobody, rather than waiting up to the lease's 2 s for it to run out.
+// What the successor is told, not a clock, decides.
+func TestSeqAllocatorCloseReleasesLease(t *testing.T) {
+	for _, d := range []struct {
+		name string
+		url  func(t *testing.T) string
+	}{
+		{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "seq.db") }},
+		{"postgres", func(t *testing.T) string { return testenv.Services(t).DatabaseURL }},
+	} {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			url := d.url(t)
+			open := func() *leaseWaits {
+				db, err := store.Open(context.Background(), store.Config{URL: url})
+				if err != nil {
+					t.Fatalf("store.Open: %v", err)
+				}
+				t.Cleanup(func() { db.Close() })
+				return &leaseWaits{DB: db}
+			}
+			ctx := context.Background()
+			first, second := open(), open()
+			a := newSeqAllocator(first)
+			if _, err := a.next(ctx, nil); err != nil {
+				t.Fatalf("next: %v", err)
+			}
+			if first.until.IsZero() {
+				t.Fatal("the first allocator, alone, was not granted the lease")
+			}
+			if err := a.close(ctx); err != nil {
+				t.Fatalf("close: %v", err)
+			}
+			if _, err := a.next(ctx, nil); err == nil {
+				t.Error("next after close succeeded")
+			}
+			b := newSeqAllocator(second)
+			if _, err := b.next(ctx, nil); err != nil {
+				t.Fatalf("successor's next: %v", err)
+			}
+			if !second.wait.IsZero() || second.until.IsZero() {
+				t.Errorf("successor after close: told to wait until %v (%v from now), lease until %v; want no wait and the lease",
+					second.wait, time.Until(second.wait).Round(time.Millisecond), second.until)
+			}
+		})
+	}
 }

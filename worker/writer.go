@@ -54,6 +54,12 @@ func NewMirrorWriter(cfg MirrorWriterConfig) (*MirrorWriter, error) {
 	return &MirrorWriter{mirror: cfg.Mirror, seqs: newSeqAllocator(cfg.Mirror), metrics: m}, nil
 }
 
+// Close gives the fetch sequence's lease back, so that the next process
+// on the mirror takes numbers at once, after waiting for a reservation in
+// flight; the writer hands out no more fetch numbers. Call it when the
+// process's fetches have stopped, before closing the mirror.
+func (w *MirrorWriter) Close(ctx context.Context) error { return w.seqs.close(ctx) }
+
 // apply writes fetched orders in one mirror transaction and counts what it
 // did to each, under the order's account.
 func (w *MirrorWriter) apply(ctx context.Context, params []ordersync.ApplyParams) ([]ordersync.ApplyResult, error) {

@@ -43,8 +43,7 @@ func serveFetches(st *app.Stack) float64 {
 
 // waitServeFetched waits until the stack's serve has sent an order request
 // since it had sent before: its fetch of the webhook a link created
-// through the CLI causes. That fetch waits until the CLI's lease of the
-// fetch sequences runs out, and a stack stopped before it waits the worker
+// through the CLI causes. A stack stopped before it waits the worker
 // drain's whole timeout for it.
 func waitServeFetched(t *testing.T, st *app.Stack, before float64) {
 	t.Helper()

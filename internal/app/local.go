@@ -122,8 +122,11 @@ func (l *Local) Reconcile(ctx context.Context, filter ordersync.ReconcileFilter,
 	return rec.RunOnce(ctx, filter, progress)
 }
 
-// Close closes the mirror.
+// Close gives back the fetch sequence's lease, which a command that
+// fetched holds for up to 2 s more (a serve started next would wait for
+// it), and closes the mirror.
 func (l *Local) Close() {
+	l.closeWriter()
 	if l.db != nil {
 		_ = l.db.Close()
 	}

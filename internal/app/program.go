@@ -254,6 +254,9 @@ func (p *Program) Close() {
 		if p.embedded != nil {
 			p.embedded.Shutdown()
 		}
+		// A successor on the mirror (a rolling restart) takes fetch
+		// numbers at once rather than after the lease runs out.
+		p.closeWriter()
 		if p.db != nil {
 			_ = p.db.Close()
 		}

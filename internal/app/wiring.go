@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,6 +61,20 @@ func (w *wiring) mirrorWriter() (*worker.MirrorWriter, error) {
 	var err error
 	w.writer, err = worker.NewMirrorWriter(worker.MirrorWriterConfig{Mirror: w.db, Registerer: w.reg})
 	return w.writer, err
+}
+
+// closeWriter gives back the fetch sequence's lease the process's writer
+// may hold, within a bound: a database that does not answer must not hold
+// the shutdown, and the lease then runs out by itself.
+func (w *wiring) closeWriter() {
+	if w.writer == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := w.writer.Close(ctx); err != nil && w.logger != nil {
+		w.logger.Warn("release the fetch sequence's lease", "err", err)
+	}
 }
 
 // newSyncer is an account's Syncer (breaker, limits, credentials pause);
