@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/datadir"
 	"github.com/ordersync/ordersync/internal/testenv/testdb"
 	"github.com/ordersync/ordersync/sim"
 )
@@ -64,5 +67,43 @@ func TestLinksCreateReleasesFetchSeqLease(t *testing.T) {
 					wait, time.Until(wait).Round(time.Millisecond), until)
 			}
 		})
+	}
+}
+
+// TestServeShutdownReleasesFetchSeqLease: serve, alone on its mirror,
+// fetches under the fetch sequence's lease and gives it back when it shuts
+// down cleanly, so a successor (a rolling restart) takes numbers at once.
+// The successor's answer from the mirror decides, not a clock: the check
+// follows serve's last fetches by well under the lease's 2 s.
+func TestServeShutdownReleasesFetchSeqLease(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	testdb.SQLiteFile(t, datadir.DatabaseFile(dir))
+	st, err := app.StartStack(context.Background(), app.StackOptions{DataDir: dir, Seed: 9, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatalf("start stack: %v", err)
+	}
+	if _, err := createDemoOrders(context.Background(), st.Program.AdminURL(), ordersync.DefaultAccount, 3, rand.New(rand.NewPCG(9, 9))); err != nil {
+		t.Fatal(err)
+	}
+	waitMirrorMatches(t, st, 10*time.Second)
+	url := st.Program.Config().DatabaseURL
+	if err := st.Close(); err != nil {
+		t.Fatalf("close stack: %v", err)
+	}
+	cfg := app.DefaultConfig()
+	cfg.DatabaseURL = url
+	next, err := app.OpenLocal(context.Background(), cfg, app.LocalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	_, until, wait, err := next.DB().LeaseFetchSeq(context.Background(), "successor", 1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !wait.IsZero() || until.IsZero() {
+		t.Errorf("serve's successor: told to wait until %v (%v from now), lease until %v; want no wait and the lease",
+			wait, time.Until(wait).Round(time.Millisecond), until)
 	}
 }
