@@ -51,21 +51,7 @@ func TestLinksCreateReleasesFetchSeqLease(t *testing.T) {
 			if err != nil || !strings.Contains(out, "created and recorded") {
 				t.Fatalf("links create: %v\n%s", err, out)
 			}
-			cfg := app.DefaultConfig()
-			cfg.DatabaseURL = url
-			next, err := app.OpenLocal(context.Background(), cfg, app.LocalOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer next.Close()
-			_, until, wait, err := next.DB().LeaseFetchSeq(context.Background(), "next-process", 1, time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !wait.IsZero() || until.IsZero() {
-				t.Errorf("the next process after links create: told to wait until %v (%v from now), lease until %v; want no wait and the lease",
-					wait, time.Until(wait).Round(time.Millisecond), until)
-			}
+			nextTakesLease(t, url, "the next process after links create")
 		})
 	}
 }
@@ -91,6 +77,14 @@ func TestServeShutdownReleasesFetchSeqLease(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatalf("close stack: %v", err)
 	}
+	nextTakesLease(t, url, "serve's successor")
+}
+
+// nextTakesLease checks that a process opening the mirror at url after
+// another has closed is given the fetch sequence's lease at once, not
+// told to wait for the other's to run out.
+func nextTakesLease(t *testing.T, url, who string) {
+	t.Helper()
 	cfg := app.DefaultConfig()
 	cfg.DatabaseURL = url
 	next, err := app.OpenLocal(context.Background(), cfg, app.LocalOptions{})
@@ -98,12 +92,12 @@ func TestServeShutdownReleasesFetchSeqLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer next.Close()
-	_, until, wait, err := next.DB().LeaseFetchSeq(context.Background(), "successor", 1, time.Second)
+	_, until, wait, err := next.DB().LeaseFetchSeq(context.Background(), "next", 1, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !wait.IsZero() || until.IsZero() {
-		t.Errorf("serve's successor: told to wait until %v (%v from now), lease until %v; want no wait and the lease",
-			wait, time.Until(wait).Round(time.Millisecond), until)
+		t.Errorf("%s: told to wait until %v (%v from now), lease until %v; want no wait and the lease",
+			who, wait, time.Until(wait).Round(time.Millisecond), until)
 	}
 }
