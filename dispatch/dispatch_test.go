@@ -62,11 +62,13 @@ func TestDispatchDeliversSignedEvents(t *testing.T) {
 	if r := paidOnly.requests()[0]; r.typ != "order.paid" || r.id != delivery.WebhookID(po.ID, "default:A1:paid") || r.id == got[2].id {
 		t.Errorf("paid-only endpoint got %s %s", r.typ, r.id)
 	}
+	// The delivery log: one row per event and endpoint, as each ended.
+	recs := e.deliveries(t, "A1", 4)
+	// The counter moves when the answer is read, after the endpoint has
+	// seen the request and before the event's row goes in.
 	if n := testenv.MetricSum(t, e.reg, "ordersync_delivery_events_total", map[string]string{"endpoint": ep.ID, "outcome": "delivered"}); n != 3 {
 		t.Errorf("delivered events metric = %v, want 3", n)
 	}
-	// The delivery log: one row per event and endpoint, as each ended.
-	recs := e.deliveries(t, "A1", 4)
 	byID := map[string]ordersync.DeliveryRecord{}
 	for _, r := range recs {
 		byID[r.WebhookID] = r
