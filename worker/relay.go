@@ -21,7 +21,8 @@ type RelayConfig struct {
 	Outbox    ordersync.Outbox
 	Publisher ordersync.MessagePublisher
 	// Interval is how often the relay looks for unsent messages when nobody
-	// calls Notify. Default 250ms.
+	// calls Notify, and the longest it publishes offered messages without
+	// reading the table too. Default 250ms.
 	Interval time.Duration
 	// BatchSize is how many messages one round reads. Default 200.
 	BatchSize int
@@ -30,14 +31,6 @@ type RelayConfig struct {
 	// the relay would wait for the publisher's own abandonment of the
 	// ack, a minute, before trying again.
 	PublishTimeout time.Duration
-	// CommitOrderIDs says the outbox hands out ids in commit order without
-	// holes (SQLite's AUTOINCREMENT under its one writer): only then does
-	// the relay publish offered messages (Offer) without reading the table,
-	// as a message that continues the last one published is known to have
-	// nothing unpublished before it. PostgreSQL's ids are neither (a
-	// sequence skips on rollback and concurrent transactions commit out of
-	// order), so there the relay reads the table on every round.
-	CommitOrderIDs bool
 	Registerer     prometheus.Registerer
 	Logger         *slog.Logger
 	// Tracer traces each traced message's publish; nil: off.
@@ -85,6 +78,9 @@ type Relay struct {
 	// last is the id of the last message published; 0 until a round read
 	// the table, and again after a failure.
 	last int64
+	// readAt is when a round last read the table; rounds are one at a
+	// time, so only they touch it.
+	readAt time.Time
 }
 
 // NewRelay returns a relay; call Run.
@@ -101,11 +97,17 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 }
 
 // Offer hands the relay messages just committed (ApplyResult.Messages)
-// and wakes it: with CommitOrderIDs, messages that continue the last one
-// published are published from here, not read back; otherwise they are
-// read back, and what the table does not keep (the headers' facts) comes
-// from here. What it holds is bounded by BatchSize; past that it forgets
-// them, for the table to give them again.
+// and wakes it: messages that continue the last one published are
+// published from here, not read back; the others are read back, and what
+// the table does not keep (the headers' facts) comes from here. What it
+// holds is bounded by BatchSize; past that it forgets them, for the table
+// to give them again.
+//
+// The outbox hands out ids in commit order: SQLite has one writer, and
+// PostgreSQL's writers lock the outbox around their inserts. A message
+// that continues the last one published therefore has nothing unpublished
+// before it. Ids may have holes (a rolled-back insert, another process's
+// message), which send the relay to the table.
 func (r *Relay) Offer(msgs []ordersync.OutboxMessage) {
 	if len(msgs) == 0 {
 		return
@@ -125,9 +127,6 @@ func (r *Relay) Offer(msgs []ordersync.OutboxMessage) {
 // (another process's, or one not yet offered), which a read of the table
 // then gives.
 func (r *Relay) take() []ordersync.OutboxMessage {
-	if !r.cfg.CommitOrderIDs {
-		return nil
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	slices.SortFunc(r.held, func(a, b ordersync.OutboxMessage) int { return cmp.Compare(a.ID, b.ID) })
@@ -229,8 +228,12 @@ func (r *Relay) Run(ctx context.Context) error {
 
 // Flush publishes the pending messages and returns how many it sent:
 // those offered that continue the last one published, from memory; when
-// there were none (or some were missing between them), every pending
-// message of the table.
+// there were none (or some were missing between them), or the table was
+// last read an Interval ago, every pending message of the table. The
+// timed read finds a message committed below the last one published,
+// which only a writer of a release without the outbox lock makes (a
+// rolling upgrade on PostgreSQL), within an Interval while offers keep
+// coming.
 func (r *Relay) Flush(ctx context.Context) (int, error) {
 	r.flushing.Lock()
 	defer r.flushing.Unlock()
@@ -250,9 +253,10 @@ func (r *Relay) flush(ctx context.Context) (int, error) {
 			r.mu.Lock()
 			gap := len(r.held) > 0
 			r.mu.Unlock()
-			if fromMemory && !gap {
+			if fromMemory && !gap && time.Since(r.readAt) < r.cfg.Interval {
 				return sent, nil
 			}
+			r.readAt = time.Now()
 			var err error
 			if msgs, err = r.cfg.Outbox.PendingOutbox(ctx, r.cfg.BatchSize); err != nil {
 				return sent, err

@@ -2,6 +2,8 @@ package worker_test
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,20 +12,52 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/sim"
+	"github.com/ordersync/ordersync/store"
 	"github.com/ordersync/ordersync/worker"
 )
 
 // countingOutbox is the real outbox, counting the relay's reads of it.
+// The messages in hidden are left out of what it reads, as a transaction
+// not committed yet would leave them.
 type countingOutbox struct {
 	ordersync.Outbox
-	reads atomic.Int64
+	reads  atomic.Int64
+	hidden sync.Map // int64 ids
 }
 
 func (o *countingOutbox) PendingOutbox(ctx context.Context, limit int) ([]ordersync.OutboxMessage, error) {
 	o.reads.Add(1)
-	return o.Outbox.PendingOutbox(ctx, limit)
+	msgs, err := o.Outbox.PendingOutbox(ctx, limit)
+	return slices.DeleteFunc(msgs, func(m ordersync.OutboxMessage) bool { _, ok := o.hidden.Load(m.ID); return ok }), err
+}
+
+// usePostgres moves the env's mirror to a fresh PostgreSQL schema; the
+// env's cleanup closes it in place of the SQLite one.
+func (e *env) usePostgres(t *testing.T) {
+	t.Helper()
+	db, err := store.Open(context.Background(), store.Config{URL: testenv.Services(t).DatabaseURL})
+	if err != nil {
+		t.Fatalf("store.Open: %v", err)
+	}
+	e.db.Close()
+	e.db, e.mirror = db, db
+}
+
+// forDialects runs f on a SQLite mirror and on a PostgreSQL one.
+func forDialects(t *testing.T, f func(t *testing.T, e *env)) {
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, sim.Faults{})
+			if dialect == "postgres" {
+				e.usePostgres(t)
+			}
+			f(t, e)
+		})
+	}
 }
 
 // orderHeaders reads the orders stream's messages in order: each one's
@@ -55,40 +89,64 @@ func (e *env) orderHeaders(t *testing.T) (ids []string, withFacts []bool) {
 	return ids, withFacts
 }
 
-// TestRelayPublishesOfferedMessages: with ids in commit order (SQLite),
-// the messages a commit hands the relay are published without reading the
-// table back, once a first read found where the table stands; a message
-// missing between those offered (another writer's) sends the relay to the
-// table, which gives everything in order. Messages published from memory
-// carry the order's facts as headers; those read back, written by a
-// commit that handed nothing over (as by an earlier release), do not.
-func TestRelayPublishesOfferedMessages(t *testing.T) {
-	e := newEnv(t, sim.Faults{})
+// relayRun is a relay over a counting outbox, and what makes the messages
+// it publishes: an order of the simulator's synced into the mirror.
+type relayRun struct {
+	orders []ordersync.PaymentLinkResult
+	relay  *worker.Relay
+	outbox *countingOutbox
+	sync   func(i int) []ordersync.OutboxMessage
+	flush  func(want int)
+}
+
+// newRelayRun makes n orders in the simulator and a relay that reads the
+// table back every interval while offers keep coming.
+func newRelayRun(t *testing.T, e *env, n int, interval time.Duration) relayRun {
 	s := e.newSyncer(t, nil, nil)
 	ctx := context.Background()
 	outbox := &countingOutbox{Outbox: e.db}
-	relay, err := worker.NewRelay(worker.RelayConfig{Outbox: outbox, Publisher: e.q, CommitOrderIDs: true, Registerer: prometheus.NewRegistry()})
+	relay, err := worker.NewRelay(worker.RelayConfig{Outbox: outbox, Publisher: e.q, Interval: interval, Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	orders := e.createOrders(t, 5)
-	sync := func(i int) []ordersync.OutboxMessage {
-		t.Helper()
-		r, err := s.SyncOrder(ctx, ordersync.DefaultAccount, orders[i].OrderCode, ordersync.CauseTrack)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(r.Messages) != 1 || r.Messages[0].ID == 0 {
-			t.Fatalf("order %d: apply reported messages %+v, want one with its id", i, r.Messages)
-		}
-		return r.Messages
+	orders := e.createOrders(t, n)
+	return relayRun{orders: orders, relay: relay, outbox: outbox,
+		sync: func(i int) []ordersync.OutboxMessage {
+			t.Helper()
+			r, err := s.SyncOrder(ctx, ordersync.DefaultAccount, orders[i].OrderCode, ordersync.CauseTrack)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Messages) != 1 || r.Messages[0].ID == 0 {
+				t.Fatalf("order %d: apply reported messages %+v, want one with its id", i, r.Messages)
+			}
+			return r.Messages
+		},
+		flush: func(want int) {
+			t.Helper()
+			if n, err := relay.Flush(ctx); err != nil || n != want {
+				t.Fatalf("Flush sent %d, %v; want %d", n, err, want)
+			}
+		},
 	}
-	flush := func(want int) {
-		t.Helper()
-		if n, err := relay.Flush(ctx); err != nil || n != want {
-			t.Fatalf("Flush sent %d, %v; want %d", n, err, want)
-		}
-	}
+}
+
+// TestRelayPublishesOfferedMessages: with ids in commit order (SQLite's
+// one writer, PostgreSQL's outbox lock), the messages a commit hands the
+// relay are published without reading the table back, once a first read
+// found where the table stands; a message missing between those offered
+// (another writer's) sends the relay to the table, which gives everything
+// in order. Messages published from memory carry the order's facts as
+// headers; those read back, written by a commit that handed nothing over
+// (as by an earlier release), do not. The timed read is an hour away.
+func TestRelayPublishesOfferedMessages(t *testing.T) {
+	forDialects(t, testRelayPublishesOfferedMessages)
+}
+
+func testRelayPublishesOfferedMessages(t *testing.T, e *env) {
+	ctx := context.Background()
+	r := newRelayRun(t, e, 5, time.Hour)
+	relay, outbox, sync, flush := r.relay, r.outbox, r.sync, r.flush
 
 	sync(0) // written as by an earlier release: nothing offered
 	flush(1)
@@ -119,7 +177,7 @@ func TestRelayPublishesOfferedMessages(t *testing.T) {
 	if len(ids) != 5 {
 		t.Fatalf("%d order events in the stream, want 5: %v", len(ids), ids)
 	}
-	for i, o := range orders {
+	for i, o := range r.orders {
 		if want := ordersync.DefaultAccount + ":" + o.OrderCode + ":status:PENDING:1"; ids[i] != want {
 			t.Errorf("event %d is %s, want %s", i, ids[i], want)
 		}
@@ -129,4 +187,33 @@ func TestRelayPublishesOfferedMessages(t *testing.T) {
 			t.Errorf("event %d carries the order's facts as headers: %v, want %v", i, withFacts[i], want)
 		}
 	}
+}
+
+// TestRelayFindsAMessageCommittedBelowTheLast: a message that commits
+// below the last one published (on PostgreSQL, by a writer of a release
+// without the outbox lock, in a rolling upgrade) is read from the table
+// within the relay's interval, though every later message continues the
+// last one from memory. With an interval of a nanosecond every round is
+// due to read; with an hour's (TestRelayPublishesOfferedMessages) none
+// is, and this message would wait until offers stop.
+func TestRelayFindsAMessageCommittedBelowTheLast(t *testing.T) {
+	forDialects(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		r := newRelayRun(t, e, 4, time.Nanosecond)
+		r.sync(0)
+		r.flush(1)
+		late := r.sync(1)[0] // not committed yet, as far as reads go
+		r.outbox.hidden.Store(late.ID, true)
+		r.relay.Offer(r.sync(2))
+		r.flush(1)
+		r.outbox.hidden.Delete(late.ID) // commits
+		r.relay.Offer(r.sync(3))
+		r.flush(2)
+		if pending, _ := e.db.PendingOutbox(ctx, 100); len(pending) != 0 {
+			t.Fatalf("%d outbox messages pending, want none: %+v", len(pending), pending)
+		}
+		if ids, _ := e.orderHeaders(t); len(ids) != 4 {
+			t.Fatalf("%d order events in the stream, want 4: %v", len(ids), ids)
+		}
+	})
 }

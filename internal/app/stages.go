@@ -13,7 +13,6 @@ import (
 	"github.com/ordersync/ordersync/dispatch"
 	"github.com/ordersync/ordersync/metrics"
 	"github.com/ordersync/ordersync/queue"
-	"github.com/ordersync/ordersync/store"
 	"github.com/ordersync/ordersync/webhook"
 	"github.com/ordersync/ordersync/worker"
 )
@@ -28,7 +27,7 @@ func (p *Program) buildStages() (err error) {
 		}
 	}
 	defaultSyncer := p.syncers[ordersync.DefaultAccount]
-	if p.relay, err = worker.NewRelay(worker.RelayConfig{Outbox: p.db, Publisher: p.queue, CommitOrderIDs: p.db.Dialect() == store.DialectSQLite,
+	if p.relay, err = worker.NewRelay(worker.RelayConfig{Outbox: p.db, Publisher: p.queue,
 		Registerer: p.reg, Logger: log("relay"), Tracer: p.tracer}); err != nil {
 		return err
 	}
