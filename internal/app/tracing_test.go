@@ -82,16 +82,19 @@ func TestTraceFollowsTheWebhook(t *testing.T) {
 		t.Fatalf("the endpoint's requests carried traceparents %q, want one", traces)
 	}
 
-	spans := exp.GetSpans()
+	// The deliver span ends, and is exported, once the dispatcher has read
+	// the endpoint's answer: after the endpoint saw the request.
+	var spans tracetest.SpanStubs
 	var deliver *tracetest.SpanStub
-	for i := range spans {
-		if spans[i].Name == tracing.SpanDeliver {
-			deliver = &spans[i]
+	testenv.WaitFor(t, 10*time.Second, "the deliver span", func() bool {
+		spans = exp.GetSpans()
+		for i := range spans {
+			if spans[i].Name == tracing.SpanDeliver {
+				deliver = &spans[i]
+			}
 		}
-	}
-	if deliver == nil {
-		t.Fatalf("no deliver span among %d", len(spans))
-	}
+		return deliver != nil
+	})
 	if want := "00-" + deliver.SpanContext.TraceID().String() + "-" + deliver.SpanContext.SpanID().String() + "-01"; traces[0] != want {
 		t.Errorf("the delivery's traceparent = %q, want the deliver span's %q", traces[0], want)
 	}
