@@ -217,3 +217,37 @@ func TestRelayFindsAMessageCommittedBelowTheLast(t *testing.T) {
 		}
 	})
 }
+
+// TestRelayFindsItAtTheDefaultInterval: at the default interval too, the
+// message committed below the last one published goes out while offers
+// keep coming, one every 25 ms; without the timed read it would wait
+// for them to stop. The deadline is against a relay that never reads.
+func TestRelayFindsItAtTheDefaultInterval(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, sim.Faults{})
+	ctx := context.Background()
+	const offers = 160 // 4 s of offers, 16 default intervals
+	r := newRelayRun(t, e, offers+3, 0)
+	r.sync(0)
+	r.flush(1)
+	late := r.sync(1)[0]
+	r.outbox.hidden.Store(late.ID, true)
+	r.relay.Offer(r.sync(2))
+	r.flush(1)
+	r.outbox.hidden.Delete(late.ID)
+	start := time.Now()
+	for i := 3; ; i++ {
+		if i == offers+3 {
+			t.Fatalf("the late message still pending after %d offers over %v", offers, time.Since(start).Round(time.Millisecond))
+		}
+		r.relay.Offer(r.sync(i))
+		if _, err := r.relay.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if pending, _ := e.db.PendingOutbox(ctx, 100); len(pending) == 0 {
+			t.Logf("the late message went out %v after it committed, with %d offers between", time.Since(start).Round(time.Millisecond), i-2)
+			return
+		}
+		time.Sleep(25 * time.Millisecond) // paces the offers; the relay's own interval is the subject
+	}
+}
