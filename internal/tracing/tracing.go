@@ -15,7 +15,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -90,7 +90,8 @@ type Tracer struct {
 
 // New returns the tracer cfg asks for: nil (off) without an endpoint, else
 // one exporting in batches over OTLP/HTTP (protobuf). The exporter also
-// reads the SDK's OTEL_EXPORTER_OTLP_HEADERS, for a collector's token.
+// reads the SDK's OTEL_EXPORTER_OTLP_HEADERS (and _TRACES_HEADERS), for a
+// collector's token.
 func New(ctx context.Context, cfg Config) (*Tracer, error) {
 	if cfg.Endpoint == "" {
 		return nil, nil
@@ -99,7 +100,7 @@ func New(ctx context.Context, cfg Config) (*Tracer, error) {
 		return nil, err
 	}
 	u, _ := tracesURL(cfg.Endpoint)
-	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(u))
+	exp, err := otlptrace.New(ctx, newOTLPClient(u))
 	if err != nil {
 		return nil, fmt.Errorf("tracing exporter: %w", err)
 	}

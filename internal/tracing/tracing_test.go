@@ -4,14 +4,20 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/ordersync/ordersync/internal/retry"
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -141,6 +147,115 @@ func TestConfigValidate(t *testing.T) {
 		err := tc.cfg.Validate()
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("Validate(%+v) = %v, want an error naming %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+// TestOTLPHeadersFromEnvironment reads the SDK's header variables as the
+// SDK does: the traces variable over the general one, values unescaped,
+// and an entry without a key or with a bad escape left out.
+func TestOTLPHeadersFromEnvironment(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want map[string]string
+	}{
+		{nil, map[string]string{}},
+		{map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20t0k, X-Team = shop ,=x,noequals,bad=%zz"},
+			map[string]string{"Authorization": "Bearer t0k", "X-Team": "shop"}},
+		{map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "A=1", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "B=2"},
+			map[string]string{"B": "2"}},
+	} {
+		got := otlpHeaders(func(k string) string { return tc.env[k] })
+		if !maps.Equal(got, tc.want) {
+			t.Errorf("headers of %v = %v, want %v", tc.env, got, tc.want)
+		}
+	}
+}
+
+// TestOTLPExportRetries holds the exporter's answers to a collector: a
+// 503 is sent again (with the headers each time) until it is taken, a
+// 400 is given up at once with the collector's reason, and a 503 past
+// the policy's last attempt is given up.
+func TestOTLPExportRetries(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		answers []int
+		seen    []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, r.Header.Get("Authorization")+" "+r.Header.Get("Content-Type"))
+		code := answers[0]
+		answers = answers[1:]
+		if code == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "0")
+		}
+		w.WriteHeader(code)
+		io.WriteString(w, "spans refused: bad resource\n")
+	}))
+	defer srv.Close()
+	c := newOTLPClient(srv.URL)
+	c.headers = map[string]string{"Authorization": "Bearer t"}
+	c.policy = retry.Policy{Initial: time.Millisecond, Multiplier: 2, Max: 4 * time.Millisecond, Window: time.Minute}
+	spans := []*tracepb.ResourceSpans{{ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{Name: "fetch"}}}}}}
+	upload := func(codes ...int) (int, error) {
+		mu.Lock()
+		answers, seen = codes, nil
+		mu.Unlock()
+		err := c.UploadTraces(context.Background(), spans)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range seen {
+			if s != "Bearer t application/x-protobuf" {
+				t.Errorf("request headers = %q", s)
+			}
+		}
+		return len(seen), err
+	}
+	if n, err := upload(503, 503, 200); err != nil || n != 3 {
+		t.Errorf("503, 503, 200: %d requests, %v; want 3, nil", n, err)
+	}
+	if n, err := upload(400, 200); err == nil || n != 1 || !strings.Contains(err.Error(), "400 Bad Request: spans refused: bad resource") {
+		t.Errorf("400: %d requests, %v; want 1 and the collector's reason", n, err)
+	}
+	c.policy.Window = 0
+	c.policy.MaxAttempts = 2
+	if n, err := upload(503, 503, 200); err == nil || n != 2 {
+		t.Errorf("503s past the attempts: %d requests, %v; want 2 and an error", n, err)
+	}
+}
+
+// TestExportRequestIsTheCollectorsMessage reads the request the exporter
+// encodes by hand with the collector's own message type.
+func TestExportRequestIsTheCollectorsMessage(t *testing.T) {
+	spans := []*tracepb.ResourceSpans{
+		{ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{Name: "receive"}, {Name: "publish"}}}}},
+		{ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{Name: "fetch"}}}}},
+	}
+	b, err := exportRequest(spans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req collectortrace.ExportTraceServiceRequest
+	if err := proto.Unmarshal(b, &req); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(&req, &collectortrace.ExportTraceServiceRequest{ResourceSpans: spans}) {
+		t.Fatalf("decoded %v, want the spans given", &req)
+	}
+}
+
+// TestTracingLinksNoGRPC keeps the OTLP transport's reason to be: no
+// package of gRPC in the binary, tracing on or off.
+func TestTracingLinksNoGRPC(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/ordersync/ordersync/internal/tracing").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if strings.HasPrefix(p, "google.golang.org/grpc") || strings.HasPrefix(p, "github.com/grpc-ecosystem/") {
+			t.Errorf("internal/tracing links %s", p)
 		}
 	}
 }
