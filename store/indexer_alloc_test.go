@@ -16,7 +16,7 @@ import (
 // writes of buckets, figures and words. It sits a few percent above the
 // count when it was set (141), so that a statement prepared per pass or a second
 // read of the orders fails it.
-const indexerAllocBudget = 150
+const indexerAllocBudget = 148
 
 // TestIndexerAllocBudget holds the indexer to its allocation budget.
 func TestIndexerAllocBudget(t *testing.T) {
