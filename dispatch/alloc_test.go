@@ -21,7 +21,7 @@ import (
 // stream, the dispatcher's pull, signing and POST, the loopback endpoint's
 // side of the request, and the delivery log's row, with an embedded
 // JetStream and SQLite. It sits about a ninth above the count when it was
-// set (233-236), as the NATS server and client allocate beside it.
+// set (233-241), as the NATS server and client allocate beside it.
 const dispatchAllocBudget = 260
 
 // TestDispatchAllocBudget holds the delivery of order events to their
