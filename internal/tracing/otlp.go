@@ -22,7 +22,8 @@ import (
 // transport under the SDK's own OTLP exporter (otlptrace), which converts
 // and batches the spans. The SDK's HTTP transport (otlptracehttp) is not
 // used because its configuration package links gRPC into every process,
-// tracing on or off, for 2.2 MB of resident binary (docs/benchmarks.md).
+// tracing on or off, and the binary's size is resident memory
+// (docs/benchmarks.md, "What the peak RSS holds").
 type otlpClient struct {
 	url     string
 	headers map[string]string
