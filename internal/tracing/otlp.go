@@ -40,8 +40,10 @@ func newOTLPClient(endpoint string) *otlpClient {
 	return &otlpClient{
 		url:     endpoint,
 		headers: otlpHeaders(os.Getenv),
-		http:    &http.Client{Timeout: 10 * time.Second},
-		policy:  otlpRetry,
+		// A transport of its own: Stop closes its idle connections, not
+		// those of http.DefaultTransport that other clients share.
+		http:   &http.Client{Timeout: 10 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()},
+		policy: otlpRetry,
 	}
 }
 
@@ -118,7 +120,11 @@ func (c *otlpClient) post(ctx context.Context, body []byte) (time.Duration, erro
 	if err != nil {
 		return 0, fmt.Errorf("otlp export: %w", err)
 	}
-	defer resp.Body.Close()
+	defer func() {
+		// Read to the end so that the connection is kept for the next batch.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+	}()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	switch code := resp.StatusCode; {
 	case code >= 200 && code < 300:

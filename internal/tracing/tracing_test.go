@@ -1,15 +1,18 @@
 package tracing
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -258,4 +261,56 @@ func TestTracingLinksNoGRPC(t *testing.T) {
 			t.Errorf("internal/tracing links %s", p)
 		}
 	}
+}
+
+// TestOTLPClientKeepsItsConnections holds the exporter's connections to
+// itself: batches reuse one connection even when the collector answers
+// with a body, and stopping the exporter leaves the idle connections of
+// http.DefaultTransport, which other clients share, open.
+func TestOTLPClientKeepsItsConnections(t *testing.T) {
+	newConns := func(srv *httptest.Server) *atomic.Int64 {
+		var n atomic.Int64
+		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				n.Add(1)
+			}
+		}
+		srv.Start()
+		t.Cleanup(srv.Close)
+		return &n
+	}
+	collector := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(bytes.Repeat([]byte{0}, 4096)) // a partial-success message, longer than what an error keeps
+	}))
+	collectorConns := newConns(collector)
+	other := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	otherConns := newConns(other)
+	get := func() {
+		resp, err := http.Get(other.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	get()
+
+	c := newOTLPClient(collector.URL)
+	spans := []*tracepb.ResourceSpans{{ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{Name: "fetch"}}}}}}
+	for range 3 {
+		if err := c.UploadTraces(context.Background(), spans); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := collectorConns.Load(); n != 1 {
+		t.Errorf("3 batches took %d connections, want 1", n)
+	}
+	if err := c.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	get()
+	if n := otherConns.Load(); n != 1 {
+		t.Errorf("after the exporter stopped, http.DefaultClient opened %d connections to the same server, want 1", n)
+	}
+	http.DefaultClient.CloseIdleConnections()
 }
