@@ -1,7 +1,7 @@
 // Package retry is the one retry and dead-letter policy of the stages that
 // settle failed work: the worker's pool (an event whose fetch, resolution or
-// commit failed) and the dispatcher (an event an endpoint did not take).
-// Each caller classifies its failure; the policy answers wait this long, or
+// commit failed) and the dispatcher (an event an endpoint did not take),
+// and of the tracing exporter's posts to a collector. Each caller classifies its failure; the policy answers wait this long, or
 // dead-letter with this reason. What is particular to a caller stays with
 // it: the pool decides that an upstream behind an open breaker or paused
 // credentials is an outage, the dispatcher disables an endpoint that
