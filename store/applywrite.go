@@ -68,11 +68,13 @@ func (c *changeEntry) fieldsJSON() ([]byte, error) {
 // or only their bookkeeping), line items and metadata, history, document
 // changes, outbox.
 func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
-	// The outbox payloads are encoded, and the document changes' fields
-	// worked out, on another core while the statements before theirs run:
-	// the transaction holds the database's only writer meanwhile.
+	// The outbox payloads are encoded (and compressed as SQLite stores
+	// them), and the document changes' fields worked out, on another core
+	// while the statements before theirs run: the transaction holds the
+	// database's only writer meanwhile.
 	var (
 		payloads  = make([][]byte, len(b.payloads))
+		stored    = make([][]byte, len(b.payloads))
 		splits    = make([]int, len(b.payloads))
 		changes   = make([][]any, len(b.changes))
 		encodeErr error
@@ -85,6 +87,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 				encodeErr = fmt.Errorf("encode outbox payload of %s: %w", b.payloads[i].Order.OrderCode, err)
 				return
 			}
+			stored[i] = db.storedPayload(payloads[i])
 		}
 		for i := range b.changes {
 			c := &b.changes[i]
@@ -241,7 +244,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	byMsgID := make(map[string]*ordersync.OutboxMessage, len(b.outbox))
 	for i := range b.outbox {
 		e := &b.outbox[i]
-		outbox[i] = []any{b.orders[e.key].st.ID, e.key.account, e.key.code, e.msg.Subject, e.msg.MsgID, payloads[e.payload], created, string(e.msg.From), nullString(e.msg.TraceParent)}
+		outbox[i] = []any{b.orders[e.key].st.ID, e.key.account, e.key.code, e.msg.Subject, e.msg.MsgID, stored[e.payload], created, string(e.msg.From), nullString(e.msg.TraceParent)}
 		e.msg.Payload, e.msg.StatusChangeAt, e.msg.CreatedAt = payloads[e.payload], splits[e.payload], created
 		byMsgID[e.msg.MsgID] = &e.msg
 	}

@@ -356,7 +356,11 @@ func outboxFor(t *testing.T, db *DB, code string) []ordersync.OutboxMessage {
 	}
 	msgs := make([]ordersync.OutboxMessage, len(rows))
 	for i, r := range rows {
-		msgs[i] = ordersync.OutboxMessage{ID: r.ID, Subject: r.Subject, MsgID: r.MsgID, Payload: r.Payload}
+		payload, err := outboxPayload(r.Payload)
+		if err != nil {
+			t.Fatalf("outbox message %d: %v", r.ID, err)
+		}
+		msgs[i] = ordersync.OutboxMessage{ID: r.ID, Subject: r.Subject, MsgID: r.MsgID, Payload: payload}
 	}
 	return msgs
 }

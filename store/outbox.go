@@ -33,8 +33,12 @@ FROM outbox WHERE sent_at IS NULL AND id > `+sentUpTo+` ORDER BY id LIMIT ?`), c
 		}
 		msgs = make([]ordersync.OutboxMessage, len(rows))
 		for i, r := range rows {
+			payload, err := outboxPayload(r.Payload)
+			if err != nil {
+				return fmt.Errorf("outbox message %d: %w", r.ID, err)
+			}
 			msgs[i] = ordersync.OutboxMessage{ID: r.ID, Account: r.Account, OrderCode: r.OrderCode, Subject: r.Subject,
-				MsgID: r.MsgID, Payload: r.Payload, CreatedAt: r.CreatedAt.UTC(), From: ordersync.Status(r.From), TraceParent: r.Trace}
+				MsgID: r.MsgID, Payload: payload, CreatedAt: r.CreatedAt.UTC(), From: ordersync.Status(r.From), TraceParent: r.Trace}
 		}
 		return nil
 	})
