@@ -15,6 +15,16 @@ import (
 // there: they queue for the single write connection.
 const sqliteBusyTimeout = 10 * time.Second
 
+// sqlitePageSize is a new SQLite file's page size. A commit writes each
+// page it changed whole to the WAL, and a checkpoint writes it again; a
+// status change changes a leaf of a dozen indexes at random places, so
+// smaller pages write fewer bytes. 2 KiB writes about 0.7 of SQLite's
+// default 4 KiB per status change at the same CPU; 1 KiB writes no fewer
+// in the real mix and costs more CPU, a write call per frame
+// (docs/benchmarks.md, "Real mix"). A file keeps the page size it was
+// made with.
+const sqlitePageSize = 2048
+
 // sqliteReadCacheKiB is the page cache of each SQLite read connection (the
 // default is 2 MiB): a search by a name that thousands of orders share
 // reads its words' pages and its page's orders through it, and with the
@@ -182,6 +192,23 @@ func (t target) sqliteDSN(write bool) string {
 		q.Set("_query_only", "on")
 		setDefault("_cache_size", fmt.Sprint(-sqliteReadCacheKiB))
 	}
+	return t.withQuery(q)
+}
+
+// sqliteCreateDSN is the DSN of the connection that sets up a new SQLite
+// file: the URL's own parameters and no journal mode, since WAL mode fixes
+// the page size.
+func (t target) sqliteCreateDSN() string {
+	q := url.Values{}
+	for k, v := range t.params {
+		q[k] = v
+	}
+	q.Del("_journal_mode")
+	q.Del("_query_only")
+	return t.withQuery(q)
+}
+
+func (t target) withQuery(q url.Values) string {
 	if t.uri {
 		return "file:" + t.path + "?" + q.Encode()
 	}

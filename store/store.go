@@ -122,7 +122,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	case DialectSQLite:
 		db.path, db.migrateLock = t.path, t.path+"-migrate"
 		if t.params.Get("mode") != "ro" {
-			createPrivate(t.path)
+			if err := createSQLite(t); err != nil {
+				return nil, fmt.Errorf("open sqlite %s: %w", t.path, err)
+			}
 		}
 		autoCheckpoint := cfg.CheckpointInterval < 0
 		db.write = sqlx.NewDb(sql.OpenDB(newSQLiteConnector(t.sqliteDSN(true), writePragmas(autoCheckpoint)...)), "sqlite3")
@@ -173,16 +175,36 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	return db, nil
 }
 
-// createPrivate creates a missing SQLite file, and its directory, owner-only
+// createSQLite creates a missing SQLite file, and its directory, owner-only
 // (SQLite itself would create the file 0644 less the umask, and not the
 // directory): the mirror holds buyer data. SQLite gives its -wal and -shm
-// files the database file's permissions. Any failure is left for SQLite's
+// files the database file's permissions. A file still empty gets its page
+// size (sqlitePageSize) and WAL mode before anything else writes to it;
+// when another opener holds it meanwhile (a busy or locked answer), that
+// one is doing the same. Failing to create the file is left for SQLite's
 // own open to report.
-func createPrivate(path string) {
-	_ = os.MkdirAll(filepath.Dir(path), 0o700)
-	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+func createSQLite(t target) error {
+	_ = os.MkdirAll(filepath.Dir(t.path), 0o700)
+	if f, err := os.OpenFile(t.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
 		_ = f.Close()
 	}
+	if fi, err := os.Stat(t.path); err != nil || fi.Size() > 0 {
+		return nil
+	}
+	conn, err := sql.Open("sqlite3", t.sqliteCreateDSN())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for _, p := range []string{fmt.Sprintf("PRAGMA page_size = %d", sqlitePageSize), "PRAGMA journal_mode = WAL"} {
+		var se sqlite3.Error
+		if _, err := conn.Exec(p); errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("set up the new file: %s: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // Path is the SQLite database file, "" for PostgreSQL.

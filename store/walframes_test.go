@@ -74,6 +74,11 @@ func TestWALFramesPerOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	var pageSize int64
+	if err := db.write.GetContext(ctx, &pageSize, "PRAGMA page_size"); err != nil {
+		t.Fatal(err)
+	}
+	frameSize := pageSize + 24
 	// The migrations' frames are not the orders'.
 	if _, err := db.write.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 		t.Fatal(err)
@@ -83,7 +88,7 @@ func TestWALFramesPerOrder(t *testing.T) {
 		if err != nil || fi.Size() < 32 {
 			return 0
 		}
-		return (fi.Size() - 32) / (4096 + 24)
+		return (fi.Size() - 32) / frameSize
 	}
 	type span struct {
 		step     string
@@ -174,11 +179,11 @@ func TestWALFramesPerOrder(t *testing.T) {
 			frames[sp.step] = map[string]int{}
 		}
 		for f := sp.from; f < sp.to; f++ {
-			page := binary.BigEndian.Uint32(wal[32+f*(4096+24):])
+			page := binary.BigEndian.Uint32(wal[32+f*frameSize:])
 			frames[sp.step][owner[page]]++
 		}
 	}
-	t.Logf("%d orders created, paid and finalized in batches of %d: %d WAL frames (%d bytes each)", total, batchSize, walFrames(), 4096+24)
+	t.Logf("%d orders created, paid and finalized in batches of %d: %d WAL frames (%d bytes each)", total, batchSize, walFrames(), frameSize)
 	for _, sp := range spans {
 		if frames[sp.step] != nil && !slices.Contains(steps, sp.step) {
 			steps = append(steps, sp.step)
@@ -193,7 +198,7 @@ func TestWALFramesPerOrder(t *testing.T) {
 			sum += n
 		}
 		slices.SortFunc(trees, func(a, b string) int { return m[b] - m[a] })
-		t.Logf("%s: %.2f frames, %.0f bytes per order", name, float64(sum)/float64(total), float64(sum*(4096+24))/float64(total))
+		t.Logf("%s: %.2f frames, %.0f bytes per order", name, float64(sum)/float64(total), float64(int64(sum)*frameSize)/float64(total))
 		for _, tree := range trees {
 			t.Logf("  %-36s %.3f", tree, float64(m[tree])/float64(total))
 		}
