@@ -196,15 +196,24 @@ func createSQLite(t target) error {
 		return err
 	}
 	defer conn.Close()
+	// The page size is the connection's until the first write: both
+	// statements run on the one connection.
+	conn.SetMaxOpenConns(1)
 	for _, p := range []string{fmt.Sprintf("PRAGMA page_size = %d", sqlitePageSize), "PRAGMA journal_mode = WAL"} {
-		var se sqlite3.Error
-		if _, err := conn.Exec(p); errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked) {
+		if _, err := conn.Exec(p); sqliteBusy(err) {
 			return nil
 		} else if err != nil {
 			return fmt.Errorf("set up the new file: %s: %w", p, err)
 		}
 	}
 	return nil
+}
+
+// sqliteBusy reports whether err is SQLite's answer that another
+// connection holds the lock it needs (busy or locked).
+func sqliteBusy(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
 }
 
 // Path is the SQLite database file, "" for PostgreSQL.
@@ -262,8 +271,7 @@ func pingSQLiteWrite(ctx context.Context, db *sqlx.DB) error {
 		backoff.WithMaxInterval(200*time.Millisecond), backoff.WithMaxElapsedTime(sqliteBusyTimeout))
 	return backoff.Retry(func() error {
 		err := db.PingContext(ctx)
-		var se sqlite3.Error
-		if err != nil && !(errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)) {
+		if err != nil && !sqliteBusy(err) {
 			return backoff.Permanent(err)
 		}
 		return err
