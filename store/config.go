@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"runtime"
 	"strings"
@@ -168,10 +169,7 @@ func parseURL(raw string) (target, error) {
 // sqliteDSN builds a mattn/go-sqlite3 DSN. Parameters given in the URL win,
 // except those that make the write handle the write handle.
 func (t target) sqliteDSN(write bool) string {
-	q := url.Values{}
-	for k, v := range t.params {
-		q[k] = v
-	}
+	q := maps.Clone(t.params)
 	setDefault := func(k, v string) {
 		if q.Get(k) == "" {
 			q.Set(k, v)
@@ -199,10 +197,7 @@ func (t target) sqliteDSN(write bool) string {
 // file: the URL's own parameters and no journal mode, since WAL mode fixes
 // the page size.
 func (t target) sqliteCreateDSN() string {
-	q := url.Values{}
-	for k, v := range t.params {
-		q[k] = v
-	}
+	q := maps.Clone(t.params)
 	q.Del("_journal_mode")
 	q.Del("_query_only")
 	return t.withQuery(q)
