@@ -31,7 +31,7 @@ var (
 	// messages after the commit, publishes them in order by.
 	insertOutbox = rowsSQL{prefix: `INSERT INTO outbox (order_row, account, order_code, subject, msg_id, payload, created_at, from_status, trace_parent) VALUES `, cols: 9,
 		suffix: ` RETURNING id, msg_id`}
-	insertChanges = rowsSQL{prefix: `INSERT INTO document_changes (account, order_code, at, cause, fields) VALUES `, cols: 5}
+	insertChanges = rowsSQL{prefix: `INSERT INTO document_changes (order_row, account, order_code, at, cause, fields) VALUES `, cols: 6}
 	upsertEvents  = rowsSQL{
 		prefix: `INSERT INTO event_log (msg_id, account, received_at, type, order_type, order_id, order_reference, order_code, signature, outcome, detail, order_row) VALUES `,
 		cols:   12,
@@ -96,7 +96,7 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 				encodeErr = fmt.Errorf("encode the changed fields of %s: %w", c.key.code, err)
 				return
 			}
-			changes[i] = []any{c.key.account, c.key.code, c.at, string(c.cause), string(fields)}
+			changes[i] = []any{nil, c.key.account, c.key.code, c.at, string(c.cause), string(fields)}
 		}
 	})
 	defer encoding.Wait()
@@ -232,6 +232,9 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	encoding.Wait()
 	if encodeErr != nil {
 		return encodeErr
+	}
+	for i := range b.changes {
+		changes[i][0] = b.orders[b.changes[i].key].st.ID
 	}
 	if err := db.execRows(ctx, tx, insertChanges, changes); err != nil {
 		return fmt.Errorf("insert document changes: %w", err)

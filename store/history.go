@@ -12,6 +12,11 @@ import (
 	"github.com/ordersync/ordersync"
 )
 
+// orderChangesQuery reads an order's document changes by its row, the
+// ones written before migration 37 (which have none) by its code.
+const orderChangesQuery = `SELECT at, cause, fields FROM document_changes
+WHERE order_row = ? OR (order_row IS NULL AND account = ? AND order_code = ?) ORDER BY at DESC, id DESC LIMIT ?`
+
 // FindOrderHistory returns what the mirror keeps of how a fetched order
 // changed, at most limit entries of each kind (default 100, at most 1000),
 // newest first, read in one transaction: its document changes, its status
@@ -31,8 +36,7 @@ func (db *DB) FindOrderHistory(ctx context.Context, account, orderCode string, l
 			Cause  string    `db:"cause"`
 			Fields string    `db:"fields"`
 		}
-		if err := tx.SelectContext(ctx, &changes, db.rebind(`SELECT at, cause, fields FROM document_changes
-WHERE account = ? AND order_code = ? ORDER BY at DESC, id DESC LIMIT ?`), account, orderCode, limit); err != nil {
+		if err := tx.SelectContext(ctx, &changes, db.rebind(orderChangesQuery), row, account, orderCode, limit); err != nil {
 			return fmt.Errorf("read document changes: %w", err)
 		}
 		for _, c := range changes {
