@@ -374,3 +374,17 @@ func indexNow(t testing.TB, db *DB) {
 		t.Fatalf("IndexNow: %v", err)
 	}
 }
+
+// thoroughEnv, set to anything, runs the property tests at the sizes
+// they had before they were cut down for the suite's time: more random
+// cases, more bounds, more arrivals. The cut-down sizes still hold every
+// distinct case and boundary.
+const thoroughEnv = "ORDERSYNC_TEST_THOROUGH"
+
+// thorough is n, or large when thoroughEnv is set.
+func thorough(n, large int) int {
+	if os.Getenv(thoroughEnv) != "" {
+		return large
+	}
+	return n
+}
