@@ -28,6 +28,7 @@ func TestPaidRangePagesWalkOrSort(t *testing.T) {
 		var orders []order
 		statuses := []ordersync.Status{ordersync.StatusPaid, ordersync.StatusFinalized, ordersync.StatusPending, ordersync.StatusPaid,
 			ordersync.StatusCancelled}
+		var batch []ordersync.ApplyParams // one transaction, not one per order
 		for i := range 80 {
 			o := order{code: fmt.Sprintf("w%02d", i), account: []string{ordersync.DefaultAccount, "md"}[i%2], status: statuses[i%len(statuses)],
 				created: base.Add(time.Duration(i) * 6 * time.Hour)}
@@ -37,12 +38,13 @@ func TestPaidRangePagesWalkOrSort(t *testing.T) {
 			// Paid within hours of its creation, or weeks later: a range
 			// of recent payments then holds orders created long before.
 			p.Account, p.FetchedAt = o.account, o.created.Add(time.Duration((i*7919)%(40*24))*time.Hour/(1+time.Duration(i%3)*10))
-			apply(t, db, p)
+			batch = append(batch, p)
 			if o.status.IsPaidState() {
 				o.paid = p.FetchedAt
 			}
 			orders = append(orders, o)
 		}
+		apply(t, db, batch...)
 		collected := []ordersync.Status{ordersync.StatusPaid, ordersync.StatusFinalized}
 		bounds := []time.Time{{}, base.AddDate(0, 0, 3), base.AddDate(0, 0, 10), base.AddDate(0, 0, 19), base.AddDate(0, 0, 60)}
 		const limit = 3
