@@ -231,7 +231,10 @@ func TestListOrdersPages(t *testing.T) {
 // orders around the cursor: every order there at the start comes exactly
 // once, and no order twice.
 func TestListOrdersCursorWhileOrdersArrive(t *testing.T) {
-	const arrivalPages = 20
+	// Orders arrive between the first arrivalPages pages of each walk, five
+	// at a time, with ties enough (a dozen totals, five days, five paid
+	// times); thoroughEnv makes it 20 pages.
+	arrivalPages := thorough(6, 20)
 	eachDialect(t, func(t *testing.T, url string) {
 		db := openDB(t, url)
 		rng := rand.New(rand.NewPCG(7, 9))
@@ -712,9 +715,15 @@ func TestListOrdersMatchesBruteForce(t *testing.T) {
 			// their walks by created time), a later word that begins
 			// several or one, one word twice, three words.
 			"ruiz peña", "maría pe", "ana ruiz pen", "ruiz ruiz", "jorge núñez anaya", "ángel josé"}
-		for i := range 150 {
-			f := ordersync.OrderFilter{Account: ordersync.DefaultAccount, Q: queries[rng.IntN(len(queries))],
-				Sort: ordersync.OrderSorts[rng.IntN(len(ordersync.OrderSorts))], Limit: 1 + rng.IntN(12)}
+		// Every search and every sort, each several times: the filters take
+		// them in turn (their counts have no common factor, so the pairs
+		// vary), the rest of each filter at random. thoroughEnv runs 150.
+		filters := thorough(2*len(queries)+2, 150)
+		seenQ, seenSort := map[string]bool{}, map[ordersync.OrderSort]bool{}
+		for i := range filters {
+			f := ordersync.OrderFilter{Account: ordersync.DefaultAccount, Q: queries[i%len(queries)],
+				Sort: ordersync.OrderSorts[i%len(ordersync.OrderSorts)], Limit: 1 + rng.IntN(12)}
+			seenQ[f.Q], seenSort[f.Sort] = true, true
 			if rng.IntN(3) == 0 {
 				f.Statuses = []ordersync.Status{statuses[rng.IntN(len(statuses))]}
 				if rng.IntN(2) == 0 {
@@ -763,6 +772,16 @@ func TestListOrdersMatchesBruteForce(t *testing.T) {
 				if got, w := listCodes(t, db, f), expected[off:min(off+f.Limit, len(expected))]; !slices.Equal(got, w) {
 					t.Errorf("filter %d offset %d: %q, want %q", i, off, got, w)
 				}
+			}
+		}
+		for _, q := range queries {
+			if !seenQ[q] {
+				t.Errorf("no filter searched %q", q)
+			}
+		}
+		for _, sort := range ordersync.OrderSorts {
+			if !seenSort[sort] {
+				t.Errorf("no filter sorted by %s", sort)
 			}
 		}
 	})
