@@ -150,7 +150,14 @@ func postgresAdmin(t *testing.T) *sql.DB {
 	if base == "" {
 		t.Skipf("PostgreSQL conformance skipped: set %s (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)", postgresEnv)
 	}
-	pgAdmin.once.Do(func() { pgAdmin.db, pgAdmin.err = sql.Open("pgx", base) })
+	pgAdmin.once.Do(func() {
+		scratch, err := testenv.ScratchURL(base, "")
+		if err != nil {
+			pgAdmin.err = err
+			return
+		}
+		pgAdmin.db, pgAdmin.err = sql.Open("pgx", scratch)
+	})
 	if pgAdmin.err != nil {
 		t.Fatalf("open %s: %v", postgresEnv, pgAdmin.err)
 	}
@@ -209,7 +216,7 @@ func randomHex() string {
 }
 
 func withSearchPath(base, schema string) string {
-	u, err := testenv.SchemaURL(base, schema)
+	u, err := testenv.ScratchURL(base, schema)
 	if err != nil {
 		panic(fmt.Sprintf("%s: %v", postgresEnv, err))
 	}

@@ -37,8 +37,12 @@ type Run struct {
 func New(ctx context.Context, natsURL, databaseURL string) (*Run, error) {
 	b := make([]byte, 5)
 	_, _ = crand.Read(b)
-	run := &Run{NATSURL: natsURL, Namespace: "mp" + hex.EncodeToString(b), baseURL: databaseURL}
-	conn, err := pgx.Connect(ctx, databaseURL)
+	admin, err := ScratchURL(databaseURL, "")
+	if err != nil {
+		return nil, err
+	}
+	run := &Run{NATSURL: natsURL, Namespace: "mp" + hex.EncodeToString(b), baseURL: admin}
+	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
@@ -46,7 +50,7 @@ func New(ctx context.Context, natsURL, databaseURL string) (*Run, error) {
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+run.Namespace); err != nil {
 		return nil, fmt.Errorf("create schema %s: %w", run.Namespace, err)
 	}
-	if run.DatabaseURL, err = SchemaURL(databaseURL, run.Namespace); err != nil {
+	if run.DatabaseURL, err = ScratchURL(databaseURL, run.Namespace); err != nil {
 		return nil, err
 	}
 	return run, nil

@@ -119,7 +119,11 @@ func postgresTemplate(base string) (admin *sql.DB, schema, up string, err error)
 	if up, err = store.MigrationsUp(store.DialectPostgres); err != nil {
 		return nil, "", "", err
 	}
-	if admin, err = sql.Open("pgx", base); err != nil {
+	scratch, err := testenv.ScratchURL(base, "")
+	if err != nil {
+		return nil, "", "", err
+	}
+	if admin, err = sql.Open("pgx", scratch); err != nil {
 		return nil, "", "", err
 	}
 	id := make([]byte, 6)
@@ -129,7 +133,7 @@ func postgresTemplate(base string) (admin *sql.DB, schema, up string, err error)
 	if _, err = admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
 		return admin, "", "", err
 	}
-	u, err := testenv.SchemaURL(base, schema)
+	u, err := testenv.ScratchURL(base, schema)
 	if err != nil {
 		return admin, schema, "", err
 	}
