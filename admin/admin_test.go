@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -297,7 +296,7 @@ func jsonInt(n int64) string {
 // TestTokens: with tokens set, everything but the probes needs one of them.
 func TestTokens(t *testing.T) {
 	t.Parallel()
-	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db"), IndexAfterApply: true})
+	db, err := store.Open(context.Background(), store.Config{URL: migratedSQLite(t), IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)
 	}

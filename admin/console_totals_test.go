@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -221,7 +220,7 @@ func TestConsoleTotalsWeight(t *testing.T) {
 // as current.
 func TestConsoleTotalsBehindIndexer(t *testing.T) {
 	t.Parallel()
-	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db")})
+	db, err := store.Open(context.Background(), store.Config{URL: migratedSQLite(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package admin_test
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ import (
 func TestExportSearchSaysAsOf(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := store.Open(ctx, store.Config{URL: filepath.Join(t.TempDir(), "m.db")})
+	db, err := store.Open(ctx, store.Config{URL: migratedSQLite(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

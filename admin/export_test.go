@@ -117,7 +117,7 @@ func (e *exportEnv) nextAudit(t *testing.T) ordersync.AuditRecord {
 func newExportEnv(t *testing.T, n int, configure func(*admin.Config, *http.Server)) *exportEnv {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, store.Config{URL: filepath.Join(t.TempDir(), "m.db"), IndexAfterApply: true})
+	db, err := store.Open(ctx, store.Config{URL: migratedSQLite(t), IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +82,7 @@ func TestGuard(t *testing.T) {
 // Content-Type still apply.
 func TestGuardWithTokens(t *testing.T) {
 	t.Parallel()
-	db, err := store.Open(context.Background(), store.Config{URL: filepath.Join(t.TempDir(), "m.db"), IndexAfterApply: true})
+	db, err := store.Open(context.Background(), store.Config{URL: migratedSQLite(t), IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)
 	}
