@@ -22,6 +22,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/fake"
 	"github.com/ordersync/ordersync/internal/testenv"
+	"github.com/ordersync/ordersync/internal/testenv/testdb"
 	"github.com/ordersync/ordersync/paymentlink"
 	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/sim"
@@ -101,7 +102,7 @@ func newEnv(t testing.TB, faults sim.Faults) *env {
 	defer cancel()
 	e := newFakeEnv(t, faults)
 	var err error
-	if e.db, err = store.Open(ctx, store.Config{URL: filepath.Join(t.TempDir(), "mirror.db")}); err != nil {
+	if e.db, err = store.Open(ctx, store.Config{URL: migratedSQLite(t)}); err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}
 	t.Cleanup(func() { e.db.Close() })
@@ -395,4 +396,15 @@ func histogramTopBucket(t testing.TB, reg *prometheus.Registry, name string) flo
 		}
 	}
 	return top
+}
+
+// migratedSQLite is the path of a fresh SQLite file in a temp dir already
+// at the current schema version, copied from a template migrated once per
+// test binary instead of migrating each test's database from empty; the
+// store's own tests cover the migrations.
+func migratedSQLite(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mirror.db")
+	testdb.SQLiteFile(t, path)
+	return path
 }

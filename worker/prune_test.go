@@ -3,7 +3,6 @@ package worker_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +22,7 @@ import (
 // the rest and the unpublished messages, and counts what it deleted.
 func TestPruner(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, store.Config{URL: filepath.Join(t.TempDir(), "mirror.db")})
+	db, err := store.Open(ctx, store.Config{URL: migratedSQLite(t)})
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}
@@ -172,7 +171,7 @@ ordersync_pruned_rows_total{table="replay_jobs"} 2
 // with no retention it returns at once.
 func TestPrunerRun(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, store.Config{URL: filepath.Join(t.TempDir(), "mirror.db")})
+	db, err := store.Open(ctx, store.Config{URL: migratedSQLite(t)})
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}
