@@ -13,6 +13,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/export"
+	"github.com/ordersync/ordersync/internal/testenv/testdb"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -21,6 +22,7 @@ import (
 func seedMirror(t *testing.T, n int) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "m.db")
+	testdb.SQLiteFile(t, path)
 	db, err := store.Open(context.Background(), store.Config{URL: path, IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)

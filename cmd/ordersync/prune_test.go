@@ -11,6 +11,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/internal/testenv"
+	"github.com/ordersync/ordersync/internal/testenv/testdb"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -21,6 +22,7 @@ func TestServePrunes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
+	testdb.SQLiteFile(t, filepath.Join(dir, "ordersync.db"))
 	db, err := store.Open(ctx, store.Config{URL: filepath.Join(dir, "ordersync.db")})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/testenv/testdb"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -24,6 +25,7 @@ func TestReindexCommand(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "mirror.db")
+	testdb.SQLiteFile(t, path)
 	url := "sqlite:" + path
 	db, err := store.Open(ctx, store.Config{URL: url, IndexAfterApply: true})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/testenv/testdb"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -18,7 +19,9 @@ import (
 func TestReportDaily(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := "sqlite:" + filepath.Join(t.TempDir(), "mirror.db")
+	path := filepath.Join(t.TempDir(), "mirror.db")
+	testdb.SQLiteFile(t, path)
+	url := "sqlite:" + path
 	db, err := store.Open(ctx, store.Config{URL: url, IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)
