@@ -37,12 +37,14 @@ func TestDiskFillsAndEmpties(t *testing.T) {
 			st := startTestStack(t, app.StackOptions{DataDir: mnt, Seed: 3, Configure: func(c *app.Config) { c.MinFreeSpace = tt.minFree }})
 			ctx := context.Background()
 			rng := rand.New(rand.NewPCG(3, 3))
-			codes, err := createDemoOrders(ctx, st.Program.AdminURL(), ordersync.DefaultAccount, 240, rng)
+			codes, err := createDemoOrders(ctx, st.Program.AdminURL(), ordersync.DefaultAccount, 120, rng)
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Buyers act on a few orders every 50 ms: 10 rounds before the
-			// disk fills, 30 while it is full, 20 after.
+			// Buyers act on a few orders every 50 ms: 5 rounds before the
+			// disk fills, 15 while it is full, 10 after (half the rounds
+			// of old: the refusals, the 503s and the recovery all show
+			// within them).
 			var notReady atomic.Int64
 			round := func(i int) {
 				st.Sim.ActAsBuyers(codes[i*4:i*4+4], rng)
@@ -54,18 +56,18 @@ func TestDiskFillsAndEmpties(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			for i := range 10 {
+			for i := range 5 {
 				round(i)
 			}
 			filler := testenv.FillLeaving(t, mnt, tt.leave)
-			for i := 10; i < 40; i++ {
+			for i := 5; i < 20; i++ {
 				round(i)
 			}
 			full := notReady.Load()
 			if err := os.Remove(filler); err != nil {
 				t.Fatal(err)
 			}
-			for i := 40; i < 60; i++ {
+			for i := 20; i < 30; i++ {
 				round(i)
 			}
 			if full == 0 {
@@ -92,7 +94,7 @@ func TestDiskFillsAndEmpties(t *testing.T) {
 			if res.StatusCode != http.StatusOK {
 				t.Errorf("/readyz %d after the disk emptied, want 200", res.StatusCode)
 			}
-			t.Logf("readyz 503 in %d of 30 rounds while full", full)
+			t.Logf("readyz 503 in %d of 15 rounds while full", full)
 		})
 	}
 }
