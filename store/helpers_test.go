@@ -171,14 +171,17 @@ func TestMain(m *testing.M) {
 	leak.Main(m, closePostgresAdmin)
 }
 
-// closePostgresAdmin drops the template schema and closes the admin pool
-// the package's tests shared.
+// closePostgresAdmin drops the template schema, vacuums the catalogs and
+// closes the admin pool the package's tests shared.
 func closePostgresAdmin() {
 	if pgAdmin.db != nil {
 		if pgTemplate.schema != "" {
 			if _, err := pgAdmin.db.Exec("DROP SCHEMA " + pgTemplate.schema + " CASCADE"); err != nil {
 				fmt.Fprintf(os.Stderr, "drop the template schema %s: %v\n", pgTemplate.schema, err)
 			}
+		}
+		if _, err := pgAdmin.db.Exec(testenv.VacuumCatalogs); err != nil {
+			fmt.Fprintf(os.Stderr, "vacuum the catalogs: %v\n", err)
 		}
 		pgAdmin.db.Close()
 	}

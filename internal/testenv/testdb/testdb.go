@@ -84,7 +84,7 @@ func Services(t testing.TB) *testenv.Run {
 }
 
 // Close drops the template schema, if Services or Prepare made one,
-// waiting for Prepare's migration to end.
+// waiting for Prepare's migration to end, and vacuums the catalogs.
 func Close() {
 	pg.once.Do(func() {})
 	if pg.admin == nil {
@@ -94,6 +94,9 @@ func Close() {
 		if _, err := pg.admin.Exec("DROP SCHEMA " + pg.schema + " CASCADE"); err != nil {
 			fmt.Fprintf(os.Stderr, "drop the template schema %s: %v\n", pg.schema, err)
 		}
+	}
+	if _, err := pg.admin.Exec(testenv.VacuumCatalogs); err != nil {
+		fmt.Fprintf(os.Stderr, "vacuum the catalogs: %v\n", err)
 	}
 	pg.admin.Close()
 }
