@@ -233,6 +233,8 @@ func (db *DB) writeBatch(ctx context.Context, tx *sqlx.Tx, b *batch) error {
 	if encodeErr != nil {
 		return encodeErr
 	}
+	// Each change's order row: an order first written in this batch has
+	// one only now, after the orders' upsert.
 	for i := range b.changes {
 		changes[i][0] = b.orders[b.changes[i].key].st.ID
 	}
