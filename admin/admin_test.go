@@ -15,6 +15,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/admin/api"
+	"github.com/ordersync/ordersync/internal/testenv/testdb"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/store"
 )
@@ -296,7 +297,7 @@ func jsonInt(n int64) string {
 // TestTokens: with tokens set, everything but the probes needs one of them.
 func TestTokens(t *testing.T) {
 	t.Parallel()
-	db, err := store.Open(context.Background(), store.Config{URL: migratedSQLite(t), IndexAfterApply: true})
+	db, err := store.Open(context.Background(), store.Config{URL: testdb.SQLitePath(t), IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)
 	}

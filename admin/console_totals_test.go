@@ -13,6 +13,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/admin/api"
+	"github.com/ordersync/ordersync/internal/testenv/testdb"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -220,7 +221,7 @@ func TestConsoleTotalsWeight(t *testing.T) {
 // as current.
 func TestConsoleTotalsBehindIndexer(t *testing.T) {
 	t.Parallel()
-	db, err := store.Open(context.Background(), store.Config{URL: migratedSQLite(t)})
+	db, err := store.Open(context.Background(), store.Config{URL: testdb.SQLitePath(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

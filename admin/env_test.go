@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -72,7 +71,7 @@ func newAPIEnvWith(t *testing.T, configure func(e *apiEnv, c *admin.Config)) *ap
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.db, err = store.Open(ctx, store.Config{URL: migratedSQLite(t), IndexAfterApply: true}); err != nil {
+	if e.db, err = store.Open(ctx, store.Config{URL: testdb.SQLitePath(t), IndexAfterApply: true}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.db.Close() })
@@ -199,7 +198,7 @@ func consoleServer(t *testing.T, db *store.DB, tokens []ordersync.AdminToken, ed
 
 func openTestDB(t *testing.T) *store.DB {
 	t.Helper()
-	db, err := store.Open(context.Background(), store.Config{URL: migratedSQLite(t), IndexAfterApply: true})
+	db, err := store.Open(context.Background(), store.Config{URL: testdb.SQLitePath(t), IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,15 +445,4 @@ func signedIn(t *testing.T, base, token string) (*browser, string) {
 	}
 	_, page := b.do("GET", "/console/", nil)
 	return b, b.csrf(page)
-}
-
-// migratedSQLite is the path of a fresh SQLite file in a temp dir already
-// at the current schema version, copied from a template migrated once per
-// test binary: migrating each test's database from empty cost the package
-// a quarter of its CPU. The store's own tests cover the migrations.
-func migratedSQLite(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "m.db")
-	testdb.SQLiteFile(t, path)
-	return path
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ordersync/ordersync/admin"
+	"github.com/ordersync/ordersync/internal/testenv/testdb"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestExportSearchSaysAsOf(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := store.Open(ctx, store.Config{URL: migratedSQLite(t)})
+	db, err := store.Open(ctx, store.Config{URL: testdb.SQLitePath(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/export"
 	"github.com/ordersync/ordersync/internal/testenv"
+	"github.com/ordersync/ordersync/internal/testenv/testdb"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -117,7 +118,7 @@ func (e *exportEnv) nextAudit(t *testing.T) ordersync.AuditRecord {
 func newExportEnv(t *testing.T, n int, configure func(*admin.Config, *http.Server)) *exportEnv {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, store.Config{URL: migratedSQLite(t), IndexAfterApply: true})
+	db, err := store.Open(ctx, store.Config{URL: testdb.SQLitePath(t), IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin"
 	"github.com/ordersync/ordersync/admin/api"
+	"github.com/ordersync/ordersync/internal/testenv/testdb"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -82,7 +83,7 @@ func TestGuard(t *testing.T) {
 // Content-Type still apply.
 func TestGuardWithTokens(t *testing.T) {
 	t.Parallel()
-	db, err := store.Open(context.Background(), store.Config{URL: migratedSQLite(t), IndexAfterApply: true})
+	db, err := store.Open(context.Background(), store.Config{URL: testdb.SQLitePath(t), IndexAfterApply: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -240,7 +239,7 @@ func newEnv(t testing.TB) *env {
 	e := &env{reg: prometheus.NewRegistry()}
 	e.logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var err error
-	if e.db, err = store.Open(ctx, store.Config{URL: migratedSQLite(t)}); err != nil {
+	if e.db, err = store.Open(ctx, store.Config{URL: testdb.SQLitePath(t)}); err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}
 	t.Cleanup(func() { e.db.Close() })
@@ -281,15 +280,4 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
 	w.t.Log(strings.TrimSuffix(string(p), "\n"))
 	return len(p), nil
-}
-
-// migratedSQLite is the path of a fresh SQLite file in a temp dir already
-// at the current schema version, copied from a template migrated once per
-// test binary instead of migrating each test's database from empty; the
-// store's own tests cover the migrations.
-func migratedSQLite(t testing.TB) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "mirror.db")
-	testdb.SQLiteFile(t, path)
-	return path
 }

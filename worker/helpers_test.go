@@ -102,7 +102,7 @@ func newEnv(t testing.TB, faults sim.Faults) *env {
 	defer cancel()
 	e := newFakeEnv(t, faults)
 	var err error
-	if e.db, err = store.Open(ctx, store.Config{URL: migratedSQLite(t)}); err != nil {
+	if e.db, err = store.Open(ctx, store.Config{URL: testdb.SQLitePath(t)}); err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}
 	t.Cleanup(func() { e.db.Close() })
@@ -396,15 +396,4 @@ func histogramTopBucket(t testing.TB, reg *prometheus.Registry, name string) flo
 		}
 	}
 	return top
-}
-
-// migratedSQLite is the path of a fresh SQLite file in a temp dir already
-// at the current schema version, copied from a template migrated once per
-// test binary instead of migrating each test's database from empty; the
-// store's own tests cover the migrations.
-func migratedSQLite(t testing.TB) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "mirror.db")
-	testdb.SQLiteFile(t, path)
-	return path
 }

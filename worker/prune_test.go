@@ -12,6 +12,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/testenv"
+	"github.com/ordersync/ordersync/internal/testenv/testdb"
 	"github.com/ordersync/ordersync/store"
 	"github.com/ordersync/ordersync/worker"
 )
@@ -22,7 +23,7 @@ import (
 // the rest and the unpublished messages, and counts what it deleted.
 func TestPruner(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, store.Config{URL: migratedSQLite(t)})
+	db, err := store.Open(ctx, store.Config{URL: testdb.SQLitePath(t)})
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}
@@ -171,7 +172,7 @@ ordersync_pruned_rows_total{table="replay_jobs"} 2
 // with no retention it returns at once.
 func TestPrunerRun(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, store.Config{URL: migratedSQLite(t)})
+	db, err := store.Open(ctx, store.Config{URL: testdb.SQLitePath(t)})
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}

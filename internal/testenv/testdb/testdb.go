@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -41,6 +42,16 @@ func SQLiteFile(t testing.TB, path string) {
 	if err := os.WriteFile(path, sqliteTmpl.file, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// SQLitePath is the path of a new SQLite file in a temp dir of t, at the
+// current schema version (SQLiteFile): for a test whose subject is not
+// the migrations, which the store's own tests cover.
+func SQLitePath(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mirror.db")
+	SQLiteFile(t, path)
+	return path
 }
 
 var pg struct {
