@@ -821,18 +821,16 @@ func TestConcurrentNew(t *testing.T) {
 
 // Under saturation (16 publishers and 4 consumers sharing the durable
 // consumer flat out) the Fetch loop never stalls and nothing is lost.
-// Five times MaxAckPending events (a fifth of the 5000 of old, with a
-// fifth of the MaxAckPending: the consumers' 4 pulls of 100 still ask
-// for more than may be pending) keep the publishers and the consumers
+// Five times MaxAckPending events keep the publishers and the consumers
 // overlapping for the whole run; how many a second is BenchmarkConsume's.
 func TestFetchUnderSaturation(t *testing.T) {
 	const (
-		n          = 1000
+		n          = 5000
 		publishers = 16
 		consumers  = 4
 	)
 	cfg := uniqueConfig()
-	cfg.MaxAckPending = 200
+	cfg.MaxAckPending = 1000
 	e, q := embeddedQueue(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
