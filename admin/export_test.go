@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -500,21 +499,12 @@ func TestExportOutlastsServerTimeouts(t *testing.T) {
 func mirrorURLs(t *testing.T) map[string]string {
 	t.Helper()
 	urls := map[string]string{store.DialectSQLite: "sqlite:" + filepath.Join(t.TempDir(), "m.db")}
-	base := os.Getenv("ORDERSYNC_TEST_POSTGRES_URL")
-	if base == "" {
+	url := testdb.PostgresURL(t)
+	if url == "" {
 		t.Log("PostgreSQL skipped: set ORDERSYNC_TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
 		return urls
 	}
-	run, err := testenv.New(context.Background(), "", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := run.Close(); err != nil {
-			t.Errorf("drop the test schema: %v", err)
-		}
-	})
-	urls[store.DialectPostgres] = run.DatabaseURL
+	urls[store.DialectPostgres] = url
 	return urls
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/ordersync/ordersync/internal/leak"
+	"github.com/ordersync/ordersync/internal/testenv/testdb"
 )
 
 // Headless Chromium for the browser tests: one browser for the package,
@@ -112,6 +113,7 @@ func TestMain(m *testing.M) {
 		if shared.stop != nil {
 			shared.stop()
 		}
+		testdb.Close()
 	})
 }
 

@@ -3,11 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -73,157 +69,52 @@ func sqliteTemplate(t *testing.T) []byte {
 	return sqliteTmpl.file
 }
 
-// postgresURL creates a schema with a unique name, at the current schema
-// version, and returns a URL whose connections use it as their
-// search_path. goose migrates a schema one migration, one transaction,
-// and round trip, at a time, and nearly every test here wants a schema of
-// its own; so a template migrated by goose once per test binary is copied
-// instead: the migrations' SQL in one transaction, and the template's
-// goose version rows. TestPostgresCopyIsTheTemplate holds the copy to the
-// template.
+// postgresURL is a new PostgreSQL database at the current schema
+// version, dropped at cleanup: the server's copy of a template database
+// goose migrated from empty once per test binary (testenv.Databases), as
+// nearly every test here wants a database of its own and goose migrates
+// one migration, one transaction and round trip, at a time.
 func postgresURL(t *testing.T) string {
 	t.Helper()
-	tmpl := postgresTemplate(t)
-	schema, url := newPostgresSchema(t)
-	up, err := MigrationsUp(DialectPostgres)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copySQL := "SET LOCAL search_path = " + schema + ";\n" + up +
-		"\nCREATE TABLE goose_db_version (LIKE " + tmpl + ".goose_db_version INCLUDING ALL);" +
-		"\nINSERT INTO goose_db_version (version_id, is_applied, tstamp) SELECT version_id, is_applied, tstamp FROM " + tmpl + ".goose_db_version ORDER BY id;"
-	ctx := context.Background()
-	tx, err := postgresAdmin(t).BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.ExecContext(ctx, copySQL); err != nil {
-		tx.Rollback()
-		t.Fatalf("copy the migrated template into %s: %v", schema, err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatalf("copy the migrated template into %s: %v", schema, err)
-	}
-	return url
+	skipWithoutPostgres(t)
+	return pgDatabases.New(t)
 }
 
-var pgTemplate struct {
-	once   sync.Once
-	schema string
-	err    error
-}
-
-// postgresTemplate is the name of a schema goose migrated from empty, once
-// per test binary; TestMain drops it.
-func postgresTemplate(t *testing.T) string {
+// emptyPostgresURL is a new PostgreSQL database with no schema of
+// ordersync's, dropped at cleanup, for a test that migrates it itself.
+func emptyPostgresURL(t *testing.T) string {
 	t.Helper()
-	admin := postgresAdmin(t)
-	pgTemplate.once.Do(func() {
-		pgTemplate.schema = "ordersync_template_" + randomHex()
-		ctx := context.Background()
-		if _, pgTemplate.err = admin.ExecContext(ctx, "CREATE SCHEMA "+pgTemplate.schema); pgTemplate.err != nil {
-			return
-		}
-		var db *DB
-		db, pgTemplate.err = Open(ctx, Config{URL: withSearchPath(os.Getenv(postgresEnv), pgTemplate.schema), Logger: slog.New(slog.DiscardHandler)})
-		if pgTemplate.err == nil {
-			pgTemplate.err = db.Close()
-		}
-	})
-	if pgTemplate.err != nil {
-		t.Fatalf("migrate the template schema: %v", pgTemplate.err)
-	}
-	return pgTemplate.schema
+	skipWithoutPostgres(t)
+	return pgDatabases.Empty(t)
 }
 
-var pgAdmin struct {
-	once sync.Once
-	db   *sql.DB
-	err  error
+var pgDatabases = &testenv.Databases{
+	Base: os.Getenv(postgresEnv),
+	Migrate: func(url string) error {
+		db, err := Open(context.Background(), Config{URL: url, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			return err
+		}
+		return db.Close()
+	},
 }
 
-// postgresAdmin is the package's connection pool to the server named by
-// postgresEnv (closed by TestMain), or skips the test when it is unset.
-func postgresAdmin(t *testing.T) *sql.DB {
+// skipWithoutPostgres skips the test when postgresEnv is unset.
+func skipWithoutPostgres(t *testing.T) {
 	t.Helper()
-	base := os.Getenv(postgresEnv)
-	if base == "" {
+	if os.Getenv(postgresEnv) == "" {
 		t.Skipf("PostgreSQL conformance skipped: set %s (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)", postgresEnv)
 	}
-	pgAdmin.once.Do(func() {
-		scratch, err := testenv.ScratchURL(base, "")
-		if err != nil {
-			pgAdmin.err = err
-			return
-		}
-		pgAdmin.db, pgAdmin.err = sql.Open("pgx", scratch)
-	})
-	if pgAdmin.err != nil {
-		t.Fatalf("open %s: %v", postgresEnv, pgAdmin.err)
-	}
-	return pgAdmin.db
 }
 
 func TestMain(m *testing.M) {
 	// Most tests run on both dialects side by side and spend their time
 	// waiting on the database's commits and round trips, not on a CPU.
 	testenv.WaitingParallel(8)
-	leak.Main(m, closePostgresAdmin)
-}
-
-// closePostgresAdmin drops the template schema, vacuums the catalogs and
-// closes the admin pool the package's tests shared.
-func closePostgresAdmin() {
-	if pgAdmin.db != nil {
-		if pgTemplate.schema != "" {
-			if _, err := pgAdmin.db.Exec("DROP SCHEMA " + pgTemplate.schema + " CASCADE"); err != nil {
-				fmt.Fprintf(os.Stderr, "drop the template schema %s: %v\n", pgTemplate.schema, err)
-			}
-		}
-		if _, err := pgAdmin.db.Exec(testenv.VacuumCatalogs); err != nil {
-			fmt.Fprintf(os.Stderr, "vacuum the catalogs: %v\n", err)
-		}
-		pgAdmin.db.Close()
+	if os.Getenv(postgresEnv) != "" {
+		pgDatabases.Prepare()
 	}
-}
-
-// emptyPostgresURL creates an empty schema with a unique name, dropped at
-// cleanup, and returns a URL whose connections use it as their
-// search_path.
-func emptyPostgresURL(t *testing.T) string {
-	t.Helper()
-	_, url := newPostgresSchema(t)
-	return url
-}
-
-func newPostgresSchema(t *testing.T) (schema, url string) {
-	t.Helper()
-	admin := postgresAdmin(t)
-	schema = "ordersync_test_" + randomHex()
-	ctx := context.Background()
-	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return schema, withSearchPath(os.Getenv(postgresEnv), schema)
-}
-
-func randomHex() string {
-	b := make([]byte, 6)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func withSearchPath(base, schema string) string {
-	u, err := testenv.ScratchURL(base, schema)
-	if err != nil {
-		panic(fmt.Sprintf("%s: %v", postgresEnv, err))
-	}
-	return u
+	leak.Main(m, pgDatabases.Close)
 }
 
 // openDBAt is openDB with the schema taken down to version, as an older

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
@@ -103,34 +102,11 @@ func (db *DB) postgresLockID(ctx context.Context) (int64, error) {
 	return int64(h.Sum64() >> 1), nil
 }
 
-// MigrationsUp is every migration's Up section of dialect, in order, as one
-// script. It is how tests give each run a fresh schema at the current
-// version without goose's round trip per migration: they copy a template
-// goose migrated and run this script (store's and testdb's tests, each
-// held to the template by a test).
-func MigrationsUp(dialect string) (string, error) {
-	dir := "migrations/" + dialect
-	entries, err := migrations.ReadDir(dir)
-	if err != nil {
-		return "", fmt.Errorf("the %s migrations: %w", dialect, err)
-	}
-	var b strings.Builder
-	for _, e := range entries {
-		src, err := migrations.ReadFile(dir + "/" + e.Name())
-		if err != nil {
-			return "", err
-		}
-		up, _, _ := strings.Cut(string(src), "-- +goose Down")
-		b.WriteString(up)
-		b.WriteString("\n")
-	}
-	return b.String(), nil
-}
-
 // MigratedSQLiteFile is the content of a SQLite file Open migrated from
 // empty, closed so that its write-ahead log is checkpointed into it: the
 // template tests copy for a fresh mirror at the current version (store's
-// and testdb's tests), as MigrationsUp is PostgreSQL's.
+// and testdb's tests), as they copy a migrated template database on
+// PostgreSQL (testenv.Databases).
 func MigratedSQLiteFile() ([]byte, error) {
 	dir, err := os.MkdirTemp("", "ordersync-template-")
 	if err != nil {

@@ -5,11 +5,12 @@ import (
 
 	"github.com/ordersync/ordersync/internal/leak"
 	"github.com/ordersync/ordersync/internal/testenv"
+	"github.com/ordersync/ordersync/internal/testenv/testdb"
 )
 
 // TestMain lets more of the parallel tests wait at once: most wait out a
 // window, a backoff or an ack wait rather than compute.
 func TestMain(m *testing.M) {
 	testenv.WaitingParallel(6)
-	leak.Main(m)
+	leak.Main(m, testdb.Close)
 }

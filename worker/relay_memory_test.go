@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersync/ordersync"
-	"github.com/ordersync/ordersync/internal/testenv"
+	"github.com/ordersync/ordersync/internal/testenv/testdb"
 	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/store"
@@ -38,7 +38,7 @@ func (o *countingOutbox) PendingOutbox(ctx context.Context, limit int) ([]orders
 // env's cleanup closes it in place of the SQLite one.
 func (e *env) usePostgres(t *testing.T) {
 	t.Helper()
-	db, err := store.Open(context.Background(), store.Config{URL: testenv.Services(t).DatabaseURL})
+	db, err := store.Open(context.Background(), store.Config{URL: testdb.Services(t).DatabaseURL})
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}

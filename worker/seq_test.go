@@ -11,7 +11,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/fake"
-	"github.com/ordersync/ordersync/internal/testenv"
+	"github.com/ordersync/ordersync/internal/testenv/testdb"
 	"github.com/ordersync/ordersync/store"
 )
 
@@ -356,7 +356,7 @@ func TestSeqAllocatorCloseReleasesLease(t *testing.T) {
 		url  func(t *testing.T) string
 	}{
 		{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "seq.db") }},
-		{"postgres", func(t *testing.T) string { return testenv.Services(t).DatabaseURL }},
+		{"postgres", func(t *testing.T) string { return testdb.Services(t).DatabaseURL }},
 	} {
 		t.Run(d.name, func(t *testing.T) {
 			t.Parallel()

@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 	}
 	// The parallel tests wait on leases, gauges and flushes, together.
 	testenv.WaitingParallel(8)
-	// The scale-out tests' template schema migrates beside the serial
+	// The scale-out tests' template database migrates beside the serial
 	// tests.
 	testdb.Prepare()
 	leak.Main(m, testdb.Close)

@@ -6,7 +6,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/ordersync/ordersync/internal/testenv"
+	"github.com/ordersync/ordersync/internal/testenv/testdb"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -39,7 +39,7 @@ func TestWorkersYieldBesideTheReceiver(t *testing.T) {
 // publish waits are not this process's CPU alone, the workers do not yield
 // to the receiver.
 func TestWorkersDoNotYieldBesideExternalNATS(t *testing.T) {
-	run := testenv.Services(t)
+	run := testdb.Services(t)
 	st := startTestStack(t, StackOptions{Configure: func(c *Config) {
 		c.DatabaseURL, c.NATSURL, c.NATSNamespace = run.DatabaseURL, run.NATSURL, run.Namespace
 	}})

@@ -42,17 +42,6 @@ func withParams(base string, kv ...string) (string, error) {
 	return u.String(), nil
 }
 
-// VacuumCatalogs reclaims the catalog rows of the schemas a test binary
-// made and dropped: a package's tests leave tens of megabytes of dead rows
-// in pg_attribute and its neighbours, which every later DDL statement
-// reads through where autovacuum is off, as on the CI machine, so that
-// each run of the suite is slower than the one before. A package that
-// drops schemas runs it once at its end.
-const VacuumCatalogs = `VACUUM pg_catalog.pg_attribute, pg_catalog.pg_attrdef, pg_catalog.pg_class,
-pg_catalog.pg_constraint, pg_catalog.pg_depend, pg_catalog.pg_index, pg_catalog.pg_namespace,
-pg_catalog.pg_proc, pg_catalog.pg_rewrite, pg_catalog.pg_sequence, pg_catalog.pg_statistic,
-pg_catalog.pg_trigger, pg_catalog.pg_type`
-
 // KeptSchema is SchemaURL(base, schema) for a measurement that keeps its
 // mirror between runs: it creates schema when it is missing and never
 // removes it.

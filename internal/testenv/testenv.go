@@ -1,5 +1,6 @@
 // Package testenv gives a test or a lab run its own share of the external
-// servers a scale-out deployment uses: a fresh PostgreSQL schema and a NATS
+// servers a scale-out deployment uses: a fresh PostgreSQL database
+// (Databases, copied from a migrated template) or schema (New) and a NATS
 // namespace, removed when it ends; a log destination its goroutines may
 // share (Buffer); golden files (Golden); a small disk to fill
 // (MountTmpfs, FillLeaving); and the waits and reads tests of several
@@ -24,24 +25,30 @@ import (
 )
 
 // Run is one run's share of the external servers: a PostgreSQL
-// schema and a NATS namespace, both named after a random run id.
+// schema (New) or database (Services) and a NATS namespace, named after
+// a random run id.
 type Run struct {
 	NATSURL     string
-	DatabaseURL string // with search_path set to the run's schema
+	DatabaseURL string // New's: with search_path set to the run's schema
 	Namespace   string
-	baseURL     string
+	baseURL     string // New's: where to drop the schema from
+}
+
+// runName is a run id that is also a valid schema and stream name.
+func runName() string {
+	b := make([]byte, 5)
+	_, _ = crand.Read(b)
+	return "mp" + hex.EncodeToString(b)
 }
 
 // New creates the run's schema. natsURL may be empty for a run that
 // uses only the schema.
 func New(ctx context.Context, natsURL, databaseURL string) (*Run, error) {
-	b := make([]byte, 5)
-	_, _ = crand.Read(b)
 	admin, err := ScratchURL(databaseURL, "")
 	if err != nil {
 		return nil, err
 	}
-	run := &Run{NATSURL: natsURL, Namespace: "mp" + hex.EncodeToString(b), baseURL: admin}
+	run := &Run{NATSURL: natsURL, Namespace: runName(), baseURL: admin}
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
@@ -64,18 +71,16 @@ func (e *Run) PaidSubject() string {
 	return ordersync.Namespace(e.Namespace).Subject(ordersync.SubjectPaid)
 }
 
-// Close drops the schema and deletes the run's streams and leader bucket.
+// Close drops New's schema and deletes the run's streams and leader
+// bucket.
 func (e *Run) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	var errs []error
-	if conn, err := pgx.Connect(ctx, e.baseURL); err != nil {
-		errs = append(errs, fmt.Errorf("connect to PostgreSQL: %w", err))
-	} else {
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+e.Namespace+" CASCADE"); err != nil {
-			errs = append(errs, fmt.Errorf("drop schema %s: %w", e.Namespace, err))
+	if e.baseURL != "" { // Services' database is dropped by its own cleanup
+		if err := dropSchema(ctx, e.baseURL, e.Namespace); err != nil {
+			errs = append(errs, err)
 		}
-		conn.Close(ctx)
 	}
 	if e.NATSURL == "" { // a run with only a schema (the chaos run's mirror)
 		return errors.Join(errs...)
@@ -101,21 +106,29 @@ func (e *Run) Close() error {
 	return errors.Join(errs...)
 }
 
+func dropSchema(ctx context.Context, url, schema string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+		return fmt.Errorf("drop schema %s: %w", schema, err)
+	}
+	return nil
+}
+
 // Services returns a Run on the servers named by ORDERSYNC_TEST_POSTGRES_URL
-// and ORDERSYNC_TEST_NATS_URL, removed when the test ends, or skips the test
-// when they are unset.
-func Services(t testing.TB) *Run {
+// and ORDERSYNC_TEST_NATS_URL, its streams removed when the test ends, or
+// skips the test when they are unset. Its database is the one database
+// gives the test (a Databases' New, dropped by its own cleanup).
+func Services(t testing.TB, database func(testing.TB) string) *Run {
 	t.Helper()
 	pg, natsURL := os.Getenv("ORDERSYNC_TEST_POSTGRES_URL"), os.Getenv("ORDERSYNC_TEST_NATS_URL")
 	if pg == "" || natsURL == "" {
 		t.Skip("set ORDERSYNC_TEST_POSTGRES_URL and ORDERSYNC_TEST_NATS_URL to run the scale-out tests against PostgreSQL and an external NATS")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	run, err := New(ctx, natsURL, pg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := &Run{NATSURL: natsURL, DatabaseURL: database(t), Namespace: runName()}
 	t.Cleanup(func() {
 		if err := run.Close(); err != nil {
 			t.Errorf("clean up the external servers: %v", err)

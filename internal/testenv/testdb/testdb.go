@@ -7,18 +7,11 @@ package testdb
 
 import (
 	"context"
-	crand "crypto/rand"
-	"database/sql"
-	"encoding/hex"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
-
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
 	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/store"
@@ -54,106 +47,46 @@ func SQLitePath(t testing.TB) string {
 	return path
 }
 
-var pg struct {
-	once   sync.Once
-	admin  *sql.DB
-	schema string // the template, migrated by store.Open
-	up     string // every migration's Up section, in order
-	err    error
+var pg = &testenv.Databases{
+	Base: os.Getenv("ORDERSYNC_TEST_POSTGRES_URL"),
+	Migrate: func(url string) error {
+		db, err := store.Open(context.Background(), store.Config{URL: url, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			return err
+		}
+		return db.Close()
+	},
 }
 
-// Prepare starts migrating the template schema in the background, when
+// Prepare starts migrating the template database in the background, when
 // ORDERSYNC_TEST_POSTGRES_URL is set, so that the package's first
 // Services does not wait for it: a TestMain calls it before m.Run. The
 // serial tests run while it migrates; the parallel ones, where Services
 // is mostly called, start after them.
 func Prepare() {
-	base := os.Getenv("ORDERSYNC_TEST_POSTGRES_URL")
-	if base == "" {
-		return
+	if pg.Base != "" {
+		pg.Prepare()
 	}
-	go pg.once.Do(func() { pg.admin, pg.schema, pg.up, pg.err = postgresTemplate(base) })
 }
 
-// Services is testenv.Services with the run's schema at the current
-// schema version: the migrations' SQL in one transaction and the
-// template's goose version rows. TestCopyIsTheTemplate holds the copy to
-// the template. A package that calls it drops the template with Close
-// from its TestMain.
+// Services is testenv.Services with the run's database at the current
+// schema version (testenv.Databases). A package that calls it drops the
+// template with Close from its TestMain.
 func Services(t testing.TB) *testenv.Run {
 	t.Helper()
-	run := testenv.Services(t)
-	base := os.Getenv("ORDERSYNC_TEST_POSTGRES_URL")
-	pg.once.Do(func() { pg.admin, pg.schema, pg.up, pg.err = postgresTemplate(base) })
-	if pg.err != nil {
-		t.Fatalf("migrate the template schema: %v", pg.err)
-	}
-	if err := copyTemplate(pg.admin, run.Namespace); err != nil {
-		t.Fatalf("copy the migrated template into %s: %v", run.Namespace, err)
-	}
-	return run
+	return testenv.Services(t, pg.New)
 }
 
-// Close drops the template schema, if Services or Prepare made one,
-// waiting for Prepare's migration to end, and vacuums the catalogs.
-func Close() {
-	pg.once.Do(func() {})
-	if pg.admin == nil {
-		return
+// PostgresURL is a new database at the current schema version, dropped
+// when t ends, or "" when ORDERSYNC_TEST_POSTGRES_URL is unset.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	if pg.Base == "" {
+		return ""
 	}
-	if pg.schema != "" {
-		if _, err := pg.admin.Exec("DROP SCHEMA " + pg.schema + " CASCADE"); err != nil {
-			fmt.Fprintf(os.Stderr, "drop the template schema %s: %v\n", pg.schema, err)
-		}
-	}
-	if _, err := pg.admin.Exec(testenv.VacuumCatalogs); err != nil {
-		fmt.Fprintf(os.Stderr, "vacuum the catalogs: %v\n", err)
-	}
-	pg.admin.Close()
+	return pg.New(t)
 }
 
-func copyTemplate(admin *sql.DB, schema string) error {
-	q := "SET LOCAL search_path = " + schema + ";\n" + pg.up +
-		"\nCREATE TABLE goose_db_version (LIKE " + pg.schema + ".goose_db_version INCLUDING ALL);" +
-		"\nINSERT INTO goose_db_version (version_id, is_applied, tstamp) SELECT version_id, is_applied, tstamp FROM " + pg.schema + ".goose_db_version ORDER BY id;"
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tx, err := admin.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, q); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
-}
-
-func postgresTemplate(base string) (admin *sql.DB, schema, up string, err error) {
-	if up, err = store.MigrationsUp(store.DialectPostgres); err != nil {
-		return nil, "", "", err
-	}
-	scratch, err := testenv.ScratchURL(base, "")
-	if err != nil {
-		return nil, "", "", err
-	}
-	if admin, err = sql.Open("pgx", scratch); err != nil {
-		return nil, "", "", err
-	}
-	id := make([]byte, 6)
-	_, _ = crand.Read(id)
-	schema = "ordersync_template_" + hex.EncodeToString(id)
-	ctx := context.Background()
-	if _, err = admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		return admin, "", "", err
-	}
-	u, err := testenv.ScratchURL(base, schema)
-	if err != nil {
-		return admin, schema, "", err
-	}
-	db, err := store.Open(ctx, store.Config{URL: u, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		return admin, schema, "", err
-	}
-	return admin, schema, up, db.Close()
-}
+// Close drops the template database, if Services or Prepare made one,
+// waiting for Prepare's migration to end.
+func Close() { pg.Close() }
