@@ -16,7 +16,10 @@ import (
 	"time"
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -26,7 +29,8 @@ import (
 
 // Headless Chromium for the browser tests: one browser for the package,
 // started by the first test that needs it and stopped by TestMain, and a
-// tab per test that fails it on a console error or a refused resource.
+// tab for each test at a time that fails it on a console error or a
+// refused resource.
 
 // chromium is the browser on the PATH, or the test skips saying so.
 func chromium(t *testing.T) string {
@@ -40,9 +44,9 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// headless is a browser context of its own for t (cookies, storage and
-// cache apart, as a fresh profile had them) in the chromium the tests
-// share, and the errors its pages report: uncaught exceptions,
+// headless is a tab for t alone in a browser context of its own in the
+// chromium the tests share (cookies and cache cleared, as a fresh profile
+// had them), and the errors its pages report: uncaught exceptions,
 // console.error calls and the browser's error log (a blocked inline script
 // or style among them), but failed loads, whose statuses the tests check
 // themselves.
@@ -55,21 +59,96 @@ type headless struct {
 
 func newHeadless(t *testing.T) *headless {
 	t.Helper()
-	ctx, cancel := chromedp.NewContext(sharedChromium(t), chromedp.WithNewBrowserContext())
-	t.Cleanup(cancel)
-	h := &headless{t: t, ctx: ctx}
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 860)); err != nil {
+	tab, err := tabs.get(sharedChromium(t))
+	if err != nil {
 		t.Fatalf("open a browser context: %v", err)
 	}
+	// The test's listener and commands live in a context of its own, so
+	// that its end stops them and not the tab.
+	ctx, cancel := context.WithCancel(tab.ctx)
+	h := &headless{t: t, ctx: ctx}
+	t.Cleanup(func() {
+		cancel()
+		tabs.put(tab)
+	})
 	if err := chromedp.Listen(ctx, h.watch); err != nil {
 		t.Fatal(err)
 	}
 	return h
 }
 
+// tab is a page in a browser context that only it uses. A browser context
+// costs chromium a renderer process and about a CPU-second: the tests
+// hand their tabs on, each cleared for the next, and open one only when
+// every tab is in use.
+type tab struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+type tabPool struct {
+	mu   sync.Mutex
+	idle []*tab
+}
+
+var tabs tabPool
+
+// get is an idle tab, or a new one, with a blank page, no cookies, no
+// cache, and the window size and media the tests expect.
+func (p *tabPool) get(browser context.Context) (*tab, error) {
+	p.mu.Lock()
+	var tb *tab
+	if n := len(p.idle); n > 0 {
+		tb, p.idle = p.idle[n-1], p.idle[:n-1]
+	}
+	p.mu.Unlock()
+	if tb == nil {
+		ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+		tb = &tab{ctx: ctx, cancel: cancel}
+		// The first Do opens the tab: it must not carry a timeout.
+		if err := chromedp.Do(ctx); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
+	defer cancel()
+	err := chromedp.Do(ctx, chromedp.Navigate("about:blank"),
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			if _, err := chromedp.Call(ctx, network.ClearBrowserCookies, cdp.Empty{}); err != nil {
+				return err
+			}
+			if _, err := chromedp.Call(ctx, network.ClearBrowserCache, cdp.Empty{}); err != nil {
+				return err
+			}
+			_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{})
+			return err
+		}),
+		chromedp.EmulateViewport(1280, 860))
+	if err != nil {
+		tb.cancel()
+		return nil, err
+	}
+	return tb, nil
+}
+
+// put hands tb to the next test: its page goes blank at once, so that no
+// script of the last test's pages runs on.
+func (p *tabPool) put(tb *tab) {
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		tb.cancel()
+		return
+	}
+	p.mu.Lock()
+	p.idle = append(p.idle, tb)
+	p.mu.Unlock()
+}
+
 // shared is the one chromium of the browser tests, started by the first
-// of them and stopped by TestMain: a browser context costs a tab, a
-// browser about two seconds of start.
+// of them and stopped by TestMain: a browser costs about two seconds of
+// start.
 var shared struct {
 	once sync.Once
 	ctx  context.Context
