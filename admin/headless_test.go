@@ -169,11 +169,15 @@ func sharedChromium(t *testing.T) context.Context {
 			chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(dir),
 			chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 			chromedp.Flag("disable-sync", true),
-			// No site isolation and no spare renderer kept waiting: every
-			// test's pages are of one site (127.0.0.1), so isolating sites
-			// buys nothing, and each extra renderer costs the 2-core
+			// No site isolation, no spare renderer kept waiting and no
+			// back/forward cache: every test's pages are of one site
+			// (127.0.0.1), so isolating sites buys nothing; no test goes
+			// back in its history, so keeping the page left buys nothing
+			// either, and the cache makes a navigation swap the tab's
+			// renderer for a new one; each extra renderer costs the 2-core
 			// machine a process start. The defaults' own two stay off.
-			chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,site-per-process,IsolateOrigins,SpareRendererForSitePerProcess,PaintHolding"))
+			chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,site-per-process,IsolateOrigins,SpareRendererForSitePerProcess,PaintHolding,"+
+				"BackForwardCache,ProactivelySwapBrowsingInstance,RenderDocument"))
 		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 		ctx, cancel := chromedp.NewContext(actx)
 		shared.ctx, shared.stop = ctx, func() { cancel(); cancelAlloc(); os.RemoveAll(dir) }
