@@ -71,25 +71,44 @@ func metricsPage(t *testing.T, st *app.Stack) string {
 
 // waitMirrorMatches waits until every simulator order is in the mirror and
 // identical field by field, and fails with the differences otherwise.
+// While the pipeline catches up a poll costs a query: the orders (the
+// simulator's list only grows) are checked in turn from the first that
+// did not match yet. Once each matched, one pass over all of them must
+// find no difference.
 func waitMirrorMatches(t *testing.T, st *app.Stack, timeout time.Duration) {
 	t.Helper()
+	next := 0
 	testenv.Await(t, timeout, 100*time.Millisecond, func() error {
+		orders := st.Sim.Orders()
+		for ; next < len(orders); next++ {
+			if problems := mirrorDiff(st, &orders[next]); len(problems) > 0 {
+				return fmt.Errorf("mirror does not match the simulator: %d of %d orders matched in turn, then: %s", next, len(orders), strings.Join(problems, "\n"))
+			}
+		}
 		var problems []string
-		for _, want := range st.Sim.Orders() {
-			got, err := st.Program.DB().FindOrderByCode(context.Background(), ordersync.DefaultAccount, want.OrderCode)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("%s: %v", want.OrderCode, err))
-				continue
-			}
-			for _, d := range ordersync.DiffOrders(&want, &got.Order) {
-				problems = append(problems, want.OrderCode+": "+d)
-			}
+		for i := range orders {
+			problems = append(problems, mirrorDiff(st, &orders[i])...)
 		}
 		if len(problems) == 0 {
 			return nil
 		}
+		next = 0
 		return fmt.Errorf("mirror does not match the simulator (%d problems), first: %s", len(problems), strings.Join(problems[:min(5, len(problems))], "\n"))
 	})
+}
+
+// mirrorDiff is how the mirror's copy of the simulator's order want
+// differs from it, or its absence.
+func mirrorDiff(st *app.Stack, want *ordersync.Order) []string {
+	got, err := st.Program.DB().FindOrderByCode(context.Background(), ordersync.DefaultAccount, want.OrderCode)
+	if err != nil {
+		return []string{fmt.Sprintf("%s: %v", want.OrderCode, err)}
+	}
+	var problems []string
+	for _, d := range ordersync.DiffOrders(want, &got.Order) {
+		problems = append(problems, want.OrderCode+": "+d)
+	}
+	return problems
 }
 
 // requireOutboxSent waits until the outbox holds no unsent message, and
