@@ -75,7 +75,35 @@ type Program struct {
 	level         *slog.LevelVar
 	reloadMetrics reloadMetrics
 
+	// mirrorMu guards mirrorChanged, the channel closed (and replaced) at
+	// the worker pool's next commit to the mirror.
+	mirrorMu      sync.Mutex
+	mirrorChanged chan struct{}
+
 	closeOnce sync.Once
+}
+
+// MirrorChanged returns a channel closed at the worker pool's next commit
+// of events to the mirror. A caller waiting for the mirror to hold a state
+// takes the channel, checks the mirror, and waits on the channel if the
+// state is not there yet.
+func (p *Program) MirrorChanged() <-chan struct{} {
+	p.mirrorMu.Lock()
+	defer p.mirrorMu.Unlock()
+	if p.mirrorChanged == nil {
+		p.mirrorChanged = make(chan struct{})
+	}
+	return p.mirrorChanged
+}
+
+// notifyMirrorChanged wakes the callers of MirrorChanged.
+func (p *Program) notifyMirrorChanged() {
+	p.mirrorMu.Lock()
+	defer p.mirrorMu.Unlock()
+	if p.mirrorChanged != nil {
+		close(p.mirrorChanged)
+		p.mirrorChanged = nil
+	}
 }
 
 // NewProgram opens the database and the queue, builds every stage and binds

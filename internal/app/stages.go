@@ -91,6 +91,7 @@ func (p *Program) buildStages() (err error) {
 				msgs = append(msgs, r.Messages...)
 			}
 			p.relay.Offer(msgs)
+			p.notifyMirrorChanged()
 		},
 		OnOrdersKnown: onKnown,
 		Evidence:      evidence,
