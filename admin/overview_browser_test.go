@@ -58,20 +58,36 @@ func TestDemoOverviewInBrowser(t *testing.T) {
 		}
 		st.Sims[account].ActAsBuyers(codes, rng)
 	}
-	// Wait until the mirror holds every order as its simulator has it.
-	deadline := time.Now().Add(30 * time.Second)
+	// Wait until the mirror holds every order as its simulator has it:
+	// each webhook's commit wakes a check, from the first order not
+	// mirrored yet.
+	deadline := time.After(30 * time.Second)
+	type pending struct {
+		account string
+		want    ordersync.Order
+	}
+	var orders []pending
 	for account, sv := range st.Sims {
 		for _, want := range sv.Orders() {
-			for {
-				got, err := st.Program.DB().FindOrderByCode(ctx, account, want.OrderCode)
-				if err == nil && len(ordersync.DiffOrders(&want, &got.Order)) == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("order %s of %s not mirrored", want.OrderCode, account)
-				}
-				time.Sleep(50 * time.Millisecond)
+			orders = append(orders, pending{account, want})
+		}
+	}
+	for len(orders) > 0 {
+		changed := st.Program.MirrorChanged()
+		for len(orders) > 0 {
+			got, err := st.Program.DB().FindOrderByCode(ctx, orders[0].account, orders[0].want.OrderCode)
+			if err != nil || len(ordersync.DiffOrders(&orders[0].want, &got.Order)) != 0 {
+				break
 			}
+			orders = orders[1:]
+		}
+		if len(orders) == 0 {
+			break
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("order %s of %s not mirrored", orders[0].want.OrderCode, orders[0].account)
 		}
 	}
 
