@@ -20,9 +20,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// testTTL is short so failovers take seconds, and long enough that a
-// renewal (every TTL/3) survives a machine loaded by the other test packages.
-const testTTL = 2 * time.Second
+// testTTL is short so failovers and the tests' windows of a few TTLs take
+// about a second, and long enough that a renewal (every TTL/3, lost when it
+// has not come back within 2/3 TTL) survives a machine loaded by the other
+// test packages.
+const testTTL = time.Second
 
 // backend opens connections to one NATS server: the embedded one, or the
 // external server of ORDERSYNC_TEST_NATS_URL.
@@ -362,6 +364,7 @@ func TestLeaderKilledConnectionHandsOver(t *testing.T) {
 // back: its function's ctx is cancelled with ErrLeadershipLost within a
 // renewal interval, and it campaigns again and leads anew.
 func TestLeaderLossCancelsFunction(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		take func(ctx context.Context, kv jetstream.KeyValue) error
@@ -475,6 +478,7 @@ func TestLeaderKeepsLeaseWhileDraining(t *testing.T) {
 // TestLeaderFunctionReturns: a leader function that returns on its own
 // ends Run with its error, and the lease is released.
 func TestLeaderFunctionReturns(t *testing.T) {
+	t.Parallel()
 	errBoom := errors.New("boom")
 	for _, want := range []error{nil, errBoom} {
 		t.Run(fmt.Sprint(want), func(t *testing.T) {

@@ -10,6 +10,6 @@ import (
 func TestMain(m *testing.M) {
 	// The parallel tests wait on their servers' timers (ack waits, leases,
 	// disk recovery), not on a CPU.
-	testenv.WaitingParallel(6)
+	testenv.WaitingParallel(16)
 	leak.Main(m)
 }
