@@ -296,8 +296,11 @@ func TestRetrySchedule(t *testing.T) {
 	t.Logf("%d retries over %v: %v…", len(s), total, s[:14])
 }
 
-// An endpoint with a rate gets at most that many requests per second.
+// An endpoint with a rate gets at most that many requests per second. The
+// bound is a least span, which a loaded machine only lengthens: the test
+// runs in parallel.
 func TestDispatchRate(t *testing.T) {
+	t.Parallel()
 	e := newDispatchEnv(t)
 	srv := newEndpointServer(t, hookSecret, nil)
 	ep, err := e.db.CreateEndpoint(context.Background(), ordersync.EndpointParams{

@@ -10,6 +10,6 @@ import (
 // TestMain lets more of the parallel tests wait at once: most wait out a
 // retry, a Retry-After or an ack wait rather than compute.
 func TestMain(m *testing.M) {
-	testenv.WaitingParallel(6)
+	testenv.WaitingParallel(16)
 	leak.Main(m)
 }

@@ -26,8 +26,9 @@ func TestDispatchWaitingEventOutlastsAckWait(t *testing.T) {
 	srv := newEndpointServer(t, hookSecret, func(n int, r received, w http.ResponseWriter) int {
 		code := http.StatusOK
 		first.Do(func() {
-			// Beyond the ack wait, by more than one extension's period.
-			w.Header().Set("Retry-After", fmt.Sprint(int(2*shortAckWait/time.Second)))
+			// Beyond the ack wait, by more than one extension's period
+			// (a third of the ack wait), in whole seconds.
+			w.Header().Set("Retry-After", fmt.Sprint(int((shortAckWait+shortAckWait/3)/time.Second)+1))
 			code = http.StatusServiceUnavailable
 		})
 		return code
