@@ -35,12 +35,14 @@ func (u *refusingAccount) GetOrder(context.Context, string) (*ordersync.Order, e
 // pool runs fetches at once, is mirrored well before the refused
 // account's gate opens.
 func TestOneAccountsGateHoldsNoOther(t *testing.T) {
+	t.Parallel()
 	for name, refusal := range map[string]*ordersync.UpstreamError{
 		"retry-after": {Kind: ordersync.UpstreamRateLimited, StatusCode: 429, RetryAfter: time.Minute},
 		"rate":        {Kind: ordersync.UpstreamRateLimited, StatusCode: 429},
 		"credentials": {Kind: ordersync.UpstreamUnauthorized, StatusCode: 401},
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, sim.Faults{})
 			writer, err := worker.NewMirrorWriter(worker.MirrorWriterConfig{Mirror: e.db, Registerer: e.reg})
 			if err != nil {

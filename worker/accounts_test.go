@@ -19,6 +19,7 @@ import (
 // its own service and mirrored under its name; an event of an account the
 // deployment does not serve is dead-lettered, not retried.
 func TestAccounts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{})
 	ctx := context.Background()
 
@@ -122,6 +123,7 @@ func TestAccounts(t *testing.T) {
 // serve fails the same way on each: the router's error, naming the
 // account, and nothing sent upstream.
 func TestUnknownAccountEveryPath(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{})
 	ctx := context.Background()
 	s := e.newSyncer(t, nil, nil)

@@ -63,6 +63,7 @@ func TestConfigValidation(t *testing.T) {
 // leaves out a required dependency is refused as "worker:
 // <Stage>Config.<Field> is required".
 func TestStagesNameTheMissingField(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{})
 	s := e.newSyncer(t, nil, nil)
 	accounts := worker.Accounts{ordersync.DefaultAccount: s}

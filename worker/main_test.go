@@ -11,6 +11,6 @@ import (
 // TestMain lets more of the parallel tests wait at once: most wait out a
 // window, a backoff or an ack wait rather than compute.
 func TestMain(m *testing.M) {
-	testenv.WaitingParallel(6)
+	testenv.WaitingParallel(16)
 	leak.Main(m, testdb.Close)
 }

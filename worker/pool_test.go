@@ -18,6 +18,7 @@ import (
 // synced, and the consumer holds nothing. It is the pool's test on the
 // real SQLite mirror and JetStream; the tests of its logic use fakes.
 func TestPoolEndToEnd(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{})
 	orders := e.createOrders(t, 30)
 	var codes []string
@@ -87,6 +88,7 @@ func TestPoolEndToEnd(t *testing.T) {
 // TestPoolCoalescesBursts: ten events for each of 50 orders, interleaved,
 // cost at most two fetches per order.
 func TestPoolCoalescesBursts(t *testing.T) {
+	t.Parallel()
 	const perOrder = 10
 	e := newPoolEnv(t, sim.Faults{GetLatency: 50 * time.Millisecond})
 	orders := e.createOrders(t, 50)

@@ -291,6 +291,7 @@ func (m *appliedLog) count() int {
 // burst took 250 s; the test wants 5 times that pace or better (50 s at
 // most), and no limit on the rate at any moment.
 func TestBurstOfNewOrdersAtTheSimulatorsPace(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("2,000 orders through the pipeline; skipped with -short")
 	}

@@ -22,6 +22,7 @@ import (
 // retention, keeps
 // the rest and the unpublished messages, and counts what it deleted.
 func TestPruner(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := store.Open(ctx, store.Config{URL: testdb.SQLitePath(t)})
 	if err != nil {

@@ -46,6 +46,7 @@ func (u *getLog) recorded() []loggedGet {
 // finds every change, counts it as a missed webhook, and reschedules the
 // orders, so the next round at the same time has nothing to do.
 func TestReconcilerCatchesMissedChanges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{})
 	var offset time.Duration
 	clock := func() time.Time { return time.Now().Add(offset) }
@@ -100,9 +101,9 @@ func TestReconcilerCatchesMissedChanges(t *testing.T) {
 
 // TestReconcilerStaysWithinBudget: with 40 orders due and a tenth of the
 // upstream's answers failing (so fetches retry), the reconciler running
-// at a budget of 10 requests per second (a bucket of one) never sends its
-// k-th request, retries included, before k tenths of a second from its
-// start.
+// at a budget of 20 requests per second (a bucket of one) never sends its
+// k-th request, retries included, before k twentieths of a second from
+// its start.
 func TestReconcilerStaysWithinBudget(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, sim.Faults{})
@@ -117,7 +118,7 @@ func TestReconcilerStaysWithinBudget(t *testing.T) {
 	if err := e.sim.SetFaults(sim.Faults{ServerErrorRate: 0.1}); err != nil {
 		t.Fatal(err)
 	}
-	const budget = 10
+	const budget = 20
 	reg := prometheus.NewRegistry()
 	// Before the budget exists, so that no turn of it comes before start.
 	start := time.Now()
@@ -131,7 +132,8 @@ func TestReconcilerStaysWithinBudget(t *testing.T) {
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	time.AfterFunc(3500*time.Millisecond, stop)
+	const window = 2 * time.Second
+	time.AfterFunc(window, stop)
 	if err := rec.Run(runCtx); err != nil {
 		t.Fatal(err)
 	}
@@ -141,11 +143,13 @@ func TestReconcilerStaysWithinBudget(t *testing.T) {
 			gets = append(gets, g.at)
 		}
 	}
-	if len(gets) < 2*budget {
-		t.Fatalf("the reconciler sent %d requests in 3.5s, too few to judge its budget of %d/s", len(gets), budget)
+	// Half the window's turns: a busy machine may stall the reconciler
+	// for a while, and 20 requests still judge the budget.
+	if len(gets) < budget*int(window/time.Second)/2 {
+		t.Fatalf("the reconciler sent %d requests in %s, too few to judge its budget of %d/s", len(gets), window, budget)
 	}
 	// A request is noted when it leaves, at or after its turn, and the
-	// k-th turn (from 0) comes k tenths of a second after start at the
+	// k-th turn (from 0) comes k budget-ths of a second after start at the
 	// earliest. A busy machine delays a request past its turn and may
 	// bunch delayed ones together, which a count per window of one second
 	// would take for a breach; it cannot make one leave before its turn.
@@ -157,7 +161,7 @@ func TestReconcilerStaysWithinBudget(t *testing.T) {
 	}
 	checked := counterValue(t, reg, "ordersync_reconcile_checks_total", map[string]string{"outcome": "unchanged"}) +
 		counterValue(t, reg, "ordersync_reconcile_checks_total", map[string]string{"outcome": "failed"})
-	t.Logf("%d requests in 3.5s for %v checks at a budget of %d/s", len(gets), checked, budget)
+	t.Logf("%d requests in %s for %v checks at a budget of %d/s", len(gets), window, checked, budget)
 }
 
 // TestReconcilerGivesWayToWebhookFetches: with the upstream capped at 20

@@ -46,8 +46,11 @@ func (e *env) usePostgres(t *testing.T) {
 	e.db, e.mirror = db, db
 }
 
-// forDialects runs f on a SQLite mirror and on a PostgreSQL one.
+// forDialects runs f on a SQLite mirror and on a PostgreSQL one, in
+// parallel with each other and with the package's other parallel tests.
 func forDialects(t *testing.T, f func(t *testing.T, e *env)) {
+	t.Helper()
+	t.Parallel()
 	for _, dialect := range []string{"sqlite", "postgres"} {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()

@@ -90,6 +90,7 @@ func (e *env) paidMessages(t *testing.T) map[string]int {
 // duplicate, so a consumer of ordersync.orders.paid sees each paid order
 // once, and the outbox ends empty.
 func TestRelayExactlyOnceAcrossCrash(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{})
 	s := e.newSyncer(t, nil, nil)
 	ctx := context.Background()
@@ -168,6 +169,7 @@ func TestRelayExactlyOnceAcrossCrash(t *testing.T) {
 // TestRelayRetriesWhenQueueIsDown: a failed publish leaves the message
 // pending and Run keeps trying until it goes through.
 func TestRelayRetriesWhenQueueIsDown(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{})
 	s := e.newSyncer(t, nil, nil)
 	ctx := context.Background()
@@ -213,6 +215,7 @@ func TestRelayRetriesWhenQueueIsDown(t *testing.T) {
 // write answers no publish; the relay gives each round PublishTimeout and
 // tries again, and the message is published once the queue answers.
 func TestRelayRetriesAPublishNeverAnswered(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{})
 	s := e.newSyncer(t, nil, nil)
 	ctx := context.Background()

@@ -140,6 +140,7 @@ var _ ordersync.Mirror = (*gatedMirror)(nil)
 // out before the call began, by either: a fetch that starts later never
 // gets a lower number. Alone, an allocator writes once for many calls.
 func TestSeqAllocatorAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "seq.db")
 	open := func() *store.DB {
 		db, err := store.Open(context.Background(), store.Config{URL: path})
@@ -351,6 +352,7 @@ func (l *leaseWaits) LeaseFetchSeq(ctx context.Context, holder string, n int, tt
 // nobody, rather than waiting up to the lease's 2 s for it to run out.
 // What the successor is told, not a clock, decides.
 func TestSeqAllocatorCloseReleasesLease(t *testing.T) {
+	t.Parallel()
 	for _, d := range []struct {
 		name string
 		url  func(t *testing.T) string

@@ -32,6 +32,7 @@ type oldEvent struct {
 // release's form (Ordersync-Received-Unix-Nano), and checks a pool of this
 // release syncs, ignores and logs them as those releases did.
 func TestUpgradeReadsEventsWrittenTheOldWay(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, sim.Faults{})
 	orders := e.createOrders(t, 2)
 	if _, err := e.sim.Pay(orders[0].OrderCode, ordersync.Buyer{Name: "Ana", Email: "ana@example.com"}); err != nil {
