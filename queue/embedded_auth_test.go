@@ -43,7 +43,9 @@ func TestEmbeddedPortNeedsPassword(t *testing.T) {
 		t.Fatalf("password %d characters, want a long random one", len(password))
 	}
 	dial := func(opts ...nats.Option) error {
-		nc, err := nats.Connect(e.ClientURL(), append(opts, nats.Timeout(2*time.Second), nats.NoReconnect())...)
+		// A handshake has 15 s: the server's bcrypt check of a password
+		// takes seconds on a loaded machine.
+		nc, err := nats.Connect(e.ClientURL(), append(opts, nats.Timeout(15*time.Second), nats.NoReconnect())...)
 		if err != nil {
 			return err
 		}
