@@ -23,6 +23,26 @@ func TestPostgresIsMigrated(t *testing.T) {
 	if url == "" {
 		t.Skip("set ORDERSYNC_TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
 	}
+	openApplyingNone(t, url)
+}
+
+// TestSQLiteFileIsMigrated: the file SQLiteFile writes opens with every
+// migration applied (store.Open applies none and logs none), and each
+// call writes a database of its own.
+func TestSQLiteFileIsMigrated(t *testing.T) {
+	a, b := filepath.Join(t.TempDir(), "a.db"), filepath.Join(t.TempDir(), "b.db")
+	SQLiteFile(t, a)
+	SQLiteFile(t, b)
+	openApplyingNone(t, "sqlite:"+a)
+	if !bytes.Equal(readFile(t, b), sqliteTmpl.file) {
+		t.Error("opening one copy changed another")
+	}
+}
+
+// openApplyingNone opens the mirror at url and fails t when opening it
+// applied a migration.
+func openApplyingNone(t *testing.T, url string) {
+	t.Helper()
 	var logs testenv.Buffer
 	db, err := store.Open(context.Background(), store.Config{URL: url, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
@@ -33,29 +53,6 @@ func TestPostgresIsMigrated(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "applied migration") {
 		t.Errorf("opening the copy applied migrations:\n%s", logs.String())
-	}
-}
-
-// TestSQLiteFileIsMigrated: the file SQLiteFile writes opens with every
-// migration applied (store.Open applies none and logs none), and each
-// call writes a database of its own.
-func TestSQLiteFileIsMigrated(t *testing.T) {
-	a, b := filepath.Join(t.TempDir(), "a.db"), filepath.Join(t.TempDir(), "b.db")
-	SQLiteFile(t, a)
-	SQLiteFile(t, b)
-	var logs testenv.Buffer
-	db, err := store.Open(context.Background(), store.Config{URL: "sqlite:" + a, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(logs.String(), "applied migration") {
-		t.Errorf("opening the copy applied migrations:\n%s", logs.String())
-	}
-	if !bytes.Equal(readFile(t, b), sqliteTmpl.file) {
-		t.Error("opening one copy changed another")
 	}
 }
 
