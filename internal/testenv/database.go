@@ -30,17 +30,17 @@ type Databases struct {
 	// version and closes every connection it opened.
 	Migrate func(url string) error
 
-	once     sync.Once
-	admin    *sql.DB
-	template string
-	err      error
+	opened, migrated sync.Once
+	admin            *sql.DB
+	template         string
+	openErr, err     error
 }
 
 // New is the URL of a new database at the current schema version,
 // dropped when t ends.
 func (d *Databases) New(t testing.TB) string {
 	t.Helper()
-	d.once.Do(d.makeTemplate)
+	d.migrated.Do(d.makeTemplate)
 	if d.err != nil {
 		t.Fatalf("migrate the template database: %v", d.err)
 	}
@@ -51,9 +51,9 @@ func (d *Databases) New(t testing.TB) string {
 // dropped when t ends: for a test of the migrations themselves.
 func (d *Databases) Empty(t testing.TB) string {
 	t.Helper()
-	d.once.Do(d.open)
-	if d.err != nil {
-		t.Fatalf("connect to PostgreSQL: %v", d.err)
+	d.opened.Do(d.open)
+	if d.openErr != nil {
+		t.Fatalf("connect to PostgreSQL: %v", d.openErr)
 	}
 	return d.create(t, "template0")
 }
@@ -61,7 +61,7 @@ func (d *Databases) Empty(t testing.TB) string {
 // Prepare migrates the template in the background, so that the first
 // test that asks for a database does not wait for it: a TestMain calls it
 // before m.Run.
-func (d *Databases) Prepare() { go d.once.Do(d.makeTemplate) }
+func (d *Databases) Prepare() { go d.migrated.Do(d.makeTemplate) }
 
 // Close drops the template, waiting for Prepare's migration to end,
 // vacuums pg_database and closes the admin connection. A TestMain calls
@@ -69,7 +69,8 @@ func (d *Databases) Prepare() { go d.once.Do(d.makeTemplate) }
 // which every new connection reads, and autovacuum may be off, as on the
 // CI machine.
 func (d *Databases) Close() {
-	d.once.Do(func() {})
+	d.migrated.Do(func() {})
+	d.opened.Do(func() {})
 	if d.admin == nil {
 		return
 	}
@@ -86,13 +87,14 @@ func (d *Databases) Close() {
 
 func (d *Databases) open() {
 	var admin string
-	if admin, d.err = ScratchURL(d.Base, ""); d.err == nil {
-		d.admin, d.err = sql.Open("pgx", admin)
+	if admin, d.openErr = ScratchURL(d.Base, ""); d.openErr == nil {
+		d.admin, d.openErr = sql.Open("pgx", admin)
 	}
 }
 
 func (d *Databases) makeTemplate() {
-	if d.open(); d.err != nil {
+	if d.opened.Do(d.open); d.openErr != nil {
+		d.err = d.openErr
 		return
 	}
 	name := databaseName("ordersync_template_")

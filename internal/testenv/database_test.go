@@ -33,6 +33,9 @@ func TestDatabases(t *testing.T) {
 	}}
 	var names []string
 	t.Run("copies", func(t *testing.T) {
+		// Empty first: it opens the admin connection, not the template.
+		e := open(d.Empty(t))
+		defer e.Close()
 		a, b := open(d.New(t)), open(d.New(t))
 		defer a.Close()
 		defer b.Close()
@@ -50,8 +53,6 @@ func TestDatabases(t *testing.T) {
 			}
 			names = append(names, name)
 		}
-		e := open(d.Empty(t))
-		defer e.Close()
 		var tables int
 		if err := e.QueryRowContext(ctx, `SELECT count(*) FROM pg_tables WHERE tablename = 'marks'`).Scan(&tables); err != nil {
 			t.Fatal(err)
