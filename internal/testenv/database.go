@@ -87,7 +87,7 @@ func (d *Databases) Close() {
 
 func (d *Databases) open() {
 	var admin string
-	if admin, d.openErr = ScratchURL(d.Base, ""); d.openErr == nil {
+	if admin, d.openErr = ScratchURL(d.Base); d.openErr == nil {
 		d.admin, d.openErr = sql.Open("pgx", admin)
 	}
 }
@@ -148,7 +148,7 @@ func DatabaseURL(base, name string) (string, error) {
 		return "", fmt.Errorf("parse the database URL: %w", err)
 	}
 	u.Path = "/" + name
-	return ScratchURL(u.String(), "")
+	return ScratchURL(u.String())
 }
 
 func databaseName(prefix string) string {

@@ -15,17 +15,14 @@ func SchemaURL(base, schema string) (string, error) {
 	return withParams(base, "search_path", schema)
 }
 
-// ScratchURL is SchemaURL for a schema that lives only as long as its
-// test, or with schema "" base for the connection that creates and drops
-// such schemas: its commits do not wait for PostgreSQL's WAL to reach the
-// disk (synchronous_commit=off). Nothing of a test must outlive a crash
-// of the server, which no test causes, and a suite of hundreds of
-// schemas otherwise waits on the disk for most of its time.
-func ScratchURL(base, schema string) (string, error) {
-	if schema == "" {
-		return withParams(base, "synchronous_commit", "off")
-	}
-	return withParams(base, "search_path", schema, "synchronous_commit", "off")
+// ScratchURL is base for a connection whose work lives only as long as
+// its test (a test's database, the connection that creates and drops
+// databases and schemas): its commits do not wait for PostgreSQL's WAL to
+// reach the disk (synchronous_commit=off). Nothing of a test must
+// outlive a crash of the server, which no test causes, and a suite of
+// hundreds of databases otherwise waits on the disk for most of its time.
+func ScratchURL(base string) (string, error) {
+	return withParams(base, "synchronous_commit", "off")
 }
 
 // withParams is base with the query parameters of kv, name then value.

@@ -41,10 +41,10 @@ func runName() string {
 	return "mp" + hex.EncodeToString(b)
 }
 
-// New creates the run's schema. natsURL may be empty for a run that
-// uses only the schema.
+// New creates the run's schema, for a lab run. natsURL may be empty for
+// a run that uses only the schema.
 func New(ctx context.Context, natsURL, databaseURL string) (*Run, error) {
-	admin, err := ScratchURL(databaseURL, "")
+	admin, err := ScratchURL(databaseURL)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,9 @@ func New(ctx context.Context, natsURL, databaseURL string) (*Run, error) {
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+run.Namespace); err != nil {
 		return nil, fmt.Errorf("create schema %s: %w", run.Namespace, err)
 	}
-	if run.DatabaseURL, err = ScratchURL(databaseURL, run.Namespace); err != nil {
+	// The pipeline under a lab run writes at the server's own settings, as
+	// a deployment's would: its promises are measured at the defaults.
+	if run.DatabaseURL, err = SchemaURL(databaseURL, run.Namespace); err != nil {
 		return nil, err
 	}
 	return run, nil
