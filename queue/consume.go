@@ -69,12 +69,28 @@ func (s *eventSource) Next(ctx context.Context, max int, wait time.Duration) ([]
 // open for wait and answers the moment one arrives. The server ends the
 // pull when wait is over, and the fetch listens until it has: a pull the
 // client gave up on first (as FetchContext does) may still take an event,
-// which then comes back only after AckWait. A wait of 10 s or more has the
-// server send a heartbeat every 5 s, so a pull the server lost (a
-// reconnection, a consumer's leader moving) ends within 10 s rather than
-// at the end of the wait.
+// which then comes back only after AckWait. The server beats while it
+// holds the pull (pullBeats), so a pull it lost ends within two beats.
 func waitForOne(c jetstream.Consumer, wait time.Duration) (jetstream.MessageBatch, error) {
-	return c.Fetch(1, jetstream.FetchMaxWait(wait))
+	return c.Fetch(1, append(pullBeats(wait), jetstream.FetchMaxWait(wait))...)
+}
+
+// pullHeartbeat is how often the server says it still holds a long poll.
+// A pull it dropped without a word (the embedded JetStream reloaded after a
+// full disk, a consumer's leader moved, a reconnection) ends after two
+// missed beats and the next pull is sent, instead of events waiting out
+// the rest of the poll. An idle process pays one small message a second.
+const pullHeartbeat = time.Second
+
+// pullBeats asks for pullHeartbeat on a pull of wait, where wait is long
+// enough: the client wants the pull's expiry at least two beats, and
+// FetchContext sets the expiry up to a tenth short of the wait. A shorter
+// pull ends on its own about as soon.
+func pullBeats(wait time.Duration) []jetstream.FetchOpt {
+	if wait < 3*pullHeartbeat {
+		return nil
+	}
+	return []jetstream.FetchOpt{jetstream.FetchHeartbeat(pullHeartbeat)}
 }
 
 // collect runs one fetch, appends its messages to out and returns its

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/testenv"
 )
@@ -87,5 +89,86 @@ func TestEmbeddedRecoversFromFullDisk(t *testing.T) {
 		if seen[id] != 1 {
 			t.Errorf("acknowledged event %s delivered %d times, want once", id, seen[id])
 		}
+	}
+}
+
+// TestLostPullEndsWithinTwoBeats: JetStream reloaded under a waiting pull
+// (as after a full disk) drops the pull without a word. Two missed
+// heartbeats end it and the next pull takes the event published after the
+// reload, where the pull's own 30 s, or two of the library's default 5 s
+// beats, would have kept the pool, or an endpoint's dispatcher, waiting.
+func TestLostPullEndsWithinTwoBeats(t *testing.T) {
+	t.Parallel()
+	t.Run("pool", func(t *testing.T) {
+		t.Parallel()
+		e, q := embeddedQueue(t, uniqueConfig())
+		pull := func(ctx context.Context) string {
+			if ds, _ := q.Events().Next(ctx, 10, 30*time.Second); len(ds) > 0 {
+				return ds[0].Event().MsgID
+			}
+			return ""
+		}
+		publish := func(ctx context.Context) error {
+			_, err := q.PublishEvent(ctx, testEvent(1))
+			return err
+		}
+		reloadUnderPull(t, e, q.consumer, pull, publish, testEvent(1).MsgID)
+	})
+	t.Run("endpoint", func(t *testing.T) {
+		t.Parallel()
+		e, q := embeddedQueue(t, uniqueConfig())
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		src, consumer := resumedReader(ctx, t, q, q)
+		pull := func(ctx context.Context) string {
+			if ds, _ := src.Next(ctx, 10, 30*time.Second); len(ds) > 0 {
+				return ds[0].Event().MsgID
+			}
+			return ""
+		}
+		m := ordersync.OutboxMessage{Subject: ordersync.SubjectStatusPrefix + string(ordersync.StatusPending), MsgID: "A:1",
+			Payload: []byte(`{"orderCode":"A","orderStatus":"PENDING"}`)}
+		publish := func(ctx context.Context) error {
+			_, err := q.PublishMessages(ctx, []ordersync.OutboxMessage{m})
+			return err
+		}
+		reloadUnderPull(t, e, consumer, pull, publish, m.MsgID)
+	})
+}
+
+// reloadUnderPull reloads e's JetStream while pull waits at consumer,
+// publishes once the streams take messages again, and fails unless pull,
+// called again as each pull ends, returns want within 8 s.
+func reloadUnderPull(t *testing.T, e *Embedded, consumer jetstream.Consumer, pull func(context.Context) string, publish func(context.Context) error, want string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan string, 1)
+	go func() {
+		for ctx.Err() == nil {
+			if id := pull(ctx); id != "" {
+				got <- id
+				return
+			}
+		}
+	}()
+	waitPulling(t, consumer)
+	if err := e.resetJetStream(); err != nil {
+		t.Fatal(err)
+	}
+	reloaded := time.Now()
+	testenv.WaitFor(t, 5*time.Second, "a publish taken after the reload", func() bool {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		return publish(pctx) == nil
+	})
+	select {
+	case id := <-got:
+		t.Logf("pulled %v after the reload", time.Since(reloaded).Round(time.Millisecond))
+		if id != want {
+			t.Errorf("pulled %s, want %s", id, want)
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatal("the event published after JetStream reloaded not pulled within 8 s: the dropped pull was waited out")
 	}
 }

@@ -216,7 +216,9 @@ func (s *orderEventSource) next(ctx context.Context, max int, wait time.Duration
 	}
 	pull, cancel := newPullContext(ctx, wait)
 	defer cancel()
-	out, err = s.collect(ctx, out, func() (jetstream.MessageBatch, error) { return s.c.Fetch(1, jetstream.FetchContext(pull)) })
+	out, err = s.collect(ctx, out, func() (jetstream.MessageBatch, error) {
+		return s.c.Fetch(1, append(pullBeats(time.Until(pull.deadline)), jetstream.FetchContext(pull))...)
+	})
 	if ctx.Err() != nil {
 		s.awaitWithdrawn()
 	}
