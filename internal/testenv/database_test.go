@@ -3,7 +3,6 @@ package testenv
 import (
 	"context"
 	"database/sql"
-	"os"
 	"testing"
 	"time"
 )
@@ -13,10 +12,7 @@ import (
 // each is dropped when its test ends, and the template by Close, which
 // vacuums pg_database.
 func TestDatabases(t *testing.T) {
-	base := os.Getenv("ORDERSYNC_TEST_POSTGRES_URL")
-	if base == "" {
-		t.Skip("set ORDERSYNC_TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
+	base := postgresBase(t)
 	ctx := context.Background()
 	open := func(url string) *sql.DB {
 		db, err := sql.Open("pgx", url)

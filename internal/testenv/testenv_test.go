@@ -3,7 +3,6 @@ package testenv
 import (
 	"context"
 	"database/sql"
-	"os"
 	"testing"
 )
 
@@ -11,10 +10,7 @@ import (
 // deployment's would, at the server's synchronous_commit, not at the
 // setting test databases skip the disk wait with.
 func TestNewKeepsServerSettings(t *testing.T) {
-	base := os.Getenv("ORDERSYNC_TEST_POSTGRES_URL")
-	if base == "" {
-		t.Skip("set ORDERSYNC_TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
+	base := postgresBase(t)
 	ctx := context.Background()
 	run, err := New(ctx, "", base)
 	if err != nil {
