@@ -64,6 +64,15 @@ func writePragmas(autoCheckpoint bool) []string {
 	return p
 }
 
+// DefaultCheckpointInterval is the default Config.CheckpointInterval. A
+// checkpoint copies each page once however many commits rewrote it since
+// the last one, and a status change rewrites the same hot pages (index
+// interiors, the tails of the append-only tables) as its neighbours: four
+// seconds between checkpoints write about a fifth fewer bytes per change
+// than one, where a longer wait gains little more (under load the WAL
+// bound checkpoints first) and keeps more of the WAL unsynced.
+const DefaultCheckpointInterval = 4 * time.Second
+
 // DefaultMaxWALBytes is the default Config.MaxWALBytes.
 const DefaultMaxWALBytes = 64 << 20
 

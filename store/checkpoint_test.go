@@ -215,3 +215,32 @@ func TestCheckIntegrity(t *testing.T) {
 		t.Fatal("CheckIntegrity of a mirror with a zeroed page: nil, want the problems found")
 	}
 }
+
+// TestCheckpointDefaults: a Config that leaves them unset checkpoints
+// every DefaultCheckpointInterval and bounds the WAL at
+// DefaultMaxWALBytes; set ones are kept. The interval is what a status
+// change costs in bytes written (docs/benchmarks.md, "Real mix").
+func TestCheckpointDefaults(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mirror.db")
+	for _, tt := range []struct {
+		in          Config
+		every       time.Duration
+		walMaxBytes int64
+	}{
+		{Config{URL: path}, DefaultCheckpointInterval, DefaultMaxWALBytes},
+		{Config{URL: path, CheckpointInterval: time.Second, MaxWALBytes: 1 << 20}, time.Second, 1 << 20},
+		{Config{URL: path, CheckpointInterval: -1, MaxWALBytes: -1}, -1, -1},
+	} {
+		c, _, err := tt.in.withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.CheckpointInterval != tt.every || c.MaxWALBytes != tt.walMaxBytes {
+			t.Errorf("withDefaults(interval %v, max %d) = interval %v, max %d; want %v, %d",
+				tt.in.CheckpointInterval, tt.in.MaxWALBytes, c.CheckpointInterval, c.MaxWALBytes, tt.every, tt.walMaxBytes)
+		}
+	}
+	if DefaultCheckpointInterval != 4*time.Second {
+		t.Errorf("DefaultCheckpointInterval = %v: docs/deployment.md and docs/how-it-works.md say 4 s", DefaultCheckpointInterval)
+	}
+}

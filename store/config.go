@@ -50,8 +50,9 @@ type Config struct {
 	// Migrate runs the migrations at Open (default true).
 	Migrate *bool
 	// CheckpointInterval is how often SQLite's WAL is checkpointed by a
-	// goroutine of the DB, off the write path (default 1s). Negative leaves
-	// it to SQLite, inside the commit that crosses 1000 pages.
+	// goroutine of the DB, off the write path (DefaultCheckpointInterval).
+	// Negative leaves it to SQLite, inside the commit that crosses 1000
+	// pages.
 	CheckpointInterval time.Duration
 	// MaxWALBytes bounds SQLite's WAL file: a commit that leaves it longer
 	// runs a TRUNCATE checkpoint before it returns, which waits for the
@@ -91,7 +92,7 @@ func (c Config) withDefaults() (Config, target, error) {
 		c.Migrate = &migrate
 	}
 	if c.CheckpointInterval == 0 {
-		c.CheckpointInterval = time.Second
+		c.CheckpointInterval = DefaultCheckpointInterval
 	}
 	if c.MaxWALBytes == 0 {
 		c.MaxWALBytes = DefaultMaxWALBytes
