@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -218,8 +219,7 @@ func TestCheckIntegrity(t *testing.T) {
 
 // TestCheckpointDefaults: a Config that leaves them unset checkpoints
 // every DefaultCheckpointInterval and bounds the WAL at
-// DefaultMaxWALBytes; set ones are kept. The interval is what a status
-// change costs in bytes written (docs/benchmarks.md, "Real mix").
+// DefaultMaxWALBytes; set ones are kept.
 func TestCheckpointDefaults(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mirror.db")
 	for _, tt := range []struct {
@@ -243,4 +243,39 @@ func TestCheckpointDefaults(t *testing.T) {
 	if DefaultCheckpointInterval != 4*time.Second {
 		t.Errorf("DefaultCheckpointInterval = %v: docs/deployment.md and docs/how-it-works.md say 4 s", DefaultCheckpointInterval)
 	}
+}
+
+// TestDefaultCheckpointsGatherCommits: at the defaults, the commits of
+// the last 3 s stay in the WAL, each page they rewrote to be copied once
+// by the next checkpoint (what a status change costs in bytes written:
+// docs/benchmarks.md, "The checkpoint interval"), and within 5 s a
+// checkpoint has copied them into the database file. In synctest's time,
+// so the seconds are not waited.
+func TestDefaultCheckpointsGatherCommits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mirror.db")
+	synctest.Test(t, func(t *testing.T) {
+		db, err := Open(context.Background(), Config{URL: path})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		defer db.Close()
+		before := fileSize(t, path)
+		for batch := range 5 {
+			params := make([]ordersync.ApplyParams, 100)
+			for i := range params {
+				params[i] = fetched(orderDoc(t, fmt.Sprintf("g%d-%d", batch, i), batch*100+i+1, ordersync.StatusPending), int64(batch*100+i+1))
+			}
+			apply(t, db, params...)
+			time.Sleep(600 * time.Millisecond)
+		}
+		synctest.Wait()
+		if got := fileSize(t, path); got != before {
+			t.Fatalf("the database file grew from %d to %d bytes within 3 s of commits: they were not gathered in the WAL", before, got)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if got := fileSize(t, path); got <= before {
+			t.Errorf("the database file is %d bytes 5 s after Open, as before: no checkpoint copied the WAL", got)
+		}
+	})
 }
