@@ -35,7 +35,7 @@ func TestIdleServeLongPolls(t *testing.T) {
 		return nil
 	})
 	events, orders := pulls("events"), pulls("orders")
-	const window = 3 * time.Second
+	const window = time.Second
 	// The window in which nothing may be asked again. Its subject is the
 	// consumers' own long-poll expiry on the real JetStream server, which
 	// only real time moves.
