@@ -262,6 +262,7 @@ func (l *leaseCounting) CurrentFetchSeq(ctx context.Context) (int64, error) {
 // order, still hand out every number above every one handed out before
 // the call began, the lease passing between them.
 func TestSeqAllocatorLeaseAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "seq.db")
 	open := func() *leaseCounting {
 		db, err := store.Open(context.Background(), store.Config{URL: path})
