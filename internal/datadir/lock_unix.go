@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 )
 
 // Lock takes an exclusive flock on the data directory's lock file
@@ -17,29 +16,22 @@ import (
 // the process ends, however it ends (kill -9 included), so no stale lock
 // survives a crash. unlock releases it.
 //
-// A lock this process held and released may still be held for a moment
-// after: a child another goroutine was starting then holds a copy of the
-// descriptor until it execs (it closes on exec, not on fork), and a flock
-// is held until the last descriptor sharing it closes. So a lock whose
-// file names this process is tried again for up to forkWindow before Lock
-// gives up; one that names another process is refused at once.
+// unlock releases the flock before it closes the file: a child another
+// goroutine is starting holds a copy of every descriptor until it execs
+// (they close on exec, not on fork), and closing releases a flock only
+// with the last descriptor that shares it, so a restart in this process
+// would find its own lock still held.
 func Lock(dir string) (unlock func(), err error) {
 	path := lockPath(dir)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open data dir lock: %w", err)
 	}
-	deadline := time.Now().Add(forkWindow)
 	for {
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		switch {
-		case errors.Is(err, syscall.EINTR):
-			continue
-		case errors.Is(err, syscall.EWOULDBLOCK) && holder(path) == os.Getpid() && time.Now().Before(deadline):
-			time.Sleep(10 * time.Millisecond)
-			continue
+		if !errors.Is(err, syscall.EINTR) {
+			break
 		}
-		break
 	}
 	if errors.Is(err, syscall.EWOULDBLOCK) {
 		f.Close()
@@ -52,12 +44,11 @@ func Lock(dir string) (unlock func(), err error) {
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return func() { f.Close() }, nil
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
 }
-
-// forkWindow is how long Lock waits out a lock that names this process:
-// far longer than a child takes from fork to exec.
-const forkWindow = 500 * time.Millisecond
 
 // holder is the PID the lock file at path names, 0 when it names none.
 func holder(path string) int {
