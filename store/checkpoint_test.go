@@ -53,17 +53,25 @@ func TestCheckpointsOffTheWritePath(t *testing.T) {
 			before := fileSize(t, path)
 			// About 3 MB of pages: past SQLite's own 1000-page threshold.
 			for batch := range 10 {
-				params := make([]ordersync.ApplyParams, 100)
-				for i := range params {
-					params[i] = fetched(orderDoc(t, fmt.Sprintf("c%d-%d", batch, i), batch*100+i+1, ordersync.StatusPending), int64(batch*100+i+1))
-				}
-				apply(t, db, params...)
+				applyNewOrders(t, db, batch)
 			}
 			testenv.WaitFor(t, 5*time.Second, fmt.Sprintf("the database file to grow past %d bytes: a checkpoint of the WAL", before), func() bool {
 				return fileSize(t, path) > before
 			})
 		})
 	}
+}
+
+// applyNewOrders commits batch's 100 new orders (about 300 kB of pages),
+// their codes and fetch sequences following the batches before it.
+func applyNewOrders(t *testing.T, db *DB, batch int) {
+	t.Helper()
+	params := make([]ordersync.ApplyParams, 100)
+	for i := range params {
+		n := batch*100 + i + 1
+		params[i] = fetched(orderDoc(t, fmt.Sprintf("c%d-%d", batch, i), n, ordersync.StatusPending), int64(n))
+	}
+	apply(t, db, params...)
 }
 
 func fileSize(t *testing.T, path string) int64 {
@@ -261,11 +269,7 @@ func TestDefaultCheckpointsGatherCommits(t *testing.T) {
 		defer db.Close()
 		before := fileSize(t, path)
 		for batch := range 5 {
-			params := make([]ordersync.ApplyParams, 100)
-			for i := range params {
-				params[i] = fetched(orderDoc(t, fmt.Sprintf("g%d-%d", batch, i), batch*100+i+1, ordersync.StatusPending), int64(batch*100+i+1))
-			}
-			apply(t, db, params...)
+			applyNewOrders(t, db, batch)
 			time.Sleep(600 * time.Millisecond)
 		}
 		synctest.Wait()
