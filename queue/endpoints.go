@@ -74,7 +74,7 @@ func (q *Queue) EndpointEvents(ctx context.Context, endpointID string, events []
 		MaxDeliver:    -1,
 	}
 	var c jetstream.Consumer
-	if err := retryRace(ctx, func() error {
+	if err := retryRace(ctx, createAttemptTimeout, func(ctx context.Context) error {
 		c, err = q.js.CreateOrUpdateConsumer(ctx, q.cfg.OrdersStream, cc)
 		return err
 	}); err != nil {

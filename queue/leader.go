@@ -157,8 +157,13 @@ func NewLeader(ctx context.Context, nc *nats.Conn, cfg LeaderConfig) (*Leader, e
 // openLeaseBucket looks the bucket up and creates it when missing. Losing a
 // creation race to another process only means looking it up again.
 func openLeaseBucket(ctx context.Context, js jetstream.JetStream, cfg LeaderConfig) (jetstream.KeyValue, error) {
-	for attempt := 0; ; attempt++ {
-		kv, err := js.KeyValue(ctx, cfg.Bucket)
+	var (
+		kv jetstream.KeyValue
+		st jetstream.KeyValueStatus
+	)
+	err := retryRace(ctx, createAttemptTimeout, func(ctx context.Context) error {
+		var err error
+		kv, err = js.KeyValue(ctx, cfg.Bucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
 			kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
 				Bucket:      cfg.Bucket,
@@ -167,35 +172,22 @@ func openLeaseBucket(ctx context.Context, js jetstream.JetStream, cfg LeaderConf
 				Storage:     jetstream.FileStorage,
 				Replicas:    cfg.Replicas,
 			})
-			if (errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse)) && attempt < 5 {
-				continue
-			}
-		}
-		// A server error (seen as "error creating store for stream" from a
-		// busy 2.9 server) may pass: try again a few times before failing.
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.Code >= 500 && attempt < 5 {
-			select {
-			case <-ctx.Done():
-				return nil, fmt.Errorf("leader: open bucket %s: %w", cfg.Bucket, err)
-			case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
-			}
-			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("leader: open bucket %s: %w", cfg.Bucket, err)
+			return err
 		}
-		st, err := kv.Status(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("leader: read bucket %s status: %w", cfg.Bucket, err)
-		}
-		if st.TTL() != cfg.TTL {
-			// A shorter MaxAge than the renewal interval would let two
-			// processes lead at once: refuse rather than rewrite it.
-			return nil, fmt.Errorf("leader: TTL %s differs from bucket %s's MaxAge %s; every leader sharing a bucket needs the same TTL", cfg.TTL, cfg.Bucket, st.TTL())
-		}
-		return kv, nil
+		st, err = kv.Status(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("leader: open bucket %s: %w", cfg.Bucket, err)
 	}
+	if st.TTL() != cfg.TTL {
+		// A shorter MaxAge than the renewal interval would let two
+		// processes lead at once: refuse rather than rewrite it.
+		return nil, fmt.Errorf("leader: TTL %s differs from bucket %s's MaxAge %s; every leader sharing a bucket needs the same TTL", cfg.TTL, cfg.Bucket, st.TTL())
+	}
+	return kv, nil
 }
 
 // ID is this process's identity in the lease.

@@ -107,7 +107,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Queue, error) {
 		Discard:     jetstream.DiscardOld,
 	}}
 	for _, sc := range streams {
-		if err := retryRace(ctx, func() error {
+		if err := retryRace(ctx, createAttemptTimeout, func(ctx context.Context) error {
 			_, err := js.CreateOrUpdateStream(ctx, sc)
 			return err
 		}); err != nil {
@@ -124,7 +124,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Queue, error) {
 		FilterSubject: q.eventsPrefix + ">",
 		MaxDeliver:    -1,
 	}
-	if err := retryRace(ctx, func() error {
+	if err := retryRace(ctx, createAttemptTimeout, func(ctx context.Context) error {
 		c, err := js.CreateOrUpdateConsumer(ctx, cfg.EventsStream, cc)
 		q.consumer = c
 		return err
@@ -134,20 +134,44 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Queue, error) {
 	return q, nil
 }
 
+// createAttemptTimeout bounds one attempt of a stream, consumer or bucket
+// creation. A JetStream API request can go unanswered (seen from a server
+// busy with several creations at once); the next attempt is a new request.
+const createAttemptTimeout = 3 * time.Second
+
+// errCodeSubjectOverlap is what a 2.9 server may answer the loser of a
+// race to create the same stream, instead of "name already in use".
+const errCodeSubjectOverlap jetstream.ErrorCode = 10065
+
 // retryRace runs op again when it lost a creation race to another process
-// (the stream or consumer appeared between its lookup and its create): up
-// to four more times, from 10 ms, jittered so racing processes part.
-func retryRace(ctx context.Context, op func() error) error {
-	b := backoff.WithMaxRetries(backoff.NewExponentialBackOff(backoff.WithInitialInterval(10*time.Millisecond)), 4)
+// (the stream, consumer or bucket appeared between its lookup and its
+// create), when the server failed it (5xx), or when its request went
+// unanswered within the attempt's timeout: up to five more times, from
+// 10 ms, jittered so racing processes part. Any other error ends it.
+func retryRace(ctx context.Context, attemptTimeout time.Duration, op func(context.Context) error) error {
+	b := backoff.WithMaxRetries(backoff.NewExponentialBackOff(backoff.WithInitialInterval(10*time.Millisecond)), 5)
 	return backoff.Retry(func() error {
-		err := op()
-		if err != nil && !(errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) ||
-			errors.Is(err, jetstream.ErrConsumerExists) ||
-			errors.Is(err, jetstream.ErrConsumerNameAlreadyInUse)) {
-			return backoff.Permanent(err)
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		defer cancel()
+		err := op(actx)
+		if err == nil || lostRace(err) || (ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)) {
+			return err
 		}
-		return err
+		return backoff.Permanent(err)
 	}, backoff.WithContext(b, ctx))
+}
+
+// lostRace reports whether err is worth another attempt: a lost creation
+// race or a server-side failure.
+func lostRace(err error) bool {
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) ||
+		errors.Is(err, jetstream.ErrConsumerExists) ||
+		errors.Is(err, jetstream.ErrConsumerNameAlreadyInUse) ||
+		errors.Is(err, jetstream.ErrBucketExists) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == errCodeSubjectOverlap || apiErr.Code >= 500)
 }
 
 // publishAbandonAfter is when an unacknowledged asynchronous publish is

@@ -5,16 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// TestRetryRace: a lost creation race is tried again, up to five times in
-// all; any other error, and a cancelled context, end it at once.
+// TestRetryRace: a lost creation race, a server failure and an unanswered
+// request are tried again, up to six times in all; any other error, and a
+// cancelled context, end it at once.
 func TestRetryRace(t *testing.T) {
 	t.Parallel()
 	race := fmt.Errorf("create consumer: %w", jetstream.ErrConsumerExists)
 	other := errors.New("stream not found")
+	overlap := &jetstream.APIError{Code: 400, ErrorCode: 10065, Description: "subjects overlap with an existing stream"}
+	serverErr := &jetstream.APIError{Code: 500, ErrorCode: 10049, Description: "error creating store for stream"}
+	config := &jetstream.APIError{Code: 400, ErrorCode: 10052, Description: "stream configuration is invalid"}
+	unanswered := errors.New("unanswered") // op waits for its attempt's deadline
 	tests := []struct {
 		name      string
 		errs      []error // what op returns on each call; nil after the list
@@ -24,8 +30,12 @@ func TestRetryRace(t *testing.T) {
 	}{
 		{"won at once", nil, false, 1, nil},
 		{"lost twice, then won", []error{race, race}, false, 3, nil},
+		{"a 2.9 server's subject overlap is a lost race", []error{overlap}, false, 2, nil},
+		{"a server failure is tried again", []error{serverErr, serverErr}, false, 3, nil},
+		{"an unanswered request is sent again", []error{unanswered}, false, 2, nil},
 		{"another error is not retried", []error{other, nil}, false, 1, other},
-		{"lost every time", []error{race, race, race, race, race, race, race}, false, 5, jetstream.ErrConsumerExists},
+		{"another API error is not retried", []error{config, nil}, false, 1, config},
+		{"lost every time", []error{race, race, race, race, race, race, race}, false, 6, jetstream.ErrConsumerExists},
 		{"cancelled while losing", []error{race, race, race}, true, 1, context.Canceled},
 	}
 	for _, tt := range tests {
@@ -33,15 +43,19 @@ func TestRetryRace(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			calls := 0
-			err := retryRace(ctx, func() error {
+			err := retryRace(ctx, 10*time.Millisecond, func(actx context.Context) error {
 				calls++
 				if tt.cancel {
 					cancel()
 				}
-				if calls <= len(tt.errs) {
-					return tt.errs[calls-1]
+				if calls > len(tt.errs) {
+					return nil
 				}
-				return nil
+				if err := tt.errs[calls-1]; err != unanswered {
+					return err
+				}
+				<-actx.Done()
+				return actx.Err()
 			})
 			if calls != tt.wantCalls {
 				t.Errorf("op ran %d times, want %d", calls, tt.wantCalls)
