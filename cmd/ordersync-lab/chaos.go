@@ -30,6 +30,7 @@ import (
 	"github.com/ordersync/ordersync/internal/child"
 	"github.com/ordersync/ordersync/internal/compare"
 	"github.com/ordersync/ordersync/internal/fulfilment"
+	"github.com/ordersync/ordersync/internal/redact"
 	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/queue"
 	"github.com/ordersync/ordersync/sim"
@@ -133,7 +134,7 @@ func (o chaosOptions) validate() error {
 	case o.UpstreamRPS < 0:
 		return fmt.Errorf("chaos: upstream-rps must not be negative, got %v", o.UpstreamRPS)
 	case o.DatabaseURL != "" && !strings.HasPrefix(o.DatabaseURL, "postgres://") && !strings.HasPrefix(o.DatabaseURL, "postgresql://"):
-		return fmt.Errorf("chaos: database-url must be a PostgreSQL URL (postgres://…), got %q", app.RedactURL(o.DatabaseURL))
+		return fmt.Errorf("chaos: database-url must be a PostgreSQL URL (postgres://…), got %q", redact.URL(o.DatabaseURL))
 	case o.ReconcileRPS < 0:
 		return fmt.Errorf("chaos: reconcile-rps must not be negative (dropped webhooks are only caught by the reconciler), got %v", o.ReconcileRPS)
 	case o.ConvergeWithin <= 0:
@@ -281,7 +282,7 @@ func runChaos(ctx context.Context, out io.Writer, opts chaosOptions) (rep *chaos
 	}
 	defer r.tearDown()
 	fmt.Fprintf(out, "ordersync-lab chaos: %d orders, %d kills; simulator %s, pipeline pid %d (webhooks via a recording proxy at %s, admin %s, NATS %s)\n",
-		opts.Orders, opts.Kills, r.simURL, r.child.PID(), r.proxy.URL(), r.child.AdminURL(), app.RedactURL(r.child.NATSURL()))
+		opts.Orders, opts.Kills, r.simURL, r.child.PID(), r.proxy.URL(), r.child.AdminURL(), redact.URL(r.child.NATSURL()))
 	fmt.Fprintf(out, "faults: %s\n", describeFaults(opts.Faults))
 	fmt.Fprintf(out, "fulfilment endpoint %s: %s\n", r.hook.URL(), describeEndpointFaults(opts.Endpoint))
 

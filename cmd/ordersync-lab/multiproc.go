@@ -27,6 +27,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/internal/child"
+	"github.com/ordersync/ordersync/internal/redact"
 	"github.com/ordersync/ordersync/internal/testenv"
 	"github.com/ordersync/ordersync/sim"
 	"github.com/ordersync/ordersync/store"
@@ -430,7 +431,7 @@ func runMultiproc(ctx context.Context, out io.Writer, opts multiprocOptions) (re
 		return nil, err
 	}
 	fmt.Fprintf(out, "ordersync-lab multiproc: %d orders; %d processes (%s) on NATS %s namespace %s and PostgreSQL schema %s; simulator %s, webhooks via a recording proxy and a round-robin balancer\n",
-		opts.Chaos.Orders, len(m.procs), strings.Join(m.rep.Processes, " "), app.RedactURL(ext.NATSURL), ext.Namespace, ext.Namespace, m.r.simURL)
+		opts.Chaos.Orders, len(m.procs), strings.Join(m.rep.Processes, " "), redact.URL(ext.NATSURL), ext.Namespace, ext.Namespace, m.r.simURL)
 	fmt.Fprintf(out, "faults: %s\n", describeFaults(chaosFaults()))
 	if err := m.drive(ctx); err != nil {
 		return m.rep, err

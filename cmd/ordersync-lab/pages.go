@@ -24,6 +24,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/internal/child"
+	"github.com/ordersync/ordersync/internal/redact"
 	"github.com/ordersync/ordersync/internal/retry"
 )
 
@@ -148,7 +149,7 @@ endpoints:
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "ordersync-lab pages: serve pid %d on %s, %d requests per page after a warming one\n", c.PID(), redactURL(opts.DatabaseURL), opts.Runs)
+	fmt.Fprintf(out, "ordersync-lab pages: serve pid %d on %s, %d requests per page after a warming one\n", c.PID(), redact.URL(opts.DatabaseURL), opts.Runs)
 	fmt.Fprintln(out, "| page | p50 ms | p95 ms | serve CPU ms per request | KB | within 100 ms |")
 	fmt.Fprintln(out, "|---|---|---|---|---|---|")
 	var slow []string
@@ -183,14 +184,6 @@ func endpointSecret() string {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// redactURL is a database URL without its password, for the output.
-func redactURL(s string) string {
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	return s
-}
 
 var csrfInput = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 

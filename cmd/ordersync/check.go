@@ -19,6 +19,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
 	"github.com/ordersync/ordersync/internal/datadir"
+	"github.com/ordersync/ordersync/internal/redact"
 )
 
 // checkTimeout bounds each check that waits on something outside.
@@ -114,7 +115,7 @@ func checkDatabase(ctx context.Context, cfg app.Config) checkResult {
 	r := checkResult{name: "database"}
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	where := app.RedactURL(cfg.DatabaseURL)
+	where := redact.URL(cfg.DatabaseURL)
 	if !strings.Contains(cfg.DatabaseURL, "://") {
 		// SQLite: serve creates the data directory; so does check, owner-only.
 		if err := os.MkdirAll(filepath.Dir(cfg.DatabaseURL), 0o700); err != nil {
@@ -160,11 +161,11 @@ func checkNATS(ctx context.Context, cfg app.Config) checkResult {
 	defer cancel()
 	if cfg.NATSURL != "" {
 		if err := app.CheckQueue(ctx, cfg, "ordersync check"); err != nil {
-			r.status, r.detail = checkFail, fmt.Sprintf("%s: %v", app.RedactURL(cfg.NATSURL), err)
+			r.status, r.detail = checkFail, fmt.Sprintf("%s: %v", redact.URL(cfg.NATSURL), err)
 			r.fix = "check nats_url and its credentials (nats_creds_file, nats_token, nats_nkey_file), and that JetStream is enabled on the server"
 			return r
 		}
-		r.status, r.detail = checkOK, fmt.Sprintf("%s answers, with JetStream", app.RedactURL(cfg.NATSURL))
+		r.status, r.detail = checkOK, fmt.Sprintf("%s answers, with JetStream", redact.URL(cfg.NATSURL))
 		return r
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/redact"
 )
 
 // The deployment files, which nothing here can run: TestDeployFiles holds
@@ -411,7 +412,7 @@ func checkProcess(t *testing.T, p process, bin binary) (settled, []error) {
 		case !bin.env[v.name]:
 			bad("environment variable %s is not one ordersync reads", v.name)
 			continue
-		case bin.env[v.name+"_FILE"] && !(strings.HasSuffix(v.name, "_URL") && app.RedactURL(v.value) == v.value):
+		case bin.env[v.name+"_FILE"] && !(strings.HasSuffix(v.name, "_URL") && redact.URL(v.value) == v.value):
 			// A URL may go in plain text when it carries no credential.
 			bad("environment variable %s holds a secret in plain text: mount it as a file and name it in %s_FILE", v.name, v.name)
 		}

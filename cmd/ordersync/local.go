@@ -14,6 +14,7 @@ import (
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/admin/api"
 	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/redact"
 )
 
 // local is what the one-shot commands work with: internal/app's Local
@@ -29,7 +30,7 @@ func openMirror(ctx context.Context, flags *app.ConfigFlags) (*local, error) {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	l, err := app.OpenLocal(ctx, cfg, app.LocalOptions{Logger: logger})
 	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", app.RedactURL(cfg.DatabaseURL), err)
+		return nil, fmt.Errorf("open database %s: %w", redact.URL(cfg.DatabaseURL), err)
 	}
 	return &local{l}, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ordersync/ordersync"
 	"github.com/ordersync/ordersync/internal/app"
+	"github.com/ordersync/ordersync/internal/redact"
 )
 
 func newReconcileCommand() *cobra.Command {
@@ -110,8 +111,8 @@ func newMigrateCommand() *cobra.Command {
 			return err
 		}
 		defer l.Close()
-		l.audit(cmd.Context(), "schema.migrate", app.RedactURL(l.Config().DatabaseURL), nil)
-		fmt.Fprintf(cmd.OutOrStdout(), "schema of %s is up to date\n", app.RedactURL(l.Config().DatabaseURL))
+		l.audit(cmd.Context(), "schema.migrate", redact.URL(l.Config().DatabaseURL), nil)
+		fmt.Fprintf(cmd.OutOrStdout(), "schema of %s is up to date\n", redact.URL(l.Config().DatabaseURL))
 		return nil
 	}
 	return cmd

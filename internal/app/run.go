@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/ordersync/ordersync/internal/redact"
 )
 
 // Run serves until ctx is cancelled, then shuts down in order: drain (see
@@ -15,7 +17,7 @@ import (
 // admin API. It returns the first stage failure.
 func (p *Program) Run(ctx context.Context) error {
 	p.logger.Info("ordersync serving", "role", p.cfg.Role, "webhooks", p.WebhookURL(), "admin", p.AdminURL(),
-		"database", RedactURL(p.cfg.DatabaseURL), "nats", p.natsDescription())
+		"database", redact.URL(p.cfg.DatabaseURL), "nats", p.natsDescription())
 	p.logger.Info("settings in effect", p.cfg.SettingsAttr())
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
@@ -139,5 +141,5 @@ func (p *Program) natsDescription() string {
 		}
 		return "embedded, in-process"
 	}
-	return RedactURL(p.cfg.NATSURL)
+	return redact.URL(p.cfg.NATSURL)
 }

@@ -3,6 +3,8 @@ package app
 import (
 	"log/slog"
 	"strconv"
+
+	"github.com/ordersync/ordersync/internal/redact"
 )
 
 // secretSettings are the settings whose values are credentials, by key, in
@@ -16,7 +18,7 @@ var secretSettings = map[string]bool{
 // SettingsAttr is the effective configuration as one log attribute,
 // logged once at start: every setting of the table by its key, each
 // account's and endpoint's under theirs, credentials redacted (a secret
-// shows as xxxxx when set; URLs and DSNs as RedactURL leaves them).
+// shows as xxxxx when set; URLs and DSNs as redact.URL leaves them).
 func (c Config) SettingsAttr() slog.Attr {
 	attrs := shownSettings(settings, &c)
 	if len(c.Accounts) > 0 {
@@ -45,10 +47,10 @@ func shownSettings[T any](table []setting[T], c *T) []any {
 		v := st.set.show(c)
 		if secretSettings[st.key] {
 			if v != "" {
-				v = redacted
+				v = redact.Mask
 			}
 		} else {
-			v = RedactURL(v)
+			v = redact.URL(v)
 		}
 		attrs = append(attrs, slog.String(st.key, v))
 	}

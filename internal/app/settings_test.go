@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ordersync/ordersync"
+	"github.com/ordersync/ordersync/internal/redact"
 )
 
 // TestSettingsAttrRedacts: the start's settings line shows every setting
@@ -39,7 +40,7 @@ func TestSettingsAttrRedacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := line.Settings
-	for key, want := range map[string]any{"secret_key": redacted, "admin_viewer_tokens": redacted, "workers": strconv.Itoa(cfg.Workers),
+	for key, want := range map[string]any{"secret_key": redact.Mask, "admin_viewer_tokens": redact.Mask, "workers": strconv.Itoa(cfg.Workers),
 		"api_base_url": "https://api.example.com", "database_url": "postgres://ordersync:xxxxx@db.example.com/ordersync?sslmode=require"} {
 		if s[key] != want {
 			t.Errorf("settings.%s = %v, want %v", key, s[key], want)
@@ -51,11 +52,11 @@ func TestSettingsAttrRedacts(t *testing.T) {
 		}
 	}
 	shop := s["accounts"].(map[string]any)["shop2"].(map[string]any)
-	if shop["api_base_url"] != "https://api2.example.com" || shop["secret_key"] != redacted {
+	if shop["api_base_url"] != "https://api2.example.com" || shop["secret_key"] != redact.Mask {
 		t.Errorf("account shop2 shown as %v", shop)
 	}
 	erp := s["endpoints"].(map[string]any)["0"].(map[string]any)
-	if erp["id"] != "erp" || erp["secret"] != redacted {
+	if erp["id"] != "erp" || erp["secret"] != redact.Mask {
 		t.Errorf("endpoint erp shown as %v", erp)
 	}
 }

@@ -1,24 +1,26 @@
-package app
+// Package redact hides the credentials a database or NATS URL can carry,
+// for logs, messages and the settings page.
+package redact
 
 import (
 	"regexp"
 	"strings"
 )
 
-// redacted replaces every credential redactURL hides.
-const redacted = "xxxxx"
+// Mask stands in for each credential that URL hides.
+const Mask = "xxxxx"
 
 // secretParam matches a key=value pair whose key names a credential, in a
 // URL's query (password=, sslpassword=, sslkey=, SQLite's _auth_pass=) or
 // in a libpq key=value DSN (password='…'), with the value quoted or not.
 var secretParam = regexp.MustCompile(`(?i)((?:^|[\s?&;])[\w.-]*(?:pass|pwd|secret|token|key|credential)[\w.-]*\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&#]*)`)
 
-// RedactURL hides every credential a database or NATS URL (or a list of
+// URL hides every credential a database or NATS URL (or a list of
 // NATS URLs, or a libpq key=value DSN) can carry, for logs and messages:
 // a userinfo password, a NATS userinfo token (a user alone is a token
 // there; a PostgreSQL user alone is kept), and the values of parameters
 // named like a password, key, secret or token.
-func RedactURL(s string) string {
+func URL(s string) string {
 	var b strings.Builder
 	rest := s
 	for {
@@ -44,14 +46,14 @@ func RedactURL(s string) string {
 			user, _, hasPassword := strings.Cut(rest[:at], ":")
 			switch {
 			case hasPassword:
-				b.WriteString(user + ":" + redacted)
+				b.WriteString(user + ":" + Mask)
 			case scheme == "postgres" || scheme == "postgresql":
 				b.WriteString(user)
 			default:
-				b.WriteString(redacted)
+				b.WriteString(Mask)
 			}
 			rest = rest[at:]
 		}
 	}
-	return secretParam.ReplaceAllString(b.String(), "${1}"+redacted)
+	return secretParam.ReplaceAllString(b.String(), "${1}"+Mask)
 }

@@ -1,4 +1,4 @@
-package app
+package redact
 
 import (
 	"fmt"
@@ -7,9 +7,9 @@ import (
 	"unicode/utf8"
 )
 
-// TestRedactURL: no credential a database or NATS URL can carry reaches the
+// TestURL: no credential a database or NATS URL can carry reaches the
 // startup log; what is not a credential stays readable.
-func TestRedactURL(t *testing.T) {
+func TestURL(t *testing.T) {
 	tests := []struct {
 		name, in, want string
 	}{
@@ -36,21 +36,21 @@ func TestRedactURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := RedactURL(tt.in)
+			got := URL(tt.in)
 			if got != tt.want {
-				t.Errorf("redactURL(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+				t.Errorf("URL(%q)\n got %q\nwant %q", tt.in, got, tt.want)
 			}
 			if strings.Contains(got, "s3cr3t") || strings.Contains(got, "p@ss") || strings.Contains(got, "p%40ss") {
-				t.Errorf("redactURL(%q) = %q still holds the secret", tt.in, got)
+				t.Errorf("URL(%q) = %q still holds the secret", tt.in, got)
 			}
 		})
 	}
 }
 
-// FuzzRedactURL: whatever a password or token is, in any of the places a
+// FuzzURL: whatever a password or token is, in any of the places a
 // database or NATS URL carries one, it does not reach the log. Characters
 // a URL or DSN must escape in that place are left out.
-func FuzzRedactURL(f *testing.F) {
+func FuzzURL(f *testing.F) {
 	for _, s := range []string{"s3cr3t", "p%40ss", "xxxxx1", "ÄÖÜ-ß", "a:b"} {
 		f.Add(s)
 	}
@@ -73,11 +73,11 @@ func FuzzRedactURL(f *testing.F) {
 				continue // user:password, whose user is not a secret
 			}
 			in := fmt.Sprintf(form, secret)
-			if strings.Contains(fmt.Sprintf(form, redacted), secret) {
+			if strings.Contains(fmt.Sprintf(form, Mask), secret) {
 				continue // the secret is part of the rest of the URL
 			}
-			if got := RedactURL(in); strings.Contains(got, secret) {
-				t.Errorf("redactURL(%q) = %q keeps the secret", in, got)
+			if got := URL(in); strings.Contains(got, secret) {
+				t.Errorf("URL(%q) = %q keeps the secret", in, got)
 			}
 		}
 	})
