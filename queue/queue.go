@@ -147,9 +147,11 @@ const errCodeSubjectOverlap jetstream.ErrorCode = 10065
 // (the stream, consumer or bucket appeared between its lookup and its
 // create), when the server failed it (5xx), or when its request went
 // unanswered within the attempt's timeout: up to five more times, from
-// 10 ms, jittered so racing processes part. Any other error ends it.
+// 50 ms, jittered so racing processes part; the waits add up to about
+// 0.7 s, time for a busy server that failed a creation to recover. Any
+// other error ends it.
 func retryRace(ctx context.Context, attemptTimeout time.Duration, op func(context.Context) error) error {
-	b := backoff.WithMaxRetries(backoff.NewExponentialBackOff(backoff.WithInitialInterval(10*time.Millisecond)), 5)
+	b := backoff.WithMaxRetries(backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Millisecond)), 5)
 	return backoff.Retry(func() error {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 		defer cancel()
