@@ -156,7 +156,9 @@ func retryRace(ctx context.Context, attemptTimeout time.Duration, op func(contex
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 		defer cancel()
 		err := op(actx)
-		if err == nil || lostRace(err) || (ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)) {
+		// An attempt that ran out of its own time is sent again; once ctx
+		// itself is done, the backoff stops and says so.
+		if err == nil || lostRace(err) || errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}
 		return backoff.Permanent(err)

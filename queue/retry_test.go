@@ -24,27 +24,35 @@ func TestRetryRace(t *testing.T) {
 	tests := []struct {
 		name      string
 		errs      []error // what op returns on each call; nil after the list
-		cancel    bool
+		cancel    bool    // op cancels the caller's context
+		deadline  bool    // the caller's deadline comes before the attempt's
 		wantCalls int
 		wantErr   error
 	}{
-		{"won at once", nil, false, 1, nil},
-		{"lost twice, then won", []error{race, race}, false, 3, nil},
-		{"a 2.9 server's subject overlap is a lost race", []error{overlap}, false, 2, nil},
-		{"a server failure is tried again", []error{serverErr, serverErr}, false, 3, nil},
-		{"an unanswered request is sent again", []error{unanswered}, false, 2, nil},
-		{"another error is not retried", []error{other, nil}, false, 1, other},
-		{"another API error is not retried", []error{config, nil}, false, 1, config},
-		{"lost every time", []error{race, race, race, race, race, race, race}, false, 6, jetstream.ErrConsumerExists},
-		{"cancelled while losing", []error{race, race, race}, true, 1, context.Canceled},
+		{"won at once", nil, false, false, 1, nil},
+		{"lost twice, then won", []error{race, race}, false, false, 3, nil},
+		{"a 2.9 server's subject overlap is a lost race", []error{overlap}, false, false, 2, nil},
+		{"a server failure is tried again", []error{serverErr, serverErr}, false, false, 3, nil},
+		{"an unanswered request is sent again", []error{unanswered}, false, false, 2, nil},
+		{"another error is not retried", []error{other, nil}, false, false, 1, other},
+		{"another API error is not retried", []error{config, nil}, false, false, 1, config},
+		{"lost every time", []error{race, race, race, race, race, race, race}, false, false, 6, jetstream.ErrConsumerExists},
+		{"cancelled while losing", []error{race, race, race}, true, false, 1, context.Canceled},
+		{"unanswered past the caller's deadline", []error{unanswered, unanswered}, false, true, 1, context.DeadlineExceeded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
+			attempt := 10 * time.Millisecond
+			if tt.deadline {
+				ctx, cancel = context.WithTimeout(ctx, 5*time.Millisecond)
+				defer cancel()
+				attempt = time.Second
+			}
 			calls := 0
-			err := retryRace(ctx, 10*time.Millisecond, func(actx context.Context) error {
+			err := retryRace(ctx, attempt, func(actx context.Context) error {
 				calls++
 				if tt.cancel {
 					cancel()
