@@ -24,13 +24,13 @@ func TestAuditFromTheCLI(t *testing.T) {
 	}})
 	adminURL := "--admin-url=" + st.Program.AdminURL()
 	db := "--database-url=" + st.Program.Config().DatabaseURL
-	fetches := serveFetches(st)
+	handled := serveHandled(st)
 	out, err := runCLI(t, "links", "create", "--amount", "12.50", db, "--api-base-url="+st.SimURL, "--secret-key="+st.SecretKey)
 	if err != nil {
 		t.Fatalf("links create: %v\n%s", err, out)
 	}
 	code := strings.Fields(out)[1]
-	waitServeFetched(t, st, fetches)
+	waitServeHandled(t, st, handled)
 	if _, err := runCLI(t, "dlq", "replay", "--all", adminURL, "--token", "ops-secret"); err != nil {
 		t.Fatalf("dlq replay as the operator: %v", err)
 	}
