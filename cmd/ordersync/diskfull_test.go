@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -108,7 +111,16 @@ func waitPaidTriggers(t *testing.T, st *app.Stack, timeout time.Duration) {
 	requireOutboxSent(t, st, timeout)
 	triggers, err := st.Program.CountPaidTriggers(ctx)
 	if err != nil {
-		t.Fatal(err)
+		// What readiness said then, and whether a second count works,
+		// tell a JetStream away for a moment from one gone for good.
+		ready := "unanswered"
+		if res, rerr := http.Get(st.Program.AdminURL() + "/readyz"); rerr == nil {
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			ready = fmt.Sprintf("%d %s", res.StatusCode, strings.TrimSpace(string(body)))
+		}
+		_, again := st.Program.CountPaidTriggers(ctx)
+		t.Fatalf("count the PAID triggers: %v (then /readyz %s; counted again: %v)", err, ready, again)
 	}
 	for _, o := range st.Sim.Orders() {
 		if n := triggers[o.OrderCode]; n > 1 || (o.OrderStatus.IsPaidState() && n != 1) {
