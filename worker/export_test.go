@@ -24,3 +24,10 @@ func (s *Syncer) FetchHeldForTest(ctx context.Context, code string, held <-chan 
 	}})
 	return err
 }
+
+// FetchLeavingForTest is Fetch of a webhook that calls leaving where its
+// request is about to leave, after every wait, as the pool's round does.
+func (s *Syncer) FetchLeavingForTest(ctx context.Context, code string, leaving func()) error {
+	_, err := s.fetch(ctx, code, fetchOptions{leaving: leaving})
+	return err
+}

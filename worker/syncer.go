@@ -38,9 +38,10 @@ type Syncer struct {
 
 	cred credentialsPause
 
-	// foreground are the fetches other than the reconciler's that are
-	// waiting for the upstream (the Retry-After gate, the rate limit):
-	// while there are any, the reconciler's checks wait (see giveWay).
+	// foreground are the fetches other than the reconciler's whose
+	// requests have not left yet (waiting at the Retry-After gate or the
+	// rate limit, or taking their sequence): while there are any, the
+	// reconciler's checks wait (see giveWay).
 	foreground waitingFetches
 }
 
@@ -185,6 +186,20 @@ func (s *Syncer) retryAfterWait(err error) time.Duration {
 // rate limiter and the breaker. Errors that must not be retried come back
 // wrapped in backoff.Permanent.
 func (s *Syncer) attempt(ctx context.Context, code string, opts fetchOptions) (fetched, error) {
+	// A fetch other than a check counts as waiting until its request
+	// leaves, its sequence taken: a check that took the next turn sooner
+	// could otherwise reach the upstream first.
+	waiting := opts.admit == nil
+	if waiting {
+		s.foreground.enter()
+	}
+	leave := func() {
+		if waiting {
+			waiting = false
+			s.foreground.leave()
+		}
+	}
+	defer leave()
 	probe, err := s.waitTurn(ctx, code, opts)
 	if err != nil {
 		return fetched{}, backoff.Permanent(err)
@@ -193,6 +208,7 @@ func (s *Syncer) attempt(ctx context.Context, code string, opts fetchOptions) (f
 		// The sequence is taken here, after every wait, so that the order
 		// of sequences is the order in which requests leave.
 		seq, err := s.writer.seqs.next(ctx, opts.leaving)
+		leave()
 		if err != nil {
 			return fetched{}, &notUpstreamError{err}
 		}

@@ -93,17 +93,14 @@ func (s *Syncer) CredentialsPaused() bool {
 // interactive fetch does not wait there) and the credentials pause, then
 // the rate. A reconciler's check (opts.admit set) first passes its own
 // budget and then gives way to the other fetches, which count themselves
-// as waiting meanwhile: they go first, each behind at most the one check
-// that took the last turn.
+// as waiting until their requests leave (attempt): they go first, each
+// behind at most the one check that took the last turn.
 func (s *Syncer) waitTurn(ctx context.Context, code string, opts fetchOptions) (probe bool, err error) {
 	check := opts.admit != nil
 	if check {
 		if err := opts.admit(ctx); err != nil {
 			return false, fmt.Errorf("wait for the reconcile budget: %w", err)
 		}
-	} else {
-		s.foreground.enter()
-		defer s.foreground.leave()
 	}
 	if opts.interactive {
 		if wait := s.GateWait(); wait > 0 {
