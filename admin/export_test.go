@@ -495,7 +495,7 @@ func TestExportOutlastsServerTimeouts(t *testing.T) {
 }
 
 // mirrorURLs are a fresh SQLite file and, when ORDERSYNC_TEST_POSTGRES_URL
-// is set, a fresh PostgreSQL schema dropped at cleanup.
+// is set, a fresh PostgreSQL database dropped at cleanup.
 func mirrorURLs(t *testing.T) map[string]string {
 	t.Helper()
 	urls := map[string]string{store.DialectSQLite: "sqlite:" + filepath.Join(t.TempDir(), "m.db")}

@@ -25,7 +25,7 @@ const postgresEnv = "ORDERSYNC_TEST_POSTGRES_URL"
 
 // eachDialect runs test once per dialect, each time against a fresh
 // database at the current schema version: a new SQLite file, or a new
-// PostgreSQL schema dropped at cleanup. The URL lets a test open the same
+// PostgreSQL database dropped at cleanup. The URL lets a test open the same
 // database again. Sharing nothing, such tests run in parallel with each
 // other (t.Parallel): most of their time is the database's, waiting on
 // its disk. The two dialects run side by side too, so a test takes the

@@ -34,7 +34,7 @@ func (o *countingOutbox) PendingOutbox(ctx context.Context, limit int) ([]orders
 	return slices.DeleteFunc(msgs, func(m ordersync.OutboxMessage) bool { _, ok := o.hidden.Load(m.ID); return ok }), err
 }
 
-// usePostgres moves the env's mirror to a fresh PostgreSQL schema; the
+// usePostgres moves the env's mirror to a fresh PostgreSQL database; the
 // env's cleanup closes it in place of the SQLite one.
 func (e *env) usePostgres(t *testing.T) {
 	t.Helper()
